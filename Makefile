@@ -1,0 +1,35 @@
+# graphmem: `make demo` runs the sample corpus through the store, `make test` runs every check.
+# Both create .venv on first use and install what the project needs (torch's CPU build first).
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PACKAGES := graphmem ingest queries eval
+
+.PHONY: demo test test-faults lint typecheck bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m graphmem.demo --db graphmem.db
+
+lint: $(STAMP)
+	$(BIN)/ruff check $(PACKAGES) tests
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(BIN)/python -m pytest -q -m "not slow"
+
+test-faults: $(STAMP)
+	$(BIN)/python -m pytest -q tests/faults
+
+clean:
+	rm -rf $(VENV) graphmem.db .pytest_cache .mypy_cache .ruff_cache

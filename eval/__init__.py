@@ -1,0 +1,1 @@
+"""eval: metrics, benchmark runners and the RRF / ACT-R experiments."""

@@ -1,0 +1,3 @@
+from graphmem.cli import main
+
+main()

@@ -1,0 +1,114 @@
+"""graphmem's exceptions: one base class, a small tree, each message saying what to do.
+
+    GraphmemError
+    ├── StoreError                   the database cannot be opened or used
+    │   ├── StoreLockedError         another process holds the database
+    │   ├── SchemaVersionError       the database was written by a newer graphmem
+    │   └── ReadOnlyStoreError       a write on a store opened read-only
+    ├── InvalidInputError            a value the caller passed is wrong (names the field)
+    │   └── RecordError              a record of a file is wrong (names file, index, id, field)
+    ├── NotFoundError                no such memory (for this owner)
+    ├── ConflictError                the operation does not fit the memory's state
+    ├── ConfirmationRequiredError    a destructive operation without confirm=True
+    ├── EmbedderMismatchError        the store was embedded with another model
+    └── BackendUnavailableError      an optional service (Ollama, a sidecar) did not answer
+
+Foreign errors (Kuzu's bare ``RuntimeError``, I/O errors) are mapped to these at the
+boundary that meets them, with ``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendUnavailableError",
+    "ConfirmationRequiredError",
+    "ConflictError",
+    "EmbedderMismatchError",
+    "GraphmemError",
+    "InvalidInputError",
+    "NotFoundError",
+    "ReadOnlyStoreError",
+    "RecordError",
+    "SchemaVersionError",
+    "StoreError",
+    "StoreLockedError",
+]
+
+
+class GraphmemError(Exception):
+    """Base class of every error graphmem raises on purpose."""
+
+
+class StoreError(GraphmemError):
+    """The database could not be opened or used."""
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the database's write lock."""
+
+
+class SchemaVersionError(StoreError):
+    """The database's schema is newer than this graphmem understands."""
+
+
+class ReadOnlyStoreError(StoreError):
+    """A write was attempted on a store opened read-only."""
+
+
+class InvalidInputError(GraphmemError, ValueError):
+    """A value passed by the caller is not acceptable.
+
+    ``field`` names the offending parameter or record field when known.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class RecordError(InvalidInputError):
+    """A record of an input file is malformed; nothing was written."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        index: int | None = None,
+        record_id: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        where = []
+        if source:
+            where.append(source)
+        if index is not None:
+            where.append(f"record {index}")
+        if record_id:
+            where.append(f"id {record_id}")
+        if field:
+            where.append(f"field {field}")
+        prefix = ", ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message, field=field)
+        self.source = source
+        self.index = index
+        self.record_id = record_id
+
+
+class NotFoundError(GraphmemError, LookupError):
+    """No memory with this id is visible to the caller."""
+
+
+class ConflictError(GraphmemError):
+    """The operation does not fit the memory's current state."""
+
+
+class ConfirmationRequiredError(GraphmemError):
+    """A destructive operation was called without ``confirm=True``."""
+
+
+class EmbedderMismatchError(GraphmemError):
+    """The store's vectors come from another embedding model."""
+
+
+class BackendUnavailableError(GraphmemError):
+    """An optional backend (Ollama, a sidecar) could not be reached."""

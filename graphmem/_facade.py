@@ -1,0 +1,36 @@
+"""``MemoryStore``: the one entry object, assembled from the store's layers."""
+
+from __future__ import annotations
+
+from ._views import ViewsMixin
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore(ViewsMixin):
+    """An agent's memories in an embedded Kuzu graph.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A database directory (created when missing), or ``":memory:"``.
+    settings : Settings, optional
+        Configuration; ``Settings.from_env()`` when omitted.
+    embedder : Embedder or str, optional
+        The embedding model: an ``Embedder`` or a spec (``"minilm"``, ``"hashing"``,
+        ``"ollama:MODEL"``). By default the one the store was created with, or
+        ``settings.embedder`` (the bundled MiniLM) for a new store. A model other than
+        the store's is refused; ``reembed`` switches.
+    read_only : bool
+        Open without write access (several read-only processes may share a database).
+    clock : callable, optional
+        Returns the current time; tests and replays pass their own.
+
+    Examples
+    --------
+    >>> from graphmem import MemoryStore
+    >>> with MemoryStore(":memory:", embedder="hashing") as store:
+    ...     memory = store.add("The user prefers TypeScript over JavaScript", kind="semantic")
+    ...     store.get(memory.id).kind.value
+    'semantic'
+    """

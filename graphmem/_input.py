@@ -1,0 +1,194 @@
+"""What callers hand the store: ``MemoryInput`` validates a new memory and names bad fields."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ._errors import InvalidInputError
+from ._models import Kind, Status
+from ._time import parse_iso, to_utc
+
+__all__ = ["MAX_TEXT", "MemoryInput", "check_text", "check_unit", "validation_message"]
+
+#: Longest memory text accepted (characters); longer input is an error, not a truncation.
+MAX_TEXT = 200_000
+_MAX_SHORT = 2_000
+
+
+def check_text(value: Any, *, field: str, max_len: int = MAX_TEXT, allow_empty: bool = False
+               ) -> str:
+    """A string with no NUL characters, within ``max_len``; whitespace-only is empty."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{field} must be a string, got {type(value).__name__}",
+                                field=field)
+    if "\x00" in value:
+        raise InvalidInputError(f"{field} contains a NUL character", field=field)
+    if len(value) > max_len:
+        raise InvalidInputError(
+            f"{field} is {len(value)} characters long; the limit is {max_len}", field=field
+        )
+    if not allow_empty and not value.strip():
+        raise InvalidInputError(f"{field} is empty", field=field)
+    return value
+
+
+def check_unit(value: Any, *, field: str) -> float:
+    """A finite number in [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInputError(f"{field} must be a number in [0, 1], got {value!r}", field=field)
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise InvalidInputError(f"{field} must be in [0, 1], got {value!r}", field=field)
+    return float(value)
+
+
+def _time(value: Any, field: str) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return to_utc(value)
+    if isinstance(value, str):
+        try:
+            return parse_iso(value)
+        except ValueError as exc:
+            raise ValueError(f"{field}: {exc}") from None
+    raise ValueError(f"{field} must be a datetime or an ISO 8601 string")
+
+
+def _json_safe(value: Any, field: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{field} must be an object")
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{field} must be JSON (finite numbers, string keys): {exc}") from None
+    return dict(value)
+
+
+class MemoryInput(BaseModel):
+    """A memory to add. Only ``text`` is required; everything else has a default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str
+    id: str | None = None
+    kind: Kind = Kind.EPISODIC
+    status: Status = Status.ACTIVE
+    subject: str | None = None
+    importance: float = Field(default=0.5, allow_inf_nan=False)
+    confidence: float = Field(default=1.0, allow_inf_nan=False)
+    tags: tuple[str, ...] = ()
+    owner: str | None = None
+    project: str | None = None
+    visibility: str = "private"
+    created: datetime | None = None
+    modified: datetime | None = None
+    observed: datetime | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    superseded_by: tuple[str, ...] = ()
+    session: str | None = None
+    provenance: dict[str, Any] = Field(default_factory=dict)
+    integrity: dict[str, Any] = Field(default_factory=dict)
+    payload: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, value: str) -> str:
+        try:
+            return check_text(value, field="text")
+        except InvalidInputError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("id", "subject", "owner", "project", "session")
+    @classmethod
+    def _short(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if "\x00" in value:
+            raise ValueError("contains a NUL character")
+        if len(value) > _MAX_SHORT:
+            raise ValueError(f"is {len(value)} characters long; the limit is {_MAX_SHORT}")
+        return value
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str | None) -> str | None:
+        if value is not None and (not value.strip() or value != value.strip()):
+            raise ValueError("must be non-empty with no surrounding whitespace")
+        return value
+
+    @field_validator("status")
+    @classmethod
+    def _status(cls, value: Status) -> Status:
+        if value is Status.FORGOTTEN:
+            raise ValueError("a new memory cannot be forgotten")
+        return value
+
+    @field_validator("importance", "confidence")
+    @classmethod
+    def _unit(cls, value: float) -> float:
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"must be in [0, 1], got {value}")
+        return value
+
+    @field_validator("tags", "superseded_by")
+    @classmethod
+    def _strings(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            if not item or "\x00" in item or len(item) > _MAX_SHORT:
+                raise ValueError(f"bad entry {item[:40]!r}")
+        return value
+
+    @field_validator("created", "modified", "observed", "valid_from", "valid_to", mode="before")
+    @classmethod
+    def _times(cls, value: Any, info: Any) -> datetime | None:
+        return _time(value, info.field_name)
+
+    @field_validator("provenance", "integrity", "extra", mode="before")
+    @classmethod
+    def _json(cls, value: Any, info: Any) -> dict[str, Any]:
+        return _json_safe(value, info.field_name)
+
+    @field_validator("payload")
+    @classmethod
+    def _payload(cls, value: str | None) -> str | None:
+        if value is not None and len(value) > 10 * MAX_TEXT:
+            raise ValueError("payload is too large")
+        return value
+
+    @classmethod
+    def parse(cls, data: Any, *, where: str = "") -> MemoryInput:
+        """Validate a dict (or pass a ``MemoryInput`` through); errors name the field."""
+        if isinstance(data, MemoryInput):
+            return data
+        if isinstance(data, str):
+            data = {"text": data}
+        if not isinstance(data, Mapping):
+            raise InvalidInputError(
+                f"{where}a memory must be a mapping with at least 'text', "
+                f"got {type(data).__name__}"
+            )
+        try:
+            return cls.model_validate(dict(data))
+        except ValidationError as exc:
+            field, message = validation_message(exc)
+            raise InvalidInputError(f"{where}{field}: {message}", field=field) from None
+
+
+def validation_message(exc: ValidationError) -> tuple[str, str]:
+    """The first error of a pydantic ``ValidationError`` as (dotted field, message)."""
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first.get("loc", ())) or "record"
+    message = str(first.get("msg", "invalid value"))
+    if message.startswith("Value error, "):
+        message = message[len("Value error, "):]
+    return field, message

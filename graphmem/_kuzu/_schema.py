@@ -1,0 +1,130 @@
+"""The store's schema, its version (kept in the ``Meta`` table) and the migrations between versions.
+
+``SCHEMAS[v]`` is the complete DDL of version ``v`` (kept so tests can build an old
+database); ``MIGRATIONS[v]`` lifts a database from ``v - 1`` to ``v``.
+"""
+
+from __future__ import annotations
+
+from .._errors import SchemaVersionError
+from ._db import Database
+
+__all__ = [
+    "EVENT_TYPES",
+    "FTS_INDEX",
+    "MEMORY_TYPES",
+    "SCHEMAS",
+    "SCHEMA_VERSION",
+    "VERSION_TYPES",
+    "ensure_schema",
+    "schema_version",
+]
+
+SCHEMA_VERSION = 1
+FTS_INDEX = "memory_fts"
+
+#: Column -> Kuzu type of each table at the current version (DDL and casts come from here).
+MEMORY_TYPES: dict[str, str] = {
+    "id": "STRING", "owner": "STRING", "project": "STRING", "visibility": "STRING",
+    "kind": "STRING", "status": "STRING", "hot": "BOOLEAN",
+    "subject": "STRING", "text": "STRING", "tags": "STRING[]",
+    "importance": "DOUBLE", "original_importance": "DOUBLE", "confidence": "DOUBLE",
+    "created": "TIMESTAMP", "modified": "TIMESTAMP", "observed": "TIMESTAMP",
+    "valid_from": "TIMESTAMP", "valid_to": "TIMESTAMP",
+    "access_count": "INT64", "last_accessed": "TIMESTAMP", "access_times": "TIMESTAMP[]",
+    "useful_count": "INT64", "ignored_count": "INT64",
+    "superseded_by": "STRING[]", "session": "STRING",
+    "provenance": "STRING", "integrity": "STRING", "ump": "STRING",
+    "payload": "STRING", "payload_hash": "STRING", "payload_at": "TIMESTAMP",
+    "text_sha256": "STRING", "version": "INT64",
+    "centrality": "DOUBLE", "xref_count": "INT64",
+    "prev_status": "STRING", "prev_kind": "STRING", "state_changed": "TIMESTAMP",
+    "vec": "STRING",
+}  # fmt: skip
+VERSION_TYPES: dict[str, str] = {
+    "id": "STRING", "memory_id": "STRING", "seq": "INT64", "change_type": "STRING",
+    "at": "TIMESTAMP", "reason": "STRING", "actor": "STRING", "text": "STRING",
+    "subject": "STRING", "text_sha256": "STRING", "importance": "DOUBLE", "status": "STRING",
+    "kind": "STRING", "redacted": "BOOLEAN",
+}  # fmt: skip
+EVENT_TYPES: dict[str, str] = {
+    "event_id": "STRING", "memory_id": "STRING", "event_type": "STRING",
+    "from_state": "STRING", "to_state": "STRING", "reason": "STRING",
+    "triggered_by": "STRING", "agent_id": "STRING", "timestamp": "TIMESTAMP",
+    "metadata": "STRING",
+}  # fmt: skip
+
+
+def _node_table(name: str, types: dict[str, str]) -> str:
+    columns = ", ".join(
+        f"{column} {kind}" + (" PRIMARY KEY" if i == 0 else "")
+        for i, (column, kind) in enumerate(types.items())
+    )
+    return f"CREATE NODE TABLE {name}({columns})"
+
+
+SCHEMAS: dict[int, list[str]] = {
+    1: [
+        "CREATE NODE TABLE Meta(key STRING PRIMARY KEY, value STRING)",
+        _node_table("Memory", MEMORY_TYPES),
+        _node_table("Version", VERSION_TYPES),
+        _node_table("LifecycleEvent", EVENT_TYPES),
+        "CREATE REL TABLE HAS_VERSION(FROM Memory TO Version)",
+        "CREATE REL TABLE SUPERSEDES(FROM Memory TO Memory, reason STRING, at TIMESTAMP)",
+        """CREATE REL TABLE REFERENCES(FROM Memory TO Memory, source STRING, weight DOUBLE,
+            at TIMESTAMP)""",
+        """CREATE REL TABLE CO_OCCURS(FROM Memory TO Memory, weight DOUBLE, count INT64,
+            source STRING, at TIMESTAMP)""",
+        f"CALL CREATE_FTS_INDEX('Memory', '{FTS_INDEX}', ['subject', 'text'])",
+    ],
+}
+
+#: version -> statements that lift a database from ``version - 1``.
+MIGRATIONS: dict[int, list[str]] = {}
+
+
+def schema_version(db: Database) -> int | None:
+    """The version recorded in the database, or None for an empty one."""
+    tables = {row[0] for row in db.read("CALL show_tables() RETURN name")}
+    if "Meta" not in tables:
+        if tables:
+            raise SchemaVersionError(
+                f"database {db.path} holds tables but no graphmem schema; "
+                "it was not created by graphmem"
+            )
+        return None
+    rows = db.read("MATCH (m:Meta {key: 'schema_version'}) RETURN m.value")
+    return int(rows[0][0]) if rows else None
+
+
+def ensure_schema(db: Database, *, target: int = SCHEMA_VERSION) -> int:
+    """Create the schema in an empty database or migrate an older one; return its version."""
+    current = schema_version(db)
+    if current is None:
+        if db.read_only:
+            raise SchemaVersionError(f"database {db.path} is empty and was opened read-only")
+        for statement in SCHEMAS[target]:
+            db.run_auto(statement)
+        _set_version(db, target)
+        return target
+    if current > target:
+        raise SchemaVersionError(
+            f"database {db.path} has schema version {current}, newer than this graphmem "
+            f"understands ({target}); upgrade graphmem"
+        )
+    if current < target and db.read_only:
+        raise SchemaVersionError(
+            f"database {db.path} has schema version {current} and needs a migration to "
+            f"{target}; open it once read-write"
+        )
+    for version in range(current + 1, target + 1):
+        for statement in MIGRATIONS[version]:
+            db.run_auto(statement)
+        _set_version(db, version)
+    return target
+
+
+def _set_version(db: Database, version: int) -> None:
+    db.run_auto(
+        "MERGE (m:Meta {key: 'schema_version'}) SET m.value = $v", {"v": str(version)}
+    )

@@ -1,0 +1,194 @@
+"""graphmem's value types: memories, their versions, lifecycle events and store statistics.
+
+They are immutable pydantic models; the store hands them out and never keeps them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "ChangeType",
+    "EventType",
+    "Kind",
+    "LifecycleEvent",
+    "Memory",
+    "Stats",
+    "Status",
+    "TriggeredBy",
+    "Version",
+]
+
+
+class Kind(StrEnum):
+    """What a memory is about (UMP kinds)."""
+
+    WORKING = "working"
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+    PROCEDURAL = "procedural"
+    IDENTITY = "identity"
+    NOTE = "note"
+
+
+class Status(StrEnum):
+    """Where a memory is in its lifecycle.
+
+    ``candidate`` memories wait for reinforcement, ``active`` ones are recalled,
+    ``archived`` ones are kept for audit and export, ``tombstoned`` ones are deleted
+    logically, ``forgotten`` ones were hard-deleted: only hashes remain.
+    """
+
+    CANDIDATE = "candidate"
+    ACTIVE = "active"
+    ARCHIVED = "archived"
+    TOMBSTONED = "tombstoned"
+    FORGOTTEN = "forgotten"
+
+
+class ChangeType(StrEnum):
+    """Why a version row was written (seed 001, plus the archivist's transitions)."""
+
+    CREATED = "created"
+    CONFLICT_UPDATE = "conflict_update"
+    MANUAL_EDIT = "manual_edit"
+    IMPORTANCE_DECAY = "importance_decay"
+    IMPORTANCE_BOOST = "importance_boost"
+    ARCHIVED = "archived"
+    PROMOTED = "promoted"
+    RESTORED = "restored"
+    TOMBSTONED = "tombstoned"
+    FORGOTTEN = "forgotten"
+
+
+class EventType(StrEnum):
+    """Kinds of lifecycle transitions recorded in the audit log (seed 000 and more)."""
+
+    PROMOTE = "promote"
+    ARCHIVE = "archive"
+    DELETE = "delete"
+    RESTORE = "restore"
+    TOMBSTONE = "tombstone"
+    SUPERSEDE = "supersede"
+    ACTIVATE = "activate"
+    EXPIRE = "expire"
+    HOT = "hot"
+    COOL = "cool"
+
+
+class TriggeredBy(StrEnum):
+    AUTO = "auto"
+    MANUAL = "manual"
+
+
+class _Value(BaseModel):
+    model_config = ConfigDict(frozen=True, use_enum_values=False)
+
+
+class Memory(_Value):
+    """One memory as stored: content, scope, times, lifecycle state and usage counters."""
+
+    id: str
+    kind: Kind = Kind.EPISODIC
+    status: Status = Status.ACTIVE
+    hot: bool = False
+    subject: str | None = None
+    text: str = ""
+    tags: tuple[str, ...] = ()
+    owner: str | None = None
+    project: str | None = None
+    visibility: str = "private"
+    importance: float = 0.5
+    original_importance: float = 0.5
+    confidence: float = 1.0
+    created: datetime
+    modified: datetime
+    observed: datetime | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    access_count: int = 0
+    last_accessed: datetime | None = None
+    access_times: tuple[datetime, ...] = ()
+    useful_count: int = 0
+    ignored_count: int = 0
+    superseded_by: tuple[str, ...] = ()
+    session: str | None = None
+    provenance: dict[str, Any] = Field(default_factory=dict)
+    integrity: dict[str, Any] = Field(default_factory=dict)
+    payload: str | None = None
+    payload_hash: str | None = None
+    text_sha256: str = ""
+    version: int = 1
+    centrality: float | None = None
+    xref_count: int | None = None
+    #: Fields of the source record that graphmem does not model, kept for round trips.
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def is_current(self) -> bool:
+        """True unless a newer memory supersedes this one."""
+        return not self.superseded_by
+
+    def short(self, width: int = 72) -> str:
+        """Subject or text on one line, cut to ``width`` characters."""
+        line = " ".join((self.subject or self.text).split())
+        return line if len(line) <= width else line[: width - 1] + "…"
+
+
+class Version(_Value):
+    """An append-only history row of one memory (never updated; redacted by forget)."""
+
+    id: str
+    memory_id: str
+    seq: int
+    change_type: ChangeType
+    at: datetime
+    reason: str | None = None
+    actor: str | None = None
+    text: str | None = None
+    subject: str | None = None
+    text_sha256: str
+    importance: float | None = None
+    status: Status | None = None
+    kind: Kind | None = None
+    redacted: bool = False
+
+
+class LifecycleEvent(_Value):
+    """An audited lifecycle transition; fields and JSON names follow seed 000."""
+
+    model_config = ConfigDict(
+        frozen=True, alias_generator=to_camel, populate_by_name=True, use_enum_values=False
+    )
+
+    event_id: str
+    memory_id: str
+    event_type: EventType
+    from_state: str
+    to_state: str
+    reason: str
+    triggered_by: TriggeredBy
+    agent_id: str
+    timestamp: datetime
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Stats(_Value):
+    """Counts describing a store."""
+
+    memories: int
+    by_kind: dict[str, int]
+    by_status: dict[str, int]
+    hot: int
+    superseded: int
+    edges: dict[str, int]
+    versions: int
+    events: int
+    owners: int
+    embedder: str | None = None
+    schema_version: int

@@ -1,0 +1,79 @@
+"""Time and identifier helpers: UTC everywhere, ISO 8601 in and out, sortable URNs."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from datetime import UTC, datetime
+
+__all__ = ["format_iso", "new_event_id", "new_memory_id", "parse_iso", "to_utc", "utcnow"]
+
+_ISO = re.compile(
+    r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2})?$"
+)
+_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC, truncated to microseconds."""
+    return datetime.now(UTC)
+
+
+def to_utc(value: datetime) -> datetime:
+    """An aware UTC datetime; a naive one is taken to be UTC already."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def parse_iso(text: str) -> datetime:
+    """Parse an ISO 8601 timestamp (``Z`` or offset; a bare date is midnight UTC).
+
+    Raises ``ValueError`` with the offending text when it is not a timestamp.
+    """
+    if not isinstance(text, str) or not _ISO.match(text.strip()):
+        raise ValueError(f"not an ISO 8601 timestamp: {text!r}")
+    s = text.strip().replace("Z", "+00:00")
+    # Python accepts at most 6 fractional digits: trim nanoseconds.
+    s = re.sub(r"(\.\d{6})\d+", r"\1", s)
+    try:
+        value = datetime.fromisoformat(s)
+    except ValueError as exc:
+        raise ValueError(f"not an ISO 8601 timestamp: {text!r}") from exc
+    return to_utc(value)
+
+
+def format_iso(value: datetime) -> str:
+    """``2026-06-06T21:49:57.806Z``: UTC, milliseconds when present, ``Z`` suffix."""
+    value = to_utc(value)
+    if value.microsecond:
+        if value.microsecond % 1000 == 0:
+            return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+        return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _base32(number: int, length: int) -> str:
+    chars = []
+    for _ in range(length):
+        number, rem = divmod(number, 32)
+        chars.append(_CROCKFORD[rem])
+    return "".join(reversed(chars))
+
+
+def _sortable_token() -> str:
+    """26 characters: 48 bits of milliseconds then 80 random bits (ULID layout)."""
+    millis = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10), "big")
+    return _base32(millis, 10) + _base32(rand, 16)
+
+
+def new_memory_id() -> str:
+    """A fresh memory id, ``urn:graphmem:<ulid>``; ids sort by creation time."""
+    return "urn:graphmem:" + _sortable_token()
+
+
+def new_event_id(at: datetime) -> str:
+    """A lifecycle event id in the seed's style: ``evt-2026-04-04-<token>``."""
+    return f"evt-{to_utc(at):%Y-%m-%d}-{_sortable_token()}"

@@ -1,0 +1,120 @@
+"""Whole-store views: the GDPR export (seed 001), ad-hoc Cypher, and the graph as networkx."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import networkx as nx
+
+from ._errors import InvalidInputError
+from ._kuzu import EDGE_KINDS
+from ._models import Status
+from ._store import StoreCore
+from ._time import format_iso
+
+__all__ = ["ViewsMixin"]
+
+EXPORT_FORMAT = "graphmem-gdpr-export/1"
+
+
+class ViewsMixin(StoreCore):
+    def export(self, owner: str | None = None) -> dict[str, Any]:
+        """The GDPR export of seed 001: every memory held (active, candidate, archived,
+        and tombstoned ones listed as such), their version history, lifecycle events and
+        edges. Forgotten memories appear only as ids with the hash of what was deleted.
+
+        The result is plain JSON data (``json.dumps`` works on it).
+        """
+        memories = self._graph.memories(owner=owner)
+        held = {Status.ACTIVE, Status.CANDIDATE, Status.ARCHIVED}
+        return {
+            "format": EXPORT_FORMAT,
+            "owner": owner,
+            "generated": format_iso(self.now()),
+            "memories": [_dump(m) for m in memories if m.status in held],
+            "tombstoned": [_dump(m) for m in memories if m.status is Status.TOMBSTONED],
+            "forgotten": [
+                {"id": m.id, "textSha256": m.text_sha256, "forgottenAt": format_iso(m.modified)}
+                for m in memories if m.status is Status.FORGOTTEN
+            ],
+            "versions": [v.model_dump(mode="json") for v in self._graph.versions(owner=owner)],
+            "events": [e.model_dump(mode="json", by_alias=True)
+                       for e in self._graph.events(owner=owner)],
+            "edges": {
+                kind: [_edge_json(e) for e in self._graph.edges(kind, owner=owner)]
+                for kind in EDGE_KINDS
+            },
+        }
+
+    def cypher(
+        self,
+        query: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        write: bool = False,
+        as_dataframe: bool = False,
+    ) -> Any:
+        """Run Cypher against the graph: read-only unless ``write=True``.
+
+        Parameters are bound by Kuzu, never pasted into the text, and every ``$name`` in
+        the query must have a value. Returns a list of dicts (column -> value), or a
+        pandas DataFrame with ``as_dataframe=True``.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("the query is empty", field="query")
+        if params is not None and not isinstance(params, Mapping):
+            raise InvalidInputError("params must be a mapping of name -> value", field="params")
+        result = self._graph.cypher(query, params or {}, write=write)
+        if write:
+            self._changed([], edges_only=False, bulk=True)
+        rows = [dict(zip(result.columns, row, strict=True)) for row in result.rows]
+        if as_dataframe:
+            import pandas as pd
+
+            return pd.DataFrame(rows, columns=result.columns)
+        return rows
+
+    def to_networkx(
+        self,
+        *,
+        owner: str | None = None,
+        edge_kinds: Iterable[str] = tuple(EDGE_KINDS),
+        statuses: Iterable[str] | None = None,
+    ) -> nx.MultiDiGraph:
+        """The memory graph as a ``networkx.MultiDiGraph``.
+
+        Nodes are memory ids with kind, status, hot, subject, importance, owner and
+        created as attributes; edges carry ``kind`` (references, co_occurs, supersedes)
+        and their weight.
+        """
+        kinds = list(edge_kinds)
+        for kind in kinds:
+            if kind not in EDGE_KINDS:
+                raise InvalidInputError(f"unknown edge kind {kind!r}", field="edge_kinds")
+        wanted = set(statuses) if statuses is not None else None
+        graph = nx.MultiDiGraph()
+        columns = ["id", "kind", "status", "hot", "subject", "text", "importance", "owner",
+                   "created", "access_count"]
+        for row in self._graph.scan(owner=owner, columns=columns).to_pylist():
+            if wanted is not None and row["status"] not in wanted:
+                continue
+            memory_id = row.pop("id")
+            row["label"] = (row["subject"] or row.pop("text") or "")[:60]
+            row.pop("text", None)
+            graph.add_node(memory_id, **row)
+        for kind in kinds:
+            for edge in self._graph.edges(kind, owner=owner):
+                if edge["src"] in graph and edge["dst"] in graph:
+                    graph.add_edge(edge["src"], edge["dst"], key=kind, kind=kind,
+                                   weight=float(edge.get("weight") or 1.0))
+        return graph
+
+
+def _dump(memory: Any) -> dict[str, Any]:
+    data: dict[str, Any] = memory.model_dump(mode="json")
+    return data
+
+
+def _edge_json(edge: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: (format_iso(v) if hasattr(v, "isoformat") else v) for k, v in edge.items()}

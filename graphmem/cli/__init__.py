@@ -1,0 +1,13 @@
+"""The ``graphmem`` command line: thin commands over ``MemoryStore``."""
+
+from __future__ import annotations
+
+from . import _core  # noqa: F401  (registers the commands)
+from ._app import cli
+
+__all__ = ["cli", "main"]
+
+
+def main() -> None:
+    """Entry point of the ``graphmem`` console script."""
+    cli(prog_name="graphmem")

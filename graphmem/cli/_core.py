@@ -1,0 +1,213 @@
+"""Core commands: init, add, show, history, import, export, query, stats."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .._models import Kind, Memory
+from ._app import Context, cli, echo_json, parse_params, pass_ctx, table
+
+KINDS = [k.value for k in Kind]
+
+
+def memory_lines(memory: Memory) -> list[str]:
+    """A memory as ``key: value`` lines for humans."""
+    lines = [
+        f"id:          {memory.id}",
+        f"kind:        {memory.kind.value}",
+        f"status:      {memory.status.value}{'  (hot)' if memory.hot else ''}",
+    ]
+    if memory.subject:
+        lines.append(f"subject:     {memory.subject}")
+    lines.append(f"text:        {memory.text}")
+    if memory.tags:
+        lines.append(f"tags:        {', '.join(memory.tags)}")
+    if memory.owner or memory.project:
+        lines.append(f"scope:       owner={memory.owner or '-'} project={memory.project or '-'}")
+    lines.append(f"importance:  {memory.importance:.2f} (original "
+                 f"{memory.original_importance:.2f})   confidence: {memory.confidence:.2f}")
+    lines.append(f"created:     {memory.created:%Y-%m-%d %H:%M:%S} UTC   version {memory.version}")
+    lines.append(f"accesses:    {memory.access_count}   useful {memory.useful_count}   "
+                 f"ignored {memory.ignored_count}")
+    if memory.superseded_by:
+        lines.append(f"superseded:  by {', '.join(memory.superseded_by)}")
+    return lines
+
+
+@cli.command()
+@pass_ctx
+def init(ctx: Context) -> None:
+    """Create an empty database (or check an existing one)."""
+    store = ctx.store()
+    stats = store.stats()
+    if ctx.json:
+        echo_json({"db": store.path, "memories": stats.memories,
+                   "schema_version": stats.schema_version, "embedder": stats.embedder})
+    else:
+        click.echo(f"database {store.path}: schema v{stats.schema_version}, "
+                   f"{stats.memories} memories, embedder {stats.embedder}")
+
+
+@cli.command()
+@click.argument("text")
+@click.option("--kind", type=click.Choice(KINDS), default="episodic", show_default=True)
+@click.option("--subject", default=None, help="A short title.")
+@click.option("--importance", type=click.FloatRange(0, 1), default=0.5, show_default=True)
+@click.option("--confidence", type=click.FloatRange(0, 1), default=1.0, show_default=True)
+@click.option("--tag", "tags", multiple=True, help="A tag (repeat for more).")
+@click.option("--owner", default=None)
+@click.option("--project", default=None)
+@click.option("--status", type=click.Choice(["active", "candidate"]), default="active",
+              show_default=True)
+@pass_ctx
+def add(ctx: Context, text: str, kind: str, subject: str | None, importance: float,
+        confidence: float, tags: tuple[str, ...], owner: str | None, project: str | None,
+        status: str) -> None:
+    """Add one memory with TEXT."""
+    memory = ctx.store().add(text, kind=kind, subject=subject, importance=importance,
+                             confidence=confidence, tags=list(tags), owner=owner,
+                             project=project, status=status)
+    if ctx.json:
+        echo_json(memory.model_dump(mode="json"))
+    else:
+        click.echo(memory.id)
+
+
+@cli.command()
+@click.argument("memory_id", metavar="ID")
+@pass_ctx
+def show(ctx: Context, memory_id: str) -> None:
+    """Show one memory and its edges."""
+    store = ctx.store()
+    memory = store.get(memory_id)
+    links = store.links(memory_id)
+    if ctx.json:
+        echo_json({**memory.model_dump(mode="json"), "edges": [vars(x) for x in links]})
+        return
+    for line in memory_lines(memory):
+        click.echo(line)
+    for link in links:
+        arrow = "->" if link.direction == "out" else "<-"
+        click.echo(f"edge:        {link.kind} {arrow} {link.other}  (weight {link.weight:g})")
+
+
+@cli.command()
+@click.argument("memory_id", metavar="ID")
+@pass_ctx
+def history(ctx: Context, memory_id: str) -> None:
+    """Show the append-only version history of a memory."""
+    versions = ctx.store().history(memory_id)
+    if ctx.json:
+        echo_json([v.model_dump(mode="json") for v in versions])
+        return
+    rows = [(v.seq, v.at, v.change_type.value, v.status.value if v.status else "",
+             f"{v.importance:.2f}" if v.importance is not None else "",
+             "[redacted]" if v.redacted else (v.text or "")) for v in versions]
+    click.echo(table(rows, ["seq", "at", "change", "status", "importance", "text"]))
+
+
+@cli.group(name="import")
+def import_group() -> None:
+    """Import memories from files."""
+
+
+@import_group.command(name="ump")
+@click.argument("file", type=click.Path(dir_okay=False))
+@pass_ctx
+def import_ump_cmd(ctx: Context, file: str) -> None:
+    """Import a UMP JSON file: all records or none; re-importing changes nothing."""
+    from ingest.ump import import_ump
+
+    result = import_ump(ctx.store(), file)
+    summary = {"created": len(result.created), "updated": len(result.updated),
+               "unchanged": len(result.unchanged), "edges": result.edges_created}
+    if ctx.json:
+        echo_json(summary)
+    else:
+        click.echo(f"{file}: created {summary['created']}, updated {summary['updated']}, "
+                   f"unchanged {summary['unchanged']}, supersede edges {summary['edges']}")
+
+
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["ump", "gdpr"]), default="ump",
+              show_default=True, help="ump: a UMP file; gdpr: the full GDPR export.")
+@click.option("--owner", default=None, help="Only this owner's memories.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Write to this file instead of standard output.")
+@pass_ctx
+def export(ctx: Context, fmt: str, owner: str | None, out: str | None) -> None:
+    """Export memories as a UMP file or a GDPR export (JSON)."""
+    store = ctx.store()
+    if fmt == "ump":
+        from ingest.ump import memory_to_record
+
+        data: Any = [memory_to_record(m) for m in store.memories(owner=owner)
+                     if m.status.value != "forgotten"]
+    else:
+        data = store.export(owner=owner)
+    text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        Path(out).write_text(text, encoding="utf-8")
+        count = len(data) if isinstance(data, list) else len(data["memories"])
+        click.echo(f"wrote {count} memories to {out}", err=True)
+
+
+@cli.command()
+@click.argument("cypher")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
+              help="A query parameter (repeat); JSON values are typed, others are strings.")
+@click.option("--write", is_flag=True, help="Allow the query to change the database.")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
+              show_default=True)
+@pass_ctx
+def query(ctx: Context, cypher: str, params: tuple[str, ...], write: bool, fmt: str) -> None:
+    """Run CYPHER against the graph (read-only unless --write)."""
+    rows = ctx.store().cypher(cypher, parse_params(params), write=write)
+    emit_rows(rows, "json" if ctx.json else fmt)
+
+
+def emit_rows(rows: list[dict[str, Any]], fmt: str) -> None:
+    """Print query rows as a table, CSV or JSON."""
+    if fmt == "json":
+        echo_json(rows)
+        return
+    headers = list(rows[0]) if rows else []
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(headers)
+        for row in rows:
+            writer.writerow([json.dumps(v, default=str) if isinstance(v, dict | list) else v
+                             for v in row.values()])
+        click.echo(buffer.getvalue(), nl=False)
+        return
+    if not rows:
+        click.echo("(no rows)")
+        return
+    click.echo(table([list(r.values()) for r in rows], headers))
+
+
+@cli.command()
+@pass_ctx
+def stats(ctx: Context) -> None:
+    """Counts by kind and status, edges, versions and events."""
+    data = ctx.store().stats()
+    if ctx.json:
+        echo_json(data.model_dump())
+        return
+    click.echo(f"memories {data.memories}  (hot {data.hot}, superseded {data.superseded}, "
+               f"owners {data.owners})")
+    click.echo("by kind:   " + ", ".join(f"{k} {v}" for k, v in sorted(data.by_kind.items())))
+    click.echo("by status: " + ", ".join(f"{k} {v}" for k, v in sorted(data.by_status.items())))
+    click.echo("edges:     " + ", ".join(f"{k} {v}" for k, v in data.edges.items()))
+    click.echo(f"versions {data.versions}, events {data.events}, embedder {data.embedder}, "
+               f"schema v{data.schema_version}")

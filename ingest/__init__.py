@@ -1,0 +1,1 @@
+"""ingest: outside material into memories (UMP, Markdown dailies, conversations, corpora)."""

@@ -1,0 +1,305 @@
+"""UMP (Universal Memory Protocol) files in and out of a store, losslessly.
+
+A UMP file is a JSON array of records (seed 003)::
+
+    {"ump": "0.1", "id": "urn:ump:...", "kind": "procedural",
+     "body": {"subject": "...", "text": "..."},
+     "scope": {"owner": "did:key:...", "project": "...", "visibility": "private", "tags": []},
+     "time": {"created": "...Z", "modified": ..., "observed": ..., "valid_from": ...,
+              "valid_to": null},
+     "lifecycle": {"status": "active", "confidence": 0.6},
+     "superseded_by": [], "provenance": {...}, "integrity": {...}}
+
+``import_ump`` validates every record before writing anything (an error names the record's
+index, id and field) and writes all of them in one transaction; importing the same file
+again changes nothing. ``superseded_by`` becomes SUPERSEDES edges (new -> old). Whatever
+graphmem does not model (unknown keys, absent versus null, the original spelling of
+timestamps) is kept in ``Memory.extra`` so that ``export_ump`` gives the file back, up to
+key order.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from graphmem import (
+    Edge,
+    InvalidInputError,
+    Kind,
+    Memory,
+    MemoryInput,
+    MemoryStore,
+    MergeResult,
+    RecordError,
+    Status,
+)
+from graphmem._time import format_iso, parse_iso
+
+__all__ = ["UMP_STATUSES", "export_ump", "import_ump", "memory_to_record", "read_records",
+           "record_to_input"]
+
+UMP_VERSION = "0.1"
+UMP_STATUSES = ("active", "candidate", "archived", "tombstoned")
+_SECTIONS = {
+    "body": ("subject", "text"),
+    "scope": ("owner", "project", "visibility", "tags"),
+    "time": ("created", "modified", "observed", "valid_from", "valid_to"),
+    "lifecycle": ("status", "confidence"),
+}
+_TOP = ("ump", "id", "kind", "body", "scope", "time", "lifecycle", "superseded_by",
+        "provenance", "integrity")
+# Paths whose exported default is not null: when the file had null there, remember it.
+_NON_NULL_DEFAULTS = {"scope.tags", "superseded_by", "provenance", "integrity",
+                      "scope.visibility", "lifecycle.status", "lifecycle.confidence"}
+
+
+def read_records(path: str | Path) -> list[Any]:
+    """The JSON array of a UMP file; a clear ``RecordError`` for anything else."""
+    source = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise RecordError(f"cannot read the file: {exc.strerror or exc}", source=source) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"not UTF-8 (byte {exc.start}); UMP files are UTF-8 JSON",
+                          source=source) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                          source=source) from None
+    except RecursionError:
+        raise RecordError("JSON nested too deeply", source=source) from None
+    if not isinstance(data, list):
+        raise RecordError("a UMP file is a JSON array of records", source=source)
+    return data
+
+
+def _fail(message: str, *, source: str, index: int, record: Any, field: str) -> RecordError:
+    record_id = record.get("id") if isinstance(record, Mapping) else None
+    return RecordError(message, source=source, index=index,
+                       record_id=record_id if isinstance(record_id, str) else None, field=field)
+
+
+def record_to_input(record: Any, *, index: int = 0, source: str = "<records>") -> MemoryInput:
+    """Validate one UMP record and map it to a ``MemoryInput`` (with round-trip hints)."""
+
+    def fail(message: str, field: str) -> RecordError:
+        return _fail(message, source=source, index=index, record=record, field=field)
+
+    if not isinstance(record, Mapping):
+        raise fail(f"a record is a JSON object, got {type(record).__name__}", "record")
+    memory_id = record.get("id")
+    if not isinstance(memory_id, str) or not memory_id.strip():
+        raise fail("missing or empty id", "id")
+    kind = record.get("kind")
+    if kind not in {k.value for k in Kind}:
+        raise fail(f"unknown kind {kind!r}; one of {', '.join(k.value for k in Kind)}", "kind")
+    sections: dict[str, Mapping[str, Any]] = {}
+    absent: list[str] = []
+    nulls: list[str] = []
+    unknown: dict[str, Any] = {"top": {k: v for k, v in record.items() if k not in _TOP}}
+    for name, known in _SECTIONS.items():
+        value = record.get(name)
+        if name not in record:
+            absent.append(name)
+            value = {}
+        elif value is None:
+            nulls.append(name)
+            value = {}
+        elif not isinstance(value, Mapping):
+            raise fail(f"{name} must be an object", name)
+        sections[name] = value
+        unknown[name] = {k: v for k, v in value.items() if k not in known}
+        for key in known:
+            path = f"{name}.{key}"
+            if key not in value:
+                absent.append(path)
+            elif value[key] is None and path in _NON_NULL_DEFAULTS:
+                nulls.append(path)
+    for key in ("superseded_by", "provenance", "integrity", "ump"):
+        if key not in record:
+            absent.append(key)
+        elif record[key] is None and key in _NON_NULL_DEFAULTS:
+            nulls.append(key)
+
+    body, scope, times, life = (sections[n] for n in ("body", "scope", "time", "lifecycle"))
+    subject = body.get("subject")
+    text = body.get("text")
+    if subject is not None and not isinstance(subject, str):
+        raise fail("must be a string", "body.subject")
+    if text is not None and not isinstance(text, str):
+        raise fail("must be a string", "body.text")
+    if not (text or "").strip():
+        if not (subject or "").strip():
+            raise fail("a memory needs body.text or body.subject", "body.text")
+        text = subject
+    tags = scope.get("tags") or []
+    if not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags):
+        raise fail("must be a list of non-empty strings", "scope.tags")
+    for key in ("owner", "project", "visibility"):
+        if scope.get(key) is not None and not isinstance(scope.get(key), str):
+            raise fail("must be a string", f"scope.{key}")
+    status = life.get("status") or "active"
+    if status not in UMP_STATUSES:
+        raise fail(f"unknown status {status!r}; one of {', '.join(UMP_STATUSES)}",
+                   "lifecycle.status")
+    confidence = life.get("confidence")
+    if confidence is None:
+        confidence = 1.0
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float) \
+            or not math.isfinite(confidence) or not 0.0 <= confidence <= 1.0:
+        raise fail(f"confidence must be a number in [0, 1], got {confidence!r}",
+                   "lifecycle.confidence")
+    parsed_times: dict[str, datetime | None] = {}
+    raw_times: dict[str, str] = {}
+    for key in _SECTIONS["time"]:
+        value = times.get(key)
+        if value is None:
+            parsed_times[key] = None
+            continue
+        try:
+            parsed_times[key] = parse_iso(value)
+        except ValueError:
+            raise fail(f"not an ISO 8601 timestamp: {str(value)[:60]!r}", f"time.{key}") from None
+        raw_times[key] = value
+    superseded_by = record.get("superseded_by") or []
+    if not isinstance(superseded_by, list) or not all(isinstance(s, str) and s
+                                                      for s in superseded_by):
+        raise fail("must be a list of ids or null", "superseded_by")
+    for key in ("provenance", "integrity"):
+        value = record.get(key)
+        if value is not None and not isinstance(value, Mapping):
+            raise fail("must be an object or null", key)
+    if "ump" in record and record["ump"] is not None and not isinstance(record["ump"], str):
+        raise fail("must be a string", "ump")
+
+    extra: dict[str, Any] = {"ump": record.get("ump")}
+    if absent:
+        extra["_absent"] = sorted(absent)
+    if nulls:
+        extra["_null"] = sorted(nulls)
+    if raw_times:
+        extra["_raw_time"] = raw_times
+    unknown = {k: v for k, v in unknown.items() if v}
+    if unknown:
+        extra["_unknown"] = unknown
+    try:
+        return MemoryInput.parse({
+            "id": memory_id,
+            "kind": kind,
+            "status": status,
+            "subject": subject,
+            "text": text,
+            "tags": tags,
+            "owner": scope.get("owner"),
+            "project": scope.get("project"),
+            "visibility": scope.get("visibility") or "private",
+            "confidence": float(confidence),
+            **parsed_times,
+            "superseded_by": superseded_by,
+            "provenance": record.get("provenance") or {},
+            "integrity": record.get("integrity") or {},
+            "extra": extra,
+        })
+    except InvalidInputError as exc:
+        raise fail(str(exc).split(": ", 1)[-1], exc.field or "record") from None
+
+
+def import_ump(store: MemoryStore, path: str | Path, *, actor: str | None = None) -> MergeResult:
+    """Import a UMP file: all records or none; a second import of the same file is a no-op."""
+    source = str(path)
+    records = read_records(path)
+    inputs: list[MemoryInput] = []
+    seen: dict[str, int] = {}
+    for index, record in enumerate(records):
+        item = record_to_input(record, index=index, source=source)
+        assert item.id is not None
+        if item.id in seen:
+            raise _fail(f"duplicate id (also record {seen[item.id]})", source=source,
+                        index=index, record=record, field="id")
+        seen[item.id] = index
+        inputs.append(item)
+    edges = [Edge("supersedes", src=new, dst=item.id or "", reason="superseded_by")
+             for item in inputs for new in item.superseded_by]
+    return store.merge(inputs, edges=edges, reason=f"ump import {Path(path).name}", actor=actor)
+
+
+def _time_value(memory: Memory, key: str) -> str | None:
+    value = getattr(memory, key)
+    if value is None:
+        return None
+    raw = memory.extra.get("_raw_time", {}).get(key)
+    if raw is not None:
+        try:
+            if parse_iso(raw) == value:
+                return str(raw)
+        except ValueError:
+            pass
+    return format_iso(value)
+
+
+def memory_to_record(memory: Memory) -> dict[str, Any]:
+    """One memory as a UMP record (the inverse of ``record_to_input``)."""
+    extra = memory.extra
+    absent = set(extra.get("_absent", ()))
+    nulls = set(extra.get("_null", ()))
+    unknown = extra.get("_unknown", {})
+    values: dict[str, Any] = {
+        "body.subject": memory.subject,
+        "body.text": memory.text,
+        "scope.owner": memory.owner,
+        "scope.project": memory.project,
+        "scope.visibility": memory.visibility,
+        "scope.tags": list(memory.tags),
+        "lifecycle.status": memory.status.value,
+        "lifecycle.confidence": memory.confidence,
+        **{f"time.{k}": _time_value(memory, k) for k in _SECTIONS["time"]},
+    }
+    record: dict[str, Any] = dict(unknown.get("top", {}))
+    record.update({"ump": extra.get("ump", UMP_VERSION), "id": memory.id,
+                   "kind": memory.kind.value})
+    for name, keys in _SECTIONS.items():
+        if name in absent:
+            continue
+        if name in nulls:
+            record[name] = None
+            continue
+        section = dict(unknown.get(name, {}))
+        for key in keys:
+            path = f"{name}.{key}"
+            if path in absent:
+                continue
+            section[key] = None if path in nulls else values[path]
+        record[name] = section
+    record["superseded_by"] = list(memory.superseded_by)
+    record["provenance"] = dict(memory.provenance)
+    record["integrity"] = dict(memory.integrity)
+    for key in ("superseded_by", "provenance", "integrity"):
+        if key in nulls and not record[key]:
+            record[key] = None
+    for key in ("superseded_by", "provenance", "integrity", "ump"):
+        if key in absent:
+            record.pop(key, None)
+    return record
+
+
+def export_ump(store: MemoryStore, path: str | Path, *, owner: str | None = None) -> int:
+    """Write the store (or ``owner``'s memories) as a UMP file; returns the record count.
+
+    Forgotten memories are left out: nothing of them remains to export.
+    """
+    records = [memory_to_record(m) for m in store.memories(owner=owner)
+               if m.status is not Status.FORGOTTEN]
+    target = Path(path)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(json.dumps(records, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(target)
+    return len(records)

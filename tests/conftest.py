@@ -1,0 +1,66 @@
+"""Shared fixtures: real Kuzu databases in tmp_path, a controllable clock, the sample corpus."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from graphmem import MemoryStore, Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "ingest" / "samples" / "agent_memories.ump.json"
+LOCOMO = Path(os.environ.get("GRAPHMEM_LOCOMO",
+                             ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"))
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, start: datetime) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        self.now += timedelta(**delta)
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(datetime(2026, 7, 15, 12, 0, tzinfo=UTC))
+
+
+@pytest.fixture
+def settings() -> Settings:
+    """Defaults, independent of the environment the tests run in."""
+    return Settings()
+
+
+@pytest.fixture
+def store(tmp_path: Path, clock: Clock, settings: Settings) -> Iterator[MemoryStore]:
+    """A real on-disk Kuzu store with the fast hashing embedder."""
+    with MemoryStore(tmp_path / "db", embedder="hashing", clock=clock, settings=settings) as s:
+        yield s
+
+
+@pytest.fixture
+def mem_store(clock: Clock, settings: Settings) -> Iterator[MemoryStore]:
+    with MemoryStore(":memory:", embedder="hashing", clock=clock, settings=settings) as s:
+        yield s
+
+
+@pytest.fixture
+def sample_store(tmp_path: Path, clock: Clock, settings: Settings) -> Iterator[MemoryStore]:
+    """The shipped sample corpus imported into a fresh store."""
+    from ingest.ump import import_ump
+
+    with MemoryStore(tmp_path / "sample", embedder="hashing", clock=clock,
+                     settings=settings) as s:
+        import_ump(s, SAMPLE)
+        yield s

@@ -1,0 +1,327 @@
+"""MemoryStore against a real Kuzu database: every method, version rows, events, scoping."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+from graphmem import (
+    ChangeType,
+    ConfirmationRequiredError,
+    ConflictError,
+    EventType,
+    InvalidInputError,
+    MemoryStore,
+    NotFoundError,
+    ReadOnlyStoreError,
+    SchemaVersionError,
+    Status,
+    StoreError,
+)
+
+
+def test_schema_is_created_and_reopened(tmp_path: Path, clock) -> None:
+    path = tmp_path / "db"
+    with MemoryStore(path, embedder="hashing", clock=clock) as store:
+        memory = store.add("Nadia prefers TypeScript", kind="identity", tags=["pref"])
+        assert store.stats().schema_version == 1
+    assert (path / "graph.kuzu").exists()
+    with MemoryStore(path, clock=clock) as store:  # reopens with the recorded embedder
+        again = store.get(memory.id)
+        assert again.text == "Nadia prefers TypeScript"
+        assert again.tags == ("pref",)
+        assert store.embedder.name == "hashing-384"
+
+
+def test_add_sets_defaults_and_first_version(store: MemoryStore, clock) -> None:
+    memory = store.add("Orchard runs on fly.io", kind="semantic", subject="Hosting",
+                       importance=0.7, confidence=0.9, tags=["orchard"], owner="nadia",
+                       project="orchard")
+    assert memory.id.startswith("urn:graphmem:")
+    assert (memory.kind.value, memory.status, memory.importance) == ("semantic", Status.ACTIVE,
+                                                                     0.7)
+    assert memory.original_importance == 0.7
+    assert memory.created == clock.now
+    [version] = store.history(memory.id)
+    assert (version.seq, version.change_type, version.text) == (1, ChangeType.CREATED,
+                                                                "Orchard runs on fly.io")
+    assert version.text_sha256 == memory.text_sha256
+
+
+def test_add_many_is_batched_and_validates_first(store: MemoryStore) -> None:
+    memories = store.add_many([{"text": f"note {i}", "kind": "note"} for i in range(1200)],
+                              batch_size=500)
+    assert len(memories) == 1200
+    assert store.stats().memories == 1200
+    with pytest.raises(InvalidInputError, match=r"record 2: importance"):
+        store.add_many([{"text": "ok"}, {"text": "ok too"}, {"text": "bad", "importance": 7}])
+    assert store.stats().memories == 1200  # nothing of the bad call was written
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"text": ""}, "text"),
+        ({"text": "   "}, "text"),
+        ({"text": "a\x00b"}, "text"),
+        ({"text": "x" * 200_001}, "text"),
+        ({"text": "x", "kind": "dream"}, "kind"),
+        ({"text": "x", "importance": float("nan")}, "importance"),
+        ({"text": "x", "confidence": -0.1}, "confidence"),
+        ({"text": "x", "status": "forgotten"}, "status"),
+        ({"text": "x", "created": "yesterday"}, "created"),
+        ({"text": "x", "tags": [""]}, "tags"),
+        ({"text": "x", "provenance": {"n": float("inf")}}, "provenance"),
+        ({"text": "x", "colour": "red"}, "colour"),
+    ],
+)
+def test_bad_input_names_the_field(store: MemoryStore, fields: dict, field: str) -> None:
+    text = fields.pop("text")
+    with pytest.raises(InvalidInputError) as info:
+        store.add(text, **fields)
+    assert field in str(info.value)
+    assert store.stats().memories == 0
+
+
+def test_duplicate_ids_are_refused(store: MemoryStore) -> None:
+    store.add("first", id="urn:test:1")
+    with pytest.raises(ConflictError, match="urn:test:1"):
+        store.add("second", id="urn:test:1")
+    with pytest.raises(InvalidInputError, match="twice"):
+        store.add_many([{"text": "a", "id": "urn:test:2"}, {"text": "b", "id": "urn:test:2"}])
+
+
+def test_update_writes_a_version_per_change(store: MemoryStore, clock) -> None:
+    memory = store.add("Standup at 10:00", importance=0.5)
+    clock.advance(hours=1)
+    store.update(memory.id, text="Standup at 11:30")
+    store.update(memory.id, importance=0.9, reason="importance_boost")
+    store.update(memory.id, importance=0.6, reason="importance_decay")
+    unchanged = store.update(memory.id, text="Standup at 11:30")  # no change, no version
+    history = store.history(memory.id)
+    assert [v.change_type for v in history] == [
+        ChangeType.CREATED, ChangeType.MANUAL_EDIT, ChangeType.IMPORTANCE_BOOST,
+        ChangeType.IMPORTANCE_DECAY]
+    assert [v.text for v in history] == ["Standup at 10:00"] + ["Standup at 11:30"] * 3
+    assert unchanged.version == 4 and unchanged.importance == 0.6
+    assert unchanged.modified == clock.now
+    with pytest.raises(InvalidInputError, match="change type"):
+        store.update(memory.id, text="x", reason="because")
+
+
+def test_supersede_with_text_keeps_both_and_links(store: MemoryStore) -> None:
+    old = store.add("Orchard uses PostgreSQL 15", kind="semantic", owner="nadia",
+                    tags=["orchard"])
+    new = store.supersede(old.id, "Orchard uses PostgreSQL 16", reason="upgrade")
+    assert (new.kind.value, new.owner, new.tags) == ("semantic", "nadia", ("orchard",))
+    old_now = store.get(old.id)
+    assert old_now.superseded_by == (new.id,) and not old_now.is_current
+    assert old_now.status is Status.ACTIVE  # kept
+    [link] = [x for x in store.links(new.id) if x.kind == "supersedes"]
+    assert (link.other, link.direction) == (old.id, "out")
+    assert store.history(old.id)[-1].change_type is ChangeType.CONFLICT_UPDATE
+    [event] = store.events(old.id)
+    assert (event.event_type, event.to_state, event.reason) == (EventType.SUPERSEDE,
+                                                               "superseded", "upgrade")
+    assert store.supersede(old.id, new.id).id == new.id  # idempotent
+    assert store.stats().edges["supersedes"] == 1
+
+
+def test_supersede_by_existing_id_and_self(store: MemoryStore) -> None:
+    a = store.add("v1")
+    b = store.add("v2")
+    assert store.supersede(a.id, b.id).id == b.id
+    with pytest.raises(ConflictError):
+        store.supersede(b.id, b.id)
+
+
+def test_link_references_and_co_occurs(store: MemoryStore) -> None:
+    a, b, c = (store.add(t) for t in ("a", "b", "c"))
+    store.link(a.id, b.id)
+    store.link(a.id, b.id, weight=3.0)  # references keep the strongest weight
+    store.link(c.id, a.id, kind="co_occurs")
+    store.link(a.id, c.id, kind="co_occurs", weight=2.0)  # same undirected pair
+    edges = {(x.kind, x.other, x.direction): x.weight for x in store.links(a.id)}
+    assert edges[("references", b.id, "out")] == 3.0
+    co = [w for (k, _, _), w in edges.items() if k == "co_occurs"]
+    assert co == [3.0]
+    assert store.stats().edges == {"references": 1, "co_occurs": 1, "supersedes": 0}
+    with pytest.raises(InvalidInputError):
+        store.link(a.id, a.id)
+    with pytest.raises(InvalidInputError, match="kind"):
+        store.link(a.id, b.id, kind="likes")
+    with pytest.raises(InvalidInputError, match="weight"):
+        store.link(a.id, b.id, weight=float("nan"))
+    with pytest.raises(NotFoundError):
+        store.link(a.id, "urn:nope")
+
+
+def test_tombstone_then_forget(store: MemoryStore) -> None:
+    memory = store.add("The wifi password is hunter2-zebracorn", subject="wifi zebracorn",
+                       tags=["secret"], payload='{"raw": "hunter2-zebracorn"}')
+    store.update(memory.id, text="The wifi password is hunter3-zebracorn")
+    other = store.add("unrelated")
+    store.link(memory.id, other.id)
+    tomb = store.tombstone(memory.id)
+    assert tomb.status is Status.TOMBSTONED
+    with pytest.raises(ConflictError):
+        store.tombstone(memory.id)
+    with pytest.raises(ConfirmationRequiredError):
+        store.forget(memory.id)
+    assert store.get(memory.id).text.startswith("The wifi")
+    store.forget(memory.id, confirm=True)
+
+    gone = store.get(memory.id)
+    assert (gone.status, gone.text, gone.subject, gone.tags, gone.payload) == (
+        Status.FORGOTTEN, "", None, (), None)
+    last_text = "The wifi password is hunter3-zebracorn"
+    assert gone.text_sha256 == hashlib.sha256(last_text.encode()).hexdigest()  # hash kept
+    assert all(v.redacted and v.text is None and v.subject is None
+               for v in store.history(memory.id))
+    assert store.history(memory.id)[-1].change_type is ChangeType.FORGOTTEN
+    assert store.links(memory.id) == []
+    assert store._graph.fulltext("zebracorn", 10) == []
+    dump = json.dumps(store.export())
+    assert "zebracorn" not in dump and "hunter" not in dump
+    rows = store.cypher("MATCH (n) RETURN n")
+    assert "zebracorn" not in json.dumps(rows, default=str)
+    assert [e.event_type for e in store.events(memory.id)][-1] is EventType.DELETE
+    store.forget(memory.id, confirm=True)  # again: nothing left to do
+
+
+def test_forget_purges_the_database_file(tmp_path: Path, clock) -> None:
+    path = tmp_path / "db"
+    with MemoryStore(path, embedder="hashing", clock=clock) as store:
+        for i in range(20):
+            store.add(f"filler {i}")
+        memory = store.add("quokka-lantern-1971 is the vault code")
+        store.update(memory.id, text="quokka-lantern-1972 is the vault code")
+        store.forget(memory.id, confirm=True)
+        assert store.stats().memories == 21  # the store still works after the rebuild
+        store.add("written after the purge")
+    for file in path.iterdir():
+        assert b"quokka" not in file.read_bytes(), file
+
+
+def test_export_is_the_gdpr_shape(sample_store: MemoryStore) -> None:
+    data = sample_store.export(owner="did:key:z6MkwrenNadiaOkafor7h3kq9")
+    statuses = {m["status"] for m in data["memories"]}
+    assert statuses == {"active", "candidate", "archived"}
+    assert {m["status"] for m in data["tombstoned"]} == {"tombstoned"}
+    assert all(m["owner"] == "did:key:z6MkwrenNadiaOkafor7h3kq9"
+               for m in data["memories"] + data["tombstoned"])
+    assert len(data["versions"]) == len(data["memories"]) + len(data["tombstoned"])
+    assert json.loads(json.dumps(data)) == data
+    tomas = sample_store.export(owner="did:key:z6MkwrenTomasRuiz2p8d4m")
+    assert len(tomas["memories"]) + len(tomas["tombstoned"]) == 10
+
+
+def test_owner_scoping(store: MemoryStore) -> None:
+    mine = store.add("mine", owner="alice")
+    theirs = store.add("theirs", owner="bob")
+    assert store.get(mine.id, owner="alice").text == "mine"
+    with pytest.raises(NotFoundError):
+        store.get(theirs.id, owner="alice")
+    with pytest.raises(NotFoundError):
+        store.update(theirs.id, text="hacked", owner="alice")
+    with pytest.raises(NotFoundError):
+        store.link(mine.id, theirs.id, owner="alice")
+    assert [m.text for m in store.memories(owner="alice")] == ["mine"]
+    assert store.get_many([mine.id, theirs.id], owner="alice")[0].id == mine.id
+
+
+def test_events_filters(store: MemoryStore, clock) -> None:
+    a = store.add("a", owner="alice")
+    b = store.add("b", owner="bob")
+    store.tombstone(a.id)
+    clock.advance(days=1)
+    store.tombstone(b.id)
+    assert [e.memory_id for e in store.events()] == [a.id, b.id]
+    assert [e.memory_id for e in store.events(owner="bob")] == [b.id]
+    assert [e.memory_id for e in store.events(since=clock.now)] == [b.id]
+    assert len(store.events(event_type="tombstone", limit=1)) == 1
+    with pytest.raises(InvalidInputError, match="event type"):
+        store.events(event_type="explode")
+    event = store.events(a.id)[0].model_dump(by_alias=True)
+    assert set(event) == {"eventId", "memoryId", "eventType", "fromState", "toState", "reason",
+                          "triggeredBy", "agentId", "timestamp", "metadata"}
+
+
+def test_cypher_is_read_only_and_checks_parameters(store: MemoryStore) -> None:
+    store.add("one", kind="note")
+    store.add("two", kind="note")
+    rows = store.cypher("MATCH (m:Memory) WHERE m.kind = $k RETURN count(*) AS n", {"k": "note"})
+    assert rows == [{"n": 2}]
+    frame = store.cypher("MATCH (m:Memory) RETURN m.text AS text ORDER BY text",
+                         as_dataframe=True)
+    assert list(frame["text"]) == ["one", "two"]
+    with pytest.raises(ReadOnlyStoreError):
+        store.cypher("MATCH (m:Memory) DELETE m")
+    with pytest.raises(InvalidInputError, match=r"\$x"):
+        store.cypher("MATCH (m:Memory) WHERE m.id = $x DETACH DELETE m", write=True)
+    assert store.stats().memories == 2  # the trap of a missing parameter never fires
+    with pytest.raises(InvalidInputError, match="Cypher error"):
+        store.cypher("MATCH (m:Memory RETURN m")
+    injection = "x' OR 1=1 //"
+    assert store.cypher("MATCH (m:Memory) WHERE m.text = $t RETURN m.id", {"t": injection}) == []
+    store.cypher("MATCH (m:Memory) WHERE m.text = 'one' SET m.importance = 0.9", write=True)
+    assert store.cypher("MATCH (m:Memory {text: 'one'}) RETURN m.importance AS i") == [{"i": 0.9}]
+
+
+def test_to_networkx(sample_store: MemoryStore) -> None:
+    graph = sample_store.to_networkx()
+    assert isinstance(graph, nx.MultiDiGraph)
+    assert graph.number_of_nodes() == 301
+    assert graph.number_of_edges() == 11
+    u, v, data = next(iter(graph.edges(data=True)))
+    assert data["kind"] == "supersedes"
+    assert graph.nodes[u]["subject"] == graph.nodes[v]["subject"]
+    active = sample_store.to_networkx(statuses=["active"])
+    assert all(d["status"] == "active" for _, d in active.nodes(data=True))
+
+
+def test_stats_counts(sample_store: MemoryStore) -> None:
+    stats = sample_store.stats()
+    assert stats.memories == 301
+    assert stats.by_status == {"active": 162, "candidate": 50, "archived": 40, "tombstoned": 49}
+    assert stats.by_kind["episodic"] == 203 and len(stats.by_kind) == 6
+    assert (stats.superseded, stats.owners, stats.edges["supersedes"]) == (11, 2, 11)
+
+
+def test_read_only_store(tmp_path: Path, clock) -> None:
+    path = tmp_path / "db"
+    with MemoryStore(path, embedder="hashing", clock=clock) as store:
+        memory = store.add("readable")
+    with MemoryStore(path, read_only=True, clock=clock) as store:
+        assert store.get(memory.id).text == "readable"
+        with pytest.raises(ReadOnlyStoreError):
+            store.add("nope")
+
+
+def test_unusable_paths_are_clear_errors(tmp_path: Path) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("not a database")
+    with pytest.raises(StoreError, match="is a file"):
+        MemoryStore(a_file, embedder="hashing")
+    with pytest.raises(StoreError, match="does not exist"):
+        MemoryStore(tmp_path / "missing" / "db", embedder="hashing")
+    with pytest.raises(StoreError, match="no database"):
+        MemoryStore(tmp_path / "new", read_only=True)
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "db"
+    with MemoryStore(path, embedder="hashing") as store:
+        store.cypher("MATCH (m:Meta {key: 'schema_version'}) SET m.value = '99'", write=True)
+    with pytest.raises(SchemaVersionError, match="99"):
+        MemoryStore(path)
+
+
+def test_in_memory_store(mem_store: MemoryStore) -> None:
+    memory = mem_store.add("ephemeral")
+    assert mem_store.get(memory.id).text == "ephemeral"
+    assert mem_store.path == ":memory:"

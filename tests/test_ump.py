@@ -1,0 +1,152 @@
+"""UMP import and export: lossless round trip, idempotent import, all-or-nothing on bad files."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphmem import MemoryStore, RecordError
+from ingest.ump import export_ump, import_ump
+from tests.conftest import SAMPLE
+
+
+def _records() -> list[dict[str, Any]]:
+    return json.loads(SAMPLE.read_text(encoding="utf-8"))
+
+
+def test_round_trip_of_the_sample_file(store: MemoryStore, tmp_path: Path) -> None:
+    result = import_ump(store, SAMPLE)
+    assert (len(result.created), result.edges_created) == (301, 11)
+    out = tmp_path / "out.json"
+    assert export_ump(store, out) == 301
+    original = sorted(_records(), key=lambda r: r["id"])
+    exported = json.loads(out.read_text(encoding="utf-8"))
+    assert exported == original  # equal up to key order, quirks included
+
+
+def test_sample_covers_the_protocol(store: MemoryStore) -> None:
+    records = _records()
+    assert {r["kind"] for r in records} == {"working", "episodic", "semantic", "procedural",
+                                            "identity", "note"}
+    assert {r["lifecycle"]["status"] for r in records} == {"active", "candidate", "archived",
+                                                           "tombstoned"}
+    assert any(r.get("superseded_by") is None for r in records)
+    assert any("valid_to" not in r["time"] for r in records)
+    assert any(r["time"]["created"].endswith("+01:00") for r in records)
+    assert any("x_wren" in r for r in records)
+
+
+def test_reimport_changes_nothing(store: MemoryStore) -> None:
+    import_ump(store, SAMPLE)
+    before = store.export()
+    again = import_ump(store, SAMPLE)
+    assert (again.created, again.updated, again.edges_created) == ([], [], 0)
+    assert len(again.unchanged) == 301
+    after = store.export()
+    before.pop("generated"), after.pop("generated")
+    assert after == before
+
+
+def test_changed_record_is_updated_with_a_version(store: MemoryStore, tmp_path: Path) -> None:
+    records = _records()
+    import_ump(store, SAMPLE)
+    changed = copy.deepcopy(records)
+    changed[0]["body"]["text"] = "Nadia now prefers Rust for anything with more than one file."
+    path = tmp_path / "changed.json"
+    path.write_text(json.dumps(changed), encoding="utf-8")
+    result = import_ump(store, path)
+    assert result.updated == [records[0]["id"]]
+    history = store.history(records[0]["id"])
+    assert [v.change_type.value for v in history] == ["created", "manual_edit"]
+    out = tmp_path / "out.json"
+    export_ump(store, out)
+    exported = {r["id"]: r for r in json.loads(out.read_text(encoding="utf-8"))}
+    assert exported[records[0]["id"]] == changed[0]
+
+
+def _broken(case: str) -> tuple[Any, str]:
+    """A broken UMP file's content and what the error must mention."""
+    records = _records()[:5]
+    if case == "not_json":
+        return '[{"id": "urn:x", ', "not valid JSON"
+    if case == "not_array":
+        return {"records": records}, "JSON array"
+    if case == "missing_id":
+        del records[3]["id"]
+        return records, "record 3, field id"
+    if case == "unknown_kind":
+        records[2]["kind"] = "dream"
+        return records, f"record 2, id {records[2]['id']}, field kind"
+    if case == "confidence":
+        records[4]["lifecycle"]["confidence"] = 1.5
+        return records, "field lifecycle.confidence"
+    if case == "timestamp":
+        records[1]["time"]["created"] = "last tuesday"
+        return records, "field time.created"
+    if case == "status":
+        records[0]["lifecycle"]["status"] = "forgotten"
+        return records, "field lifecycle.status"
+    if case == "duplicate":
+        records[4]["id"] = records[0]["id"]
+        return records, "record 4"
+    if case == "no_text":
+        records[2]["body"] = {}
+        return records, "field body.text"
+    if case == "tags":
+        records[2]["scope"]["tags"] = "orchard"
+        return records, "field scope.tags"
+    if case == "record_type":
+        records[1] = ["not", "an", "object"]
+        return records, "record 1"
+    if case == "nan":
+        # Python's json reads NaN; the importer must still refuse it.
+        return re.sub(r'"confidence": [0-9.]+', '"confidence": NaN', json.dumps(records),
+                      count=1), "field lifecycle.confidence"
+    raise AssertionError(case)
+
+
+BROKEN = ["not_json", "not_array", "missing_id", "unknown_kind", "confidence", "timestamp",
+          "status", "duplicate", "no_text", "tags", "record_type", "nan"]
+
+
+@pytest.mark.parametrize("case", BROKEN)
+def test_broken_file_changes_nothing(store: MemoryStore, tmp_path: Path, case: str) -> None:
+    store.add("already here")
+    before = store.export()
+    content, expected = _broken(case)
+    path = tmp_path / f"{case}.json"
+    path.write_text(content if isinstance(content, str) else json.dumps(content),
+                    encoding="utf-8")
+    with pytest.raises(RecordError) as info:
+        import_ump(store, path)
+    assert expected in str(info.value)
+    assert str(path) in str(info.value)
+    after = store.export()
+    before.pop("generated"), after.pop("generated")
+    assert after == before
+
+
+def test_invalid_utf8_and_missing_file(store: MemoryStore, tmp_path: Path) -> None:
+    path = tmp_path / "latin1.json"
+    path.write_bytes(b'[{"id": "urn:x", "kind": "note", "body": {"text": "caf\xe9"}}]')
+    with pytest.raises(RecordError, match="not UTF-8"):
+        import_ump(store, path)
+    with pytest.raises(RecordError, match="cannot read"):
+        import_ump(store, tmp_path / "missing.json")
+    assert store.stats().memories == 0
+
+
+def test_superseded_by_pointing_outside_the_file_is_kept(store: MemoryStore,
+                                                         tmp_path: Path) -> None:
+    record = _records()[0]
+    record["superseded_by"] = ["urn:ump:elsewhere"]
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps([record]), encoding="utf-8")
+    result = import_ump(store, path)
+    assert result.edges_created == 0
+    assert store.get(record["id"]).superseded_by == ("urn:ump:elsewhere",)
