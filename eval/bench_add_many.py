@@ -30,7 +30,7 @@ def texts(n: int, seed: int = 7) -> list[str]:
 
 def timed_add_many(embedder: str, items: list[str], workdir: Path) -> float:
     path = workdir / f"db-{embedder}"
-    with MemoryStore(path, embedder=embedder, settings=Settings(embed_threads=2)) as store:
+    with MemoryStore(path, embedder=embedder, settings=Settings()) as store:
         store.embed(["warm up the model"])
         start = time.perf_counter()
         store.add_many([{"text": t, "kind": "episodic"} for t in items], batch_size=1000)
@@ -47,7 +47,7 @@ def main() -> None:
     items = texts(args.n)
     workdir = Path(tempfile.mkdtemp(prefix="graphmem-bench-"))
     try:
-        model = MiniLMEmbedder(threads=2)
+        model = MiniLMEmbedder()
         model.embed(["warm up"])
         start = time.perf_counter()
         model.embed(items)
@@ -62,7 +62,7 @@ def main() -> None:
                 store.add(text)
             single = (time.perf_counter() - start) / args.single
 
-        print(f"add_many throughput, {args.n} memories (batches of 1000, 2 torch threads)")
+        print(f"add_many throughput, {args.n} memories (batches of 1000)")
         print(f"  MiniLM encode alone (baseline)  {args.n / raw:8.0f} texts/s   {raw:6.1f} s")
         print(f"  add_many, MiniLM (end to end)   {args.n / minilm:8.0f} memories/s "
               f"{minilm:6.1f} s  = {raw / minilm:.2f}x of the encoder's rate")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from ._recall._mixin import RecallMixin
 from ._views import ViewsMixin
 
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore(ViewsMixin):
+class MemoryStore(RecallMixin, ViewsMixin):
     """An agent's memories in an embedded Kuzu graph.
 
     Parameters

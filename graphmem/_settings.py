@@ -47,10 +47,13 @@ class Settings:
     candidate_expiry_days: float = 30.0
     restore_window_days: float = 7.0
     access_history: int = 32
+    feedback_boost: float = 0.05
+    row_cache_size: int = 4096
     agent_id: str = "graphmem"
-    buffer_pool_mb: int = 512
+    buffer_pool_mb: int = field(default_factory=lambda: _default_buffer_pool())
     embedder: str = "minilm"
     embed_threads: int = 1
+    embed_batch_threads: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
     ollama_host: str | None = None
     ollama_model: str = "llama3.2"
     ollama_timeout_s: float = 30.0
@@ -70,8 +73,11 @@ class Settings:
         _check_range("GRAPHMEM_CANDIDATE_EXPIRY_DAYS", self.candidate_expiry_days, 0, None)
         _check_range("GRAPHMEM_RESTORE_WINDOW_DAYS", self.restore_window_days, 0, None)
         _check_range("GRAPHMEM_ACCESS_HISTORY", self.access_history, 1, 10_000)
+        _check_range("GRAPHMEM_FEEDBACK_BOOST", self.feedback_boost, 0, 1)
+        _check_range("GRAPHMEM_ROW_CACHE_SIZE", self.row_cache_size, 0, None)
         _check_range("GRAPHMEM_BUFFER_POOL_MB", self.buffer_pool_mb, 16, None)
         _check_range("GRAPHMEM_EMBED_THREADS", self.embed_threads, 1, 256)
+        _check_range("GRAPHMEM_EMBED_BATCH_THREADS", self.embed_batch_threads, 1, 256)
         _check_range("GRAPHMEM_OLLAMA_TIMEOUT_S", self.ollama_timeout_s, 0.1, None)
         for kind, days in self.decay_half_life_days.items():
             if kind not in DEFAULT_HALF_LIVES:
@@ -111,6 +117,16 @@ class Settings:
     def variables(cls) -> dict[str, str]:
         """Environment variable -> settings field, for documentation and help text."""
         return {name: attr for name, (attr, _) in _ENV.items()}
+
+
+def _default_buffer_pool() -> int:
+    """A quarter of physical memory, between 256 MB and 2 GB (100k memories need ~1 GB;
+    Kuzu's own default, ~80% of RAM, would starve everything else)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    except (ValueError, OSError, AttributeError):
+        return 1024
+    return int(min(2048, max(256, total // 4)))
 
 
 def _check_range(name: str, value: float, low: float | None, high: float | None) -> None:
@@ -181,10 +197,13 @@ _ENV: dict[str, tuple[str, Any]] = {
     "GRAPHMEM_CANDIDATE_EXPIRY_DAYS": ("candidate_expiry_days", _float),
     "GRAPHMEM_RESTORE_WINDOW_DAYS": ("restore_window_days", _float),
     "GRAPHMEM_ACCESS_HISTORY": ("access_history", _int),
+    "GRAPHMEM_FEEDBACK_BOOST": ("feedback_boost", _float),
+    "GRAPHMEM_ROW_CACHE_SIZE": ("row_cache_size", _int),
     "GRAPHMEM_AGENT_ID": ("agent_id", _text),
     "GRAPHMEM_BUFFER_POOL_MB": ("buffer_pool_mb", _int),
     "GRAPHMEM_EMBEDDER": ("embedder", _text),
     "GRAPHMEM_EMBED_THREADS": ("embed_threads", _int),
+    "GRAPHMEM_EMBED_BATCH_THREADS": ("embed_batch_threads", _int),
     "GRAPHMEM_OLLAMA_HOST": ("ollama_host", _text),
     "GRAPHMEM_OLLAMA_MODEL": ("ollama_model", _text),
     "GRAPHMEM_OLLAMA_TIMEOUT_S": ("ollama_timeout_s", _float),

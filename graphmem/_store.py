@@ -140,6 +140,7 @@ class StoreCore:
             embedder = embedder_from_spec(
                 embedder,
                 threads=self.settings.embed_threads,
+                batch_threads=self.settings.embed_batch_threads,
                 ollama_host=self.settings.ollama_host,
                 timeout=self.settings.ollama_timeout_s,
             )
@@ -147,7 +148,7 @@ class StoreCore:
             raise EmbedderMismatchError(
                 f"store {self.path} was embedded with {stored_name}; you asked for "
                 f"{embedder.name}. Open it without choosing an embedder, or switch models "
-                f"with `graphmem reembed --db {self.path} --embedder {embedder.spec}`"
+                f"with `graphmem --db {self.path} reembed --embedder {embedder.spec}`"
             )
         if not stored_name and not self._graph.db.read_only:
             self._graph.set_meta({"embedder_spec": embedder.spec, "embedder_name": embedder.name})
@@ -173,12 +174,17 @@ class StoreCore:
             raise EmbedderMismatchError(
                 f"store {self.path} was embedded by a model with fingerprint {stored}; "
                 f"{self._embedder.name} now gives {print_} (another version of the model?). "
-                f"Re-embed with `graphmem reembed --db {self.path}`"
+                f"Re-embed with `graphmem --db {self.path} reembed --embedder "
+                f"{self._embedder.spec}`"
             )
         self._embedder_checked = True
 
     # -- reading -------------------------------------------------------------------
+    def _before_read(self) -> None:
+        """Called before reading memories back; layers with pending writes flush them."""
+
     def _visible(self, memory_id: str, owner: str | None) -> Memory:
+        self._before_read()
         if not isinstance(memory_id, str) or not memory_id:
             raise InvalidInputError("a memory id must be a non-empty string", field="id")
         memory = self._graph.get(memory_id)
@@ -192,6 +198,7 @@ class StoreCore:
 
     def get_many(self, ids: Iterable[str], *, owner: str | None = None) -> list[Memory]:
         """Memories in the order of ``ids``; unknown or other owners' ids are skipped."""
+        self._before_read()
         found = self._graph.get_many(ids)
         return [m for m in found.values() if owner is None or m.owner == owner]
 
@@ -209,6 +216,7 @@ class StoreCore:
 
     def memories(self, *, owner: str | None = None) -> list[Memory]:
         """Every memory (of ``owner``), ordered by id."""
+        self._before_read()
         return self._graph.memories(owner=owner)
 
     def history(self, memory_id: str, *, owner: str | None = None) -> list[Version]:
@@ -244,6 +252,7 @@ class StoreCore:
         )
 
     def stats(self) -> Stats:
+        self._before_read()
         counts = self._graph.counts()
         return Stats(
             memories=sum(counts["by_kind"].values()),
@@ -357,24 +366,45 @@ class StoreCore:
             self._graph.insert(rows, versions, edges=edge_rows, changes=changes)
             self._changed(result.created, rows=rows)
             self._changed(result.updated)
+            if edge_rows:
+                touched = {r["src"] for v in edge_rows.values() for r in v} | \
+                    {r["dst"] for v in edge_rows.values() for r in v}
+                self._changed(sorted(touched), edges_only=True)
         return result
 
     def _missing_edges(self, edges: Sequence[Edge], *, known: set[str]
                        ) -> dict[str, list[dict[str, Any]]]:
-        """Edges to create: both ends known, not a self-loop, not already in the graph."""
+        """Edges to create: both ends known, not a self-loop, not already in the graph.
+
+        Existing edges are looked up per memory for a few memories, by one scan of the
+        edge table for many (a bulk load touches thousands).
+        """
         now = self.now()
-        wanted: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
-        ends = {e.src for e in edges} | {e.dst for e in edges}
-        present = known | self._graph.existing(ends - known)
-        touched = {e.src for e in edges} & set(self._graph.existing(ends))
-        current: dict[str, set[tuple[str, str]]] = {}
-        for memory_id in touched:
-            for kind, other, direction, _ in self._graph.edges_of(memory_id):
-                pair = (memory_id, other) if direction == "out" else (other, memory_id)
-                current.setdefault(kind, set()).add(pair)
         for edge in edges:
             if edge.kind not in EDGE_KINDS:
                 raise InvalidInputError(f"unknown edge kind {edge.kind!r}", field="kind")
+            if isinstance(edge.weight, bool) or not isinstance(edge.weight, int | float) \
+                    or not np.isfinite(edge.weight) or edge.weight <= 0:
+                raise InvalidInputError(f"edge weight must be a positive number, got "
+                                        f"{edge.weight!r}", field="weight")
+        ends = {e.src for e in edges} | {e.dst for e in edges}
+        in_store = self._graph.existing(ends)
+        present = known | in_store
+        touched = {e.src for e in edges} | {e.dst for e in edges}
+        touched &= in_store
+        current: dict[str, set[tuple[str, str]]] = {}
+        if len(touched) > 32:
+            for kind in {e.kind for e in edges}:
+                table = self._graph.edge_table(kind)
+                current[kind] = set(zip(table.column("src").to_pylist(),
+                                        table.column("dst").to_pylist(), strict=True))
+        else:
+            for memory_id in touched:
+                for kind, other, direction, _ in self._graph.edges_of(memory_id):
+                    pair = (memory_id, other) if direction == "out" else (other, memory_id)
+                    current.setdefault(kind, set()).add(pair)
+        wanted: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+        for edge in edges:
             src, dst = edge.src, edge.dst
             if edge.kind == "co_occurs" and dst < src:
                 src, dst = dst, src
@@ -383,10 +413,23 @@ class StoreCore:
             if (src, dst) in current.get(edge.kind, set()):
                 continue
             wanted.setdefault(edge.kind, {})[(src, dst)] = {
-                "src": src, "dst": dst, "weight": edge.weight, "count": 1,
+                "src": src, "dst": dst, "weight": float(edge.weight), "count": 1,
                 "source": edge.source, "reason": edge.reason or "", "at": now,
             }
         return {kind: list(rows.values()) for kind, rows in wanted.items()}
+
+    def link_many(self, edges: Sequence[Edge]) -> int:
+        """Create many edges in one transaction (bulk loads); edges already in the graph,
+        self-loops and edges to unknown memories are skipped. Returns how many were made."""
+        rows = self._missing_edges(list(edges), known=set())
+        count = sum(len(v) for v in rows.values())
+        if count:
+            with self._lock:
+                self._graph.insert([], [], edges=rows)
+                touched = {r["src"] for v in rows.values() for r in v} | \
+                    {r["dst"] for v in rows.values() for r in v}
+                self._changed(sorted(touched), edges_only=True)
+        return count
 
     def _change(
         self,

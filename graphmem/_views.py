@@ -26,6 +26,7 @@ class ViewsMixin(StoreCore):
 
         The result is plain JSON data (``json.dumps`` works on it).
         """
+        self._before_read()
         memories = self._graph.memories(owner=owner)
         held = {Status.ACTIVE, Status.CANDIDATE, Status.ARCHIVED}
         return {
@@ -65,6 +66,7 @@ class ViewsMixin(StoreCore):
             raise InvalidInputError("the query is empty", field="query")
         if params is not None and not isinstance(params, Mapping):
             raise InvalidInputError("params must be a mapping of name -> value", field="params")
+        self._before_read()
         result = self._graph.cypher(query, params or {}, write=write)
         if write:
             self._changed([], edges_only=False, bulk=True)
@@ -92,6 +94,7 @@ class ViewsMixin(StoreCore):
         for kind in kinds:
             if kind not in EDGE_KINDS:
                 raise InvalidInputError(f"unknown edge kind {kind!r}", field="edge_kinds")
+        self._before_read()
         wanted = set(statuses) if statuses is not None else None
         graph = nx.MultiDiGraph()
         columns = ["id", "kind", "status", "hot", "subject", "text", "importance", "owner",

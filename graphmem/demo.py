@@ -53,6 +53,19 @@ def show_memories(store: MemoryStore) -> None:
         print(f"  {row['id']}  {row['subject']}: {row['text'][:70]}")
 
 
+DEMO_QUERIES = ["how do I deploy orchard?", "which database does orchard use?",
+                "what does Nadia prefer for code?"]
+
+
+def show_recalls(store: MemoryStore, db: str) -> None:
+    from .cli._recall import explain_table
+
+    for query in DEMO_QUERIES:
+        _step("recall: full text + vectors + graph walk, fused by RRF, re-ranked by ACT-R",
+              f"graphmem --db {db} --now {SAMPLE_NOW} recall \"{query}\" -k 4 --explain")
+        print(explain_table(store.recall(query, k=4)))
+
+
 def run(db: str, *, now: datetime, embedder: str | None = None,
         extra: list[Callable[[MemoryStore], None]] | None = None) -> None:
     from ingest.samples import build_sample
@@ -76,6 +89,7 @@ def run(db: str, *, now: datetime, embedder: str | None = None,
         _step("a few procedural memories", f"graphmem --db {db} query \"MATCH (m:Memory) "
               "WHERE m.kind = $kind RETURN m.subject, m.text\" --param kind=procedural")
         show_memories(store)
+        show_recalls(store, db)
         for part in extra or []:
             part(store)
     print(f"\ndone in {time.perf_counter() - started:.1f} s; explore with "

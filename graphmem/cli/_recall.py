@@ -1,0 +1,106 @@
+"""Recall commands: recall, feedback, reembed."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import click
+
+from .._models import Kind
+from .._recall import PRESETS, Hit
+from .._time import parse_iso
+from ._app import Context, cli, echo_json, pass_ctx, table
+
+
+def _as_of(_: click.Context, __: click.Parameter, value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return parse_iso(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@cli.command()
+@click.argument("query")
+@click.option("-k", "k", type=click.IntRange(1, 1000), default=10, show_default=True,
+              help="How many memories to return.")
+@click.option("--preset", type=click.Choice(list(PRESETS)), default="default",
+              show_default=True, help="Retrieval configuration.")
+@click.option("--explain", is_flag=True, help="Show channel ranks and ACT-R terms per hit.")
+@click.option("--owner", default=None, help="Only this owner's memories.")
+@click.option("--kind", "kinds", multiple=True, type=click.Choice([k.value for k in Kind]),
+              help="Only these kinds (repeat).")
+@click.option("--as-of", callback=_as_of, default=None, metavar="ISO",
+              help="What was valid and current at this time.")
+@click.option("--include-archived", is_flag=True, help="Archived memories too.")
+@click.option("--no-record", is_flag=True, help="Do not record an access for the hits.")
+@pass_ctx
+def recall(ctx: Context, query: str, k: int, preset: str, explain: bool, owner: str | None,
+           kinds: tuple[str, ...], as_of: datetime | None, include_archived: bool,
+           no_record: bool) -> None:
+    """Recall the memories that best answer QUERY."""
+    hits = ctx.store().recall(query, k=k, preset=preset, owner=owner, kinds=list(kinds) or None,
+                              as_of=as_of, include_archived=include_archived,
+                              record_access=not no_record)
+    if ctx.json:
+        echo_json([h.model_dump(mode="json") for h in hits])
+        return
+    if not hits:
+        click.echo("(no memories)")
+        return
+    click.echo(explain_table(hits) if explain else hits_table(hits))
+
+
+def hits_table(hits: list[Hit]) -> str:
+    return table([(h.rank, f"{h.score:.4f}", h.memory.kind.value, h.memory.id,
+                   h.memory.short(60)) for h in hits], ["#", "score", "kind", "id", "memory"])
+
+
+def explain_table(hits: list[Hit]) -> str:
+    """Channel ranks, fused score and ACT-R terms per hit, then any redirections."""
+    channels = ["fulltext", "vector", "graph"]
+    rows = []
+    for h in hits:
+        e = h.explanation
+        ranks = [e.channels[c].rank if c in e.channels else "-" for c in channels]
+        a = e.activation
+        rows.append((h.rank, *ranks, f"{e.fused:.4f}", a.rank if a else "-",
+                     f"{a.value:.2f}" if a else "-", a.formula if a else "-",
+                     f"{e.final:.4f}", h.memory.short(44)))
+    lines = [table(rows, ["#", *channels, "fused", "act-r", "A", "formula", "final",
+                          "memory"])]
+    lines += [f"#{h.rank} is the current version of " + ", ".join(h.explanation.redirected_from)
+              for h in hits if h.explanation.redirected_from]
+    return "\n".join(lines)
+
+
+@cli.command()
+@click.argument("memory_id", metavar="ID")
+@click.option("--useful/--ignored", default=None, required=True,
+              help="Whether the recalled memory helped.")
+@click.option("--query", default=None, help="The query it answered (to pair co-occurrences).")
+@pass_ctx
+def feedback(ctx: Context, memory_id: str, useful: bool, query: str | None) -> None:
+    """Report whether a recalled memory was useful."""
+    memory = ctx.store().feedback(memory_id, useful=useful, query=query)
+    if ctx.json:
+        echo_json(memory.model_dump(mode="json"))
+    else:
+        click.echo(f"{memory.id}: useful {memory.useful_count}, ignored "
+                   f"{memory.ignored_count}, importance {memory.importance:.2f}")
+
+
+@cli.command()
+@click.option("--embedder", "target", required=True,
+              help="The new model: minilm, hashing[:DIM] or ollama:MODEL.")
+@click.option("--batch-size", type=click.IntRange(1, 10_000), default=256, show_default=True)
+@pass_ctx
+def reembed(ctx: Context, target: str, batch_size: int) -> None:
+    """Re-embed every memory with another model (with a progress bar)."""
+    store = ctx.store()
+    count = store.reembed(target, batch_size=batch_size, progress=not ctx.json)
+    if ctx.json:
+        echo_json({"embedded": count, "embedder": store.embedder.name})
+    else:
+        click.echo(f"re-embedded {count} memories with {store.embedder.name}")
