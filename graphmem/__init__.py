@@ -17,13 +17,34 @@ from ._errors import (
 )
 from ._facade import MemoryStore
 from ._input import MemoryInput
-from ._models import ChangeType, EventType, Kind, LifecycleEvent, Memory, Stats, Status, Version
+from ._lifecycle import (
+    ArchiveResult,
+    EvaluationResult,
+    LifecycleReport,
+    PromoteResult,
+    RestoreResult,
+    evaluate_memory_lifecycle,
+)
+from ._models import (
+    ChangeType,
+    EventType,
+    Kind,
+    LifecycleEvent,
+    Memory,
+    Stats,
+    Status,
+    TriggeredBy,
+    Version,
+)
+from ._recall import PRESETS, Explanation, Hit, RecallConfig
 from ._settings import Settings
 from ._store import Edge, Link, MergeResult
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "PRESETS",
+    "ArchiveResult",
     "BackendUnavailableError",
     "ChangeType",
     "ConfirmationRequiredError",
@@ -31,12 +52,16 @@ __all__ = [
     "Edge",
     "Embedder",
     "EmbedderMismatchError",
+    "EvaluationResult",
     "EventType",
+    "Explanation",
     "GraphmemError",
     "HashingEmbedder",
+    "Hit",
     "InvalidInputError",
     "Kind",
     "LifecycleEvent",
+    "LifecycleReport",
     "Link",
     "Memory",
     "MemoryInput",
@@ -45,13 +70,18 @@ __all__ = [
     "MiniLMEmbedder",
     "NotFoundError",
     "OllamaEmbedder",
+    "PromoteResult",
     "ReadOnlyStoreError",
+    "RecallConfig",
     "RecordError",
+    "RestoreResult",
     "SchemaVersionError",
     "Settings",
     "Stats",
     "Status",
     "StoreError",
     "StoreLockedError",
+    "TriggeredBy",
     "Version",
+    "evaluate_memory_lifecycle",
 ]

@@ -85,6 +85,7 @@ class MemoryInput(BaseModel):
     importance: float = Field(default=0.5, allow_inf_nan=False)
     confidence: float = Field(default=1.0, allow_inf_nan=False)
     tags: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
     owner: str | None = None
     project: str | None = None
     visibility: str = "private"
@@ -140,7 +141,7 @@ class MemoryInput(BaseModel):
             raise ValueError(f"must be in [0, 1], got {value}")
         return value
 
-    @field_validator("tags", "superseded_by")
+    @field_validator("tags", "superseded_by", "entities")
     @classmethod
     def _strings(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for item in value:

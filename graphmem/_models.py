@@ -100,6 +100,7 @@ class Memory(_Value):
     subject: str | None = None
     text: str = ""
     tags: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
     owner: str | None = None
     project: str | None = None
     visibility: str = "private"

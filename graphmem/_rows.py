@@ -56,6 +56,7 @@ def memory_row(item: MemoryInput, *, now: datetime, vector: np.ndarray | None) -
         "subject": item.subject,
         "text": item.text,
         "tags": list(item.tags),
+        "entities": list(item.entities),
         "importance": item.importance,
         "original_importance": item.importance,
         "confidence": item.confidence,

@@ -512,8 +512,9 @@ class StoreCore:
             new_subject = updates.get("subject", memory.subject)
             updates["vec"] = encode_vector(self.embed([embedding_text(new_subject, new_text)])[0])
             updates["text_sha256"] = sha256(new_text)
-        if change_type is ChangeType.IMPORTANCE_BOOST and "importance" in updates:
-            updates.setdefault("original_importance", memory.original_importance)
+        if "importance" in updates and change_type is not ChangeType.IMPORTANCE_DECAY:
+            # A deliberate new importance is the new baseline that decay starts from.
+            updates["original_importance"] = updates["importance"]
         now = self.now()
         with self._lock:
             self._graph.apply([self._change(memory, updates, change_type, now,

@@ -66,6 +66,21 @@ def show_recalls(store: MemoryStore, db: str) -> None:
         print(explain_table(store.recall(query, k=4)))
 
 
+def show_lifecycle(store: MemoryStore, db: str) -> None:
+    """A week of agent use (recalls and useful-feedback), then the archivist's report."""
+    _step("simulate use: the agent recalls its deploy procedure and marks it useful",
+          f"graphmem --db {db} recall \"deploy orchard\" -k 1; graphmem --db {db} feedback ID "
+          "--useful")
+    for _ in range(12):
+        top = store.recall("deploy orchard release", k=1, kinds=["episodic"])
+        if top:
+            store.feedback(top[0].memory.id, useful=True)
+    print("12 recalls with useful feedback recorded")
+    _step("the lifecycle report (a dry run: nothing changes until `lifecycle run --apply`)",
+          f"graphmem --db {db} --now {SAMPLE_NOW} lifecycle report")
+    print(store.run_lifecycle().to_markdown(limit=2))
+
+
 def run(db: str, *, now: datetime, embedder: str | None = None,
         extra: list[Callable[[MemoryStore], None]] | None = None) -> None:
     from ingest.samples import build_sample
@@ -90,6 +105,7 @@ def run(db: str, *, now: datetime, embedder: str | None = None,
               "WHERE m.kind = $kind RETURN m.subject, m.text\" --param kind=procedural")
         show_memories(store)
         show_recalls(store, db)
+        show_lifecycle(store, db)
         for part in extra or []:
             part(store)
     print(f"\ndone in {time.perf_counter() - started:.1f} s; explore with "

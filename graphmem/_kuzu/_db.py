@@ -369,6 +369,27 @@ class Database:
                 self._replace_write_conn()
                 raise
 
+    def run_on_one_connection(
+        self, statements: Sequence[str | tuple[str, Mapping[str, Any]]]
+    ) -> list[list[Row]]:
+        """Run statements in order on the write connection, each in auto-commit mode.
+
+        Projected graphs (for Kuzu's algorithms) belong to the connection that made them,
+        so projecting, running and dropping must share one. A projection left behind by a
+        failure is dropped.
+        """
+        self._refuse_if_read_only()
+        out: list[list[Row]] = []
+        with self._write_lock, self._gate.shared():
+            try:
+                for statement in statements:
+                    query, params = (statement, {}) if isinstance(statement, str) else statement
+                    out.append(self._execute(self._write_conn, query, params))
+            except GraphmemError:
+                self._replace_write_conn()
+                raise
+        return out
+
     def query_raw(self, query: str, params: Mapping[str, Any] | None = None) -> Any:
         """A user write query in auto-commit mode, returning the materialised result."""
         self._refuse_if_read_only()

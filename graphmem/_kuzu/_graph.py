@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from .._errors import InvalidInputError
 from .._models import LifecycleEvent, Memory, Version
+from . import _jobs
 from ._db import Database, Tx
 from ._schema import (
     EVENT_TYPES,
@@ -113,7 +114,7 @@ def memory_from_row(row: Mapping[str, Any]) -> Memory:
         if column not in row:
             continue
         value = row[column]
-        if column in ("tags", "superseded_by"):
+        if column in ("tags", "superseded_by", "entities"):
             data[column] = tuple(value or ())
         elif column == "access_times":
             data[column] = tuple(_aware(v) for v in (value or ()))
@@ -149,6 +150,7 @@ def _memory_params(row: Mapping[str, Any]) -> dict[str, Any]:
     for column in _JSON_COLUMNS:
         out[column] = _json_dump(out[column])
     out["tags"] = list(out["tags"] or [])
+    out["entities"] = list(out["entities"] or [])
     out["superseded_by"] = list(out["superseded_by"] or [])
     out["access_times"] = list(out["access_times"] or [])
     return out
@@ -246,7 +248,7 @@ class KuzuGraph:
                 raise InvalidInputError(f"not a memory column: {column}", field=column)
             if column in _JSON_COLUMNS:
                 value = _json_dump(value)
-            elif column in ("tags", "superseded_by", "access_times"):
+            elif column in ("tags", "superseded_by", "access_times", "entities"):
                 value = list(value or [])
             params[f"s_{column}"] = value
             assignments.append(f"m.{column} = {_typed(f'$s_{column}', MEMORY_TYPES[column])}")
@@ -519,6 +521,30 @@ class KuzuGraph:
         out["versions"] = self.db.read("MATCH (v:Version) RETURN count(*)")[0][0]
         out["events"] = self.db.read("MATCH (e:LifecycleEvent) RETURN count(*)")[0][0]
         return out
+
+    # -- lifecycle jobs and graph signals --------------------------------------------
+    def run_job(self, job: str, rows: Sequence[Mapping[str, Any]], *, now: datetime,
+                actor: str) -> int:
+        """Apply a lifecycle job to staged rows (see ``_jobs.JOBS``) in one transaction."""
+        return _jobs.run_job(self.db, job, rows, now=now, actor=actor)
+
+    def reference_counts(self) -> dict[str, int]:
+        return _jobs.reference_counts(self.db)
+
+    def reference_count(self, memory_id: str) -> int:
+        rows = self.db.read("MATCH (a:Memory)-[:REFERENCES]->(b:Memory {id: $id}) "
+                            "WHERE a.id <> b.id RETURN count(DISTINCT a.id)", {"id": memory_id})
+        return int(rows[0][0]) if rows else 0
+
+    def store_reference_counts(self) -> None:
+        """Set ``xref_count`` on every memory whose count changed (one statement)."""
+        self.db.run_auto(
+            "MATCH (m:Memory) OPTIONAL MATCH (a:Memory)-[:REFERENCES]->(m) WHERE a.id <> m.id "
+            "WITH m, count(DISTINCT a.id) AS n WHERE m.xref_count IS NULL OR m.xref_count <> n "
+            "SET m.xref_count = n")
+
+    def pagerank(self, *, write: bool) -> dict[str, float]:
+        return _jobs.pagerank(self.db, write=write)
 
     # -- hard delete ---------------------------------------------------------------
     def redact(self, memory_id: str, *, node: Mapping[str, Any], version: Mapping[str, Any],

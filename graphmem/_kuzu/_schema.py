@@ -15,16 +15,18 @@ __all__ = [
     "MEMORY_TYPES",
     "SCHEMAS",
     "SCHEMA_VERSION",
+    "STAGE_TYPES",
     "VERSION_TYPES",
     "ensure_schema",
     "schema_version",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 FTS_INDEX = "memory_fts"
 
-#: Column -> Kuzu type of each table at the current version (DDL and casts come from here).
-MEMORY_TYPES: dict[str, str] = {
+#: Column -> Kuzu type of each table (DDL and casts come from here). v1's Memory columns
+#: stay frozen here so that an old database can be built for the migration tests.
+_MEMORY_V1: dict[str, str] = {
     "id": "STRING", "owner": "STRING", "project": "STRING", "visibility": "STRING",
     "kind": "STRING", "status": "STRING", "hot": "BOOLEAN",
     "subject": "STRING", "text": "STRING", "tags": "STRING[]",
@@ -40,6 +42,14 @@ MEMORY_TYPES: dict[str, str] = {
     "centrality": "DOUBLE", "xref_count": "INT64",
     "prev_status": "STRING", "prev_kind": "STRING", "state_changed": "TIMESTAMP",
     "vec": "STRING",
+}  # fmt: skip
+#: v2 adds the entities ingest finds in a memory (for REFERENCES between shared ones).
+MEMORY_TYPES: dict[str, str] = {**_MEMORY_V1, "entities": "STRING[]"}
+#: v2 adds a staging table: lifecycle jobs COPY their decisions here and apply them with
+#: one hash join (an id-list match in Kuzu is a cross product: ~0.5 s per 1k ids at 100k).
+STAGE_TYPES: dict[str, str] = {
+    "id": "STRING", "num": "DOUBLE", "flag": "BOOLEAN", "event_id": "STRING",
+    "meta": "STRING", "reason": "STRING",
 }  # fmt: skip
 VERSION_TYPES: dict[str, str] = {
     "id": "STRING", "memory_id": "STRING", "seq": "INT64", "change_type": "STRING",
@@ -63,24 +73,38 @@ def _node_table(name: str, types: dict[str, str]) -> str:
     return f"CREATE NODE TABLE {name}({columns})"
 
 
+_V1_TAIL = [
+    _node_table("Version", VERSION_TYPES),
+    _node_table("LifecycleEvent", EVENT_TYPES),
+    "CREATE REL TABLE HAS_VERSION(FROM Memory TO Version)",
+    "CREATE REL TABLE SUPERSEDES(FROM Memory TO Memory, reason STRING, at TIMESTAMP)",
+    """CREATE REL TABLE REFERENCES(FROM Memory TO Memory, source STRING, weight DOUBLE,
+        at TIMESTAMP)""",
+    """CREATE REL TABLE CO_OCCURS(FROM Memory TO Memory, weight DOUBLE, count INT64,
+        source STRING, at TIMESTAMP)""",
+    f"CALL CREATE_FTS_INDEX('Memory', '{FTS_INDEX}', ['subject', 'text'])",
+]
+
 SCHEMAS: dict[int, list[str]] = {
     1: [
         "CREATE NODE TABLE Meta(key STRING PRIMARY KEY, value STRING)",
+        _node_table("Memory", _MEMORY_V1),
+        *_V1_TAIL,
+    ],
+    2: [
+        "CREATE NODE TABLE Meta(key STRING PRIMARY KEY, value STRING)",
         _node_table("Memory", MEMORY_TYPES),
-        _node_table("Version", VERSION_TYPES),
-        _node_table("LifecycleEvent", EVENT_TYPES),
-        "CREATE REL TABLE HAS_VERSION(FROM Memory TO Version)",
-        "CREATE REL TABLE SUPERSEDES(FROM Memory TO Memory, reason STRING, at TIMESTAMP)",
-        """CREATE REL TABLE REFERENCES(FROM Memory TO Memory, source STRING, weight DOUBLE,
-            at TIMESTAMP)""",
-        """CREATE REL TABLE CO_OCCURS(FROM Memory TO Memory, weight DOUBLE, count INT64,
-            source STRING, at TIMESTAMP)""",
-        f"CALL CREATE_FTS_INDEX('Memory', '{FTS_INDEX}', ['subject', 'text'])",
+        *_V1_TAIL,
+        _node_table("Stage", STAGE_TYPES),
     ],
 }
-
 #: version -> statements that lift a database from ``version - 1``.
-MIGRATIONS: dict[int, list[str]] = {}
+MIGRATIONS: dict[int, list[str]] = {
+    2: [
+        "ALTER TABLE Memory ADD entities STRING[]",
+        _node_table("Stage", STAGE_TYPES),
+    ],
+}
 
 
 def schema_version(db: Database) -> int | None:

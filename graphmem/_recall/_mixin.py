@@ -437,7 +437,10 @@ class RecallMixin(StoreCore):
             sets: dict[str, Any] = {"useful_count": memory.useful_count + 1}
             change = Change(memory_id, set=sets)
             if boosted > memory.importance:
-                change = self._change(memory, {**sets, "importance": boosted},
+                # The boost moves the undecayed baseline too, or decay would undo it.
+                baseline = max(memory.original_importance, boosted)
+                change = self._change(memory, {**sets, "importance": boosted,
+                                               "original_importance": baseline},
                                       ChangeType.IMPORTANCE_BOOST, now, reason="useful feedback",
                                       actor=self.settings.agent_id)
         else:

@@ -183,7 +183,7 @@ def emit_rows(rows: list[dict[str, Any]], fmt: str) -> None:
     headers = list(rows[0]) if rows else []
     if fmt == "csv":
         buffer = io.StringIO()
-        writer = csv.writer(buffer)
+        writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(headers)
         for row in rows:
             writer.writerow([json.dumps(v, default=str) if isinstance(v, dict | list) else v

@@ -1,0 +1,425 @@
+"""The store's lifecycle layer: the archivist (seed 000) and the lifecycle manager (seed 001)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .._errors import InvalidInputError
+from .._models import ChangeType, EventType, Kind, Memory, Status, TriggeredBy
+from .._ollama import OllamaGenerator
+from .._store import StoreCore
+from .._time import new_event_id, to_utc
+from ._results import (
+    ArchiveResult,
+    EvaluationResult,
+    JobCounts,
+    LifecycleReport,
+    PromoteResult,
+    RestoreResult,
+)
+from ._rules import ARCHIVE_TAGS, PROMOTE_TAGS, evaluate_arrays, evaluate_memory_lifecycle
+from ._summary import summarize
+
+__all__ = ["LifecycleMixin"]
+
+PROMOTE_REASONS = ("high_access", "high_importance", "critical_tag", "cross_references",
+                   "manual")
+ARCHIVE_REASONS = ("age", "low_importance", "deprecated", "manual")
+_DAY = 86400.0
+#: Past this many changed memories, the recall index is rebuilt rather than patched.
+_PATCH_LIMIT = 200
+_SCAN = ["id", "kind", "status", "hot", "subject", "text", "tags", "importance",
+         "original_importance", "confidence", "created", "last_accessed", "access_count",
+         "access_times", "payload_at", "owner"]
+#: Detailed evaluations kept per action in a lifecycle report (counts are always complete).
+REPORT_SAMPLE = 100
+
+
+class LifecycleMixin(StoreCore):
+    def _init_extensions(self) -> None:
+        super()._init_extensions()
+        self._centrality: dict[str, float] | None = None
+
+    def _changed(self, ids: Sequence[str], *, removed: bool = False,
+                 edges_only: bool = False, bulk: bool = False,
+                 rows: Sequence[Mapping[str, Any]] | None = None) -> None:
+        super()._changed(ids, removed=removed, edges_only=edges_only, bulk=bulk, rows=rows)
+        if edges_only or removed or bulk:
+            self._centrality = None
+
+    # -- graph signals ------------------------------------------------------------------
+    def centrality(self) -> dict[str, float]:
+        """PageRank of every memory over REFERENCES and CO_OCCURS (Kuzu's algo
+        extension), computed on first use and after the edges change."""
+        if self._centrality is None:
+            self._centrality = self._graph.pagerank(write=False)
+        return self._centrality
+
+    def _age_days(self, created: datetime, now: datetime) -> float:
+        return max((now - created).total_seconds(), 0.0) / _DAY
+
+    # -- the archivist --------------------------------------------------------------------
+    def evaluate(self, memory_id: str, *, owner: str | None = None) -> EvaluationResult:
+        """Recommend promote, archive, maintain or review for one memory (seed 000).
+
+        Metrics include its cross-reference count (distinct memories that reference it)
+        and its centrality.
+        """
+        memory = self._visible(memory_id, owner)
+        result = evaluate_memory_lifecycle(
+            memory_id=memory.id, importance=memory.importance,
+            age_in_days=self._age_days(memory.created, self.now()),
+            access_count=memory.access_count, type=memory.kind.value, tags=memory.tags,
+            cross_reference_count=self._graph.reference_count(memory.id),
+            centrality=self.centrality().get(memory.id, 0.0), settings=self.settings)
+        return result.model_copy(update={"subject": memory.short(60)})
+
+    def batch_evaluate(
+        self,
+        ids: Sequence[str] | None = None,
+        *,
+        owner: str | None = None,
+        kinds: Sequence[Kind | str] | None = None,
+        statuses: Sequence[Status | str] = (Status.ACTIVE,),
+    ) -> list[EvaluationResult]:
+        """Evaluate many memories: these ``ids``, or every memory matching the filters
+        (by default the active ones)."""
+        wanted_status = {Status(s).value for s in statuses}
+        wanted_kinds = {Kind(k).value for k in kinds} if kinds is not None else None
+        rows = self._graph.scan(owner=owner, columns=_SCAN).to_pylist()
+        if ids is not None:
+            keep = set(ids)
+            rows = [r for r in rows if r["id"] in keep]
+        else:
+            rows = [r for r in rows if r["status"] in wanted_status
+                    and (wanted_kinds is None or r["kind"] in wanted_kinds)]
+        xrefs = self._graph.reference_counts()
+        centrality = self.centrality()
+        now = self.now()
+        return [self._evaluate_row(r, now, xrefs, centrality) for r in rows]
+
+    def _evaluate_row(self, row: Mapping[str, Any], now: datetime, xrefs: Mapping[str, int],
+                      centrality: Mapping[str, float]) -> EvaluationResult:
+        created = to_utc(row["created"])
+        result = evaluate_memory_lifecycle(
+            memory_id=row["id"], importance=float(row["importance"]),
+            age_in_days=self._age_days(created, now), access_count=int(row["access_count"]),
+            type=row["kind"], tags=row["tags"] or (),
+            cross_reference_count=xrefs.get(row["id"], 0),
+            centrality=centrality.get(row["id"], 0.0), settings=self.settings)
+        label = row["subject"] or " ".join((row["text"] or "").split())[:60]
+        return result.model_copy(update={"subject": label})
+
+    def promote(self, memory_id: str, *, reason: str = "manual", owner: str | None = None,
+                triggered_by: TriggeredBy = TriggeredBy.MANUAL) -> PromoteResult:
+        """Promote an episodic memory to semantic (seed 000's promoteMemory)."""
+        if reason not in PROMOTE_REASONS:
+            raise InvalidInputError(f"reason must be one of {', '.join(PROMOTE_REASONS)}",
+                                    field="reason")
+        memory = self._visible(memory_id, owner)
+        now = self.now()
+        if memory.kind is not Kind.EPISODIC or memory.status is not Status.ACTIVE:
+            return PromoteResult(success=False, memory_id=memory_id, old_type=memory.kind.value,
+                                 reason=reason, timestamp=now,
+                                 error=f"only active episodic memories are promoted; this one "
+                                       f"is {memory.status.value} {memory.kind.value}")
+        self.transition(memory, kind=Kind.SEMANTIC, event_type=EventType.PROMOTE,
+                        change_type=ChangeType.PROMOTED, reason=reason,
+                        triggered_by=triggered_by, metadata=self._metrics(memory, now))
+        return PromoteResult(success=True, memory_id=memory_id, old_type=memory.kind.value,
+                             reason=reason, timestamp=now)
+
+    def archive(self, memory_id: str, *, reason: str = "manual", create_summary: bool = False,
+                owner: str | None = None,
+                triggered_by: TriggeredBy = TriggeredBy.MANUAL) -> ArchiveResult:
+        """Move a memory to the archive (seed 000's archiveMemory): kept for audit and
+        export, out of normal recall, restorable. ``create_summary`` writes a summary of
+        the memory and its graph neighbourhood into the event (Ollama when configured)."""
+        if reason not in ARCHIVE_REASONS:
+            raise InvalidInputError(f"reason must be one of {', '.join(ARCHIVE_REASONS)}",
+                                    field="reason")
+        memory = self._visible(memory_id, owner)
+        now = self.now()
+        if memory.status not in (Status.ACTIVE, Status.CANDIDATE):
+            return ArchiveResult(success=False, memory_id=memory_id, old_type=memory.kind.value,
+                                 reason=reason, timestamp=now,
+                                 error=f"memory is {memory.status.value}; only active or "
+                                       "candidate memories are archived")
+        metadata = self._metrics(memory, now)
+        summary = None
+        if create_summary:
+            neighbours = self.get_many([x.other for x in self.links(memory_id)][:5])
+            summary, source = summarize(memory, neighbours,
+                                        OllamaGenerator.from_settings(self.settings))
+            metadata.update(summary=summary, summarySource=source)
+        self.transition(memory, status=Status.ARCHIVED, event_type=EventType.ARCHIVE,
+                        change_type=ChangeType.ARCHIVED, reason=reason,
+                        triggered_by=triggered_by, metadata=metadata,
+                        extra_sets={"hot": False})
+        return ArchiveResult(success=True, memory_id=memory_id, old_type=memory.kind.value,
+                             reason=reason, summary=summary, timestamp=now)
+
+    def restore(self, memory_id: str, *, owner: str | None = None,
+                window_days: float | None = None) -> RestoreResult:
+        """Undo the latest archive, promotion, tombstone or expiry of a memory, within
+        ``window_days`` (default ``GRAPHMEM_RESTORE_WINDOW_DAYS``, 7)."""
+        memory = self._visible(memory_id, owner)
+        now = self.now()
+        window = self.settings.restore_window_days if window_days is None else window_days
+        undoable = {EventType.ARCHIVE, EventType.PROMOTE, EventType.TOMBSTONE, EventType.EXPIRE}
+        last = [e for e in self.events(memory_id) if e.event_type in undoable
+                or e.event_type is EventType.RESTORE]
+        if not last or last[-1].event_type is EventType.RESTORE:
+            return RestoreResult(success=False, memory_id=memory_id, timestamp=now,
+                                 error="nothing to restore: no archive, promotion or "
+                                       "tombstone since the last restore")
+        event = last[-1]
+        if now - event.timestamp > timedelta(days=window):
+            return RestoreResult(success=False, memory_id=memory_id, timestamp=now,
+                                 undone=event.event_type.value,
+                                 error=f"the {event.event_type.value} of "
+                                       f"{event.timestamp:%Y-%m-%d} is outside the restore "
+                                       f"window ({window:g} days)")
+        if memory.status is Status.FORGOTTEN:
+            return RestoreResult(success=False, memory_id=memory_id, timestamp=now,
+                                 error="forgotten memories cannot be restored")
+        metadata = {"undoes": event.event_id}
+        if event.event_type is EventType.PROMOTE:
+            self.transition(memory, kind=Kind(event.from_state), event_type=EventType.RESTORE,
+                            change_type=ChangeType.RESTORED, reason=f"undo {event.reason}",
+                            metadata=metadata)
+            current, restored = memory.kind.value, event.from_state
+        else:
+            self.transition(memory, status=Status(event.from_state),
+                            event_type=EventType.RESTORE, change_type=ChangeType.RESTORED,
+                            reason=f"undo {event.reason}", metadata=metadata)
+            current, restored = memory.status.value, event.from_state
+        return RestoreResult(success=True, memory_id=memory_id, undone=event.event_type.value,
+                             from_state=current, to_state=restored, timestamp=now)
+
+    def _metrics(self, memory: Memory, now: datetime) -> dict[str, Any]:
+        return {"accessCount": memory.access_count, "importance": memory.importance,
+                "ageInDays": round(self._age_days(memory.created, now), 2)}
+
+    # -- the lifecycle manager -------------------------------------------------------------
+    def run_lifecycle(self, *, apply: bool = False) -> LifecycleReport:
+        """The lifecycle manager (seed 001): graph signals, decay (memories tagged
+        critical or permanent do not decay), score recompute,
+        promotions, auto-archive (only with ``AUTO_ARCHIVE_ENABLED``, else listed for
+        review), the hot set, weak-candidate expiry and payload retention.
+
+        A dry run (the default) computes everything and changes nothing. With ``apply``
+        each job is one set-based transaction (state, version rows and events together);
+        a second run on the same day changes nothing.
+        """
+        started = time.perf_counter()
+        self._before_read()
+        now = self.now()
+        if apply:
+            self._graph.store_reference_counts()
+            self._graph.pagerank(write=True)
+            self._centrality = None
+            centrality: Mapping[str, float] = {}
+        else:
+            centrality = self.centrality()
+        xrefs = self._graph.reference_counts()
+        view = _Columns(self._graph.scan(columns=_SCAN), now.timestamp())
+        plan = self._plan(view, xrefs, now)
+        evaluations = self._sample_evaluations(view, plan, xrefs, centrality, now)
+        jobs = JobCounts(
+            centrality_computed=view.n, decayed=len(plan["decay"]),
+            recomputed=len(plan["recompute"]), promoted=len(plan["promote"]),
+            archived=len(plan["archive"]), archive_for_review=plan["review_archive"],
+            hot_added=len(plan["hot"]), hot_removed=len(plan["cool"]),
+            candidates_expired=len(plan["expire"]), payloads_redacted=len(plan["payload"]))
+        if apply:
+            self._apply_plan(plan, now)
+        return LifecycleReport(generated=now, applied=apply, evaluated=int(view.active.sum()),
+                               counts=plan["counts"], evaluations=evaluations, jobs=jobs,
+                               seconds=time.perf_counter() - started)
+
+    def _plan(self, v: _Columns, xrefs: Mapping[str, int], now: datetime) -> dict[str, Any]:
+        """Every job's decisions, vectorised over the whole store."""
+        s = self.settings
+        act = np.flatnonzero(v.active)
+        half_life = np.array([s.half_life(k) for k in v.kind[act]])
+        # Decay and score recompute: importance follows original * 0.5^(idle / half-life);
+        # memories tagged critical or permanent are exempt (someone said they matter).
+        idle_days = np.maximum(v.now_s - v.last[act], 0.0) / _DAY
+        target = v.original[act] * 0.5 ** (idle_days / half_life)
+        target = np.where(v.promote_tag[act], v.importance[act], target)
+        delta = v.importance[act] - target
+        decay, recompute = delta >= s.decay_min_drop, -delta >= s.decay_min_drop
+        importance = v.importance.copy()
+        importance[act] = np.where(decay | recompute, target, v.importance[act])
+        plan: dict[str, Any] = {
+            "decay": [_stage(v.ids[i], num=float(t), reason=f"idle {d:.0f} days")
+                      for i, t, d in zip(act[decay], target[decay], idle_days[decay],
+                                         strict=True)],
+            "recompute": [_stage(v.ids[i], num=float(t), reason="recompute")
+                          for i, t in zip(act[recompute], target[recompute], strict=True)],
+        }
+        xref = np.array([xrefs.get(v.ids[i], 0) for i in act], dtype=np.int64)
+        masks = evaluate_arrays(
+            importance=importance[act], age_in_days=v.age_days[act],
+            access_count=v.access[act], episodic=v.kind[act] == Kind.EPISODIC.value,
+            promote_tag=v.promote_tag[act], archive_tag=v.archive_tag[act],
+            cross_reference_count=xref, settings=s)
+        plan["masks"], plan["act"], plan["importance"] = masks, act, importance
+        plan["counts"] = {a: int(masks[a].sum())
+                          for a in ("promote", "archive", "maintain", "review")}
+
+        def staged(action: str) -> list[dict[str, Any]]:
+            rows = []
+            for k in np.flatnonzero(masks[action]):
+                i = act[k]
+                meta = json.dumps({"accessCount": int(v.access[i]),
+                                   "importance": round(float(importance[i]), 4),
+                                   "ageInDays": round(float(v.age_days[i]), 2),
+                                   "crossReferenceCount": int(xref[k])})
+                rows.append(_stage(v.ids[i], reason=str(masks["reason"][k]), meta=meta,
+                                   now=now))
+            return rows
+
+        plan["promote"] = staged("promote") if s.archivist_enabled else []
+        archives = int(masks["archive"].sum())
+        if s.archivist_enabled and s.auto_archive_enabled:
+            plan["archive"], plan["review_archive"] = staged("archive"), 0
+        else:
+            plan["archive"], plan["review_archive"] = [], archives
+        self._plan_hot(v, plan, now)
+        expire = np.flatnonzero(v.candidate & (v.now_s - v.created
+                                               > s.candidate_expiry_days * _DAY))
+        plan["expire"] = [_stage(v.ids[i], reason="weak candidate never reinforced", now=now)
+                          for i in expire]
+        with np.errstate(invalid="ignore"):
+            old = np.flatnonzero(v.now_s - v.payload_at > s.payload_retention_days * _DAY)
+        plan["payload"] = [_stage(v.ids[i], reason="payload retention") for i in old]
+        return plan
+
+    def _plan_hot(self, v: _Columns, plan: dict[str, Any], now: datetime) -> None:
+        """The ``hot_set_size`` active memories of highest ACT-R activation are hot: the
+        exact base level where the access history is complete, the approximation else."""
+        act = np.flatnonzero(v.active)
+        plan["hot"], plan["cool"] = [], []
+        if act.size == 0:
+            return
+        age = np.maximum(v.now_s - v.created[act], 1.0)
+        activation = -0.5 * np.log(age) + np.log1p(v.access[act]) + 0.5 * v.confidence[act]
+        if v.history_sum is not None:
+            complete = v.history_len[act] >= v.access[act]
+            base = np.log(age ** -0.5 + v.history_sum[act])
+            activation = np.where(complete, base + 0.5 * v.confidence[act], activation)
+        order = act[np.argsort(-activation, kind="stable")[: self.settings.hot_set_size]]
+        hot = np.zeros(v.n, dtype=bool)
+        hot[order] = True
+        plan["hot"] = [_stage(v.ids[i], reason="top activation", now=now)
+                       for i in np.flatnonzero(hot & ~v.hot)]
+        plan["cool"] = [_stage(v.ids[i], reason="left the hot set", now=now)
+                        for i in np.flatnonzero(v.hot & ~hot & v.active)]
+
+    def _sample_evaluations(self, v: _Columns, plan: Mapping[str, Any],
+                            xrefs: Mapping[str, int], centrality: Mapping[str, float],
+                            now: datetime) -> list[EvaluationResult]:
+        """Full evaluations (with reasons) of up to ``REPORT_SAMPLE`` memories per action:
+        the report's lists; the counts cover everything."""
+        masks, act, importance = plan["masks"], plan["act"], plan["importance"]
+        out = []
+        for action in ("promote", "archive", "review"):
+            chosen = act[np.flatnonzero(masks[action])][:REPORT_SAMPLE]
+            for i in chosen:
+                out.append(self._evaluate_row(v.row(i, importance=float(importance[i])), now,
+                                              xrefs, centrality))
+        return out
+
+    def _apply_plan(self, plan: Mapping[str, Any], now: datetime) -> None:
+        touched: set[str] = set()
+        with self._lock:
+            for job in ("decay", "recompute", "promote", "archive", "expire", "cool", "hot",
+                        "payload"):
+                rows = plan[job]
+                if rows:
+                    self._graph.run_job(job, rows, now=now, actor=self.settings.agent_id)
+                    touched.update(r["id"] for r in rows)
+            if len(touched) > _PATCH_LIMIT:
+                self._changed(sorted(touched), bulk=True)
+            elif touched:
+                self._changed(sorted(touched))
+
+
+class _Columns:
+    """The scanned memories as numpy arrays (one entry per memory)."""
+
+    def __init__(self, table: pa.Table, now_s: float) -> None:
+        self.table = table
+        self.now_s = now_s
+        self.n = table.num_rows
+        self.ids: list[str] = table.column("id").to_pylist()
+        status = table.column("status")
+        self.active = _np(pc.equal(status, Status.ACTIVE.value)).astype(bool)
+        self.candidate = _np(pc.equal(status, Status.CANDIDATE.value)).astype(bool)
+        self.kind = np.array(table.column("kind").to_pylist(), dtype=object)
+        self.hot = _np(pc.fill_null(table.column("hot"), False)).astype(bool)
+        self.importance = _np(table.column("importance")).astype(float)
+        self.original = _np(table.column("original_importance")).astype(float)
+        self.confidence = _np(pc.fill_null(table.column("confidence"), 0.0)).astype(float)
+        self.access = _np(pc.fill_null(table.column("access_count"), 0)).astype(np.int64)
+        self.created = _seconds(table.column("created"))
+        last = _seconds(table.column("last_accessed"))
+        self.last = np.where(np.isnan(last), self.created, last)
+        self.payload_at = _seconds(table.column("payload_at"))
+        self.age_days = np.maximum(now_s - self.created, 0.0) / _DAY
+        self.promote_tag = _tagged(table.column("tags"), PROMOTE_TAGS, self.n)
+        self.archive_tag = _tagged(table.column("tags"), ARCHIVE_TAGS, self.n)
+        times = table.column("access_times").combine_chunks()
+        self.history_len = _np(pc.fill_null(pc.list_value_length(times), 0)).astype(np.int64)
+        self.history_sum: np.ndarray | None = None
+        if len(times) and pc.sum(self.history_len).as_py():
+            flat = _seconds(pc.list_flatten(times))
+            parents = _np(pc.list_parent_indices(times)).astype(np.int64)
+            ok = flat <= now_s
+            ages = np.maximum(now_s - flat[ok], 1.0)
+            self.history_sum = np.bincount(parents[ok], weights=ages ** -0.5,
+                                           minlength=self.n)
+
+    def row(self, i: int, **override: Any) -> dict[str, Any]:
+        data: dict[str, Any] = self.table.slice(int(i), 1).to_pylist()[0]
+        data.update(override)
+        return data
+
+
+def _np(array: Any) -> np.ndarray:
+    return np.asarray(array.to_numpy(zero_copy_only=False))
+
+
+def _seconds(column: Any) -> np.ndarray:
+    """A timestamp column as POSIX seconds (NaN where null)."""
+    micros = pc.cast(column, pa.int64())
+    values = _np(micros).astype(float)
+    return values / 1e6
+
+
+def _tagged(tags: Any, wanted: Sequence[str], n: int) -> np.ndarray:
+    out = np.zeros(n, dtype=bool)
+    tags = tags.combine_chunks()
+    if len(tags):
+        flat = pc.list_flatten(tags)
+        hit = _np(pc.is_in(flat, value_set=pa.array(list(wanted)))).astype(bool)
+        out[_np(pc.list_parent_indices(tags)).astype(np.int64)[hit]] = True
+    return out
+
+
+def _stage(memory_id: str, *, num: float | None = None, reason: str = "",
+           meta: str | None = None, now: datetime | None = None) -> dict[str, Any]:
+    return {"id": memory_id, "num": num, "flag": None, "reason": reason,
+            "meta": meta or "{}",
+            "event_id": new_event_id(now) if now is not None else None}
+

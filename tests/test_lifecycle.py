@@ -1,0 +1,364 @@
+"""The archivist and the lifecycle manager: seed rules, transitions, manager jobs, report."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import timedelta
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from graphmem import (
+    ChangeType,
+    ConfirmationRequiredError,
+    EventType,
+    InvalidInputError,
+    Kind,
+    MemoryStore,
+    Settings,
+    Status,
+    TriggeredBy,
+    evaluate_memory_lifecycle,
+)
+from graphmem._lifecycle._rules import evaluate_arrays
+
+
+# -- the seed's own unit tests, through the pure function ---------------------------------
+def test_seed_unit_tests() -> None:
+    assert evaluate_memory_lifecycle(memory_id="test-1", importance=0.7, age_in_days=5,
+                                     access_count=15, type="episodic"
+                                     ).recommended_action == "promote"
+    assert evaluate_memory_lifecycle(memory_id="test-2", importance=0.2, age_in_days=45,
+                                     access_count=0, type="episodic"
+                                     ).recommended_action == "archive"
+    assert evaluate_memory_lifecycle(memory_id="test-3", importance=0.5, age_in_days=10,
+                                     access_count=3, type="episodic"
+                                     ).recommended_action == "maintain"
+
+
+def test_seed_batch_example() -> None:
+    memories = [
+        {"memory_id": "mem-001", "type": "episodic", "importance": 0.9, "age_in_days": 3,
+         "access_count": 20, "tags": ["critical"]},
+        {"memory_id": "mem-002", "type": "episodic", "importance": 0.2, "age_in_days": 45,
+         "access_count": 0, "tags": []},
+    ]
+    actions = [evaluate_memory_lifecycle(**m).recommended_action for m in memories]
+    assert actions == ["promote", "archive"]
+    result = evaluate_memory_lifecycle(**memories[0]).model_dump(by_alias=True)
+    assert set(result) == {"memoryId", "currentState", "recommendedAction", "confidence",
+                           "reasons", "metrics"}
+    assert set(result["metrics"]) == {"importance", "ageInDays", "accessCount",
+                                      "decayedScore", "crossReferenceCount", "centrality"}
+
+
+@pytest.mark.parametrize(("kwargs", "action", "reason"), [
+    ({"access_count": 10}, "promote", "high_access"),
+    ({"importance": 0.8}, "promote", "high_importance"),
+    ({"tags": ["critical"]}, "promote", "critical_tag"),
+    ({"tags": ["permanent"]}, "promote", "critical_tag"),
+    ({"cross_reference_count": 3}, "promote", "cross_references"),
+    ({"age_in_days": 30, "importance": 0.29, "access_count": 0}, "archive", "age"),
+    ({"tags": ["deprecated"]}, "archive", "deprecated"),
+    ({"access_count": 8, "importance": 0.75, "age_in_days": 2}, "review",
+     "borderline promotion"),
+    ({"cross_reference_count": 2}, "review", "borderline promotion: cross_references"),
+    ({"age_in_days": 40, "importance": 0.35, "access_count": 0}, "review", "borderline archive"),
+    ({"tags": ["critical", "deprecated"]}, "review", "conflict"),
+    ({"age_in_days": 30, "importance": 0.29, "access_count": 1}, "maintain", "no promotion"),
+])
+def test_every_rule(kwargs: dict, action: str, reason: str) -> None:
+    base = {"memory_id": "m", "importance": 0.5, "age_in_days": 10, "access_count": 0,
+            "type": "episodic"}
+    result = evaluate_memory_lifecycle(**{**base, **kwargs})
+    assert result.recommended_action == action
+    assert any(r.startswith(reason) for r in result.reasons), result.reasons
+
+
+def test_promotion_is_for_episodic_memories_only() -> None:
+    semantic = evaluate_memory_lifecycle(memory_id="s", importance=0.9, age_in_days=1,
+                                         access_count=50, type="semantic")
+    assert semantic.recommended_action == "maintain"
+
+
+def test_thresholds_come_from_settings() -> None:
+    strict = Settings(promotion_access_threshold=100, archive_age_days=400)
+    assert evaluate_memory_lifecycle(memory_id="m", importance=0.5, age_in_days=5,
+                                     access_count=15, type="episodic", settings=strict
+                                     ).recommended_action == "maintain"
+
+
+def test_vectorised_rules_agree_with_the_scalar_function() -> None:
+    rng = np.random.default_rng(7)
+    settings = Settings()
+    n = 4000
+    data = {
+        "importance": rng.choice([0.05, 0.2, 0.29, 0.3, 0.35, 0.5, 0.7, 0.75, 0.8, 0.95], n),
+        "age_in_days": rng.choice([0, 5, 29.9, 30, 45, 200], n).astype(float),
+        "access_count": rng.choice([0, 1, 3, 6, 7, 9, 10, 40], n),
+        "episodic": rng.random(n) < 0.7,
+        "promote_tag": rng.random(n) < 0.1,
+        "archive_tag": rng.random(n) < 0.1,
+        "cross_reference_count": rng.choice([0, 1, 2, 3, 5], n),
+    }
+    masks = evaluate_arrays(**data, settings=settings)
+    for i in range(n):
+        tags = (["critical"] if data["promote_tag"][i] else []) + \
+            (["deprecated"] if data["archive_tag"][i] else [])
+        scalar = evaluate_memory_lifecycle(
+            memory_id=str(i), importance=float(data["importance"][i]),
+            age_in_days=float(data["age_in_days"][i]),
+            access_count=int(data["access_count"][i]),
+            type="episodic" if data["episodic"][i] else "semantic", tags=tags,
+            cross_reference_count=int(data["cross_reference_count"][i]), settings=settings)
+        vector = next(a for a in ("promote", "archive", "review", "maintain") if masks[a][i])
+        assert vector == scalar.recommended_action, (i, scalar.reasons)
+        if vector in ("promote", "archive"):
+            assert masks["reason"][i] == scalar.reasons[0].split(":")[0]
+
+
+# -- the archivist on a real store ---------------------------------------------------------
+def test_cross_references_from_graph_edges_promote(store: MemoryStore) -> None:
+    target = store.add("The release checklist lives in the wiki")
+    referrers = [store.add(f"Followed the release checklist, step {i}") for i in range(3)]
+    assert store.evaluate(target.id).recommended_action == "maintain"
+    for i, other in enumerate(referrers):
+        store.link(other.id, target.id)
+        if i == 0:
+            store.link(other.id, target.id)  # the same memory twice counts once
+    result = store.evaluate(target.id)
+    assert result.metrics.cross_reference_count == 3
+    assert result.recommended_action == "promote"
+    assert result.reasons == ["cross_references: referenced by 3 memories >= 3"]
+    assert result.metrics.centrality is not None and result.metrics.centrality > 0
+
+
+def test_promote_writes_version_and_event(store: MemoryStore) -> None:
+    memory = store.add("Nadia demoed orchard to the lab", kind="episodic")
+    result = store.promote(memory.id, reason="high_access")
+    assert result.success and (result.old_type, result.new_type) == ("episodic", "semantic")
+    assert store.get(memory.id).kind is Kind.SEMANTIC
+    version = store.history(memory.id)[-1]
+    assert (version.change_type, version.kind) == (ChangeType.PROMOTED, Kind.SEMANTIC)
+    [event] = store.events(memory.id)
+    assert (event.event_type, event.from_state, event.to_state, event.reason,
+            event.triggered_by) == (EventType.PROMOTE, "episodic", "semantic", "high_access",
+                                    TriggeredBy.MANUAL)
+    assert set(event.metadata) == {"accessCount", "importance", "ageInDays"}
+    again = store.promote(memory.id)
+    assert not again.success and "semantic" in (again.error or "")
+    with pytest.raises(InvalidInputError):
+        store.promote(memory.id, reason="because")
+
+
+def test_archive_with_extractive_summary(store: MemoryStore) -> None:
+    memory = store.add("Moved the standup to 11:30 WAT. Everyone agreed.", subject="Standup")
+    other = store.add("Standup notes template")
+    store.link(memory.id, other.id)
+    result = store.archive(memory.id, reason="age", create_summary=True)
+    assert result.success and result.new_type == "archival"
+    assert result.summary == "Standup: Moved the standup to 11:30 WAT. Related: Standup notes " \
+                             "template."
+    archived = store.get(memory.id)
+    assert archived.status is Status.ARCHIVED
+    assert store.history(memory.id)[-1].change_type is ChangeType.ARCHIVED
+    event = store.events(memory.id)[-1]
+    assert (event.event_type, event.from_state, event.to_state) == (EventType.ARCHIVE,
+                                                                    "active", "archived")
+    assert event.metadata["summary"] == result.summary
+    assert event.metadata["summarySource"] == "extractive"
+    assert store.recall("standup 11:30") and all(
+        h.memory.id != memory.id for h in store.recall("standup 11:30"))
+
+
+def test_archive_summary_falls_back_when_ollama_is_down(tmp_path: Path, clock) -> None:
+    settings = Settings(ollama_host="http://127.0.0.1:9", ollama_timeout_s=1.0)
+    with MemoryStore(tmp_path / "db", embedder="hashing", clock=clock,
+                     settings=settings) as store:
+        memory = store.add("The greenhouse valve sticks in cold weather.")
+        result = store.archive(memory.id, create_summary=True)
+        assert result.success
+        assert store.events(memory.id)[-1].metadata["summarySource"] == "extractive"
+
+
+def test_restore_within_and_outside_the_window(store: MemoryStore, clock) -> None:
+    memory = store.add("Orchard beta feedback call")
+    store.archive(memory.id)
+    clock.advance(days=3)
+    restored = store.restore(memory.id)
+    assert restored.success and (restored.undone, restored.to_state) == ("archive", "active")
+    assert store.get(memory.id).status is Status.ACTIVE
+    assert store.history(memory.id)[-1].change_type is ChangeType.RESTORED
+    assert store.events(memory.id)[-1].event_type is EventType.RESTORE
+    assert not store.restore(memory.id).success  # nothing left to undo
+    store.promote(memory.id)
+    clock.advance(days=8)
+    late = store.restore(memory.id)
+    assert not late.success and "outside the restore window (7 days)" in (late.error or "")
+    assert store.get(memory.id).kind is Kind.SEMANTIC
+    assert store.restore(memory.id, window_days=30).success
+    assert store.get(memory.id).kind is Kind.EPISODIC
+    store.tombstone(memory.id)
+    assert store.restore(memory.id).success
+    assert store.get(memory.id).status is Status.ACTIVE
+
+
+def test_forget_refuses_without_confirm(store: MemoryStore) -> None:
+    memory = store.add("keep me")
+    with pytest.raises(ConfirmationRequiredError, match="confirm=True"):
+        store.forget(memory.id)
+    with pytest.raises(ConfirmationRequiredError):
+        store.forget(memory.id, confirm="yes")  # type: ignore[arg-type]
+    assert store.get(memory.id).text == "keep me"
+
+
+# -- the lifecycle manager ---------------------------------------------------------------------
+def _populate(store: MemoryStore, clock) -> dict[str, str]:
+    """Memories that each trigger one job, most created 60 days before 'now'."""
+    start = clock.now
+    clock.now = start - timedelta(days=20)
+    stale = store.add("Sketched a logo idea", importance=0.5).id  # decays to 0.31
+    clock.now = start - timedelta(days=60)
+    ids = {
+        "old_unused": store.add("Ran the weekly backup check", importance=0.2).id,
+        "stale": stale,
+        "used": store.add("Nadia's deploy checklist", importance=0.5).id,
+        "critical": store.add("Orchard incident runbook", tags=["critical"]).id,
+        "candidate": store.add("Maybe Nadia likes tea", status="candidate").id,
+        "payload": store.add("Extracted fact with payload", kind="semantic",
+                             payload='{"raw": "the original message"}').id,
+        "identity": store.add("Nadia's surname is Okafor", kind="identity").id,
+    }
+    clock.now = start
+    for _ in range(12):
+        store.recall("deploy checklist", k=1, preset="fulltext")
+    store.flush()
+    return ids
+
+
+def test_dry_run_changes_nothing(store: MemoryStore, clock) -> None:
+    _populate(store, clock)
+    before = store.export()
+    report = store.run_lifecycle()
+    assert not report.applied
+    after = store.export()
+    before.pop("generated"), after.pop("generated")
+    assert after == before
+    assert report.jobs.decayed > 0 and report.count("promote") >= 2
+
+
+def test_apply_runs_every_job_and_is_idempotent(tmp_path: Path, clock) -> None:
+    settings = Settings(auto_archive_enabled=True, hot_set_size=2,
+                        payload_retention_days=30, candidate_expiry_days=30)
+    with MemoryStore(tmp_path / "db", embedder="hashing", clock=clock,
+                     settings=settings) as store:
+        ids = _populate(store, clock)
+        report = store.run_lifecycle(apply=True)
+        got = {k: store.get(v) for k, v in ids.items()}
+        assert got["used"].kind is Kind.SEMANTIC          # 12 accesses: promoted
+        assert got["critical"].kind is Kind.SEMANTIC      # critical tag: promoted
+        assert got["old_unused"].status is Status.ARCHIVED  # 60 days, 0.2, unused
+        assert got["stale"].importance == pytest.approx(0.5 * 0.5 ** (20 / 30))  # decayed
+        assert got["stale"].original_importance == 0.5
+        assert got["candidate"].status is Status.TOMBSTONED  # expired weak candidate
+        assert got["payload"].payload is None and got["payload"].payload_hash
+        assert got["identity"].importance == pytest.approx(0.5, abs=0.01)  # barely decays
+        assert sum(m.hot for m in store.memories()) == 2
+        assert got["used"].hot
+        for name, change in (("used", ChangeType.PROMOTED), ("old_unused", ChangeType.ARCHIVED),
+                             ("stale", ChangeType.IMPORTANCE_DECAY),
+                             ("candidate", ChangeType.TOMBSTONED)):
+            assert store.history(ids[name])[-1].change_type is change
+        events = {(e.memory_id, e.event_type) for e in store.events()}
+        assert (ids["used"], EventType.PROMOTE) in events
+        assert (ids["old_unused"], EventType.ARCHIVE) in events
+        assert (ids["candidate"], EventType.EXPIRE) in events
+        assert all(e.triggered_by is TriggeredBy.AUTO for e in store.events()
+                   if e.event_type in (EventType.PROMOTE, EventType.ARCHIVE))
+        assert report.jobs.promoted == 2 and report.jobs.archived == 1
+        # A second run on the same day changes nothing.
+        before = store.export()
+        again = store.run_lifecycle(apply=True)
+        after = store.export()
+        before.pop("generated"), after.pop("generated")
+        assert after == before
+        j = again.jobs
+        assert (j.decayed, j.promoted, j.archived, j.hot_added, j.candidates_expired,
+                j.payloads_redacted) == (0, 0, 0, 0, 0, 0)
+
+
+def test_decay_does_not_undo_feedback_or_edits(store: MemoryStore, clock) -> None:
+    memory = store.add("Orchard deploy checklist")
+    for _ in range(4):
+        store.recall("orchard deploy checklist", k=1)
+        store.feedback(memory.id, useful=True)
+    boosted = store.get(memory.id)
+    assert boosted.importance == pytest.approx(0.7)
+    assert boosted.original_importance == pytest.approx(0.7)
+    edited = store.add("Orchard runbook")
+    store.update(edited.id, importance=0.9)
+    store.run_lifecycle(apply=True)  # nothing is idle yet: nothing decays
+    assert store.get(memory.id).importance == pytest.approx(0.7)
+    assert store.get(edited.id).importance == pytest.approx(0.9)
+    clock.advance(days=30)           # one episodic half-life of idleness
+    store.run_lifecycle(apply=True)
+    assert store.get(memory.id).importance == pytest.approx(0.35)
+    assert store.get(memory.id).original_importance == pytest.approx(0.7)
+
+
+def test_auto_archive_off_lists_for_review(store: MemoryStore, clock) -> None:
+    ids = _populate(store, clock)
+    report = store.run_lifecycle(apply=True)
+    assert store.get(ids["old_unused"]).status is Status.ACTIVE
+    assert report.jobs.archived == 0 and report.jobs.archive_for_review >= 1
+
+
+def test_archivist_disabled_applies_no_transition(tmp_path: Path, clock) -> None:
+    with MemoryStore(tmp_path / "db", embedder="hashing", clock=clock,
+                     settings=Settings(archivist_enabled=False)) as store:
+        ids = _populate(store, clock)
+        store.run_lifecycle(apply=True)
+        assert store.get(ids["used"]).kind is Kind.EPISODIC
+
+
+def test_markdown_report_structure(store: MemoryStore, clock) -> None:
+    _populate(store, clock)
+    report = store.run_lifecycle()
+    text = report.to_markdown()
+    lines = text.splitlines()
+    assert lines[0] == "# Archivist Lifecycle Report"
+    assert lines[2].startswith("**Generated:** 2026-07-15T12:00:00Z")
+    assert lines[3] == f"**Memories Evaluated:** {report.evaluated}"
+    table = lines[lines.index("## Summary") + 2: lines.index("## Summary") + 8]
+    assert table[:2] == ["| Action | Count | Percentage |", "|--------|-------|------------|"]
+    assert [row.split("|")[1].strip() for row in table[2:]] == [
+        "Promote to Semantic", "Archive", "Maintain", "Manual Review"]
+    assert sum(int(row.split("|")[2]) for row in table[2:]) == report.evaluated
+    assert any(line.startswith("## Promotions (") for line in lines)
+    assert "   - Access Count: 12" in lines
+    assert lines[-1] == "*Archivist lifecycle evaluation complete.*"
+    data = json.loads(report.to_json())
+    assert data["evaluated"] == report.evaluated and "recommendedAction" in data["evaluations"][0]
+
+
+def test_centrality_matches_networkx(store: MemoryStore) -> None:
+    rng = random.Random(3)
+    memories = [store.add(f"node {i}") for i in range(30)]
+    for _ in range(60):
+        a, b = rng.sample(memories, 2)
+        store.link(a.id, b.id, kind=rng.choice(["references", "co_occurs"]))
+    ours = store.centrality()
+    graph = nx.MultiDiGraph()  # a REFERENCES and a CO_OCCURS edge may join the same pair
+    graph.add_nodes_from(m.id for m in memories)
+    for kind in ("references", "co_occurs"):
+        for edge in store._graph.edges(kind):
+            graph.add_edge(edge["src"], edge["dst"])
+    oracle = nx.pagerank(graph, alpha=0.85, tol=1e-12, max_iter=2000)
+    for memory in memories:
+        assert ours[memory.id] == pytest.approx(oracle[memory.id], abs=1e-6)
+    store.run_lifecycle(apply=True)
+    stored = {m.id: m.centrality for m in store.memories()}
+    assert stored == pytest.approx(ours)
