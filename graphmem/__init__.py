@@ -15,6 +15,8 @@ from ._errors import (
     StoreError,
     StoreLockedError,
 )
+from ._extract import OllamaExtractor, RuleExtractor
+from ._extract._mixin import AddResult
 from ._facade import MemoryStore
 from ._input import MemoryInput
 from ._lifecycle import (
@@ -44,6 +46,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "PRESETS",
+    "AddResult",
     "ArchiveResult",
     "BackendUnavailableError",
     "ChangeType",
@@ -70,11 +73,13 @@ __all__ = [
     "MiniLMEmbedder",
     "NotFoundError",
     "OllamaEmbedder",
+    "OllamaExtractor",
     "PromoteResult",
     "ReadOnlyStoreError",
     "RecallConfig",
     "RecordError",
     "RestoreResult",
+    "RuleExtractor",
     "SchemaVersionError",
     "Settings",
     "Stats",

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from ._extract._mixin import ConversationMixin
 from ._lifecycle._mixin import LifecycleMixin
-from ._recall._mixin import RecallMixin
 from ._views import ViewsMixin
 
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore(LifecycleMixin, RecallMixin, ViewsMixin):
+class MemoryStore(ConversationMixin, LifecycleMixin, ViewsMixin):
     """An agent's memories in an embedded Kuzu graph.
 
     Parameters

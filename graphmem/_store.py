@@ -471,6 +471,7 @@ class StoreCore:
         visibility: str | None = None,
         valid_from: datetime | object | None = _DEFAULT,
         valid_to: datetime | object | None = _DEFAULT,
+        provenance: Mapping[str, Any] | None = None,
         reason: ChangeType | str = ChangeType.MANUAL_EDIT,
         actor: str | None = None,
         owner: str | None = None,
@@ -500,6 +501,9 @@ class StoreCore:
             updates["project"] = project
         if visibility is not None:
             updates["visibility"] = check_text(visibility, field="visibility", max_len=200)
+        if provenance is not None:
+            updates["provenance"] = MemoryInput.parse({"text": "x",
+                                                       "provenance": provenance}).provenance
         for name, value in (("valid_from", valid_from), ("valid_to", valid_to)):
             if value is not _DEFAULT:
                 updates[name] = MemoryInput.parse({"text": "x", name: value}).__dict__[name]

@@ -227,9 +227,17 @@ def import_ump(store: MemoryStore, path: str | Path, *, actor: str | None = None
                         index=index, record=record, field="id")
         seen[item.id] = index
         inputs.append(item)
+    from graphmem._extract import extract_entities
+
+    inputs = [item.model_copy(update={"entities": extract_entities(
+        f"{item.subject or ''} {item.text}")}) for item in inputs]
     edges = [Edge("supersedes", src=new, dst=item.id or "", reason="superseded_by")
              for item in inputs for new in item.superseded_by]
-    return store.merge(inputs, edges=edges, reason=f"ump import {Path(path).name}", actor=actor)
+    result = store.merge(inputs, edges=edges, reason=f"ump import {Path(path).name}",
+                         actor=actor)
+    if result.created:
+        store.derive_links(result.created)  # id and subject mentions, rare shared entities
+    return result
 
 
 def _time_value(memory: Memory, key: str) -> str | None:

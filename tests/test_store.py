@@ -276,10 +276,13 @@ def test_to_networkx(sample_store: MemoryStore) -> None:
     graph = sample_store.to_networkx()
     assert isinstance(graph, nx.MultiDiGraph)
     assert graph.number_of_nodes() == 301
-    assert graph.number_of_edges() == 11
-    u, v, data = next(iter(graph.edges(data=True)))
-    assert data["kind"] == "supersedes"
+    supersedes = [(u, v) for u, v, d in graph.edges(data=True) if d["kind"] == "supersedes"]
+    assert len(supersedes) == 11
+    u, v = supersedes[0]
     assert graph.nodes[u]["subject"] == graph.nodes[v]["subject"]
+    assert {d["kind"] for _, _, d in graph.edges(data=True)} == {"supersedes", "references"}
+    only = sample_store.to_networkx(edge_kinds=["supersedes"])
+    assert only.number_of_edges() == 11
     active = sample_store.to_networkx(statuses=["active"])
     assert all(d["status"] == "active" for _, d in active.nodes(data=True))
 

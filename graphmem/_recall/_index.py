@@ -25,7 +25,7 @@ __all__ = ["INDEX_COLUMNS", "RecallIndex"]
 INDEX_COLUMNS = (
     "id", "vec", "status", "kind", "owner", "hot", "created", "valid_from", "valid_to",
     "access_count", "access_times", "last_accessed", "confidence", "importance",
-    "superseded_by", "subject", "text",
+    "superseded_by", "subject", "text", "entities", "session",
 )  # fmt: skip
 STATUS_CODE = {s.value: i for i, s in enumerate(Status)}
 KIND_CODE = {k.value: i for i, k in enumerate(Kind)}
@@ -129,6 +129,12 @@ class RecallIndex:
         self.rows: pa.Table | None = None
         self.stale: set[int] = set()
         self._adjacency: dict[tuple[float, float, int], Adjacency] = {}
+        # entity (lowercase) -> positions mentioning it; subjects of several words -> positions
+        self.entity_docs: dict[str, set[int]] = {}
+        self.doc_entities: dict[int, tuple[str, ...]] = {}
+        self.subjects: dict[str, set[int]] = {}
+        self.doc_subject: dict[int, str] = {}
+        self.session: list[str | None] = []
 
     @property
     def size(self) -> int:
@@ -175,6 +181,7 @@ class RecallIndex:
                 self.last_accessed.append(None)
                 self.created_at.append(_aware(row["created"]))
                 self.superseded_by.append(())
+                self.session.append(None)
             status = row["status"]
             self.status[pos] = STATUS_CODE[getattr(status, "value", status)]
             kind = row["kind"]
@@ -195,6 +202,9 @@ class RecallIndex:
             vector = _decode(row.get("vec"), self.dim)
             self.has_vector[pos] = vector is not None
             self.vectors[pos] = vector if vector is not None else 0.0
+            self.session[pos] = row.get("session")
+            self._index_entities(pos, () if self.status[pos] == _FORGOTTEN
+                                 else tuple(row.get("entities") or ()), row.get("subject"))
             if self.status[pos] == _FORGOTTEN:
                 self.bm25.remove(pos)
                 self.has_vector[pos] = False
@@ -202,6 +212,23 @@ class RecallIndex:
             else:
                 subject, text = row.get("subject"), row.get("text") or ""
                 self.bm25.set(pos, f"{subject}\n{text}" if subject else text)
+
+    def _index_entities(self, pos: int, entities: tuple[str, ...], subject: str | None
+                        ) -> None:
+        for entity in self.doc_entities.pop(pos, ()):
+            docs = self.entity_docs.get(entity)
+            if docs is not None:
+                docs.discard(pos)
+        old_subject = self.doc_subject.pop(pos, None)
+        if old_subject is not None:
+            self.subjects.get(old_subject, set()).discard(pos)
+        self.doc_entities[pos] = entities
+        for entity in entities:
+            self.entity_docs.setdefault(entity, set()).add(pos)
+        if subject and len(subject.split()) >= 2 and self.status[pos] != _FORGOTTEN:
+            key = " ".join(subject.lower().split())
+            self.subjects.setdefault(key, set()).add(pos)
+            self.doc_subject[pos] = key
 
     def has_row(self, pos: int) -> bool:
         return self.rows is not None and pos < self.rows.num_rows and pos not in self.stale

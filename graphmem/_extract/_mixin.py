@@ -1,0 +1,327 @@
+"""The store's ingest layer: ``add_conversation`` (seed 001), reinforcement of weak
+candidates, ``correct``, and the REFERENCES edges ingest derives (``derive_links``)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._errors import InvalidInputError
+from .._input import MAX_TEXT, MemoryInput
+from .._models import ChangeType, EventType, Kind, Memory, Status
+from .._ollama import OllamaGenerator
+from .._recall._index import STATUS_CODE
+from .._recall._mixin import RecallMixin
+from .._store import Edge
+from .._time import new_memory_id, parse_iso, to_utc
+from ._ollama import OllamaExtractor
+from ._rules import Extracted, RuleExtractor, is_filler
+
+__all__ = ["AddResult", "ConversationMixin", "Extractor"]
+
+#: Cosine above which an extracted memory is the same as an existing one.
+DUPLICATE = 0.95
+#: Cosine above which a new signal confirms a weak candidate of an earlier session.
+REINFORCE = 0.8
+_SKIPPED_ROLES = {"assistant", "system", "tool"}
+
+
+class Extractor(Protocol):
+    """Finds memories in a message (``RuleExtractor``, ``OllamaExtractor``, yours)."""
+
+    name: str
+
+    def extract(self, text: str) -> list[Extracted]: ...
+
+
+class AddResult(BaseModel):
+    """What ``add_conversation`` did (seed 001's add() result, with the ids)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memories_created: int
+    pending_candidates_buffered: int
+    nothing_to_extract: bool
+    created_ids: list[str] = Field(default_factory=list)
+    candidate_ids: list[str] = Field(default_factory=list)
+    reinforced_ids: list[str] = Field(default_factory=list)
+    dropped: list[tuple[int, str]] = Field(default_factory=list)
+    extractor: str = "rules"
+    warnings: list[str] = Field(default_factory=list)
+
+
+class ConversationMixin(RecallMixin):
+    # -- conversations -------------------------------------------------------------------
+    def add_conversation(
+        self,
+        messages: Sequence[Mapping[str, Any] | str],
+        *,
+        session_id: str,
+        owner: str | None = None,
+        timestamp: datetime | None = None,
+        extractor: Extractor | None = None,
+        cooccur_window: int = 2,
+    ) -> AddResult:
+        """Remember what a conversation says (seed 001's ``add()``).
+
+        Messages are dicts with ``text`` (or ``content``), and optionally ``speaker`` (or
+        ``role``/``name``) and ``timestamp``; plain strings are user messages. Assistant,
+        system and tool messages are not mined. A quality gate drops greetings, filler
+        and duplicates of existing memories; the extractor (rules by default, Ollama when
+        configured and passed) keeps the informative statements: strong signals become
+        active episodic memories, weak ones ``candidate`` memories. A signal that matches
+        a candidate of an earlier session reinforces it: a new active memory with lineage
+        (a REFERENCES edge to the candidate, which it supersedes). Memories of one call
+        CO_OCCUR (adjacent ones weighted 1, then 1/2 ...); shared rare entities become
+        REFERENCES. Everything is written in one transaction.
+        """
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise InvalidInputError("session_id must be a non-empty string", field="session_id")
+        parsed = [_message(m, i) for i, m in enumerate(_messages(messages))]
+        base_time = to_utc(timestamp) if timestamp is not None else self.now()
+        chosen = extractor or _default_extractor(self.settings)
+        dropped: list[tuple[int, str]] = []
+        warnings: list[str] = []
+        found: list[tuple[int, dict[str, Any], Extracted]] = []
+        for index, message in enumerate(parsed):
+            if message["role"] in _SKIPPED_ROLES:
+                dropped.append((index, f"{message['role']} message"))
+                continue
+            if is_filler(message["text"]):
+                dropped.append((index, "greeting or filler"))
+                continue
+            items = _run(chosen, message)
+            warning = getattr(chosen, "last_warning", None)
+            if warning:
+                warnings.append(f"message {index}: {warning}")
+            if not items:
+                dropped.append((index, "nothing informative"))
+            found += [(index, message, item) for item in items]
+        if not found:
+            return AddResult(memories_created=0, pending_candidates_buffered=0,
+                             nothing_to_extract=True, dropped=dropped,
+                             extractor=chosen.name, warnings=warnings)
+        vectors = self.embed([item.text for _, _, item in found])
+        duplicates, reinforced = self._match_existing(vectors, owner, session_id)
+        strong = getattr(chosen, "strong", RuleExtractor().strong)
+        records: list[MemoryInput] = []
+        candidates: list[str] = []
+        lineage: list[tuple[str, str]] = []
+        kept_vectors: list[np.ndarray] = []
+        for n, (index, message, item) in enumerate(found):
+            if n in duplicates:
+                dropped.append((index, f"duplicate of {duplicates[n]}"))
+                continue
+            if any(float(vectors[n] @ v) >= DUPLICATE for v in kept_vectors):
+                dropped.append((index, "duplicate within the conversation"))
+                continue
+            kept_vectors.append(vectors[n])
+            memory_id = new_memory_id()
+            status = Status.ACTIVE if item.strength >= strong or n in reinforced \
+                else Status.CANDIDATE
+            when = message["timestamp"] or base_time
+            speaker = message["speaker"]
+            entities = tuple(dict.fromkeys(
+                ([speaker.lower()] if speaker else []) + list(item.entities)))
+            provenance: dict[str, Any] = {"source": "conversation", "session": session_id,
+                                          "message": index, "speaker": speaker,
+                                          "extractor": chosen.name,
+                                          "strength": round(item.strength, 3)}
+            if n in reinforced:
+                provenance["reinforces"] = reinforced[n]
+                lineage.append((memory_id, reinforced[n]))
+            records.append(MemoryInput(
+                id=memory_id, text=item.text, kind=Kind.EPISODIC, status=status,
+                owner=owner, session=session_id, observed=when, created=when,
+                confidence=round(min(1.0, 0.5 + item.strength / 2), 3), entities=entities,
+                provenance=provenance, payload=message["text"]))
+            if status is Status.CANDIDATE:
+                candidates.append(memory_id)
+        edges = _session_edges([r.id or "" for r in records], cooccur_window, session_id)
+        edges += [Edge("references", new, old, source="reinforcement")
+                  for new, old in lineage]
+        result = self.merge(records, edges=edges, reason=f"conversation {session_id}")
+        for new, old in lineage:  # the candidate is kept, superseded by its confirmation
+            self.supersede(old, new, reason="reinforced", owner=owner)
+        self.derive_links(result.created)
+        created = [i for i in result.created if i not in candidates]
+        return AddResult(memories_created=len(created),
+                         pending_candidates_buffered=len(candidates),
+                         nothing_to_extract=not result.created, created_ids=created,
+                         candidate_ids=candidates, reinforced_ids=[old for _, old in lineage],
+                         dropped=sorted(dropped), extractor=chosen.name, warnings=warnings)
+
+    def _match_existing(self, vectors: np.ndarray, owner: str | None, session: str
+                        ) -> tuple[dict[int, str], dict[int, str]]:
+        """For each new vector: an existing active memory it duplicates, or a candidate of
+        another session it reinforces."""
+        index = self._ensure_index()
+        if index.size == 0:
+            return {}, {}
+        n = index.size
+        owners = index.owner[:n] == index.owner_codes.get(owner, -2)
+        current = np.array([not sup for sup in index.superseded_by], dtype=bool)
+        active = owners & current & np.isin(index.status[:n], [STATUS_CODE["active"]])
+        candidate = owners & current & (index.status[:n] == STATUS_CODE["candidate"])
+        candidate &= np.array([s != session for s in index.session], dtype=bool)
+        scores = vectors @ index.vectors[:n].T
+        duplicates, reinforced = {}, {}
+        for row in range(len(vectors)):
+            best = np.where(active, scores[row], -1.0)
+            if best.size and best.max() >= DUPLICATE:
+                duplicates[row] = index.ids[int(best.argmax())]
+                continue
+            weak = np.where(candidate, scores[row], -1.0)
+            if weak.size and weak.max() >= REINFORCE:
+                reinforced[row] = index.ids[int(weak.argmax())]
+        return duplicates, reinforced
+
+    def feedback(self, memory_id: str, *, useful: bool, query: str | None = None,
+                 owner: str | None = None) -> Memory:
+        """Retrieval feedback; useful feedback on a weak candidate also confirms it: the
+        candidate becomes active (seed 001's reinforcement)."""
+        memory = super().feedback(memory_id, useful=useful, query=query, owner=owner)
+        if useful and memory.status is Status.CANDIDATE:
+            memory = self.transition(memory, status=Status.ACTIVE,
+                                     event_type=EventType.ACTIVATE,
+                                     change_type=ChangeType.PROMOTED,
+                                     reason="confirmed by useful feedback")
+        return memory
+
+    def correct(self, memory_id: str, new_text: str, *, owner: str | None = None,
+                **fields: Any) -> Memory:
+        """A user correction: the replacement memory supersedes the old one (reason
+        ``conflict_update``); the old one is kept in the history, out of recall."""
+        return self.supersede(memory_id, new_text, reason="conflict_update", owner=owner,
+                              **fields)
+
+    # -- derived edges ----------------------------------------------------------------------
+    def derive_links(self, ids: Sequence[str] | None = None, *, max_df: int | None = None,
+                     limit: int = 10) -> int:
+        """REFERENCES edges from what memories mention: a rare shared entity or key phrase
+        (source ``entity:<name>``), another memory's id (``mention``) or its subject of
+        several words (``subject``). The newer memory references the older; both have
+        the same owner. ``max_df``: an entity shared by more memories than this is too
+        common to mean anything (default: 1% of the store, at least 3, at most 50).
+        ``limit``: at most this many entity links per memory, rarest first.
+        Returns the number of edges created.
+        """
+        index = self._ensure_index()
+        n = index.size
+        if n == 0:
+            return 0
+        cap = max_df if max_df is not None else int(min(50, max(3, n // 100)))
+        targets = list(index.pos) if ids is None else [i for i in ids if i in index.pos]
+        edges: list[Edge] = []
+        for memory_id in targets:
+            pos = index.pos[memory_id]
+            if index.status[pos] == STATUS_CODE["forgotten"]:
+                continue
+            owner = index.owner[pos]
+            ranked = []
+            for entity in index.doc_entities.get(pos, ()):
+                docs = index.entity_docs.get(entity, set())
+                if 2 <= len(docs) <= cap + 1:
+                    ranked.append((len(docs), entity, docs))
+            made = 0
+            for _, entity, docs in sorted(ranked):
+                for other in sorted(docs - {pos}):
+                    if index.owner[other] != owner:
+                        continue
+                    if entity.startswith("urn:") and index.ids[other] == entity:
+                        continue  # handled as a mention below
+                    newer, older = (pos, other) if index.created[pos] >= index.created[other] \
+                        else (other, pos)
+                    edges.append(Edge("references", index.ids[newer], index.ids[older],
+                                      weight=1.0 / math.log(1 + len(docs)),
+                                      source=f"entity:{entity}"[:200]))
+                    made += 1
+                if made >= limit:
+                    break
+            for entity in index.doc_entities.get(pos, ()):
+                mentioned = index.pos.get(entity, -1)
+                if mentioned >= 0 and mentioned != pos and index.owner[mentioned] == owner:
+                    edges.append(Edge("references", memory_id, entity, source="mention"))
+            edges += self._subject_mentions(index, pos)
+        return self.link_many(edges) if edges else 0
+
+    def _subject_mentions(self, index: Any, pos: int) -> list[Edge]:
+        if not index.subjects:
+            return []
+        row = index.row(pos)
+        text = (row or {}).get("text") if row else None
+        if text is None:
+            memory = self._graph.get(index.ids[pos])
+            text = memory.text if memory else ""
+        words = re.findall(r"[a-z0-9']+", text.lower())
+        out = []
+        for size in (2, 3, 4, 5):
+            for start in range(len(words) - size + 1):
+                phrase = " ".join(words[start:start + size])
+                for other in index.subjects.get(phrase, ()):
+                    if other != pos and index.owner[other] == index.owner[pos]:
+                        out.append(Edge("references", index.ids[pos], index.ids[other],
+                                        source="subject"))
+        return out
+
+
+def _default_extractor(settings: Any) -> Extractor:
+    generator = OllamaGenerator.from_settings(settings)
+    return OllamaExtractor(generator) if generator is not None else RuleExtractor()
+
+
+def _run(extractor: Extractor, message: Mapping[str, Any]) -> list[Extracted]:
+    if isinstance(extractor, OllamaExtractor):
+        return extractor.extract(message["text"], speaker=message["speaker"])
+    return extractor.extract(message["text"])
+
+
+def _messages(messages: Any) -> list[Any]:
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise InvalidInputError("messages must be a list of messages", field="messages")
+    if len(messages) > 10_000:
+        raise InvalidInputError("at most 10,000 messages per call", field="messages")
+    return list(messages)
+
+
+def _message(message: Any, index: int) -> dict[str, Any]:
+    """Validate one message: text, speaker/role, optional timestamp."""
+    if isinstance(message, str):
+        message = {"text": message}
+    if not isinstance(message, Mapping):
+        raise InvalidInputError(f"message {index} must be a mapping or a string",
+                                field=f"messages[{index}]")
+    text = message.get("text", message.get("content"))
+    if not isinstance(text, str):
+        raise InvalidInputError(f"message {index}: text must be a string",
+                                field=f"messages[{index}].text")
+    if "\x00" in text or len(text) > MAX_TEXT:
+        raise InvalidInputError(f"message {index}: text has a NUL character or is longer "
+                                f"than {MAX_TEXT} characters", field=f"messages[{index}].text")
+    role = message.get("role") or "user"
+    speaker = message.get("speaker") or message.get("name")
+    if not isinstance(role, str) or (speaker is not None and not isinstance(speaker, str)):
+        raise InvalidInputError(f"message {index}: role and speaker must be strings",
+                                field=f"messages[{index}].role")
+    when = message.get("timestamp")
+    if when is not None:
+        try:
+            when = to_utc(when) if isinstance(when, datetime) else parse_iso(when)
+        except (ValueError, TypeError):
+            raise InvalidInputError(f"message {index}: timestamp {when!r} is not ISO 8601",
+                                    field=f"messages[{index}].timestamp") from None
+    return {"text": text, "role": role.lower(), "speaker": speaker or
+            (None if role.lower() == "user" else role), "timestamp": when}
+
+
+def _session_edges(ids: Sequence[str], window: int, session: str) -> list[Edge]:
+    """CO_OCCURS between memories of one session, ``1/d`` for a distance ``d <= window``."""
+    return [Edge("co_occurs", ids[i], ids[j], weight=1.0 / (j - i), source=f"session:{session}")
+            for i in range(len(ids)) for j in range(i + 1, min(len(ids), i + window + 1))]
+

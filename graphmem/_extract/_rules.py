@@ -1,0 +1,179 @@
+"""Deterministic extraction: which sentences of a message are worth remembering, and the
+entities and key phrases they mention. Plain rules, no model, the same answer every time."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+
+from .._recall._bm25 import STOPWORDS
+
+__all__ = ["Extracted", "RuleExtractor", "extract_entities", "is_filler", "signal_strength"]
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+(?:[.,:/]\d+)*")
+_CAPITALISED = re.compile(r"\b[A-Z][a-zA-Z'’-]+(?:\s+(?:of\s+|the\s+)?[A-Z][a-zA-Z'’-]+)*")
+_NUMBER = re.compile(r"\b\d+(?:[.,:/]\d+)*\b")
+_YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
+_MONTH = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b",
+                    re.IGNORECASE)
+_WIKI = re.compile(r"\[(wiki/[^\]\s]+)\]")
+_URN = re.compile(r"\burn:[a-z0-9-]+:[A-Za-z0-9:._-]+", re.IGNORECASE)
+_FIRST_PERSON = {"i", "i'm", "i've", "i'd", "i'll", "my", "me", "mine", "we", "we're", "our",
+                 "us", "myself"}
+_CUES = {"prefer", "prefers", "preferred", "like", "likes", "love", "loves", "hate", "hates",
+         "favorite", "favourite", "always", "never", "usually", "allergic", "plan", "plans",
+         "planning", "decided", "decide", "started", "start", "moved", "move", "bought",
+         "joined", "graduated", "adopted", "married", "born", "work", "works", "working",
+         "live", "lives", "living", "learned", "learning", "want", "wants", "going", "will",
+         "goal", "dream", "birthday", "anniversary", "remember", "need", "needs", "use",
+         "uses", "switched", "visited", "finished", "won", "lost", "met", "got", "signed"}
+_FILLER = {"hi", "hello", "hey", "yo", "thanks", "thank", "thx", "ok", "okay", "k", "cool",
+           "nice", "great", "awesome", "lol", "haha", "hahaha", "yes", "yeah", "yep", "no",
+           "nope", "sure", "bye", "goodbye", "good", "morning", "night", "evening", "wow",
+           "welcome", "you", "too", "sounds", "see", "soon", "later", "np", "alright", "hmm",
+           "oh", "ah", "right", "exactly", "agreed", "same", "true", "indeed", "mel",
+           "there", "doing", "how", "are", "what's", "up", "much", "so", "it", "that",
+           "really", "appreciate", "care", "take"}
+_COMMON_CAPITALISED = {"I", "I'm", "I've", "I'd", "I'll", "The", "A", "An", "It", "It's",
+                       "We", "My", "You", "Yes", "No", "Oh", "So", "And", "But", "That",
+                       "This", "What", "When", "Where", "Why", "How", "Hey", "Hi", "Thanks",
+                       "Wow", "Also", "Just", "Then", "There", "They", "He", "She", "Our",
+                       "Your", "If", "Well", "Sure", "Yeah", "Maybe", "Haha", "Lol", "Ok",
+                       "Okay", "Great", "Cool", "Nice", "Awesome", "Congrats", "Definitely",
+                       "Totally", "Absolutely", "Thank", "Sounds", "Glad", "Good", "Love",
+                       "Let", "Let's", "Do", "Did", "Is", "Are", "Was", "Were", "Can",
+                       "Could", "Would", "Should", "Will", "Have", "Has", "Had", "Not"}
+
+
+_TIME_WORDS = {"yesterday", "today", "tomorrow", "last", "next", "year", "years", "week",
+               "weeks", "month", "months", "time", "times", "ago", "soon", "later", "also",
+               "just", "still", "even", "much", "very", "really", "went", "going", "said",
+               "told", "thing", "things", "something", "anything", "everything", "lots",
+               "little", "pretty", "maybe", "kind", "sort", "make", "made", "take", "took",
+               "know", "think", "feel", "felt", "want", "wanted"}
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """One candidate memory found in a message."""
+
+    text: str
+    strength: float
+    entities: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower().strip("'’") for w in _WORD.findall(text)]
+
+
+def is_filler(text: str) -> bool:
+    """Greetings, thanks, acknowledgements, emoji-only: nothing to remember.
+
+    >>> is_filler("Thanks so much!! 😊"), is_filler("I moved to Lagos in 2023")
+    (True, False)
+    """
+    words = _words(text)
+    if not words:
+        return True
+    content = [w for w in words if w not in _FILLER and w not in STOPWORDS]
+    return len(content) < 2
+
+
+def extract_entities(text: str) -> tuple[str, ...]:
+    """Names, dates, numbers, wiki pages, memory ids and two-word key phrases, lowercased.
+
+    >>> extract_entities("Caroline went to the LGBTQ support group in May 2023")
+    ('caroline', 'lgbtq', 'may', '2023', 'lgbtq support', 'support group')
+    """
+    out: list[str] = []
+    for match in _CAPITALISED.finditer(text):
+        span = match.group(0)
+        words = span.split()
+        while words and words[0] in _COMMON_CAPITALISED:
+            words = words[1:]
+        if words:
+            out.append(" ".join(words).lower())
+    out += [m.group(0).lower() for m in _MONTH.finditer(text)]
+    out += [m.group(0) for m in _NUMBER.finditer(text) if len(m.group(0)) >= 2
+            or _YEAR.match(m.group(0))]
+    out += [m.group(1).lower() for m in _WIKI.finditer(text)]
+    out += [m.group(0) for m in _URN.finditer(text)]
+    out += [f"{a} {b}" for a, b in itertools.pairwise(_words(text))
+            if _phrase_word(a) and _phrase_word(b)]
+    seen: dict[str, None] = {}
+    for entity in out:
+        entity = entity.strip(" .,'’")
+        if len(entity) >= 2:
+            seen.setdefault(entity, None)
+    return tuple(seen)
+
+
+def _phrase_word(word: str) -> bool:
+    """A word that can be half of a key phrase (a content word, not a verb form or a
+    word about time)."""
+    return (len(word) >= 4 and word not in STOPWORDS and not word[0].isdigit()
+            and not word.endswith(("ed", "ly")) and word not in _TIME_WORDS
+            and word not in _FILLER and word not in _CUES)
+
+
+def signal_strength(sentence: str) -> tuple[float, tuple[str, ...]]:
+    """How memorable a sentence is, in [0, 1], and why: first-person statements, cue words
+    (preferences, plans, life events), names, numbers and dates, and enough content."""
+    words = _words(sentence)
+    content = [w for w in words if w not in STOPWORDS and w not in _FILLER]
+    reasons: list[str] = []
+    score = 0.0
+    if sentence.rstrip().endswith("?"):
+        return 0.0, ("a question",)
+    if any(w in _FIRST_PERSON for w in words):
+        score += 0.25
+        reasons.append("first person")
+    if any(w in _CUES for w in words):
+        score += 0.25
+        reasons.append("preference, plan or event")
+    names = [e for e in extract_entities(sentence) if " " not in e and not e[0].isdigit()]
+    if names:
+        score += 0.15
+        reasons.append("names")
+    if _NUMBER.search(sentence) or _MONTH.search(sentence):
+        score += 0.15
+        reasons.append("numbers or dates")
+    score += 0.2 * min(len(content) / 8.0, 1.0)
+    return min(score, 1.0), tuple(reasons)
+
+
+class RuleExtractor:
+    """Keeps the informative sentences of a message (strong and weak signals).
+
+    ``strong``: at or above this strength a sentence becomes an active memory;
+    ``weak``: at or above this, a candidate; below, it is not kept.
+    """
+
+    name = "rules"
+
+    def __init__(self, *, strong: float = 0.55, weak: float = 0.35) -> None:
+        self.strong = strong
+        self.weak = weak
+
+    def extract(self, text: str) -> list[Extracted]:
+        if is_filler(text):
+            return []
+        out = []
+        for sentence in _SENTENCE.split(" ".join(text.split())):
+            strength, reasons = signal_strength(sentence)
+            if strength >= self.weak:
+                out.append(Extracted(sentence, strength, extract_entities(sentence), reasons))
+        return _merge(out)
+
+
+def _merge(parts: list[Extracted]) -> list[Extracted]:
+    """One memory per message: its kept sentences, at the strength of the strongest."""
+    if len(parts) <= 1:
+        return parts
+    entities = tuple(dict.fromkeys(e for p in parts for e in p.entities))
+    reasons = tuple(dict.fromkeys(r for p in parts for r in p.reasons))
+    return [Extracted(" ".join(p.text for p in parts), max(p.strength for p in parts),
+                      entities, reasons)]

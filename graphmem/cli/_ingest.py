@@ -1,0 +1,126 @@
+"""Ingest commands: import markdown|locomo|conversation, and the compact sweep."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from click.core import ParameterSource
+
+from .._errors import InvalidInputError
+from ._app import Context, cli, echo_json, pass_ctx
+
+if TYPE_CHECKING:
+    from ingest.compact import Plan
+from ._core import import_group
+
+
+@import_group.command(name="markdown")
+@click.argument("root", type=click.Path(file_okay=False))
+@click.option("--workspace", default=None, help="Only this workspace.")
+@click.option("--owner", default=None)
+@pass_ctx
+def import_markdown_cmd(ctx: Context, root: str, workspace: str | None,
+                        owner: str | None) -> None:
+    """Import the daily files of ROOT/workspace*/memory/ (idempotent)."""
+    from ingest.markdown import import_markdown
+
+    result = import_markdown(ctx.store(), root, workspace=workspace, owner=owner)
+    summary = {"created": len(result.created), "updated": len(result.updated),
+               "unchanged": len(result.unchanged), "edges": result.edges_created}
+    if ctx.json:
+        echo_json(summary)
+    else:
+        click.echo(f"{root}: created {summary['created']}, updated {summary['updated']}, "
+                   f"unchanged {summary['unchanged']}, wiki edges {summary['edges']}")
+
+
+@import_group.command(name="locomo")
+@click.argument("file", type=click.Path(dir_okay=False), required=False)
+@click.option("--conversation", "sample_ids", multiple=True,
+              help="Only this conversation (sample_id, repeat).")
+@pass_ctx
+def import_locomo_cmd(ctx: Context, file: str | None, sample_ids: tuple[str, ...]) -> None:
+    """Import LoCoMo conversations, one memory per turn, owner = sample_id."""
+    from ingest.locomo import ingest_conversation, load_locomo
+
+    conversations = load_locomo(file)
+    if sample_ids:
+        conversations = [c for c in conversations if c.sample_id in sample_ids]
+    store = ctx.store()
+    total = 0
+    for conversation in conversations:
+        total += len(ingest_conversation(store, conversation, owner=conversation.sample_id))
+    click.echo(f"{len(conversations)} conversations, {total} turns")
+
+
+@import_group.command(name="conversation")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--session", "session_id", required=True, help="The session id.")
+@click.option("--owner", default=None)
+@pass_ctx
+def import_conversation_cmd(ctx: Context, file: str, session_id: str,
+                            owner: str | None) -> None:
+    """Remember a conversation: FILE is a JSON list of {speaker|role, text, timestamp?}."""
+    try:
+        messages = json.loads(Path(file).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInputError(f"{file}: not a JSON list of messages: {exc}") from None
+    result = ctx.store().add_conversation(messages, session_id=session_id, owner=owner)
+    if ctx.json:
+        echo_json(result.model_dump(mode="json"))
+        return
+    click.echo(f"created {result.memories_created}, candidates "
+               f"{result.pending_candidates_buffered}, reinforced "
+               f"{len(result.reinforced_ids)}, dropped {len(result.dropped)}"
+               + (" (nothing to extract)" if result.nothing_to_extract else ""))
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
+@cli.command()
+@click.option("--apply", "apply_", is_flag=True, help="Write changes (default: dry run).")
+@click.option("--workspace", default=None, metavar="NAME", help="Only this workspace.")
+@click.option("--max-age-days", type=click.IntRange(0), default=7, show_default=True)
+@click.option("--include-recent", is_flag=True,
+              help="DESTRUCTIVE: also compact files inside the window.")
+@click.option("--verbose", "-v", is_flag=True, help="Preview each planned output.")
+@click.option("--root", type=click.Path(file_okay=False), default=".", show_default=True,
+              help="Where the workspace*/memory folders are.")
+@click.pass_context
+def compact(click_ctx: click.Context, apply_: bool, workspace: str | None, max_age_days: int,
+            include_recent: bool, verbose: bool, root: str) -> None:
+    """Compact daily memory files older than the window (seed 002's memory-compact).
+
+    With --db (or $GRAPHMEM_DB), the bullets dropped from each file are archived in the
+    store with the cold-storage path in their provenance. Exit codes: 0 written (or a
+    dry run), 1 every file failed, 2 bad arguments.
+    """
+    from ingest.compact import archive_in_store, check_arguments, sweep
+
+    ctx: Context = click_ctx.obj
+    base = Path(root)
+    problem = check_arguments(base, workspace, max_age_days)
+    if problem:
+        raise click.UsageError(problem)
+    # The store is touched only when one was named (--db or $GRAPHMEM_DB), not by default.
+    source = click_ctx.parent.get_parameter_source("db") if click_ctx.parent else None
+    named = source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT) or \
+        "GRAPHMEM_DB" in os.environ
+    today = ctx.now.date() if ctx.now is not None else date.today()
+    hook: Callable[[Plan], None] | None = None
+    if apply_ and named:
+        store = ctx.store()
+
+        def hook(plan: Plan) -> None:
+            archive_in_store(store, plan, base)
+
+    code = sweep(base, today=today, apply=apply_, workspace=workspace,
+                 max_age_days=max_age_days, include_recent=include_recent, verbose=verbose,
+                 on_written=hook)
+    click_ctx.exit(code)

@@ -1,0 +1,135 @@
+"""The LongMemEval benchmark (Wu et al., ICLR 2025): each question comes with its own
+haystack of chat sessions; retrieval is judged at the session level.
+
+Formats ``longmemeval_s`` and ``longmemeval_oracle`` (a JSON list of questions)::
+
+    {"question_id": "...", "question_type": "single-session-user", "question": "...",
+     "answer": "...", "question_date": "2023/05/30 (Tue) 23:40",
+     "haystack_session_ids": [...], "haystack_dates": [...],
+     "haystack_sessions": [[{"role": "user", "content": "...", "has_answer": true}, ...]],
+     "answer_session_ids": [...]}
+
+The file is not bundled: pass its path (or set ``GRAPHMEM_LONGMEMEVAL``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from graphmem import Edge, Kind, MemoryInput, MemoryStore, RecordError
+
+__all__ = ["LMEQuestion", "LMESession", "default_path", "ingest_question", "load_longmemeval"]
+
+WHERE = ("LongMemEval is not bundled. Get longmemeval_s.json (or _oracle) from "
+         "https://github.com/xiaowu0162/LongMemEval (Hugging Face dataset "
+         "xiaowu0162/longmemeval) and pass its path or set GRAPHMEM_LONGMEMEVAL")
+
+
+@dataclass(frozen=True)
+class LMESession:
+    session_id: str
+    date: datetime | None
+    turns: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class LMEQuestion:
+    question_id: str
+    question_type: str
+    question: str
+    answer: str
+    question_date: datetime | None
+    sessions: tuple[LMESession, ...]
+    answer_session_ids: tuple[str, ...]
+
+    @property
+    def abstention(self) -> bool:
+        return self.question_id.endswith("_abs")
+
+    @property
+    def gold_sessions(self) -> tuple[str, ...]:
+        """Sessions that hold the answer (their ids contain "answer")."""
+        return tuple(s for s in self.answer_session_ids if "answer" in s)
+
+
+def default_path() -> Path | None:
+    env = os.environ.get("GRAPHMEM_LONGMEMEVAL")
+    return Path(env) if env else None
+
+
+def parse_date(text: Any) -> datetime | None:
+    """``"2023/05/20 (Sat) 02:21"`` -> a UTC datetime (None when it does not parse)."""
+    if not isinstance(text, str):
+        return None
+    parts = text.split()
+    cleaned = " ".join(p for p in parts if not (p.startswith("(") and p.endswith(")")))
+    for fmt in ("%Y/%m/%d %H:%M", "%Y/%m/%d", "%Y-%m-%d %H:%M", "%Y-%m-%d"):
+        try:
+            return datetime.strptime(cleaned, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    return None
+
+
+def load_longmemeval(path: str | Path | None = None) -> list[LMEQuestion]:
+    source = Path(path) if path is not None else default_path()
+    if source is None or not source.exists():
+        raise RecordError(f"no LongMemEval file. {WHERE}",
+                          source=str(source) if source else None)
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RecordError(f"not LongMemEval JSON: {exc}", source=str(source)) from None
+    if not isinstance(data, list):
+        raise RecordError("LongMemEval is a JSON list of questions", source=str(source))
+    return [_question(item, i, str(source)) for i, item in enumerate(data)]
+
+
+def _question(item: Any, index: int, source: str) -> LMEQuestion:
+    try:
+        ids = list(item["haystack_session_ids"])
+        dates = list(item.get("haystack_dates") or [None] * len(ids))
+        sessions = tuple(
+            LMESession(str(sid), parse_date(date), tuple(turns))
+            for sid, date, turns in zip(ids, dates, item["haystack_sessions"], strict=True))
+        return LMEQuestion(str(item["question_id"]), str(item.get("question_type", "")),
+                           str(item["question"]), str(item.get("answer", "")),
+                           parse_date(item.get("question_date")), sessions,
+                           tuple(str(s) for s in item.get("answer_session_ids", [])))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RecordError(f"malformed question: {exc}", source=source, index=index,
+                          record_id=str(item.get("question_id")) if isinstance(item, dict)
+                          else None) from None
+
+
+def ingest_question(store: MemoryStore, question: LMEQuestion, *, user_turns_only: bool = True,
+                    cooccur_window: int = 1) -> dict[str, str]:
+    """Index one question's haystack: a memory per user turn (as the paper indexes them),
+    dated by its session, CO_OCCURS within a session. Returns memory id -> session id."""
+    records, edges, session_of = [], [], {}
+    for n, session in enumerate(question.sessions):
+        ids = []
+        for t, turn in enumerate(session.turns):
+            role = str(turn.get("role", "user"))
+            text = str(turn.get("content", "")).strip()
+            if (user_turns_only and role != "user") or not text:
+                continue
+            memory = f"urn:lme:{question.question_id}:{n}:{t}"
+            ids.append(memory)
+            session_of[memory] = session.session_id
+            records.append(MemoryInput(
+                id=memory, text=text[:200_000], kind=Kind.EPISODIC, session=session.session_id,
+                created=session.date, observed=session.date,
+                provenance={"source": "longmemeval", "session": session.session_id,
+                            "turn": t, "role": role,
+                            "has_answer": bool(turn.get("has_answer", False))}))
+        edges += [Edge("co_occurs", ids[i], ids[j], weight=1.0 / (j - i), source="session")
+                  for i in range(len(ids)) for j in range(i + 1, min(len(ids),
+                                                                    i + cooccur_window + 1))]
+    store.merge(records, edges=edges, reason=f"longmemeval {question.question_id}")
+    return session_of

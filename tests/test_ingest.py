@@ -1,0 +1,239 @@
+"""Conversations, reinforcement, Ollama extraction (against a loopback fake), corpora."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from graphmem import (
+    InvalidInputError,
+    MemoryStore,
+    OllamaEmbedder,
+    OllamaExtractor,
+    RecordError,
+    Settings,
+    Status,
+)
+from graphmem._ollama import OllamaGenerator
+from tests.conftest import LOCOMO
+from tests.fake_ollama import fake_ollama
+
+STRONG = "I moved to Ibadan in March 2026 for lab work."
+WEAK = "I might try oat milk sometime."
+
+
+def test_add_result_created(store: MemoryStore) -> None:
+    result = store.add_conversation([{"speaker": "Nadia", "text": STRONG}], session_id="s1",
+                                    owner="nadia")
+    assert (result.memories_created, result.pending_candidates_buffered,
+            result.nothing_to_extract) == (1, 0, False)
+    memory = store.get(result.created_ids[0])
+    assert (memory.status, memory.kind.value, memory.owner, memory.session) == (
+        Status.ACTIVE, "episodic", "nadia", "s1")
+    assert memory.provenance["speaker"] == "Nadia" and "ibadan" in memory.entities
+    assert memory.payload == STRONG and memory.payload_hash
+
+
+def test_add_result_buffered(store: MemoryStore) -> None:
+    result = store.add_conversation([WEAK], session_id="s1")
+    assert (result.memories_created, result.pending_candidates_buffered,
+            result.nothing_to_extract) == (0, 1, False)
+    assert store.get(result.candidate_ids[0]).status is Status.CANDIDATE
+    assert store.recall("oat milk") == []  # candidates are never recalled
+
+
+def test_add_result_nothing_to_extract(store: MemoryStore) -> None:
+    result = store.add_conversation(
+        ["Hi!", {"role": "assistant", "text": "Hello, how can I help you today?"},
+         "thanks, bye", "Which deploy command should orchard use now?"], session_id="s1")
+    assert (result.memories_created, result.pending_candidates_buffered,
+            result.nothing_to_extract) == (0, 0, True)
+    reasons = dict(result.dropped)
+    assert reasons == {0: "greeting or filler", 1: "assistant message",
+                       2: "greeting or filler", 3: "nothing informative"}
+    assert store.stats().memories == 0
+
+
+def test_duplicates_and_session_edges(store: MemoryStore) -> None:
+    first = store.add_conversation(
+        [STRONG, "My sister Ada is getting married in Lagos in June 2026."], session_id="s1")
+    assert first.memories_created == 2
+    [link] = [x for x in store.links(first.created_ids[0]) if x.kind == "co_occurs"]
+    assert (link.other, link.weight) == (first.created_ids[1], 1.0)
+    again = store.add_conversation([STRONG], session_id="s2")
+    assert again.nothing_to_extract and again.dropped[0][1].startswith("duplicate of ")
+
+
+def test_weak_candidate_reinforced_in_a_later_session(store: MemoryStore) -> None:
+    weak = store.add_conversation([WEAK], session_id="s1", owner="nadia")
+    same_session = store.add_conversation([WEAK + " Maybe."], session_id="s1", owner="nadia")
+    assert same_session.reinforced_ids == []  # the same session does not reinforce
+    later = store.add_conversation([WEAK], session_id="s2", owner="nadia")
+    candidate = weak.candidate_ids[0]
+    assert later.reinforced_ids == [candidate]
+    assert later.memories_created == 1
+    active = store.get(later.created_ids[0])
+    assert active.status is Status.ACTIVE and active.provenance["reinforces"] == candidate
+    old = store.get(candidate)
+    assert old.superseded_by == (active.id,)
+    kinds = {(x.kind, x.other) for x in store.links(active.id)}
+    assert ("references", candidate) in kinds and ("supersedes", candidate) in kinds
+    assert [h.memory.id for h in store.recall("oat milk")] == [active.id]
+
+
+def test_useful_feedback_confirms_a_candidate(store: MemoryStore) -> None:
+    weak = store.add_conversation([WEAK], session_id="s1")
+    memory = store.feedback(weak.candidate_ids[0], useful=True)
+    assert memory.status is Status.ACTIVE
+    assert store.events(memory.id)[-1].event_type.value == "activate"
+
+
+def test_correct_supersedes(store: MemoryStore) -> None:
+    result = store.add_conversation([STRONG], session_id="s1")
+    fixed = store.correct(result.created_ids[0], "I moved to Abeokuta in March 2026.")
+    old = store.get(result.created_ids[0])
+    assert old.superseded_by == (fixed.id,)
+    assert store.events(old.id)[-1].reason == "conflict_update"
+    assert store.history(old.id)[-1].change_type.value == "conflict_update"
+
+
+def test_bad_messages_are_refused(store: MemoryStore) -> None:
+    with pytest.raises(InvalidInputError, match="session_id"):
+        store.add_conversation([STRONG], session_id="")
+    with pytest.raises(InvalidInputError, match=r"message 1: text"):
+        store.add_conversation([STRONG, {"speaker": "x", "text": 5}], session_id="s")
+    with pytest.raises(InvalidInputError, match="timestamp"):
+        store.add_conversation([{"text": STRONG, "timestamp": "soon"}], session_id="s")
+    with pytest.raises(InvalidInputError, match="list of messages"):
+        store.add_conversation(STRONG, session_id="s")  # type: ignore[arg-type]
+    assert store.stats().memories == 0
+
+
+def test_ollama_extractor_good_json(store: MemoryStore) -> None:
+    answer = {"memories": [{"text": "Nadia moved to Ibadan in March 2026", "strength": 0.9,
+                            "entities": ["Nadia", "Ibadan"]},
+                           {"text": "Nadia may like oat milk", "strength": 0.4,
+                            "entities": []}]}
+    with fake_ollama([json.dumps(answer)]) as fake:
+        extractor = OllamaExtractor(OllamaGenerator(fake.url, "fake"))
+        result = store.add_conversation([{"speaker": "Nadia", "text": STRONG + " " + WEAK}],
+                                        session_id="s1", extractor=extractor)
+        path, body = fake.requests[0]
+    assert (path, body["format"], body["model"]) == ("/api/generate", "json", "fake")
+    assert "Speaker: Nadia" in body["prompt"]
+    assert (result.memories_created, result.pending_candidates_buffered) == (1, 1)
+    assert result.extractor == "ollama" and result.warnings == []
+    texts = {m.text for m in store.memories()}
+    assert texts == {"Nadia moved to Ibadan in March 2026", "Nadia may like oat milk"}
+
+
+def test_ollama_extractor_malformed_answer_falls_back(store: MemoryStore) -> None:
+    with fake_ollama(["not json at all", '{"memories": [{"strength": 2}]}']) as fake:
+        extractor = OllamaExtractor(OllamaGenerator(fake.url, "fake"))
+        result = store.add_conversation([STRONG], session_id="s1", extractor=extractor)
+        assert len([r for r in fake.requests if r[0] == "/api/generate"]) == 2  # one retry
+    assert result.memories_created == 1  # nothing lost: the rules extracted it
+    assert "malformed JSON twice" in result.warnings[0]
+    assert store.get(result.created_ids[0]).text == STRONG
+
+
+def test_ollama_down_warns_and_uses_the_rules(tmp_path: Path, clock) -> None:
+    settings = Settings(ollama_host="http://127.0.0.1:9", ollama_timeout_s=1.0)
+    with MemoryStore(tmp_path / "db", embedder="hashing", clock=clock,
+                     settings=settings) as store:
+        result = store.add_conversation([STRONG], session_id="s1")  # default: Ollama
+        assert result.memories_created == 1
+        assert result.warnings and "Ollama unavailable" in result.warnings[0]
+
+
+def test_ollama_summary_and_embedder_through_the_fake(tmp_path: Path, clock) -> None:
+    with fake_ollama(["Nadia moved to Ibadan in March 2026."]) as fake:
+        settings = Settings(ollama_host=fake.url, ollama_model="fake")
+        with MemoryStore(tmp_path / "db", embedder=OllamaEmbedder("fake", host=fake.url),
+                         clock=clock, settings=settings) as store:
+            memory = store.add("Nadia said she moved to Ibadan in March 2026 for lab work")
+            result = store.archive(memory.id, create_summary=True)
+            assert result.summary == "Nadia moved to Ibadan in March 2026."
+            assert store.events(memory.id)[-1].metadata["summarySource"] == "ollama"
+            assert store.embedder.name == "ollama:fake" and store.embedder.dim == 16
+        assert any(path == "/api/embed" for path, _ in fake.requests)
+
+
+# -- benchmark corpora -----------------------------------------------------------------
+def test_locomo_loader_counts() -> None:
+    from ingest.locomo import load_locomo
+
+    conversations = load_locomo(LOCOMO)
+    assert len(conversations) == 10
+    assert sum(len(c.turns) for c in conversations) == 5882
+    assert sum(len(c.questions) for c in conversations) == 1986
+    assert sum(1 for c in conversations for q in c.questions if q.evidence) == 1982
+    repaired = {q.raw_evidence: q.evidence for c in conversations for q in c.questions}
+    assert repaired[("D8:6; D9:17",)] == ("D8:6", "D9:17")
+    assert repaired[("D9:1 D4:4 D4:6",)] == ("D9:1", "D4:4", "D4:6")
+    first = conversations[0]
+    assert first.sample_id == "conv-26" and first.speakers == ("Caroline", "Melanie")
+    assert first.sessions[0].date.isoformat() == "2023-05-08T13:56:00+00:00"
+    assert first.turns[4].caption.startswith("a photo of")
+
+
+def test_locomo_ingest(store: MemoryStore) -> None:
+    from ingest.locomo import ingest_conversation, load_locomo
+
+    conversation = load_locomo(LOCOMO)[0]
+    ids = ingest_conversation(store, conversation, owner="conv-26")
+    assert len(ids) == len(conversation.turns) == store.stats().memories
+    memory = store.get("urn:locomo:conv-26:D1:5")
+    assert memory.text.startswith("Caroline: The transgender stories")
+    assert memory.text.endswith("[image: a photo of a dog walking past a wall with a painting "
+                                "of a woman]")
+    assert memory.provenance["dia_id"] == "D1:5" and memory.created.year == 2023
+    stats = store.stats()
+    assert stats.edges["co_occurs"] == len(ids) - len(conversation.sessions)
+    assert stats.edges["references"] > 0
+    again = ingest_conversation(store, conversation, owner="conv-26")
+    assert again == ids and store.stats() == stats
+
+
+def test_missing_corpus_says_where_to_get_it(tmp_path: Path) -> None:
+    from ingest.locomo import load_locomo
+    from ingest.longmemeval import load_longmemeval
+
+    with pytest.raises(RecordError, match="snap-research/locomo"):
+        load_locomo(tmp_path / "nope.json")
+    with pytest.raises(RecordError, match="xiaowu0162/LongMemEval"):
+        load_longmemeval(tmp_path / "nope.json")
+
+
+def test_longmemeval_loader_and_ingest(store: MemoryStore, tmp_path: Path) -> None:
+    from ingest.longmemeval import ingest_question, load_longmemeval
+
+    data = [{
+        "question_id": "q1", "question_type": "single-session-user",
+        "question": "Which city did I move to?", "answer": "Ibadan",
+        "question_date": "2023/05/30 (Tue) 23:40",
+        "haystack_session_ids": ["sharegpt_a_0", "answer_b_1"],
+        "haystack_dates": ["2023/05/20 (Sat) 02:21", "2023/05/21 (Sun) 10:00"],
+        "haystack_sessions": [
+            [{"role": "user", "content": "Tell me a joke."},
+             {"role": "assistant", "content": "Why did the chicken..."}],
+            [{"role": "user", "content": "I just moved to Ibadan.", "has_answer": True},
+             {"role": "assistant", "content": "Congratulations!"},
+             {"role": "user", "content": "Any tips for the rainy season?"}]],
+        "answer_session_ids": ["answer_b_1"],
+    }, {"question_id": "q2_abs", "question": "?", "answer": "", "haystack_session_ids": [],
+        "haystack_sessions": [], "answer_session_ids": []}]
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps(data))
+    questions = load_longmemeval(path)
+    assert [q.abstention for q in questions] == [False, True]
+    q = questions[0]
+    assert q.gold_sessions == ("answer_b_1",) and q.sessions[1].date.day == 21
+    sessions = ingest_question(store, q)
+    assert len(sessions) == 3  # user turns only
+    assert set(sessions.values()) == {"sharegpt_a_0", "answer_b_1"}
+    hit = store.recall("moved to Ibadan", k=1, preset="fulltext")[0]
+    assert sessions[hit.memory.id] == "answer_b_1"
+    assert hit.memory.provenance["has_answer"] is True
