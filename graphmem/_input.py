@@ -96,6 +96,7 @@ class MemoryInput(BaseModel):
     valid_to: datetime | None = None
     superseded_by: tuple[str, ...] = ()
     session: str | None = None
+    context: str | None = None
     provenance: dict[str, Any] = Field(default_factory=dict)
     integrity: dict[str, Any] = Field(default_factory=dict)
     payload: str | None = None
@@ -158,6 +159,15 @@ class MemoryInput(BaseModel):
     @classmethod
     def _json(cls, value: Any, info: Any) -> dict[str, Any]:
         return _json_safe(value, info.field_name)
+
+    @field_validator("context")
+    @classmethod
+    def _context(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if "\x00" in value or len(value) > MAX_TEXT:
+            raise ValueError(f"has a NUL character or is longer than {MAX_TEXT} characters")
+        return value
 
     @field_validator("payload")
     @classmethod

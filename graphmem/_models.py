@@ -52,7 +52,7 @@ class Status(StrEnum):
 
 
 class ChangeType(StrEnum):
-    """Why a version row was written (seed 001, plus the archivist's transitions)."""
+    """Why a version row was written (the lifecycle model's types and the archivist's)."""
 
     CREATED = "created"
     CONFLICT_UPDATE = "conflict_update"
@@ -67,7 +67,7 @@ class ChangeType(StrEnum):
 
 
 class EventType(StrEnum):
-    """Kinds of lifecycle transitions recorded in the audit log (seed 000 and more)."""
+    """Kinds of lifecycle transitions recorded in the audit log (the archivist's, and more)."""
 
     PROMOTE = "promote"
     ARCHIVE = "archive"
@@ -119,6 +119,9 @@ class Memory(_Value):
     ignored_count: int = 0
     superseded_by: tuple[str, ...] = ()
     session: str | None = None
+    #: Text this memory is indexed with besides its own (its neighbours in a session):
+    #: searchable, never shown as the memory.
+    context: str | None = None
     provenance: dict[str, Any] = Field(default_factory=dict)
     integrity: dict[str, Any] = Field(default_factory=dict)
     payload: str | None = None
@@ -161,7 +164,7 @@ class Version(_Value):
 
 
 class LifecycleEvent(_Value):
-    """An audited lifecycle transition; fields and JSON names follow seed 000."""
+    """An audited lifecycle transition; fields and JSON names follow the archivist policy."""
 
     model_config = ConfigDict(
         frozen=True, alias_generator=to_camel, populate_by_name=True, use_enum_values=False

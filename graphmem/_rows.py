@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +20,7 @@ __all__ = [
     "encode_vector",
     "event_row",
     "memory_row",
+    "session_contexts",
     "sha256",
     "version_row",
 ]
@@ -37,9 +39,24 @@ def decode_vector(text: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(text), dtype=np.float32)
 
 
-def embedding_text(subject: str | None, text: str) -> str:
-    """What gets embedded: the subject line, then the text."""
-    return f"{subject}\n{text}" if subject and subject not in text else text
+def embedding_text(subject: str | None, text: str, context: str | None = None) -> str:
+    """What gets embedded: the subject line, the text, then its context (text first, so a
+    long context is what the model's 256-token window cuts)."""
+    head = f"{subject}\n{text}" if subject and subject not in text else text
+    return f"{head}\n{context}" if context else head
+
+
+def session_contexts(texts: Sequence[str], window: int) -> list[str | None]:
+    r"""For each text of a session, the texts up to ``window`` places before and after it,
+    one per line (None with ``window`` 0): what a memory is indexed with besides itself.
+
+    >>> session_contexts(["a", "b", "c"], 1)
+    ['b', 'a\nc', 'b']
+    """
+    if window <= 0:
+        return [None] * len(texts)
+    return ["\n".join(texts[j] for j in range(max(0, i - window), min(len(texts), i + window + 1))
+                      if j != i) or None for i in range(len(texts))]
 
 
 def memory_row(item: MemoryInput, *, now: datetime, vector: np.ndarray | None) -> dict[str, Any]:
@@ -72,6 +89,7 @@ def memory_row(item: MemoryInput, *, now: datetime, vector: np.ndarray | None) -
         "ignored_count": 0,
         "superseded_by": list(item.superseded_by),
         "session": item.session,
+        "context": item.context,
         "provenance": item.provenance,
         "integrity": item.integrity,
         "ump": item.extra,
@@ -132,7 +150,7 @@ def event_row(
     triggered_by: TriggeredBy = TriggeredBy.MANUAL,
     metadata: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A lifecycle event with the fields of seed 000."""
+    """A lifecycle event with the archivist's fields."""
     return {
         "event_id": new_event_id(at),
         "memory_id": memory_id,

@@ -321,7 +321,10 @@ class StoreCore:
         now = self.now()
         if not items:
             return []
-        vectors = self.embed([embedding_text(i.subject, i.text) for i in items])
+        items = [i if i.entities else i.model_copy(update={"entities": _entities(i.subject,
+                                                                                 i.text)})
+                 for i in items]
+        vectors = self.embed([embedding_text(i.subject, i.text, i.context) for i in items])
         return [memory_row(item, now=now, vector=vectors[n]) for n, item in enumerate(items)]
 
     def merge(
@@ -347,10 +350,12 @@ class StoreCore:
             if not update:
                 result.unchanged.append(memory_id)
                 continue
-            if "text" in update or "subject" in update:
+            if {"text", "subject", "context"} & set(update):
                 text = update.get("text", current.text)
                 subject = update.get("subject", current.subject)
-                update["vec"] = encode_vector(self.embed([embedding_text(subject, text)])[0])
+                context = update.get("context", current.context)
+                update["vec"] = encode_vector(
+                    self.embed([embedding_text(subject, text, context)])[0])
                 update["text_sha256"] = sha256(text)
             update.setdefault("modified", by_id[memory_id].modified or current.modified)
             changes.append(self._change(current, update, ChangeType.MANUAL_EDIT, now,
@@ -487,6 +492,9 @@ class StoreCore:
         if subject is not _DEFAULT:
             updates["subject"] = None if subject is None else check_text(subject, field="subject",
                                                                          max_len=2000)
+        if "text" in updates or "subject" in updates:
+            updates["entities"] = list(_entities(updates.get("subject", memory.subject),
+                                                 updates.get("text", memory.text)))
         if importance is not None:
             updates["importance"] = check_unit(importance, field="importance")
         if confidence is not None:
@@ -514,7 +522,8 @@ class StoreCore:
         if "text" in updates or "subject" in updates:
             new_text = updates.get("text", memory.text)
             new_subject = updates.get("subject", memory.subject)
-            updates["vec"] = encode_vector(self.embed([embedding_text(new_subject, new_text)])[0])
+            updates["vec"] = encode_vector(
+                self.embed([embedding_text(new_subject, new_text, memory.context)])[0])
             updates["text_sha256"] = sha256(new_text)
         if "importance" in updates and change_type is not ChangeType.IMPORTANCE_DECAY:
             # A deliberate new importance is the new baseline that decay starts from.
@@ -666,6 +675,7 @@ class StoreCore:
         now = self.now()
         node: dict[str, Any] = {
             "text": "", "subject": None, "tags": [], "vec": None, "payload": None,
+            "context": None, "entities": [],
             "provenance": {"redacted": True}, "ump": {}, "access_times": [],
             "status": Status.FORGOTTEN.value, "prev_status": memory.status.value,
             "hot": False, "state_changed": now, "modified": now,
@@ -682,11 +692,29 @@ class StoreCore:
                           to_state=Status.FORGOTTEN.value, reason=reason, at=now,
                           agent_id=self.settings.agent_id,
                           metadata={"textSha256": memory.text_sha256})
+        scrubbed = self._scrub_contexts(memory)
         with self._lock:
-            self._graph.redact(memory_id, node=node, version=version, event=event)
+            self._graph.redact(memory_id, node=node, version=version, event=event,
+                               changes=scrubbed)
             self._changed([memory_id], removed=True)
+            if scrubbed:
+                self._changed([c.memory_id for c in scrubbed])
         if purge:
             self.purge()
+
+    def _scrub_contexts(self, memory: Memory) -> list[Change]:
+        """The forgotten text leaves the contexts of the memories indexed with it; their
+        vectors are recomputed (an embedding can give its text away)."""
+        out = []
+        for row in self._graph.contexts_containing(memory.text):
+            lines = [ln for ln in (row["context"] or "").split("\n") if ln != memory.text]
+            joined = "\n".join(lines)
+            if len(memory.text) >= 12:
+                joined = joined.replace(memory.text, "")
+            context = joined.strip() or None
+            vector = self.embed([embedding_text(row["subject"], row["text"], context)])[0]
+            out.append(Change(row["id"], set={"context": context, "vec": encode_vector(vector)}))
+        return out
 
     def purge(self) -> None:
         """Rewrite the database file from its live data, dropping every byte of what was
@@ -713,6 +741,7 @@ def _merge_changes(current: Memory, incoming: MemoryInput) -> dict[str, Any]:
         "visibility": incoming.visibility, "observed": incoming.observed,
         "valid_from": incoming.valid_from, "valid_to": incoming.valid_to,
         "superseded_by": list(incoming.superseded_by), "provenance": incoming.provenance,
+        "context": incoming.context,
         "integrity": incoming.integrity, "ump": incoming.extra,
     }
     if incoming.created is not None:
@@ -757,6 +786,14 @@ class _NoBar:
 
     def close(self) -> None:
         pass
+
+
+def _entities(subject: str | None, text: str) -> tuple[str, ...]:
+    """What a memory mentions (names, dates, codes, key phrases), for the entity index
+    and entity links, when the caller gave none."""
+    from ._extract._rules import extract_entities  # the extract layer sits above the store
+
+    return extract_entities(f"{subject or ''} {text}")
 
 
 def _progress(total: int, label: str, enabled: bool) -> Any:

@@ -75,5 +75,5 @@ def new_memory_id() -> str:
 
 
 def new_event_id(at: datetime) -> str:
-    """A lifecycle event id in the seed's style: ``evt-2026-04-04-<token>``."""
+    """A lifecycle event id in the archivist's style: ``evt-2026-04-04-<token>``."""
     return f"evt-{to_utc(at):%Y-%m-%d}-{_sortable_token()}"

@@ -1,4 +1,4 @@
-"""Whole-store views: the GDPR export (seed 001), ad-hoc Cypher, and the graph as networkx."""
+"""Whole-store views: the GDPR export, ad-hoc Cypher, and the graph as networkx."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ EXPORT_FORMAT = "graphmem-gdpr-export/1"
 
 class ViewsMixin(StoreCore):
     def export(self, owner: str | None = None) -> dict[str, Any]:
-        """The GDPR export of seed 001: every memory held (active, candidate, archived,
+        """The GDPR export: every memory held (active, candidate, archived,
         and tombstoned ones listed as such), their version history, lifecycle events and
         edges. Forgotten memories appear only as ids with the hash of what was deleted.
 

@@ -1,4 +1,4 @@
-"""memory-compact: the 7-day graduation of daily files (seed 002).
+"""memory-compact: the 7-day graduation of daily files.
 
 For each ``workspace*/memory/YYYY-MM-DD.md`` older than the window and not yet compacted:
 back the original up to ``memory/cold-storage/`` (never overwriting a copy already there),
@@ -50,6 +50,7 @@ class Plan:
     output: str
     kept_texts: list[str]
     dropped_texts: list[str]
+    done: bool = False  # compacted by an earlier sweep (planned again from its cold copy)
 
     @property
     def cold_path(self) -> Path:
@@ -91,8 +92,11 @@ def compact_text(daily: Daily, today: date, file_name: str
 
 
 def plan_files(root: Path, *, today: date, workspace: str | None = None,
-               max_age_days: int = 7, include_recent: bool = False) -> list[Plan]:
-    """Plans for every file due for compaction (compacted ones and live ones skipped)."""
+               max_age_days: int = 7, include_recent: bool = False,
+               include_done: bool = False) -> list[Plan]:
+    """Plans for every file due for compaction (live ones skipped). Files compacted
+    before are skipped too, or with ``include_done`` planned again from their cold copy
+    and marked ``done`` (for work that follows the rewrite, such as the store's)."""
     plans = []
     for name, memory_dir in workspaces(root, workspace):
         for day, path in daily_files(memory_dir):
@@ -101,12 +105,16 @@ def plan_files(root: Path, *, today: date, workspace: str | None = None,
                 continue
             text = path.read_text(encoding="utf-8", errors="replace")
             daily = parse_daily(text, day)
-            if daily.compacted:
-                continue
+            done = daily.compacted
+            if done:
+                cold = path.parent / COLD / path.name
+                if not include_done or not cold.is_file():
+                    continue
+                daily = parse_daily(cold.read_text(encoding="utf-8", errors="replace"), day)
             output, kept, dropped = compact_text(daily, today, path.name)
             plans.append(Plan(name, path, str(path.relative_to(root)), day, age,
                               daily.line_count, len(output.splitlines()), len(kept),
-                              len(dropped), output, kept, dropped))
+                              len(dropped), output, kept, dropped, done=done))
     return plans
 
 
@@ -138,12 +146,16 @@ def sweep(root: Path, *, today: date, apply: bool, workspace: str | None = None,
           on_written: Callable[[Plan], None] | None = None) -> int:
     """Plan (and with ``apply`` write) every due file; returns the exit code.
 
-    ``on_written(plan)`` runs after each file is written (the store's archiving).
+    ``on_written(plan)`` runs after each file is written (the store's archiving), and
+    with ``apply`` also for files an earlier sweep compacted, so that a sweep interrupted
+    between a file and its follow-up is completed by the next one.
     """
     stdout = out or sys.stdout
     stderr = err or sys.stderr
-    plans = plan_files(root, today=today, workspace=workspace, max_age_days=max_age_days,
-                       include_recent=include_recent)
+    found = plan_files(root, today=today, workspace=workspace, max_age_days=max_age_days,
+                       include_recent=include_recent,
+                       include_done=apply and on_written is not None)
+    plans = [p for p in found if not p.done]
     for plan in plans:
         print(plan.line(), file=stdout)
         if verbose:
@@ -153,6 +165,10 @@ def sweep(root: Path, *, today: date, apply: bool, workspace: str | None = None,
         if not plans:
             print("[memory-compact] nothing to compact", file=stdout)
         return 0
+    if on_written is not None:
+        for plan in found:
+            if plan.done:
+                on_written(plan)
     written = failed = 0
     for plan in plans:
         try:

@@ -161,26 +161,30 @@ def ingest_conversation(
     *,
     owner: str | None = None,
     cooccur_window: int = 1,
+    context_window: int = 1,
     entity_links: bool = True,
     speaker: bool = True,
     captions: bool = True,
 ) -> list[str]:
     """One memory per turn (dated by its session, with dia_id, speaker and session in the
-    provenance), CO_OCCURS between turns of a session up to ``cooccur_window`` apart
-    (weight 1/distance), and REFERENCES between turns that share a rare entity. Returns
-    the memory ids in turn order. Re-ingesting changes nothing."""
+    provenance), indexed with the ``context_window`` turns on either side as its context,
+    CO_OCCURS between turns of a session up to ``cooccur_window`` apart (weight
+    1/distance), and REFERENCES between turns that share a rare entity. Returns the
+    memory ids in turn order. Re-ingesting changes nothing."""
     from graphmem._extract import extract_entities
+    from graphmem._rows import session_contexts
 
     records: list[MemoryInput] = []
     edges: list[Edge] = []
     for session in conversation.sessions:
         ids = []
-        for turn in session.turns:
-            text = turn_text(turn, speaker=speaker, captions=captions)
+        texts = [turn_text(t, speaker=speaker, captions=captions) for t in session.turns]
+        contexts = session_contexts(texts, context_window)
+        for turn, text, context in zip(session.turns, texts, contexts, strict=True):
             memory = memory_id(conversation, turn.dia_id)
             ids.append(memory)
             records.append(MemoryInput(
-                id=memory, text=text, kind=Kind.EPISODIC, owner=owner,
+                id=memory, text=text, context=context, kind=Kind.EPISODIC, owner=owner,
                 session=f"{conversation.sample_id}:S{session.index}",
                 created=session.date, observed=session.date,
                 entities=(turn.speaker.lower(), *extract_entities(text)),

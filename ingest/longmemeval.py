@@ -108,12 +108,17 @@ def _question(item: Any, index: int, source: str) -> LMEQuestion:
 
 
 def ingest_question(store: MemoryStore, question: LMEQuestion, *, user_turns_only: bool = True,
-                    cooccur_window: int = 1) -> dict[str, str]:
+                    cooccur_window: int = 1, context_window: int = 1) -> dict[str, str]:
     """Index one question's haystack: a memory per user turn (as the paper indexes them),
-    dated by its session, CO_OCCURS within a session. Returns memory id -> session id."""
+    dated by its session, with the turns around it (any role) as its context, CO_OCCURS
+    within a session. Returns memory id -> session id."""
+    from graphmem._rows import session_contexts
+
     records, edges, session_of = [], [], {}
     for n, session in enumerate(question.sessions):
         ids = []
+        contexts = session_contexts([str(t.get("content", "")).strip()[:4000]
+                                     for t in session.turns], context_window)
         for t, turn in enumerate(session.turns):
             role = str(turn.get("role", "user"))
             text = str(turn.get("content", "")).strip()
@@ -123,7 +128,8 @@ def ingest_question(store: MemoryStore, question: LMEQuestion, *, user_turns_onl
             ids.append(memory)
             session_of[memory] = session.session_id
             records.append(MemoryInput(
-                id=memory, text=text[:200_000], kind=Kind.EPISODIC, session=session.session_id,
+                id=memory, text=text[:200_000], context=contexts[t], kind=Kind.EPISODIC,
+                session=session.session_id,
                 created=session.date, observed=session.date,
                 provenance={"source": "longmemeval", "session": session.session_id,
                             "turn": t, "role": role,

@@ -1,6 +1,6 @@
 """UMP (Universal Memory Protocol) files in and out of a store, losslessly.
 
-A UMP file is a JSON array of records (seed 003)::
+A UMP file is a JSON array of records::
 
     {"ump": "0.1", "id": "urn:ump:...", "kind": "procedural",
      "body": {"subject": "...", "text": "..."},
@@ -40,8 +40,8 @@ from graphmem import (
 )
 from graphmem._time import format_iso, parse_iso
 
-__all__ = ["UMP_STATUSES", "export_ump", "import_ump", "memory_to_record", "read_records",
-           "record_to_input"]
+__all__ = ["SAMPLE_PATH", "UMP_STATUSES", "export_ump", "import_ump", "memory_to_record",
+           "read_records", "record_to_input"]
 
 UMP_VERSION = "0.1"
 UMP_STATUSES = ("active", "candidate", "archived", "tombstoned")
@@ -56,6 +56,9 @@ _TOP = ("ump", "id", "kind", "body", "scope", "time", "lifecycle", "superseded_b
 # Paths whose exported default is not null: when the file had null there, remember it.
 _NON_NULL_DEFAULTS = {"scope.tags", "superseded_by", "provenance", "integrity",
                       "scope.visibility", "lifecycle.status", "lifecycle.confidence"}
+
+#: The shipped sample corpus: 301 memories of a research engineer's agent.
+SAMPLE_PATH = Path(__file__).resolve().parent / "samples" / "agent_memories.ump.json"
 
 
 def read_records(path: str | Path) -> list[Any]:
@@ -235,8 +238,10 @@ def import_ump(store: MemoryStore, path: str | Path, *, actor: str | None = None
              for item in inputs for new in item.superseded_by]
     result = store.merge(inputs, edges=edges, reason=f"ump import {Path(path).name}",
                          actor=actor)
-    if result.created:
-        store.derive_links(result.created)  # id and subject mentions, rare shared entities
+    # Id and subject mentions, rare shared entities. Over every record of the file, not
+    # only the new ones: an import interrupted between its two transactions is completed
+    # by running it again (existing edges are skipped).
+    store.derive_links([item.id for item in inputs if item.id])
     return result
 
 

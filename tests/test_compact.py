@@ -1,4 +1,4 @@
-"""Markdown dailies and the memory-compact sweep, every rule of seed 002 on a fixture tree."""
+"""Markdown dailies and the memory-compact sweep, every rule of memory-compact on a fixture tree."""
 
 from __future__ import annotations
 

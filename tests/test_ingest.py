@@ -69,7 +69,8 @@ def test_duplicates_and_session_edges(store: MemoryStore) -> None:
 def test_weak_candidate_reinforced_in_a_later_session(store: MemoryStore) -> None:
     weak = store.add_conversation([WEAK], session_id="s1", owner="nadia")
     same_session = store.add_conversation([WEAK + " Maybe."], session_id="s1", owner="nadia")
-    assert same_session.reinforced_ids == []  # the same session does not reinforce
+    assert same_session.reinforced_ids == []  # the same session does not reinforce ...
+    assert same_session.dropped[0][1].startswith("duplicate of ")  # ... it repeats
     later = store.add_conversation([WEAK], session_id="s2", owner="nadia")
     candidate = weak.candidate_ids[0]
     assert later.reinforced_ids == [candidate]

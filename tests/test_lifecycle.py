@@ -26,7 +26,7 @@ from graphmem import (
 from graphmem._lifecycle._rules import evaluate_arrays
 
 
-# -- the seed's own unit tests, through the pure function ---------------------------------
+# -- the archivist policy's own unit tests, through the pure function ------------------
 def test_seed_unit_tests() -> None:
     assert evaluate_memory_lifecycle(memory_id="test-1", importance=0.7, age_in_days=5,
                                      access_count=15, type="episodic"

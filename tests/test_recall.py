@@ -126,7 +126,8 @@ def test_presets_and_explanations(small: MemoryStore) -> None:
                          for c, r in e.channels.items())
     assert e.fused == pytest.approx(expected_fused)
     assert e.final == pytest.approx(e.fused + e.activation.contribution)
-    assert e.activation.contribution == pytest.approx(0.3 / (60 + e.activation.rank))
+    weight = PRESETS["default"].actr.weight  # type: ignore[union-attr]
+    assert e.activation.contribution == pytest.approx(weight / (60 + e.activation.rank))
     assert any("fused" in line for line in e.lines())
 
 

@@ -1,4 +1,4 @@
-"""The store's ingest layer: ``add_conversation`` (seed 001), reinforcement of weak
+"""The store's ingest layer: ``add_conversation``, reinforcement of weak
 candidates, ``correct``, and the REFERENCES edges ingest derives (``derive_links``)."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from .._models import ChangeType, EventType, Kind, Memory, Status
 from .._ollama import OllamaGenerator
 from .._recall._index import STATUS_CODE
 from .._recall._mixin import RecallMixin
+from .._rows import session_contexts
 from .._store import Edge
 from .._time import new_memory_id, parse_iso, to_utc
 from ._ollama import OllamaExtractor
@@ -30,6 +31,9 @@ DUPLICATE = 0.95
 #: Cosine above which a new signal confirms a weak candidate of an earlier session.
 REINFORCE = 0.8
 _SKIPPED_ROLES = {"assistant", "system", "tool"}
+#: How many full-text matches a new memory is compared with, for duplicates and candidates.
+_SIMILAR = 10
+_NUMERIC = re.compile(r"[\d.,:/-]+")  # dates, times, numbers: entities, never links
 
 
 class Extractor(Protocol):
@@ -41,7 +45,7 @@ class Extractor(Protocol):
 
 
 class AddResult(BaseModel):
-    """What ``add_conversation`` did (seed 001's add() result, with the ids)."""
+    """What ``add_conversation`` did (the lifecycle model's add() result, with the ids)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -68,7 +72,7 @@ class ConversationMixin(RecallMixin):
         extractor: Extractor | None = None,
         cooccur_window: int = 2,
     ) -> AddResult:
-        """Remember what a conversation says (seed 001's ``add()``).
+        """Remember what a conversation says (the lifecycle model's ``add()``).
 
         Messages are dicts with ``text`` (or ``content``), and optionally ``speaker`` (or
         ``role``/``name``) and ``timestamp``; plain strings are user messages. Assistant,
@@ -79,7 +83,8 @@ class ConversationMixin(RecallMixin):
         a candidate of an earlier session reinforces it: a new active memory with lineage
         (a REFERENCES edge to the candidate, which it supersedes). Memories of one call
         CO_OCCUR (adjacent ones weighted 1, then 1/2 ...); shared rare entities become
-        REFERENCES. Everything is written in one transaction.
+        REFERENCES. Each memory is indexed with the messages around it (``context``).
+        Everything is written in one transaction.
         """
         if not isinstance(session_id, str) or not session_id.strip():
             raise InvalidInputError("session_id must be a non-empty string", field="session_id")
@@ -107,8 +112,10 @@ class ConversationMixin(RecallMixin):
             return AddResult(memories_created=0, pending_candidates_buffered=0,
                              nothing_to_extract=True, dropped=dropped,
                              extractor=chosen.name, warnings=warnings)
+        contexts = session_contexts([m["text"] for m in parsed], cooccur_window)
         vectors = self.embed([item.text for _, _, item in found])
-        duplicates, reinforced = self._match_existing(vectors, owner, session_id)
+        duplicates, reinforced = self._match_existing(vectors, [i.text for _, _, i in found],
+                                                      owner, session_id)
         strong = getattr(chosen, "strong", RuleExtractor().strong)
         records: list[MemoryInput] = []
         candidates: list[str] = []
@@ -137,7 +144,8 @@ class ConversationMixin(RecallMixin):
                 provenance["reinforces"] = reinforced[n]
                 lineage.append((memory_id, reinforced[n]))
             records.append(MemoryInput(
-                id=memory_id, text=item.text, kind=Kind.EPISODIC, status=status,
+                id=memory_id, text=item.text, context=contexts[index], kind=Kind.EPISODIC,
+                status=status,
                 owner=owner, session=session_id, observed=when, created=when,
                 confidence=round(min(1.0, 0.5 + item.strength / 2), 3), entities=entities,
                 provenance=provenance, payload=message["text"]))
@@ -157,35 +165,51 @@ class ConversationMixin(RecallMixin):
                          candidate_ids=candidates, reinforced_ids=[old for _, old in lineage],
                          dropped=sorted(dropped), extractor=chosen.name, warnings=warnings)
 
-    def _match_existing(self, vectors: np.ndarray, owner: str | None, session: str
+    def _match_existing(self, vectors: np.ndarray, texts: Sequence[str],
+                        owner: str | None, session: str
                         ) -> tuple[dict[int, str], dict[int, str]]:
-        """For each new vector: an existing active memory it duplicates, or a candidate of
-        another session it reinforces."""
+        """For each new text: an existing active memory it duplicates, or a candidate of
+        another session it reinforces. Stored vectors include each memory's context, so
+        the comparison is text to text: the best BM25 matches of the owner's current
+        memories are embedded again, without context, and compared by cosine."""
         index = self._ensure_index()
-        if index.size == 0:
-            return {}, {}
         n = index.size
+        if n == 0:
+            return {}, {}
         owners = index.owner[:n] == index.owner_codes.get(owner, -2)
         current = np.array([not sup for sup in index.superseded_by], dtype=bool)
-        active = owners & current & np.isin(index.status[:n], [STATUS_CODE["active"]])
-        candidate = owners & current & (index.status[:n] == STATUS_CODE["candidate"])
-        candidate &= np.array([s != session for s in index.session], dtype=bool)
-        scores = vectors @ index.vectors[:n].T
+        weak = owners & current & (index.status[:n] == STATUS_CODE["candidate"])
+        this_session = np.array([s == session for s in index.session], dtype=bool)
+        # A repeat within the session is a duplicate; a repeat later on reinforces.
+        active = owners & current & (index.status[:n] == STATUS_CODE["active"])
+        active |= weak & this_session
+        candidate = weak & ~this_session
+        eligible = active | candidate
         duplicates, reinforced = {}, {}
-        for row in range(len(vectors)):
-            best = np.where(active, scores[row], -1.0)
-            if best.size and best.max() >= DUPLICATE:
-                duplicates[row] = index.ids[int(best.argmax())]
+        for row, text in enumerate(texts):
+            scores = np.where(eligible, index.bm25.scores(text, n), 0.0)
+            top = [int(p) for p in np.argsort(-scores)[:_SIMILAR] if scores[p] > 0]
+            if not top:
                 continue
-            weak = np.where(candidate, scores[row], -1.0)
-            if weak.size and weak.max() >= REINFORCE:
-                reinforced[row] = index.ids[int(weak.argmax())]
+            others = self.get_many([index.ids[p] for p in top])
+            similar = self.embed([m.text for m in others]) @ vectors[row]
+            by_id = {m.id: float(c) for m, c in zip(others, similar, strict=True)}
+            best_active = max(((c, i) for i, c in by_id.items() if active[index.pos[i]]),
+                              default=(0.0, ""))
+            if best_active[0] >= DUPLICATE:
+                duplicates[row] = best_active[1]
+                continue
+            # The most similar candidate; among equals, the oldest (a stable lineage).
+            best_weak = max(((c, -index.created[index.pos[i]], i) for i, c in by_id.items()
+                             if candidate[index.pos[i]]), default=(0.0, 0.0, ""))
+            if best_weak[0] >= REINFORCE:
+                reinforced[row] = best_weak[2]
         return duplicates, reinforced
 
     def feedback(self, memory_id: str, *, useful: bool, query: str | None = None,
                  owner: str | None = None) -> Memory:
         """Retrieval feedback; useful feedback on a weak candidate also confirms it: the
-        candidate becomes active (seed 001's reinforcement)."""
+        candidate becomes active (reinforcement)."""
         memory = super().feedback(memory_id, useful=useful, query=query, owner=owner)
         if useful and memory.status is Status.CANDIDATE:
             memory = self.transition(memory, status=Status.ACTIVE,
@@ -209,7 +233,8 @@ class ConversationMixin(RecallMixin):
         several words (``subject``). The newer memory references the older; both have
         the same owner. ``max_df``: an entity shared by more memories than this is too
         common to mean anything (default: 1% of the store, at least 3, at most 50).
-        ``limit``: at most this many entity links per memory, rarest first.
+        ``limit``: at most this many entity links per memory, rarest first. Dates,
+        times and numbers do not link: sharing a day is not a cross-reference.
         Returns the number of edges created.
         """
         index = self._ensure_index()
@@ -227,7 +252,7 @@ class ConversationMixin(RecallMixin):
             ranked = []
             for entity in index.doc_entities.get(pos, ()):
                 docs = index.entity_docs.get(entity, set())
-                if 2 <= len(docs) <= cap + 1:
+                if 2 <= len(docs) <= cap + 1 and not _NUMERIC.fullmatch(entity):
                     ranked.append((len(docs), entity, docs))
             made = 0
             for _, entity, docs in sorted(ranked):

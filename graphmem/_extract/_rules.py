@@ -14,7 +14,9 @@ __all__ = ["Extracted", "RuleExtractor", "extract_entities", "is_filler", "signa
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+(?:[.,:/]\d+)*")
 _CAPITALISED = re.compile(r"\b[A-Z][a-zA-Z'’-]+(?:\s+(?:of\s+|the\s+)?[A-Z][a-zA-Z'’-]+)*")
-_NUMBER = re.compile(r"\b\d+(?:[.,:/]\d+)*\b")
+_NUMBER = re.compile(r"\b\d+(?:[.,:/-]\d+)*\b")
+#: Codes mixing letters and digits: bed-18, v1.9.0, r51, p95, ISO-8601.
+_CODE = re.compile(r"\b[A-Za-z]+-?\d+(?:[.-]?[A-Za-z0-9]+)*\b")
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
 _MONTH = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b",
                     re.IGNORECASE)
@@ -87,6 +89,8 @@ def extract_entities(text: str) -> tuple[str, ...]:
 
     >>> extract_entities("Caroline went to the LGBTQ support group in May 2023")
     ('caroline', 'lgbtq', 'may', '2023', 'lgbtq support', 'support group')
+    >>> extract_entities("2026-04-01: moved bed-18 to 14% after v1.9.0, 120 ms at 9:30")
+    ('bed-18', 'v1.9.0', '2026-04-01', '120', '9:30')
     """
     out: list[str] = []
     for match in _CAPITALISED.finditer(text):
@@ -97,8 +101,9 @@ def extract_entities(text: str) -> tuple[str, ...]:
         if words:
             out.append(" ".join(words).lower())
     out += [m.group(0).lower() for m in _MONTH.finditer(text)]
-    out += [m.group(0) for m in _NUMBER.finditer(text) if len(m.group(0)) >= 2
-            or _YEAR.match(m.group(0))]
+    codes = list(_CODE.finditer(text))
+    out += [m.group(0).lower() for m in codes]
+    out += [m.group(0) for m in _NUMBER.finditer(text) if _meaningful_number(m, codes)]
     out += [m.group(1).lower() for m in _WIKI.finditer(text)]
     out += [m.group(0) for m in _URN.finditer(text)]
     out += [f"{a} {b}" for a, b in itertools.pairwise(_words(text))
@@ -109,6 +114,16 @@ def extract_entities(text: str) -> tuple[str, ...]:
         if len(entity) >= 2:
             seen.setdefault(entity, None)
     return tuple(seen)
+
+
+def _meaningful_number(match: re.Match[str], codes: list[re.Match[str]]) -> bool:
+    """Years, dates, times, versions and numbers of three digits or more; not the small
+    bare numbers (14, 18) that mean different things in every sentence, nor the digits
+    of a code."""
+    if any(c.start() <= match.start() < c.end() for c in codes):
+        return False
+    number = match.group(0)
+    return len(number) >= 3
 
 
 def _phrase_word(word: str) -> bool:

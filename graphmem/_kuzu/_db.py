@@ -9,12 +9,15 @@ Kuzu 0.11.3 traps handled here (each reproduced on this machine):
   failed ``BEGIN`` crashed the process: the write connection is replaced after errors;
 * aware datetimes lose their offset instead of being converted: parameters are
   converted to naive UTC here;
-* the default buffer pool is ~80% of RAM: it is always set explicitly.
+* the default buffer pool is ~80% of RAM: it is always set explicitly;
+* replaying a WAL whose last record was torn by ``kill -9`` can segfault the opening
+  process: ``_recovery`` probes such opens in a child and cuts the torn tail.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import shutil
@@ -36,6 +39,7 @@ from .._errors import (
     StoreLockedError,
 )
 from .._sync import Gate
+from ._recovery import WalMark, recover
 
 __all__ = ["Database", "Tx", "query_parameters"]
 
@@ -186,11 +190,19 @@ class Database:
         self.in_memory = path == ":memory:"
         self._buffer_pool = buffer_pool_mb * 1024 * 1024
         self._target = path
+        self._mark: WalMark | None = None
+        #: what crash recovery did when the store opened (None: nothing to do)
+        self.recovery_note: str | None = None
         if not self.in_memory:
             directory = Path(path)
             _check_path(directory, read_only=read_only)
             directory.mkdir(exist_ok=True)
             self._target = str(directory / self.FILE_NAME)
+            self.recovery_note = recover(self._target, read_only=read_only)
+            if self.recovery_note:
+                logging.getLogger("graphmem").warning("%s", self.recovery_note)
+            if not read_only:
+                self._mark = WalMark(self._target)
         self._write_lock = threading.RLock()
         self._gate = Gate()
         self._local = threading.local()
@@ -207,6 +219,12 @@ class Database:
             raise map_error(exc, path=self.path) from exc
         self._write_conn = kuzu.Connection(self._db)
         self._generation += 1
+        self._committed()
+
+    def _committed(self) -> None:
+        """Note the WAL length after a commit (crash recovery cuts back to it)."""
+        if self._mark is not None:
+            self._mark.record()
 
     def _close_handles(self) -> None:
         for conn in [*self._readers, self._write_conn]:
@@ -358,6 +376,7 @@ class Database:
             except RuntimeError as exc:
                 self._replace_write_conn()
                 raise map_error(exc, path=self.path) from exc
+            self._committed()
 
     def run_auto(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         """Run one statement in auto-commit mode (DDL, index creation, user writes)."""
@@ -368,6 +387,8 @@ class Database:
             except GraphmemError:
                 self._replace_write_conn()
                 raise
+            finally:
+                self._committed()
 
     def run_on_one_connection(
         self, statements: Sequence[str | tuple[str, Mapping[str, Any]]]
@@ -388,6 +409,8 @@ class Database:
             except GraphmemError:
                 self._replace_write_conn()
                 raise
+            finally:
+                self._committed()
         return out
 
     def query_raw(self, query: str, params: Mapping[str, Any] | None = None) -> Any:
@@ -403,6 +426,8 @@ class Database:
             except RuntimeError as exc:
                 self._replace_write_conn()
                 raise map_error(exc, path=self.path, user=True) from exc
+            finally:
+                self._committed()
 
     def _refuse_if_read_only(self) -> None:
         if self.read_only:
@@ -425,6 +450,7 @@ class Database:
         """``EXPORT DATABASE`` (parquet): a consistent logical snapshot of the live data."""
         with self._write_lock, self._gate.shared():
             self._export(directory)
+            self._committed()
 
     @staticmethod
     def import_into(target_file: Path, export_dir: Path, *, buffer_pool: int) -> None:
@@ -476,6 +502,9 @@ class Database:
         self._closed = True
         with self._write_lock:
             self._close_handles()
+            self._committed()
+            if self._mark is not None:
+                self._mark.close()
 
 class _Materialised:
     """A query result read to the end while its transaction was open."""

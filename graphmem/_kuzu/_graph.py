@@ -370,6 +370,14 @@ class KuzuGraph:
                             for c, v in zip(columns, row, strict=True)})
         return out
 
+    def contexts_containing(self, text: str) -> list[dict[str, Any]]:
+        """Memories whose indexing context contains ``text`` (id, subject, text, context)."""
+        if not text:
+            return []
+        rows = self.db.read("MATCH (m:Memory) WHERE m.context CONTAINS $t "
+                            "RETURN m.id, m.subject, m.text, m.context", {"t": text})
+        return [dict(zip(("id", "subject", "text", "context"), r, strict=True)) for r in rows]
+
     def edge_table(self, kind: str) -> pa.Table:
         """Every edge of ``kind`` as an Arrow table of src, dst, weight."""
         table = EDGE_KINDS[kind]
@@ -548,10 +556,13 @@ class KuzuGraph:
 
     # -- hard delete ---------------------------------------------------------------
     def redact(self, memory_id: str, *, node: Mapping[str, Any], version: Mapping[str, Any],
-               event: Mapping[str, Any]) -> None:
+               event: Mapping[str, Any], changes: Sequence[Change] = ()) -> None:
         """Forget one memory: blank its node, redact its versions and events' metadata,
-        delete its edges, and record one version and one event, in one transaction."""
+        delete its edges, apply ``changes`` (contexts scrubbed of its text), and record
+        one version and one event, in one transaction."""
         with self.db.write() as tx:
+            for change in changes:
+                self._apply(tx, change)
             self._apply(tx, Change(memory_id, set=dict(node)))
             tx.run(
                 "MATCH (:Memory {id: $id})-[:HAS_VERSION]->(v:Version) "

@@ -95,6 +95,8 @@ def pagerank(db: Database, *, write: bool, damping: float = 0.85) -> dict[str, f
     With ``write`` the ranks are stored in ``Memory.centrality`` set-based and an empty
     dict comes back; without, they are returned and nothing is written.
     """
+    if db.read_only and not write:
+        return _pagerank_networkx(db, damping)
     name = "graphmem_centrality"
     call = f"CALL page_rank('{name}', dampingFactor := $d, maxIterations := 100) "
     statements: list[str | tuple[str, Mapping[str, Any]]] = [
@@ -114,3 +116,19 @@ def pagerank(db: Database, *, write: bool, damping: float = 0.85) -> dict[str, f
     ranks = {str(r[0]): float(r[1]) for r in rows[1]}
     total = sum(ranks.values())
     return {k: v / total for k, v in ranks.items()} if total > 0 else ranks
+
+
+def _pagerank_networkx(db: Database, damping: float) -> dict[str, float]:
+    """The same ranks from networkx, for a read-only database (Kuzu projects graphs
+    only in a writable one)."""
+    import networkx as nx
+
+    graph = nx.MultiDiGraph()
+    graph.add_nodes_from(str(r[0]) for r in db.read("MATCH (m:Memory) RETURN m.id"))
+    for table in ("REFERENCES", "CO_OCCURS"):
+        graph.add_edges_from((str(a), str(b)) for a, b in db.read(
+            f"MATCH (a:Memory)-[:{table}]->(b:Memory) RETURN a.id, b.id"))
+    if not graph:
+        return {}
+    ranks: dict[str, float] = nx.pagerank(graph, alpha=damping, tol=1e-12, max_iter=2000)
+    return ranks

@@ -44,7 +44,8 @@ _MEMORY_V1: dict[str, str] = {
     "vec": "STRING",
 }  # fmt: skip
 #: v2 adds the entities ingest finds in a memory (for REFERENCES between shared ones).
-MEMORY_TYPES: dict[str, str] = {**_MEMORY_V1, "entities": "STRING[]"}
+#: ... and the context a memory is indexed with (text of its session neighbours).
+MEMORY_TYPES: dict[str, str] = {**_MEMORY_V1, "entities": "STRING[]", "context": "STRING"}
 #: v2 adds a staging table: lifecycle jobs COPY their decisions here and apply them with
 #: one hash join (an id-list match in Kuzu is a cross product: ~0.5 s per 1k ids at 100k).
 STAGE_TYPES: dict[str, str] = {
@@ -102,6 +103,7 @@ SCHEMAS: dict[int, list[str]] = {
 MIGRATIONS: dict[int, list[str]] = {
     2: [
         "ALTER TABLE Memory ADD entities STRING[]",
+        "ALTER TABLE Memory ADD context STRING",
         _node_table("Stage", STAGE_TYPES),
     ],
 }

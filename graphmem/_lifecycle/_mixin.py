@@ -1,4 +1,4 @@
-"""The store's lifecycle layer: the archivist (seed 000) and the lifecycle manager (seed 001)."""
+"""The store's lifecycle layer: the archivist and the lifecycle manager."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ class LifecycleMixin(StoreCore):
 
     # -- the archivist --------------------------------------------------------------------
     def evaluate(self, memory_id: str, *, owner: str | None = None) -> EvaluationResult:
-        """Recommend promote, archive, maintain or review for one memory (seed 000).
+        """Recommend promote, archive, maintain or review for one memory (the archivist policy).
 
         Metrics include its cross-reference count (distinct memories that reference it)
         and its centrality.
@@ -120,7 +120,7 @@ class LifecycleMixin(StoreCore):
 
     def promote(self, memory_id: str, *, reason: str = "manual", owner: str | None = None,
                 triggered_by: TriggeredBy = TriggeredBy.MANUAL) -> PromoteResult:
-        """Promote an episodic memory to semantic (seed 000's promoteMemory)."""
+        """Promote an episodic memory to semantic (the archivist's promoteMemory)."""
         if reason not in PROMOTE_REASONS:
             raise InvalidInputError(f"reason must be one of {', '.join(PROMOTE_REASONS)}",
                                     field="reason")
@@ -140,7 +140,7 @@ class LifecycleMixin(StoreCore):
     def archive(self, memory_id: str, *, reason: str = "manual", create_summary: bool = False,
                 owner: str | None = None,
                 triggered_by: TriggeredBy = TriggeredBy.MANUAL) -> ArchiveResult:
-        """Move a memory to the archive (seed 000's archiveMemory): kept for audit and
+        """Move a memory to the archive (the archivist's archiveMemory): kept for audit and
         export, out of normal recall, restorable. ``create_summary`` writes a summary of
         the memory and its graph neighbourhood into the event (Ollama when configured)."""
         if reason not in ARCHIVE_REASONS:
@@ -210,15 +210,18 @@ class LifecycleMixin(StoreCore):
                 "ageInDays": round(self._age_days(memory.created, now), 2)}
 
     # -- the lifecycle manager -------------------------------------------------------------
-    def run_lifecycle(self, *, apply: bool = False) -> LifecycleReport:
-        """The lifecycle manager (seed 001): graph signals, decay (memories tagged
+    def run_lifecycle(self, *, apply: bool = False, owner: str | None = None
+                      ) -> LifecycleReport:
+        """The lifecycle manager: graph signals, decay (memories tagged
         critical or permanent do not decay), score recompute,
         promotions, auto-archive (only with ``AUTO_ARCHIVE_ENABLED``, else listed for
         review), the hot set, weak-candidate expiry and payload retention.
 
         A dry run (the default) computes everything and changes nothing. With ``apply``
         each job is one set-based transaction (state, version rows and events together);
-        a second run on the same day changes nothing.
+        a second run on the same day changes nothing. With ``owner`` only that owner's
+        memories are evaluated and changed (the hot set is then that owner's); graph
+        signals are always computed over the whole graph.
         """
         started = time.perf_counter()
         self._before_read()
@@ -231,7 +234,7 @@ class LifecycleMixin(StoreCore):
         else:
             centrality = self.centrality()
         xrefs = self._graph.reference_counts()
-        view = _Columns(self._graph.scan(columns=_SCAN), now.timestamp())
+        view = _Columns(self._graph.scan(owner=owner, columns=_SCAN), now.timestamp())
         plan = self._plan(view, xrefs, now)
         evaluations = self._sample_evaluations(view, plan, xrefs, centrality, now)
         jobs = JobCounts(
@@ -250,16 +253,36 @@ class LifecycleMixin(StoreCore):
         """Every job's decisions, vectorised over the whole store."""
         s = self.settings
         act = np.flatnonzero(v.active)
-        half_life = np.array([s.half_life(k) for k in v.kind[act]])
         # Decay and score recompute: importance follows original * 0.5^(idle / half-life);
         # memories tagged critical or permanent are exempt (someone said they matter).
         idle_days = np.maximum(v.now_s - v.last[act], 0.0) / _DAY
-        target = v.original[act] * 0.5 ** (idle_days / half_life)
-        target = np.where(v.promote_tag[act], v.importance[act], target)
-        delta = v.importance[act] - target
-        decay, recompute = delta >= s.decay_min_drop, -delta >= s.decay_min_drop
-        importance = v.importance.copy()
-        importance[act] = np.where(decay | recompute, target, v.importance[act])
+
+        def targets(kinds: np.ndarray) -> np.ndarray:
+            half_life = np.array([s.half_life(k) for k in kinds], dtype=float)
+            target = v.original[act] * 0.5 ** (idle_days / half_life)
+            return np.where(v.promote_tag[act], v.importance[act], target)
+
+        def moved(target: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            delta = v.importance[act] - target
+            decay, recompute = delta >= s.decay_min_drop, -delta >= s.decay_min_drop
+            importance = v.importance.copy()
+            importance[act] = np.where(decay | recompute, target, v.importance[act])
+            return decay, recompute, importance
+
+        target = targets(v.kind[act])
+        decay, recompute, importance = moved(target)
+        xref = np.array([xrefs.get(v.ids[i], 0) for i in act], dtype=np.int64)
+        masks = evaluate_arrays(
+            importance=importance[act], age_in_days=v.age_days[act],
+            access_count=v.access[act], episodic=v.kind[act] == Kind.EPISODIC.value,
+            promote_tag=v.promote_tag[act], archive_tag=v.archive_tag[act],
+            cross_reference_count=xref, settings=s)
+        if s.archivist_enabled and masks["promote"].any():
+            # A memory promoted now decays from now on as semantic: its score is set by
+            # the semantic half-life in this run, so that the next run finds nothing to do.
+            kinds = np.where(masks["promote"], Kind.SEMANTIC.value, v.kind[act])
+            target = targets(kinds)
+            decay, recompute, importance = moved(target)
         plan: dict[str, Any] = {
             "decay": [_stage(v.ids[i], num=float(t), reason=f"idle {d:.0f} days")
                       for i, t, d in zip(act[decay], target[decay], idle_days[decay],
@@ -267,12 +290,6 @@ class LifecycleMixin(StoreCore):
             "recompute": [_stage(v.ids[i], num=float(t), reason="recompute")
                           for i, t in zip(act[recompute], target[recompute], strict=True)],
         }
-        xref = np.array([xrefs.get(v.ids[i], 0) for i in act], dtype=np.int64)
-        masks = evaluate_arrays(
-            importance=importance[act], age_in_days=v.age_days[act],
-            access_count=v.access[act], episodic=v.kind[act] == Kind.EPISODIC.value,
-            promote_tag=v.promote_tag[act], archive_tag=v.archive_tag[act],
-            cross_reference_count=xref, settings=s)
         plan["masks"], plan["act"], plan["importance"] = masks, act, importance
         plan["counts"] = {a: int(masks[a].sum())
                           for a in ("promote", "archive", "maintain", "review")}

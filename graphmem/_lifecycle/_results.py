@@ -1,6 +1,6 @@
-"""Results of the archivist (seed 000): evaluations, transitions, and the lifecycle report.
+"""Results of the archivist: evaluations, transitions, and the lifecycle report.
 
-Python names are snake_case; ``model_dump(by_alias=True)`` / ``to_json()`` give the seed's
+Python names are snake_case; ``model_dump(by_alias=True)`` / ``to_json()`` give the archivist's
 camelCase (memoryId, recommendedAction, ageInDays ...).
 """
 
@@ -127,7 +127,7 @@ class LifecycleReport(_Seed):
         return json.dumps(self.model_dump(mode="json", by_alias=True), indent=2)
 
     def to_markdown(self, *, limit: int = 20) -> str:
-        """The report in the seed's "Archivist Lifecycle Report" layout."""
+        """The report in the "Archivist Lifecycle Report" layout."""
         lines = ["# Archivist Lifecycle Report", "",
                  f"**Generated:** {format_iso(self.generated)}",
                  f"**Memories Evaluated:** {self.evaluated}",

@@ -1,4 +1,4 @@
-"""The archivist's rules (seed 000), as a pure function and as its vectorised twin.
+"""The archivist's rules, as a pure function and as its vectorised twin.
 
 ``shouldPromote``: accessCount >= PROMOTION_ACCESS_THRESHOLD, or importance >=
 PROMOTION_IMPORTANCE_THRESHOLD, or a "critical" / "permanent" tag, or >= 3 cross-references
@@ -44,13 +44,13 @@ def evaluate_memory_lifecycle(
     importance: float,
     age_in_days: float,
     access_count: int,
-    type: str,  # the seed's parameter name
+    type: str,  # the policy's parameter name
     tags: Sequence[str] = (),
     cross_reference_count: int = 0,
     centrality: float | None = None,
     settings: Settings | None = None,
 ) -> EvaluationResult:
-    """Evaluate one memory for promotion or archiving (the seed's evaluateMemoryLifecycle).
+    """Evaluate one memory for promotion or archiving (the archivist's evaluateMemoryLifecycle).
 
     Examples
     --------
@@ -155,7 +155,7 @@ def evaluate_arrays(
     """The same rules over arrays (one entry per memory): masks of each action.
 
     Returns ``{"promote", "archive", "review", "maintain"}`` boolean arrays, and
-    ``"reason"``: the seed's name of the first rule that applies (high_access,
+    ``"reason"``: the policy's name of the first rule that applies (high_access,
     high_importance, critical_tag, cross_references, age, deprecated; "" otherwise). The
     tests check it against ``evaluate_memory_lifecycle`` on random inputs.
     """

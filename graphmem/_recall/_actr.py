@@ -2,7 +2,7 @@
 
 Base-level learning: ``B_i = ln(sum_j (t - t_j) ** -d)`` over the presentations ``t_j``
 (creation and every access). When only the latest accesses are kept, the sum cannot be
-computed; the approximation of the retrieval sidecar (seed 003) stands in:
+computed; the approximation of the retrieval sidecar stands in:
 ``A_i = -d ln(age) + beta log1p(freq) + epsilon conf`` with ``age`` the memory's lifetime.
 Times are in seconds; a change of unit only shifts every activation by the same constant.
 """
@@ -35,7 +35,7 @@ def base_level(ages_s: Sequence[float], *, d: float = 0.5) -> float:
 
 def approx_activation(age_s: float, frequency: int, confidence: float, *, d: float = 0.5,
                       beta: float = 1.0, epsilon: float = 0.5) -> float:
-    """The seed's ``-d ln(age) + beta log1p(freq) + epsilon conf``."""
+    """The sidecar's ``-d ln(age) + beta log1p(freq) + epsilon conf``."""
     return -d * math.log(max(age_s, _MIN_AGE_S)) + beta * math.log1p(frequency) \
         + epsilon * confidence
 
@@ -92,7 +92,7 @@ def activation(
     epsilon: float = 0.5,
 ) -> ActivationTerms:
     """Activation of one memory at ``now``: exact base level when the access history is
-    complete (``access_count <= len(access_times)``), the seed's approximation when it
+    complete (``access_count <= len(access_times)``), the sidecar's approximation when it
     was truncated; plus ``epsilon * confidence`` in both cases."""
     return activation_s(created=created.timestamp(),
                         access_times=np.array([t.timestamp() for t in access_times]),

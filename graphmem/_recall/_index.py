@@ -25,7 +25,7 @@ __all__ = ["INDEX_COLUMNS", "RecallIndex"]
 INDEX_COLUMNS = (
     "id", "vec", "status", "kind", "owner", "hot", "created", "valid_from", "valid_to",
     "access_count", "access_times", "last_accessed", "confidence", "importance",
-    "superseded_by", "subject", "text", "entities", "session",
+    "superseded_by", "subject", "text", "entities", "session", "context",
 )  # fmt: skip
 STATUS_CODE = {s.value: i for i, s in enumerate(Status)}
 KIND_CODE = {k.value: i for i, k in enumerate(Kind)}
@@ -211,7 +211,9 @@ class RecallIndex:
                 self.vectors[pos] = 0.0
             else:
                 subject, text = row.get("subject"), row.get("text") or ""
-                self.bm25.set(pos, f"{subject}\n{text}" if subject else text)
+                context = row.get("context")
+                indexed = f"{subject}\n{text}" if subject else text
+                self.bm25.set(pos, f"{indexed}\n{context}" if context else indexed)
 
     def _index_entities(self, pos: int, entities: tuple[str, ...], subject: str | None
                         ) -> None:

@@ -420,7 +420,7 @@ class RecallMixin(StoreCore):
     # -- feedback ---------------------------------------------------------------------
     def feedback(self, memory_id: str, *, useful: bool, query: str | None = None,
                  owner: str | None = None) -> Memory:
-        """Report whether a recalled memory helped (seed 001's retrieval feedback).
+        """Report whether a recalled memory helped (retrieval feedback).
 
         Useful: the useful count grows and importance rises by ``feedback_boost`` (a
         version row ``importance_boost``); memories of the same recall marked useful
@@ -478,14 +478,16 @@ class RecallMixin(StoreCore):
                 batch_threads=self.settings.embed_batch_threads,
                                           ollama_host=self.settings.ollama_host,
                                           timeout=self.settings.ollama_timeout_s)
-        rows = [r for r in self._graph.scan(columns=["id", "subject", "text", "status"])
+        rows = [r for r in self._graph.scan(columns=["id", "subject", "text", "context",
+                                                     "status"])
                 .to_pylist() if r["status"] != Status.FORGOTTEN.value]
         from .._store import _progress
 
         bar = _progress(len(rows), "re-embedding", progress)
         for start in range(0, len(rows), batch_size):
             chunk = rows[start:start + batch_size]
-            vectors = embedder.embed([embedding_text(r["subject"], r["text"]) for r in chunk])
+            vectors = embedder.embed([embedding_text(r["subject"], r["text"], r["context"])
+                                      for r in chunk])
             with self._lock:
                 self._graph.set_vectors({r["id"]: encode_vector(v)
                                          for r, v in zip(chunk, vectors, strict=True)})

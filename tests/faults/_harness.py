@@ -14,9 +14,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_and_kill(mode: str, db: Path, *, rng: random.Random, max_acks: int = 6,
-                 extra: list[str] | None = None) -> list[str]:
+                 extra: list[str] | None = None,
+                 delay: tuple[float, float] = (0.0, 0.08)) -> list[str]:
     """Run ``tests.faults.worker MODE DB``, SIGKILL it after a random number of
-    acknowledgements plus a random delay, and return the ACK lines it printed."""
+    acknowledgements plus a random ``delay`` (seconds), and return the ACK lines it
+    printed."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.faults.worker", mode, str(db), *(extra or [])],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -35,7 +37,7 @@ def run_and_kill(mode: str, db: Path, *, rng: random.Random, max_acks: int = 6,
             if line.startswith("ACK"):
                 acks.append(line)
             if (line == "READY" or line.startswith("ACK")) and len(acks) >= wanted:
-                time.sleep(rng.uniform(0.0, 0.08))  # land inside the next write
+                time.sleep(rng.uniform(*delay))  # land inside the next write
                 break
         proc.send_signal(signal.SIGKILL)
         rest, err = proc.communicate(timeout=30)

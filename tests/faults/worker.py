@@ -1,15 +1,27 @@
 """A process for the fault tests to kill: it does one kind of work and says what it committed.
 
-    python -m tests.faults.worker add_many DB     prints "ACK <batch>" after each batch commits
+    python -m tests.faults.worker add_many DB            "ACK <batch>" after each batch commits
+    python -m tests.faults.worker lifecycle DB NOW       "ACK done" after run_lifecycle(apply)
+    python -m tests.faults.worker ump DB FILE            "ACK done" after import_ump returns
+    python -m tests.faults.worker compact ROOT DB TODAY  "ACK <file>" after each file (and its
+                                                         memories) is compacted
+
+Each prints READY when its store is open, then works; after the work it waits to be killed.
 """
 
 from __future__ import annotations
 
 import sys
+import time
+from datetime import date
+from pathlib import Path
 
-from graphmem import MemoryStore
+from graphmem import MemoryStore, Settings
+from graphmem._time import parse_iso
 
 BATCH = 200
+#: What the lifecycle trials run with: archives apply, so every job has work.
+LIFECYCLE_SETTINGS = Settings(auto_archive_enabled=True, hot_set_size=100)
 
 
 def add_many(db: str) -> None:
@@ -24,5 +36,47 @@ def add_many(db: str) -> None:
             batch += 1
 
 
+def _wait() -> None:
+    while True:
+        time.sleep(1)
+
+
+def lifecycle(db: str, now: str) -> None:
+    moment = parse_iso(now)
+    with MemoryStore(db, settings=LIFECYCLE_SETTINGS, clock=lambda: moment) as store:
+        print("READY", flush=True)
+        store.run_lifecycle(apply=True)
+        print("ACK done", flush=True)
+        _wait()
+
+
+def ump(db: str, path: str) -> None:
+    from ingest.ump import import_ump
+
+    with MemoryStore(db, embedder="hashing") as store:
+        print("READY", flush=True)
+        import_ump(store, path)
+        print("ACK done", flush=True)
+        _wait()
+
+
+def compact(root: str, db: str, today: str) -> None:
+    from ingest.compact import archive_in_store, sweep
+
+    base = Path(root)
+    with MemoryStore(db, embedder="hashing") as store:
+        print("READY", flush=True)
+
+        def written(plan: object) -> None:
+            archive_in_store(store, plan, base)  # type: ignore[arg-type]
+            print(f"ACK {plan.path.name}", flush=True)  # type: ignore[attr-defined]
+
+        sweep(base, today=date.fromisoformat(today), apply=True, on_written=written,
+              out=open("/dev/null", "w"))  # noqa: SIM115
+        print("ACK done", flush=True)
+        _wait()
+
+
 if __name__ == "__main__":
-    {"add_many": add_many}[sys.argv[1]](sys.argv[2])
+    modes = {"add_many": add_many, "lifecycle": lifecycle, "ump": ump, "compact": compact}
+    modes[sys.argv[1]](*sys.argv[2:])

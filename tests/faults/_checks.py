@@ -1,0 +1,44 @@
+"""What must hold after a crash: every memory's state agrees with its last version row,
+and every audited transition with a version row written beside it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphmem import MemoryStore
+
+#: Event types of the lifecycle jobs, and the change type written beside each.
+PAIRED = {"promote": "promoted", "archive": "archived", "expire": "tombstoned",
+          "tombstone": "tombstoned"}
+
+
+def snapshot(store: MemoryStore) -> dict[str, tuple[Any, ...]]:
+    """id -> (status, kind, hot, importance rounded) for every memory."""
+    return {m.id: (m.status.value, m.kind.value, m.hot, round(m.importance, 6))
+            for m in store.memories()}
+
+
+def assert_consistent(store: MemoryStore) -> None:
+    data = store.export()
+    memories = {m["id"]: m for m in data["memories"] + data["tombstoned"]}
+    last: dict[str, dict[str, Any]] = {}
+    for version in data["versions"]:
+        current = last.get(version["memory_id"])
+        if current is None or version["seq"] > current["seq"]:
+            last[version["memory_id"]] = version
+    for memory_id, memory in memories.items():
+        version = last[memory_id]
+        assert version["seq"] == memory["version"], memory_id
+        assert (version["status"], version["kind"]) == (memory["status"], memory["kind"]), \
+            f"{memory_id}: state {memory['status']}/{memory['kind']} but last version " \
+            f"{version['status']}/{version['kind']}"
+    versions = {(v["memory_id"], v["change_type"], v["at"]) for v in data["versions"]}
+    paired_events = [e for e in data["events"] if e["eventType"] in PAIRED]
+    for event in paired_events:
+        key = (event["memoryId"], PAIRED[event["eventType"]], event["timestamp"])
+        assert key in versions, f"event without its version row: {event}"
+    events = {(e["memoryId"], PAIRED[e["eventType"]], e["timestamp"]) for e in paired_events}
+    for version in data["versions"]:
+        if version["change_type"] in PAIRED.values():
+            key = (version["memory_id"], version["change_type"], version["at"])
+            assert key in events, f"version row without its event: {version}"
