@@ -1,0 +1,176 @@
+"""The multi-channel retrieval experiment on public data: the table, ACT-R protocol, ablations.
+
+Rows: ``fulltext`` (the baseline), ``vector``, ``hybrid`` (2-channel RRF), ``graph_hybrid``
+(3-channel RRF), ``default`` (3 channels + ACT-R), each with R@5, R@10, MRR, nDCG@10, the
+queries it wins against the row above, and p50 latency.
+
+The ACT-R protocol: ACT-R needs a history of use, so each store first lives through half
+of its questions as agent use (each asked with ``recall`` and the gold memories marked
+useful), then the other half is measured with and without ACT-R on that same warm store;
+then the halves swap (a fresh store). Reported: how often the top hit changes, how much
+of the top 5 stays, and recall with and without ACT-R, warm and cold.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from graphmem import Embedder, MemoryStore, RecallConfig
+from graphmem._recall import PRESETS
+
+from .locomo import QueryResult
+from .metrics import average, recall_at_k
+
+__all__ = ["ROWS", "CachedEmbedder", "actr_summary", "summarize", "unique_wins"]
+
+#: The rows of the retrieval experiment, in order.
+ROWS = ("fulltext", "vector", "hybrid", "graph_hybrid", "default")
+#: The k of the recall@k curves.
+CURVE_KS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20)
+TABLE_METRICS = ("recall@5", "recall@10", "recall@20", "recall_any@5", "recall_any@10",
+                 "recall_all@5", "recall_all@10", "mrr", "ndcg@10")
+
+
+class CachedEmbedder:
+    """An embedder that remembers the vectors of the texts it saw (questions are asked of
+    every configuration; the store's own writes pass through unchanged)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self._cache: dict[str, np.ndarray] = {}
+        #: How long each cached text took to embed alone (ms): added back to the latency
+        #: of every configuration that embeds the query, so rows stay comparable.
+        self.ms: dict[str, float] = {}
+
+    def warm(self, texts: Iterable[str]) -> None:
+        """Embed each text alone (timed) and keep it."""
+        for text in dict.fromkeys(texts):
+            if text not in self._cache:
+                start = time.perf_counter()
+                self._cache[text] = self.inner.embed([text])[0]
+                self.ms[text] = (time.perf_counter() - start) * 1000
+
+    @property
+    def spec(self) -> str:
+        return self.inner.spec
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) > 8:  # bulk writes: not worth keeping
+            return self.inner.embed(texts)
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            for text, vector in zip(missing, self.inner.embed(missing), strict=True):
+                self._cache[text] = vector
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._cache[t] for t in texts])
+
+
+def configs(names: Iterable[str]) -> dict[str, RecallConfig]:
+    return {name: PRESETS[name] for name in names}
+
+
+def unique_wins(rows: Sequence[QueryResult], names: Sequence[str], metric: str = "recall@10"
+                ) -> dict[str, dict[str, Any]]:
+    """For each row after the first: queries where it beats the row above, and loses."""
+    by = {(r.sample_id, r.index, r.preset): r.metrics[metric] for r in rows}
+    keys = sorted({(r.sample_id, r.index) for r in rows})
+    out: dict[str, dict[str, Any]] = {}
+    for above, name in itertools.pairwise(names):
+        wins = sum(1 for k in keys if by.get((*k, name), 0) > by.get((*k, above), 0))
+        losses = sum(1 for k in keys if by.get((*k, name), 0) < by.get((*k, above), 0))
+        out[name] = {"wins": wins, "losses": losses, "against": above}
+    return out
+
+
+def summarize(rows: Sequence[QueryResult], names: Sequence[str],
+              categories: Mapping[int, str] | None = None) -> dict[str, Any]:
+    """Per preset: the averaged metrics and p50 latency; per category: recall@10."""
+    by_preset: dict[str, list[QueryResult]] = defaultdict(list)
+    for r in rows:
+        by_preset[r.preset].append(r)
+    presets = {}
+    per_category: dict[str, dict[str, dict[str, float]]] = {}
+    for name in names:
+        chosen = by_preset.get(name, [])
+        if not chosen:
+            continue
+        metrics = average([r.metrics for r in chosen])
+        metrics = {k: round(v, 4) for k, v in metrics.items() if k in TABLE_METRICS}
+        metrics["p50_ms"] = round(statistics.median(r.ms for r in chosen), 2)
+        metrics["n"] = len(chosen)
+        presets[name] = metrics
+        cats: dict[str, list[QueryResult]] = defaultdict(list)
+        for r in chosen:
+            label = categories.get(r.category, str(r.category)) if categories else \
+                str(r.category)
+            cats[f"{r.category} {label}".strip() if categories else label].append(r)
+        per_category[name] = {
+            cat: {"recall@10": round(average([q.metrics for q in qs])["recall@10"], 4),
+                  "recall@5": round(average([q.metrics for q in qs])["recall@5"], 4),
+                  "n": len(qs)}
+            for cat, qs in sorted(cats.items())}
+    curves = {name: {str(k): round(statistics.mean(recall_at_k(r.ranking, r.gold, k)
+                                                   for r in by_preset[name]), 4)
+                     for k in CURVE_KS} for name in presets}
+    return {"presets": presets, "per_category": per_category, "curves": curves,
+            "unique_wins": unique_wins(rows, [n for n in names if n in presets])}
+
+
+def replay(store: MemoryStore, questions: Sequence[tuple[str, Sequence[str]]],
+           preset: str | RecallConfig = "graph_hybrid") -> None:
+    """Agent use: ask each question (accesses recorded) and mark its gold memories
+    (``memory ids``) useful, as a user confirming the right memories would."""
+    for query, gold in questions:
+        store.recall(query, k=10, preset=preset)
+        for memory_id in gold:
+            store.feedback(memory_id, useful=True, query=query)
+    store.flush()
+
+
+def actr_summary(pairs: Sequence[tuple[QueryResult, QueryResult]],
+                 cold: Sequence[tuple[QueryResult, QueryResult]] = ()) -> dict[str, Any]:
+    """(without ACT-R, with ACT-R) results of the same queries on the same warm store."""
+    if not pairs:
+        return {}
+    changes = sum(1 for a, b in pairs if a.ranking[:1] != b.ranking[:1])
+    retention = statistics.mean(
+        len(set(a.ranking[:5]) & set(b.ranking[:5])) / max(1, min(5, len(a.ranking)))
+        for a, b in pairs)
+    out = {
+        "queries": len(pairs),
+        "top1_changes": changes,
+        "top1_change_rate": round(changes / len(pairs), 4),
+        "top5_retention": round(retention, 4),
+        "warm_3ch": {k: round(v, 4) for k, v in average([a.metrics for a, _ in pairs]).items()
+                     if k in ("recall@5", "recall@10", "mrr")},
+        "warm_actr": {k: round(v, 4) for k, v in average([b.metrics for _, b in pairs]).items()
+                      if k in ("recall@5", "recall@10", "mrr")},
+    }
+    if cold:
+        out["cold_3ch"] = {k: round(v, 4) for k, v in average(
+            [a.metrics for a, _ in cold]).items() if k in ("recall@5", "recall@10", "mrr")}
+        out["cold_actr"] = {k: round(v, 4) for k, v in average(
+            [b.metrics for _, b in cold]).items() if k in ("recall@5", "recall@10", "mrr")}
+    return out
+
+
+def as_rows(rows: Sequence[QueryResult]) -> list[dict[str, Any]]:
+    return [asdict(r) for r in rows]
+

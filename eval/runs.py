@@ -1,0 +1,300 @@
+"""Runs of the experiment on each corpus: LoCoMo, LongMemEval, and any UMP file with qrels."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from graphmem import Embedder, MemoryStore, RecallConfig, Settings
+from graphmem._embed import embedder_from_spec
+from graphmem._recall import PRESETS
+from ingest.locomo import CATEGORIES, Conversation, Question, load_locomo, memory_id
+
+from .experiment import ROWS, CachedEmbedder, actr_summary, configs, replay, summarize
+from .locomo import DEPTH, QueryResult, build_store, run_conversation
+from .metrics import dedupe, score_run
+
+__all__ = ["run_locomo", "run_longmemeval", "run_ump"]
+
+
+def _embedder(spec: str | Embedder) -> CachedEmbedder:
+    inner = embedder_from_spec(spec) if isinstance(spec, str) else spec
+    return CachedEmbedder(inner)
+
+
+def _limit(conversations: Sequence[Conversation], limit: int | None
+           ) -> list[tuple[Conversation, list[tuple[int, Question]]]]:
+    """The conversations and questions (with evidence) to ask; ``limit`` caps the total."""
+    out, left = [], limit
+    for conversation in conversations:
+        asked = [(i, q) for i, q in enumerate(conversation.questions) if q.evidence]
+        if left is not None:
+            asked = asked[:left]
+            left -= len(asked)
+        if asked:
+            out.append((conversation, asked))
+        if left is not None and left <= 0:
+            break
+    return out
+
+
+def run_locomo(
+    path: str | Path | None = None,
+    *,
+    presets: Sequence[str] = ROWS,
+    limit: int | None = None,
+    embedder: str | Embedder = "minilm",
+    ablations: bool = False,
+    progress: bool = True,
+    ingest: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], list[QueryResult]]:
+    """The experiment on LoCoMo: the table, per category, the ACT-R protocol, ablations.
+
+    Returns the results (``results.json``'s content) and the per-query results.
+    """
+    started = time.perf_counter()
+    plan = _limit(load_locomo(path), limit)
+    emb = _embedder(embedder)
+    options = dict(ingest or {})
+    total = sum(len(q) for _, q in plan)
+    bar = tqdm(total=total * len(presets), desc="locomo", unit="q", disable=not progress)
+    rows: list[QueryResult] = []
+    for conversation, asked in plan:
+        store = build_store(conversation, emb, **options)
+        emb.warm(q.question for _, q in asked)
+        rows += run_conversation(store, conversation, configs(presets), questions=asked,
+                                 on_query=lambda: bar.update(1), embed_ms=emb.ms)
+        store.close()
+    bar.close()
+    results: dict[str, Any] = {
+        "corpus": "locomo", "source": str(path or "default"),
+        "conversations": len(plan), "questions": total,
+        **summarize(rows, list(presets), CATEGORIES),
+    }
+    if "default" in presets and "graph_hybrid" in presets:
+        results["actr"] = locomo_actr(plan, emb, options, rows, progress=progress)
+    if ablations:
+        results["ablations"] = locomo_ablations(plan, emb, options, progress=progress)
+    results["seconds"] = round(time.perf_counter() - started, 1)
+    return results, rows
+
+
+def locomo_actr(plan: Sequence[tuple[Conversation, list[tuple[int, Question]]]],
+                emb: Embedder, options: Mapping[str, Any], cold_rows: Sequence[QueryResult],
+                *, progress: bool) -> dict[str, Any]:
+    """The ACT-R protocol: replay one half of each conversation's questions as agent use,
+    measure the other half with and without ACT-R on the warm store, swap."""
+    pairs: list[tuple[QueryResult, QueryResult]] = []
+    total = sum(len(q) for _, q in plan)
+    bar = tqdm(total=total * 3, desc="act-r protocol", unit="q", disable=not progress)
+    for conversation, asked in plan:
+        halves = (asked[0::2], asked[1::2])
+        for history, measured in ((halves[0], halves[1]), (halves[1], halves[0])):
+            if not measured:
+                continue
+            store = build_store(conversation, emb, **options)
+            replay(store, [(q.question, [memory_id(conversation, e) for e in q.evidence])
+                           for _, q in history])
+            bar.update(len(history))
+            result = run_conversation(store, conversation, configs(["graph_hybrid",
+                                                                    "default"]),
+                                      questions=measured, on_query=lambda: bar.update(1))
+            store.close()
+            by = {(r.index, r.preset): r for r in result}
+            pairs += [(by[(i, "graph_hybrid")], by[(i, "default")]) for i, _ in measured]
+    bar.close()
+    cold_by = {(r.sample_id, r.index, r.preset): r for r in cold_rows}
+    cold = [(cold_by[(a.sample_id, a.index, "graph_hybrid")],
+             cold_by[(a.sample_id, a.index, "default")]) for a, _ in pairs
+            if (a.sample_id, a.index, "default") in cold_by]
+    summary = actr_summary(pairs, cold)
+    summary["protocol"] = ("each conversation's questions split in two halves (alternating); "
+                           "one half replayed as agent use (recall with graph_hybrid, gold "
+                           "turns marked useful), the other measured on that warm store "
+                           "with graph_hybrid (no ACT-R) and default (ACT-R); then swapped")
+    return summary
+
+
+#: One-at-a-time variations of the default configuration (recall time only).
+def _recall_ablations() -> dict[str, dict[str, RecallConfig]]:
+    base = PRESETS["default"]
+    weights = base.weights
+    out: dict[str, dict[str, RecallConfig]] = {
+        "rrf_k": {f"k={k}": base.with_(rrf_k=float(k)) for k in (10, 30, 60, 100)},
+        "vector_weight": {f"vector={w}": base.with_(weights={**weights, "vector": w})
+                          for w in (0.0, 0.15, 0.3, 0.5, 1.0)},
+        "graph_weight": {f"graph={w}": base.with_(weights={**weights, "graph": w})
+                         for w in (0.0, 0.1, 0.2, 0.5, 1.0)},
+        "graph_depth": {f"depth={d}": base.with_(graph={"depth": d}) for d in (1, 2, 3)},
+        "graph_method": {m: base.with_(graph={"method": m}) for m in ("ppr", "hops")},
+        "actr_weight": {f"actr={w}": base.with_(actr={"weight": w})
+                        for w in (0.0, 0.3, 0.6, 1.0, 2.0)},
+        "actr_d": {f"d={d}": base.with_(actr={"d": d}) for d in (0.3, 0.5, 0.7)},
+    }
+    return out
+
+
+_INGEST_ABLATIONS: dict[str, dict[str, dict[str, Any]]] = {
+    "context_window": {f"context={w}": {"context_window": w} for w in (0, 1, 2)},
+    "cooccur_window": {f"cooccur={w}": {"cooccur_window": w} for w in (0, 1, 2)},
+    "entity_links": {f"entities={b}": {"entity_links": b} for b in (False, True)},
+}
+
+
+def locomo_ablations(plan: Sequence[tuple[Conversation, list[tuple[int, Question]]]],
+                     emb: Embedder, options: Mapping[str, Any], *, progress: bool
+                     ) -> dict[str, Any]:
+    """R@10 and MRR of each variation: recall-time ones on the same stores, ingest-time
+    ones (context window, co-occurrence window, entity links) on rebuilt stores."""
+    variations = _recall_ablations()
+    results: dict[str, Any] = {}
+    flat = {f"{group}/{name}": cfg for group, cfgs in variations.items()
+            for name, cfg in cfgs.items()}
+    rows: list[QueryResult] = []
+    bar = tqdm(total=len(plan), desc="ablations (recall)", unit="conv", disable=not progress)
+    for conversation, asked in plan:
+        store = build_store(conversation, emb, **options)
+        rows += run_conversation(store, conversation, flat, questions=asked)
+        store.close()
+        bar.update(1)
+    bar.close()
+    for group, cfgs in variations.items():
+        results[group] = {name: _brief([r for r in rows if r.preset == f"{group}/{name}"])
+                          for name in cfgs}
+    bar = tqdm(total=sum(len(v) for v in _INGEST_ABLATIONS.values()) * len(plan),
+               desc="ablations (ingest)", unit="store", disable=not progress)
+    for group, variants in _INGEST_ABLATIONS.items():
+        results[group] = {}
+        for name, change in variants.items():
+            found: list[QueryResult] = []
+            for conversation, asked in plan:
+                store = build_store(conversation, emb, **{**options, **change})
+                found += run_conversation(store, conversation, configs(["default"]),
+                                          questions=asked)
+                store.close()
+                bar.update(1)
+            results[group][name] = _brief(found)
+    bar.close()
+    return results
+
+
+def _brief(rows: Sequence[QueryResult]) -> dict[str, float]:
+    if not rows:
+        return {}
+    return {"recall@5": round(statistics.mean(r.metrics["recall@5"] for r in rows), 4),
+            "recall@10": round(statistics.mean(r.metrics["recall@10"] for r in rows), 4),
+            "mrr": round(statistics.mean(r.metrics["mrr"] for r in rows), 4),
+            "n": len(rows)}
+
+
+def run_longmemeval(path: str | Path, *, presets: Sequence[str] = ROWS,
+                    limit: int | None = None, embedder: str | Embedder = "minilm",
+                    progress: bool = True) -> tuple[dict[str, Any], list[QueryResult]]:
+    """LongMemEval: each question its own haystack (user turns indexed); session-level
+    gold (answer sessions); abstention questions skipped. ``recall_all@k`` is the paper's
+    Recall@k."""
+    from ingest.longmemeval import ingest_question, load_longmemeval
+
+    started = time.perf_counter()
+    questions = [q for q in load_longmemeval(path) if not q.abstention and q.gold_sessions]
+    questions = questions[:limit] if limit is not None else questions
+    emb = _embedder(embedder)
+    rows: list[QueryResult] = []
+    for q in tqdm(questions, desc="longmemeval", unit="q", disable=not progress):
+        now = q.question_date or datetime.now(UTC)
+        with MemoryStore(":memory:", embedder=emb, settings=Settings(),
+                         clock=_fixed(now)) as store:
+            session_of = ingest_question(store, q)
+            for name, config in configs(presets).items():
+                start = time.perf_counter()
+                hits = store.recall(q.question, k=DEPTH * 4, preset=config,
+                                    record_access=False)
+                ms = (time.perf_counter() - start) * 1000
+                ranking = dedupe([session_of[h.memory.id] for h in hits])
+                rows.append(QueryResult("lme", len(rows), q.question, 0,
+                                        list(q.gold_sessions), name, ranking,
+                                        score_run(ranking, q.gold_sessions), ms,
+                                        {"question_id": q.question_id,
+                                         "question_type": q.question_type}))
+    summary = summarize(rows, list(presets))
+    by_type: dict[str, dict[str, Any]] = {}
+    for name in presets:
+        types: dict[str, list[QueryResult]] = {}
+        for r in rows:
+            if r.preset == name:
+                types.setdefault(r.extra["question_type"], []).append(r)
+        by_type[name] = {t: {"recall_all@5": round(statistics.mean(
+            x.metrics["recall_all@5"] for x in rs), 4), "n": len(rs)} for t, rs in types.items()}
+    summary["per_category"] = by_type
+    return ({"corpus": "longmemeval", "source": str(path), "questions": len(questions),
+             **summary, "seconds": round(time.perf_counter() - started, 1)}, rows)
+
+
+def _fixed(moment: datetime) -> Callable[[], datetime]:
+    return lambda: moment
+
+
+def run_ump(path: str | Path, qrels: str | Path, *, presets: Sequence[str] = ROWS,
+            limit: int | None = None, embedder: str | Embedder = "minilm",
+            now: datetime | None = None, progress: bool = True
+            ) -> tuple[dict[str, Any], list[QueryResult]]:
+    """Any UMP file with a qrels file (JSON: query -> relevant ids): the retrieval
+    experiment, runnable on a private corpus. ACT-R: the same half/half protocol."""
+    from ingest.ump import import_ump
+
+    started = time.perf_counter()
+    judged = json.loads(Path(qrels).read_text(encoding="utf-8"))
+    if not isinstance(judged, dict) or not all(isinstance(v, list) and v
+                                               for v in judged.values()):
+        raise ValueError(f"{qrels}: qrels must be a JSON object: query -> [relevant ids]")
+    queries = list(judged.items())[:limit] if limit is not None else list(judged.items())
+    emb = _embedder(embedder)
+    clock = now or datetime.now(UTC)
+
+    def fresh() -> MemoryStore:
+        store = MemoryStore(":memory:", embedder=emb, settings=Settings(),
+                            clock=lambda: clock)
+        import_ump(store, path)
+        return store
+
+    rows: list[QueryResult] = []
+    store = fresh()
+    for name, config in configs(presets).items():
+        for index, (query, relevant) in enumerate(tqdm(queries, desc=name, disable=not progress)):
+            rows.append(_ask(store, "ump", index, query, relevant, name, config))
+    store.close()
+    results: dict[str, Any] = {"corpus": "ump", "source": str(path), "queries": len(queries),
+                               **summarize(rows, list(presets))}
+    if "default" in presets and "graph_hybrid" in presets:
+        pairs = []
+        halves = (list(enumerate(queries))[0::2], list(enumerate(queries))[1::2])
+        for history, measured in ((halves[0], halves[1]), (halves[1], halves[0])):
+            store = fresh()
+            replay(store, [(q, rel) for _, (q, rel) in history])
+            for index, (query, relevant) in measured:
+                pairs.append((_ask(store, "ump", index, query, relevant, "graph_hybrid",
+                                   PRESETS["graph_hybrid"]),
+                              _ask(store, "ump", index, query, relevant, "default",
+                                   PRESETS["default"])))
+            store.close()
+        results["actr"] = actr_summary(pairs)
+    results["seconds"] = round(time.perf_counter() - started, 1)
+    return results, rows
+
+
+def _ask(store: MemoryStore, corpus: str, index: int, query: str, relevant: Sequence[str],
+         name: str, config: RecallConfig) -> QueryResult:
+    start = time.perf_counter()
+    hits = store.recall(query, k=DEPTH, preset=config, record_access=False)
+    ms = (time.perf_counter() - start) * 1000
+    ranking = [h.memory.id for h in hits]
+    return QueryResult(corpus, index, query, 0, list(relevant), name, ranking,
+                       score_run(ranking, relevant), ms)
+

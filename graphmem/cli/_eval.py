@@ -1,0 +1,65 @@
+"""The eval command: graphmem eval run."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from .._recall import PRESETS
+from ._app import Context, cli, fail, pass_ctx
+
+
+@cli.group(name="eval")
+def eval_group() -> None:
+    """Reproduce the retrieval experiments on public benchmarks."""
+
+
+@eval_group.command(name="run")
+@click.option("--corpus", type=click.Choice(["locomo", "longmemeval", "ump"]), required=True)
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.option("--qrels", type=click.Path(dir_okay=False), default=None,
+              help="For --corpus ump: JSON object query -> [relevant ids].")
+@click.option("--presets", default=",".join(["fulltext", "vector", "hybrid", "graph_hybrid",
+                                             "default"]), show_default=True,
+              help="Comma-separated presets (the rows of the table).")
+@click.option("--limit", type=click.IntRange(1), default=None,
+              help="At most N questions (a quick run).")
+@click.option("--out", type=click.Path(file_okay=False), default="eval-out", show_default=True,
+              help="Where results.json, the per-query results, the report and plots go.")
+@click.option("--ablations", is_flag=True, help="Also run the ablations (LoCoMo).")
+@click.option("--no-plots", is_flag=True, help="Skip the PNG plots.")
+@pass_ctx
+def eval_run(ctx: Context, corpus: str, file: str | None, qrels: str | None, presets: str,
+             limit: int | None, out: str, ablations: bool, no_plots: bool) -> None:
+    """Run the experiment table (and the ACT-R protocol) on a corpus."""
+    from eval.report import write_outputs
+    from eval.runs import run_locomo, run_longmemeval, run_ump
+
+    names = [p.strip() for p in presets.split(",") if p.strip()]
+    unknown = [p for p in names if p not in PRESETS]
+    if unknown:
+        fail(f"unknown preset(s) {', '.join(unknown)}; presets are {', '.join(PRESETS)}")
+    embedder = ctx.embedder or "minilm"
+    progress = not ctx.json
+    if corpus == "locomo":
+        results, rows = run_locomo(file, presets=names, limit=limit, embedder=embedder,
+                                   ablations=ablations, progress=progress)
+    elif corpus == "longmemeval":
+        if file is None:
+            fail("--corpus longmemeval needs the longmemeval_s.json (or _oracle) FILE")
+        results, rows = run_longmemeval(file, presets=names, limit=limit, embedder=embedder,
+                                        progress=progress)
+    else:
+        if file is None or qrels is None:
+            fail("--corpus ump needs a UMP FILE and --qrels FILE")
+        results, rows = run_ump(file, qrels, presets=names, limit=limit, embedder=embedder,
+                                now=ctx.now, progress=progress)
+    command = "graphmem " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    written = write_outputs(results, rows, Path(out), command=command, plots=not no_plots)
+    presets_out = results["presets"]
+    click.echo(f"{corpus}: " + ", ".join(f"{n} R@10 {m['recall@10']:.3f}"
+                                         for n, m in presets_out.items()))
+    click.echo("wrote " + ", ".join(str(p) for p in written))

@@ -1,0 +1,160 @@
+"""The eval package: metrics by hand and against ranx, the runners, the CLI smoke run."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eval.experiment import summarize, unique_wins
+from eval.locomo import QueryResult
+from eval.metrics import (
+    dedupe,
+    mrr,
+    ndcg_at_k,
+    recall_all_at_k,
+    recall_any_at_k,
+    recall_at_k,
+    score_run,
+)
+from tests.conftest import LOCOMO, ROOT, SAMPLE
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_metrics_by_hand() -> None:
+    ranking = ["x", "a", "y", "b", "z"]
+    gold = {"a", "b", "c"}
+    assert recall_at_k(ranking, gold, 2) == pytest.approx(1 / 3)
+    assert recall_at_k(ranking, gold, 5) == pytest.approx(2 / 3)
+    assert recall_any_at_k(ranking, gold, 1) == 0.0
+    assert recall_any_at_k(ranking, gold, 2) == 1.0
+    assert recall_all_at_k(ranking, gold, 5) == 0.0
+    assert recall_all_at_k(ranking, {"a", "b"}, 4) == 1.0
+    assert mrr(ranking, gold) == 0.5
+    assert mrr(ranking, {"nope"}) == 0.0
+    dcg = 1 / 2 ** 0 * 0 + 1 / __import__("math").log2(3) + 1 / __import__("math").log2(5)
+    ideal = 1 + 1 / __import__("math").log2(3) + 1 / __import__("math").log2(4)
+    assert ndcg_at_k(ranking, gold, 5) == pytest.approx(dcg / ideal)
+    assert dedupe(["s1", "s2", "s1", "s3"]) == ["s1", "s2", "s3"]
+    with pytest.raises(ValueError):
+        recall_at_k(ranking, gold, 0)
+    with pytest.raises(ValueError):
+        recall_at_k(ranking, set(), 5)
+
+
+def test_metrics_do_not_mutate_inputs() -> None:
+    ranking, gold = ["a", "b", "c"], ["c", "z"]
+    before = (copy.copy(ranking), copy.copy(gold))
+    score_run(ranking, gold)
+    assert (ranking, gold) == before
+
+
+def test_metrics_agree_with_ranx_on_random_runs() -> None:
+    from ranx import Qrels, Run, evaluate
+
+    rng = random.Random(11)
+    docs = [f"d{i}" for i in range(40)]
+    qrels, run, ours = {}, {}, {k: [] for k in ("recall@5", "recall@10", "mrr", "ndcg@10",
+                                                  "recall_any@5")}
+    for q in range(60):
+        gold = set(rng.sample(docs, rng.randint(1, 4)))
+        ranking = rng.sample(docs, 25)
+        qrels[f"q{q}"] = {d: 1 for d in gold}
+        run[f"q{q}"] = {d: 100.0 - i for i, d in enumerate(ranking)}
+        scores = score_run(ranking, gold)
+        for key in ours:
+            ours[key].append(scores[key])
+    theirs = evaluate(Qrels(qrels), Run(run), ["recall@5", "recall@10", "mrr", "ndcg@10",
+                                               "hit_rate@5"], make_comparable=True)
+    mean = {k: sum(v) / len(v) for k, v in ours.items()}
+    assert mean["recall@5"] == pytest.approx(theirs["recall@5"])
+    assert mean["recall@10"] == pytest.approx(theirs["recall@10"])
+    assert mean["mrr"] == pytest.approx(theirs["mrr"])
+    assert mean["ndcg@10"] == pytest.approx(theirs["ndcg@10"])
+    assert mean["recall_any@5"] == pytest.approx(theirs["hit_rate@5"])
+
+
+def _result(index: int, preset: str, ranking: list[str], gold: list[str]) -> QueryResult:
+    return QueryResult("c", index, "q", 4, gold, preset, ranking, score_run(ranking, gold), 1.0)
+
+
+def test_summary_and_unique_wins() -> None:
+    rows = [_result(0, "fulltext", ["a", "b"], ["a"]), _result(1, "fulltext", ["x"], ["b"]),
+            _result(0, "vector", ["z"], ["a"]), _result(1, "vector", ["b"], ["b"])]
+    wins = unique_wins(rows, ["fulltext", "vector"])
+    assert wins == {"vector": {"wins": 1, "losses": 1, "against": "fulltext"}}
+    summary = summarize(rows, ["fulltext", "vector"], {4: "single-hop"})
+    assert summary["presets"]["fulltext"]["recall@10"] == 0.5
+    assert summary["presets"]["vector"]["n"] == 2
+    assert summary["per_category"]["vector"]["4 single-hop"]["recall@10"] == 0.5
+
+
+def test_locomo_smoke_run_through_the_cli(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "graphmem", "--embedder", "hashing", "eval", "run",
+         "--corpus", "locomo", str(LOCOMO), "--limit", "12", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["corpus"] == "locomo" and results["questions"] == 12
+    assert set(results["presets"]) == {"fulltext", "vector", "hybrid", "graph_hybrid",
+                                       "default"}
+    for metrics in results["presets"].values():
+        assert {"recall@5", "recall@10", "recall_any@5", "recall_all@5", "recall_all@10",
+                "mrr", "ndcg@10", "p50_ms"} <= set(metrics)
+        assert 0.0 <= metrics["recall@10"] <= 1.0
+    assert set(results["actr"]) >= {"top1_change_rate", "top5_retention", "warm_actr"}
+    assert "1 multi-hop" in results["per_category"]["default"]
+    assert len((out / "queries.jsonl").read_text().splitlines()) == 12 * 5
+    report = (out / "locomo.md").read_text()
+    assert report.startswith("# graphmem on locomo") and "| 3ch + ACT-R | `default` |" in report
+    for png in ("locomo_recall_at_k.png", "locomo_per_category.png"):
+        assert (out / png).read_bytes()[:8] == PNG
+
+
+def test_ump_runner_with_qrels() -> None:
+    from datetime import UTC, datetime
+
+    from eval.runs import run_ump
+
+    results, rows = run_ump(SAMPLE, ROOT / "eval" / "qrels" / "sample.json",
+                            embedder="hashing", progress=False,
+                            now=datetime(2026, 7, 15, 18, tzinfo=UTC))
+    assert results["queries"] == 19 and len(rows) == 19 * 5
+    assert results["presets"]["fulltext"]["recall@10"] > 0.5
+    assert results["actr"]["queries"] == 19
+
+
+def test_longmemeval_runner(tmp_path: Path) -> None:
+    from eval.runs import run_longmemeval
+
+    def session(sid: str, text: str) -> tuple[str, list[dict]]:
+        return sid, [{"role": "user", "content": text},
+                     {"role": "assistant", "content": "Noted."}]
+
+    questions = []
+    for n, (city, other) in enumerate([("Ibadan", "pasta"), ("Accra", "bread")]):
+        sessions = [session(f"s_{n}_a", f"I baked {other} yesterday."),
+                    session(f"answer_{n}", f"I just moved to {city} for work."),
+                    session(f"s_{n}_b", "The weather is nice.")]
+        questions.append({
+            "question_id": f"q{n}", "question_type": "single-session-user",
+            "question": "Which city did I move to for work?", "answer": city,
+            "question_date": "2023/06/01 (Thu) 10:00",
+            "haystack_session_ids": [s for s, _ in sessions],
+            "haystack_dates": [f"2023/05/0{i + 1} (Mon) 09:00" for i in range(3)],
+            "haystack_sessions": [t for _, t in sessions],
+            "answer_session_ids": [f"answer_{n}"]})
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps(questions))
+    results, rows = run_longmemeval(path, embedder="hashing", progress=False)
+    assert results["questions"] == 2
+    assert results["presets"]["fulltext"]["recall_all@5"] == 1.0
+    assert rows[0].ranking[0] == "answer_0"
