@@ -1,0 +1,107 @@
+"""Analyst commands: named and ad-hoc Cypher queries, and drawings of the graph."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+import click
+
+from ._app import Context, cli, echo_json, fail, parse_params, pass_ctx, table
+
+
+@cli.command()
+@click.argument("query_text", metavar="NAME|CYPHER", required=False)
+@click.option("--list", "list_queries", is_flag=True, help="List the named queries and exit.")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
+              help="A query parameter (repeat). Named queries type it from their header; "
+                   "for ad-hoc Cypher JSON values are typed, others are strings.")
+@click.option("--write", is_flag=True, help="Allow ad-hoc Cypher to change the database.")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
+              show_default=True)
+@pass_ctx
+def query(ctx: Context, query_text: str | None, list_queries: bool, params: tuple[str, ...],
+          write: bool, fmt: str) -> None:
+    """Run a named query (see --list) or ad-hoc Cypher (read-only unless --write).
+
+    \b
+      graphmem query --list
+      graphmem query most_referenced --param limit=5
+      graphmem query "MATCH (m:Memory) RETURN m.kind, count(*)"
+    """
+    from queries.library import load_queries, run_named
+
+    named = load_queries()
+    if list_queries:
+        rows = [{"name": q.name, "parameters": ", ".join(
+                    f"{p.name}: {p.type}" + ("" if p.required else f" = {p.default!r}")
+                    for p in q.params), "description": q.description}
+                for q in named.values()]
+        emit_rows(rows, "json" if ctx.json else fmt)
+        return
+    if not query_text:
+        fail("give a query NAME or CYPHER text (or --list)")
+    if query_text in named:
+        if write:
+            fail("named queries are read-only; --write is for ad-hoc Cypher")
+        store = ctx.store(read_only=True)
+        rows = run_named(store, query_text, parse_params(params, convert=lambda _n, raw: raw))
+    else:
+        rows = ctx.store().cypher(query_text, parse_params(params), write=write)
+    emit_rows(rows, "json" if ctx.json else fmt)
+
+
+def emit_rows(rows: list[dict[str, Any]], fmt: str) -> None:
+    """Print query rows as a table, CSV or JSON."""
+    if fmt == "json":
+        echo_json(rows)
+        return
+    headers = list(rows[0]) if rows else []
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(headers)
+        for row in rows:
+            writer.writerow([json.dumps(v, default=str) if isinstance(v, dict | list) else v
+                             for v in row.values()])
+        click.echo(buffer.getvalue(), nl=False)
+        return
+    if not rows:
+        click.echo("(no rows)")
+        return
+    click.echo(table([list(r.values()) for r in rows], headers))
+
+
+@cli.command()
+@click.argument("memory_id", metavar="ID", required=False)
+@click.option("--depth", default=2, show_default=True, type=click.IntRange(0, 6),
+              help="Hops from the memory.")
+@click.option("--max-nodes", default=150, show_default=True, type=click.IntRange(1, 5000))
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="The file to write: .png or .html (interactive, self-contained).")
+@click.option("--lifecycle", "lifecycle_flow", is_flag=True,
+              help="Draw the lifecycle flow (transitions between states) instead; .png.")
+@click.option("--owner", default=None, help="Only this owner's memories.")
+@pass_ctx
+def draw(ctx: Context, memory_id: str | None, depth: int, max_nodes: int, out: str,
+         lifecycle_flow: bool, owner: str | None) -> None:
+    """Draw a memory's neighbourhood (or, with --lifecycle, the lifecycle flow).
+
+    Nodes are coloured by kind and shaped by status (hot ones outlined); references are
+    solid, co-occurrence dashed, supersedes red.
+    """
+    from queries.draw import draw_lifecycle_flow, draw_neighbourhood
+
+    store = ctx.store(read_only=True)
+    if lifecycle_flow:
+        if memory_id:
+            fail("--lifecycle draws the whole store's flow; leave out the ID")
+        path = draw_lifecycle_flow(store, out)
+    else:
+        if not memory_id:
+            fail("give the ID of the memory to draw (or --lifecycle)")
+        path = draw_neighbourhood(store, memory_id, out, depth=depth, max_nodes=max_nodes,
+                                  owner=owner)
+    click.echo(f"wrote {path}", err=True)

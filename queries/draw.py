@@ -1,0 +1,306 @@
+"""Drawings of the memory graph: a memory's neighbourhood (PNG or a self-contained HTML
+page) and the lifecycle flow (PNG).
+
+In both neighbourhood drawings nodes are coloured by kind, shaped by status (hot memories
+get a thick outline), and edges are styled by type: references solid, co-occurrence dashed,
+supersedes red. The HTML page needs no network: its data, styles and script are inline.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from graphmem import InvalidInputError, MemoryStore
+
+from .analytics import lifecycle_flows
+
+__all__ = ["EDGE_STYLES", "KIND_COLOURS", "STATUS_SHAPES", "draw_lifecycle_flow",
+           "draw_neighbourhood", "neighbourhood"]
+
+KIND_COLOURS = {"episodic": "#4C78A8", "semantic": "#F58518", "procedural": "#54A24B",
+                "identity": "#B279A2", "working": "#E45756", "note": "#72B7B2"}
+#: matplotlib marker and the HTML shape for each status.
+STATUS_SHAPES = {"active": ("o", "circle"), "candidate": ("D", "diamond"),
+                 "archived": ("s", "square"), "tombstoned": ("X", "cross"),
+                 "forgotten": ("x", "cross")}
+EDGE_STYLES = {"references": {"color": "#444444", "style": "solid", "dash": ""},
+               "co_occurs": {"color": "#9A9A9A", "style": "dashed", "dash": "5,4"},
+               "supersedes": {"color": "#D62728", "style": "solid", "dash": ""}}
+
+
+def neighbourhood(store: MemoryStore, memory_id: str, *, depth: int = 2,
+                  max_nodes: int = 150, owner: str | None = None) -> nx.MultiDiGraph:
+    """The memories within ``depth`` hops of one memory over every edge type (breadth
+    first, at most ``max_nodes``), as a ``networkx.MultiDiGraph`` whose nodes carry kind,
+    status, hot, label, text and importance, and whose edges carry kind and weight."""
+    if depth < 0:
+        raise InvalidInputError(f"depth must be >= 0, got {depth}", field="depth")
+    if max_nodes < 1:
+        raise InvalidInputError(f"max_nodes must be >= 1, got {max_nodes}", field="max_nodes")
+    store.get(memory_id, owner=owner)  # NotFoundError for an unknown or foreign id
+    graph = nx.MultiDiGraph()
+    hops = {memory_id: 0}
+    queue = deque([memory_id])
+    edges: list[tuple[str, str, str, float]] = []
+    while queue:
+        node = queue.popleft()
+        for link in store.links(node, owner=owner):
+            src, dst = (node, link.other) if link.direction == "out" else (link.other, node)
+            if link.other not in hops:
+                if hops[node] >= depth or len(hops) >= max_nodes:
+                    continue
+                hops[link.other] = hops[node] + 1
+                queue.append(link.other)
+            edges.append((src, dst, link.kind, link.weight))
+    for memory in store.get_many(list(hops), owner=owner):
+        node, hop = memory.id, hops[memory.id]
+        label = memory.subject or memory.text or "(forgotten)"
+        graph.add_node(node, kind=memory.kind.value, status=memory.status.value,
+                       hot=memory.hot, label=label[:40], text=memory.text[:300],
+                       importance=memory.importance, hop=hop, centre=node == memory_id)
+    for src, dst, kind, weight in edges:
+        if src in graph and dst in graph and not graph.has_edge(src, dst, key=kind):
+            graph.add_edge(src, dst, key=kind, kind=kind, weight=weight)
+    return graph
+
+
+def _layout(graph: nx.MultiDiGraph, seed: int) -> dict[str, tuple[float, float]]:
+    if graph.number_of_nodes() == 1:
+        return {n: (0.0, 0.0) for n in graph}
+    simple = nx.Graph(graph)
+    positions = nx.spring_layout(simple, seed=seed, k=1.5 / max(1, len(simple)) ** 0.5)
+    return {n: (float(x), float(y)) for n, (x, y) in positions.items()}
+
+
+def draw_neighbourhood(store: MemoryStore, memory_id: str, out: str | Path, *,
+                       depth: int = 2, max_nodes: int = 150, owner: str | None = None,
+                       fmt: str | None = None, seed: int = 0) -> Path:
+    """Draw one memory's neighbourhood to ``out``: PNG (matplotlib) or a self-contained
+    interactive HTML page, by ``fmt`` or the file's suffix. Returns the path written."""
+    path = Path(out)
+    kind = (fmt or path.suffix.lstrip(".")).lower()
+    if kind not in ("png", "html"):
+        raise InvalidInputError(f"{path}: draw writes .png or .html (or pass a format)",
+                                field="out")
+    graph = neighbourhood(store, memory_id, depth=depth, max_nodes=max_nodes, owner=owner)
+    positions = _layout(graph, seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "png":
+        _png(graph, positions, path, memory_id, depth)
+    else:
+        _html(graph, positions, path, memory_id, depth)
+    return path
+
+
+def _png(graph: nx.MultiDiGraph, positions: dict[str, tuple[float, float]], path: Path,
+         centre: str, depth: int) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    fig, ax = plt.subplots(figsize=(11, 8), dpi=110)
+    for kind, style in EDGE_STYLES.items():
+        edges = [(u, v) for u, v, d in graph.edges(data=True) if d["kind"] == kind]
+        if edges:
+            nx.draw_networkx_edges(graph, positions, edgelist=edges, ax=ax,
+                                   edge_color=style["color"], style=style["style"],
+                                   width=2.0 if kind == "supersedes" else 1.0,
+                                   arrows=kind != "co_occurs", arrowsize=10, alpha=0.8,
+                                   node_size=300)
+    for status, (marker, _) in STATUS_SHAPES.items():
+        nodes = [n for n, d in graph.nodes(data=True) if d["status"] == status]
+        if not nodes:
+            continue
+        nx.draw_networkx_nodes(
+            graph, positions, nodelist=nodes, ax=ax, node_shape=marker,
+            node_color=[KIND_COLOURS.get(graph.nodes[n]["kind"], "#888888") for n in nodes],
+            node_size=[700 if graph.nodes[n]["centre"] else 300 for n in nodes],
+            edgecolors=["black" if graph.nodes[n]["hot"] or graph.nodes[n]["centre"]
+                        else "white" for n in nodes],
+            linewidths=[2.5 if graph.nodes[n]["hot"] else 1.0 for n in nodes])
+    labels = {n: d["label"][:24] for n, d in graph.nodes(data=True)
+              if d["hop"] <= 1 or graph.number_of_nodes() <= 40}
+    nx.draw_networkx_labels(graph, {n: (x, y - 0.045) for n, (x, y) in positions.items()},
+                            labels=labels, ax=ax, font_size=7, verticalalignment="top")
+    kinds = sorted({d["kind"] for _, d in graph.nodes(data=True)})
+    statuses = sorted({d["status"] for _, d in graph.nodes(data=True)})
+    edge_kinds = sorted({d["kind"] for _, _, d in graph.edges(data=True)})
+    handles = [Line2D([], [], marker="o", linestyle="", markersize=9,
+                      markerfacecolor=KIND_COLOURS.get(k, "#888888"),
+                      markeredgecolor="white", label=k) for k in kinds]
+    handles += [Line2D([], [], marker=STATUS_SHAPES[s][0], linestyle="", markersize=8,
+                       markerfacecolor="#CCCCCC", markeredgecolor="black", label=s)
+                for s in statuses]
+    handles += [Line2D([], [], color=EDGE_STYLES[k]["color"],
+                       linestyle="--" if EDGE_STYLES[k]["style"] == "dashed" else "-",
+                       label=k.replace("_", "-")) for k in edge_kinds]
+    ax.legend(handles=handles, loc="upper left", fontsize=8, framealpha=0.9,
+              title="kind · status · edge", title_fontsize=8)
+    ax.set_title(f"neighbourhood of {centre} (depth {depth}): {graph.number_of_nodes()} "
+                 f"memories, {graph.number_of_edges()} edges", fontsize=10)
+    ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>__TITLE__</title>
+<style>
+body{margin:0;font:13px system-ui,sans-serif;display:flex;height:100vh}
+#side{width:300px;padding:10px;border-right:1px solid #ddd;overflow:auto}
+#canvas{flex:1}svg{width:100%;height:100%;cursor:grab}
+.node{cursor:pointer;stroke:#fff;stroke-width:1.2}.node.hot{stroke:#000;stroke-width:3}
+.node.centre{stroke:#000;stroke-width:2.5}.label{font-size:10px;pointer-events:none;fill:#333}
+.edge{fill:none;stroke-width:1.3}.dim{opacity:.15}
+.key{display:inline-block;width:10px;height:10px;margin-right:4px}
+pre{white-space:pre-wrap;background:#f6f6f6;padding:6px}
+</style></head><body>
+<div id="side"><h3>__TITLE__</h3><p>Drag nodes, scroll to zoom, drag the background to pan,
+click a memory for its details.</p><div id="filters"></div><div id="legend"></div>
+<div id="detail"><p><i>no memory selected</i></p></div></div>
+<div id="canvas"><svg id="svg"><defs>__MARKERS__</defs><g id="view"></g></svg></div>
+<script>
+const DATA = __DATA__;
+const NS = "http://www.w3.org/2000/svg";
+const svg = document.getElementById("svg"), view = document.getElementById("view");
+let scale = 1, tx = 0, ty = 0;
+const W = () => svg.clientWidth || 900, H = () => svg.clientHeight || 700;
+const px = n => (n.x * 0.45 + 0.5) * W(), py = n => (n.y * 0.45 + 0.5) * H();
+function el(tag, attrs, parent) { const e = document.createElementNS(NS, tag);
+  for (const k in attrs) e.setAttribute(k, attrs[k]); parent.appendChild(e); return e; }
+const byId = {}; DATA.nodes.forEach(n => byId[n.id] = n);
+const hidden = new Set();
+function shape(n, g) {
+  const r = n.centre ? 11 : 7, x = px(n), y = py(n);
+  const cls = "node" + (n.hot ? " hot" : "") + (n.centre ? " centre" : "");
+  const fill = DATA.colours[n.kind] || "#888";
+  if (n.shape === "square") return el("rect", {x: x - r, y: y - r, width: 2 * r,
+    height: 2 * r, fill, class: cls}, g);
+  if (n.shape === "diamond") return el("polygon", {points: `${x},${y - r} ${x + r},${y} ` +
+    `${x},${y + r} ${x - r},${y}`, fill, class: cls}, g);
+  if (n.shape === "cross") return el("path", {d: `M${x - r},${y - r}L${x + r},${y + r}` +
+    `M${x + r},${y - r}L${x - r},${y + r}`, stroke: fill, "stroke-width": 4, class: cls}, g);
+  return el("circle", {cx: x, cy: y, r, fill, class: cls}, g);
+}
+function render() {
+  view.innerHTML = "";
+  view.setAttribute("transform", `translate(${tx},${ty}) scale(${scale})`);
+  const eg = el("g", {}, view), ng = el("g", {}, view);
+  DATA.edges.forEach(e => { if (hidden.has(e.kind)) return;
+    const s = byId[e.source], t = byId[e.target], st = DATA.edge_styles[e.kind];
+    const line = el("line", {x1: px(s), y1: py(s), x2: px(t), y2: py(t), class: "edge",
+      stroke: st.color, "stroke-dasharray": st.dash,
+      "marker-end": e.kind === "co_occurs" ? "" : `url(#arrow-${e.kind})`}, eg);
+    el("title", {}, line).textContent = `${e.kind} ${e.source} -> ${e.target} (w=${e.weight})`;
+  });
+  DATA.nodes.forEach(n => { const s = shape(n, ng);
+    el("title", {}, s).textContent = `${n.id} [${n.kind}, ${n.status}]\\n${n.text}`;
+    s.addEventListener("mousedown", ev => startDrag(ev, n));
+    s.addEventListener("click", () => show(n));
+    if (n.hop <= 1 || DATA.nodes.length <= 40) {
+      el("text", {x: px(n) + 9, y: py(n) + 3, class: "label"}, ng).textContent = n.label; }
+  });
+}
+function show(n) {
+  const d = document.getElementById("detail"); d.innerHTML = "";
+  const h = document.createElement("h4"); h.textContent = n.id; d.appendChild(h);
+  const p = document.createElement("p");
+  p.textContent = `${n.kind} · ${n.status}${n.hot ? " · hot" : ""} · importance ` +
+    `${n.importance} · ${n.hop} hop(s) away`; d.appendChild(p);
+  const pre = document.createElement("pre"); pre.textContent = n.text; d.appendChild(pre);
+}
+let drag = null, pan = null;
+function startDrag(ev, n) { ev.stopPropagation(); drag = n; }
+svg.addEventListener("mousedown", ev => { pan = {x: ev.clientX - tx, y: ev.clientY - ty}; });
+window.addEventListener("mousemove", ev => {
+  if (drag) { const r = svg.getBoundingClientRect();
+    drag.x = (((ev.clientX - r.left - tx) / scale) / W() - 0.5) / 0.45;
+    drag.y = (((ev.clientY - r.top - ty) / scale) / H() - 0.5) / 0.45; render(); }
+  else if (pan) { tx = ev.clientX - pan.x; ty = ev.clientY - pan.y; render(); } });
+window.addEventListener("mouseup", () => { drag = null; pan = null; });
+svg.addEventListener("wheel", ev => { ev.preventDefault();
+  const f = ev.deltaY < 0 ? 1.1 : 1 / 1.1, r = svg.getBoundingClientRect();
+  const mx = ev.clientX - r.left, my = ev.clientY - r.top;
+  tx = mx - (mx - tx) * f; ty = my - (my - ty) * f; scale *= f; render(); },
+  {passive: false});
+const filters = document.getElementById("filters");
+Object.keys(DATA.edge_styles).forEach(k => { const l = document.createElement("label");
+  const c = document.createElement("input"); c.type = "checkbox"; c.checked = true;
+  c.onchange = () => { c.checked ? hidden.delete(k) : hidden.add(k); render(); };
+  l.appendChild(c); l.append(` ${k} edges `); filters.appendChild(l); });
+const legend = document.getElementById("legend");
+Object.entries(DATA.colours).forEach(([k, c]) => { const s = document.createElement("div");
+  s.innerHTML = `<span class="key" style="background:${c}"></span>`; s.append(k);
+  legend.appendChild(s); });
+render(); window.addEventListener("resize", render);
+</script></body></html>
+"""
+
+
+def _html(graph: nx.MultiDiGraph, positions: dict[str, tuple[float, float]], path: Path,
+          centre: str, depth: int) -> None:
+    scale = max((max(abs(x), abs(y)) for x, y in positions.values()), default=1.0) or 1.0
+    nodes = [{"id": n, "x": positions[n][0] / scale, "y": positions[n][1] / scale,
+              "kind": d["kind"], "status": d["status"], "hot": d["hot"],
+              "shape": STATUS_SHAPES.get(d["status"], ("o", "circle"))[1],
+              "label": d["label"], "text": d["text"], "importance": d["importance"],
+              "hop": d["hop"], "centre": d["centre"]} for n, d in graph.nodes(data=True)]
+    edges = [{"source": u, "target": v, "kind": d["kind"], "weight": round(d["weight"], 3)}
+             for u, v, d in graph.edges(data=True)]
+    data: dict[str, Any] = {"nodes": nodes, "edges": edges, "colours": KIND_COLOURS,
+                            "edge_styles": EDGE_STYLES}
+    # JSON inside <script>: escape "<" so text such as "</script>" cannot end the block.
+    payload = json.dumps(data).replace("<", "\\u003c")
+    markers = "".join(
+        f'<marker id="arrow-{k}" viewBox="0 0 10 10" refX="18" refY="5" markerWidth="7" '
+        f'markerHeight="7" orient="auto"><path d="M0,0L10,5L0,10z" fill="{s["color"]}"/>'
+        f"</marker>" for k, s in EDGE_STYLES.items())
+    title = html.escape(f"graphmem: neighbourhood of {centre} (depth {depth})")
+    page = (_PAGE.replace("__TITLE__", title).replace("__MARKERS__", markers)
+            .replace("__DATA__", payload))
+    path.write_text(page, encoding="utf-8")
+
+
+def draw_lifecycle_flow(store: MemoryStore, out: str | Path) -> Path:
+    """The lifecycle flow as a PNG bar chart: how many memories took each transition
+    (from state -> to state), coloured by event type."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(out)
+    if path.suffix.lower() != ".png":
+        raise InvalidInputError(f"{path}: the lifecycle flow is drawn as .png", field="out")
+    flows = lifecycle_flows(store)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(9, max(2.5, 0.38 * len(flows) + 1.2)), dpi=110)
+    if flows.empty:
+        ax.text(0.5, 0.5, "no lifecycle events yet", ha="center", va="center")
+        ax.axis("off")
+    else:
+        flows = flows.iloc[::-1].reset_index(drop=True)
+        labels = [f"{row['from_state'] or '∅'} → {row['to_state'] or '∅'}  "
+                  f"({row['event_type']})" for row in flows.to_dict("records")]
+        palette = plt.get_cmap("tab10")
+        types = sorted(set(flows["event_type"]))
+        colours = [palette(types.index(t) % 10) for t in flows["event_type"]]
+        bars = ax.barh(range(len(flows)), flows["count"], color=colours)
+        ax.set_yticks(range(len(flows)), labels, fontsize=8)
+        ax.bar_label(bars, fontsize=8, padding=2)
+        ax.set_xlabel("memories")
+        ax.set_title("lifecycle flow: transitions between states", fontsize=10)
+        ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
+    return path

@@ -1,0 +1,7 @@
+// name: hot_set
+// description: The hot memories (kept in the in-process cache), most used first.
+MATCH (m:Memory)
+WHERE m.hot
+RETURN m.id AS id, m.access_count AS accesses, m.last_accessed AS last_accessed,
+       m.kind AS kind, m.text AS text
+ORDER BY accesses DESC, id

@@ -1,0 +1,172 @@
+"""Named Cypher queries: ``queries/*.cypher`` files with a header that declares them.
+
+    // name: most_referenced
+    // description: The memories the most other memories point to.
+    // param: limit INT64 = 10
+    // param: kind STRING = ""
+
+Parameter types: STRING, INT64, DOUBLE, BOOLEAN, TIMESTAMP (ISO 8601). A parameter
+without a default is required. Values are always bound by Kuzu, never pasted into the
+query, and the queries run read-only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from graphmem import InvalidInputError, MemoryStore
+from graphmem._time import parse_iso
+
+__all__ = ["NamedQuery", "Param", "load_queries", "run_named"]
+
+QUERY_DIR = Path(__file__).resolve().parent
+TYPES = ("STRING", "INT64", "DOUBLE", "BOOLEAN", "TIMESTAMP")
+_HEADER = re.compile(r"^//\s*(name|description|param):\s*(.*)$")
+_PARAM = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s+([A-Z0-9]+)(?:\s*=\s*(.*))?$")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str
+    default: Any = None
+    required: bool = True
+
+    def convert(self, value: Any, query: str) -> Any:
+        """A value (a string from the command line, or already typed) as this type."""
+        where = f"{query}: parameter {self.name} ({self.type})"
+        if value is None:
+            raise InvalidInputError(f"{where} has no value", field=self.name)
+        try:
+            if self.type == "STRING":
+                if not isinstance(value, str) or "\x00" in value:
+                    raise ValueError("expected text")
+                return value
+            if self.type == "INT64":
+                if isinstance(value, bool):
+                    raise ValueError("expected an integer")
+                number = int(value)
+                if not -(2 ** 63) <= number < 2 ** 63:
+                    raise ValueError("out of range")
+                return number
+            if self.type == "DOUBLE":
+                real = float(value)
+                if not math.isfinite(real):
+                    raise ValueError("expected a finite number")
+                return real
+            if self.type == "BOOLEAN":
+                if isinstance(value, bool):
+                    return value
+                lowered = str(value).lower()
+                if lowered not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError("expected true or false")
+                return lowered in ("true", "1", "yes")
+            return value if hasattr(value, "isoformat") else parse_iso(str(value))
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise InvalidInputError(f"{where}: {exc} (got {str(value)[:80]!r})",
+                                    field=self.name) from None
+
+
+@dataclass(frozen=True)
+class NamedQuery:
+    name: str
+    description: str
+    text: str
+    path: Path
+    params: tuple[Param, ...] = field(default_factory=tuple)
+
+    def signature(self) -> str:
+        parts = [p.name if p.required else f"{p.name}={p.default!r}" for p in self.params]
+        return f"{self.name}({', '.join(parts)})"
+
+    def bind(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Typed values for every parameter: given ones converted, defaults filled in,
+        keyed by their Cypher names (a Cypher keyword such as ``end`` is ``$end_``)."""
+        known = {p.name for p in self.params}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise InvalidInputError(
+                f"{self.name}: unknown parameter(s) {', '.join(unknown)}; it takes "
+                f"{', '.join(sorted(known)) or 'none'}", field=unknown[0])
+        out = {}
+        for param in self.params:
+            key = cypher_name(param.name)
+            if param.name in values:
+                out[key] = param.convert(values[param.name], self.name)
+            elif param.required:
+                raise InvalidInputError(f"{self.name}: parameter {param.name} "
+                                        f"({param.type}) is required", field=param.name)
+            else:
+                out[key] = param.default
+        return out
+
+
+#: Words Kuzu 0.11's parser refuses as ``$name`` (measured): such a parameter is bound as
+#: ``$<name>_`` in the query text.
+RESERVED = {"all", "and", "asc", "case", "create", "desc", "distinct", "else", "end", "ends",
+            "exists", "false", "group", "in", "not", "null", "optional", "or", "order",
+            "starts", "table", "then", "true", "union", "unwind", "when", "where", "with",
+            "xor"}
+
+
+def cypher_name(name: str) -> str:
+    return f"{name}_" if name.lower() in RESERVED else name
+
+
+def parse(path: Path) -> NamedQuery:
+    """Read one ``.cypher`` file and its header."""
+    text = path.read_text(encoding="utf-8")
+    name = description = None
+    params: list[Param] = []
+    for line in text.splitlines():
+        match = _HEADER.match(line.strip())
+        if not match:
+            if line.strip() and not line.strip().startswith("//"):
+                break
+            continue
+        key, value = match.group(1), match.group(2).strip()
+        if key == "name":
+            name = value
+        elif key == "description":
+            description = value
+        else:
+            spec = _PARAM.match(value)
+            if not spec or spec.group(2) not in TYPES:
+                raise ValueError(f"{path}: bad param line {value!r}")
+            pname, ptype, default = spec.groups()
+            if default is None:
+                params.append(Param(pname, ptype))
+            else:
+                raw = default.strip().strip('"')
+                params.append(Param(pname, ptype, Param(pname, ptype).convert(raw, str(path))
+                                    if ptype != "STRING" else raw, required=False))
+    if not name or not description:
+        raise ValueError(f"{path}: a named query needs '// name:' and '// description:'")
+    return NamedQuery(name, description, text, path, tuple(params))
+
+
+@cache
+def load_queries(directory: Path = QUERY_DIR) -> dict[str, NamedQuery]:
+    """Every named query of ``directory`` (the package's own by default), by name."""
+    found = {}
+    for path in sorted(directory.glob("*.cypher")):
+        query = parse(path)
+        found[query.name] = query
+    return found
+
+
+def run_named(store: MemoryStore, name: str, values: Mapping[str, Any] | None = None, *,
+              as_dataframe: bool = False) -> Any:
+    """Run a named query with its parameters bound (read-only)."""
+    queries = load_queries()
+    if name not in queries:
+        raise InvalidInputError(f"no named query {name!r}; `graphmem query --list` lists them",
+                                field="name")
+    query = queries[name]
+    return store.cypher(query.text, query.bind(values or {}), as_dataframe=as_dataframe)

@@ -1,0 +1,10 @@
+// name: lifecycle_events
+// description: Lifecycle events since a time, optionally of one type (promote, archive, restore ...).
+// param: since TIMESTAMP
+// param: event_type STRING = ""
+MATCH (e:LifecycleEvent)
+WHERE e.timestamp >= $since AND ($event_type = "" OR e.event_type = $event_type)
+RETURN e.timestamp AS timestamp, e.event_type AS event_type, e.memory_id AS memory_id,
+       e.from_state AS from_state, e.to_state AS to_state, e.reason AS reason,
+       e.triggered_by AS triggered_by
+ORDER BY timestamp, memory_id

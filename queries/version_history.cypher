@@ -1,0 +1,7 @@
+// name: version_history
+// description: The append-only version rows of one memory.
+// param: id STRING
+MATCH (:Memory {id: $id})-[:HAS_VERSION]->(v:Version)
+RETURN v.seq AS seq, v.at AS at, v.change_type AS change_type, v.status AS status,
+       v.importance AS importance, v.redacted AS redacted, v.text AS text
+ORDER BY seq

@@ -1,0 +1,322 @@
+"""The analysts' face: every named query on the sample corpus, bound parameters, analytics
+DataFrames, drawings (PNG and self-contained HTML) and the query/draw commands."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import networkx as nx
+import pandas as pd
+import pytest
+
+from graphmem import InvalidInputError, MemoryStore, NotFoundError, Settings
+from ingest.markdown import import_markdown
+from ingest.ump import import_ump
+from queries.analytics import (
+    centrality_ranking,
+    communities,
+    cooccurrence_clusters,
+    lifecycle_flows,
+    memories_frame,
+    supersede_chains,
+    timeline,
+)
+from queries.draw import draw_lifecycle_flow, draw_neighbourhood, neighbourhood
+from queries.library import load_queries, run_named
+
+from .conftest import SAMPLE, Clock
+
+NOW = datetime(2026, 7, 15, 12, 0, tzinfo=UTC)
+INJECTION = "x' OR 1=1 //"
+DEPLOY = "urn:ump:qiwl24cv2sejkhrndb56r6dvhz"  # "Deploy orchard": the most referenced
+
+
+@pytest.fixture(scope="module")
+def analyst_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample corpus plus a conversation, a Markdown daily with a wiki pointer, a
+    recall, and one applied lifecycle run."""
+    root = tmp_path_factory.mktemp("analyst")
+    daily = root / "notes" / "workspace-main" / "memory"
+    daily.mkdir(parents=True)
+    (daily / "2026-07-10.md").write_text(
+        "# 2026-07-10\n## Work\n- Rotated the deploy keys → see [wiki/deploy-keys]\n"
+        "- Checked the key rotation log → see [wiki/deploy-keys]\n", encoding="utf-8")
+    with MemoryStore(root / "db", embedder="hashing", clock=Clock(NOW),
+                     settings=Settings()) as store:
+        import_ump(store, SAMPLE)
+        import_markdown(store, root / "notes")
+        store.add_conversation(
+            [{"speaker": "Nadia", "text": "I moved the greenhouse sensors to bed-07 today."},
+             {"speaker": "Nadia",
+              "text": "My sister Amara started a new job as a nurse in Lagos last week."}],
+            session_id="s-greenhouse", timestamp=NOW)
+        store.recall("deploy orchard release", k=5)
+        store.flush()
+        store.run_lifecycle(apply=True)
+    return root / "db"
+
+
+@pytest.fixture
+def analyst(analyst_db: Path) -> Iterator[MemoryStore]:
+    with MemoryStore(analyst_db, read_only=True, clock=Clock(NOW)) as store:
+        yield store
+
+
+def _first_supersede(store: MemoryStore) -> tuple[str, str]:
+    rows = store.cypher("MATCH (a:Memory)-[:SUPERSEDES]->(b:Memory) RETURN a.id AS new, "
+                        "b.id AS old ORDER BY new LIMIT 1")
+    return rows[0]["new"], rows[0]["old"]
+
+
+def test_there_are_at_least_a_dozen_named_queries() -> None:
+    queries = load_queries()
+    assert len(queries) >= 12
+    for query in queries.values():
+        assert query.description and query.name == query.path.stem
+
+
+def test_every_named_query_has_a_test(analyst: MemoryStore) -> None:
+    assert set(load_queries()) == set(CASES)
+
+
+def _case_supersede_chain(store: MemoryStore) -> None:
+    new, old = _first_supersede(store)
+    rows = run_named(store, "supersede_chain", {"id": new})
+    assert {"id", "created", "status", "current", "text"} == set(rows[0])
+    ids = [r["id"] for r in rows]
+    assert new in ids and old in ids
+    assert {r["id"]: r["current"] for r in rows}[old] is False
+
+
+def _case_most_referenced(store: MemoryStore) -> None:
+    rows = run_named(store, "most_referenced", {"limit": "3"})
+    assert len(rows) == 3 and rows[0]["id"] == DEPLOY and rows[0]["referenced_by"] == 6
+    kinds = {r["kind"] for r in run_named(store, "most_referenced", {"kind": "semantic"})}
+    assert kinds == {"semantic"}
+
+
+def _case_co_occurrence_neighbourhood(store: MemoryStore) -> None:
+    session = run_named(store, "session_timeline", {"session": "s-greenhouse"})
+    first, second = session[0]["id"], session[1]["id"]
+    rows = run_named(store, "co_occurrence_neighbourhood", {"id": first, "depth": 1})
+    assert rows and rows[0]["id"] == second and rows[0]["hops"] == 1
+
+
+def _case_memories_between(store: MemoryStore) -> None:
+    rows = run_named(store, "memories_between",
+                     {"start": "2026-05-01T00:00:00Z", "end": "2026-05-02T00:00:00Z"})
+    assert rows and set(rows[0]) == {"id", "created", "kind", "status", "text"}
+    assert all(r["created"].month == 5 and r["created"].day == 1 for r in rows)
+
+
+def _case_promotion_candidates(store: MemoryStore) -> None:
+    rows = run_named(store, "promotion_candidates", {"xref_threshold": 3})
+    assert rows and all(r["xrefs"] >= 3 or r["importance"] >= 0.8 or r["accesses"] >= 10
+                        for r in rows)
+    assert {r["id"] for r in rows} <= {m.id for m in store.memories()
+                                       if m.kind.value == "episodic"}
+
+
+def _case_archive_candidates(store: MemoryStore) -> None:
+    rows = run_named(store, "archive_candidates", {"now": NOW.isoformat()})
+    assert rows and all(r["importance"] < 0.3 for r in rows)
+    assert all((NOW - r["created"].replace(tzinfo=UTC)).days >= 30 for r in rows)
+
+
+def _case_orphans(store: MemoryStore) -> None:
+    rows = run_named(store, "orphans")
+    assert rows
+    assert all(not store.links(r["id"]) for r in rows[:10])
+
+
+def _case_lifecycle_events(store: MemoryStore) -> None:
+    rows = run_named(store, "lifecycle_events", {"since": "2026-07-15T00:00:00Z",
+                                                 "event_type": "hot"})
+    assert rows and {r["event_type"] for r in rows} == {"hot"}
+    assert rows[0]["triggered_by"] == "auto"  # the lifecycle manager, not a person
+
+
+def _case_hot_set(store: MemoryStore) -> None:
+    rows = run_named(store, "hot_set")
+    assert len(rows) == Settings().hot_set_size
+    assert all(store.get(r["id"]).hot for r in rows[:5])
+
+
+def _case_kinds_by_status(store: MemoryStore) -> None:
+    rows = run_named(store, "kinds_by_status")
+    assert sum(r["memories"] for r in rows) == store.stats().memories
+    assert {"kind", "status", "memories"} == set(rows[0])
+
+
+def _case_top_entities(store: MemoryStore) -> None:
+    rows = run_named(store, "top_entities", {"limit": 5})
+    assert len(rows) == 5 and rows[0]["memories"] >= rows[-1]["memories"]
+    assert all(not re.fullmatch(r"\d{2}", r["entity"]) for r in rows)  # dates stay whole
+
+
+def _case_recent_memories(store: MemoryStore) -> None:
+    rows = run_named(store, "recent_memories", {"limit": 2})
+    assert len(rows) == 2 and rows[0]["created"] >= rows[1]["created"]
+
+
+def _case_version_history(store: MemoryStore) -> None:
+    rows = run_named(store, "version_history", {"id": DEPLOY})
+    assert rows[0]["seq"] == 1 and rows[0]["change_type"] == "created"
+
+
+def _case_wiki_pointers(store: MemoryStore) -> None:
+    rows = run_named(store, "wiki_pointers")
+    assert rows[0]["page"] == "wiki/deploy-keys" and rows[0]["pointers"] == 2
+
+
+def _case_session_timeline(store: MemoryStore) -> None:
+    rows = run_named(store, "session_timeline", {"session": "s-greenhouse"})
+    assert len(rows) == 2 and {"bed-07", "Lagos"} <= set(" ".join(r["text"] for r in rows)
+                                                     .replace(".", " ").split())
+
+
+def _case_strongest_co_occurrences(store: MemoryStore) -> None:
+    rows = run_named(store, "strongest_co_occurrences", {"limit": 1})
+    assert len(rows) == 1 and rows[0]["weight"] > 0
+    assert {"a", "b", "weight", "count", "source"} == set(rows[0])
+
+
+def _case_central_memories(store: MemoryStore) -> None:
+    rows = run_named(store, "central_memories", {"limit": 3})
+    assert len(rows) == 3 and rows[0]["centrality"] >= rows[1]["centrality"] > 0
+    # read-only stores rank with networkx (Kuzu projects graphs only when writable):
+    # the same values the lifecycle run stored through Kuzu's algo extension
+    ranks = store.centrality()
+    assert rows[0]["id"] == max(ranks.items(), key=lambda kv: kv[1])[0]
+    stored = {m.id: m.centrality for m in store.memories()}
+    assert ranks == pytest.approx(stored, abs=1e-6)
+
+
+CASES = {name.removeprefix("_case_"): fn for name, fn in dict(globals()).items()
+         if name.startswith("_case_")}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_named_query(analyst: MemoryStore, name: str) -> None:
+    CASES[name](analyst)
+
+
+@pytest.mark.parametrize("name", ["supersede_chain", "version_history", "session_timeline",
+                                  "co_occurrence_neighbourhood"])
+def test_injection_string_is_just_a_value(analyst: MemoryStore, name: str) -> None:
+    before = analyst.stats()
+    key = {"session_timeline": "session"}.get(name, "id")
+    assert run_named(analyst, name, {key: INJECTION}) == []
+    assert analyst.stats() == before
+
+
+def test_bad_parameters_are_named(analyst: MemoryStore) -> None:
+    with pytest.raises(InvalidInputError, match="limit"):
+        run_named(analyst, "most_referenced", {"limit": "ten"})
+    with pytest.raises(InvalidInputError, match="required"):
+        run_named(analyst, "supersede_chain")
+    with pytest.raises(InvalidInputError, match="unknown parameter"):
+        run_named(analyst, "hot_set", {"limit": 3})
+    with pytest.raises(InvalidInputError, match="no named query"):
+        run_named(analyst, "drop_everything")
+
+
+def test_analytics_frames(analyst: MemoryStore) -> None:
+    frame = memories_frame(analyst)
+    assert len(frame) == analyst.stats().memories
+    pagerank = centrality_ranking(analyst, limit=5)
+    assert list(pagerank.columns) == ["id", "score", "kind", "status", "label"]
+    assert pagerank["score"].is_monotonic_decreasing
+    graph = analyst.to_networkx(edge_kinds=["references", "co_occurs"])
+    oracle = nx.pagerank(nx.MultiDiGraph(graph), weight=None)
+    assert pagerank.iloc[0]["id"] == max(oracle, key=oracle.get)  # type: ignore[arg-type]
+    degree = centrality_ranking(analyst, method="degree", limit=1)
+    assert degree.iloc[0]["score"] == max(d for _, d in nx.Graph(graph).degree())
+    between = centrality_ranking(analyst, method="betweenness", sample=50, limit=3)
+    assert len(between) == 3 and between["score"].iloc[0] > 0
+    groups = communities(analyst)
+    assert groups["community"].nunique() >= 3
+    assert groups.groupby("community")["size"].first().is_monotonic_decreasing
+    chains = supersede_chains(analyst)
+    assert len(chains) >= 5 and chains["length"].min() >= 2
+    new, _ = _first_supersede(analyst)
+    assert any(new in v for v in chains["versions"])
+    weekly = timeline(analyst, by="status")
+    assert int(weekly.to_numpy().sum()) == analyst.stats().memories
+    clusters = cooccurrence_clusters(analyst)
+    assert (clusters["size"] >= 2).all()
+    flows = lifecycle_flows(analyst)
+    hot = flows[(flows["event_type"] == "hot")]
+    assert int(hot["count"].sum()) == Settings().hot_set_size
+    assert isinstance(lifecycle_flows(analyst, freq="D"), pd.DataFrame)
+
+
+def test_neighbourhood_graph(analyst: MemoryStore) -> None:
+    graph = neighbourhood(analyst, DEPLOY, depth=1)
+    assert graph.nodes[DEPLOY]["centre"] and graph.number_of_nodes() == 1 + len(
+        {link.other for link in analyst.links(DEPLOY)})
+    assert max(d["hop"] for _, d in graph.nodes(data=True)) == 1
+    deeper = neighbourhood(analyst, DEPLOY, depth=2)
+    assert deeper.number_of_nodes() > graph.number_of_nodes()
+    assert neighbourhood(analyst, DEPLOY, depth=2, max_nodes=4).number_of_nodes() == 4
+    with pytest.raises(NotFoundError):
+        neighbourhood(analyst, "urn:nope")
+
+
+def test_drawings_are_valid_files(analyst: MemoryStore, tmp_path: Path) -> None:
+    png = draw_neighbourhood(analyst, DEPLOY, tmp_path / "n.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    page = draw_neighbourhood(analyst, DEPLOY, tmp_path / "n.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "</html>" in page
+    assert not re.search(r"(src|href)=\"https?:", page)  # self-contained: nothing fetched
+    data = json.loads(re.search(r"const DATA = (.*);\n", page).group(1))  # type: ignore[union-attr]
+    assert {n["id"] for n in data["nodes"]} == set(neighbourhood(analyst, DEPLOY))
+    assert {e["kind"] for e in data["edges"]} >= {"references"}
+    flow = draw_lifecycle_flow(analyst, tmp_path / "flow.png")
+    assert flow.read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(InvalidInputError, match=r"\.png or \.html"):
+        draw_neighbourhood(analyst, DEPLOY, tmp_path / "n.svg")
+
+
+def test_html_escapes_script_breaking_text(mem_store: MemoryStore, tmp_path: Path) -> None:
+    memory = mem_store.add("</script><script>alert(1)</script> evil text")
+    page = draw_neighbourhood(mem_store, memory.id, tmp_path / "x.html").read_text()
+    assert "</script><script>alert(1)" not in page
+    assert page.count("</script>") == 1
+
+
+def _cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "graphmem.cli", "--db", str(db), *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_query_and_draw_commands(analyst_db: Path, tmp_path: Path) -> None:
+    listing = _cli(analyst_db, "query", "--list", "--format", "json")
+    assert listing.returncode == 0, listing.stderr
+    assert {q["name"] for q in json.loads(listing.stdout)} == set(load_queries())
+    top = _cli(analyst_db, "query", "most_referenced", "--param", "limit=2", "--format", "csv")
+    assert top.returncode == 0 and top.stdout.splitlines()[1].startswith(DEPLOY)
+    inject = _cli(analyst_db, "query", "supersede_chain", "--param", f"id={INJECTION}")
+    assert inject.returncode == 0 and "(no rows)" in inject.stdout
+    bad = _cli(analyst_db, "query", "most_referenced", "--param", "limit=ten")
+    assert bad.returncode == 1 and "parameter limit" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    write = _cli(analyst_db, "query", "MATCH (m:Memory) SET m.text = 'x' RETURN count(*)")
+    assert write.returncode == 1 and "--write" in write.stderr
+    count = _cli(analyst_db, "query", "MATCH (m:Memory) WHERE m.text = 'x' RETURN count(*) AS n",
+                 "--format", "json")
+    assert json.loads(count.stdout) == [{"n": 0}]
+    out = tmp_path / "draw.html"
+    drawn = _cli(analyst_db, "draw", DEPLOY, "--depth", "1", "--out", str(out))
+    assert drawn.returncode == 0, drawn.stderr
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    flow = _cli(analyst_db, "draw", "--lifecycle", "--out", str(tmp_path / "flow.png"))
+    assert flow.returncode == 0 and (tmp_path / "flow.png").read_bytes()[:4] == b"\x89PNG"
+    missing = _cli(analyst_db, "draw", "--out", str(tmp_path / "x.png"))
+    assert missing.returncode == 1 and "ID" in missing.stderr
