@@ -1,6 +1,6 @@
 """Typed configuration, read once from the environment and passed in; never read at import.
 
-The archivist's variables keep the seed's names (``PROMOTION_ACCESS_THRESHOLD`` ...);
+The archivist's variables keep the archivist policy's names (``PROMOTION_ACCESS_THRESHOLD`` ...);
 everything else lives in the ``GRAPHMEM_*`` namespace.
 """
 
@@ -57,6 +57,8 @@ class Settings:
     ollama_host: str | None = None
     ollama_model: str = "llama3.2"
     ollama_timeout_s: float = 30.0
+    tokens_file: str | None = None
+    sidecar_url: str | None = None
 
     def __post_init__(self) -> None:
         _check_range("PROMOTION_ACCESS_THRESHOLD", self.promotion_access_threshold, 0, None)
@@ -207,6 +209,8 @@ _ENV: dict[str, tuple[str, Any]] = {
     "GRAPHMEM_OLLAMA_HOST": ("ollama_host", _text),
     "GRAPHMEM_OLLAMA_MODEL": ("ollama_model", _text),
     "GRAPHMEM_OLLAMA_TIMEOUT_S": ("ollama_timeout_s", _float),
+    "GRAPHMEM_TOKENS_FILE": ("tokens_file", _text),
+    "GRAPHMEM_SIDECAR_URL": ("sidecar_url", _text),
 }
 
 assert {attr for attr, _ in _ENV.values()} <= {f.name for f in fields(Settings)}

@@ -1,9 +1,7 @@
-"""Core commands: init, add, show, history, import, export, query, stats."""
+"""Core commands: init, add, show, history, import, export, stats."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import sys
 from pathlib import Path
@@ -12,7 +10,7 @@ from typing import Any
 import click
 
 from .._models import Kind, Memory
-from ._app import Context, cli, echo_json, parse_params, pass_ctx, table
+from ._app import Context, cli, echo_json, pass_ctx, table
 
 KINDS = [k.value for k in Kind]
 
@@ -159,41 +157,6 @@ def export(ctx: Context, fmt: str, owner: str | None, out: str | None) -> None:
         Path(out).write_text(text, encoding="utf-8")
         count = len(data) if isinstance(data, list) else len(data["memories"])
         click.echo(f"wrote {count} memories to {out}", err=True)
-
-
-@cli.command()
-@click.argument("cypher")
-@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
-              help="A query parameter (repeat); JSON values are typed, others are strings.")
-@click.option("--write", is_flag=True, help="Allow the query to change the database.")
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
-              show_default=True)
-@pass_ctx
-def query(ctx: Context, cypher: str, params: tuple[str, ...], write: bool, fmt: str) -> None:
-    """Run CYPHER against the graph (read-only unless --write)."""
-    rows = ctx.store().cypher(cypher, parse_params(params), write=write)
-    emit_rows(rows, "json" if ctx.json else fmt)
-
-
-def emit_rows(rows: list[dict[str, Any]], fmt: str) -> None:
-    """Print query rows as a table, CSV or JSON."""
-    if fmt == "json":
-        echo_json(rows)
-        return
-    headers = list(rows[0]) if rows else []
-    if fmt == "csv":
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(headers)
-        for row in rows:
-            writer.writerow([json.dumps(v, default=str) if isinstance(v, dict | list) else v
-                             for v in row.values()])
-        click.echo(buffer.getvalue(), nl=False)
-        return
-    if not rows:
-        click.echo("(no rows)")
-        return
-    click.echo(table([list(r.values()) for r in rows], headers))
 
 
 @cli.command()

@@ -95,7 +95,7 @@ def import_conversation_cmd(ctx: Context, file: str, session_id: str,
 @click.pass_context
 def compact(click_ctx: click.Context, apply_: bool, workspace: str | None, max_age_days: int,
             include_recent: bool, verbose: bool, root: str) -> None:
-    """Compact daily memory files older than the window (seed 002's memory-compact).
+    """Compact daily memory files older than the window (memory-compact).
 
     With --db (or $GRAPHMEM_DB), the bullets dropped from each file are archived in the
     store with the cold-storage path in their provenance. Exit codes: 0 written (or a

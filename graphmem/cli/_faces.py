@@ -1,0 +1,45 @@
+"""Faces for agents: the HTTP sidecar (serve) and the MCP server (mcp)."""
+
+from __future__ import annotations
+
+import click
+
+from ._app import Context, cli, pass_ctx
+
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on; beyond loopback, tokens are required.")
+@click.option("--port", default=4380, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--tokens", "tokens_file", type=click.Path(dir_okay=False), default=None,
+              help="JSON file: token -> {owner, scopes} (default $GRAPHMEM_TOKENS_FILE).")
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@pass_ctx
+def serve(ctx: Context, host: str, port: int, tokens_file: str | None, log_level: str) -> None:
+    """Serve the store over HTTP (the sidecar) until Ctrl-C.
+
+    \b
+    Endpoints under /v1 (memories, conversations, retrieve, feedback, lifecycle,
+    export), /healthz, and the OpenAPI document at /openapi.json.
+    """
+    from ..sidecar import serve as run
+
+    run(ctx.db, host=host, port=port, tokens_file=tokens_file, settings=ctx.settings(),
+        embedder=ctx.embedder, log_level=log_level)
+
+
+@cli.command()
+@click.option("--sidecar", "sidecar_url", default=None, metavar="URL",
+              help="Call this sidecar first (default $GRAPHMEM_SIDECAR_URL); the embedded "
+                   "store answers when it is unreachable.")
+@click.option("--token", default=None, envvar="GRAPHMEM_SIDECAR_TOKEN",
+              help="Bearer token for the sidecar (default $GRAPHMEM_SIDECAR_TOKEN).")
+@pass_ctx
+def mcp(ctx: Context, sidecar_url: str | None, token: str | None) -> None:
+    """Run the MCP server on stdio (tools: remember, recall, feedback, forget, history,
+    lifecycle_report)."""
+    from ..mcpserver import run_stdio
+
+    run_stdio(ctx.db, sidecar_url=sidecar_url or ctx.settings().sidecar_url, token=token,
+              settings=ctx.settings(), embedder=ctx.embedder)

@@ -1,0 +1,110 @@
+"""The MCP face: graphmem's tools for agents over stdio (``graphmem mcp``).
+
+Tools: remember, recall (explained), feedback, forget, history, lifecycle_report. With a
+sidecar URL they call the HTTP sidecar and fall back to the embedded store when it cannot
+be reached; every result says which path answered (``answered_by``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .._errors import GraphmemError
+from .._settings import Settings
+from ._backends import EmbeddedBackend, FallbackBackend, SidecarBackend
+
+__all__ = ["build_server", "run_stdio"]
+
+INSTRUCTIONS = (
+    "graphmem is your long-term memory. Call `recall` before answering questions about the "
+    "user, past work or decisions; call `remember` for durable facts, preferences and "
+    "decisions (one fact per call); call `feedback` with useful=true on recalled memories "
+    "that helped. `forget` tombstones a memory (hard=true erases it).")
+
+
+def build_server(db: str | Path, *, sidecar_url: str | None = None, token: str | None = None,
+                 settings: Settings | None = None, embedder: str | None = None) -> Any:
+    """The MCP server (an ``MCPServer`` of the ``mcp`` SDK) and its tools."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from .. import __version__
+
+    embedded = EmbeddedBackend(db, settings=settings, embedder=embedder)
+    fallback = FallbackBackend(SidecarBackend(sidecar_url, token=token), embedded) \
+        if sidecar_url else None
+    server: Any = MCPServer("graphmem", version=__version__, instructions=INSTRUCTIONS,
+                            log_level="WARNING")
+
+    def run(operation: Any) -> tuple[Any, dict[str, Any]]:
+        try:
+            if fallback is None:
+                return operation(embedded), {"answered_by": "embedded"}
+            result, path, why = fallback.call(operation)
+        except GraphmemError as exc:
+            raise ToolError(str(exc)) from None
+        meta: dict[str, Any] = {"answered_by": path}
+        if why:
+            meta["sidecar_error"] = why
+        return result, meta
+
+    @server.tool()
+    def remember(text: str, kind: str = "episodic", subject: str | None = None,
+                 importance: float = 0.5, tags: list[str] | None = None) -> dict[str, Any]:
+        """Store one memory (a fact, preference, decision or event) and return it.
+        kind: episodic, semantic, procedural, identity, working or note."""
+        fields: dict[str, Any] = {"text": text, "kind": kind, "importance": importance,
+                                  "tags": tags or []}
+        if subject:
+            fields["subject"] = subject
+        memory, meta = run(lambda b: b.remember(fields))
+        return {"memory": memory, **meta}
+
+    @server.tool()
+    def recall(query: str, k: int = 5, preset: str = "default",
+               explain: bool = True) -> dict[str, Any]:
+        """The memories that best answer the query, best first, each with why it came
+        back (its rank in each channel and its ACT-R activation)."""
+        hits, meta = run(lambda b: b.recall(query, k, preset, explain))
+        return {"query": query, "hits": hits, **meta}
+
+    @server.tool()
+    def feedback(memory_id: str, useful: bool, query: str | None = None) -> dict[str, Any]:
+        """Say whether a recalled memory helped; useful ones gain importance and get
+        linked to the other useful memories of the same recall."""
+        result, meta = run(lambda b: b.feedback(memory_id, useful, query))
+        return {**result, **meta}
+
+    @server.tool()
+    def forget(memory_id: str, hard: bool = False) -> dict[str, Any]:
+        """Tombstone a memory (reversible), or with hard=true erase its text everywhere."""
+        result, meta = run(lambda b: b.forget(memory_id, hard))
+        return {**result, **meta}
+
+    @server.tool()
+    def history(memory_id: str) -> dict[str, Any]:
+        """The append-only version history of a memory, oldest first."""
+        versions, meta = run(lambda b: b.history(memory_id))
+        return {"memory_id": memory_id, "versions": versions, **meta}
+
+    @server.tool()
+    def lifecycle_report() -> dict[str, Any]:
+        """The Archivist Lifecycle Report (a dry run: what would be promoted, archived or
+        reviewed, and why), as Markdown."""
+        report, meta = run(lambda b: b.lifecycle_report())
+        return {"report": report, **meta}
+
+    server.graphmem_embedded = embedded
+    return server
+
+
+def run_stdio(db: str | Path, *, sidecar_url: str | None = None, token: str | None = None,
+              settings: Settings | None = None, embedder: str | None = None) -> None:
+    """Serve the tools on stdin/stdout until the client closes them."""
+    server = build_server(db, sidecar_url=sidecar_url, token=token, settings=settings,
+                          embedder=embedder)
+    try:
+        server.run("stdio")
+    finally:
+        server.graphmem_embedded.close()

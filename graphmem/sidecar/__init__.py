@@ -1,0 +1,54 @@
+"""The HTTP sidecar face: ``create_app`` over an open store, ``serve`` to run it."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+from .._errors import InvalidInputError
+from .._facade import MemoryStore
+from .._settings import Settings
+from ._app import create_app, error_status
+from ._auth import SCOPES, Principal, Tokens
+
+__all__ = ["SCOPES", "Principal", "Tokens", "create_app", "error_status", "is_loopback",
+           "serve"]
+
+DEFAULT_PORT = 4380
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(db: str | Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
+          tokens_file: str | Path | None = None, settings: Settings | None = None,
+          embedder: str | None = None, log_level: str = "info") -> None:
+    """Open the store and serve it until interrupted (Ctrl-C), then close it cleanly.
+
+    Refuses to listen beyond loopback without tokens: anyone on the network would
+    otherwise read every memory.
+    """
+    import uvicorn
+
+    settings = settings or Settings.from_env()
+    path = tokens_file or settings.tokens_file
+    tokens = Tokens.load(path) if path else None
+    if tokens is None and not is_loopback(host):
+        raise InvalidInputError(
+            f"refusing to listen on {host} without tokens: anyone who can reach it could "
+            "read every memory. Pass --tokens FILE (or set GRAPHMEM_TOKENS_FILE), or bind "
+            "to 127.0.0.1", field="host")
+    store = MemoryStore(db, settings=settings, embedder=embedder)
+    try:
+        config = uvicorn.Config(create_app(store, tokens=tokens), host=host, port=port,
+                                log_level=log_level, server_header=False)
+        uvicorn.Server(config).run()
+    finally:
+        store.close()

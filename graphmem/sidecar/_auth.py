@@ -1,0 +1,93 @@
+"""Bearer tokens: a JSON file mapping each token to its owner and scopes.
+
+    {"tok-alice-9f2c...": {"owner": "alice", "scopes": ["read", "write"]},
+     "tok-admin-77aa...": {"owner": "ops", "scopes": ["read", "write", "admin"]}}
+
+A token sees and changes only its owner's memories. Without a tokens file the sidecar
+serves loopback clients as the local user, who sees every owner.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._errors import InvalidInputError
+
+__all__ = ["SCOPES", "Principal", "Tokens"]
+
+SCOPES = ("read", "write", "admin")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: their owner (``None``: the local user, every owner) and scopes."""
+
+    owner: str | None
+    scopes: frozenset[str]
+
+    def allows(self, scope: str) -> bool:
+        return scope in self.scopes
+
+
+LOCAL = Principal(owner=None, scopes=frozenset(SCOPES))
+
+
+class Tokens:
+    """The configured tokens; ``lookup`` compares in constant time."""
+
+    def __init__(self, entries: Mapping[str, Principal]) -> None:
+        self._entries = dict(entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @classmethod
+    def from_mapping(cls, data: Any, *, source: str = "<tokens>") -> Tokens:
+        if not isinstance(data, dict) or not data:
+            raise InvalidInputError(f"{source}: expected a JSON object mapping each token to "
+                                    '{"owner": ..., "scopes": [...]}', field="tokens")
+        entries = {}
+        for n, (token, spec) in enumerate(data.items()):
+            where = f"{source}: token #{n + 1}"
+            if not isinstance(token, str) or len(token) < 16:
+                raise InvalidInputError(f"{where}: a token must be a string of at least 16 "
+                                        "characters", field="token")
+            if not isinstance(spec, dict) or set(spec) - {"owner", "scopes"}:
+                raise InvalidInputError(f'{where}: expected {{"owner": ..., "scopes": [...]}}',
+                                        field="token")
+            owner, scopes = spec.get("owner"), spec.get("scopes", ["read"])
+            if not isinstance(owner, str) or not owner.strip():
+                raise InvalidInputError(f"{where}: owner must be a non-empty string",
+                                        field="owner")
+            if not isinstance(scopes, list) or not scopes or any(s not in SCOPES
+                                                                 for s in scopes):
+                raise InvalidInputError(f"{where}: scopes must be a non-empty list of "
+                                        f"{', '.join(SCOPES)}", field="scopes")
+            entries[token] = Principal(owner=owner, scopes=frozenset(scopes))
+        return cls(entries)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Tokens:
+        source = Path(path)
+        try:
+            text = source.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InvalidInputError(f"{source}: cannot read the tokens file ({exc.strerror})",
+                                    field="tokens") from None
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise InvalidInputError(f"{source}: not JSON ({exc})", field="tokens") from None
+        return cls.from_mapping(data, source=str(source))
+
+    def lookup(self, token: str) -> Principal | None:
+        found = None
+        for known, principal in self._entries.items():
+            if hmac.compare_digest(known.encode(), token.encode()):
+                found = principal
+        return found

@@ -1,0 +1,112 @@
+"""Request bodies of the sidecar: strict (unknown fields are refused, naming them)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._models import Kind
+
+__all__ = ["ArchiveIn", "ConversationIn", "FeedbackIn", "LifecycleRunIn", "MemoriesIn",
+           "MemoryIn", "PatchIn", "PromoteIn", "RetrieveIn", "SupersedeIn"]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MemoryIn(_Body):
+    """One memory to add. ``owner`` is the token's; it may be given only to repeat it."""
+
+    text: str
+    kind: Kind = Kind.EPISODIC
+    subject: str | None = None
+    importance: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False)
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0, allow_inf_nan=False)
+    tags: list[str] = Field(default_factory=list)
+    entities: list[str] = Field(default_factory=list)
+    owner: str | None = None
+    project: str | None = None
+    visibility: str = "private"
+    observed: datetime | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    session: str | None = None
+    context: str | None = None
+    provenance: dict[str, Any] = Field(default_factory=dict)
+    payload: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class MemoriesIn(_Body):
+    """Several memories in one request (one transaction per 500)."""
+
+    memories: list[MemoryIn] = Field(min_length=1, max_length=5000)
+
+
+class ConversationIn(_Body):
+    session_id: str = Field(min_length=1)
+    messages: list[dict[str, Any] | str] = Field(min_length=1, max_length=2000)
+    timestamp: datetime | None = None
+    cooccur_window: int = Field(default=2, ge=0, le=20)
+
+
+class RetrieveIn(_Body):
+    query: str
+    k: int = Field(default=10, ge=1, le=1000)
+    preset: str = "default"
+    kinds: list[Kind] | None = None
+    as_of: datetime | None = None
+    include_archived: bool = False
+    record_access: bool = True
+    explain: bool = True
+
+
+class PatchIn(_Body):
+    text: str | None = None
+    subject: str | None = None
+    importance: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    tags: list[str] | None = None
+    kind: Kind | None = None
+    project: str | None = None
+    visibility: str | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    reason: str = "manual_edit"
+
+
+class SupersedeIn(_Body):
+    """The replacement: the ``text`` of a new memory, or the ``new_id`` of an existing one."""
+
+    text: str | None = None
+    new_id: str | None = None
+    reason: str = "conflict_update"
+    subject: str | None = None
+    kind: Kind | None = None
+    importance: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    tags: list[str] | None = None
+
+
+class FeedbackIn(_Body):
+    memory_id: str
+    useful: bool
+    query: str | None = None
+
+
+class PromoteIn(_Body):
+    reason: str = "manual"
+
+
+class ArchiveIn(_Body):
+    reason: str = "manual"
+    create_summary: bool = False
+
+
+class LifecycleRunIn(_Body):
+    apply: bool = False
+
+
+Format = Literal["json", "markdown"]
