@@ -492,9 +492,6 @@ class StoreCore:
         if subject is not _DEFAULT:
             updates["subject"] = None if subject is None else check_text(subject, field="subject",
                                                                          max_len=2000)
-        if "text" in updates or "subject" in updates:
-            updates["entities"] = list(_entities(updates.get("subject", memory.subject),
-                                                 updates.get("text", memory.text)))
         if importance is not None:
             updates["importance"] = check_unit(importance, field="importance")
         if confidence is not None:
@@ -522,6 +519,7 @@ class StoreCore:
         if "text" in updates or "subject" in updates:
             new_text = updates.get("text", memory.text)
             new_subject = updates.get("subject", memory.subject)
+            updates["entities"] = list(_entities(new_subject, new_text))
             updates["vec"] = encode_vector(
                 self.embed([embedding_text(new_subject, new_text, memory.context)])[0])
             updates["text_sha256"] = sha256(new_text)

@@ -81,13 +81,6 @@ def test_digits_are_searchable(small: MemoryStore) -> None:
         "Greenhouse bed 7")
 
 
-def test_kuzu_fulltext_backend(small: MemoryStore) -> None:
-    config = PRESETS["fulltext"].with_(fulltext_backend="kuzu")
-    hits = small.recall("greenhouse moisture", k=3, preset=config, record_access=False)
-    direct = [i for i, _ in small._graph.fulltext("greenhouse moisture", 3)]
-    assert [h.memory.id for h in hits] == direct
-
-
 def test_vector_channel_matches_brute_force(small: MemoryStore) -> None:
     query = "how do I ship the web app"
     hits = small.recall(query, k=10, preset="vector", record_access=False)
@@ -325,8 +318,9 @@ def test_real_model_recalls_the_sample_corpus(tmp_path: Path, clock) -> None:
         paraphrase = store.recall("how do I ship the web app to production?", k=3,
                                   preset="vector", record_access=False)
         assert any(h.memory.subject in {"Deploy orchard", "Deploy command"} for h in paraphrase)
-        [hit] = store.recall("which database does orchard use", k=1)
+        hits = store.recall("which database does orchard use", k=2)
         # PostgreSQL 16 is only a candidate in the sample: 15 is the newest shown version.
+        [hit] = [h for h in hits if "PostgreSQL" in h.memory.text]
         assert "PostgreSQL 15" in hit.memory.text
         assert hit.explanation.redirected_from  # the PostgreSQL 14 memory led here
         vector_only = store.recall("my cat", k=3, preset="vector", record_access=False)

@@ -22,13 +22,14 @@ from graphmem import (
     Status,
     StoreError,
 )
+from graphmem._kuzu import SCHEMA_VERSION
 
 
 def test_schema_is_created_and_reopened(tmp_path: Path, clock) -> None:
     path = tmp_path / "db"
     with MemoryStore(path, embedder="hashing", clock=clock) as store:
         memory = store.add("Nadia prefers TypeScript", kind="identity", tags=["pref"])
-        assert store.stats().schema_version == 2
+        assert store.stats().schema_version == SCHEMA_VERSION == 3
     assert (path / "graph.kuzu").exists()
     with MemoryStore(path, clock=clock) as store:  # reopens with the recorded embedder
         again = store.get(memory.id)
@@ -184,7 +185,7 @@ def test_tombstone_then_forget(store: MemoryStore) -> None:
                for v in store.history(memory.id))
     assert store.history(memory.id)[-1].change_type is ChangeType.FORGOTTEN
     assert store.links(memory.id) == []
-    assert store._graph.fulltext("zebracorn", 10) == []
+    assert store.recall("zebracorn", k=10, preset="fulltext") == []
     dump = json.dumps(store.export())
     assert "zebracorn" not in dump and "hunter" not in dump
     rows = store.cypher("MATCH (n) RETURN n")
@@ -328,3 +329,28 @@ def test_in_memory_store(mem_store: MemoryStore) -> None:
     memory = mem_store.add("ephemeral")
     assert mem_store.get(memory.id).text == "ephemeral"
     assert mem_store.path == ":memory:"
+
+
+def test_inserts_after_an_edit_of_indexed_text(store: MemoryStore) -> None:
+    """With a Kuzu FTS index (schema v2), a COPY after a SET of an indexed column failed
+    and a SET after CREATE crashed; v3 has none: edits, bulk inserts and forgets mix."""
+    first = store.add("The greenhouse pump runs at dawn")
+    store.update(first.id, text="The greenhouse pump runs at dusk")
+    added = store.add("Marigolds need the pump twice a week")
+    many = store.add_many([{"text": f"Orchid batch {i} arrived"} for i in range(3)])
+    assert store.stats().memories == 5
+    def found(query: str) -> set[str]:
+        hits = store.recall(query, k=5, preset="fulltext", record_access=False)
+        return {h.memory.id for h in hits}
+
+    assert found("marigolds") == {added.id}
+    assert found("orchid") == {m.id for m in many}
+    assert found("dusk") == {first.id}
+    conversation = store.add_conversation(
+        ["I moved the spare key to the blue notebook yesterday.",
+         "My sister keeps the garage code in her office safe."], session_id="s1")
+    for memory_id in [*conversation.created_ids, added.id]:
+        store.forget(memory_id, confirm=True, purge=False)
+    store.update(first.id, text="The greenhouse pump runs at noon")
+    store.add("Still writable")
+    assert found("marigolds") == set()

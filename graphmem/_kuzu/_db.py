@@ -437,9 +437,22 @@ class Database:
         if not self.read_only:
             self.run_auto("CHECKPOINT")
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Hold off every writer (reads go on) for a consistent multi-step read."""
+        with self._write_lock:
+            yield
+
+    def export_unlocked(self, directory: Path) -> None:
+        """``export_to`` for a caller inside ``snapshot()``."""
+        with self._gate.shared():
+            self._export(directory)
+            self._committed()
+
     def _export(self, directory: Path) -> None:
         try:
-            self._write_conn.execute("CHECKPOINT")
+            if not self.read_only:
+                self._write_conn.execute("CHECKPOINT")
             self._write_conn.execute(
                 f"EXPORT DATABASE '{_cypher_path(directory)}' (format='parquet')"
             )

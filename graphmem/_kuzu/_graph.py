@@ -23,7 +23,6 @@ from . import _jobs
 from ._db import Database, Tx
 from ._schema import (
     EVENT_TYPES,
-    FTS_INDEX,
     MEMORY_TYPES,
     SCHEMA_VERSION,
     VERSION_TYPES,
@@ -498,17 +497,6 @@ class KuzuGraph:
             ):
                 out.append((kind, other, "in", float(w)))
         return out
-
-    def fulltext(self, query: str, k: int) -> list[tuple[str, float]]:
-        """BM25 over subject + text through Kuzu's FTS index: (id, score), best first."""
-        if not query.strip():
-            return []
-        rows = self.db.read(
-            f"CALL QUERY_FTS_INDEX('Memory', '{FTS_INDEX}', $q, top := $k) "
-            "RETURN node.id, score ORDER BY score DESC",
-            {"q": query, "k": int(k)},
-        )
-        return [(r[0], float(r[1])) for r in rows]
 
     def counts(self) -> dict[str, Any]:
         """Counts for ``stats()``: by kind and status, hot, superseded, edges, rows."""

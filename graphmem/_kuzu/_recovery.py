@@ -106,7 +106,7 @@ def recover(target: str, *, read_only: bool) -> str | None:
     if length is None or length > size:
         raise StoreError(
             f"database {store} was not closed cleanly and its write-ahead log cannot be "
-            "replayed; restore it from a backup (`graphmem backup restore`)"
+            "replayed; restore it from a backup (`graphmem --db NEW restore BACKUP_DIR`)"
         )
     kept = wal.with_name(f"{wal.name}.torn-{time.strftime('%Y%m%dT%H%M%S')}")
     shutil.copy2(wal, kept)
@@ -119,7 +119,7 @@ def recover(target: str, *, read_only: bool) -> str | None:
     if _probe(target, read_only=False) < 0:
         raise StoreError(
             f"database {store} could not be recovered from its write-ahead log (kept as "
-            f"{kept.name}); restore it from a backup (`graphmem backup restore`)"
+            f"{kept.name}); restore it from a backup (`graphmem --db NEW restore BACKUP_DIR`)"
         )
     return (f"recovered {store}: cut {size - length} bytes of an uncommitted transaction "
             f"from the write-ahead log (the original is kept as {kept.name})")

@@ -21,7 +21,7 @@ __all__ = [
     "schema_version",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 FTS_INDEX = "memory_fts"
 
 #: Column -> Kuzu type of each table (DDL and casts come from here). v1's Memory columns
@@ -98,6 +98,15 @@ SCHEMAS: dict[int, list[str]] = {
         *_V1_TAIL,
         _node_table("Stage", STAGE_TYPES),
     ],
+    # v3 has no Kuzu FTS index: in Kuzu 0.11.3, once an indexed column was SET every later
+    # COPY into the table fails ("duplicated primary key"), and SET on rows inserted by
+    # CREATE can crash the process. Full-text recall uses graphmem's own BM25 index.
+    3: [
+        "CREATE NODE TABLE Meta(key STRING PRIMARY KEY, value STRING)",
+        _node_table("Memory", MEMORY_TYPES),
+        *_V1_TAIL[:-1],
+        _node_table("Stage", STAGE_TYPES),
+    ],
 }
 #: version -> statements that lift a database from ``version - 1``.
 MIGRATIONS: dict[int, list[str]] = {
@@ -106,6 +115,7 @@ MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE Memory ADD context STRING",
         _node_table("Stage", STAGE_TYPES),
     ],
+    3: [f"CALL DROP_FTS_INDEX('Memory', '{FTS_INDEX}')"],
 }
 
 

@@ -60,7 +60,6 @@ class RecallConfig:
                                                                "graph": 0.0})
     rrf_k: float = 60.0
     candidates: int = 50
-    fulltext_backend: Literal["bm25", "kuzu"] = "bm25"
     graph: GraphParams = field(default_factory=GraphParams)
     actr: ActrParams | None = None
 

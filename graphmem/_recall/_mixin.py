@@ -278,10 +278,6 @@ class RecallMixin(StoreCore):
 
     def _fulltext(self, index: RecallIndex, query: str, mask: np.ndarray,
                   config: RecallConfig) -> Ranking:
-        if config.fulltext_backend == "kuzu":
-            found = self._graph.fulltext(query, config.candidates * 4)
-            ranking = [(index.pos[i], s) for i, s in found if i in index.pos]
-            return [(p, s) for p, s in ranking if mask[p] or index.superseded_by[p]]
         return _top(index.bm25.scores(query, index.size), mask, config.candidates * 2,
                     positive=True)
 
