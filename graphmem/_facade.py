@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
+from ._backup import BackupInfo, backup, restore
 from ._extract._mixin import ConversationMixin
 from ._lifecycle._mixin import LifecycleMixin
+from ._settings import Settings
 from ._views import ViewsMixin
 
 __all__ = ["MemoryStore"]
@@ -36,3 +40,19 @@ class MemoryStore(ConversationMixin, LifecycleMixin, ViewsMixin):
     ...     store.get(memory.id).kind.value
     'semantic'
     """
+
+    def backup(self, directory: str | os.PathLike[str]) -> BackupInfo:
+        """Write a consistent snapshot of the store to ``directory`` (new or empty).
+
+        Writers wait while it is taken; readers go on. ``MemoryStore.restore_backup``
+        makes a new database from it.
+        """
+        return backup(self, directory)
+
+    @staticmethod
+    def restore_backup(directory: str | os.PathLike[str], target: str | os.PathLike[str],
+                       *, settings: Settings | None = None) -> BackupInfo:
+        """Create the database ``target`` (a new or empty directory) from a backup, after
+        checking its manifest and checksums; an older schema is migrated."""
+        return restore(directory, target, settings=settings)
+

@@ -105,11 +105,22 @@ def archive(ctx: Context, memory_id: str, reason: str, summary: bool) -> None:
 
 
 @cli.command()
-@click.argument("memory_id", metavar="ID")
+@click.argument("target", metavar="ID|BACKUP_DIR")
 @pass_ctx
-def restore(ctx: Context, memory_id: str) -> None:
-    """Undo a memory's latest archive, promotion or tombstone (within the window)."""
-    _result(ctx, ctx.store().restore(memory_id))
+def restore(ctx: Context, target: str) -> None:
+    """Undo a memory's latest archive, promotion or tombstone (within the window), or,
+    given a backup directory, create the database --db from that backup.
+
+    \b
+    graphmem restore urn:ump:...            restore one memory
+    graphmem --db new.db restore backups/mon  restore a whole store from a backup
+    """
+    if Path(target).is_dir():
+        from ._backup import restore_backup
+
+        restore_backup(ctx, target)
+        return
+    _result(ctx, ctx.store().restore(target))
 
 
 @cli.command()

@@ -1,0 +1,134 @@
+"""Backups: a round trip equal through the export, refusals that leave nothing behind,
+and an older schema restored and migrated."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from graphmem import MemoryStore, SchemaVersionError, StoreError
+from graphmem._backup import MANIFEST, _hashes
+from graphmem._kuzu import SCHEMA_VERSION, Database
+from graphmem.cli import cli
+from tests.test_migrations import _v1_database
+
+
+def _export(store: MemoryStore) -> str:
+    """The export without the time it was generated."""
+    return json.dumps({**store.export(), "generated": None}, sort_keys=True, default=str)
+
+
+def _busy(store: MemoryStore) -> None:
+    """Versions, events, accesses, feedback, an archive and a tombstone."""
+    hits = store.recall("deploy orchard", k=5)
+    store.feedback(hits[0].memory.id, useful=True)
+    ids = [m.id for m in store.memories() if m.status.value == "active"][:3]
+    store.update(ids[0], text="edited before the backup")
+    store.archive(ids[1], reason="manual")
+    store.tombstone(ids[2])
+    store.run_lifecycle(apply=True)
+
+
+def test_round_trip_is_identical_through_the_export(sample_store: MemoryStore,
+                                                    tmp_path: Path) -> None:
+    _busy(sample_store)
+    before = _export(sample_store)
+    info = sample_store.backup(tmp_path / "backup")
+    assert info.schema_version == SCHEMA_VERSION
+    assert info.memories == sample_store.stats().memories
+    assert info.embedder_fingerprint  # recall above fixed the model
+    manifest = json.loads((tmp_path / "backup" / MANIFEST).read_text())
+    assert set(manifest["files"]) >= {"Memory.parquet", "Version.parquet", "schema.cypher"}
+    restored = MemoryStore.restore_backup(tmp_path / "backup", tmp_path / "restored")
+    assert restored.memories == info.memories
+    with MemoryStore(tmp_path / "restored", embedder="hashing") as copy:
+        assert _export(copy) == before
+        assert [h.memory.id for h in copy.recall("deploy orchard", k=5)] == \
+            [h.memory.id for h in sample_store.recall("deploy orchard", k=5)]
+        copy.add("written after the restore")  # the copy is a working store
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["backup", "restored", "sample"]
+
+
+def test_refusals_leave_nothing_behind(store: MemoryStore, tmp_path: Path) -> None:
+    store.add("one memory")
+    backup = tmp_path / "backup"
+    store.backup(backup)
+    with pytest.raises(StoreError, match="already exists and is not empty"):
+        store.backup(backup)
+    occupied = tmp_path / "occupied"
+    occupied.mkdir()
+    (occupied / "keep.txt").write_text("mine")
+    with pytest.raises(StoreError, match="already exists and is not empty"):
+        MemoryStore.restore_backup(backup, occupied)
+    assert [p.name for p in occupied.iterdir()] == ["keep.txt"]
+    with pytest.raises(StoreError, match=r"has no graphmem-backup\.json"):
+        MemoryStore.restore_backup(tmp_path, tmp_path / "new")
+    with pytest.raises(StoreError, match="does not exist"):
+        MemoryStore.restore_backup(tmp_path / "nowhere", tmp_path / "new")
+    with pytest.raises(StoreError, match="does not exist; create it first"):
+        MemoryStore.restore_backup(backup, tmp_path / "no" / "such" / "db")
+    with MemoryStore(":memory:", embedder="hashing") as memory, \
+            pytest.raises(StoreError, match="in-memory"):
+        memory.backup(tmp_path / "mem")
+    # damaged and incomplete backups are refused by name
+    victim = backup / "data" / "Memory.parquet"
+    original = victim.read_bytes()
+    victim.write_bytes(original[:-8] + b"\0" * 8)
+    with pytest.raises(StoreError, match=r"damaged: data/Memory\.parquet"):
+        MemoryStore.restore_backup(backup, tmp_path / "new")
+    victim.unlink()
+    with pytest.raises(StoreError, match=r"incomplete: data/Memory\.parquet is missing"):
+        MemoryStore.restore_backup(backup, tmp_path / "new")
+    victim.write_bytes(original)
+    manifest = json.loads((backup / MANIFEST).read_text())
+    (backup / MANIFEST).write_text(json.dumps({**manifest, "schema_version": 99}))
+    with pytest.raises(SchemaVersionError, match="newer than this graphmem"):
+        MemoryStore.restore_backup(backup, tmp_path / "new")
+    (backup / MANIFEST).write_text("{not json")
+    with pytest.raises(StoreError, match="not a valid backup manifest"):
+        MemoryStore.restore_backup(backup, tmp_path / "new")
+    assert not (tmp_path / "new").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_an_older_schema_backup_is_migrated_on_restore(tmp_path: Path) -> None:
+    _v1_database(tmp_path / "v1")
+    backup = tmp_path / "backup"
+    backup.mkdir()
+    db = Database(str(tmp_path / "v1"), buffer_pool_mb=128)
+    try:
+        db.export_to(backup / "data")
+    finally:
+        db.close()
+    (backup / MANIFEST).write_text(json.dumps({
+        "created": "2026-06-01T00:00:00+00:00", "schema_version": 1, "embedder": "hashing-384",
+        "embedder_fingerprint": None, "memories": 2, "versions": 0, "events": 0,
+        "files": _hashes(backup / "data"), "format": 1}))
+    MemoryStore.restore_backup(backup, tmp_path / "restored")
+    with MemoryStore(tmp_path / "restored", embedder="hashing") as store:
+        assert store.stats().schema_version == SCHEMA_VERSION
+        assert store.get("urn:v1:0").text == "Orchard runs on fly.io"
+
+
+def test_cli_backup_and_both_restores(tmp_path: Path) -> None:
+    runner = CliRunner()
+    db = str(tmp_path / "db")
+    base = ["--db", db, "--embedder", "hashing"]
+    added = runner.invoke(cli, [*base, "add", "to be archived"])
+    memory_id = added.output.strip()
+    assert runner.invoke(cli, [*base, "archive", memory_id]).exit_code == 0
+    result = runner.invoke(cli, [*base, "backup", str(tmp_path / "b")])
+    assert result.exit_code == 0 and "1 memories" in result.output, result.output
+    result = runner.invoke(cli, [*base, "restore", memory_id])  # a memory id: lifecycle
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(cli, ["--db", str(tmp_path / "copy"), "restore",
+                                 str(tmp_path / "b")])
+    assert result.exit_code == 0 and "restored" in result.output, result.output
+    with MemoryStore(tmp_path / "copy", embedder="hashing") as copy:
+        assert copy.get(memory_id).status.value == "archived"  # as backed up
+    result = runner.invoke(cli, ["--db", str(tmp_path / "copy"), "restore",
+                                 str(tmp_path / "b")])
+    assert result.exit_code == 1 and "already exists" in result.output
