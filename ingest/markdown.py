@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from graphmem import Edge, Kind, MemoryInput, MemoryStore, MergeResult, RecordError
+from graphmem._input import validation_message
 
 __all__ = ["Bullet", "Daily", "bullet_id", "daily_files", "import_markdown", "parse_daily",
            "workspaces"]
@@ -156,12 +159,17 @@ def file_records(workspace: str, day: date, path: Path, root: Path, *, owner: st
             if not bullet.text:
                 continue
             memory = bullet_id(workspace, day, bullet)
-            records.append(MemoryInput(
-                id=memory, text=bullet.text, kind=Kind.EPISODIC, owner=owner, created=when,
-                observed=when, tags=("keep",) if bullet.keep else (),
-                provenance={"source": "markdown", "workspace": workspace,
-                            "file": str(path.relative_to(root)), "section": section.name,
-                            "line": bullet.line_no}))
+            try:
+                records.append(MemoryInput(
+                    id=memory, text=bullet.text, kind=Kind.EPISODIC, owner=owner,
+                    created=when, observed=when, tags=("keep",) if bullet.keep else (),
+                    provenance={"source": "markdown", "workspace": workspace,
+                                "file": str(path.relative_to(root)), "section": section.name,
+                                "line": bullet.line_no}))
+            except ValidationError as exc:
+                field, message = validation_message(exc)
+                raise RecordError(f"line {bullet.line_no}: {message}", source=str(path),
+                                  field=field) from None
             for page in bullet.wiki:
                 pages.add(page)
                 edges.append(Edge("references", memory, wiki_id(page), source="wiki"))

@@ -1,0 +1,161 @@
+"""Deletion is complete (property-based): after ``forget``, no trace of a forgotten
+memory's text is reachable through recall (every preset), named queries, ad-hoc Cypher,
+the export, the version history, the recall cache, or the bytes of the database files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from graphmem import PRESETS, MemoryStore, Status
+from queries.library import load_queries, run_named
+
+EXAMPLES = max(4, int(os.environ.get("GRAPHMEM_HOSTILE_EXAMPLES", "40")) // 5)
+NOW = datetime(2026, 7, 15, 12, 0, tzinfo=UTC)
+WORDS = ["amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "heron"]
+
+
+def secret(i: int) -> str:
+    """A token found nowhere else (so any byte of it found later is a leak)."""
+    return f"xq{i:02d}vault{WORDS[i % len(WORDS)]}zz"
+
+
+scenario = st.fixed_dictionaries({
+    "n": st.integers(4, 9),
+    "links": st.lists(st.tuples(st.integers(0, 8), st.integers(0, 8)), max_size=10),
+    "updates": st.lists(st.integers(0, 8), max_size=4),
+    "recalls": st.lists(st.integers(0, 8), max_size=4),
+    "feedback": st.lists(st.tuples(st.integers(0, 8), st.booleans()), max_size=3),
+    "archive": st.lists(st.integers(0, 8), max_size=2),
+    "supersede": st.lists(st.integers(0, 8), max_size=2),
+    "conversation": st.booleans(),
+    "lifecycle": st.booleans(),
+    "forget": st.lists(st.integers(0, 8), min_size=1, max_size=3, unique=True),
+})
+
+
+def _build(store: MemoryStore, plan: dict[str, Any]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Run the scenario; the ids by secret, and every text each memory ever had."""
+    ids: dict[str, str] = {}
+    texts: dict[str, list[str]] = {}
+    for i in range(plan["n"]):
+        word = secret(i)
+        memory = store.add(f"The code for locker {i} is {word}", subject=f"locker {word}",
+                           tags=[word], payload=json.dumps({"raw": word}),
+                           importance=0.3 + i / 20)
+        ids[word] = memory.id
+        texts[memory.id] = [word]
+    order = list(ids.values())
+
+    def pick(i: int) -> str:
+        return order[i % len(order)]
+
+    for a, b in plan["links"]:
+        if pick(a) != pick(b):
+            store.link(pick(a), pick(b), kind="references")
+    for i in plan["updates"]:
+        word = f"{secret(i % len(order))}upd"
+        store.update(pick(i), text=f"Locker {i} now uses {word}")
+        texts[pick(i)].append(word)
+    for i in plan["recalls"]:
+        store.recall(f"locker {i} code", k=3)
+    store.flush()
+    for i, useful in plan["feedback"]:
+        store.feedback(pick(i), useful=useful)
+    for i in plan["archive"]:
+        if store.get(pick(i)).status is Status.ACTIVE:
+            store.archive(pick(i), reason="manual", create_summary=True)
+    for i in plan["supersede"]:
+        if store.get(pick(i)).status is Status.ACTIVE:
+            store.supersede(pick(i), f"Locker {i} was emptied", reason="conflict_update")
+    if plan["conversation"]:
+        # the conversation's messages mention two secrets, so other memories' context does
+        words = [secret(0), secret(1)]
+        result = store.add_conversation(
+            [f"I moved the code {words[0]} to the blue notebook yesterday.",
+             f"My sister keeps the spare code {words[1]} in her office safe.",
+             "We agreed to change both codes before the trip to Lisbon next month."],
+            session_id="s1")
+        for memory_id in [*result.created_ids, *result.candidate_ids]:
+            text = store.get(memory_id).text
+            texts[memory_id] = [w for w in words if w in text] or [text]
+    if plan["lifecycle"]:
+        store.run_lifecycle(apply=True)
+    return ids, texts
+
+
+def _value(name: str, kind: str, memory_id: str, word: str) -> Any:
+    if kind == "TIMESTAMP":
+        return NOW
+    if name.endswith("id"):
+        return memory_id
+    return {"STRING": word, "INT64": 10, "DOUBLE": 0.5, "BOOLEAN": True}.get(kind, word)
+
+
+def _leaks(store: MemoryStore, words: list[str], forgotten: set[str]) -> list[str]:
+    found: list[str] = []
+
+    def look(where: str, blob: str) -> None:
+        found.extend(f"{where}: {w}" for w in words if w in blob)
+
+    for preset in PRESETS:
+        for word in words:
+            hits = store.recall(word, k=20, preset=preset)
+            look(f"recall {preset}", json.dumps([h.memory.model_dump(mode="json")
+                                                 for h in hits]))
+            found.extend(f"recall {preset} returned {h.memory.id}" for h in hits
+                         if h.memory.id in forgotten)
+    for name, query in load_queries().items():
+        for memory_id in forgotten:
+            values = {p.name: _value(p.name, p.type, memory_id, words[0])
+                      for p in query.params if p.required or p.name.endswith("id")}
+            look(f"query {name}", json.dumps(run_named(store, name, values), default=str))
+    look("cypher", json.dumps(store.cypher("MATCH (n) RETURN n"), default=str))
+    look("cypher edges", json.dumps(store.cypher("MATCH ()-[r]->() RETURN r"), default=str))
+    look("export", json.dumps(store.export(), default=str))
+    for memory_id in forgotten:
+        look("history", json.dumps([v.model_dump(mode="json")
+                                    for v in store.history(memory_id)]))
+        look("events", json.dumps([e.model_dump(mode="json") for e in store.events(memory_id)]))
+    look("recall cache", repr(getattr(store, "_cache", {})))
+    return found
+
+
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(plan=scenario)
+def test_forget_leaves_no_trace(plan: dict[str, Any]) -> None:
+    root = Path(tempfile.mkdtemp(prefix="graphmem-forget-"))
+    clock = iter(NOW + timedelta(minutes=m) for m in range(10_000))
+    try:
+        with MemoryStore(root / "db", embedder="hashing", clock=lambda: next(clock)) as store:
+            ids, texts = _build(store, plan)
+            order = list(ids.values())
+            doomed = {order[i % len(order)] for i in plan["forget"]}
+            words = sorted({w for m in doomed for w in texts[m]})
+            # the conversation's memories carrying a doomed secret are forgotten too
+            doomed |= {m for m, ws in texts.items() if set(ws) & set(words)}
+            words = sorted({w for m in doomed for w in texts[m]})
+            for memory_id in sorted(doomed):
+                store.forget(memory_id, confirm=True, purge=False)
+            store.purge()
+            assert _leaks(store, words, doomed) == []
+            kept = [w for m, ws in texts.items() if m not in doomed for w in ws
+                    if store.get(m).status is Status.ACTIVE and not store.get(m).superseded_by]
+            if kept:  # what was not forgotten is still found
+                assert store.recall(kept[0], k=5, preset="fulltext")
+            store.add("written after the forget")
+        for file in (root / "db").iterdir():
+            data = file.read_bytes()
+            leaked = [w for w in words if w.encode() in data]
+            assert not leaked, f"{file.name} holds {leaked}"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
