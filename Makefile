@@ -28,8 +28,10 @@ typecheck: $(STAMP)
 test: lint typecheck
 	$(BIN)/python -m pytest -q -m "not slow"
 
+# Every fault trial (20+ kill -9 per operation) and 300 hostile inputs per entry point.
 test-faults: $(STAMP)
-	$(BIN)/python -m pytest -q tests/faults
+	GRAPHMEM_HOSTILE_EXAMPLES=300 $(BIN)/python -m pytest -q tests/faults tests/test_hostile.py \
+		tests/test_forget_complete.py
 
 clean:
 	rm -rf $(VENV) graphmem.db .pytest_cache .mypy_cache .ruff_cache

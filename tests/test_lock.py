@@ -39,3 +39,32 @@ def test_readers_share_a_database_nobody_writes(tmp_path: Path) -> None:
         out = subprocess.run([sys.executable, "-c", PROBE, str(path), "ro"],
                              capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "opened", out.stdout + out.stderr
+
+
+FULL_DISK = """
+import resource, signal, sys
+from graphmem import MemoryStore, GraphmemError
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+store = MemoryStore(sys.argv[1], embedder="hashing")
+store.add("written before the disk filled")
+resource.setrlimit(resource.RLIMIT_FSIZE, (20_000_000, 20_000_000))
+try:
+    for i in range(100):
+        store.add_many([{"text": f"filler {i} {j} " + "x" * 2000} for j in range(500)])
+        print("ACK", i, flush=True)
+except GraphmemError as exc:
+    print("ERROR", exc, flush=True)
+"""
+
+
+def test_a_full_disk_is_a_clear_error_and_loses_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    result = subprocess.run([sys.executable, "-c", FULL_DISK, str(db)], capture_output=True,
+                            text=True, timeout=300, cwd=Path(__file__).resolve().parents[1])
+    lines = result.stdout.splitlines()
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert lines[-1].startswith("ERROR cannot write to") and "disk is full" in lines[-1]
+    acked = sum(line.startswith("ACK") for line in lines)
+    with MemoryStore(db, embedder="hashing") as store:
+        assert store.stats().memories == 1 + 500 * acked  # acknowledged batches, nothing else
+        store.add("written after space was freed")

@@ -148,8 +148,10 @@ def map_error(exc: BaseException, *, path: str, user: bool = False) -> GraphmemE
             "the database needs more memory than its buffer pool; raise "
             "GRAPHMEM_BUFFER_POOL_MB (Settings.buffer_pool_mb) and retry"
         )
-    if "no space left" in lowered:
-        return StoreError(f"the disk holding {path} is full: free space and retry")
+    if "no space left" in lowered or "cannot write to file" in lowered:
+        return StoreError(f"cannot write to {path}: the disk is full (or a file size limit "
+                          "was reached); free space and retry: nothing of this write was "
+                          "committed")
     return StoreError(f"database error: {message}")
 
 
