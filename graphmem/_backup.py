@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -60,19 +61,14 @@ def backup(store: StoreCore, directory: str | os.PathLike[str]) -> BackupInfo:
     """Write a consistent snapshot of ``store`` to ``directory`` (new or empty)."""
     if store.path == ":memory:":
         raise StoreError("an in-memory store has no files to back up; export it instead")
-    target = Path(directory)
-    _check_new(target, what="backup directory")
-    scratch = target.parent / f".{target.name}.partial-{os.getpid()}"
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir()
-    try:
+    with _staged(Path(directory), what="backup directory") as scratch:
         graph = store._graph
         with graph.db.snapshot():
             stats = store.stats()
             meta = graph.meta()
             graph.db.export_unlocked(scratch / _DATA)
         info = BackupInfo(
-            path=str(target), created=utcnow().isoformat(),
+            path=str(directory), created=utcnow().isoformat(),
             schema_version=stats.schema_version, embedder=stats.embedder,
             embedder_fingerprint=meta.get("embedder_fingerprint"),
             memories=stats.memories, versions=stats.versions, events=stats.events,
@@ -80,12 +76,6 @@ def backup(store: StoreCore, directory: str | os.PathLike[str]) -> BackupInfo:
         )
         body = {k: v for k, v in asdict(info).items() if k != "path"}
         (scratch / MANIFEST).write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
-        with contextlib.suppress(FileNotFoundError):
-            target.rmdir()  # an empty directory the user made for it
-        os.replace(scratch, target)
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
     return info
 
 
@@ -125,12 +115,7 @@ def restore(directory: str | os.PathLike[str], target: str | os.PathLike[str], *
             settings: Settings | None = None) -> BackupInfo:
     """Create the database ``target`` (new or empty) from the backup in ``directory``."""
     info = read_manifest(directory)
-    destination = Path(target)
-    _check_new(destination, what="database directory")
-    scratch = destination.parent / f".{destination.name}.restoring-{os.getpid()}"
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir()
-    try:
+    with _staged(Path(target), what="database directory") as scratch:
         pool = (settings.buffer_pool_mb if settings else 256) * 1024 * 1024
         Database.import_into(scratch / Database.FILE_NAME, Path(directory) / _DATA,
                              buffer_pool=pool)
@@ -147,13 +132,25 @@ def restore(directory: str | os.PathLike[str], target: str | os.PathLike[str], *
         if got != want:
             raise StoreError(f"restoring {directory} gave (memories, versions, events, "
                              f"fingerprint) {got}, the manifest says {want}")
+    return info
+
+
+@contextlib.contextmanager
+def _staged(target: Path, *, what: str) -> Iterator[Path]:
+    """A scratch directory beside ``target`` (new or empty) that becomes ``target`` when
+    the block succeeds and is removed when it fails."""
+    _check_new(target, what=what)
+    scratch = target.parent / f".{target.name}.partial-{os.getpid()}"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
+    try:
+        yield scratch
         with contextlib.suppress(FileNotFoundError):
-            destination.rmdir()
-        os.replace(scratch, destination)
+            target.rmdir()  # an empty directory the user made for it
+        os.replace(scratch, target)
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
-    return info
 
 
 def _check_new(path: Path, *, what: str) -> None:
