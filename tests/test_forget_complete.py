@@ -75,7 +75,9 @@ def _build(store: MemoryStore, plan: dict[str, Any]) -> tuple[dict[str, str], di
             store.archive(pick(i), reason="manual", create_summary=True)
     for i in plan["supersede"]:
         if store.get(pick(i)).status is Status.ACTIVE:
-            store.supersede(pick(i), f"Locker {i} was emptied", reason="conflict_update")
+            # (a new memory inherits subject and tags unless given: these are its own)
+            store.supersede(pick(i), f"Locker {i} was emptied", reason="conflict_update",
+                            subject=f"locker {i}", tags=["emptied"])
     if plan["conversation"]:
         # the conversation's messages mention two secrets, so other memories' context does
         words = [secret(0), secret(1)]

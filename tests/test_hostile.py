@@ -236,7 +236,8 @@ def test_http_bodies(base_store: MemoryStore, served: tuple[str, list[str]], rou
                      body: Any, encoding: str, target: str, path_text: str) -> None:
     url, alices = served
     method, path = route.split(" ")
-    memory_id = {"own": alices[0], "other-owner": alices[1], "nasty": path_text}[target]
+    # (httpx refuses to send a URL over 64 kB, so a huge id is cut to 8 kB)
+    memory_id = {"own": alices[0], "other-owner": alices[1], "nasty": path_text[:8000]}[target]
     path = path.replace("{id}", quote(memory_id.encode("utf-8", "surrogatepass"), safe="")
                         or "%20")
     token = BOB if target == "other-owner" else ALICE
