@@ -123,7 +123,11 @@ def main() -> None:
     cached = args.cache / f"store-{args.size}"
     if not cached.exists():
         print(f"building a {args.size}-memory store (MiniLM embeddings) in {cached} ...")
-        build(cached, args.size)
+        partial = cached.with_name(cached.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        build(partial, args.size)
+        partial.rename(cached)  # an interrupted build is never mistaken for a cache
     workdir = Path(tempfile.mkdtemp(prefix="graphmem-bench-server-"))
     db = workdir / "db"
     shutil.copytree(cached, db)

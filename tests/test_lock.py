@@ -6,10 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from graphmem import MemoryStore, StoreLockedError
 
 PROBE = """
 import sys
+
+import pytest
 from graphmem import MemoryStore, GraphmemError
 try:
     MemoryStore(sys.argv[1], read_only=sys.argv[2] == "ro")
@@ -68,3 +72,41 @@ def test_a_full_disk_is_a_clear_error_and_loses_nothing(tmp_path: Path) -> None:
     with MemoryStore(db, embedder="hashing") as store:
         assert store.stats().memories == 1 + 500 * acked  # acknowledged batches, nothing else
         store.add("written after space was freed")
+
+
+def test_checkpoints_wait_for_readers_instead_of_failing_commits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kuzu's automatic checkpoint timed out COMMITs under steady reads; graphmem's own
+    checkpoint (here after every commit) lets running reads finish and holds new ones."""
+    import threading
+
+    from graphmem._kuzu import Database
+
+    monkeypatch.setattr(Database, "CHECKPOINT_BYTES", 1)
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store.add_many([{"text": f"seed {i}"} for i in range(200)])
+        stop = threading.Event()
+        errors: list[BaseException] = []
+
+        def read() -> None:
+            while not stop.is_set():
+                try:
+                    store.recall("seed", k=5, record_access=False)
+                    store.cypher("MATCH (m:Memory) RETURN count(*) AS n")
+                except BaseException as exc:
+                    errors.append(exc)
+
+        readers = [threading.Thread(target=read) for _ in range(4)]
+        for thread in readers:
+            thread.start()
+        try:
+            for i in range(40):
+                store.add(f"written while reading {i}")
+        finally:
+            stop.set()
+            for thread in readers:
+                thread.join()
+        assert errors == []
+        assert store.stats().memories == 240
+        wal = tmp_path / "db" / "graph.kuzu.wal"
+        assert not wal.exists() or wal.stat().st_size < 100_000  # checkpointed

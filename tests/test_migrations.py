@@ -52,3 +52,21 @@ def test_v1_database_is_migrated(tmp_path: Path) -> None:
         assert schema_version(db) == 3
     finally:
         db.close()
+
+
+def test_v2_database_with_an_edited_text_is_migrated(tmp_path: Path) -> None:
+    """A v2 store (with Kuzu's FTS index) whose indexed text was edited refused every
+    later COPY; after the v3 migration drops the index, bulk inserts work again."""
+    path = tmp_path / "v2"
+    db = Database(str(path), buffer_pool_mb=128)
+    try:
+        assert ensure_schema(db, target=2) == 2
+        assert any("memory_fts" in str(row) for row in db.read("CALL show_indexes() RETURN *"))
+    finally:
+        db.close()
+    with MemoryStore(path, embedder="hashing") as store:
+        memory = store.add("Orchard runs on fly.io")
+        store.update(memory.id, text="Orchard runs on fly.io in jnb")
+        store.add_many([{"text": f"bulk {i}"} for i in range(3)])
+        assert store.stats().memories == 4 and store.stats().schema_version == 3
+        assert store.cypher("CALL show_indexes() RETURN *") == []

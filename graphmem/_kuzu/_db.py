@@ -11,7 +11,11 @@ Kuzu 0.11.3 traps handled here (each reproduced on this machine):
   converted to naive UTC here;
 * the default buffer pool is ~80% of RAM: it is always set explicitly;
 * replaying a WAL whose last record was torn by ``kill -9`` can segfault the opening
-  process: ``_recovery`` probes such opens in a child and cuts the torn tail.
+  process: ``_recovery`` probes such opens in a child and cuts the torn tail;
+* the automatic checkpoint at a commit waits for every open read transaction and fails
+  the COMMIT after a timeout when readers keep coming (8 concurrent clients did it):
+  automatic checkpoints are off, and the adapter checkpoints when the WAL passes
+  ``CHECKPOINT_BYTES``, after letting running reads finish and holding new ones.
 """
 
 from __future__ import annotations
@@ -161,12 +165,18 @@ class Tx:
     def __init__(self, db: Database, conn: Any) -> None:
         self._db = db
         self._conn = conn
+        #: a COPY ran: Kuzu checkpoints when this transaction commits
+        self.copied = False
 
     def run(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         return self._db._execute(self._conn, query, params or {})
 
     def copy(self, table: str, rows: Any) -> None:
-        """``COPY table FROM`` an Arrow table (bulk relationships; fast, in this transaction)."""
+        """``COPY table FROM`` an Arrow table (bulk rows; fast, in this transaction).
+
+        Kuzu checkpoints when a transaction that copied commits, and that checkpoint
+        fails if a read is running: the commit then waits for reads to finish."""
+        self.copied = True
         self._db._copy(self._conn, table, rows)
 
     def run_many(self, query: str, param_sets: Sequence[Mapping[str, Any]]) -> None:
@@ -183,6 +193,8 @@ class Database:
     the file from a logical export, which drops every byte of deleted data.
     """
 
+    #: The WAL size past which a commit is followed by a checkpoint (Kuzu's default).
+    CHECKPOINT_BYTES = 16 * 1024 * 1024
     #: The Kuzu file inside a store directory (Kuzu keeps ``graph.kuzu.wal`` beside it).
     FILE_NAME = "graph.kuzu"
 
@@ -216,7 +228,7 @@ class Database:
     def _open(self) -> None:
         try:
             self._db = kuzu.Database(self._target, buffer_pool_size=self._buffer_pool,
-                                     read_only=self.read_only)
+                                     read_only=self.read_only, auto_checkpoint=False)
         except RuntimeError as exc:
             raise map_error(exc, path=self.path) from exc
         self._write_conn = kuzu.Connection(self._db)
@@ -227,6 +239,21 @@ class Database:
         """Note the WAL length after a commit (crash recovery cuts back to it)."""
         if self._mark is not None:
             self._mark.record()
+
+    def _maybe_checkpoint(self) -> None:
+        """Checkpoint once the WAL is large: running reads finish first, new ones wait."""
+        if self._mark is None or self._mark.size < self.CHECKPOINT_BYTES or self._closed:
+            return
+        with self._write_lock, self._gate.exclusive():
+            if self._mark.size < self.CHECKPOINT_BYTES:
+                return  # another thread did it
+            try:
+                self._write_conn.execute("CHECKPOINT")
+            except RuntimeError as exc:
+                self._replace_write_conn()
+                raise map_error(exc, path=self.path) from exc
+            finally:
+                self._committed()
 
     def _close_handles(self) -> None:
         for conn in [*self._readers, self._write_conn]:
@@ -357,40 +384,48 @@ class Database:
     def write(self) -> Iterator[Tx]:
         """A write transaction: commits when the block ends, rolls back on any error."""
         self._refuse_if_read_only()
-        with self._write_lock, self._gate.shared():
+        with self._write_lock:
             conn = self._write_conn
-            try:
-                conn.execute("BEGIN TRANSACTION")
-            except RuntimeError as exc:
-                self._replace_write_conn()
-                raise map_error(exc, path=self.path) from exc
-            try:
-                yield Tx(self, conn)
-            except BaseException:
+            with self._gate.shared():
                 try:
-                    conn.execute("ROLLBACK")
-                except RuntimeError:
-                    # The failed statement already ended the transaction.
+                    conn.execute("BEGIN TRANSACTION")
+                except RuntimeError as exc:
                     self._replace_write_conn()
-                raise
-            try:
-                conn.execute("COMMIT")
-            except RuntimeError as exc:
-                self._replace_write_conn()
-                raise map_error(exc, path=self.path) from exc
-            self._committed()
+                    raise map_error(exc, path=self.path) from exc
+                tx = Tx(self, conn)
+                try:
+                    yield tx
+                except BaseException:
+                    try:
+                        conn.execute("ROLLBACK")
+                    except RuntimeError:
+                        # The failed statement already ended the transaction.
+                        self._replace_write_conn()
+                    raise
+            # A commit after COPY checkpoints, which needs every read to have finished;
+            # the write lock is still held, so no other write slips in meanwhile.
+            with self._gate.exclusive() if tx.copied else self._gate.shared():
+                try:
+                    conn.execute("COMMIT")
+                except RuntimeError as exc:
+                    self._replace_write_conn()
+                    raise map_error(exc, path=self.path) from exc
+                self._committed()
+        self._maybe_checkpoint()
 
     def run_auto(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         """Run one statement in auto-commit mode (DDL, index creation, user writes)."""
         self._refuse_if_read_only()
         with self._write_lock, self._gate.shared():
             try:
-                return self._execute(self._write_conn, query, params or {})
+                rows = self._execute(self._write_conn, query, params or {})
             except GraphmemError:
                 self._replace_write_conn()
                 raise
             finally:
                 self._committed()
+        self._maybe_checkpoint()
+        return rows
 
     def run_on_one_connection(
         self, statements: Sequence[str | tuple[str, Mapping[str, Any]]]
@@ -413,6 +448,7 @@ class Database:
                 raise
             finally:
                 self._committed()
+        self._maybe_checkpoint()
         return out
 
     def query_raw(self, query: str, params: Mapping[str, Any] | None = None) -> Any:
@@ -422,14 +458,14 @@ class Database:
         _check_parameters(query, params)
         with self._write_lock, self._gate.shared():
             try:
-                return _Materialised(
-                    self._write_conn.execute(query, _bind(params))
-                )
+                result = _Materialised(self._write_conn.execute(query, _bind(params)))
             except RuntimeError as exc:
                 self._replace_write_conn()
                 raise map_error(exc, path=self.path, user=True) from exc
             finally:
                 self._committed()
+        self._maybe_checkpoint()
+        return result
 
     def _refuse_if_read_only(self) -> None:
         if self.read_only:
@@ -514,8 +550,11 @@ class Database:
     def close(self) -> None:
         if self._closed:
             return
-        self._closed = True
-        with self._write_lock:
+        with self._write_lock, self._gate.exclusive():
+            if not self.read_only:
+                with contextlib.suppress(RuntimeError):
+                    self._write_conn.execute("CHECKPOINT")  # automatic ones are off
+            self._closed = True
             self._close_handles()
             self._committed()
             if self._mark is not None:

@@ -47,6 +47,8 @@ class WalMark:
         self.wal = target + ".wal"
         self.path = target + ".walmark"
         self._fd: int | None = None
+        #: the WAL's length at the last ``record()``
+        self.size = 0
 
     def record(self) -> None:
         """Note the WAL's current length (call after each commit)."""
@@ -57,6 +59,7 @@ class WalMark:
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         os.pwrite(self._fd, size.to_bytes(8, "little"), 0)
+        self.size = size
 
     def read(self) -> int | None:
         try:
