@@ -150,10 +150,7 @@ def plot(results: dict[str, Any], out: Path) -> list[Path]:
     ax.set_title(f"{results['corpus']}: recall@k per preset")
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    written.append(out / f"{results['corpus']}_recall_at_k.png")
-    fig.savefig(written[-1], dpi=110)
-    plt.close(fig)
+    written.append(_save(fig, out / f"{results['corpus']}_recall_at_k.png"))
     per_category = results.get("per_category") or {}
     if per_category:
         cats = sorted({c for v in per_category.values() for c in v})
@@ -168,10 +165,7 @@ def plot(results: dict[str, Any], out: Path) -> list[Path]:
         ax.set_ylabel("recall@10")
         ax.set_title(f"{results['corpus']}: per category")
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        written.append(out / f"{results['corpus']}_per_category.png")
-        fig.savefig(written[-1], dpi=110)
-        plt.close(fig)
+        written.append(_save(fig, out / f"{results['corpus']}_per_category.png"))
     ablations = results.get("ablations") or {}
     if ablations:
         groups = list(ablations)
@@ -186,8 +180,15 @@ def plot(results: dict[str, Any], out: Path) -> list[Path]:
             ax.set_title(group, fontsize=8)
             ax.grid(alpha=0.3)
         axes[0].set_ylabel("recall@10")
-        fig.tight_layout()
-        written.append(out / f"{results['corpus']}_ablations.png")
-        fig.savefig(written[-1], dpi=110)
-        plt.close(fig)
+        written.append(_save(fig, out / f"{results['corpus']}_ablations.png"))
     return written
+
+
+def _save(fig: Any, path: Path) -> Path:
+    """Lay out, write (PNG, 110 dpi) and close a figure."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
