@@ -691,9 +691,12 @@ class StoreCore:
                           agent_id=self.settings.agent_id,
                           metadata={"textSha256": memory.text_sha256})
         scrubbed = self._scrub_contexts(memory)
+        summaries = [(event_id, {**{k: v for k, v in meta.items() if k != "summary"},
+                                 "summary": None, "summaryRedacted": True})
+                     for event_id, meta in self._graph.summaries_mentioning(memory)]
         with self._lock:
             self._graph.redact(memory_id, node=node, version=version, event=event,
-                               changes=scrubbed)
+                               changes=scrubbed, summaries=summaries)
             self._changed([memory_id], removed=True)
             if scrubbed:
                 self._changed([c.memory_id for c in scrubbed])

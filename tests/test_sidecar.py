@@ -297,3 +297,13 @@ def test_serve_command(tmp_path: Path) -> None:
         server.wait(timeout=30)
     with MemoryStore(tmp_path / "db", read_only=True) as reopened:  # closed cleanly
         assert reopened.stats().memories == 1
+
+
+def test_lone_surrogates_are_refused(alice: Api) -> None:
+    """JSON can escape a lone surrogate; such text is refused (it once made a 500)."""
+    headers = {"Content-Type": "application/json"}
+    bad = alice.post("/v1/memories/retrieve", content=b'{"query": "x \\ud800"}', headers=headers)
+    assert bad.status_code == 422 and "lone surrogate (U+D800)" in bad.json()["detail"]
+    added = alice.post("/v1/memories", content=b'{"text": "a \\ud83d\\ude00 pair is fine"}',
+                       headers=headers)
+    assert added.status_code == 201, added.text

@@ -577,14 +577,35 @@ class KuzuGraph:
         return _jobs.pagerank(self.db, write=write)
 
     # -- hard delete ---------------------------------------------------------------
+    def summaries_mentioning(self, memory: Memory) -> list[tuple[str, dict[str, Any]]]:
+        """Other memories' events whose summary was built from ``memory`` (listed in
+        ``summaryFrom``, or quoting its text or subject): (event id, metadata)."""
+        rows = self.db.read(
+            "MATCH (e:LifecycleEvent) WHERE e.memory_id <> $id AND e.metadata CONTAINS "
+            "'\"summary\"' RETURN e.event_id, e.metadata", {"id": memory.id})
+        quoted = [t for t in (memory.text[:40], memory.subject) if t and len(t) >= 8]
+        out = []
+        for event_id, raw in rows:
+            metadata = json.loads(raw) if raw else {}
+            summary = str(metadata.get("summary") or "")
+            if memory.id in (metadata.get("summaryFrom") or []) or any(
+                    t in summary for t in quoted):
+                out.append((event_id, metadata))
+        return out
+
     def redact(self, memory_id: str, *, node: Mapping[str, Any], version: Mapping[str, Any],
-               event: Mapping[str, Any], changes: Sequence[Change] = ()) -> None:
+               event: Mapping[str, Any], changes: Sequence[Change] = (),
+               summaries: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> None:
         """Forget one memory: blank its node, redact its versions and events' metadata,
-        delete its edges, apply ``changes`` (contexts scrubbed of its text), and record
-        one version and one event, in one transaction."""
+        delete its edges, apply ``changes`` (contexts scrubbed of its text), replace the
+        metadata of other events whose summary it fed (``summaries``), and record one
+        version and one event, in one transaction."""
         with self.db.write() as tx:
             for change in changes:
                 self._apply(tx, change)
+            for event_id, metadata in summaries:
+                tx.run("MATCH (e:LifecycleEvent {event_id: $e}) SET e.metadata = $m",
+                       {"e": event_id, "m": _json_dump(metadata)})
             self._apply(tx, Change(memory_id, set=dict(node)))
             tx.run(
                 "MATCH (:Memory {id: $id})-[:HAS_VERSION]->(v:Version) "

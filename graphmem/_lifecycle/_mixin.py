@@ -159,7 +159,9 @@ class LifecycleMixin(StoreCore):
             neighbours = self.get_many([x.other for x in self.links(memory_id)][:5])
             summary, source = summarize(memory, neighbours,
                                         OllamaGenerator.from_settings(self.settings))
-            metadata.update(summary=summary, summarySource=source)
+            # summaryFrom: forget() redacts a summary built from a memory it forgets
+            metadata.update(summary=summary, summarySource=source,
+                            summaryFrom=[n.id for n in neighbours])
         self.transition(memory, status=Status.ARCHIVED, event_type=EventType.ARCHIVE,
                         change_type=ChangeType.ARCHIVED, reason=reason,
                         triggered_by=triggered_by, metadata=metadata,

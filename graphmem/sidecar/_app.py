@@ -7,7 +7,9 @@ anything unexpected is logged here and reaches the client as a bare 500.
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -136,6 +138,17 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None) -> FastAPI:
                               "feedback, lifecycle, GDPR export.",
                   docs_url=None, redoc_url=None)  # the docs pages fetch scripts from a CDN
     app.state.tokens = tokens
+
+    @app.middleware("http")
+    async def refuse_invalid_unicode(request: Request, call_next: Any) -> Any:
+        """JSON may escape a lone surrogate (``"\\ud800"``): such text is not Unicode,
+        cannot be stored or answered, and is refused before it reaches the store."""
+        if request.method in ("POST", "PATCH", "PUT"):
+            problem = _lone_surrogate(await request.body())
+            if problem:
+                return JSONResponse(_body("invalid_input", f"body: {problem}"),
+                                    status_code=422)
+        return await call_next(request)
 
     @app.exception_handler(_Refused)
     async def refused(_: Request, exc: _Refused) -> JSONResponse:
@@ -327,3 +340,31 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None) -> FastAPI:
                 "auth": "tokens" if tokens is not None else "local"}
 
     return app
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(body: bytes) -> str | None:
+    """What is wrong when a JSON body holds a string with a lone surrogate, else None."""
+    if not _SURROGATE_ESCAPE.search(body):
+        return None
+    try:
+        stack = [json.loads(body)]
+    except (ValueError, RecursionError):
+        return None  # the request's own validation reports it
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return (f"text holds a lone surrogate (U+{ord(value[exc.start]):04X}): "
+                        "not valid Unicode")
+    return None
+
