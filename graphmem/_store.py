@@ -706,16 +706,20 @@ class StoreCore:
     def _scrub_contexts(self, memory: Memory) -> list[Change]:
         """The forgotten text leaves the contexts of the memories indexed with it; their
         vectors are recomputed (an embedding can give its text away)."""
-        out = []
-        for row in self._graph.contexts_containing(memory.text):
+        rows = self._graph.contexts_containing(memory.text)
+        if not rows:
+            return []
+        contexts = []
+        for row in rows:
             lines = [ln for ln in (row["context"] or "").split("\n") if ln != memory.text]
             joined = "\n".join(lines)
             if len(memory.text) >= 12:
                 joined = joined.replace(memory.text, "")
-            context = joined.strip() or None
-            vector = self.embed([embedding_text(row["subject"], row["text"], context)])[0]
-            out.append(Change(row["id"], set={"context": context, "vec": encode_vector(vector)}))
-        return out
+            contexts.append(joined.strip() or None)
+        vectors = self.embed([embedding_text(row["subject"], row["text"], context)
+                              for row, context in zip(rows, contexts, strict=True)])
+        return [Change(row["id"], set={"context": context, "vec": encode_vector(vector)})
+                for row, context, vector in zip(rows, contexts, vectors, strict=True)]
 
     def purge(self) -> None:
         """Rewrite the database file from its live data, dropping every byte of what was

@@ -240,20 +240,24 @@ class Database:
         if self._mark is not None:
             self._mark.record()
 
+    def _checkpoint_now(self) -> None:
+        """CHECKPOINT; the caller holds the write lock and the gate exclusively (Kuzu's
+        checkpoint fails after a timeout while any read transaction runs)."""
+        try:
+            self._write_conn.execute("CHECKPOINT")
+        except RuntimeError as exc:
+            self._replace_write_conn()
+            raise map_error(exc, path=self.path) from exc
+        finally:
+            self._committed()
+
     def _maybe_checkpoint(self) -> None:
         """Checkpoint once the WAL is large: running reads finish first, new ones wait."""
         if self._mark is None or self._mark.size < self.CHECKPOINT_BYTES or self._closed:
             return
         with self._write_lock, self._gate.exclusive():
-            if self._mark.size < self.CHECKPOINT_BYTES:
-                return  # another thread did it
-            try:
-                self._write_conn.execute("CHECKPOINT")
-            except RuntimeError as exc:
-                self._replace_write_conn()
-                raise map_error(exc, path=self.path) from exc
-            finally:
-                self._committed()
+            if self._mark.size >= self.CHECKPOINT_BYTES:  # else another thread did it
+                self._checkpoint_now()
 
     def _close_handles(self) -> None:
         for conn in [*self._readers, self._write_conn]:
@@ -472,8 +476,11 @@ class Database:
             raise ReadOnlyStoreError(f"database {self.path} was opened read-only")
 
     def checkpoint(self) -> None:
-        if not self.read_only:
-            self.run_auto("CHECKPOINT")
+        """Fold the WAL into the database file (after running reads finish)."""
+        if self.read_only or self._closed:
+            return
+        with self._write_lock, self._gate.exclusive():
+            self._checkpoint_now()
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -483,14 +490,12 @@ class Database:
 
     def export_unlocked(self, directory: Path) -> None:
         """``export_to`` for a caller inside ``snapshot()``."""
+        self.checkpoint()
         with self._gate.shared():
             self._export(directory)
-            self._committed()
 
     def _export(self, directory: Path) -> None:
         try:
-            if not self.read_only:
-                self._write_conn.execute("CHECKPOINT")
             self._write_conn.execute(
                 f"EXPORT DATABASE '{_cypher_path(directory)}' (format='parquet')"
             )
@@ -499,9 +504,8 @@ class Database:
 
     def export_to(self, directory: Path) -> None:
         """``EXPORT DATABASE`` (parquet): a consistent logical snapshot of the live data."""
-        with self._write_lock, self._gate.shared():
-            self._export(directory)
-            self._committed()
+        with self.snapshot():
+            self.export_unlocked(directory)
 
     @staticmethod
     def import_into(target_file: Path, export_dir: Path, *, buffer_pool: int) -> None:
@@ -534,6 +538,7 @@ class Database:
             shutil.rmtree(work, ignore_errors=True)
             work.mkdir()
             try:
+                self._checkpoint_now()
                 self._export(work / "export")
                 fresh = work / self.FILE_NAME
                 self.import_into(fresh, work / "export", buffer_pool=self._buffer_pool)
@@ -552,8 +557,8 @@ class Database:
             return
         with self._write_lock, self._gate.exclusive():
             if not self.read_only:
-                with contextlib.suppress(RuntimeError):
-                    self._write_conn.execute("CHECKPOINT")  # automatic ones are off
+                with contextlib.suppress(GraphmemError):
+                    self._checkpoint_now()  # automatic checkpoints are off
             self._closed = True
             self._close_handles()
             self._committed()

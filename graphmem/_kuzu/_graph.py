@@ -240,12 +240,13 @@ class KuzuGraph:
         # commits (~30 ms, and it must wait for running reads). Small writes (one add(),
         # a sidecar request) therefore CREATE, and only bulk ones COPY.
         small = len(memories) + len(events) + sum(map(len, edges.values())) <= _SMALL_WRITE
+        params = [_memory_params(m) for m in memories]
         with self.db.write() as tx:
             if memories and small:
-                tx.run(_CREATE_MEMORIES, {"rows": [_memory_params(m) for m in memories]})
+                tx.run(_CREATE_MEMORIES, {"rows": params})
                 tx.run(_CREATE_VERSIONS, {"rows": [dict(v) for v in versions]})
             elif memories:
-                tx.copy("Memory", _arrow([_memory_params(m) for m in memories], MEMORY_TYPES))
+                tx.copy("Memory", _arrow(params, MEMORY_TYPES))
                 tx.copy("Version", _arrow(versions, VERSION_TYPES))
                 tx.copy("HAS_VERSION", pa.table({"from": [m["id"] for m in memories],
                                                  "to": [v["id"] for v in versions]}))

@@ -3,7 +3,7 @@
 Kuzu 0.11.3 replays its WAL when a database opens. If the writing process was killed
 (``kill -9``, OOM, power to the process) while a record was half written, the replay
 can crash the opening process with a segmentation fault instead of discarding the
-torn tail (measured here: about one in twenty kills during ``run_lifecycle``). A
+torn tail (measured here: 12 of 60 kills during ``run_lifecycle``). A
 crash inside ``kuzu.Database()`` cannot be caught, so:
 
 * after every commit the adapter notes the WAL's length in ``graph.kuzu.walmark``
