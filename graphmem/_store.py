@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -97,10 +98,20 @@ class StoreCore:
         self._embedder_checked = False
         try:
             self._embedder = self._resolve_embedder(embedder)
+            self._store_id = self._ensure_store_id()
         except BaseException:
             self._graph.close()
             raise
         self._init_extensions()
+
+    def _ensure_store_id(self) -> str | None:
+        """A random id given to the database when it is first opened read-write: faces
+        use it to tell whether two handles (a sidecar, an embedded open) are one store."""
+        found = self._graph.meta().get("store_id")
+        if found is None and not self._graph.db.read_only:
+            found = uuid.uuid4().hex
+            self._graph.set_meta({"store_id": found})
+        return found
 
     def _init_extensions(self) -> None:
         """Hook for the components layered on the core (recall index, lifecycle cache)."""
@@ -109,6 +120,11 @@ class StoreCore:
     @property
     def path(self) -> str:
         return self._graph.path
+
+    @property
+    def store_id(self) -> str | None:
+        """This database's stable random id (None for an old store opened read-only)."""
+        return self._store_id
 
     @property
     def embedder(self) -> Embedder:
