@@ -37,16 +37,31 @@ def recall_at_k(ranking: Sequence[str], relevant: Collection[str], k: int) -> fl
 
 
 def recall_any_at_k(ranking: Sequence[str], relevant: Collection[str], k: int) -> float:
+    """1.0 if any relevant id is in the top ``k``.
+
+    >>> recall_any_at_k(["a", "b", "c"], {"c", "z"}, 2), recall_any_at_k(["a", "c"], {"c"}, 2)
+    (0.0, 1.0)
+    """
     _check(k)
     return 1.0 if set(ranking[:k]) & set(relevant) else 0.0
 
 
 def recall_all_at_k(ranking: Sequence[str], relevant: Collection[str], k: int) -> float:
+    """1.0 if every relevant id is in the top ``k`` (LongMemEval's Recall@k).
+
+    >>> recall_all_at_k(["a", "b", "c"], {"a", "c"}, 2), recall_all_at_k(["a", "c"], {"a", "c"}, 2)
+    (0.0, 1.0)
+    """
     _check(k)
     return 1.0 if set(relevant) <= set(ranking[:k]) else 0.0
 
 
 def mrr(ranking: Sequence[str], relevant: Collection[str]) -> float:
+    """The reciprocal rank of the first relevant id (0.0 when none is retrieved).
+
+    >>> mrr(["x", "y", "a", "b"], {"a", "b"}), mrr(["x"], {"a"})
+    (0.3333333333333333, 0.0)
+    """
     wanted = set(relevant)
     for rank, item in enumerate(ranking, start=1):
         if item in wanted:
@@ -69,7 +84,11 @@ def ndcg_at_k(ranking: Sequence[str], relevant: Collection[str], k: int) -> floa
 
 
 def dedupe(ranking: Sequence[str]) -> list[str]:
-    """First occurrences only, order kept (for session-level rankings built from turns)."""
+    """First occurrences only, order kept (for session-level rankings built from turns).
+
+    >>> dedupe(["s2", "s1", "s2", "s3", "s1"])
+    ['s2', 's1', 's3']
+    """
     return list(dict.fromkeys(ranking))
 
 
@@ -78,7 +97,12 @@ def mean(values: Sequence[float]) -> float:
 
 
 def score_run(ranking: Sequence[str], relevant: Collection[str]) -> dict[str, float]:
-    """Every metric of the experiment table for one query."""
+    """Every metric of the experiment table for one query.
+
+    >>> scores = score_run(["x", "a", "y", "b"], {"a", "b", "c"})
+    >>> scores["recall@5"], scores["recall_any@5"], scores["recall_all@10"], scores["mrr"]
+    (0.6666666666666666, 1.0, 0.0, 0.5)
+    """
     return {
         "recall@5": recall_at_k(ranking, relevant, 5),
         "recall@10": recall_at_k(ranking, relevant, 10),
@@ -93,7 +117,13 @@ def score_run(ranking: Sequence[str], relevant: Collection[str]) -> dict[str, fl
 
 
 def average(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
-    """Mean of each metric over queries."""
+    """Mean of each metric over queries.
+
+    >>> average([{"mrr": 1.0, "recall@5": 0.5}, {"mrr": 0.5, "recall@5": 0.0}])
+    {'mrr': 0.75, 'recall@5': 0.25}
+    >>> average([])
+    {}
+    """
     if not rows:
         return {}
     return {key: mean([row[key] for row in rows]) for key in rows[0]}

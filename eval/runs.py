@@ -199,7 +199,30 @@ def run_longmemeval(path: str | Path, *, presets: Sequence[str] = ROWS,
                     progress: bool = True) -> tuple[dict[str, Any], list[QueryResult]]:
     """LongMemEval: each question its own haystack (user turns indexed); session-level
     gold (answer sessions); abstention questions skipped. ``recall_all@k`` is the paper's
-    Recall@k."""
+    Recall@k.
+
+    Examples
+    --------
+    One question over a haystack of two sessions:
+
+    >>> import json, tempfile
+    >>> question = {
+    ...     "question_id": "q1", "question_type": "single-session-user",
+    ...     "question": "Which city did I move to?", "answer": "Ibadan",
+    ...     "question_date": "2023/05/30 (Tue) 23:40",
+    ...     "haystack_session_ids": ["sharegpt_a_0", "answer_b_1"],
+    ...     "haystack_dates": ["2023/05/20 (Sat) 02:21", "2023/05/21 (Sun) 10:00"],
+    ...     "haystack_sessions": [
+    ...         [{"role": "user", "content": "Tell me a joke about cats."}],
+    ...         [{"role": "user", "content": "I just moved to Ibadan for a new job."}]],
+    ...     "answer_session_ids": ["answer_b_1"]}
+    >>> path = Path(tempfile.mkdtemp()) / "lme.json"
+    >>> _ = path.write_text(json.dumps([question]))
+    >>> results, rows = run_longmemeval(path, presets=["fulltext"], embedder="hashing",
+    ...                                 progress=False)
+    >>> results["questions"], rows[0].ranking, rows[0].metrics["recall_all@5"]
+    (1, ['answer_b_1'], 1.0)
+    """
     from ingest.longmemeval import ingest_question, load_longmemeval
 
     started = time.perf_counter()
@@ -246,7 +269,24 @@ def run_ump(path: str | Path, qrels: str | Path, *, presets: Sequence[str] = ROW
             now: datetime | None = None, progress: bool = True
             ) -> tuple[dict[str, Any], list[QueryResult]]:
     """Any UMP file with a qrels file (JSON: query -> relevant ids): the retrieval
-    experiment, runnable on a private corpus. ACT-R: the same half/half protocol."""
+    experiment, runnable on a private corpus. ACT-R: the same half/half protocol.
+
+    Examples
+    --------
+    The sample corpus, two judged queries, the full-text preset alone:
+
+    >>> import json, tempfile
+    >>> from ingest.ump import SAMPLE_PATH
+    >>> qrels = Path(tempfile.mkdtemp()) / "qrels.json"
+    >>> _ = qrels.write_text(json.dumps({
+    ...     "which database does orchard use": ["urn:ump:i6w37fnazwrl44eqfackyr4icd"],
+    ...     "how do I deploy orchard to production": ["urn:ump:n7n3gtdlokocq3bacmiea2grx7",
+    ...                                               "urn:ump:rjtnws3hw3lcjhe76y54byfidx"]}))
+    >>> results, rows = run_ump(SAMPLE_PATH, qrels, presets=["fulltext"], embedder="hashing",
+    ...                         progress=False)
+    >>> results["queries"], [(r.preset, r.metrics["recall@10"]) for r in rows]
+    (2, [('fulltext', 1.0), ('fulltext', 1.0)])
+    """
     from ingest.ump import import_ump
 
     started = time.perf_counter()

@@ -21,7 +21,14 @@ def utcnow() -> datetime:
 
 
 def to_utc(value: datetime) -> datetime:
-    """An aware UTC datetime; a naive one is taken to be UTC already."""
+    """An aware UTC datetime; a naive one is taken to be UTC already.
+
+    >>> from datetime import timedelta, timezone
+    >>> to_utc(datetime(2026, 7, 1, 9, 30, tzinfo=timezone(timedelta(hours=1)))).isoformat()
+    '2026-07-01T08:30:00+00:00'
+    >>> to_utc(datetime(2026, 7, 1, 9, 30)).isoformat()
+    '2026-07-01T09:30:00+00:00'
+    """
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
@@ -31,6 +38,15 @@ def parse_iso(text: str) -> datetime:
     """Parse an ISO 8601 timestamp (``Z`` or offset; a bare date is midnight UTC).
 
     Raises ``ValueError`` with the offending text when it is not a timestamp.
+
+    >>> parse_iso("2026-06-06T21:49:57.806123456+01:00").isoformat()
+    '2026-06-06T20:49:57.806123+00:00'
+    >>> parse_iso("2026-06-06").isoformat()
+    '2026-06-06T00:00:00+00:00'
+    >>> parse_iso("yesterday")
+    Traceback (most recent call last):
+    ...
+    ValueError: not an ISO 8601 timestamp: 'yesterday'
     """
     if not isinstance(text, str) or not _ISO.match(text.strip()):
         raise ValueError(f"not an ISO 8601 timestamp: {text!r}")
@@ -45,7 +61,13 @@ def parse_iso(text: str) -> datetime:
 
 
 def format_iso(value: datetime) -> str:
-    """``2026-06-06T21:49:57.806Z``: UTC, milliseconds when present, ``Z`` suffix."""
+    """``2026-06-06T21:49:57.806Z``: UTC, milliseconds when present, ``Z`` suffix.
+
+    >>> format_iso(datetime(2026, 6, 6, 21, 49, 57, 806000, tzinfo=UTC))
+    '2026-06-06T21:49:57.806Z'
+    >>> format_iso(datetime(2026, 6, 6, 21, 49, 57, 806001)), format_iso(parse_iso("2026-06-06"))
+    ('2026-06-06T21:49:57.806001Z', '2026-06-06T00:00:00Z')
+    """
     value = to_utc(value)
     if value.microsecond:
         if value.microsecond % 1000 == 0:
@@ -70,10 +92,21 @@ def _sortable_token() -> str:
 
 
 def new_memory_id() -> str:
-    """A fresh memory id, ``urn:graphmem:<ulid>``; ids sort by creation time."""
+    """A fresh memory id, ``urn:graphmem:<ulid>``; ids sort by creation time.
+
+    >>> first = new_memory_id()
+    >>> time.sleep(0.002)
+    >>> second = new_memory_id()
+    >>> first.startswith("urn:graphmem:"), len(first), first < second
+    (True, 39, True)
+    """
     return "urn:graphmem:" + _sortable_token()
 
 
 def new_event_id(at: datetime) -> str:
-    """A lifecycle event id in the archivist's style: ``evt-2026-04-04-<token>``."""
+    """A lifecycle event id in the archivist's style: ``evt-2026-04-04-<token>``.
+
+    >>> new_event_id(datetime(2026, 4, 4, 23, 30, tzinfo=UTC))[:15]
+    'evt-2026-04-04-'
+    """
     return f"evt-{to_utc(at):%Y-%m-%d}-{_sortable_token()}"

@@ -77,7 +77,13 @@ def default_path() -> Path:
 
 
 def parse_session_date(text: str) -> datetime | None:
-    """``"1:56 pm on 8 May, 2023"`` -> 2023-05-08 13:56 UTC (None when it does not parse)."""
+    """``"1:56 pm on 8 May, 2023"`` -> 2023-05-08 13:56 UTC (None when it does not parse).
+
+    >>> parse_session_date("1:56 pm on 8 May, 2023").isoformat()
+    '2023-05-08T13:56:00+00:00'
+    >>> parse_session_date("8 May, 2023").isoformat(), parse_session_date("someday")
+    ('2023-05-08T00:00:00+00:00', None)
+    """
     cleaned = " ".join(text.replace(",", " ").split())
     for fmt in ("%I:%M %p on %d %B %Y", "%I:%M%p on %d %B %Y", "%d %B %Y"):
         try:
@@ -92,7 +98,12 @@ _ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*0*(\d+)")
 
 def repair_evidence(raw: list[Any], known: set[str]) -> tuple[str, ...]:
     """Split and repair evidence ids ('D8:6; D9:17', 'D:11:26', 'D30:05', space-joined
-    lists) and drop those that name no turn of the conversation."""
+    lists) and drop those that name no turn of the conversation.
+
+    >>> known = {"D8:6", "D9:17", "D11:26", "D30:5", "D4:4"}
+    >>> repair_evidence(["D8:6; D9:17", "D:11:26", "D30:05", "D4:4 D99:1", "D8:6"], known)
+    ('D8:6', 'D9:17', 'D11:26', 'D30:5', 'D4:4')
+    """
     out: list[str] = []
     for item in raw:
         for match in _ID.finditer(str(item)):
@@ -142,11 +153,23 @@ def _conversation(item: Any, index: int, source: str) -> Conversation:
 
 
 def memory_id(conversation: Conversation, dia_id: str) -> str:
+    """The memory id of one turn.
+
+    >>> memory_id(Conversation("conv-26", ("Caroline", "Melanie"), ()), "D1:5")
+    'urn:locomo:conv-26:D1:5'
+    """
     return f"urn:locomo:{conversation.sample_id}:{dia_id}"
 
 
 def turn_text(turn: Turn, *, speaker: bool = True, captions: bool = True) -> str:
-    """What a turn's memory says: ``Speaker: text [image: caption]`` by default."""
+    """What a turn's memory says: ``Speaker: text [image: caption]`` by default.
+
+    >>> turn = Turn("D1:5", "Caroline", "Look at this! ", "a photo of a dog")
+    >>> turn_text(turn)
+    'Caroline: Look at this! [image: a photo of a dog]'
+    >>> turn_text(turn, speaker=False, captions=False)
+    'Look at this!'
+    """
     text = turn.text.strip() or "(no text)"
     if speaker:
         text = f"{turn.speaker}: {text}"

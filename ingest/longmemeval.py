@@ -53,7 +53,13 @@ class LMEQuestion:
 
     @property
     def gold_sessions(self) -> tuple[str, ...]:
-        """Sessions that hold the answer (their ids contain "answer")."""
+        """Sessions that hold the answer (their ids contain "answer").
+
+        >>> q = LMEQuestion("q1_abs", "multi-session", "Where?", "", None, (),
+        ...                 ("answer_a_1", "sharegpt_b_2"))
+        >>> q.gold_sessions, q.abstention
+        (('answer_a_1',), True)
+        """
         return tuple(s for s in self.answer_session_ids if "answer" in s)
 
 
@@ -63,7 +69,13 @@ def default_path() -> Path | None:
 
 
 def parse_date(text: Any) -> datetime | None:
-    """``"2023/05/20 (Sat) 02:21"`` -> a UTC datetime (None when it does not parse)."""
+    """``"2023/05/20 (Sat) 02:21"`` -> a UTC datetime (None when it does not parse).
+
+    >>> parse_date("2023/05/20 (Sat) 02:21").isoformat()
+    '2023-05-20T02:21:00+00:00'
+    >>> parse_date("2023-05-20").isoformat(), parse_date("last week"), parse_date(None)
+    ('2023-05-20T00:00:00+00:00', None, None)
+    """
     if not isinstance(text, str):
         return None
     parts = text.split()

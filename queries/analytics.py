@@ -86,7 +86,25 @@ def communities(store: MemoryStore, *, resolution: float = 1.0, seed: int = 0,
 
 def supersede_chains(store: MemoryStore) -> pd.DataFrame:
     """One row per supersede chain: its length, the current (newest shown) version and
-    the versions oldest first."""
+    the versions oldest first.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> from graphmem import MemoryStore
+    >>> store = MemoryStore(":memory:", embedder="hashing",
+    ...                     clock=lambda: datetime(2026, 7, 1, tzinfo=UTC))
+    >>> pg14 = store.add("Orchard uses PostgreSQL 14", created="2026-05-01T00:00:00Z")
+    >>> pg15 = store.add("Orchard uses PostgreSQL 15", created="2026-06-01T00:00:00Z")
+    >>> pg16 = store.supersede(pg15.id, "Orchard uses PostgreSQL 16")
+    >>> _ = store.supersede(pg14.id, pg15.id)
+    >>> chains = supersede_chains(store)
+    >>> len(chains), int(chains.loc[0, "length"]), chains.loc[0, "current"] == pg16.id
+    (1, 3, True)
+    >>> chains.loc[0, "versions"] == [pg14.id, pg15.id, pg16.id]
+    True
+    >>> store.close()
+    """
     graph = store.to_networkx(edge_kinds=["supersedes"])
     chain = nx.DiGraph(graph.edges())
     rows = []
@@ -104,7 +122,20 @@ def supersede_chains(store: MemoryStore) -> pd.DataFrame:
 def timeline(store: MemoryStore, *, by: Literal["kind", "status"] = "kind",
              freq: str = "W") -> pd.DataFrame:
     """Memories created per period (``freq``: a pandas offset such as D, W, MS), one
-    column per kind or status."""
+    column per kind or status.
+
+    >>> from graphmem import MemoryStore
+    >>> store = MemoryStore(":memory:", embedder="hashing")
+    >>> _ = store.add_many([
+    ...     {"text": "sprint planning", "created": "2026-06-01T09:00:00Z"},
+    ...     {"text": "deploy runbook", "kind": "procedural", "created": "2026-06-02T09:00:00Z"},
+    ...     {"text": "retro notes", "created": "2026-06-20T09:00:00Z"}])
+    >>> timeline(store, freq="M").to_dict("index")
+    {Timestamp('2026-06-01 00:00:00'): {'episodic': 2, 'procedural': 1}}
+    >>> timeline(store, by="status", freq="W")["active"].tolist()
+    [2, 1]
+    >>> store.close()
+    """
     frame = memories_frame(store)
     if frame.empty:
         return pd.DataFrame()
@@ -117,7 +148,21 @@ def timeline(store: MemoryStore, *, by: Literal["kind", "status"] = "kind",
 def cooccurrence_clusters(store: MemoryStore, *, min_weight: float = 0.0,
                           min_size: int = 2) -> pd.DataFrame:
     """Groups of memories joined by CO_OCCURS edges (of at least ``min_weight``): size,
-    members and their most shared entities."""
+    members and their most shared entities.
+
+    >>> from graphmem import MemoryStore
+    >>> store = MemoryStore(":memory:", embedder="hashing")
+    >>> a, b, c, d = (store.add(t).id for t in (
+    ...     "Greenhouse pump check", "Greenhouse valve oiled", "Greenhouse log", "Biscuit"))
+    >>> store.link(a, b, kind="co_occurs", weight=2.0)
+    >>> store.link(b, c, kind="co_occurs", weight=0.5)
+    >>> clusters = cooccurrence_clusters(store)
+    >>> clusters["size"].tolist(), clusters.loc[0, "top_entities"][0]
+    ([3], 'greenhouse')
+    >>> cooccurrence_clusters(store, min_weight=1.0)["members"].tolist() == [sorted([a, b])]
+    True
+    >>> store.close()
+    """
     graph = store.to_networkx(edge_kinds=["co_occurs"])
     strong = nx.Graph()
     strong.add_edges_from((u, v) for u, v, d in graph.edges(data=True)
@@ -137,7 +182,18 @@ def cooccurrence_clusters(store: MemoryStore, *, min_weight: float = 0.0,
 def lifecycle_flows(store: MemoryStore, *, freq: str | None = None,
                     event_types: Sequence[str] | None = None) -> pd.DataFrame:
     """Counts of lifecycle transitions (event type, from state, to state), per period when
-    ``freq`` is given."""
+    ``freq`` is given.
+
+    >>> from graphmem import MemoryStore
+    >>> store = MemoryStore(":memory:", embedder="hashing")
+    >>> ids = [m.id for m in store.add_many(["first note", "second note", "third note"])]
+    >>> _ = store.archive(ids[0]), store.archive(ids[1]), store.tombstone(ids[2])
+    >>> lifecycle_flows(store).to_dict("records")  # doctest: +NORMALIZE_WHITESPACE
+    [{'event_type': 'archive', 'from_state': 'active', 'to_state': 'archived', 'count': 2},
+     {'event_type': 'tombstone', 'from_state': 'active', 'to_state': 'tombstoned',
+      'count': 1}]
+    >>> store.close()
+    """
     rows = [{"timestamp": e.timestamp, "event_type": e.event_type.value,
              "from_state": e.from_state, "to_state": e.to_state}
             for e in store.events()

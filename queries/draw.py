@@ -38,7 +38,23 @@ def neighbourhood(store: MemoryStore, memory_id: str, *, depth: int = 2,
                   max_nodes: int = 150, owner: str | None = None) -> nx.MultiDiGraph:
     """The memories within ``depth`` hops of one memory over every edge type (breadth
     first, at most ``max_nodes``), as a ``networkx.MultiDiGraph`` whose nodes carry kind,
-    status, hot, label, text and importance, and whose edges carry kind and weight."""
+    status, hot, label, text and importance, and whose edges carry kind and weight.
+
+    Examples
+    --------
+    >>> from graphmem import MemoryStore
+    >>> store = MemoryStore(":memory:", embedder="hashing")
+    >>> a, b, c = (store.add(t).id for t in ("deploy runbook", "release notes", "retro"))
+    >>> store.link(a, b)
+    >>> store.link(b, c, kind="co_occurs")
+    >>> graph = neighbourhood(store, a, depth=1)
+    >>> sorted(graph.nodes[n]["hop"] for n in graph), list(graph.edges(keys=True)) == [
+    ...     (a, b, "references")]
+    ([0, 1], True)
+    >>> neighbourhood(store, a, depth=2).number_of_nodes()
+    3
+    >>> store.close()
+    """
     if depth < 0:
         raise InvalidInputError(f"depth must be >= 0, got {depth}", field="depth")
     if max_nodes < 1:
@@ -82,7 +98,21 @@ def draw_neighbourhood(store: MemoryStore, memory_id: str, out: str | Path, *,
                        depth: int = 2, max_nodes: int = 150, owner: str | None = None,
                        fmt: str | None = None, seed: int = 0) -> Path:
     """Draw one memory's neighbourhood to ``out``: PNG (matplotlib) or a self-contained
-    interactive HTML page, by ``fmt`` or the file's suffix. Returns the path written."""
+    interactive HTML page, by ``fmt`` or the file's suffix. Returns the path written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from graphmem import MemoryStore
+    >>> store = MemoryStore(":memory:", embedder="hashing")
+    >>> a, b = store.add("deploy runbook").id, store.add("release notes").id
+    >>> store.link(a, b)
+    >>> page = draw_neighbourhood(store, a, Path(tempfile.mkdtemp()) / "deploy.html")
+    >>> text = page.read_text(encoding="utf-8")
+    >>> text.startswith("<!DOCTYPE html>"), "release notes" in text, "https://" in text
+    (True, True, False)
+    >>> store.close()
+    """
     path = Path(out)
     kind = (fmt or path.suffix.lstrip(".")).lower()
     if kind not in ("png", "html"):

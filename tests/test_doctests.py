@@ -1,10 +1,16 @@
-"""Every docstring example in the packages runs (numpydoc examples cannot drift)."""
+"""Every docstring example in the packages runs (numpydoc examples cannot drift).
+
+``EXAMPLED`` names the modules that carry examples; a module that gains or loses its
+examples must be added to or removed from it, so an example cannot vanish unnoticed, and
+each module's test fails unless its examples actually ran.
+"""
 
 from __future__ import annotations
 
 import doctest
 import importlib
 import pkgutil
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +20,31 @@ import ingest
 import queries
 
 SKIP = {"graphmem.__main__"}
+
+#: Modules whose docstrings hold examples, and the least number of examples each runs.
+EXAMPLED = {
+    "eval.metrics": 10,
+    "eval.runs": 12,
+    "graphmem._extract._rules": 9,
+    "graphmem._facade": 2,
+    "graphmem._lifecycle._centrality": 1,
+    "graphmem._lifecycle._results": 8,
+    "graphmem._lifecycle._rules": 7,
+    "graphmem._lifecycle._summary": 9,
+    "graphmem._recall._actr": 12,
+    "graphmem._recall._bm25": 1,
+    "graphmem._recall._config": 7,
+    "graphmem._recall._fusion": 7,
+    "graphmem._recall._hits": 2,
+    "graphmem._recall._walk": 7,
+    "graphmem._redact": 1,
+    "graphmem._rows": 1,
+    "graphmem._time": 13,
+    "ingest.locomo": 8,
+    "ingest.longmemeval": 4,
+    "queries.analytics": 32,
+    "queries.draw": 18,
+}
 
 
 def _modules() -> list[str]:
@@ -26,9 +57,24 @@ def _modules() -> list[str]:
     return sorted(names)
 
 
-@pytest.mark.parametrize("name", _modules())
-def test_docstring_examples(name: str, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def _examples(name: str) -> int:
+    module = importlib.import_module(name)
+    return sum(len(test.examples) for test in doctest.DocTestFinder().find(module))
+
+
+def test_the_modules_with_examples_are_exactly_the_listed_ones() -> None:
+    found = {name for name in _modules() if _examples(name)}
+    assert sorted(found - set(EXAMPLED)) == [], "new examples: add the module to EXAMPLED"
+    assert sorted(set(EXAMPLED) - found) == [], "a listed module lost all its examples"
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLED))
+def test_docstring_examples(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                            ) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GRAPHMEM_EMBEDDER", "hashing")
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
+    assert result.attempted >= EXAMPLED[name], (
+        f"{name}: {result.attempted} examples ran, {EXAMPLED[name]} expected")

@@ -136,7 +136,14 @@ def _phrase_word(word: str) -> bool:
 
 def signal_strength(sentence: str) -> tuple[float, tuple[str, ...]]:
     """How memorable a sentence is, in [0, 1], and why: first-person statements, cue words
-    (preferences, plans, life events), names, numbers and dates, and enough content."""
+    (preferences, plans, life events), names, numbers and dates, and enough content.
+
+    >>> strength, reasons = signal_strength("I moved to Ibadan in March 2026 for lab work.")
+    >>> round(strength, 3), reasons
+    (0.95, ('first person', 'preference, plan or event', 'names', 'numbers or dates'))
+    >>> signal_strength("Should we move the standup?")
+    (0.0, ('a question',))
+    """
     words = _words(sentence)
     content = [w for w in words if w not in STOPWORDS and w not in _FILLER]
     reasons: list[str] = []
@@ -165,6 +172,15 @@ class RuleExtractor:
 
     ``strong``: at or above this strength a sentence becomes an active memory;
     ``weak``: at or above this, a candidate; below, it is not kept.
+
+    Examples
+    --------
+    >>> [found] = RuleExtractor().extract("Hi! I moved to Ibadan in March 2026. "
+    ...                                   "Lovely weather.")
+    >>> found.text, found.entities
+    ('I moved to Ibadan in March 2026.', ('ibadan', 'march', '2026'))
+    >>> RuleExtractor().extract("Thanks so much, see you later!")
+    []
     """
 
     name = "rules"

@@ -104,7 +104,31 @@ _SECTIONS = (("promote", "Promote to Semantic", "Promotions"), ("archive", "Arch
 class LifecycleReport(_Seed):
     """The archivist's lifecycle report: how many memories each action concerns, the
     evaluations of those to promote, archive or review, what the manager's jobs did, and
-    whether they were applied."""
+    whether they were applied.
+
+    Examples
+    --------
+    >>> from datetime import UTC
+    >>> report = LifecycleReport(
+    ...     generated=datetime(2026, 7, 15, 12, tzinfo=UTC), applied=False, evaluated=8,
+    ...     counts={"promote": 2, "archive": 1, "maintain": 5}, evaluations=[],
+    ...     jobs=JobCounts(decayed=3, hot_added=2))
+    >>> report.count("promote"), report.count("review")
+    (2, 0)
+    >>> report.summary()["maintain"]
+    (5, 62.5)
+    >>> text = report.to_markdown()
+    >>> print("\\n".join(text.splitlines()[:5]))
+    # Archivist Lifecycle Report
+    <BLANKLINE>
+    **Generated:** 2026-07-15T12:00:00Z
+    **Memories Evaluated:** 8
+    **Mode:** dry run (nothing changed)
+    >>> [line for line in text.splitlines() if line.startswith(("| Promote to", "| Hot"))]
+    ['| Promote to Semantic | 2 | 25.0% |', '| Hot set: added / removed | 2 / 0 |']
+    >>> import json; json.loads(report.to_json())["jobs"]["hotAdded"]
+    2
+    """
 
     generated: datetime
     applied: bool

@@ -34,7 +34,11 @@ _NEAR_ACCESS = 0.7
 
 
 def decayed_score(importance: float, age_in_days: float, half_life_days: float) -> float:
-    """Importance halved every ``half_life_days`` of age."""
+    """Importance halved every ``half_life_days`` of age.
+
+    >>> decayed_score(0.8, 30, 30), decayed_score(0.8, 60, 30), decayed_score(0.8, -5, 30)
+    (0.4, 0.2, 0.8)
+    """
     return importance * 0.5 ** (max(age_in_days, 0.0) / half_life_days)
 
 
@@ -158,6 +162,21 @@ def evaluate_arrays(
     ``"reason"``: the policy's name of the first rule that applies (high_access,
     high_importance, critical_tag, cross_references, age, deprecated; "" otherwise). The
     tests check it against ``evaluate_memory_lifecycle`` on random inputs.
+
+    Examples
+    --------
+    Three episodic memories: much used; old, unimportant and unused; in between.
+
+    >>> masks = evaluate_arrays(
+    ...     importance=np.array([0.7, 0.2, 0.5]), age_in_days=np.array([5.0, 45.0, 10.0]),
+    ...     access_count=np.array([15, 0, 3]), episodic=np.array([True, True, True]),
+    ...     promote_tag=np.zeros(3, dtype=bool), archive_tag=np.zeros(3, dtype=bool),
+    ...     cross_reference_count=np.zeros(3, dtype=int), settings=Settings())
+    >>> [a for i in range(3) for a in ("promote", "archive", "review", "maintain")
+    ...  if masks[a][i]]
+    ['promote', 'archive', 'maintain']
+    >>> masks["reason"].tolist()
+    ['high_access', 'age', '']
     """
     s = settings
     rules = {

@@ -41,7 +41,18 @@ def extractive_summary(memory: Memory, neighbours: Sequence[Memory] = (),
 
 def summarize(memory: Memory, neighbours: Sequence[Memory],
               generator: OllamaGenerator | None) -> tuple[str, str]:
-    """(summary, source): "ollama" when the model answered, else "extractive"."""
+    """(summary, source): "ollama" when the model answered, else "extractive".
+
+    >>> from datetime import UTC, datetime
+    >>> now = datetime(2026, 7, 1, tzinfo=UTC)
+    >>> m = Memory(id="m", text="The valve sticks in cold weather. Oil it monthly.",
+    ...            created=now, modified=now)
+    >>> pump = Memory(id="p", text="Greenhouse pump maintenance log", created=now,
+    ...               modified=now)
+    >>> summarize(m, [pump], None)
+    ('The valve sticks in cold weather. Related: Greenhouse pump maintenance log.', \
+'extractive')
+    """
     if generator is not None:
         context = "\n".join(f"- {n.short(120)}" for n in neighbours[:5])
         prompt = ("Summarise this memory of an AI agent in one sentence of at most 40 "

@@ -35,7 +35,18 @@ def base_level(ages_s: Sequence[float], *, d: float = 0.5) -> float:
 
 def approx_activation(age_s: float, frequency: int, confidence: float, *, d: float = 0.5,
                       beta: float = 1.0, epsilon: float = 0.5) -> float:
-    """The sidecar's ``-d ln(age) + beta log1p(freq) + epsilon conf``."""
+    """The sidecar's ``-d ln(age) + beta log1p(freq) + epsilon conf``.
+
+    Examples
+    --------
+    A day-old memory used four times, held with confidence 0.8:
+
+    >>> value = approx_activation(86400.0, 4, 0.8)
+    >>> round(value, 4) == round(-0.5 * math.log(86400.0) + math.log(5) + 0.4, 4)
+    True
+    >>> approx_activation(86400.0, 40, 0.8) > value  # more use, more activation
+    True
+    """
     return -d * math.log(max(age_s, _MIN_AGE_S)) + beta * math.log1p(frequency) \
         + epsilon * confidence
 
@@ -93,7 +104,27 @@ def activation(
 ) -> ActivationTerms:
     """Activation of one memory at ``now``: exact base level when the access history is
     complete (``access_count <= len(access_times)``), the sidecar's approximation when it
-    was truncated; plus ``epsilon * confidence`` in both cases."""
+    was truncated; plus ``epsilon * confidence`` in both cases.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime, timedelta
+    >>> now = datetime(2026, 7, 15, tzinfo=UTC)
+    >>> created = now - timedelta(days=10)
+    >>> used = (now - timedelta(days=2), now - timedelta(hours=1))
+    >>> exact = activation(created=created, access_times=used, access_count=2,
+    ...                    confidence=1.0, now=now)
+    >>> exact.formula, exact.frequency, exact.confidence_term
+    ('exact', 2, 0.5)
+    >>> round(exact.base_level, 4) == round(base_level([864000.0, 172800.0, 3600.0]), 4)
+    True
+
+    With 40 uses but only two access times kept, the approximation stands in:
+
+    >>> activation(created=created, access_times=used, access_count=40, confidence=1.0,
+    ...            now=now).formula
+    'approx'
+    """
     return activation_s(created=created.timestamp(),
                         access_times=np.array([t.timestamp() for t in access_times]),
                         access_count=access_count, confidence=confidence, now=now.timestamp(),

@@ -52,7 +52,18 @@ class ActrParams:
 
 @dataclass(frozen=True)
 class RecallConfig:
-    """Which channels run, how they are weighted and fused, and the ACT-R re-rank."""
+    """Which channels run, how they are weighted and fused, and the ACT-R re-rank.
+
+    Examples
+    --------
+    >>> config = RecallConfig(weights={"fulltext": 1.0, "vector": 0.5})
+    >>> config.active("vector"), config.active("graph"), config.actr is None
+    (True, False, True)
+    >>> RecallConfig(weights={"graph": 1.0})
+    Traceback (most recent call last):
+    ...
+    graphmem._errors.InvalidInputError: a configuration needs the fulltext or the vector ...
+    """
 
     name: str = "custom"
     weights: dict[str, float] = field(default_factory=lambda: {"fulltext": 1.0,
@@ -80,7 +91,12 @@ class RecallConfig:
 
     def with_(self, **changes: Any) -> RecallConfig:
         """A copy with some fields changed; ``graph=`` and ``actr=`` accept dicts of
-        the fields to change."""
+        the fields to change.
+
+        >>> strong = PRESETS["default"].with_(actr={"weight": 3.0}, rrf_k=10.0)
+        >>> strong.actr.weight, strong.actr.d, strong.rrf_k, PRESETS["default"].actr.weight
+        (3.0, 0.5, 10.0, 0.3)
+        """
         for key, cls in (("graph", GraphParams), ("actr", ActrParams)):
             value = changes.get(key)
             if isinstance(value, dict):
@@ -112,7 +128,15 @@ PRESETS: dict[str, RecallConfig] = {
 
 
 def resolve_preset(preset: str | RecallConfig) -> RecallConfig:
-    """A preset by name, or a ``RecallConfig`` passed through."""
+    """A preset by name, or a ``RecallConfig`` passed through.
+
+    >>> resolve_preset("hybrid").weights
+    {'fulltext': 1.0, 'vector': 0.3, 'graph': 0.0}
+    >>> resolve_preset("magic")
+    Traceback (most recent call last):
+    ...
+    graphmem._errors.InvalidInputError: unknown preset 'magic'; presets are fulltext, ...
+    """
     if isinstance(preset, RecallConfig):
         return preset
     try:

@@ -33,7 +33,20 @@ def rrf_from_ranks(
     weights: Mapping[str, float] | None = None,
     k: float = 60.0,
 ) -> dict[K, float]:
-    """``sum_c w_c / (k + rank_c(d))`` from explicit ranks (channel -> item -> rank)."""
+    """``sum_c w_c / (k + rank_c(d))`` from explicit ranks (channel -> item -> rank).
+
+    Items tied in a channel share its rank, so they get the same score from it; a
+    channel of weight 0 adds nothing.
+
+    >>> scores = rrf_from_ranks({"fulltext": {"a": 1, "b": 1, "c": 3}, "vector": {"c": 1}},
+    ...                         weights={"fulltext": 1.0, "vector": 0.5}, k=60)
+    >>> scores["a"] == scores["b"] == 1 / 61
+    True
+    >>> round(scores["c"], 6) == round(1 / 63 + 0.5 / 61, 6)
+    True
+    >>> rrf_from_ranks({"graph": {"a": 1}}, weights={"graph": 0.0})
+    {}
+    """
     if k < 0:
         raise ValueError("k must be >= 0")
     scores: dict[K, float] = {}

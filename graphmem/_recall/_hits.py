@@ -45,7 +45,18 @@ class Explanation(_Value):
     preset: str
 
     def lines(self) -> list[str]:
-        """A human reading, one line per term."""
+        """A human reading, one line per term.
+
+        >>> e = Explanation(channels={"fulltext": ChannelRank(rank=1, score=2.5),
+        ...                           "vector": ChannelRank(rank=3, score=0.41)},
+        ...                 fused=1 / 61 + 0.3 / 63, final=1 / 61 + 0.3 / 63,
+        ...                 preset="hybrid", redirected_from=("urn:old",))
+        >>> print("\\n".join(e.lines()))
+        preset hybrid: final 0.02116 = fused 0.02116
+          fulltext rank   1  score 2.5000
+          vector   rank   3  score 0.4100
+          current version of urn:old
+        """
         out = [f"preset {self.preset}: final {self.final:.5f} = fused {self.fused:.5f}"
                + (f" + activation {self.activation.contribution:.5f}" if self.activation
                   else "")]

@@ -14,7 +14,12 @@ Row = Callable[[int], tuple[np.ndarray, np.ndarray]]
 
 
 def rows_of(graph: Mapping[int, Mapping[int, float]]) -> Row:
-    """A row function over a dict of dicts (for tests and small graphs)."""
+    """A row function over a dict of dicts (for tests and small graphs).
+
+    >>> row = rows_of({0: {1: 2.0, 2: 0.5}})
+    >>> [a.tolist() for a in row(0)], [a.tolist() for a in row(7)]
+    ([[1, 2], [2.0, 0.5]], [[], []])
+    """
 
     def row(node: int) -> tuple[np.ndarray, np.ndarray]:
         nbrs = graph.get(node, {})
