@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
@@ -215,7 +214,9 @@ def test_access_is_recorded_in_one_batched_write(small: MemoryStore, clock,
         assert stored.access_times == (clock.now,)
     clock.advance(hours=1)
     again = small.recall("orchard", k=3)
-    assert again[0].memory.access_count >= 1
+    assert [h.memory.id for h in again] == [h.memory.id for h in hits]
+    assert [h.memory.access_count for h in again] == [2, 2, 2]
+    assert again[0].memory.access_times == (clock.now - timedelta(hours=1), clock.now)
     small.recall("orchard", k=3, record_access=False)
     small.flush()
     assert sum(m.access_count for m in small.memories()) == 6
@@ -236,20 +237,35 @@ def test_access_history_is_bounded(tmp_path: Path, clock) -> None:
 
 
 def test_actr_breaks_ties_towards_used_memories(store: MemoryStore, clock) -> None:
-    a = store.add("weekly sync notes")
-    b = store.add("weekly sync notes")  # the same text: text and vectors tie
+    # The same text: every channel ties, and without ACT-R the id decides (a before b).
+    a = store.add("weekly sync notes", id="urn:test:a", kind="episodic")
+    b = store.add("weekly sync notes", id="urn:test:b", kind="note")
     for _ in range(6):
         clock.advance(minutes=5)
-        store.get(b.id)
-        store.recall("weekly sync", k=2, preset="fulltext")  # both used ...
-    store.recall("weekly sync", k=1, preset=PRESETS["fulltext"])
+        store.get(a.id)  # reading a memory is not a use of it ...
+        [used] = store.recall("weekly sync", k=2, kinds=["note"])  # ... recalling b is
+        assert used.memory.id == b.id
+    assert (store.get(a.id).access_count, store.get(b.id).access_count) == (0, 6)
+    clock.advance(minutes=5)
+    plain = store.recall("weekly sync notes", k=2, preset="graph_hybrid", record_access=False)
+    assert [h.memory.id for h in plain] == [a.id, b.id]
+    assert plain[0].explanation.fused == plain[1].explanation.fused
     hits = store.recall("weekly sync notes", k=2, record_access=False)
-    ranks = {h.memory.id: h.explanation.channels["fulltext"].rank for h in hits}
-    assert ranks == {a.id: 1, b.id: 1}  # tied scores share a rank
-    first = hits[0].memory.id
-    by_id = {h.memory.id: h for h in hits}
-    assert by_id[first].explanation.activation.value >= \
-        by_id[({a.id, b.id} - {first}).pop()].explanation.activation.value
+    assert [h.memory.id for h in hits] == [b.id, a.id]  # ACT-R breaks the tie
+    for hit in hits:  # tied scores share a rank in every channel
+        assert {c: r.rank for c, r in hit.explanation.channels.items()} == {
+            "fulltext": 1, "vector": 1, "graph": 1}
+    by_id = {h.memory.id: h.explanation.activation for h in hits}
+    assert by_id[b.id] is not None and by_id[a.id] is not None
+    assert (by_id[b.id].frequency, by_id[a.id].frequency) == (6, 0)
+    assert by_id[b.id].value > by_id[a.id].value
+    assert (by_id[b.id].rank, by_id[a.id].rank) == (1, 2)
+    assert by_id[b.id].contribution == pytest.approx(0.3 / 61)
+    assert by_id[a.id].contribution == pytest.approx(0.3 / 62)
+    # With the ACT-R weight at 0 the order falls back to the ids.
+    off = PRESETS["default"].with_(actr={"weight": 0.0})
+    assert [h.memory.id for h in store.recall("weekly sync notes", k=2, preset=off,
+                                              record_access=False)] == [a.id, b.id]
 
 
 def test_actr_weight_decides_how_much_use_counts(store: MemoryStore, clock) -> None:
@@ -277,10 +293,23 @@ def test_feedback_counts_boosts_and_pairs(small: MemoryStore) -> None:
     small.feedback(third.id, useful=False)
     assert small.get(third.id).ignored_count == 1
     links = [x for x in small.links(first.id) if x.kind == "co_occurs"]
-    assert [x.other for x in links] == [second.id]
-    assert Counter(x.source if hasattr(x, "source") else "" for x in links)
+    assert [(x.other, x.weight) for x in links] == [(second.id, 1.0)]
+    assert [x for x in small.links(third.id) if x.kind == "co_occurs"] == []  # not useful
+    # The edge records where it came from (Link has no source: read the edge itself).
+    assert _co_occurs(small) == [(*sorted((first.id, second.id)), "feedback", 1.0, 1)]
+    # The same pair useful again in a later recall: the edge grows, no second edge.
+    small.recall("orchard deploy release", k=3)
+    small.feedback(second.id, useful=True)
+    small.feedback(first.id, useful=True)
+    assert _co_occurs(small) == [(*sorted((first.id, second.id)), "feedback", 2.0, 2)]
     with pytest.raises(InvalidInputError):
         small.feedback(first.id, useful="yes")  # type: ignore[arg-type]
+
+
+def _co_occurs(store: MemoryStore) -> list[tuple[str, str, str, float, int]]:
+    rows = store.cypher("MATCH (a:Memory)-[e:CO_OCCURS]->(b:Memory) RETURN a.id AS a, "
+                        "b.id AS b, e.source AS source, e.weight AS weight, e.count AS n")
+    return [(r["a"], r["b"], r["source"], r["weight"], r["n"]) for r in rows]
 
 
 def test_reembed_switches_the_model(tmp_path: Path) -> None:
