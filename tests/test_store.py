@@ -232,7 +232,27 @@ def test_owner_scoping(store: MemoryStore) -> None:
     with pytest.raises(NotFoundError):
         store.link(mine.id, theirs.id, owner="alice")
     assert [m.text for m in store.memories(owner="alice")] == ["mine"]
-    assert store.get_many([mine.id, theirs.id], owner="alice")[0].id == mine.id
+    # every hit is checked, not the first: another owner's id is left out
+    assert [m.id for m in store.get_many([theirs.id, mine.id], owner="alice")] == [mine.id]
+    assert [m.id for m in store.get_many([theirs.id, mine.id])] == [theirs.id, mine.id]
+    assert store.get_many([theirs.id], owner="alice") == []
+
+
+def test_links_with_an_owner_leave_out_other_owners_ends(store: MemoryStore) -> None:
+    hub = store.add("hub", owner="alice", id="urn:t:hub")
+    mine = store.add("mine", owner="alice", id="urn:t:mine")
+    theirs = store.add("theirs", owner="bob", id="urn:t:theirs")
+    store.link(hub.id, mine.id)
+    store.link(theirs.id, hub.id)  # bob's memory points at alice's
+    store.link(hub.id, theirs.id, kind="co_occurs")
+    every = {(x.kind, x.other, x.direction) for x in store.links(hub.id)}
+    assert every == {("references", mine.id, "out"), ("references", theirs.id, "in"),
+                     ("co_occurs", theirs.id, "out")}
+    assert [(x.kind, x.other, x.direction) for x in store.links(hub.id, owner="alice")] == [
+        ("references", mine.id, "out")]
+    assert {x.other for x in store.links(theirs.id, owner="bob")} == set()
+    with pytest.raises(NotFoundError):
+        store.links(theirs.id, owner="alice")
 
 
 def test_events_filters(store: MemoryStore, clock) -> None:
