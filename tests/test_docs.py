@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+import io
 import os
 import re
+import sys
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -22,14 +26,56 @@ def test_readme_starts_with_the_two_commands() -> None:
     assert lines == ["make demo", "make test"]
 
 
+#: Comments on README print lines that describe the output instead of showing it.
+PROSE = {"channel ranks, fused score, ACT-R"}
+
+
+def _printed_comments(block: str) -> dict[tuple[int, int], str]:
+    """(first line, last line) of every print statement with a trailing comment -> the
+    comment, which shows what it prints (a quoted comment shows a string)."""
+    comments = {tok.start[0]: tok.string.lstrip("#").strip()
+                for tok in tokenize.generate_tokens(io.StringIO(block).readline)
+                if tok.type == tokenize.COMMENT}
+    out = {}
+    for node in ast.walk(ast.parse(block)):
+        if (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name) and node.value.func.id == "print"):
+            end = node.end_lineno or node.lineno
+            if end in comments:
+                out[(node.lineno, end)] = comments[end]
+    return out
+
+
 def test_readme_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every block runs, in order, and every print shows what its comment says."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ingest").symlink_to(ROOT / "ingest")
     monkeypatch.setenv("GRAPHMEM_EMBEDDER", "hashing")
     blocks = re.findall(r"```python\n(.*?)```", README, re.S)
     assert len(blocks) >= 2
+    checked = []
     for n, block in enumerate(blocks):
-        exec(compile(block, f"README.md block {n}", "exec"), {})
+        name = f"README.md block {n}"
+        printed: list[tuple[int, str]] = []
+
+        def record(*args: object, sep: str = " ", _out: list[tuple[int, str]] = printed,
+                   _name: str = name, **_: object) -> None:
+            frame = sys._getframe(1)
+            while frame.f_code.co_filename != _name:
+                frame = frame.f_back  # type: ignore[assignment]
+            _out.append((frame.f_lineno, sep.join(str(a) for a in args)))
+
+        exec(compile(block, name, "exec"), {"print": record, "__name__": "__readme__"})
+        for (first, last), comment in _printed_comments(block).items():
+            shown = [text for line, text in printed if first <= line <= last]
+            assert shown, f"{name}, line {first}: the print never ran"
+            if comment in PROSE:
+                continue
+            expected = comment[1:-1] if comment[:1] == comment[-1:] == '"' else comment
+            assert shown == [expected], f"{name}, line {first}: the README says {comment}"
+            checked.append(expected)
+    assert {"1 1", "promote", "# Archivist Lifecycle Report",
+            "['created', 'importance_boost']"} <= set(checked)
 
 
 def _commands(group, prefix=""):  # type: ignore[no-untyped-def]
