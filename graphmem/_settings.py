@@ -59,6 +59,10 @@ class Settings:
     ollama_timeout_s: float = 30.0
     tokens_file: str | None = None
     sidecar_url: str | None = None
+    max_body_bytes: int = 16 * 2**20
+    header_timeout_s: float = 10.0
+    idle_timeout_s: float = 30.0
+    sidecar_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
         _check_range("PROMOTION_ACCESS_THRESHOLD", self.promotion_access_threshold, 0, None)
@@ -81,6 +85,10 @@ class Settings:
         _check_range("GRAPHMEM_EMBED_THREADS", self.embed_threads, 1, 256)
         _check_range("GRAPHMEM_EMBED_BATCH_THREADS", self.embed_batch_threads, 1, 256)
         _check_range("GRAPHMEM_OLLAMA_TIMEOUT_S", self.ollama_timeout_s, 0.1, None)
+        _check_range("GRAPHMEM_MAX_BODY_BYTES", self.max_body_bytes, 1024, None)
+        _check_range("GRAPHMEM_HEADER_TIMEOUT_S", self.header_timeout_s, 0.1, 3600)
+        _check_range("GRAPHMEM_IDLE_TIMEOUT_S", self.idle_timeout_s, 0.1, 3600)
+        _check_range("GRAPHMEM_SIDECAR_TIMEOUT_S", self.sidecar_timeout_s, 0.1, 3600)
         for kind, days in self.decay_half_life_days.items():
             if kind not in DEFAULT_HALF_LIVES:
                 raise InvalidInputError(
@@ -211,6 +219,10 @@ _ENV: dict[str, tuple[str, Any]] = {
     "GRAPHMEM_OLLAMA_TIMEOUT_S": ("ollama_timeout_s", _float),
     "GRAPHMEM_TOKENS_FILE": ("tokens_file", _text),
     "GRAPHMEM_SIDECAR_URL": ("sidecar_url", _text),
+    "GRAPHMEM_MAX_BODY_BYTES": ("max_body_bytes", _int),
+    "GRAPHMEM_HEADER_TIMEOUT_S": ("header_timeout_s", _float),
+    "GRAPHMEM_IDLE_TIMEOUT_S": ("idle_timeout_s", _float),
+    "GRAPHMEM_SIDECAR_TIMEOUT_S": ("sidecar_timeout_s", _float),
 }
 
 assert {attr for attr, _ in _ENV.values()} <= {f.name for f in fields(Settings)}

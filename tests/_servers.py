@@ -1,17 +1,23 @@
-"""A real sidecar on 127.0.0.1 for tests: uvicorn in a thread of the test process."""
+"""A real sidecar on 127.0.0.1 for tests (uvicorn in a thread of the test process, set
+up as ``graphmem serve`` sets it up), and raw HTTP exchanges for what clients refuse to
+send."""
 
 from __future__ import annotations
 
+import json
+import select
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
 
 from graphmem import MemoryStore
-from graphmem.sidecar import Tokens, create_app
+from graphmem.sidecar import Tokens, create_app, server_config
 
 
 def free_port() -> int:
@@ -23,10 +29,11 @@ def free_port() -> int:
 
 @contextmanager
 def running_sidecar(store: MemoryStore, tokens: Tokens | None = None) -> Iterator[str]:
-    """Serve ``store`` on a free loopback port; yields the base URL."""
+    """Serve ``store`` on a free loopback port, configured as ``graphmem serve`` does
+    (limits and deadlines from ``store.settings``); yields the base URL."""
     port = free_port()
-    config = uvicorn.Config(create_app(store, tokens=tokens), host="127.0.0.1", port=port,
-                            log_level="warning", lifespan="off")
+    config = server_config(create_app(store, tokens=tokens), host="127.0.0.1", port=port,
+                           settings=store.settings, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -40,3 +47,61 @@ def running_sidecar(store: MemoryStore, tokens: Tokens | None = None) -> Iterato
     finally:
         server.should_exit = True
         thread.join(timeout=20)
+
+
+@dataclass
+class RawResponse:
+    """What a raw exchange got back: ``status`` None when the server closed the
+    connection without answering."""
+
+    status: int | None
+    headers: dict[str, str]
+    body: bytes
+    closed: bool
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def raw_request(url: str, head: bytes, body: Iterable[bytes] = (), *,
+                timeout: float = 10.0, pause: float = 0.0) -> RawResponse:
+    """Send ``head`` (request line and headers, as given: nothing is checked or fixed)
+    then the ``body`` pieces, ``pause`` seconds apart, stopping early when the server
+    answers or closes; then read one response, or the close, within ``timeout``."""
+    host, _, port = url.removeprefix("http://").partition(":")
+    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+        sock.sendall(head)
+        for piece in body:
+            if select.select([sock], [], [], pause)[0]:
+                break  # answered (or closed) before the body was all sent
+            try:
+                sock.sendall(piece)
+            except OSError:
+                break
+        return read_response(sock, time.monotonic() + timeout)
+
+
+def read_response(sock: socket.socket, deadline: float) -> RawResponse:
+    data, closed = b"", False
+    while True:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        if sep:
+            lines = head.decode("latin-1").split("\r\n")
+            headers = {k.strip().lower(): v.strip()
+                       for k, _, v in (line.partition(":") for line in lines[1:])}
+            length = int(headers.get("content-length", "-1"))
+            if closed or 0 <= length <= len(rest):
+                return RawResponse(int(lines[0].split()[1]), headers,
+                                   rest[:length] if length >= 0 else rest,
+                                   closed or headers.get("connection") == "close")
+        if closed:
+            return RawResponse(None, {}, data, True)
+        sock.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            chunk = sock.recv(65536)
+        except TimeoutError:
+            raise TimeoutError("no answer from the server in time") from None
+        except OSError:
+            chunk = b""  # reset by the server
+        closed = not chunk
+        data += chunk

@@ -9,12 +9,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
 
+import graphmem
 from graphmem import InvalidInputError, MemoryStore
 from graphmem.sidecar import Tokens, is_loopback
 
@@ -307,3 +310,256 @@ def test_lone_surrogates_are_refused(alice: Api) -> None:
     added = alice.post("/v1/memories", content=b'{"text": "a \\ud83d\\ude00 pair is fine"}',
                        headers=headers)
     assert added.status_code == 201, added.text
+
+
+# -- a read token changes nothing --------------------------------------------------------
+def _state(store: MemoryStore) -> str:
+    """Everything stored, every owner (access counts and times included)."""
+    return json.dumps({**store.export(), "generated": None}, sort_keys=True)
+
+
+def test_a_read_token_changes_nothing(served: tuple[MemoryStore, str], alice: Api) -> None:
+    """Every route, called with a read-only token: it is refused (403) or answers, and
+    the store is exactly as it was; recall records no access even when asked to."""
+    store, url = served
+    first = _add(alice, "Nadia prefers green tea in the afternoon.", kind="semantic")
+    for n in range(3):
+        _add(alice, f"Nadia drinks tea with Amara on day {n}.")
+    memory = quote(first["id"], safe="")
+    calls = {  # every route the app serves, by its OpenAPI path and method
+        ("post", "/v1/memories"): {"json": {"text": "x"}},
+        ("post", "/v1/conversations"): {"json": {"session_id": "s", "messages": ["hi"]}},
+        ("post", "/v1/memories/retrieve"): {"json": {"query": "what tea does Nadia drink",
+                                                     "record_access": True}},
+        ("get", "/v1/memories/{memory_id}"): {},
+        ("patch", "/v1/memories/{memory_id}"): {"json": {"importance": 0.9}},
+        ("delete", "/v1/memories/{memory_id}"): {},
+        ("get", "/v1/memories/{memory_id}/history"): {},
+        ("post", "/v1/memories/{memory_id}/supersede"): {"json": {"text": "y"}},
+        ("post", "/v1/feedback"): {"json": {"memory_id": first["id"], "useful": True}},
+        ("post", "/v1/memories/{memory_id}/promote"): {},
+        ("post", "/v1/memories/{memory_id}/archive"): {},
+        ("post", "/v1/memories/{memory_id}/restore"): {},
+        ("get", "/v1/export"): {},
+        ("post", "/v1/lifecycle/run"): {"json": {"apply": True}},
+        ("get", "/v1/lifecycle/report"): {"params": {"format": "markdown"}},
+        ("get", "/v1/store"): {},
+        ("get", "/healthz"): {},
+    }
+    served_routes = {(method, path) for path, ops in
+                     httpx.get(f"{url}/openapi.json").json()["paths"].items()
+                     for method in ops}
+    assert served_routes == set(calls)  # a new route must be added here
+    before = _state(store)
+    answered = set()
+    with Api(url, READER) as reader:
+        for (method, path), kwargs in calls.items():
+            response = reader.request(method, path.replace("{memory_id}", memory), **kwargs)
+            assert response.status_code in (200, 403), (method, path, response.text)
+            if response.status_code == 200:
+                answered.add(path)
+        hits = reader.post("/v1/memories/retrieve", json={"query": "tea"}).json()
+        assert hits["count"] == 4 and hits["record_access"] is False
+    assert answered == {"/v1/memories/retrieve", "/v1/memories/{memory_id}",
+                        "/v1/memories/{memory_id}/history", "/v1/export",
+                        "/v1/lifecycle/report", "/v1/store", "/healthz"}
+    assert _state(store) == before
+    # the same recall with a write token does record accesses: the check above can fail
+    assert alice.post("/v1/memories/retrieve", json={"query": "tea"}).json()["count"] == 4
+    assert _state(store) != before
+    assert store.get(first["id"]).access_count == 1
+
+
+# -- OpenAPI: the bearer scheme and the real error bodies ---------------------------------
+def test_openapi_declares_bearer_and_error_bodies(served: tuple[MemoryStore, str]) -> None:
+    _, url = served
+    document = httpx.get(f"{url}/openapi.json").json()
+    scheme = document["components"]["securitySchemes"]["bearer"]
+    assert scheme["type"] == "http" and scheme["scheme"] == "bearer"
+    error = document["components"]["schemas"]["ErrorOut"]
+    assert set(error["properties"]) == {"error", "detail", "field"}
+    assert set(error["required"]) == {"error", "detail"}
+    assert "HTTPValidationError" not in document["components"]["schemas"]
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            public = path == "/healthz"
+            assert operation.get("security") == (None if public else [{"bearer": []}]), path
+            codes = {int(c) for c in operation["responses"] if not c.startswith("2")}
+            assert codes >= ({400, 500} if public else {400, 401, 403, 500, 503}), path
+            for code in codes:
+                schema = operation["responses"][str(code)]["content"]["application/json"]
+                assert schema["schema"] == {"$ref": "#/components/schemas/ErrorOut"}, (
+                    method, path, code)
+
+
+def test_every_error_status_is_declared(served: tuple[MemoryStore, str], alice: Api,
+                                        bob: Api) -> None:
+    """The errors actually answered, route by route, against the OpenAPI document: each
+    (route, status) met here is declared there, and each body has the declared shape."""
+    _, url = served
+    document = httpx.get(f"{url}/openapi.json").json()["paths"]
+    mine = _add(alice, "Alice's note about the orchard deploy.")["id"]
+    one = quote(mine, safe="")
+    anonymous = Api(url, None)
+    with Api(url, READER) as reader, Api(url, ADMIN) as admin, anonymous:
+        attempts = [
+            (anonymous, "get", "/v1/export", {}),
+            (reader, "post", "/v1/memories", {"json": {"text": "x"}}),
+            (alice, "post", "/v1/memories", {"json": {"text": ""}}),
+            (alice, "post", "/v1/memories", {"content": b"x" * (17 * 2**20)}),
+            (alice, "post", "/v1/conversations", {"json": {"messages": []}}),
+            (alice, "post", "/v1/memories/retrieve", {"json": {"query": "x", "k": 0}}),
+            (bob, "get", "/v1/memories/{memory_id}", {}),
+            (alice, "get", "/v1/memories/%FF", {}),
+            (bob, "get", "/v1/memories/{memory_id}/history", {}),
+            (alice, "patch", "/v1/memories/{memory_id}", {"json": {}}),
+            (bob, "patch", "/v1/memories/{memory_id}", {"json": {"importance": 0.1}}),
+            (alice, "post", "/v1/memories/{memory_id}/supersede", {"json": {}}),
+            (alice, "post", "/v1/memories/{memory_id}/supersede", {"json": {"new_id": mine}}),
+            (bob, "post", "/v1/feedback", {"json": {"memory_id": mine, "useful": True}}),
+            (alice, "post", "/v1/memories/{memory_id}/restore", {}),
+            (bob, "post", "/v1/memories/{memory_id}/promote", {}),
+            (alice, "post", "/v1/memories/{memory_id}/archive", {"json": {"reason": 7}}),
+            (alice, "delete", "/v1/memories/{memory_id}", {"params": {"hard": "maybe"}}),
+            (alice, "delete", "/v1/memories/{memory_id}", {"params": {"hard": "true"}}),
+            (alice, "post", "/v1/lifecycle/run", {"json": {"apply": True}}),
+            (admin, "post", "/v1/lifecycle/run", {"json": {"apply": "often"}}),
+            (alice, "get", "/v1/lifecycle/report", {"params": {"format": "pdf"}}),
+            (anonymous, "get", "/v1/store", {}),
+        ]
+        seen = set()
+        for client, method, route, kwargs in attempts:
+            path = route.replace("{memory_id}", one)
+            response = client.request(method, path, **kwargs)
+            assert 400 <= response.status_code < 500, (method, path, response.text)
+            body = response.json()
+            assert set(body) <= {"error", "detail", "field"} and body["error"] and \
+                body["detail"], body
+            template = "/v1/memories/{memory_id}" if path == "/v1/memories/%FF" else route
+            declared = {int(c) for c in document[template][method]["responses"]}
+            assert response.status_code in declared, (method, route, response.status_code)
+            seen.add(response.status_code)
+    assert seen == {400, 401, 403, 404, 409, 413, 422}
+
+
+# -- the sidecar without tokens ------------------------------------------------------------
+def test_without_tokens_the_local_user_sees_every_owner(store: MemoryStore) -> None:
+    alices = store.add("Alice keeps the spare key under the blue pot.", owner="alice")
+    bobs = store.add("Bob keeps the spare key in the mailbox.", owner="bob")
+    with running_sidecar(store) as url, Api(url, None) as local:
+        assert local.get("/healthz").json()["auth"] == "local"
+        assert local.get("/v1/store").json() == {
+            "store_id": store.store_id, "version": graphmem.__version__, "auth": "local",
+            "owner": None, "scopes": ["admin", "read", "write"]}
+        hits = local.post("/v1/memories/retrieve", json={"query": "spare key", "k": 5})
+        assert {h["memory"]["id"] for h in hits.json()["hits"]} == {alices.id, bobs.id}
+        assert hits.json()["record_access"] is True
+        assert {m["owner"] for m in _export(local)["memories"]} == {"alice", "bob"}
+        carol = _add(local, "Carol has no key at all.", owner="carol")
+        assert carol["owner"] == "carol" and _add(local, "Nobody's note.")["owner"] is None
+        assert local.get(f"/v1/memories/{bobs.id}").json()["owner"] == "bob"
+        assert local.post("/v1/lifecycle/run", json={"apply": False}).status_code == 200
+        gone = local.delete(f"/v1/memories/{quote(bobs.id, safe='')}", params={"hard": True})
+        assert gone.json()["status"] == "forgotten"
+        # a token sent anyway changes nothing: there are none to check it against
+        other = Api(url, "tok-whatever-0123456789")
+        assert other.get("/v1/store").json()["owner"] is None
+        other.close()
+
+
+def test_without_tokens_only_loopback_hosts_are_served(store: MemoryStore) -> None:
+    """DNS rebinding: a page served from evil.example, its name re-pointed at 127.0.0.1,
+    reaches the sidecar with ``Host: evil.example``; it is refused before anything."""
+    secret = store.add("The vault code is 4471.")
+    with running_sidecar(store) as url:
+        port = url.rsplit(":", 1)[1]
+        for host in ("127.0.0.1", f"127.0.0.1:{port}", "localhost", f"LOCALHOST:{port}",
+                     "[::1]", f"[::1]:{port}"):
+            answer = httpx.get(f"{url}/v1/export", headers={"Host": host})
+            assert answer.status_code == 200, host
+            assert secret.id in answer.text
+        for host in ("evil.example", f"evil.example:{port}", "127.0.0.2", "0.0.0.0",
+                     "localhost.", "localhost.evil.example", "127.0.0.1.nip.io", "[::2]",
+                     "user@127.0.0.1", "127.0.0.1:", f"127.0.0.1:{port}:1", ""):
+            for method, path in (("GET", "/v1/export"), ("GET", "/healthz"),
+                                 ("POST", "/v1/memories")):
+                answer = httpx.request(method, f"{url}{path}", headers={"Host": host},
+                                       json={"text": "planted by a web page"})
+                assert answer.status_code == 400, (host, path, answer.text)
+                assert answer.json()["error"] == "invalid_host", host
+                assert "4471" not in answer.text
+    assert [m.id for m in store.memories()] == [secret.id]
+
+
+# -- supersede and PATCH errors --------------------------------------------------------------
+@pytest.mark.parametrize(("method", "suffix", "body", "status", "field", "says"), [
+    ("patch", "", {}, 422, "body", "nothing to change"),
+    ("patch", "", {"reason": "manual_edit"}, 422, "body", "nothing to change"),
+    ("patch", "", {"importance": 2}, 422, "importance", "less than or equal to 1"),
+    ("patch", "", {"kind": "dream"}, 422, "kind", "Input should be"),
+    ("patch", "", {"colour": "red"}, 422, "colour", "Extra inputs"),
+    ("patch", "", {"text": ""}, 422, "text", "text"),
+    ("patch", "", {"tags": "not-a-list"}, 422, "tags", "valid list"),
+    ("patch", "/../missing", {"importance": 0.2}, 404, None, "no memory"),
+    ("post", "/supersede", {}, 422, "text", "exactly one of text"),
+    ("post", "/supersede", {"text": "new", "new_id": "urn:x"}, 422, "text",
+     "exactly one of text"),
+    ("post", "/supersede", {"new_id": "urn:graphmem:missing"}, 404, None,
+     "no memory urn:graphmem:missing"),
+    ("post", "/supersede", {"new_id": "{self}"}, 409, None, "cannot supersede itself"),
+    ("post", "/supersede", {"text": "new", "importance": 5}, 422, "importance", "less than"),
+    ("post", "/supersede", {"text": "new", "valid_to": "soon"}, 422, "valid_to", "Extra"),
+    ("post", "/../missing/supersede", {"text": "never created"}, 404, None, "no memory"),
+])
+def test_supersede_and_patch_errors(alice: Api, method: str, suffix: str,
+                                    body: dict[str, Any], status: int, field: str | None,
+                                    says: str) -> None:
+    memory = _add(alice, "Nadia lives in Lagos.")
+    path = f"/v1/memories/{quote(memory['id'], safe='')}{suffix}"
+    path = path.replace(f"{quote(memory['id'], safe='')}/../missing",
+                        quote("urn:graphmem:missing/..", safe=""))
+    body = {k: memory["id"] if v == "{self}" else v for k, v in body.items()}
+    before = _export(alice)
+    response = alice.request(method, path, json=body)
+    assert response.status_code == status, response.text
+    assert response.json().get("field") == field and says in response.json()["detail"]
+    assert _export(alice) == before  # a refused change leaves nothing, not even a version
+
+
+# -- retrieve filters --------------------------------------------------------------------------
+def test_retrieve_filters(served: tuple[MemoryStore, str], alice: Api,
+                          clock: Any) -> None:
+    store, _ = served
+    lagos = _add(alice, "Nadia lives in Lagos, near the lagoon.", kind="semantic",
+                 valid_to=(clock.now + timedelta(days=10)).isoformat())
+    started = clock.now
+    clock.advance(days=20)
+    accra = _add(alice, "Nadia lives in Accra now, near the sea.", kind="episodic")
+    archived = _add(alice, "Nadia lived in Kumasi as a child.", kind="episodic")
+    assert alice.post(f"/v1/memories/{archived['id']}/archive").status_code == 200
+
+    def ids(**body: Any) -> list[str]:
+        response = alice.post("/v1/memories/retrieve", json={"query": "where does Nadia live",
+                                                             "k": 10, **body})
+        assert response.status_code == 200, response.text
+        return [h["memory"]["id"] for h in response.json()["hits"]]
+
+    assert ids() == [accra["id"]]  # Lagos ended its validity; Kumasi is archived
+    assert set(ids(include_archived=True)) == {accra["id"], archived["id"]}
+    then = (started + timedelta(days=1)).isoformat()
+    assert ids(as_of=then) == [lagos["id"]]  # valid then, and created by then
+    assert ids(kinds=["semantic"]) == []
+    assert ids(kinds=["semantic"], as_of=then) == [lagos["id"]]
+    assert ids(kinds=["episodic", "procedural"], include_archived=True) == ids(
+        include_archived=True)
+    assert len(ids(k=1, include_archived=True)) == 1
+    counts = store.get(accra["id"]).access_count
+    ids(record_access=False)
+    assert store.get(accra["id"]).access_count == counts
+    ids(record_access=True)
+    assert store.get(accra["id"]).access_count == counts + 1
+    for body, field in [({"kinds": ["dream"]}, "kinds.0"), ({"k": 1001}, "k"),
+                        ({"preset": "telepathy"}, "preset"), ({"as_of": "yesterday"}, "as_of"),
+                        ({"include_archived": "sometimes"}, "include_archived")]:
+        response = alice.post("/v1/memories/retrieve", json={"query": "Nadia", **body})
+        assert response.status_code == 422 and response.json()["field"] == field, body

@@ -8,11 +8,14 @@ from pathlib import Path
 from .._errors import InvalidInputError
 from .._facade import MemoryStore
 from .._settings import Settings
-from ._app import create_app, error_status
+from ._app import create_app
 from ._auth import SCOPES, Principal, Tokens
+from ._errors import error_status
+from ._guard import is_loopback_host
+from ._server import server_config
 
 __all__ = ["SCOPES", "Principal", "Tokens", "create_app", "error_status", "is_loopback",
-           "serve"]
+           "is_loopback_host", "serve", "server_config"]
 
 DEFAULT_PORT = 4380
 
@@ -33,7 +36,8 @@ def serve(db: str | Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
     """Open the store and serve it until interrupted (Ctrl-C), then close it cleanly.
 
     Refuses to listen beyond loopback without tokens: anyone on the network would
-    otherwise read every memory.
+    otherwise read every memory. Limits and deadlines come from ``settings``
+    (``GRAPHMEM_MAX_BODY_BYTES``, ``GRAPHMEM_HEADER_TIMEOUT_S``, ``GRAPHMEM_IDLE_TIMEOUT_S``).
     """
     import uvicorn
 
@@ -47,8 +51,8 @@ def serve(db: str | Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
             "to 127.0.0.1", field="host")
     store = MemoryStore(db, settings=settings, embedder=embedder)
     try:
-        config = uvicorn.Config(create_app(store, tokens=tokens), host=host, port=port,
-                                log_level=log_level, server_header=False)
+        config = server_config(create_app(store, tokens=tokens), host=host, port=port,
+                               settings=settings, log_level=log_level)
         uvicorn.Server(config).run()
     finally:
         store.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,8 @@ from .._errors import InvalidInputError
 __all__ = ["SCOPES", "Principal", "Tokens"]
 
 SCOPES = ("read", "write", "admin")
+
+_VISIBLE = re.compile(r"[!-~]+")
 
 
 @dataclass(frozen=True)
@@ -54,9 +57,10 @@ class Tokens:
         entries = {}
         for n, (token, spec) in enumerate(data.items()):
             where = f"{source}: token #{n + 1}"
-            if not isinstance(token, str) or len(token) < 16:
+            if not isinstance(token, str) or len(token) < 16 or not _VISIBLE.fullmatch(token):
                 raise InvalidInputError(f"{where}: a token must be a string of at least 16 "
-                                        "characters", field="token")
+                                        "visible ASCII characters, without spaces (it "
+                                        "travels in an HTTP header)", field="token")
             if not isinstance(spec, dict) or set(spec) - {"owner", "scopes"}:
                 raise InvalidInputError(f'{where}: expected {{"owner": ..., "scopes": [...]}}',
                                         field="token")

@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .._models import Kind
 
-__all__ = ["ArchiveIn", "ConversationIn", "FeedbackIn", "LifecycleRunIn", "MemoriesIn",
-           "MemoryIn", "PatchIn", "PromoteIn", "RetrieveIn", "SupersedeIn"]
+__all__ = ["ArchiveIn", "ConversationIn", "ErrorOut", "FeedbackIn", "LifecycleRunIn",
+           "MemoriesIn", "MemoryIn", "PatchIn", "PromoteIn", "RetrieveIn", "SupersedeIn"]
 
 
 class _Body(BaseModel):
@@ -110,3 +110,15 @@ class LifecycleRunIn(_Body):
 
 
 Format = Literal["json", "markdown"]
+
+
+class ErrorOut(BaseModel):
+    """Every error the sidecar answers, whatever its status."""
+
+    error: str = Field(description="A stable code: invalid_input, not_found, unauthorized, "
+                                   "forbidden, conflict, too_large, timeout, invalid_host, "
+                                   "store_locked, internal ...")
+    detail: str = Field(description="What was wrong and how to fix it.")
+    field: str | None = Field(default=None, description="The input at fault (a body field "
+                              "such as memories.1.importance, or body, path, host, "
+                              "content-length); left out when no single input is.")

@@ -1,0 +1,270 @@
+"""The sidecar's gate: a pure ASGI middleware that every request passes before FastAPI
+parses a byte of it.
+
+In order: the Host header (loopback only when there are no tokens: DNS rebinding), the
+path (split on its raw slashes, so ``%2F`` inside an id never becomes a separator), the
+bearer token and the route's scope, then the body, read with a size cap and an idle
+timeout. A refusal is answered here, with the same ``{"error", "detail"}`` body as every
+other error; nothing behind the gate sees a refused request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any
+from urllib.parse import quote, unquote_to_bytes
+
+from starlette.routing import BaseRoute, Match
+
+from ._auth import LOCAL, Principal, Tokens
+
+__all__ = ["PRINCIPAL", "PUBLIC_PATHS", "Guard", "Refusal", "canonical_path",
+           "is_loopback_host", "needs_of"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+#: Where the gate leaves the authenticated caller for the routes (``request.scope``).
+PRINCIPAL = "graphmem.principal"
+#: Paths served without a token: they say nothing about anyone's memories.
+PUBLIC_PATHS = frozenset({"/healthz", "/openapi.json"})
+
+_LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
+_HOST = re.compile(r"(?P<name>\[[^\]]*\]|[^:\[\]]*)(?::(?P<port>[0-9]{1,5}))?")
+_BEARER = re.compile(r"[Bb][Ee][Aa][Rr][Ee][Rr] +([!-~]+)")
+_DIGITS = re.compile(r"[0-9]{1,30}")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+class Refusal(Exception):
+    """A request the gate (or a route) answers with an error: status, code, detail."""
+
+    def __init__(self, status: int, code: str, detail: str, *, field: str | None = None,
+                 headers: Iterable[tuple[str, str]] = ()) -> None:
+        super().__init__(detail)
+        self.status, self.code, self.detail, self.field = status, code, detail, field
+        self.headers = list(headers)
+
+    def body(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"error": self.code, "detail": self.detail}
+        if self.field:
+            out["field"] = self.field
+        return out
+
+
+class _Disconnected(Exception):
+    """The client went away while sending its body: nobody to answer."""
+
+
+def is_loopback_host(value: str | None) -> bool:
+    """Whether a Host header names this machine: ``127.0.0.1``, ``localhost`` or
+    ``[::1]``, with an optional port. Anything else (other names, other loopback
+    addresses, trailing dots, user-info, several values) is refused: a page in a browser
+    reaches a loopback server under a name its attacker controls (DNS rebinding), and
+    that name is what arrives here."""
+    if value is None:
+        return False
+    match = _HOST.fullmatch(value.strip().lower())
+    if match is None or match.group("name") not in _LOOPBACK_NAMES:
+        return False
+    return match.group("port") is None or int(match.group("port")) <= 65535
+
+
+def canonical_path(scope: Scope) -> str:
+    """The request path with every segment percent-encoded again, split on the raw
+    path's own slashes only: ``/v1/memories/a%2Fhistory`` stays one id (``a/history``)
+    instead of becoming the history route of ``a``. Routes see ids as encoded segments
+    and decode them once (``unquote``)."""
+    raw = scope.get("raw_path")
+    if raw is None:  # a server that does not give the raw path: only the decoded one
+        raw = quote(scope["path"], safe="/").encode("ascii")
+    raw = bytes(raw).split(b"?", 1)[0]
+    segments = []
+    for segment in raw.split(b"/"):
+        try:
+            text = unquote_to_bytes(segment).decode("utf-8")
+        except UnicodeDecodeError:
+            raise Refusal(400, "invalid_path", "the path holds percent-encoded bytes that "
+                          "are not UTF-8; encode ids as UTF-8, e.g. "
+                          "urllib.parse.quote(id, safe='')", field="path") from None
+        segments.append(quote(text, safe=""))
+    return "/".join(segments)
+
+
+def needs_of(route: BaseRoute) -> set[str]:
+    """The scopes a route's dependencies require (each ``_require`` carries ``needs``)."""
+    found: set[str] = set()
+    stack = list(getattr(getattr(route, "dependant", None), "dependencies", []))
+    while stack:
+        dependant = stack.pop()
+        need = getattr(dependant.call, "needs", None)
+        if need:
+            found.add(need)
+        stack.extend(dependant.dependencies)
+    return found
+
+
+class Guard:
+    """Host, path, token and scope, then a capped body; see the module docstring."""
+
+    def __init__(self, app: ASGIApp, *, tokens: Tokens | None, routes: list[BaseRoute],
+                 max_body_bytes: int, idle_timeout_s: float) -> None:
+        self.app, self.tokens, self.routes = app, tokens, routes
+        self.max_body_bytes, self.idle_timeout_s = max_body_bytes, idle_timeout_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        try:
+            scope = {**scope, "path": canonical_path(scope)}
+            if self.tokens is None and not is_loopback_host(_one(headers, "host")):
+                raise Refusal(400, "invalid_host", "without tokens this sidecar serves only "
+                              "requests addressed to 127.0.0.1, localhost or [::1] (a web "
+                              "page could otherwise reach it through a DNS name it "
+                              "controls); serve with --tokens FILE to accept other names",
+                              field="host")
+            if scope["path"] not in PUBLIC_PATHS:
+                principal = self._authenticate(headers)
+                self._authorize(scope, principal)
+                scope[PRINCIPAL] = principal
+            body = await self._read_body(headers, receive)
+            problem = _lone_surrogate(body)
+            if problem:
+                raise Refusal(422, "invalid_input", f"body: {problem}", field="body")
+        except Refusal as refusal:
+            await _answer(send, refusal, close=_has_body(headers))
+            return
+        except _Disconnected:
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+    def _authenticate(self, headers: list[tuple[str, str]]) -> Principal:
+        if self.tokens is None:
+            return LOCAL
+        challenge = [("www-authenticate", "Bearer")]
+        values = [v for k, v in headers if k == "authorization"]
+        if len(values) != 1:
+            raise Refusal(401, "unauthorized", "send one 'Authorization: Bearer <token>' "
+                          "header", headers=challenge)
+        match = _BEARER.fullmatch(values[0].strip(" \t"))
+        if match is None:
+            raise Refusal(401, "unauthorized", "send 'Authorization: Bearer <token>'",
+                          headers=challenge)
+        principal = self.tokens.lookup(match.group(1))
+        if principal is None:
+            raise Refusal(401, "unauthorized", "unknown token", headers=challenge)
+        return principal
+
+    def _authorize(self, scope: Scope, principal: Principal) -> None:
+        """Refuse a route the token has no scope for before its body is read (the
+        route's own dependency checks again, after parsing)."""
+        for route in self.routes:
+            match, _ = route.matches(scope)
+            if match is Match.FULL:
+                for need in sorted(needs_of(route)):
+                    if not principal.allows(need):
+                        raise Refusal(403, "forbidden", f"this token lacks the {need} scope")
+                return
+
+    async def _read_body(self, headers: list[tuple[str, str]], receive: Receive) -> bytes:
+        cap = self.max_body_bytes
+        too_large = Refusal(413, "too_large", f"the request body is larger than {cap} bytes "
+                            "(GRAPHMEM_MAX_BODY_BYTES); send fewer memories per request",
+                            field="body")
+        lengths = {v.strip() for k, v in headers if k == "content-length"}
+        if lengths:
+            if len(lengths) != 1 or not _DIGITS.fullmatch(next(iter(lengths))):
+                raise Refusal(400, "invalid_header", "Content-Length must be one decimal "
+                              "number", field="content-length")
+            if int(next(iter(lengths))) > cap:
+                raise too_large
+        chunks, size = [], 0
+        while True:
+            try:
+                message = await asyncio.wait_for(receive(), self.idle_timeout_s)
+            except TimeoutError:
+                raise Refusal(408, "timeout", f"the request body stalled for more than "
+                              f"{self.idle_timeout_s:g} s (GRAPHMEM_IDLE_TIMEOUT_S)",
+                              field="body") from None
+            if message["type"] == "http.disconnect":
+                raise _Disconnected
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > cap:
+                raise too_large
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+
+def _headers(scope: Scope) -> list[tuple[str, str]]:
+    return [(k.decode("latin-1").lower(), v.decode("latin-1"))
+            for k, v in scope.get("headers", [])]
+
+
+def _one(headers: list[tuple[str, str]], name: str) -> str | None:
+    values = [v for k, v in headers if k == name]
+    return values[0] if len(values) == 1 else None
+
+
+def _has_body(headers: list[tuple[str, str]]) -> bool:
+    return any(k == "transfer-encoding" or (k == "content-length" and v.strip() != "0")
+               for k, v in headers)
+
+
+async def _answer(send: Send, refusal: Refusal, *, close: bool) -> None:
+    """Answer with the JSON error body; ``close`` when the body was left unread, so the
+    server drops the connection instead of reading the rest."""
+    payload = json.dumps(refusal.body()).encode("utf-8")
+    headers = [(b"content-type", b"application/json"),
+               (b"content-length", str(len(payload)).encode("ascii"))]
+    headers += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in refusal.headers]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives the body already read, then waits for the disconnect."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def again() -> Message:
+        if pending:
+            return pending.pop()
+        return await receive()
+
+    return again
+
+
+def _lone_surrogate(body: bytes) -> str | None:
+    """What is wrong when a JSON body holds a string with a lone surrogate (JSON may
+    escape one, ``"\\ud800"``; such text is not Unicode and cannot be stored), else None."""
+    if not _SURROGATE_ESCAPE.search(body):
+        return None
+    try:
+        stack = [json.loads(body)]
+    except (ValueError, RecursionError):
+        return None  # the request's own validation reports it
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return (f"text holds a lone surrogate (U+{ord(value[exc.start]):04X}): "
+                        "not valid Unicode")
+    return None
