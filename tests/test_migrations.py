@@ -1,4 +1,5 @@
-"""Schema migrations: a real v1 database, built with v1's DDL, opens under the current code."""
+"""Schema migrations: real v1 and v2 databases, built with their own DDL and holding data,
+open under the current code; databases it must not touch are refused, and left as they were."""
 
 from __future__ import annotations
 
@@ -6,16 +7,26 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from graphmem import MemoryStore
+import pyarrow as pa
+import pytest
+
+from graphmem import ConflictError, HashingEmbedder, MemoryStore, SchemaVersionError
+from graphmem._input import MemoryInput
 from graphmem._kuzu import SCHEMA_VERSION, Database
-from graphmem._kuzu._schema import ensure_schema, schema_version
+from graphmem._kuzu._graph import _arrow, _memory_params
+from graphmem._kuzu._schema import MEMORY_TYPES, VERSION_TYPES, ensure_schema, schema_version
+from graphmem._models import ChangeType
+from graphmem._rows import memory_row, sha256, version_row
+
+CREATED = datetime(2026, 6, 1, tzinfo=UTC)
+EDITED = datetime(2026, 6, 2, tzinfo=UTC)
+DUSK = "The greenhouse pump runs at dusk"
 
 
 def _v1_database(path: Path) -> None:
     db = Database(str(path), buffer_pool_mb=128)
     try:
         assert ensure_schema(db, target=1) == 1
-        created = datetime(2026, 6, 1, tzinfo=UTC)
         for i, text in enumerate(["Orchard runs on fly.io", "Nadia prefers TypeScript"]):
             db.run_auto(
                 "CREATE (m:Memory {id: $id, kind: 'semantic', status: 'active', hot: false, "
@@ -23,9 +34,17 @@ def _v1_database(path: Path) -> None:
                 "confidence: 1.0, created: $at, modified: $at, access_count: 0, "
                 "useful_count: 0, ignored_count: 0, version: 1, visibility: 'private', "
                 "provenance: '{}', integrity: '{}', ump: '{}', text_sha256: ''})",
-                {"id": f"urn:v1:{i}", "text": text, "at": created})
+                {"id": f"urn:v1:{i}", "text": text, "at": CREATED})
         db.run_auto("MERGE (m:Meta {key: 'embedder_spec'}) SET m.value = 'hashing'")
         db.run_auto("MERGE (m:Meta {key: 'embedder_name'}) SET m.value = 'hashing-384'")
+    finally:
+        db.close()
+
+
+def _version(path: Path) -> int | None:
+    db = Database(str(path), buffer_pool_mb=128, read_only=True)
+    try:
+        return schema_version(db)
     finally:
         db.close()
 
@@ -47,9 +66,59 @@ def test_v1_database_is_migrated(tmp_path: Path) -> None:
         added = store.add("Orchard deploys with fly", entities=["orchard", "fly.io"])
         assert store.get(added.id).entities == ("orchard", "fly.io")
         assert store.cypher("MATCH (s:Stage) RETURN count(*) AS n") == [{"n": 0}]
-    db = Database(str(path), buffer_pool_mb=128, read_only=True)
+    assert _version(path) == 3
+
+
+V2_TEXTS = ["Orchard runs on fly.io", "The greenhouse pump runs at dawn",
+            "Nadia prefers TypeScript"]
+
+
+def _copy_memories(db: Database, records: list[dict[str, object]]) -> None:
+    """Insert memories with their first version rows by COPY, as v2's ``add_many`` did."""
+    embedder = HashingEmbedder(384)
+    items = [MemoryInput.parse(r) for r in records]
+    vectors = embedder.embed([i.text for i in items])
+    rows = [memory_row(i, now=CREATED, vector=v) for i, v in zip(items, vectors, strict=True)]
+    versions = [version_row(r, seq=1, change_type=ChangeType.CREATED, at=CREATED)
+                for r in rows]
+    with db.write() as tx:
+        tx.copy("Memory", _arrow([_memory_params(r) for r in rows], MEMORY_TYPES))
+        tx.copy("Version", _arrow(versions, VERSION_TYPES))
+        tx.copy("HAS_VERSION", pa.table({"from": [r["id"] for r in rows],
+                                         "to": [v["id"] for v in versions]}))
+
+
+def _v2_database(path: Path) -> None:
+    """A v2 store as v2 left it: Kuzu's FTS index over subject and text, three memories
+    bulk-inserted, and (in a later session) one memory's text edited with its version row.
+    In that state every later COPY into Memory failed: checked here, so the fixture is
+    the state the migration must repair."""
+    db = Database(str(path), buffer_pool_mb=128)
     try:
-        assert schema_version(db) == 3
+        assert ensure_schema(db, target=2) == 2
+        assert any("memory_fts" in str(row) for row in db.read("CALL show_indexes() RETURN *"))
+        _copy_memories(db, [{"id": f"urn:v2:{i}", "text": t, "owner": "nadia"}
+                            for i, t in enumerate(V2_TEXTS)])
+        db.run_auto("MERGE (m:Meta {key: 'embedder_spec'}) SET m.value = 'hashing'")
+        db.run_auto("MERGE (m:Meta {key: 'embedder_name'}) SET m.value = 'hashing-384'")
+    finally:
+        db.close()
+    db = Database(str(path), buffer_pool_mb=128)
+    try:
+        with db.write() as tx:  # the edit of an indexed column
+            tx.run("MATCH (m:Memory {id: 'urn:v2:1'}) SET m.text = $t, m.version = 2, "
+                   "m.modified = $at, m.text_sha256 = $h",
+                   {"t": DUSK, "at": EDITED, "h": sha256(DUSK)})
+            tx.run("MATCH (m:Memory {id: 'urn:v2:1'}) CREATE (m)-[:HAS_VERSION]->(:Version "
+                   "{id: 'urn:v2:1#v2', memory_id: m.id, seq: 2, change_type: 'manual_edit', "
+                   "at: $at, text: m.text, text_sha256: m.text_sha256, "
+                   "importance: m.importance, status: m.status, "
+                   "kind: m.kind, redacted: false})", {"at": EDITED})
+        assert db.read("CALL QUERY_FTS_INDEX('Memory', 'memory_fts', 'dusk') "
+                       "RETURN node.id") == [["urn:v2:1"]]
+        with pytest.raises(ConflictError):  # v2's trap: a COPY after the edit fails
+            _copy_memories(db, [{"id": f"urn:v2:bulk{i}", "text": f"bulk {i}"}
+                                for i in range(3)])
     finally:
         db.close()
 
@@ -58,15 +127,75 @@ def test_v2_database_with_an_edited_text_is_migrated(tmp_path: Path) -> None:
     """A v2 store (with Kuzu's FTS index) whose indexed text was edited refused every
     later COPY; after the v3 migration drops the index, bulk inserts work again."""
     path = tmp_path / "v2"
+    _v2_database(path)
+    assert _version(path) == 2
+    with MemoryStore(path) as store:
+        assert store.stats().schema_version == 3
+        assert store.cypher("CALL show_indexes() RETURN *") == []
+        assert [m.text for m in store.memories()] == [
+            V2_TEXTS[0], "The greenhouse pump runs at dusk", V2_TEXTS[2]]
+        edited = store.get("urn:v2:1")
+        assert (edited.owner, edited.version, edited.modified) == ("nadia", 2, EDITED)
+        assert [(v.seq, v.change_type, v.text) for v in store.history("urn:v2:1")] == [
+            (1, ChangeType.CREATED, "The greenhouse pump runs at dawn"),
+            (2, ChangeType.MANUAL_EDIT, "The greenhouse pump runs at dusk")]
+        found = store.recall("dusk", k=3, preset="fulltext", record_access=False)
+        assert [h.memory.id for h in found] == ["urn:v2:1"]
+        # 100 rows: more than a small write, so this is a COPY, the statement v2 refused
+        bulk = store.add_many([{"text": f"bulk {i}", "owner": "nadia"} for i in range(100)])
+        store.update("urn:v2:0", text="Orchard runs on fly.io in jnb")
+        more = store.add_many([{"text": f"more {i}"} for i in range(100)])
+        assert store.stats().memories == 203 and len(bulk) == len(more) == 100
+        assert store.stats().versions == 203 + 2
+    assert _version(path) == 3
+
+
+def test_an_old_schema_opened_read_only_is_refused_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "v1"
+    _v1_database(path)
+    with pytest.raises(SchemaVersionError, match="schema version 1 and needs a migration "
+                                                 "to 3; open it once read-write"):
+        MemoryStore(path, read_only=True)
+    assert _version(path) == 1
+    with MemoryStore(path) as store:  # read-write, it migrates
+        assert store.stats().schema_version == 3
+
+
+def test_a_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "db"
+    with MemoryStore(path, embedder="hashing") as store:
+        store.add("written by a newer graphmem")
     db = Database(str(path), buffer_pool_mb=128)
     try:
-        assert ensure_schema(db, target=2) == 2
-        assert any("memory_fts" in str(row) for row in db.read("CALL show_indexes() RETURN *"))
+        db.run_auto("MATCH (m:Meta {key: 'schema_version'}) SET m.value = '4'")
     finally:
         db.close()
-    with MemoryStore(path, embedder="hashing") as store:
-        memory = store.add("Orchard runs on fly.io")
-        store.update(memory.id, text="Orchard runs on fly.io in jnb")
-        store.add_many([{"text": f"bulk {i}"} for i in range(3)])
-        assert store.stats().memories == 4 and store.stats().schema_version == 3
-        assert store.cypher("CALL show_indexes() RETURN *") == []
+    for read_only in (False, True):
+        with pytest.raises(SchemaVersionError, match="schema version 4, newer than this "
+                                                     r"graphmem understands \(3\); upgrade"):
+            MemoryStore(path, read_only=read_only)
+    assert _version(path) == 4
+
+
+def test_a_database_not_made_by_graphmem_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "foreign"
+    db = Database(str(path), buffer_pool_mb=128)
+    try:
+        db.run_auto("CREATE NODE TABLE Person(name STRING PRIMARY KEY)")
+        db.run_auto("CREATE (:Person {name: 'Nadia'})")
+    finally:
+        db.close()
+    with pytest.raises(SchemaVersionError, match="holds tables but no graphmem schema"):
+        MemoryStore(path, embedder="hashing")
+    db = Database(str(path), buffer_pool_mb=128, read_only=True)
+    try:  # nothing was added to it
+        assert [r[0] for r in db.read("CALL show_tables() RETURN name")] == ["Person"]
+    finally:
+        db.close()
+
+
+def test_an_empty_database_opened_read_only_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "empty"
+    Database(str(path), buffer_pool_mb=128).close()
+    with pytest.raises(SchemaVersionError, match="is empty and was opened read-only"):
+        MemoryStore(path, read_only=True)
