@@ -1,30 +1,44 @@
-"""The MCP server, driven by the SDK's own client over stdio: every tool, errors, and the
-sidecar path with its fallback to the embedded store when the sidecar is stopped."""
+"""The MCP server, driven by the SDK's own client over stdio: every tool, errors, the
+sidecar path with its fallback to the same embedded store when the sidecar is stopped,
+and what a token changes: the sidecar alone answers, scoped to the token."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
+import subprocess
 import sys
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from graphmem import MemoryStore, Settings
+from graphmem import MemoryStore, NotFoundError, Settings
+from graphmem.mcpserver._backends import EmbeddedBackend
+from graphmem.sidecar import Tokens
 
 from ._servers import free_port, running_sidecar
 
 Session = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
+ALICE, READER = "tok-mcp-alice-0123456789", "tok-mcp-reader-01234567"
+TOKENS = Tokens.from_mapping({ALICE: {"owner": "alice", "scopes": ["read", "write"]},
+                              READER: {"owner": "alice", "scopes": ["read"]}})
 
-def _with_mcp(db: Path, script: Callable[[Session], Awaitable[None]], *extra: str) -> None:
-    env = {**os.environ, "GRAPHMEM_EMBEDDER": "hashing"}
+
+def _with_mcp(db: Path, script: Callable[[Session], Awaitable[None]], *extra: str,
+              env: dict[str, str] | None = None) -> None:
+    environment = {**os.environ, "GRAPHMEM_EMBEDDER": "hashing", **(env or {})}
     params = StdioServerParameters(command=sys.executable,
                                    args=["-m", "graphmem.cli", "--db", str(db), "mcp", *extra],
-                                   env=env)
+                                   env=environment)
 
     async def main() -> None:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -39,6 +53,17 @@ def _with_mcp(db: Path, script: Callable[[Session], Awaitable[None]], *extra: st
             await script(call)
 
     asyncio.run(asyncio.wait_for(main(), timeout=180))
+
+
+def _error(result: Any) -> str:
+    """The message of a failed tool call (without the SDK's "Error executing tool X: ")."""
+    assert result.is_error, result.structured_content
+    return re.sub(r"^Error executing tool \w+: ", "", str(result.content[0].text))
+
+
+def _snapshot(db: Path) -> str:
+    with MemoryStore(db, read_only=True) as store:
+        return json.dumps({**store.export(), "generated": None}, sort_keys=True)
 
 
 def test_every_tool_on_the_embedded_store(tmp_path: Path) -> None:
@@ -78,6 +103,8 @@ def test_every_tool_on_the_embedded_store(tmp_path: Path) -> None:
 
 
 def test_sidecar_first_then_the_embedded_fallback(tmp_path: Path) -> None:
+    """Without a token, a stopped sidecar is replaced by the embedded store at --db, which
+    is the store it served (same store_id)."""
     db = tmp_path / "db"
     store = MemoryStore(db, embedder="hashing", settings=Settings())
     server = running_sidecar(store)
@@ -94,21 +121,213 @@ def test_sidecar_first_then_the_embedded_fallback(tmp_path: Path) -> None:
         store.close()
         again = await call("recall", {"query": "where does Amara work"})
         assert again.structured_content["answered_by"] == "embedded"
-        assert "sidecar unreachable" in again.structured_content["sidecar_error"]
+        assert "sidecar unreachable: cannot connect" in \
+            again.structured_content["sidecar_error"]
         assert again.structured_content["hits"][0]["text"].startswith("Amara")
+        written = await call("remember", {"text": "Written while the sidecar was down."})
+        assert written.structured_content["answered_by"] == "embedded"
 
     try:
         _with_mcp(db, script, "--sidecar", url)
     finally:
         server.__exit__(None, None, None)
         store.close()
+    with MemoryStore(db, read_only=True) as reopened:
+        assert reopened.stats().memories == 2
 
 
-def test_unreachable_sidecar_from_the_start(tmp_path: Path) -> None:
+def test_a_sidecar_never_reached_is_not_replaced(tmp_path: Path) -> None:
+    """It never said which store it serves, so no store is used in its place, and none
+    is created at --db."""
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    db = tmp_path / "never"
 
     async def script(call: Session) -> None:
-        made = await call("remember", {"text": "Remembered while the sidecar was down."})
-        assert made.structured_content["answered_by"] == "embedded"
+        for name, arguments in [("remember", {"text": "Remembered while it was down."}),
+                                ("recall", {"query": "anything"}),
+                                ("history", {"memory_id": "urn:x"})]:
+            message = _error(await call(name, arguments))
+            assert f"the graphmem sidecar at {url} did not answer: cannot connect" in message
+            assert "has not said which store it serves" in message
+            assert f"graphmem mcp without --sidecar to use {db}" in message
 
-    _with_mcp(tmp_path / "db", script, "--sidecar", url)
+    _with_mcp(db, script, "--sidecar", url)
+    assert not db.exists()
+
+
+def test_the_fallback_refuses_another_store(tmp_path: Path) -> None:
+    served, other = tmp_path / "served", tmp_path / "other"
+    with MemoryStore(other, embedder="hashing") as elsewhere:
+        elsewhere.add("A memory of another store.")
+        other_id = elsewhere.store_id
+    before = _snapshot(other)
+    store = MemoryStore(served, embedder="hashing", settings=Settings())
+    server = running_sidecar(store)
+    url = server.__enter__()
+
+    async def script(call: Session) -> None:
+        made = await call("remember", {"text": "Amara works as a nurse in Lagos."})
+        assert made.structured_content["answered_by"] == "sidecar"
+        server.__exit__(None, None, None)
+        store.close()
+        for name, arguments in [("recall", {"query": "Amara"}),
+                                ("forget", {"memory_id": made.structured_content["memory"]["id"],
+                                            "hard": True})]:
+            message = _error(await call(name, arguments))
+            assert f"The store at {other} (store {other_id}) is not the one the sidecar " \
+                   f"serves (store {store.store_id})" in message, message
+
+    try:
+        _with_mcp(other, script, "--sidecar", url)
+    finally:
+        server.__exit__(None, None, None)
+        store.close()
+    assert _snapshot(other) == before
+    with MemoryStore(served, read_only=True) as reopened:
+        assert reopened.stats().memories == 1
+
+
+def test_every_tool_through_the_sidecar_with_a_token(tmp_path: Path) -> None:
+    """The token's owner and scopes hold for every tool; when the sidecar stops, the
+    tools fail and say what to do, although the store at --db is the sidecar's own and
+    could be opened: a fallback there would act as the local user, every owner's."""
+    db = tmp_path / "db"
+    store = MemoryStore(db, embedder="hashing", settings=Settings())
+    bobs = store.add("Bob keeps the spare key in the mailbox.", owner="bob")
+    server = running_sidecar(store, TOKENS)
+    url = server.__enter__()
+    state: dict[str, str] = {}
+
+    async def script(call: Session) -> None:
+        made = await call("remember", {"text": "Alice keeps the spare key under the pot.",
+                                       "kind": "semantic"})
+        memory = made.structured_content["memory"]
+        assert made.structured_content["answered_by"] == "sidecar"
+        assert memory["owner"] == "alice"
+        hits = (await call("recall", {"query": "where is the spare key", "k": 5}))
+        assert [h["id"] for h in hits.structured_content["hits"]] == [memory["id"]]
+        useful = await call("feedback", {"memory_id": memory["id"], "useful": True})
+        assert useful.structured_content["useful_count"] == 1
+        history = await call("history", {"memory_id": memory["id"]})
+        assert [v["change_type"] for v in history.structured_content["versions"]] == [
+            "created", "importance_boost"]
+        report = (await call("lifecycle_report", {})).structured_content["report"]
+        assert report.startswith("# Archivist Lifecycle Report") and bobs.id not in report
+        for name, arguments in [("feedback", {"memory_id": bobs.id, "useful": True}),
+                                ("history", {"memory_id": bobs.id}),
+                                ("forget", {"memory_id": bobs.id}),
+                                ("forget", {"memory_id": bobs.id, "hard": True})]:
+            assert _error(await call(name, arguments)) in (
+                f"not_found: no memory {bobs.id}",
+                "forbidden: this token lacks the admin scope"), name
+        soft = await call("forget", {"memory_id": memory["id"]})
+        assert soft.structured_content["status"] == "tombstoned"
+        assert _error(await call("forget", {"memory_id": memory["id"], "hard": True})) == \
+            "forbidden: this token lacks the admin scope"
+        # the sidecar stops and releases the store
+        server.__exit__(None, None, None)
+        store.close()
+        state["before"] = _snapshot(db)
+        for name, arguments in [("recall", {"query": "spare key"}),
+                                ("remember", {"text": "Written while it was down."}),
+                                ("forget", {"memory_id": bobs.id, "hard": True}),
+                                ("lifecycle_report", {})]:
+            message = _error(await call(name, arguments))
+            assert message.startswith(f"the graphmem sidecar at {url} did not answer: "
+                                      "cannot connect"), message
+            assert "started with a token, whose owner and scopes only the sidecar can " \
+                   f"enforce, so it does not answer from the store at {db} instead" in message
+            assert "Start the sidecar (graphmem --db DB serve --tokens FILE)" in message
+
+    try:
+        _with_mcp(db, script, "--sidecar", url, env={"GRAPHMEM_SIDECAR_TOKEN": ALICE})
+    finally:
+        server.__exit__(None, None, None)
+        store.close()
+    assert _snapshot(db) == state["before"]
+    with MemoryStore(db, read_only=True) as reopened:
+        assert reopened.get(bobs.id).status.value == "active"
+
+
+@pytest.mark.parametrize("token", [None, ALICE])
+def test_a_slow_sidecar_never_gets_a_change_repeated(tmp_path: Path,
+                                                     token: str | None) -> None:
+    """The sidecar takes longer than GRAPHMEM_SIDECAR_TIMEOUT_S to add a memory: it may
+    have added it, so the change is not made again elsewhere (a duplicate), with or
+    without a token; reads go on through the sidecar."""
+    db = tmp_path / "db"
+    store = MemoryStore(db, embedder="hashing", settings=Settings())
+    slow_add, release = store.add_many, threading.Event()
+
+    def add_many(*args: Any, **kwargs: Any) -> Any:
+        release.wait(timeout=30)
+        return slow_add(*args, **kwargs)
+
+    store.add_many = add_many  # type: ignore[method-assign]
+    extra = ["--token", token] if token else []
+
+    async def script(call: Session) -> None:
+        assert (await call("recall", {"query": "x"})).structured_content["answered_by"] == \
+            "sidecar"
+        started = time.monotonic()
+        message = _error(await call("remember", {"text": "Amara works in Lagos."}))
+        assert time.monotonic() - started < 10
+        assert "did not answer: no answer within 1 s (ReadTimeout)" in message
+        assert "The change may have been made there" in message
+        release.set()
+        deadline = time.monotonic() + 20
+        while store.stats().memories < 1 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        hits = await call("recall", {"query": "where does Amara work"})
+        assert hits.structured_content["answered_by"] == "sidecar"
+        assert [h["text"] for h in hits.structured_content["hits"]] == [
+            "Amara works in Lagos."]
+
+    try:
+        with running_sidecar(store, TOKENS if token else None) as url:
+            _with_mcp(db, script, "--sidecar", url, *extra,
+                      env={"GRAPHMEM_SIDECAR_TIMEOUT_S": "1"})
+    finally:
+        release.set()
+        store.close()
+    with MemoryStore(db, read_only=True) as reopened:
+        assert reopened.stats().memories == 1  # once, never twice
+
+
+def test_a_token_without_a_sidecar_is_refused(tmp_path: Path) -> None:
+    env = {**os.environ, "GRAPHMEM_EMBEDDER": "hashing", "GRAPHMEM_SIDECAR_TOKEN": ALICE}
+    env.pop("GRAPHMEM_SIDECAR_URL", None)
+    done = subprocess.run([sys.executable, "-m", "graphmem.cli", "--db", str(tmp_path / "db"),
+                           "mcp"], env=env, capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("error: a token is for the sidecar, which enforces its "
+                                  "owner and scopes: pass --sidecar URL")
+    assert not (tmp_path / "db").exists()
+
+
+def test_the_embedded_backend_scopes_every_call_to_its_owner(store: MemoryStore,
+                                                            tmp_path: Path) -> None:
+    """An embedded backend with an owner passes it to every store call: another owner's
+    memory is unknown to each tool, and remember writes the owner."""
+    bobs = store.add("Bob keeps the spare key in the mailbox.", owner="bob")
+    path = store.path
+    store.close()
+    alice = EmbeddedBackend(path, embedder="hashing", owner="alice")
+    try:
+        mine = alice.remember({"text": "Alice keeps the spare key under the pot."})
+        assert mine["owner"] == "alice"
+        assert [h["id"] for h in alice.recall("spare key", 5, "default", False)] == [
+            mine["id"]]
+        for call in (lambda: alice.feedback(bobs.id, True, None),
+                     lambda: alice.forget(bobs.id, False),
+                     lambda: alice.forget(bobs.id, True),
+                     lambda: alice.history(bobs.id)):
+            with pytest.raises(NotFoundError, match=f"no memory {bobs.id}"):
+                call()
+        assert bobs.id not in alice.lifecycle_report()
+        assert "Bob" not in alice.lifecycle_report()
+        assert alice.forget(mine["id"], False)["status"] == "tombstoned"
+        assert alice.store.get(bobs.id).status.value == "active"
+    finally:
+        alice.close()

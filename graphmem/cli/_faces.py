@@ -31,10 +31,13 @@ def serve(ctx: Context, host: str, port: int, tokens_file: str | None, log_level
 
 @cli.command()
 @click.option("--sidecar", "sidecar_url", default=None, metavar="URL",
-              help="Call this sidecar first (default $GRAPHMEM_SIDECAR_URL); the embedded "
-                   "store answers when it is unreachable.")
+              help="Call this sidecar (default $GRAPHMEM_SIDECAR_URL). Without --token, "
+                   "the store at --db answers when the sidecar is unreachable, if it is "
+                   "the store the sidecar serves.")
 @click.option("--token", default=None, envvar="GRAPHMEM_SIDECAR_TOKEN",
-              help="Bearer token for the sidecar (default $GRAPHMEM_SIDECAR_TOKEN).")
+              help="Bearer token for the sidecar (default $GRAPHMEM_SIDECAR_TOKEN); with "
+                   "one, only the sidecar answers (it enforces the token's owner and "
+                   "scopes).")
 @pass_ctx
 def mcp(ctx: Context, sidecar_url: str | None, token: str | None) -> None:
     """Run the MCP server on stdio (tools: remember, recall, feedback, forget, history,

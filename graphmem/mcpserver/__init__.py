@@ -1,8 +1,10 @@
 """The MCP face: graphmem's tools for agents over stdio (``graphmem mcp``).
 
 Tools: remember, recall (explained), feedback, forget, history, lifecycle_report. With a
-sidecar URL they call the HTTP sidecar and fall back to the embedded store when it cannot
-be reached; every result says which path answered (``answered_by``).
+sidecar URL they call the HTTP sidecar. With a token too, the sidecar alone answers (it
+alone knows the token's owner and scopes); without one, the embedded store answers when
+the sidecar cannot be reached, if it is the same store. Every result says which path
+answered (``answered_by``).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .._errors import GraphmemError
+from .._errors import GraphmemError, InvalidInputError
 from .._settings import Settings
 from ._backends import EmbeddedBackend, FallbackBackend, SidecarBackend
 
@@ -31,17 +33,26 @@ def build_server(db: str | Path, *, sidecar_url: str | None = None, token: str |
 
     from .. import __version__
 
+    settings = settings or Settings.from_env()
+    if token and not sidecar_url:
+        raise InvalidInputError(
+            "a token is for the sidecar, which enforces its owner and scopes: pass --sidecar "
+            "URL (or set GRAPHMEM_SIDECAR_URL), or leave the token out to use the store at "
+            f"{db} directly as its local user", field="token")
     embedded = EmbeddedBackend(db, settings=settings, embedder=embedder)
-    fallback = FallbackBackend(SidecarBackend(sidecar_url, token=token), embedded) \
-        if sidecar_url else None
+    fallback = None
+    if sidecar_url:
+        sidecar = SidecarBackend(sidecar_url, token=token,
+                                 timeout_s=settings.sidecar_timeout_s)
+        fallback = FallbackBackend(sidecar, None if token else embedded, db=db)
     server: Any = MCPServer("graphmem", version=__version__, instructions=INSTRUCTIONS,
                             log_level="WARNING")
 
-    def run(operation: Any) -> tuple[Any, dict[str, Any]]:
+    def run(operation: Any, *, changes: bool = False) -> tuple[Any, dict[str, Any]]:
         try:
             if fallback is None:
                 return operation(embedded), {"answered_by": "embedded"}
-            result, path, why = fallback.call(operation)
+            result, path, why = fallback.call(operation, changes=changes)
         except GraphmemError as exc:
             raise ToolError(str(exc)) from None
         meta: dict[str, Any] = {"answered_by": path}
@@ -58,7 +69,7 @@ def build_server(db: str | Path, *, sidecar_url: str | None = None, token: str |
                                   "tags": tags or []}
         if subject:
             fields["subject"] = subject
-        memory, meta = run(lambda b: b.remember(fields))
+        memory, meta = run(lambda b: b.remember(fields), changes=True)
         return {"memory": memory, **meta}
 
     @server.tool()
@@ -73,13 +84,13 @@ def build_server(db: str | Path, *, sidecar_url: str | None = None, token: str |
     def feedback(memory_id: str, useful: bool, query: str | None = None) -> dict[str, Any]:
         """Say whether a recalled memory helped; useful ones gain importance and get
         linked to the other useful memories of the same recall."""
-        result, meta = run(lambda b: b.feedback(memory_id, useful, query))
+        result, meta = run(lambda b: b.feedback(memory_id, useful, query), changes=True)
         return {**result, **meta}
 
     @server.tool()
     def forget(memory_id: str, hard: bool = False) -> dict[str, Any]:
         """Tombstone a memory (reversible), or with hard=true erase its text everywhere."""
-        result, meta = run(lambda b: b.forget(memory_id, hard))
+        result, meta = run(lambda b: b.forget(memory_id, hard), changes=True)
         return {**result, **meta}
 
     @server.tool()
@@ -96,6 +107,7 @@ def build_server(db: str | Path, *, sidecar_url: str | None = None, token: str |
         return {"report": report, **meta}
 
     server.graphmem_embedded = embedded
+    server.graphmem_sidecar = fallback.primary if fallback else None
     return server
 
 
@@ -108,3 +120,5 @@ def run_stdio(db: str | Path, *, sidecar_url: str | None = None, token: str | No
         server.run("stdio")
     finally:
         server.graphmem_embedded.close()
+        if server.graphmem_sidecar is not None:
+            server.graphmem_sidecar.close()
