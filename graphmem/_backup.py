@@ -2,10 +2,14 @@
 
 A backup is Kuzu's ``EXPORT DATABASE`` (schema, then every table as Parquet) taken
 under the store's write lock, plus ``graphmem-backup.json``: the schema version, the
-embedder fingerprint, the counts, and a SHA-256 of every file. ``restore`` checks all
-of it, imports into a scratch directory beside the target, opens the result (which
-migrates an older schema) and only then moves it into place: a failed restore leaves
-no half-made database behind, and a failed backup leaves no half-made backup.
+embedder fingerprint, the counts, and a SHA-256 of every file. ``restore`` treats the
+backup as untrusted input: it checks the manifest field by field, reads files only
+inside the backup and never through a link, runs none of the backup's Cypher (the
+schema is graphmem's own; each table is copied from its Parquet file after its columns
+are checked), builds in a scratch directory beside the target, opens the result (which
+migrates an older schema), checks its rows and counts, and only then moves it into
+place: a failed restore leaves no half-made database behind, and a failed backup leaves
+no half-made backup.
 """
 
 from __future__ import annotations
@@ -14,15 +18,18 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
+import stat
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ._errors import SchemaVersionError, StoreError
 from ._kuzu import SCHEMA_VERSION, Database, KuzuGraph
+from ._kuzu._restore import build_from_parquet, check_rows
 from ._time import utcnow
 
 if TYPE_CHECKING:
@@ -54,7 +61,7 @@ class BackupInfo:
     @property
     def size(self) -> int:
         root = Path(self.path) / _DATA
-        return sum((root / name).stat().st_size for name in self.files)
+        return sum((root / name).lstat().st_size for name in self.files)
 
 
 def backup(store: StoreCore, directory: str | os.PathLike[str]) -> BackupInfo:
@@ -63,16 +70,19 @@ def backup(store: StoreCore, directory: str | os.PathLike[str]) -> BackupInfo:
         raise StoreError("an in-memory store has no files to back up; export it instead")
     with _staged(Path(directory), what="backup directory") as scratch:
         graph = store._graph
+        # Pending writes (access counts of recent recalls) land first: inside the
+        # snapshot their writer would wait for the lock it holds (30 s, then lost).
+        store._before_read()
         with graph.db.snapshot():
-            stats = store.stats()
+            counts = graph.counts()
             meta = graph.meta()
             graph.db.export_unlocked(scratch / _DATA)
         info = BackupInfo(
             path=str(directory), created=utcnow().isoformat(),
-            schema_version=stats.schema_version, embedder=stats.embedder,
+            schema_version=graph.schema_version, embedder=store.embedder.name,
             embedder_fingerprint=meta.get("embedder_fingerprint"),
-            memories=stats.memories, versions=stats.versions, events=stats.events,
-            files=_hashes(scratch / _DATA),
+            memories=sum(counts["by_kind"].values()), versions=counts["versions"],
+            events=counts["events"], files=_hashes(scratch / _DATA),
         )
         body = {k: v for k, v in asdict(info).items() if k != "path"}
         (scratch / MANIFEST).write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
@@ -80,18 +90,130 @@ def backup(store: StoreCore, directory: str | os.PathLike[str]) -> BackupInfo:
 
 
 def read_manifest(directory: str | os.PathLike[str]) -> BackupInfo:
-    """The manifest of a backup, checked: format, schema version and every file's hash."""
-    root = Path(directory)
-    path = root / MANIFEST
-    if not root.is_dir():
-        raise StoreError(f"backup {root} does not exist or is not a directory")
-    if not path.is_file():
-        raise StoreError(f"{root} is not a graphmem backup: it has no {MANIFEST}")
+    """The manifest of a backup, checked: its fields, format, schema version and every
+    file's hash. Files are read only inside the backup, never through a link."""
+    with _BackupFiles(Path(directory)) as files:
+        return _read_manifest(files)
+
+
+def _read_manifest(files: _BackupFiles) -> BackupInfo:
+    info = _manifest(files.manifest(), where=str(files.root / MANIFEST), root=files.root)
+    for name, digest in sorted(info.files.items()):
+        if files.sha256(name) != digest:
+            raise StoreError(f"backup {files.root} is damaged: {_DATA}/{name} does not "
+                             "match its checksum in the manifest")
+    return info
+
+
+def restore(directory: str | os.PathLike[str], target: str | os.PathLike[str], *,
+            settings: Settings | None = None) -> BackupInfo:
+    """Create the database ``target`` (new or empty) from the backup in ``directory``.
+
+    None of the backup's Cypher runs: the schema is graphmem's own for the backup's
+    version and each table is copied from the Parquet file graphmem names (see
+    ``_kuzu._restore``); then the database is opened (migrating an older schema), its
+    rows are checked against graphmem's models and its counts against the manifest.
+    """
+    pool_mb = settings.buffer_pool_mb if settings else 256
+    with _BackupFiles(Path(directory)) as files:
+        info = _read_manifest(files)
+        with _staged(Path(target), what="database directory") as scratch:
+            _build(files, info, scratch, pool_mb=pool_mb)
+    return info
+
+
+def _build(files: _BackupFiles, info: BackupInfo, scratch: Path, *, pool_mb: int) -> None:
+    def open_listed(name: str) -> IO[bytes]:
+        if name not in info.files:
+            raise StoreError(f"backup {files.root} is incomplete: {_DATA}/{name} is not "
+                             "listed in its manifest")
+        return files.open(name)
+
+    db = Database(str(scratch), buffer_pool_mb=pool_mb)
     try:
-        body = json.loads(path.read_text(encoding="utf-8"))
-        info = BackupInfo(path=str(root), **body)
-    except (ValueError, TypeError) as exc:
-        raise StoreError(f"{path} is not a valid backup manifest: {exc}") from None
+        build_from_parquet(db, info.schema_version, open_listed,
+                           label=f"backup {files.root}: {_DATA}")
+    finally:
+        db.close()
+    # Opening migrates an older schema; the counts prove the import is whole.
+    graph = KuzuGraph(str(scratch), buffer_pool_mb=pool_mb)
+    try:
+        check_rows(graph, label=f"backup {files.root}")
+        counts = graph.counts()
+        fingerprint = graph.meta().get("embedder_fingerprint")
+    finally:
+        graph.close()
+    got = (sum(counts["by_kind"].values()), counts["versions"], counts["events"], fingerprint)
+    want = (info.memories, info.versions, info.events, info.embedder_fingerprint)
+    if got != want:
+        raise StoreError(f"restoring {files.root} gave (memories, versions, events, "
+                         f"fingerprint) {got}, the manifest says {want}")
+
+
+# -- the manifest ----------------------------------------------------------------------
+#: Larger manifests are refused before parsing (a real one is ~1.5 KB).
+MANIFEST_LIMIT = 1 << 20
+_MAX_FILES = 1000
+_MAX_INT = 2**63 - 1
+_FILE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}\.(?:parquet|cypher)$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _manifest(raw: bytes, *, where: str, root: Path) -> BackupInfo:
+    """A manifest's bytes checked field by field (types, ranges, file names)."""
+    def bad(message: str) -> StoreError:
+        return StoreError(f"{where} is not a valid backup manifest: {message}")
+
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise bad(str(exc)[:200]) from None
+    if not isinstance(body, dict):
+        raise bad(f"a JSON object was expected, not {type(body).__name__}")
+    expected = {f.name for f in fields(BackupInfo)} - {"path"}
+    missing, unknown = sorted(expected - set(body)), sorted(set(body) - expected)
+    if missing:
+        raise bad(f"missing field(s) {', '.join(missing)}")
+    if unknown:
+        raise bad(f"unknown field(s) {', '.join(repr(k)[:40] for k in unknown[:5])}")
+
+    def number(key: str, low: int) -> int:
+        value = body[key]
+        if type(value) is not int or not low <= value <= _MAX_INT:
+            raise bad(f"field {key!r} must be a whole number from {low} to 2^63-1, "
+                      f"not {_short(value)}")
+        return value
+
+    def text(key: str, *, optional: bool) -> str | None:
+        value = body[key]
+        if (value is None and optional) or (isinstance(value, str) and len(value) <= 1000):
+            return value
+        raise bad(f"field {key!r} must be {'a string or null' if optional else 'a string'} "
+                  f"(at most 1000 characters), not {_short(value)}")
+
+    created = text("created", optional=False)
+    try:
+        datetime.fromisoformat(created or "")
+    except ValueError:
+        raise bad(f"field 'created' must be an ISO date and time, not {_short(created)}"
+                  ) from None
+    listed = body["files"]
+    if not isinstance(listed, dict) or len(listed) > _MAX_FILES:
+        raise bad(f"field 'files' must be an object of at most {_MAX_FILES} file names, "
+                  f"not {_short(listed)}")
+    for name, digest in listed.items():
+        if not _FILE.match(name):
+            raise bad(f"file name {_short(name)} in 'files' is not the name of a backup "
+                      "file (NAME.parquet or NAME.cypher, inside the backup)")
+        if not isinstance(digest, str) or not _SHA256.match(digest):
+            raise bad(f"the checksum of {name} must be 64 hex digits, not {_short(digest)}")
+    info = BackupInfo(
+        path=str(root), created=created or "", schema_version=number("schema_version", 1),
+        embedder=text("embedder", optional=True),
+        embedder_fingerprint=text("embedder_fingerprint", optional=True),
+        memories=number("memories", 0), versions=number("versions", 0),
+        events=number("events", 0), files=dict(listed), format=number("format", 1),
+    )
     if info.format > FORMAT:
         raise StoreError(f"backup {root} has format {info.format}; this graphmem reads "
                          f"format {FORMAT} and older: upgrade graphmem to restore it")
@@ -100,63 +222,176 @@ def read_manifest(directory: str | os.PathLike[str]) -> BackupInfo:
             f"backup {root} holds schema v{info.schema_version}, newer than this graphmem's "
             f"v{SCHEMA_VERSION}: upgrade graphmem to restore it"
         )
-    data = root / _DATA
-    found = _hashes(data) if data.is_dir() else {}
-    for name, digest in sorted(info.files.items()):
-        if name not in found:
-            raise StoreError(f"backup {root} is incomplete: {_DATA}/{name} is missing")
-        if found[name] != digest:
-            raise StoreError(f"backup {root} is damaged: {_DATA}/{name} does not match "
-                             "its checksum in the manifest")
     return info
 
 
-def restore(directory: str | os.PathLike[str], target: str | os.PathLike[str], *,
-            settings: Settings | None = None) -> BackupInfo:
-    """Create the database ``target`` (new or empty) from the backup in ``directory``."""
-    info = read_manifest(directory)
-    with _staged(Path(target), what="database directory") as scratch:
-        pool = (settings.buffer_pool_mb if settings else 256) * 1024 * 1024
-        Database.import_into(scratch / Database.FILE_NAME, Path(directory) / _DATA,
-                             buffer_pool=pool)
-        # Opening migrates an older schema; the counts prove the import is whole.
-        graph = KuzuGraph(str(scratch), buffer_pool_mb=pool >> 20)
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# -- files inside a backup -------------------------------------------------------------
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class _BackupFiles:
+    """The files of a backup directory, opened relative to it and never through a link:
+    ``graphmem-backup.json`` and ``data/NAME`` only (``data`` must be a real directory,
+    each file a regular one). The directory itself is the caller's choice and may be a
+    link."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._fd: int | None = None
+        self._data: int | None = None
+
+    def __enter__(self) -> _BackupFiles:
+        if not self.root.is_dir():
+            raise StoreError(f"backup {self.root} does not exist or is not a directory")
         try:
-            counts = graph.counts()
-            fingerprint = graph.meta().get("embedder_fingerprint")
-        finally:
-            graph.close()
-        got = (sum(counts["by_kind"].values()), counts["versions"], counts["events"],
-               fingerprint)
-        want = (info.memories, info.versions, info.events, info.embedder_fingerprint)
-        if got != want:
-            raise StoreError(f"restoring {directory} gave (memories, versions, events, "
-                             f"fingerprint) {got}, the manifest says {want}")
-    return info
+            self._fd = os.open(self.root, _DIR_FLAGS)
+        except OSError as exc:
+            raise StoreError(f"cannot read backup {self.root}: {exc.strerror}") from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for fd in (self._data, self._fd):
+            if fd is not None:
+                os.close(fd)
+        self._fd = self._data = None
+
+    def manifest(self) -> bytes:
+        try:
+            handle = self._open(MANIFEST, self._root_fd(), shown=MANIFEST)
+        except FileNotFoundError:
+            raise StoreError(f"{self.root} is not a graphmem backup: it has no {MANIFEST}"
+                             ) from None
+        with handle:
+            raw = handle.read(MANIFEST_LIMIT + 1)
+        if len(raw) > MANIFEST_LIMIT:
+            raise StoreError(f"{self.root / MANIFEST} is not a valid backup manifest: it is "
+                             f"larger than {MANIFEST_LIMIT} bytes")
+        return raw
+
+    def open(self, name: str) -> IO[bytes]:
+        """``data/NAME`` for reading (a checked file name: no separators, no dots)."""
+        if not _FILE.match(name):
+            raise StoreError(f"backup {self.root}: {name!r} is not a backup file name")
+        try:
+            return self._open(name, self._data_fd(), shown=f"{_DATA}/{name}")
+        except FileNotFoundError:
+            raise StoreError(f"backup {self.root} is incomplete: {_DATA}/{name} is missing"
+                             ) from None
+
+    def sha256(self, name: str) -> str:
+        digest = hashlib.sha256()
+        with self.open(name) as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest()
+
+    def _root_fd(self) -> int:
+        if self._fd is None:
+            raise StoreError("backup files used outside their block")
+        return self._fd
+
+    def _data_fd(self) -> int:
+        if self._data is None:
+            try:
+                self._data = os.open(_DATA, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=self._root_fd())
+            except FileNotFoundError:
+                raise StoreError(f"backup {self.root} is incomplete: it has no {_DATA} "
+                                 "directory") from None
+            except OSError as exc:
+                raise self._refusal(_DATA, self._root_fd(), _DATA, exc) from None
+        return self._data
+
+    def _open(self, name: str, dir_fd: int, *, shown: str) -> IO[bytes]:
+        # O_NONBLOCK: opening a FIFO planted under the name must not hang.
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW, dir_fd=dir_fd)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise self._refusal(name, dir_fd, shown, exc) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise StoreError(f"backup {self.root}: {shown} is not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+
+    def _refusal(self, name: str, dir_fd: int, shown: str, exc: OSError) -> StoreError:
+        with contextlib.suppress(OSError):
+            if stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode):
+                return StoreError(f"backup {self.root}: {shown} is a symbolic link; a backup "
+                                  "is read only from its own files (copy the backup with "
+                                  "its files, not links)")
+        return StoreError(f"backup {self.root}: cannot read {shown}: {exc.strerror or exc}")
 
 
 @contextlib.contextmanager
 def _staged(target: Path, *, what: str) -> Iterator[Path]:
     """A scratch directory beside ``target`` (new or empty) that becomes ``target`` when
-    the block succeeds and is removed when it fails."""
+    the block succeeds and is removed when it fails, whatever fails (a Kuzu error, an
+    interrupt). Scratch directories left by a process that died (kill -9, a crash inside
+    Kuzu) are removed first."""
     _check_new(target, what=what)
-    scratch = target.parent / f".{target.name}.partial-{os.getpid()}"
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir()
+    prefix = f".{target.name}.partial-"
+    _remove_stale(target.parent, prefix)
+    scratch = target.parent / f"{prefix}{os.getpid()}"
+    _remove(scratch)
+    try:
+        scratch.mkdir()
+    except OSError as exc:
+        raise StoreError(f"cannot create {scratch}: {exc.strerror or exc}") from None
     try:
         yield scratch
         with contextlib.suppress(FileNotFoundError):
             target.rmdir()  # an empty directory the user made for it
         os.replace(scratch, target)
     except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
+        _remove(scratch)
         raise
 
 
+def _remove(path: Path) -> None:
+    """Remove a file, link or directory tree (a link is removed, never followed)."""
+    with contextlib.suppress(FileNotFoundError):
+        if path.is_symlink() or not path.is_dir():
+            path.unlink()
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _remove_stale(parent: Path, prefix: str) -> None:
+    with contextlib.suppress(OSError):
+        for entry in parent.iterdir():
+            pid = entry.name.removeprefix(prefix)
+            if entry.name.startswith(prefix) and pid.isdigit() and not _alive(int(pid)):
+                _remove(entry)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True  # someone else's process, or a name that is not ours to judge
+    return True
+
+
 def _check_new(path: Path, *, what: str) -> None:
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise StoreError(f"{what} {path} already exists and is not empty; "
-                         "choose a new path or move it away")
+    try:
+        if path.is_symlink():
+            raise StoreError(f"{what} {path} is a symbolic link; give the directory it "
+                             "points to, or a new path")
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise StoreError(f"{what} {path} already exists and is not empty; "
+                             "choose a new path or move it away")
+    except OSError as exc:
+        raise StoreError(f"cannot use {what} {path}: {exc.strerror or exc}") from None
     if not path.parent.is_dir():
         raise StoreError(f"directory {path.parent} does not exist; create it first")
     if not os.access(path.parent, os.W_OK):
@@ -165,7 +400,7 @@ def _check_new(path: Path, *, what: str) -> None:
 
 def _hashes(root: Path) -> dict[str, str]:
     out: dict[str, str] = {}
-    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+    for file in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
         digest = hashlib.sha256()
         with file.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):

@@ -17,7 +17,9 @@ def backup(ctx: Context, directory: str) -> None:
 
     The snapshot is Kuzu's EXPORT DATABASE (Parquet) with a manifest holding the schema
     version, the embedder fingerprint, counts and a SHA-256 of every file. Writers wait
-    while it is taken. `graphmem --db NEW restore DIRECTORY` brings it back.
+    while it is taken. `graphmem --db NEW restore DIRECTORY` brings it back; restoring
+    runs none of the Cypher a backup directory holds (graphmem builds its own schema and
+    loads each table's Parquet file after checking its columns).
     """
     info = ctx.store().backup(directory)
     if ctx.json:

@@ -1,0 +1,180 @@
+"""A database rebuilt from a backup's Parquet files, with graphmem's own schema.
+
+Kuzu's ``IMPORT DATABASE`` runs whatever Cypher the export directory holds
+(``COPY ... TO``, ``LOAD EXTENSION``, ``ATTACH`` would all run, and a stray statement there
+crashed the process). Nothing of a backup is run here: the schema comes from ``SCHEMAS``
+for the backup's version, the name of each table's file is built here, and each file is
+checked against the table's columns and types before its rows are copied in as Arrow
+batches. The caller opens the files (inside the backup, never through a link).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable
+from typing import IO, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .._errors import GraphmemError, StoreError
+from ._db import Database
+from ._graph import KuzuGraph, memory_from_row
+from ._schema import SCHEMAS
+
+__all__ = ["TableFile", "build_from_parquet", "check_rows", "table_files"]
+
+#: Rows copied per Arrow batch: bounds memory on large stores (a Memory row with its
+#: vector is ~3 KB, so a batch is ~60 MB at most).
+BATCH_ROWS = 20_000
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Kuzu's column types (as ``table_info`` prints them) -> the Arrow type of an export.
+_ARROW = {
+    "STRING": pa.string(), "BOOL": pa.bool_(), "DOUBLE": pa.float64(),
+    "INT64": pa.int64(), "TIMESTAMP": pa.timestamp("us"),
+    "STRING[]": pa.list_(pa.string()), "TIMESTAMP[]": pa.list_(pa.timestamp("us")),
+}  # fmt: skip
+
+Opener = Callable[[str], IO[bytes]]
+
+
+class TableFile:
+    """One table of a schema version and the export file that holds its rows."""
+
+    def __init__(self, table: str, file: str, columns: list[str], types: list[pa.DataType],
+                 rel: bool) -> None:
+        self.table = table
+        self.file = file
+        #: the column names of the export (``a.id`` ..., ``a.id, b.id, r.weight`` ...)
+        self.columns = columns
+        self.types = types
+        self.rel = rel
+
+
+def _identifier(name: Any) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise StoreError(f"unexpected table name {name!r} in graphmem's own schema")
+    return name
+
+
+def table_files(db: Database) -> list[TableFile]:
+    """The tables of the (freshly built) database ``db``, node tables first, each with
+    the file name and columns Kuzu's ``EXPORT DATABASE`` gives it."""
+    tables = [(_identifier(n), kind) for n, kind in
+              db.read("CALL show_tables() RETURN name, type")]
+    out: list[TableFile] = []
+    for name, kind in sorted(tables, key=lambda t: (t[1] != "NODE", t[0])):
+        info = db.read(f"CALL table_info('{name}') RETURN name, type")
+        names = [_identifier(n) for n, _ in info]
+        kinds = [str(t) for _, t in info]
+        if any(k not in _ARROW for k in kinds):
+            raise StoreError(f"table {name} has a column type restore does not know: {kinds}")
+        types = [_ARROW[k] for k in kinds]
+        if kind == "NODE":
+            out.append(TableFile(name, f"{name}.parquet", [f"a.{n}" for n in names], types,
+                                 rel=False))
+            continue
+        source, target, source_key, target_key = (
+            _identifier(v) for v in db.read(f"CALL show_connection('{name}') RETURN *")[0][:4])
+        keys = {t.table: t.types[0] for t in out if not t.rel}
+        out.append(TableFile(name, f"{name}_{source}_{target}.parquet",
+                             [f"a.{source_key}", f"b.{target_key}", *(f"r.{n}" for n in names)],
+                             [keys[source], keys[target], *types], rel=True))
+    return out
+
+
+def build_from_parquet(db: Database, schema_version: int, open_file: Opener,
+                       *, label: str) -> None:
+    """Create schema ``schema_version`` in the empty database ``db`` and copy every table
+    from the file ``open_file(name)`` returns. ``label`` names the files' directory in
+    messages. Raises ``StoreError`` naming the file (and column) that does not fit."""
+    statements = SCHEMAS.get(schema_version)
+    if statements is None:
+        raise StoreError(f"there is no graphmem schema v{schema_version}")
+    # Index builds (v1 and v2 had a full-text index) run once the rows are in.
+    indexes = [s for s in statements if s.lstrip().upper().startswith("CALL ")]
+    for statement in statements:
+        if statement not in indexes:
+            db.run_auto(statement)
+    for table in table_files(db):
+        _copy_table(db, table, open_file, label=label)
+    found = [r[0] for r in db.read("MATCH (m:Meta {key: 'schema_version'}) RETURN m.value")]
+    if found != [str(schema_version)]:
+        recorded = repr(found[0])[:40] if found else "none"
+        raise StoreError(f"{label}/Meta.parquet records schema version {recorded}, the "
+                         f"manifest says {schema_version}")
+    for statement in indexes:
+        db.run_auto(statement)
+
+
+def _copy_table(db: Database, table: TableFile, open_file: Opener, *, label: str) -> None:
+    where = f"{label}/{table.file}"
+    with open_file(table.file) as handle:
+        try:
+            parquet = pq.ParquetFile(handle)
+            schema = parquet.schema_arrow
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise StoreError(f"{where} is not a readable Parquet file: {exc}") from None
+        if schema.names != table.columns:
+            raise StoreError(f"{where} has the columns {schema.names}, not those of table "
+                             f"{table.table}: {table.columns}")
+        for column, got, want in zip(table.columns, schema.types, table.types, strict=True):
+            if got != want:
+                raise StoreError(f"{where}: column {column} has type {got}, expected {want}")
+        names = [c.split(".", 1)[1] for c in table.columns]
+        if table.rel:
+            names[:2] = ["from", "to"]
+        try:
+            with db.write() as tx:
+                for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
+                    tx.copy(table.table, pa.Table.from_batches([batch]).rename_columns(names))
+        except GraphmemError as exc:
+            raise StoreError(f"{where} could not be loaded into table {table.table}: "
+                             f"{exc}") from None
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise StoreError(f"{where} could not be read: {exc}") from None
+
+
+def check_rows(graph: KuzuGraph, *, label: str) -> None:
+    """Every memory, version and event of a restored database reads back as graphmem's
+    models, and every stored vector decodes: a tampered backup fails here, naming the
+    record, instead of failing later inside recall."""
+    dim = graph.meta().get("embedder_dim")
+    if dim is not None and not (dim.isdigit() and 0 < int(dim) <= 65536):
+        raise StoreError(f"{label}: Meta records embedder_dim {dim[:40]!r}, not a dimension")
+    table = graph.scan()
+    for batch in table.to_batches(max_chunksize=BATCH_ROWS):
+        for row in batch.to_pylist():
+            try:
+                memory_from_row(row)
+            except (ValueError, TypeError) as exc:
+                raise StoreError(f"{label}: memory {str(row.get('id'))[:200]!r} is not a "
+                                 f"valid memory: {_first_line(exc)}") from None
+    vectors = graph.scan(columns=["id", "vec"])
+    for batch in vectors.to_batches(max_chunksize=BATCH_ROWS):
+        for memory_id, vec in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(),
+                                  strict=True):
+            if vec is not None and not _decodes(vec):
+                raise StoreError(f"{label}: memory {str(memory_id)[:200]!r} has a stored "
+                                 "vector that is not base64 float32")
+    for what, read in (("version", graph.versions), ("event", graph.events)):
+        try:
+            read()
+        except (ValueError, TypeError) as exc:
+            raise StoreError(f"{label}: a {what} row is not valid: {_first_line(exc)}"
+                             ) from None
+
+
+def _decodes(text: str) -> bool:
+    try:
+        return len(base64.b64decode(text, validate=True)) % 4 == 0
+    except (binascii.Error, ValueError):
+        return False
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).splitlines()
+    return " ".join(line.strip() for line in lines[:3])[:300]
