@@ -4,6 +4,7 @@ and an older schema restored and migrated."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -120,8 +121,27 @@ def test_cli_backup_and_both_restores(tmp_path: Path) -> None:
     added = runner.invoke(cli, [*base, "add", "to be archived"])
     memory_id = added.output.strip()
     assert runner.invoke(cli, [*base, "archive", memory_id]).exit_code == 0
-    result = runner.invoke(cli, [*base, "backup", str(tmp_path / "b")])
-    assert result.exit_code == 0 and "1 memories" in result.output, result.output
+    with MemoryStore(db, embedder="hashing") as store:
+        before = _export(store)
+        stats = store.stats()
+    result = runner.invoke(cli, [*base, "--json", "backup", str(tmp_path / "b")])
+    assert result.exit_code == 0, result.output
+    # What it wrote: the manifest it printed, every listed file with its checksum, counts.
+    printed = json.loads(result.output)
+    manifest = json.loads((tmp_path / "b" / MANIFEST).read_text())
+    assert {k: v for k, v in printed.items() if k not in ("path", "bytes")} == manifest
+    assert printed["path"] == str(tmp_path / "b")
+    assert (manifest["memories"], manifest["versions"], manifest["events"]) == \
+        (1, stats.versions, stats.events) and stats.events >= 1
+    assert manifest["schema_version"] == SCHEMA_VERSION and manifest["format"] == 1
+    assert manifest["embedder"] == "hashing-384"
+    assert manifest["files"] == _hashes(tmp_path / "b" / "data")
+    assert printed["bytes"] == sum(p.stat().st_size for p in (tmp_path / "b" / "data").iterdir())
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["data", MANIFEST]
+    result = runner.invoke(cli, [*base, "backup", str(tmp_path / "b2")])
+    assert result.output.startswith(f"backed up {db} to {tmp_path / 'b2'}: 1 memories, "
+                                    f"{stats.versions} versions, {stats.events} events, "
+                                    f"schema v{SCHEMA_VERSION}, "), result.output
     result = runner.invoke(cli, [*base, "restore", memory_id])  # a memory id: lifecycle
     assert result.exit_code == 0, result.output
     result = runner.invoke(cli, ["--db", str(tmp_path / "copy"), "restore",
@@ -129,6 +149,32 @@ def test_cli_backup_and_both_restores(tmp_path: Path) -> None:
     assert result.exit_code == 0 and "restored" in result.output, result.output
     with MemoryStore(tmp_path / "copy", embedder="hashing") as copy:
         assert copy.get(memory_id).status.value == "archived"  # as backed up
+        assert _export(copy) == before  # the restore equals the store when backed up
     result = runner.invoke(cli, ["--db", str(tmp_path / "copy"), "restore",
                                  str(tmp_path / "b")])
     assert result.exit_code == 1 and "already exists" in result.output
+
+
+def test_a_backup_right_after_a_recall_holds_its_accesses(store: MemoryStore,
+                                                          tmp_path: Path) -> None:
+    """Recall counts accesses in the background; a backup writes them first (it used to
+    wait 30 s for a writer blocked by its own lock, then leave them out)."""
+    first = store.add("orchard deploys on fridays").id
+    store.recall("orchard", k=1)
+    started = time.perf_counter()
+    store.backup(tmp_path / "b")
+    assert time.perf_counter() - started < 10
+    MemoryStore.restore_backup(tmp_path / "b", tmp_path / "copy")
+    with MemoryStore(tmp_path / "copy", embedder="hashing") as copy:
+        assert copy.get(first).access_count == 1
+        assert _export(copy) == _export(store)
+
+
+def test_backup_refuses_a_target_that_is_a_link(store: MemoryStore, tmp_path: Path) -> None:
+    store.add("one memory")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "empty")
+    with pytest.raises(StoreError, match="is a symbolic link"):
+        store.backup(tmp_path / "link")
+    assert list((tmp_path / "empty").iterdir()) == []
+    assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name]
