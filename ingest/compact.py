@@ -7,6 +7,13 @@ the Decisions and Key Lessons bullets that carry a ``→ see [wiki/...]`` pointe
 ``[keep]``, the Reference section verbatim, and a footer pointing at the cold copy. What
 Happened, Carry Forward and unknown sections drop. Dry run by default.
 
+Files stay inside the root: every folder is opened from the root's descriptor without
+following a link, files are read with ``O_NOFOLLOW`` and written to a fresh temporary
+file (``O_EXCL | O_NOFOLLOW``) that is renamed into place, so no write follows a link
+and a link swapped in after the check is replaced, never written through. A symbolic
+link where a workspace, ``memory/``, ``cold-storage/``, a daily file or its cold copy
+should be is refused and reported per file (``refused: ...``); it counts as a failed file.
+
 Exit codes: 0 all written (or at least one written when others failed, or a dry run),
 1 every targeted file failed, 2 bad arguments.
 """
@@ -14,7 +21,10 @@ Exit codes: 0 all written (or at least one written when others failed, or a dry 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
+import stat
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,9 +32,20 @@ from datetime import date
 from pathlib import Path
 from typing import TextIO
 
-from graphmem import MemoryStore
+from graphmem import MemoryStore, RecordError
 
-from .markdown import Daily, bullet_id, daily_files, file_records, parse_daily, workspaces
+from .markdown import (
+    Daily,
+    UnsafePathError,
+    bullet_id,
+    file_records,
+    open_dir,
+    parse_daily,
+    read_at,
+    read_inside,
+    refusal,
+    scan,
+)
 
 __all__ = ["Plan", "archive_in_store", "compact_text", "main", "plan_files", "sweep"]
 
@@ -51,10 +72,19 @@ class Plan:
     kept_texts: list[str]
     dropped_texts: list[str]
     done: bool = False  # compacted by an earlier sweep (planned again from its cold copy)
+    #: the root and the names that lead from it to the file (the path used for access)
+    root: Path = Path(".")
+    parts: tuple[str, ...] = ()
+    #: the file's bytes when planned: it is rewritten only if they are still the same
+    original: bytes = b""
 
     @property
     def cold_path(self) -> Path:
         return self.path.parent / COLD / self.path.name
+
+    @property
+    def cold_parts(self) -> tuple[str, ...]:
+        return (*self.parts[:-1], COLD, self.parts[-1])
 
     def line(self) -> str:
         change = round(100 * (self.lines_after - self.lines_before) / max(self.lines_before, 1))
@@ -93,51 +123,138 @@ def compact_text(daily: Daily, today: date, file_name: str
 
 def plan_files(root: Path, *, today: date, workspace: str | None = None,
                max_age_days: int = 7, include_recent: bool = False,
-               include_done: bool = False) -> list[Plan]:
-    """Plans for every file due for compaction (live ones skipped). Files compacted
-    before are skipped too, or with ``include_done`` planned again from their cold copy
-    and marked ``done`` (for work that follows the rewrite, such as the store's)."""
-    plans = []
-    for name, memory_dir in workspaces(root, workspace):
-        for day, path in daily_files(memory_dir):
-            age = (today - day).days
-            if age < max_age_days and not include_recent:
-                continue
-            text = path.read_text(encoding="utf-8", errors="replace")
-            daily = parse_daily(text, day)
-            done = daily.compacted
+               include_done: bool = False) -> tuple[list[Plan], list[RecordError]]:
+    """Plans for every file due for compaction (live ones skipped), and the files that
+    cannot be planned (``UnsafePathError`` for a link, ``RecordError`` for a file that
+    cannot be read). Files compacted before are skipped too, or with ``include_done``
+    planned again from their cold copy and marked ``done`` (for work that follows the
+    rewrite, such as the store's)."""
+    plans: list[Plan] = []
+    found = scan(root, workspace)
+    problems: list[RecordError] = list(found.refused)
+    for daily in found.dailies:
+        age = (today - daily.day).days
+        if age < max_age_days and not include_recent:
+            continue
+        try:
+            raw = read_inside(root, daily.parts)
+            parsed = parse_daily(raw.decode("utf-8", errors="replace"), daily.day)
+            done = parsed.compacted
             if done:
-                cold = path.parent / COLD / path.name
-                if not include_done or not cold.is_file():
+                if not include_done:
                     continue
-                daily = parse_daily(cold.read_text(encoding="utf-8", errors="replace"), day)
-            output, kept, dropped = compact_text(daily, today, path.name)
-            plans.append(Plan(name, path, str(path.relative_to(root)), day, age,
-                              daily.line_count, len(output.splitlines()), len(kept),
-                              len(dropped), output, kept, dropped, done=done))
-    return plans
+                cold = (*daily.parts[:-1], COLD, daily.parts[-1])
+                try:
+                    cold_text = read_inside(root, cold).decode("utf-8", errors="replace")
+                except FileNotFoundError:
+                    continue
+                parsed = parse_daily(cold_text, daily.day)
+        except OSError as exc:
+            problems.append(RecordError(f"cannot read: {exc.strerror or exc}",
+                                        source=daily.display))
+            continue
+        except RecordError as exc:  # named by the daily file it stops
+            problems.append(exc if exc.source == daily.display else
+                            type(exc)(str(exc), source=daily.display))
+            continue
+        output, kept, dropped = compact_text(parsed, today, daily.parts[-1])
+        plans.append(Plan(daily.workspace, daily.path, daily.display, daily.day, age,
+                          parsed.line_count, len(output.splitlines()), len(kept),
+                          len(dropped), output, kept, dropped, done=done, root=root,
+                          parts=daily.parts, original=raw))
+    return plans, problems
 
 
 def write(plan: Plan) -> None:
-    """Back up (once), then replace the daily file atomically."""
-    cold = plan.cold_path
-    cold.parent.mkdir(exist_ok=True)
-    if not cold.exists():
-        _atomic_write(cold, plan.path.read_bytes())
-    _atomic_write(plan.path, plan.output.encode("utf-8"))
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
+    """Back up (once), then replace the daily file atomically. Everything happens
+    through descriptors opened from the root without following links: a link is
+    refused (``UnsafePathError``), never written through."""
+    memory_fd = open_dir(plan.root, plan.parts[:-1])
     try:
-        with open(tmp, "wb") as handle:
+        name = plan.parts[-1]
+        current = read_at(memory_fd, name, plan.display)
+        if current != plan.original:
+            raise RecordError("changed since it was planned; run the sweep again",
+                              source=plan.display)
+        cold_fd = _cold_dir(memory_fd, plan)
+        try:
+            _write_once(cold_fd, name, current, shown="/".join(plan.cold_parts))
+        finally:
+            os.close(cold_fd)
+        tmp = _write_tmp(memory_fd, name, plan.output.encode("utf-8"))
+        try:
+            os.replace(tmp, name, src_dir_fd=memory_fd, dst_dir_fd=memory_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=memory_fd)
+            raise
+        os.fsync(memory_fd)
+    finally:
+        os.close(memory_fd)
+
+
+def _cold_dir(memory_fd: int, plan: Plan) -> int:
+    """``cold-storage/`` of the memory folder, made if missing; refused if a link."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(COLD, dir_fd=memory_fd)  # mkdir never follows a link
+    try:
+        return os.open(COLD, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                       dir_fd=memory_fd)
+    except OSError as exc:
+        raise refusal(memory_fd, COLD, "/".join(plan.cold_parts[:-1]), exc) from None
+
+
+def _write_once(dir_fd: int, name: str, data: bytes, *, shown: str) -> None:
+    """Create ``name`` with ``data`` unless a regular file is there already (an earlier
+    backup is never overwritten); a link under the name is refused."""
+    if _existing(dir_fd, name, shown):
+        return
+    tmp = _write_tmp(dir_fd, name, data)
+    try:
+        os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+    except FileExistsError:
+        _existing(dir_fd, name, shown)  # made meanwhile: keep it, unless it is a link
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+            raise
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # no hard links here
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dir_fd)
+    os.fsync(dir_fd)
+
+
+def _existing(dir_fd: int, name: str, shown: str) -> bool:
+    try:
+        mode = os.lstat(name, dir_fd=dir_fd).st_mode
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(mode):
+        raise refusal(dir_fd, name, shown, OSError(errno.ELOOP, "a link"))
+    if not stat.S_ISREG(mode):
+        raise UnsafePathError("is not a regular file", source=shown)
+    return True
+
+
+def _write_tmp(dir_fd: int, name: str, data: bytes) -> str:
+    """``data`` in a new file ``.NAME.tmp`` beside ``name``, synced; a stale one (from a
+    crash) is removed first: ``O_EXCL | O_NOFOLLOW`` never opens an existing file or
+    a link."""
+    tmp = f".{name}.tmp"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp, dir_fd=dir_fd)  # unlink removes a link, never its target
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o666, dir_fd=dir_fd)
+    try:
+        with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
+    return tmp
 
 
 def sweep(root: Path, *, today: date, apply: bool, workspace: str | None = None,
@@ -152,27 +269,33 @@ def sweep(root: Path, *, today: date, apply: bool, workspace: str | None = None,
     """
     stdout = out or sys.stdout
     stderr = err or sys.stderr
-    found = plan_files(root, today=today, workspace=workspace, max_age_days=max_age_days,
-                       include_recent=include_recent,
-                       include_done=apply and on_written is not None)
+    found, problems = plan_files(root, today=today, workspace=workspace,
+                                 max_age_days=max_age_days, include_recent=include_recent,
+                                 include_done=apply and on_written is not None)
     plans = [p for p in found if not p.done]
+    for problem in problems:
+        _report(problem, stderr)
     for plan in plans:
         print(plan.line(), file=stdout)
         if verbose:
             for line in plan.output.splitlines()[:PREVIEW_LINES]:
                 print(f"    {line}", file=stdout)
     if not apply:
-        if not plans:
+        if not plans and not problems:
             print("[memory-compact] nothing to compact", file=stdout)
         return 0
     if on_written is not None:
         for plan in found:
             if plan.done:
                 on_written(plan)
-    written = failed = 0
+    written, failed = 0, len(problems)
     for plan in plans:
         try:
             write(plan)
+        except RecordError as exc:
+            failed += 1
+            _report(exc, stderr, about=plan.display)
+            continue
         except OSError as exc:
             failed += 1
             print(f"[memory-compact] failed: {plan.display}: {exc.strerror or exc}",
@@ -186,12 +309,27 @@ def sweep(root: Path, *, today: date, apply: bool, workspace: str | None = None,
     return 1 if failed and not written else 0
 
 
+def _report(problem: RecordError, stream: TextIO, *, about: str | None = None) -> None:
+    """One line per file: ``refused`` for a link, ``failed`` for anything else; a problem
+    found on the way to a file (its cold-storage folder) names the file first."""
+    word = "refused" if isinstance(problem, UnsafePathError) else "failed"
+    where = f"{about}: " if about and problem.source != about else ""
+    print(f"[memory-compact] {word}: {where}{problem}", file=stream)
+
+
 def archive_in_store(store: MemoryStore, plan: Plan, root: Path) -> int:
     """After a file was compacted: its bullets are in the store (imported from the cold
     copy when missing), and those dropped from the daily file are archived, with the
     cold-storage path in their provenance. Wiki pointers stay as edges. Returns how many
     memories were archived."""
-    original = parse_daily(plan.cold_path.read_text(encoding="utf-8"), plan.day)
+    shown = "/".join(plan.cold_parts)
+    try:
+        text = read_inside(plan.root, plan.cold_parts).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"not UTF-8 (byte {exc.start})", source=shown) from None
+    except OSError as exc:
+        raise RecordError(f"cannot read: {exc.strerror or exc}", source=shown) from None
+    original = parse_daily(text, plan.day)
     records, edges, _ = file_records(plan.workspace, plan.day, plan.cold_path, root)
     present = {m.id for m in store.get_many([r.id or "" for r in records])}
     store.merge([r for r in records if r.id not in present], edges=edges,
@@ -255,9 +393,13 @@ def check_arguments(root: Path, workspace: str | None, max_age_days: int) -> str
         return f"--root {root} is not a directory"
     if max_age_days < 0:
         return "--max-age-days must be >= 0"
-    if workspace is not None and not workspaces(root, workspace):
-        names = ", ".join(n for n, _ in workspaces(root)) or "none"
-        return f"no workspace named {workspace!r} under {root} (found: {names})"
+    if workspace is not None:
+        try:
+            if workspace not in scan(root, workspace).names:
+                names = ", ".join(scan(root).names) or "none"
+                return f"no workspace named {workspace!r} under {root} (found: {names})"
+        except OSError as exc:
+            return f"cannot read --root {root}: {exc.strerror or exc}"
     return None
 
 

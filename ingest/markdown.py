@@ -4,12 +4,19 @@ Each bullet becomes an episodic memory dated by its file, with its section; a
 ``→ see [wiki/...]`` pointer (``->`` works too) becomes a REFERENCES edge to a semantic
 memory standing for that wiki page; ``[keep]`` becomes the tag ``keep``. Ids derive from
 the workspace, date, section and text, so importing again changes nothing.
+
+Files are read only inside the root: every folder on the way is opened without following
+a link (``O_NOFOLLOW`` from the root's descriptor), so a planted symbolic link is
+refused, never followed, and the compact sweep writes through the same descriptors.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -19,8 +26,8 @@ from pydantic import ValidationError
 from graphmem import Edge, Kind, MemoryInput, MemoryStore, MergeResult, RecordError
 from graphmem._input import validation_message
 
-__all__ = ["Bullet", "Daily", "bullet_id", "daily_files", "import_markdown", "parse_daily",
-           "workspaces"]
+__all__ = ["Bullet", "Daily", "DailyFile", "Scan", "UnsafePathError", "bullet_id",
+           "import_markdown", "open_dir", "parse_daily", "read_at", "read_inside", "scan"]
 
 DAILY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
 POINTER = re.compile(r"(?:→|->)\s*see\s*\[(wiki/[^\]\s]+)\]", re.IGNORECASE)
@@ -110,27 +117,166 @@ def parse_daily(text: str, day: date) -> Daily:
     return Daily(day, title, preamble, sections, len(lines))
 
 
-def workspaces(root: Path, name: str | None = None) -> list[tuple[str, Path]]:
-    """``(workspace, memory dir)`` pairs under ``root`` (``workspace*/memory``), or the one
-    called ``name``."""
-    found = sorted((p.parent.name, p) for p in root.glob("workspace*/memory") if p.is_dir())
-    if name is not None:
-        found = [(n, p) for n, p in found if n == name]
+# -- files under the root: read only inside it, never through a link ---------------------
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class UnsafePathError(RecordError):
+    """A path under the root that import and compact refuse: a symbolic link, or a
+    daily file that is not a regular file. Nothing is read or written through it."""
+
+
+@dataclass(frozen=True)
+class DailyFile:
+    """A ``YYYY-MM-DD.md`` file of a workspace: ``parts`` lead to it from ``root``."""
+
+    workspace: str
+    day: date
+    root: Path
+    parts: tuple[str, ...]
+
+    @property
+    def path(self) -> Path:
+        return self.root.joinpath(*self.parts)
+
+    @property
+    def display(self) -> str:
+        return "/".join(self.parts)
+
+
+@dataclass
+class Scan:
+    """What ``scan`` found: the daily files, the refused paths, every workspace name."""
+
+    dailies: list[DailyFile] = field(default_factory=list)
+    refused: list[UnsafePathError] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+
+
+def refusal(dir_fd: int, name: str, shown: str, exc: OSError) -> OSError | UnsafePathError:
+    """The error for a failed open of ``name``: ``UnsafePathError`` when it is a link
+    (``O_NOFOLLOW`` refused it), else the ``OSError`` itself."""
+    try:
+        mode = os.lstat(name, dir_fd=dir_fd).st_mode
+    except OSError:
+        return exc
+    if stat.S_ISLNK(mode):
+        return _link_refused(dir_fd, name, shown)
+    return exc
+
+
+def _link_refused(dir_fd: int, name: str, shown: str) -> UnsafePathError:
+    try:
+        target = os.readlink(name, dir_fd=dir_fd)
+    except OSError:
+        target = "?"
+    return UnsafePathError(
+        f"is a symbolic link (to {target[:200]!r}); links under the root are never "
+        "followed: replace the link with the real file or folder", source=shown)
+
+
+def open_dir(root: Path, parts: Sequence[str]) -> int:
+    """A descriptor of the directory ``root/parts...`` where each part is a real
+    directory, never a link (``root`` itself is the caller's choice). Raises
+    ``UnsafePathError`` for a link, ``OSError`` otherwise; the caller closes it."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for n, part in enumerate(parts):
+            try:
+                inner = os.open(part, _DIR, dir_fd=fd)
+            except OSError as exc:
+                raise refusal(fd, part, "/".join(parts[:n + 1]), exc) from None
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_at(dir_fd: int, name: str, shown: str) -> bytes:
+    """The bytes of the regular file ``name`` in ``dir_fd``, opened without following a
+    link (and without blocking on a FIFO planted under its name)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=dir_fd)
+    except OSError as exc:
+        raise refusal(dir_fd, name, shown, exc) from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePathError("is not a regular file", source=shown)
+        os.set_blocking(fd, True)
+        return handle.read()
+
+
+def read_inside(root: Path, parts: Sequence[str]) -> bytes:
+    """The bytes of ``root/parts...``, every part checked as ``open_dir`` and
+    ``read_at`` do: nothing outside ``root`` is read, whatever links it holds."""
+    fd = open_dir(root, parts[:-1])
+    try:
+        return read_at(fd, parts[-1], "/".join(parts))
+    finally:
+        os.close(fd)
+
+
+def scan(root: Path, workspace: str | None = None) -> Scan:
+    """The daily files of ``root/workspace*/memory/`` (or of the one workspace named),
+    sorted; linked workspaces, memory folders and dailies are refused, not followed.
+    Subfolders (cold-storage, dreaming, working) are not daily files."""
+    found = Scan()
+    root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        names = sorted(e.name for e in os.scandir(root_fd) if e.name.startswith("workspace"))
+        for name in names:
+            if workspace is not None and name != workspace:
+                continue
+            try:
+                memory_fd = open_dir(root, (name, "memory"))
+            except UnsafePathError as exc:
+                found.names.append(name)
+                found.refused.append(exc)
+                continue
+            except OSError:
+                continue  # not a workspace folder, or one without memory/
+            found.names.append(name)
+            try:
+                _scan_memory(memory_fd, name, root, (name, "memory"), found)
+            finally:
+                os.close(memory_fd)
+    finally:
+        os.close(root_fd)
     return found
 
 
-def daily_files(memory_dir: Path) -> list[tuple[date, Path]]:
-    """The ``YYYY-MM-DD.md`` files directly in a memory dir (not cold-storage, dreaming,
-    working or other subfolders)."""
-    out = []
-    for path in sorted(memory_dir.iterdir()):
-        match = DAILY.match(path.name)
-        if match and path.is_file():
-            try:
-                out.append((date(int(match[1]), int(match[2]), int(match[3])), path))
-            except ValueError:
-                continue
-    return out
+def _scan_memory(memory_fd: int, workspace: str, root: Path, parts: tuple[str, ...],
+                 found: Scan) -> None:
+    for entry in sorted(os.scandir(memory_fd), key=lambda e: e.name):
+        match = DAILY.match(entry.name)
+        if not match:
+            continue
+        try:
+            day = date(int(match[1]), int(match[2]), int(match[3]))
+        except ValueError:
+            continue
+        shown = "/".join((*parts, entry.name))
+        if entry.is_symlink():
+            found.refused.append(_link_refused(memory_fd, entry.name, shown))
+        elif not entry.is_file(follow_symlinks=False):
+            found.refused.append(UnsafePathError("is not a regular file", source=shown))
+        else:
+            found.dailies.append(DailyFile(workspace, day, root, (*parts, entry.name)))
+
+
+def scan_memory_dir(directory: Path) -> Scan:
+    """A memory folder given directly (its workspace is its parent's name)."""
+    real = Path(os.path.realpath(directory))
+    found = Scan(names=[real.parent.name or "workspace"])
+    fd = open_dir(real.parent, (real.name,))
+    try:
+        _scan_memory(fd, found.names[0], real.parent, (real.name,), found)
+    finally:
+        os.close(fd)
+    return found
 
 
 def bullet_id(workspace: str, day: date, bullet: Bullet) -> str:
@@ -144,9 +290,10 @@ def wiki_id(page: str) -> str:
 
 def file_records(workspace: str, day: date, path: Path, root: Path, *, owner: str | None = None
                  ) -> tuple[list[MemoryInput], list[Edge], set[str]]:
-    """The memories, edges and wiki pages of one daily file."""
+    """The memories, edges and wiki pages of one daily file (read inside ``root``,
+    never through a link)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_inside(root, path.relative_to(root).parts).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RecordError(f"not UTF-8 (byte {exc.start})", source=str(path)) from None
     except OSError as exc:
@@ -178,26 +325,34 @@ def file_records(workspace: str, day: date, path: Path, root: Path, *, owner: st
 
 def import_markdown(store: MemoryStore, root: str | Path, *, workspace: str | None = None,
                     owner: str | None = None) -> MergeResult:
-    """Import every daily file under ``root`` (all in one transaction)."""
+    """Import every daily file under ``root`` (all in one transaction). A symbolic link
+    where a workspace, memory folder or daily file should be is refused (nothing is
+    imported): the import reads nothing outside ``root``."""
     base = Path(root)
     if not base.is_dir():
         raise RecordError("not a directory", source=str(base))
-    found = workspaces(base, workspace)
-    if not found and workspace is None and any(DAILY.match(p.name) for p in base.iterdir()):
-        found = [(base.parent.name or "workspace", base)]  # a memory dir given directly
-        base = base.parent
-    if not found:
+    try:
+        found = scan(base, workspace)
+        if not found.names and workspace is None and any(
+                DAILY.match(name) for name in os.listdir(base)):
+            found = scan_memory_dir(base)  # a memory dir given directly
+    except OSError as exc:
+        raise RecordError(f"cannot read: {exc.strerror or exc}", source=str(base)) from None
+    if found.refused:
+        more = len(found.refused) - 1
+        first = found.refused[0]
+        raise UnsafePathError(str(first) + (f" (and {more} more refused)" if more else ""))
+    if not found.names:
         raise RecordError("no workspace*/memory folder found" +
                           (f" named {workspace}" if workspace else ""), source=str(base))
     records: list[MemoryInput] = []
     edges: list[Edge] = []
     pages: set[str] = set()
-    for name, memory_dir in found:
-        for day, path in daily_files(memory_dir):
-            r, e, p = file_records(name, day, path, base, owner=owner)
-            records += r
-            edges += e
-            pages |= p
+    for daily in found.dailies:
+        r, e, p = file_records(daily.workspace, daily.day, daily.path, daily.root, owner=owner)
+        records += r
+        edges += e
+        pages |= p
     records += [MemoryInput(id=wiki_id(p), text=f"Wiki page {p}", subject=p, kind=Kind.SEMANTIC,
                             owner=owner, provenance={"source": "markdown", "wiki": p})
                 for p in sorted(pages)]
