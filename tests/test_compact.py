@@ -100,6 +100,83 @@ def test_verbose_previews_the_output(tree: Path) -> None:
     assert "    <!-- mc:v1 -->" in out.splitlines()
 
 
+def test_verbose_preview_is_capped_at_20_lines(tree: Path) -> None:
+    memory = tree / "workspace-dev" / "memory"
+    long = "# Memory — 2026-05-19\n\n## Decisions\n" + "".join(
+        f"- decision {n} [keep]\n" for n in range(30))
+    (memory / "2026-05-19.md").write_text(long)
+    _, out, _ = run(tree, "-v", "--workspace", "workspace-dev")
+    lines = out.splitlines()
+    plans = [n for n, line in enumerate(lines) if line.startswith("[PLAN]")]
+    assert [lines[n].split()[1] for n in plans] == ["workspace-dev/memory/2026-05-19.md",
+                                                     "workspace-dev/memory/2026-05-20.md"]
+    preview = lines[plans[0] + 1:plans[1]]
+    assert len(preview) == 20  # the output has 37 lines; the preview stops at 20
+    assert "lines 33→37" in lines[plans[0]]
+    assert preview == ["    " + line for line in [
+        "# Memory — 2026-05-19", "<!-- mc:v1 -->", "<!-- mc:compacted 2026-06-02 -->", "",
+        "## Decisions", *(f"- decision {n} [keep]" for n in range(15))]]
+    short = lines[plans[1] + 1:]  # an output shorter than the cap is shown whole
+    assert len(short) == 8 and short[-1].startswith("    _Full original in cold storage")
+    _, quiet, _ = run(tree, "--workspace", "workspace-dev")
+    assert not [line for line in quiet.splitlines() if line.startswith("    ")]
+
+
+SUB_BULLETS = """# Memory — 2026-05-18
+
+## Decisions
+- Move the cron to 23:45 [keep]
+  - because the backup runs at 23:00
+  - and takes 30 minutes
+- Try the blue theme
+  - nobody liked the red one
+  - see the thread [keep]
+- Rotate the API keys monthly
+  - runbook → see [wiki/ops/keys]
+- Drop the old staging box
+    continued on a second line
+
+## Key Lessons
+- Flaky tests are bugs
+  - even the ones that pass on retry
+"""
+
+
+def test_sub_bullets_travel_with_their_bullet(tree: Path, store: MemoryStore) -> None:
+    memory = tree / "workspace-dev" / "memory"
+    (memory / "2026-05-18.md").write_text(SUB_BULLETS)
+    code, out, _ = run(tree, "--apply", "--workspace", "workspace-dev")
+    assert code == 0 and "[PLAN] workspace-dev/memory/2026-05-18.md  age=15d  lines 17→15 " \
+        "(-12%)  bullets kept=3 dropped=2" in out
+    # A kept bullet keeps its sub-bullets; a [keep] or a wiki pointer inside a
+    # sub-bullet keeps the whole bullet; a dropped bullet drops with its sub-bullets.
+    assert (memory / "2026-05-18.md").read_text() == """# Memory — 2026-05-18
+<!-- mc:v1 -->
+<!-- mc:compacted 2026-06-02 -->
+
+## Decisions
+- Move the cron to 23:45 [keep]
+  - because the backup runs at 23:00
+  - and takes 30 minutes
+- Try the blue theme
+  - nobody liked the red one
+  - see the thread [keep]
+- Rotate the API keys monthly
+  - runbook → see [wiki/ops/keys]
+
+_Full original in cold storage: [cold-storage/2026-05-18.md](cold-storage/2026-05-18.md)_
+"""
+    assert (memory / "cold-storage" / "2026-05-18.md").read_text() == SUB_BULLETS
+    import_markdown(store, tree, workspace="workspace-dev")
+    texts = {m.text for m in store.memories() if "2026-05-18" in m.id}
+    assert texts == {
+        "Move the cron to 23:45 [keep]; because the backup runs at 23:00; and takes 30 "
+        "minutes",
+        "Try the blue theme; nobody liked the red one; see the thread [keep]",
+        "Rotate the API keys monthly; runbook → see [wiki/ops/keys]",
+    }
+
+
 def test_apply_rewrites_with_markers_and_backs_up(tree: Path) -> None:
     code, out, _ = run(tree, "--apply")
     assert code == 0
@@ -143,11 +220,28 @@ def test_idempotent(tree: Path) -> None:
     assert {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()} == snapshot
 
 
-def test_include_recent_and_max_age(tree: Path) -> None:
+def test_include_recent_and_max_age(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run(tree, "--include-recent", "--workspace", "workspace")
+    assert [line.split()[1] for line in out.splitlines()] == [
+        "workspace/memory/2026-05-15.md", "workspace/memory/2026-05-21.md",
+        "workspace/memory/2026-05-30.md"]  # the compacted 2026-05-10 stays skipped
     assert "2026-05-30.md  age=3d" in out
-    code = main(["--root", str(tree), "--today", TODAY, "--max-age-days", "15"])
-    assert code == 0
+
+    def planned(*args: str) -> list[str]:
+        capsys.readouterr()
+        assert main(["--root", str(tree), "--today", TODAY, *args]) == 0
+        return [line.split()[1].rsplit("/", 1)[1]
+                for line in capsys.readouterr().out.splitlines() if line.startswith("[PLAN]")]
+
+    assert planned("--max-age-days", "15") == ["2026-05-15.md"]
+    # the window's edge: a file exactly N days old is due, one a day younger is not
+    assert planned("--max-age-days", "12") == ["2026-05-15.md", "2026-05-21.md",
+                                               "2026-05-20.md"]
+    assert planned("--max-age-days", "13") == ["2026-05-15.md", "2026-05-20.md"]
+    assert planned("--max-age-days", "19") == []
+    assert planned("--max-age-days", "0") == ["2026-05-15.md", "2026-05-21.md",
+                                              "2026-05-30.md", "2026-05-20.md"]
+    assert planned() == planned("--max-age-days", "7")
 
 
 def test_a_file_that_cannot_be_written(tree: Path) -> None:
