@@ -17,7 +17,7 @@ from graphmem import MemoryStore
 from ingest.compact import archive_in_store, sweep
 from ingest.ump import SAMPLE_PATH, import_ump
 from tests.faults._checks import assert_consistent, snapshot
-from tests.faults._harness import run_and_kill
+from tests.faults._harness import Tally, run_and_kill
 
 SYNTHETIC = 1700
 TODAY = "2026-06-20"
@@ -54,15 +54,19 @@ def _ump_state(store: MemoryStore) -> dict[str, Any]:
 
 
 def _ump_trial(base: tuple[Path, int, dict[str, Any], float], tmp_path: Path,
-               seed: int) -> None:
-    path, size, expected, seconds = base
+               seed: int, tally: Tally) -> None:
+    path, size, expected, _ = base
     db = tmp_path / f"db{seed}"
-    acks = run_and_kill("ump", db, rng=random.Random(seed), max_acks=0, extra=[str(path)],
-                        delay=(0.0, seconds * 1.3 + 0.3))
+    # PROGRESS after the texts are embedded, after the memories' transaction and after
+    # the derived links' (0.3-0.6 s apart): aimed after 0-2 of them plus up to 0.3 s.
+    trial = run_and_kill("ump", db, rng=random.Random(seed), max_acks=2, extra=[str(path)],
+                         delay=(0.0, 0.3))
+    tally["ump import"].append(trial)
+    committed = trial.progress.count("PROGRESS insert")
     with MemoryStore(db, embedder="hashing") as store:
         count = store.stats().memories
         assert count in (0, size), f"a half-done import: {count} of {size} memories"
-        if acks:
+        if committed or not trial.interrupted:
             assert count == size, "the acknowledged import is not all there"
         assert_consistent(store)
         import_ump(store, path)  # the rerun completes it (or changes nothing)
@@ -71,15 +75,15 @@ def _ump_trial(base: tuple[Path, int, dict[str, Any], float], tmp_path: Path,
 
 @pytest.mark.parametrize("seed", range(3))
 def test_kill_during_ump_import(ump_base: tuple[Path, int, dict[str, Any], float],
-                                tmp_path: Path, seed: int) -> None:
-    _ump_trial(ump_base, tmp_path, seed)
+                                tmp_path: Path, seed: int, tally: Tally) -> None:
+    _ump_trial(ump_base, tmp_path, seed, tally)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3, 23))
 def test_kill_during_ump_import_full(ump_base: tuple[Path, int, dict[str, Any], float],
-                                     tmp_path: Path, seed: int) -> None:
-    _ump_trial(ump_base, tmp_path, seed)
+                                     tmp_path: Path, seed: int, tally: Tally) -> None:
+    _ump_trial(ump_base, tmp_path, seed, tally)
 
 
 # -- compact sweep ------------------------------------------------------------------------
@@ -130,13 +134,16 @@ def _files(tree: Path) -> dict[str, bytes]:
 
 
 def _compact_trial(base: tuple[Path, dict[str, bytes], dict[str, bytes], dict[str, Any], float],
-                   tmp_path: Path, seed: int) -> None:
-    source, original, final, expected, seconds = base
+                   tmp_path: Path, seed: int, tally: Tally) -> None:
+    source, original, final, expected, _ = base
     tree = tmp_path / "agent"
     shutil.copytree(source, tree)
     db = tmp_path / "db"
-    run_and_kill("compact", tree, rng=random.Random(seed), max_acks=10,
-                 extra=[str(db), TODAY], delay=(0.0, seconds / 10 + 0.05))
+    # ACK after each of the 14 files, PROGRESS after each transaction of its memories
+    # (about 30 steps, ~0.1 s apart): aimed after 0-24 of them plus up to 0.1 s.
+    trial = run_and_kill("compact", tree, rng=random.Random(seed), max_acks=24,
+                         extra=[str(db), TODAY], delay=(0.0, 0.1))
+    tally["compact sweep"].append(trial)
     now = _files(tree)
     for name, data in original.items():  # no content is lost
         cold = name.replace("memory/", "memory/cold-storage/")
@@ -144,6 +151,10 @@ def _compact_trial(base: tuple[Path, dict[str, bytes], dict[str, bytes], dict[st
         assert now[name] in (data, final[name]), f"{name}: half written"
         if cold in now:
             assert now[cold] == data, f"{cold} is not the original"
+    done = [line.split()[1] for line in trial.acks if line != "ACK done"]
+    for name in done:  # an acknowledged file is compacted
+        [path] = [n for n in final if n.endswith(f"memory/{name}")]
+        assert now[path] == final[path], f"{path} was acknowledged but is not compacted"
     with MemoryStore(db, embedder="hashing") as store:
         assert_consistent(store)
         _sweep(store, tree)  # the rerun completes the work
@@ -152,11 +163,13 @@ def _compact_trial(base: tuple[Path, dict[str, bytes], dict[str, bytes], dict[st
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_kill_during_compact_sweep(compact_base: Any, tmp_path: Path, seed: int) -> None:
-    _compact_trial(compact_base, tmp_path, seed)
+def test_kill_during_compact_sweep(compact_base: Any, tmp_path: Path, seed: int,
+                                   tally: Tally) -> None:
+    _compact_trial(compact_base, tmp_path, seed, tally)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3, 23))
-def test_kill_during_compact_sweep_full(compact_base: Any, tmp_path: Path, seed: int) -> None:
-    _compact_trial(compact_base, tmp_path, seed)
+def test_kill_during_compact_sweep_full(compact_base: Any, tmp_path: Path, seed: int,
+                                        tally: Tally) -> None:
+    _compact_trial(compact_base, tmp_path, seed, tally)

@@ -14,7 +14,7 @@ import pytest
 
 from graphmem import Edge, MemoryStore
 from tests.faults._checks import assert_consistent, snapshot
-from tests.faults._harness import run_and_kill
+from tests.faults._harness import Tally, run_and_kill
 from tests.faults.worker import LIFECYCLE_SETTINGS
 
 NOW = datetime(2026, 7, 15, 12, 0, tzinfo=UTC)
@@ -64,16 +64,22 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]
         return root / "base", snapshot(store), seconds
 
 
-def _trial(base: tuple[Path, dict[str, Any], float], tmp_path: Path, seed: int) -> None:
-    source, expected, seconds = base
+def _trial(base: tuple[Path, dict[str, Any], float], tmp_path: Path, seed: int,
+           tally: Tally) -> None:
+    source, expected, _ = base
     db = tmp_path / f"db{seed}"
     shutil.copytree(source, db)
-    # the worker's run takes about as long as the reference run (plus opening the store)
-    run_and_kill("lifecycle", db, rng=random.Random(seed), max_acks=0,
-                 extra=[NOW.isoformat()], delay=(0.0, seconds * 1.5 + 0.2))
+    # The worker says PROGRESS after the graph signals and after each job it applies
+    # (about 7 steps, 40-350 ms apart): the kill is aimed after 0-6 of them plus up to
+    # 30 ms, so it lands inside the next step, before the run is done.
+    trial = run_and_kill("lifecycle", db, rng=random.Random(seed), max_acks=6,
+                         extra=[NOW.isoformat()], delay=(0.0, 0.03))
+    tally["run_lifecycle"].append(trial)
     with MemoryStore(db, settings=LIFECYCLE_SETTINGS, clock=lambda: NOW) as store:
         assert store.stats().memories == SIZE
         assert_consistent(store)
+        if not trial.interrupted:
+            assert snapshot(store) == expected, "the run said done but is not all there"
         store.run_lifecycle(apply=True)  # the rerun completes the work
         assert snapshot(store) == expected
         again = store.run_lifecycle(apply=True).jobs
@@ -83,12 +89,12 @@ def _trial(base: tuple[Path, dict[str, Any], float], tmp_path: Path, seed: int) 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_kill_during_run_lifecycle(base: tuple[Path, dict[str, Any], float], tmp_path: Path,
-                                   seed: int) -> None:
-    _trial(base, tmp_path, seed)
+                                   seed: int, tally: Tally) -> None:
+    _trial(base, tmp_path, seed, tally)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3, 23))
 def test_kill_during_run_lifecycle_full(base: tuple[Path, dict[str, Any], float],
-                                        tmp_path: Path, seed: int) -> None:
-    _trial(base, tmp_path, seed)
+                                        tmp_path: Path, seed: int, tally: Tally) -> None:
+    _trial(base, tmp_path, seed, tally)

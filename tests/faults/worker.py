@@ -6,15 +6,20 @@
     python -m tests.faults.worker compact ROOT DB TODAY  "ACK <file>" after each file (and its
                                                          memories) is compacted
 
-Each prints READY when its store is open, then works; after the work it waits to be killed.
+Each prints READY when its store is open, then works, printing "PROGRESS <step>" after each
+step of the work (a batch embedded, a transaction committed, a lifecycle job applied), so
+the tests can kill it at a known point inside the work and tell an interrupted run ("ACK
+done" never printed) from a finished one; after the work it waits to be killed.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from graphmem import MemoryStore, Settings
 from graphmem._time import parse_iso
@@ -41,9 +46,28 @@ def _wait() -> None:
         time.sleep(1)
 
 
+def _progress(store: MemoryStore) -> None:
+    """Print ``PROGRESS <step>`` after every commit of the store and every batch embedded."""
+    graph = store._graph
+
+    def after(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        def step(*args: Any, **kwargs: Any) -> Any:
+            result = method(*args, **kwargs)
+            label = args[0] if name == "job" and args else ""
+            print(f"PROGRESS {name} {label}".rstrip(), flush=True)
+            return result
+        return step
+
+    graph.insert = after("insert", graph.insert)  # type: ignore[method-assign]
+    graph.run_job = after("job", graph.run_job)  # type: ignore[method-assign]
+    graph.apply = after("apply", graph.apply)  # type: ignore[method-assign]
+    store.embed = after("embed", store.embed)  # type: ignore[method-assign]
+
+
 def lifecycle(db: str, now: str) -> None:
     moment = parse_iso(now)
     with MemoryStore(db, settings=LIFECYCLE_SETTINGS, clock=lambda: moment) as store:
+        _progress(store)
         print("READY", flush=True)
         store.run_lifecycle(apply=True)
         print("ACK done", flush=True)
@@ -54,6 +78,7 @@ def ump(db: str, path: str) -> None:
     from ingest.ump import import_ump
 
     with MemoryStore(db, embedder="hashing") as store:
+        _progress(store)
         print("READY", flush=True)
         import_ump(store, path)
         print("ACK done", flush=True)
@@ -65,6 +90,7 @@ def compact(root: str, db: str, today: str) -> None:
 
     base = Path(root)
     with MemoryStore(db, embedder="hashing") as store:
+        _progress(store)
         print("READY", flush=True)
 
         def written(plan: object) -> None:
