@@ -247,7 +247,15 @@ def test_dry_run_changes_nothing(store: MemoryStore, clock) -> None:
     after = store.export()
     before.pop("generated"), after.pop("generated")
     assert after == before
-    assert report.jobs.decayed > 0 and report.count("promote") >= 2
+    # what the run plans, exactly: used and critical promote, old_unused archives (for
+    # review: auto-archive is off), stale, old_unused and payload decay, the candidate
+    # expires, the six active memories are all hot (the hot set holds 50)
+    assert report.counts == {"promote": 2, "archive": 1, "maintain": 3, "review": 0}
+    assert report.evaluated == 6
+    j = report.jobs
+    assert (j.decayed, j.recomputed, j.promoted, j.archived, j.archive_for_review,
+            j.hot_added, j.hot_removed, j.candidates_expired, j.payloads_redacted) == (
+        3, 0, 2, 0, 1, 6, 0, 1, 0)
 
 
 def test_apply_runs_every_job_and_is_idempotent(tmp_path: Path, clock) -> None:
@@ -265,7 +273,12 @@ def test_apply_runs_every_job_and_is_idempotent(tmp_path: Path, clock) -> None:
         assert got["stale"].original_importance == 0.5
         assert got["candidate"].status is Status.TOMBSTONED  # expired weak candidate
         assert got["payload"].payload is None and got["payload"].payload_hash
-        assert got["identity"].importance == pytest.approx(0.5, abs=0.01)  # barely decays
+        # identity's half-life is 10 years: 60 idle days take 0.0057, under the 0.05 a
+        # decay must reach to be written, so nothing is (test_decay_per_kind: more days)
+        assert got["identity"].importance == 0.5
+        assert [v.change_type for v in store.history(ids["identity"])] == [ChangeType.CREATED]
+        assert got["payload"].importance == pytest.approx(0.5 * 0.5 ** (60 / 365))
+        assert got["old_unused"].importance == pytest.approx(0.2 * 0.5 ** (60 / 30))
         assert sum(m.hot for m in store.memories()) == 2
         assert got["used"].hot
         for name, change in (("used", ChangeType.PROMOTED), ("old_unused", ChangeType.ARCHIVED),
@@ -313,7 +326,10 @@ def test_auto_archive_off_lists_for_review(store: MemoryStore, clock) -> None:
     ids = _populate(store, clock)
     report = store.run_lifecycle(apply=True)
     assert store.get(ids["old_unused"]).status is Status.ACTIVE
-    assert report.jobs.archived == 0 and report.jobs.archive_for_review >= 1
+    assert report.jobs.archived == 0 and report.jobs.archive_for_review == 1
+    assert [e.memory_id for e in report.evaluations if e.recommended_action == "archive"] == [
+        ids["old_unused"]]
+    assert EventType.ARCHIVE not in {e.event_type for e in store.events()}
 
 
 def test_archivist_disabled_applies_no_transition(tmp_path: Path, clock) -> None:
@@ -344,21 +360,216 @@ def test_markdown_report_structure(store: MemoryStore, clock) -> None:
     assert data["evaluated"] == report.evaluated and "recommendedAction" in data["evaluations"][0]
 
 
-def test_centrality_matches_networkx(store: MemoryStore) -> None:
+def _pagerank_oracle(ids: list[str], links: set[tuple[str, str, str]]) -> dict[str, float]:
+    """networkx's PageRank over the links as the test made them: a REFERENCES b is one
+    edge a -> b; a CO_OCCURS b (undirected) is an edge each way; a pair joined by both
+    kinds has both edges (a MultiDiGraph)."""
+    graph = nx.MultiDiGraph()
+    graph.add_nodes_from(ids)
+    for kind, a, b in links:
+        graph.add_edge(a, b)
+        if kind == "co_occurs":
+            graph.add_edge(b, a)
+    return nx.pagerank(graph, alpha=0.85, tol=1e-12, max_iter=2000)
+
+
+def _random_links(store: MemoryStore, kinds: tuple[str, ...]) -> tuple[list[str],
+                                                                       set[tuple[str, str, str]]]:
     rng = random.Random(3)
-    memories = [store.add(f"node {i}") for i in range(30)]
+    ids = [store.add(f"node {i}", id=f"urn:pr:{i:02d}").id for i in range(30)]
+    links: set[tuple[str, str, str]] = set()
     for _ in range(60):
-        a, b = rng.sample(memories, 2)
-        store.link(a.id, b.id, kind=rng.choice(["references", "co_occurs"]))
+        a, b = rng.sample(ids, 2)
+        kind = rng.choice(kinds)
+        store.link(a, b, kind=kind)
+        links.add((kind, a, b) if kind == "references" else (kind, *sorted((a, b))))
+    return ids, links
+
+
+def test_centrality_follows_references_as_linked(store: MemoryStore) -> None:
+    ids, links = _random_links(store, ("references",))
+    oracle = _pagerank_oracle(ids, links)  # from the links made, not from the stored edges
     ours = store.centrality()
-    graph = nx.MultiDiGraph()  # a REFERENCES and a CO_OCCURS edge may join the same pair
-    graph.add_nodes_from(m.id for m in memories)
-    for kind in ("references", "co_occurs"):
-        for edge in store._graph.edges(kind):
-            graph.add_edge(edge["src"], edge["dst"])
-    oracle = nx.pagerank(graph, alpha=0.85, tol=1e-12, max_iter=2000)
-    for memory in memories:
-        assert ours[memory.id] == pytest.approx(oracle[memory.id], abs=1e-6)
+    for memory_id in ids:
+        assert ours[memory_id] == pytest.approx(oracle[memory_id], abs=1e-6)
     store.run_lifecycle(apply=True)
     stored = {m.id: m.centrality for m in store.memories()}
     assert stored == pytest.approx(ours)
+
+
+@pytest.mark.xfail(strict=True, reason="centrality follows each CO_OCCURS edge only in its "
+                   "stored direction (from the smaller id to the larger), so a memory's "
+                   "rank depends on how its id sorts against its partners'")
+def test_co_occurrence_counts_both_ways_in_centrality(store: MemoryStore) -> None:
+    first = store.add("first of a pair", id="urn:pair:a").id
+    second = store.add("second of a pair", id="urn:pair:b").id
+    store.link(second, first, kind="co_occurs")
+    ranks = store.centrality()
+    assert ranks[first] == pytest.approx(ranks[second])
+    ids, links = _random_links(store, ("references", "co_occurs"))
+    oracle = _pagerank_oracle([first, second, *ids], links | {("co_occurs", first, second)})
+    ours = store.centrality()
+    for memory_id in oracle:
+        assert ours[memory_id] == pytest.approx(oracle[memory_id], abs=1e-6)
+
+
+def test_decay_follows_each_kinds_half_life(store: MemoryStore, clock) -> None:
+    start = clock.now
+    ids = {kind: store.add(f"an idle {kind} memory", kind=kind, importance=0.8).id
+           for kind in ("working", "episodic", "note", "procedural", "semantic", "identity")}
+    exempt = store.add("an idle critical memory", kind="semantic", importance=0.8,
+                       tags=["critical"]).id
+    clock.now = start + timedelta(days=730)  # two idle years
+    report = store.run_lifecycle(apply=True)
+    half_lives = Settings().decay_half_life_days
+    for kind, memory_id in ids.items():
+        memory = store.get(memory_id)
+        assert memory.importance == pytest.approx(0.8 * 0.5 ** (730 / half_lives[kind]),
+                                                  rel=1e-9), kind
+        assert memory.original_importance == 0.8
+        assert store.history(memory_id)[-1].change_type is ChangeType.IMPORTANCE_DECAY
+    assert store.get(ids["identity"]).importance == pytest.approx(0.6964, abs=1e-4)
+    assert store.get(exempt).importance == 0.8
+    assert report.jobs.decayed == 6
+
+
+def test_the_hot_set_turns_over(tmp_path: Path, clock) -> None:
+    with MemoryStore(tmp_path / "db", embedder="hashing", clock=clock,
+                     settings=Settings(hot_set_size=2)) as store:
+        ids = {name: store.add(f"{name} planning notes", id=f"urn:hot:{name}").id
+               for name in ("a", "b", "c", "d")}
+
+        def use(*names: str) -> None:
+            for _ in range(5):
+                clock.advance(minutes=10)
+                for name in names:
+                    store.recall(f"{name} planning", k=1, preset="fulltext")
+            store.flush()
+
+        def hot() -> set[str]:
+            return {name for name, memory_id in ids.items() if store.get(memory_id).hot}
+
+        use("a", "b")
+        first = store.run_lifecycle(apply=True).jobs
+        assert (first.hot_added, first.hot_removed) == (2, 0)
+        assert hot() == {"a", "b"}
+        clock.advance(days=10)
+        use("c", "d")
+        second = store.run_lifecycle(apply=True).jobs
+        assert (second.hot_added, second.hot_removed) == (2, 2)
+        assert hot() == {"c", "d"}
+        cooled = [e for e in store.events(event_type="cool")]
+        assert sorted(e.memory_id for e in cooled) == [ids["a"], ids["b"]]
+        assert {(e.from_state, e.to_state, e.reason, e.triggered_by) for e in cooled} == {
+            ("hot", "active", "left the hot set", TriggeredBy.AUTO)}
+        assert sorted(e.memory_id for e in store.events(event_type="hot")) == sorted(ids.values())
+        third = store.run_lifecycle(apply=True).jobs
+        assert (third.hot_added, third.hot_removed) == (0, 0)
+        store.archive(ids["c"])  # an archived memory leaves the hot set at once
+        assert hot() == {"d"}
+        fourth = store.run_lifecycle(apply=True).jobs
+        assert (fourth.hot_added, fourth.hot_removed) == (1, 0)
+        assert len(hot()) == 2 and "c" not in hot()
+
+
+def test_expiry_and_retention_boundaries(tmp_path: Path, clock) -> None:
+    """A weak candidate expires, and a raw payload is redacted, only once strictly more
+    than the window has passed since it was created."""
+    settings = Settings(candidate_expiry_days=30, payload_retention_days=90)
+    start = clock.now
+    with MemoryStore(tmp_path / "db", embedder="hashing", clock=clock,
+                     settings=settings) as store:
+        weak = store.add("Maybe Nadia likes tea", status="candidate").id
+        raw = store.add("Extracted fact", kind="semantic", payload='{"raw": "the message"}')
+        digest = raw.payload_hash
+        assert digest
+
+        def at(**delta: float) -> tuple[int, int]:
+            clock.now = start + timedelta(**delta)
+            jobs = store.run_lifecycle(apply=True).jobs
+            return jobs.candidates_expired, jobs.payloads_redacted
+
+        assert at(days=30) == (0, 0)
+        assert store.get(weak).status is Status.CANDIDATE
+        assert at(days=30, seconds=1) == (1, 0)
+        assert store.get(weak).status is Status.TOMBSTONED
+        [expired] = store.events(weak)
+        assert (expired.event_type, expired.from_state, expired.to_state, expired.reason) == (
+            EventType.EXPIRE, "candidate", "tombstoned", "weak candidate never reinforced")
+        assert store.history(weak)[-1].change_type is ChangeType.TOMBSTONED
+        assert at(days=90) == (0, 0)
+        assert store.get(raw.id).payload == '{"raw": "the message"}'
+        assert at(days=90, seconds=1) == (0, 1)
+        kept = store.get(raw.id)
+        assert (kept.payload, kept.payload_hash, kept.text) == (None, digest, "Extracted fact")
+        assert at(days=200) == (0, 0)  # done once
+
+
+def test_batch_evaluate_agrees_with_evaluate_and_filters(store: MemoryStore, clock) -> None:
+    start = clock.now
+    clock.now = start - timedelta(days=45)
+    old = store.add("Ran the weekly backup check", importance=0.2, owner="nadia").id
+    fact = store.add("Orchard uses PostgreSQL 16", kind="semantic", owner="nadia").id
+    weak = store.add("Maybe Nadia likes tea", status="candidate", owner="nadia").id
+    theirs = store.add("Tomas fixed the build", owner="tomas").id
+    clock.now = start
+    used = store.add("Nadia's deploy checklist", owner="nadia").id
+    for _ in range(10):
+        store.recall("deploy checklist", k=1, preset="fulltext")
+    store.flush()
+    results = {r.memory_id: r for r in store.batch_evaluate()}
+    assert set(results) == {old, fact, theirs, used}  # active memories, every owner
+    assert {i: r.recommended_action for i, r in results.items()} == {
+        old: "archive", fact: "maintain", theirs: "maintain", used: "promote"}
+    for memory_id, result in results.items():  # the same answer as one at a time
+        single = store.evaluate(memory_id)
+        assert (result.recommended_action, result.reasons, result.metrics) == (
+            single.recommended_action, single.reasons, single.metrics)
+        assert result.subject == single.subject
+    assert results[used].metrics.access_count == 10
+    assert {r.memory_id for r in store.batch_evaluate(owner="tomas")} == {theirs}
+    assert {r.memory_id for r in store.batch_evaluate(kinds=["semantic"])} == {fact}
+    assert {r.memory_id for r in store.batch_evaluate(statuses=["candidate"])} == {weak}
+    assert {r.memory_id for r in store.batch_evaluate([weak, theirs])} == {weak, theirs}
+    assert store.batch_evaluate(owner="carol") == []
+
+
+@pytest.mark.xfail(strict=True, reason="batch_evaluate passes kinds and statuses to Kind() "
+                   "and Status() unchecked: a bare ValueError, not InvalidInputError")
+def test_batch_evaluate_names_a_bad_filter(store: MemoryStore) -> None:
+    with pytest.raises(InvalidInputError, match="kind"):
+        store.batch_evaluate(kinds=["dream"])
+    with pytest.raises(InvalidInputError, match="status"):
+        store.batch_evaluate(statuses=["gone"])
+
+
+def test_forget_redacts_archive_summaries_built_from_it(store: MemoryStore) -> None:
+    """An archive summary lists the memories it was built from (``summaryFrom``); forget
+    redacts it even where it does not quote the forgotten text (here it names only the
+    short subject "Vault")."""
+    vault = store.add("The vault code is quokka-lantern-1971", subject="Vault",
+                      id="urn:t:vault")
+    visit = store.add("Visited the bank about the vault. Took notes.", subject="Bank visit",
+                      id="urn:t:visit")
+    water = store.add("Watered the tomatoes at dawn. All fine.", subject="Watering",
+                      id="urn:t:water")
+    tomatoes = store.add("Tomato bed 3 needs stakes", id="urn:t:tomatoes")
+    store.link(visit.id, vault.id)
+    store.link(water.id, tomatoes.id)
+    built = store.archive(visit.id, create_summary=True)
+    other = store.archive(water.id, create_summary=True)
+    assert built.summary == "Bank visit: Visited the bank about the vault. Related: Vault."
+    [visit_event] = store.events(visit.id)
+    assert visit_event.metadata["summaryFrom"] == [vault.id]
+    water_before = store.events(water.id)[0].metadata
+    assert water_before["summary"] == other.summary and water_before["summaryFrom"] == [
+        tomatoes.id]
+
+    store.forget(vault.id, confirm=True, purge=False)
+
+    [after] = store.events(visit.id)
+    assert after.metadata["summary"] is None and after.metadata["summaryRedacted"] is True
+    assert {k: v for k, v in after.metadata.items() if k not in ("summary", "summaryRedacted")
+            } == {k: v for k, v in visit_event.metadata.items() if k != "summary"}
+    assert store.events(water.id)[0].metadata == water_before  # not built from it
+    assert "quokka" not in json.dumps(store.export())
