@@ -150,3 +150,28 @@ def test_superseded_by_pointing_outside_the_file_is_kept(store: MemoryStore,
     result = import_ump(store, path)
     assert result.edges_created == 0
     assert store.get(record["id"]).superseded_by == ("urn:ump:elsewhere",)
+
+
+def test_export_of_one_owner(store: MemoryStore, tmp_path: Path) -> None:
+    import_ump(store, SAMPLE)
+    records = sorted(_records(), key=lambda r: r["id"])
+    owners = {r["scope"]["owner"] for r in records}
+    assert len(owners) == 2
+    total = 0
+    for owner in sorted(owners):
+        out = tmp_path / f"{owner.rsplit(':', 1)[-1]}.json"
+        count = export_ump(store, out, owner=owner)
+        exported = json.loads(out.read_text(encoding="utf-8"))
+        assert exported == [r for r in records if r["scope"]["owner"] == owner]
+        assert count == len(exported) > 0
+        total += count
+    assert total == len(records)
+    nobody = tmp_path / "nobody.json"
+    assert export_ump(store, nobody, owner="did:key:nobody") == 0
+    assert json.loads(nobody.read_text(encoding="utf-8")) == []
+    tomas = "did:key:z6MkwrenTomasRuiz2p8d4m"
+    forgotten = next(r["id"] for r in records if r["scope"]["owner"] == tomas)
+    store.forget(forgotten, confirm=True, purge=False)
+    out = tmp_path / "tomas.json"
+    assert export_ump(store, out, owner=tomas) == 9  # nothing of a forgotten one remains
+    assert forgotten not in out.read_text(encoding="utf-8")
