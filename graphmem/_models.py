@@ -79,6 +79,8 @@ class EventType(StrEnum):
     EXPIRE = "expire"
     HOT = "hot"
     COOL = "cool"
+    #: an ad-hoc Cypher write (``cypher(write=True)``): it bypasses the version history
+    CYPHER_WRITE = "cypher_write"
 
 
 class TriggeredBy(StrEnum):

@@ -9,7 +9,8 @@ import networkx as nx
 
 from ._errors import InvalidInputError
 from ._kuzu import EDGE_KINDS
-from ._models import Status
+from ._models import EventType, Status
+from ._rows import event_row
 from ._store import StoreCore
 from ._time import format_iso
 
@@ -22,7 +23,8 @@ class ViewsMixin(StoreCore):
     def export(self, owner: str | None = None) -> dict[str, Any]:
         """The GDPR export: every memory held (active, candidate, archived,
         and tombstoned ones listed as such), their version history, lifecycle events and
-        edges. Forgotten memories appear only as ids with the hash of what was deleted.
+        edges. Forgotten memories appear only as ids with a keyed digest of what was deleted
+        (the store can check a text against it; nobody else can recover it).
 
         The result is plain JSON data (``json.dumps`` works on it).
         """
@@ -36,7 +38,7 @@ class ViewsMixin(StoreCore):
             "memories": [_dump(m) for m in memories if m.status in held],
             "tombstoned": [_dump(m) for m in memories if m.status is Status.TOMBSTONED],
             "forgotten": [
-                {"id": m.id, "textSha256": m.text_sha256, "forgottenAt": format_iso(m.modified)}
+                {"id": m.id, "textDigest": m.text_sha256, "forgottenAt": format_iso(m.modified)}
                 for m in memories if m.status is Status.FORGOTTEN
             ],
             "versions": [v.model_dump(mode="json") for v in self._graph.versions(owner=owner)],
@@ -55,21 +57,33 @@ class ViewsMixin(StoreCore):
         *,
         write: bool = False,
         as_dataframe: bool = False,
+        actor: str | None = None,
     ) -> Any:
-        """Run Cypher against the graph: read-only unless ``write=True``.
+        """Run one Cypher statement against the graph: read-only unless ``write=True``.
 
-        Parameters are bound by Kuzu, never pasted into the text, and every ``$name`` in
-        the query must have a value. Returns a list of dicts (column -> value), or a
-        pandas DataFrame with ``as_dataframe=True``.
+        A read may use MATCH, WITH, UNWIND, RETURN ... and CALL of catalogue functions;
+        never file I/O, extensions, settings or transaction control. A write (CREATE,
+        MERGE, SET, DELETE, REMOVE on memories and their edges) bypasses the version
+        history: it is committed together with a ``cypher_write`` lifecycle event that
+        records the statement and ``actor``. Parameters are bound by Kuzu, never pasted
+        into the text, and every ``$name`` in the query must have a value. Returns a list
+        of dicts (column -> value), or a pandas DataFrame with ``as_dataframe=True``.
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("the query is empty", field="query")
         if params is not None and not isinstance(params, Mapping):
             raise InvalidInputError("params must be a mapping of name -> value", field="params")
         self._before_read()
-        result = self._graph.cypher(query, params or {}, write=write)
+        event = None
         if write:
-            self._changed([], edges_only=False, bulk=True)
+            event = event_row("", EventType.CYPHER_WRITE, from_state="", to_state="",
+                              reason="ad-hoc Cypher write (bypasses versions)", at=self.now(),
+                              agent_id=actor or self.settings.agent_id,
+                              metadata={"query": query, "params": sorted(params or {})})
+        with self._lock:
+            result = self._graph.cypher(query, params or {}, write=write, event=event)
+            if write:
+                self._changed([], edges_only=False, bulk=True)
         rows = [dict(zip(result.columns, row, strict=True)) for row in result.rows]
         if as_dataframe:
             import pandas as pd

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,8 @@ QUERY_DIR = Path(__file__).resolve().parent
 TYPES = ("STRING", "INT64", "DOUBLE", "BOOLEAN", "TIMESTAMP")
 _HEADER = re.compile(r"^//\s*(name|description|param):\s*(.*)$")
 _PARAM = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s+([A-Z0-9]+)(?:\s*=\s*(.*))?$")
+#: A parameter that sets a row count: Kuzu refuses a negative one with a database error.
+_COUNT_PARAM = re.compile(r"\b(?:LIMIT|SKIP)\s+\$([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,8 @@ class Param:
     type: str
     default: Any = None
     required: bool = True
+    #: the smallest value allowed (0 for a parameter used as LIMIT or SKIP)
+    minimum: int | None = None
 
     def convert(self, value: Any, query: str) -> Any:
         """A value (a string from the command line, or already typed) as this type."""
@@ -54,6 +58,8 @@ class Param:
                 number = int(value)
                 if not -(2 ** 63) <= number < 2 ** 63:
                     raise ValueError("out of range")
+                if self.minimum is not None and number < self.minimum:
+                    raise ValueError(f"must be at least {self.minimum}")
                 return number
             if self.type == "DOUBLE":
                 real = float(value)
@@ -148,6 +154,8 @@ def parse(path: Path) -> NamedQuery:
                                     if ptype != "STRING" else raw, required=False))
     if not name or not description:
         raise ValueError(f"{path}: a named query needs '// name:' and '// description:'")
+    counts = set(_COUNT_PARAM.findall(text))
+    params = [replace(p, minimum=0) if cypher_name(p.name) in counts else p for p in params]
     return NamedQuery(name, description, text, path, tuple(params))
 
 

@@ -20,7 +20,8 @@ import pyarrow as pa
 from .._errors import InvalidInputError
 from .._models import LifecycleEvent, Memory, Version
 from . import _jobs
-from ._db import Database, Tx
+from ._db import Database, Tx, check_parameters
+from ._guard import check_user_query
 from ._schema import (
     EVENT_TYPES,
     MEMORY_TYPES,
@@ -98,6 +99,8 @@ def _aware(value: Any) -> Any:
 def _json_load(text: Any) -> dict[str, Any]:
     if not text:
         return {}
+    if isinstance(text, dict):  # a row about to be written, not yet serialised
+        return dict(text)
     value = json.loads(text)
     return value if isinstance(value, dict) else {}
 
@@ -391,6 +394,14 @@ class KuzuGraph:
                     if self.db.read("MATCH (m:Memory {id: $id}) RETURN m.id", {"id": i})}
         return wanted & set(self.all_ids())
 
+    def forgotten(self, ids: Iterable[str]) -> set[str]:
+        """Which of ``ids`` are forgotten memories (their ids stay taken for good)."""
+        wanted = set(ids)
+        if not wanted:
+            return set()
+        rows = self.db.read("MATCH (m:Memory) WHERE m.status = 'forgotten' RETURN m.id")
+        return wanted & {str(r[0]) for r in rows}
+
     def rows(self, ids: Iterable[str], columns: Sequence[str]) -> list[dict[str, Any]]:
         """Some columns of a few memories, as dicts (unknown ids are left out)."""
         for column in columns:
@@ -404,12 +415,13 @@ class KuzuGraph:
                             for c, v in zip(columns, row, strict=True)})
         return out
 
-    def contexts_containing(self, text: str) -> list[dict[str, Any]]:
-        """Memories whose indexing context contains ``text`` (id, subject, text, context)."""
-        if not text:
+    def contexts_with(self, probe: str) -> list[dict[str, Any]]:
+        """Memories whose indexing context contains ``probe`` (id, subject, text,
+        context)."""
+        if not probe:
             return []
         rows = self.db.read("MATCH (m:Memory) WHERE m.context CONTAINS $t "
-                            "RETURN m.id, m.subject, m.text, m.context", {"t": text})
+                            "RETURN m.id, m.subject, m.text, m.context", {"t": probe})
         return [dict(zip(("id", "subject", "text", "context"), r, strict=True)) for r in rows]
 
     def edge_table(self, kind: str) -> pa.Table:
@@ -559,52 +571,31 @@ class KuzuGraph:
         """Apply a lifecycle job to staged rows (see ``_jobs.JOBS``) in one transaction."""
         return _jobs.run_job(self.db, job, rows, now=now, actor=actor)
 
-    def reference_counts(self) -> dict[str, int]:
-        return _jobs.reference_counts(self.db)
-
-    def reference_count(self, memory_id: str) -> int:
-        rows = self.db.read("MATCH (a:Memory)-[:REFERENCES]->(b:Memory {id: $id}) "
-                            "WHERE a.id <> b.id RETURN count(DISTINCT a.id)", {"id": memory_id})
-        return int(rows[0][0]) if rows else 0
-
-    def store_reference_counts(self) -> None:
-        """Set ``xref_count`` on every memory whose count changed (one statement)."""
-        self.db.run_auto(
-            "MATCH (m:Memory) OPTIONAL MATCH (a:Memory)-[:REFERENCES]->(m) WHERE a.id <> m.id "
-            "WITH m, count(DISTINCT a.id) AS n WHERE m.xref_count IS NULL OR m.xref_count <> n "
-            "SET m.xref_count = n")
-
-    def pagerank(self, *, write: bool) -> dict[str, float]:
-        return _jobs.pagerank(self.db, write=write)
-
     # -- hard delete ---------------------------------------------------------------
-    def summaries_mentioning(self, memory: Memory) -> list[tuple[str, dict[str, Any]]]:
-        """Other memories' events whose summary was built from ``memory`` (listed in
-        ``summaryFrom``, or quoting its text or subject): (event id, metadata)."""
+    def events_mentioning(self, memory_id: str, probe: str) -> list[tuple[str, dict[str, Any]]]:
+        """Other memories' events (and store-wide ones) whose metadata names
+        ``memory_id`` or contains ``probe``: (event id, metadata)."""
+        clauses = ["e.metadata CONTAINS $id"] + (["e.metadata CONTAINS $probe"] if probe else [])
+        params = {"id": memory_id, **({"probe": probe} if probe else {})}
         rows = self.db.read(
-            "MATCH (e:LifecycleEvent) WHERE e.memory_id <> $id AND e.metadata CONTAINS "
-            "'\"summary\"' RETURN e.event_id, e.metadata", {"id": memory.id})
-        quoted = [t for t in (memory.text[:40], memory.subject) if t and len(t) >= 8]
-        out = []
-        for event_id, raw in rows:
-            metadata = json.loads(raw) if raw else {}
-            summary = str(metadata.get("summary") or "")
-            if memory.id in (metadata.get("summaryFrom") or []) or any(
-                    t in summary for t in quoted):
-                out.append((event_id, metadata))
-        return out
+            "MATCH (e:LifecycleEvent) WHERE e.memory_id <> $id AND (" + " OR ".join(clauses)
+            + ") RETURN e.event_id, e.metadata", params)
+        return [(str(event_id), _json_load(raw)) for event_id, raw in rows]
 
     def redact(self, memory_id: str, *, node: Mapping[str, Any], version: Mapping[str, Any],
                event: Mapping[str, Any], changes: Sequence[Change] = (),
-               summaries: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> None:
-        """Forget one memory: blank its node, redact its versions and events' metadata,
-        delete its edges, apply ``changes`` (contexts scrubbed of its text), replace the
-        metadata of other events whose summary it fed (``summaries``), and record one
-        version and one event, in one transaction."""
+               event_metadata: Sequence[tuple[str, Mapping[str, Any]]] = (),
+               version_digests: Mapping[str, str] | None = None) -> None:
+        """Forget one memory: blank its node, redact its versions (their hashes replaced
+        by ``version_digests``) and its events' metadata, delete its edges, apply
+        ``changes`` (contexts scrubbed of its text), replace the metadata of other events
+        that quoted it (``event_metadata``), and record one version and one event, in one
+        transaction. Torn write-ahead-log copies kept for recovery are deleted: they may
+        hold the text."""
         with self.db.write() as tx:
             for change in changes:
                 self._apply(tx, change)
-            for event_id, metadata in summaries:
+            for event_id, metadata in event_metadata:
                 tx.run("MATCH (e:LifecycleEvent {event_id: $e}) SET e.metadata = $m",
                        {"e": event_id, "m": _json_dump(metadata)})
             self._apply(tx, Change(memory_id, set=dict(node)))
@@ -613,6 +604,9 @@ class KuzuGraph:
                 "SET v.text = NULL, v.subject = NULL, v.redacted = true, v.reason = NULL",
                 {"id": memory_id},
             )
+            for version_id, digest in (version_digests or {}).items():
+                tx.run("MATCH (v:Version {id: $v}) SET v.text_sha256 = $d",
+                       {"v": version_id, "d": digest})
             tx.run(
                 "MATCH (e:LifecycleEvent) WHERE e.memory_id = $id SET e.metadata = $redacted",
                 {"id": memory_id, "redacted": _json_dump({"redacted": True})},
@@ -622,13 +616,23 @@ class KuzuGraph:
                     tx.run(f"MATCH (:Memory {{id: $id}}){pattern.format(t=table)}(:Memory) "
                            "DELETE r", {"id": memory_id})
             self._apply(tx, Change(memory_id, version=dict(version), event=dict(event)))
+        self.db.remove_torn_copies()
 
     # -- user Cypher ---------------------------------------------------------------
-    def cypher(self, query: str, params: Mapping[str, Any] | None, *, write: bool) -> Any:
-        """User Cypher: a READ ONLY transaction unless ``write``; returns columns + rows."""
-        if write:
-            return self.db.query_raw(query, params)
-        return self.db.read_only_query(query, params)
+    def cypher(self, query: str, params: Mapping[str, Any] | None, *, write: bool,
+               event: Mapping[str, Any] | None = None) -> Any:
+        """User Cypher, through the guard (``_guard``): one reading statement in a READ
+        ONLY transaction, or with ``write`` one data-changing statement committed with
+        ``event`` (the audit record of it) in one transaction. Returns columns + rows."""
+        check_parameters(query, params or {})
+        checked = check_user_query(query, write=write)
+        if not checked.writes:
+            return self.db.read_only_query(checked.text, params)
+        with self.db.write() as tx:
+            result = tx.run_user(checked.text, params or {})
+            if event is not None:
+                tx.run(_CREATE_EVENTS, {"rows": [_event_params(event)]})
+        return result
 
     def checkpoint(self) -> None:
         self.db.checkpoint()

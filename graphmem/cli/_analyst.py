@@ -18,7 +18,9 @@ from ._app import Context, cli, echo_json, fail, parse_params, pass_ctx, table
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
               help="A query parameter (repeat). Named queries type it from their header; "
                    "for ad-hoc Cypher JSON values are typed, others are strings.")
-@click.option("--write", is_flag=True, help="Allow ad-hoc Cypher to change the database.")
+@click.option("--write", is_flag=True,
+              help="Allow one data-changing statement (CREATE, MERGE, SET, DELETE, REMOVE). "
+                   "It bypasses the version history and is recorded as a cypher_write event.")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
               show_default=True)
 @pass_ctx
@@ -48,8 +50,13 @@ def query(ctx: Context, query_text: str | None, list_queries: bool, params: tupl
             fail("named queries are read-only; --write is for ad-hoc Cypher")
         store = ctx.store(read_only=True)
         rows = run_named(store, query_text, parse_params(params, convert=lambda _n, raw: raw))
+    elif write:
+        rows = ctx.store().cypher(query_text, parse_params(params), write=True)
+        click.echo("note: this change bypassed the version history; it is recorded as a "
+                   "cypher_write lifecycle event",
+                   err=True)
     else:
-        rows = ctx.store().cypher(query_text, parse_params(params), write=write)
+        rows = ctx.store(read_only=True).cypher(query_text, parse_params(params))
     emit_rows(rows, "json" if ctx.json else fmt)
 
 

@@ -1,0 +1,197 @@
+"""Read-only Cypher is read-only: attacks on ``store.cypher``, named queries and ``graphmem
+query`` from several sides. A refused statement leaves the store (its export, its version
+and event counts) and the filesystem exactly as they were.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from graphmem import (
+    EventType,
+    GraphmemError,
+    InvalidInputError,
+    MemoryStore,
+    ReadOnlyStoreError,
+)
+from queries.library import load_queries, run_named
+
+EXAMPLES = int(os.environ.get("GRAPHMEM_HOSTILE_EXAMPLES", "40"))
+FAST = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _state(store: MemoryStore) -> str:
+    stats = store.stats()
+    return json.dumps({**store.export(), "generated": None,
+                       "counts": [stats.versions, stats.events]}, sort_keys=True, default=str)
+
+
+@pytest.fixture
+def seeded(store: MemoryStore) -> MemoryStore:
+    first = store.add("The orchard runs on PostgreSQL 16", subject="orchard db", owner="ann")
+    store.add("Deploys go through fly.io", owner="ann")
+    store.link(first.id, store.memories()[1].id)
+    return store
+
+
+#: Statements that must never run without write (each one ran against Kuzu 0.11.3).
+ESCAPES = [
+    "RETURN 1; COMMIT; MATCH (m:Memory) SET m.text = 'x'",
+    "MATCH (m:Memory) SET m.text = 'x'",
+    "MATCH (m:Memory) DELETE m",
+    "MATCH (m:Memory) DETACH DELETE m",
+    "MATCH (m:Memory) REMOVE m.subject",
+    "CREATE (:Memory {id: 'planted', text: 'x'})",
+    "MERGE (:Memory {id: 'planted'})",
+    "COPY (MATCH (m:Memory) RETURN m.text) TO '{out}/leak.csv'",
+    "EXPORT DATABASE '{out}/dump'",
+    "IMPORT DATABASE '{out}/dump'",
+    "LOAD FROM '/etc/passwd' (header=false) RETURN *",
+    "LOAD FROM '{out}/x.csv' RETURN *",
+    "ATTACH '{out}/other' AS other (dbtype kuzu)",
+    "USE other",
+    "DETACH other",
+    "LOAD EXTENSION '{out}/evil.so'",
+    "INSTALL httpfs",
+    "CALL threads = 1",
+    "CALL timeout = 1",
+    "CALL checkpoint_threshold=0",
+    "CALL page_rank('g') RETURN *",
+    "CALL CREATE_FTS_INDEX('Memory', 'x', ['text'])",
+    "BEGIN TRANSACTION",
+    "COMMIT",
+    "ROLLBACK",
+    "CHECKPOINT",
+    "DROP TABLE Memory",
+    "ALTER TABLE Memory ADD x STRING",
+    "CREATE NODE TABLE Evil(id STRING, PRIMARY KEY (id))",
+    "CREATE MACRO evil(x) AS x",
+]
+
+
+@pytest.mark.parametrize("statement", ESCAPES)
+def test_escapes_are_refused(seeded: MemoryStore, tmp_path: Path, statement: str) -> None:
+    before = _state(seeded)
+    with pytest.raises((InvalidInputError, ReadOnlyStoreError)) as caught:
+        seeded.cypher(statement.replace("{out}", str(tmp_path)))
+    assert str(caught.value).strip()
+    assert _state(seeded) == before
+    assert not any(p.name != "db" for p in tmp_path.iterdir())  # no file was written
+
+
+def _dress(statement: str, case: str, pad: str, comment: bool) -> str:
+    """The same statement in other clothes: case, whitespace, comments between words."""
+    words = statement.split(" ")
+    if case == "lower":
+        words = [w.lower() if "'" not in w else w for w in words]
+    elif case == "mixed":
+        words = ["".join(c.upper() if i % 2 else c.lower() for i, c in enumerate(w))
+                 if "'" not in w else w for w in words]
+    glue = f"{pad}/* x */{pad}" if comment else pad
+    return glue.join(words)
+
+
+@FAST
+@given(statement=st.sampled_from(ESCAPES), case=st.sampled_from(["upper", "lower", "mixed"]),
+       pad=st.sampled_from([" ", "\n", "\t ", "  \r\n "]), comment=st.booleans(),
+       prefix=st.sampled_from(["", "MATCH (m:Memory) RETURN m.id; ", "RETURN 1;\n",
+                               "// a comment\n", "/* ; */ "]))
+def test_dressed_escapes_are_refused(seeded: MemoryStore, tmp_path_factory: pytest.TempPathFactory,
+                                     statement: str, case: str, pad: str, comment: bool,
+                                     prefix: str) -> None:
+    out = tmp_path_factory.mktemp("out")
+    query = prefix + _dress(statement.replace("{out}", str(out)), case, pad, comment)
+    before = _state(seeded)
+    with pytest.raises(GraphmemError):
+        seeded.cypher(query)
+    assert _state(seeded) == before
+    assert list(out.iterdir()) == []
+
+
+def test_reads_still_work(seeded: MemoryStore) -> None:
+    rows = seeded.cypher("MATCH (m:Memory) WHERE m.text CONTAINS 'COPY; DELETE' "
+                         "RETURN count(*) AS n // SET m.text = 'x'")
+    assert rows == [{"n": 0}]
+    assert seeded.cypher("CALL show_tables() RETURN count(*) AS n")[0]["n"] > 3
+    assert seeded.cypher("MATCH (m:Memory) RETURN m.text AS t ORDER BY t;")[0]["t"] \
+        == "Deploys go through fly.io"
+    assert seeded.cypher("MATCH (v:Version) RETURN count(*) AS n") == [{"n": 2}]
+
+
+def test_write_is_audited_and_cannot_touch_the_logs(seeded: MemoryStore) -> None:
+    versions = seeded.stats().versions
+    seeded.cypher("MATCH (m:Memory) WHERE m.text CONTAINS 'fly' SET m.importance = 0.9",
+                  write=True, actor="analyst-ann")
+    assert seeded.cypher("MATCH (m:Memory) WHERE m.importance = 0.9 RETURN count(*) AS n") \
+        == [{"n": 1}]
+    assert seeded.stats().versions == versions  # a write bypasses the history ...
+    audit = seeded.events(event_type=EventType.CYPHER_WRITE)
+    assert len(audit) == 1  # ... and is recorded
+    assert audit[0].agent_id == "analyst-ann"
+    assert "SET m.importance = 0.9" in audit[0].metadata["query"]
+    before = _state(seeded)
+    for statement in [
+        "MATCH (v:Version) SET v.text = 'rewritten'",
+        "MATCH (v:Version) DELETE v",
+        "MATCH (e:LifecycleEvent) SET e.reason = 'x'",
+        "MATCH (m:Memory)-[:HAS_VERSION]->(v) SET v.text = 'x'",
+        "MATCH (n) SET n.text = 'x'",  # unlabelled: would reach every table
+        "MATCH (m:Memory)-[r]->(v) DELETE r",
+        "MATCH (m:Meta) SET m.value = '99'",
+        "MATCH (m:Memory|Version) SET m.text = 'x'",
+        "MATCH (m:Memory) DETACH DELETE m",
+        "COPY Memory FROM '/etc/passwd'",
+        "MATCH (m:Memory) SET m.text = 'x'; COMMIT",
+    ]:
+        with pytest.raises(InvalidInputError):
+            seeded.cypher(statement, write=True)
+    assert _state(seeded) == before
+
+
+def test_named_queries_pass_the_same_gate(seeded: MemoryStore) -> None:
+    for name, query in load_queries().items():
+        assert not any(word in query.text.upper().split() for word in ("SET", "DELETE",
+                                                                       "CREATE", "MERGE")), name
+    before = _state(seeded)
+    with pytest.raises(InvalidInputError, match="at least 0"):
+        run_named(seeded, "most_referenced", {"limit": -1})
+    # values are bound, never pasted: a hostile value is just a string
+    assert run_named(seeded, "memories_between", {
+        "start": "2020-01-01T00:00:00Z", "end": "2030-01-01T00:00:00Z"}) is not None
+    assert _state(seeded) == before
+
+
+def _gm(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "graphmem", "--db", str(db), *args],
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_cli_query_is_read_only(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    with MemoryStore(db, embedder="hashing") as store:
+        store.add("secret plans", owner="ann")
+    leak = tmp_path / "leak.csv"
+    for statement in (f"COPY (MATCH (m:Memory) RETURN m.text) TO '{leak}'",
+                      "RETURN 1; COMMIT; MATCH (m:Memory) SET m.text = 'x'",
+                      "MATCH (m:Memory) SET m.text = 'x'"):
+        result = _gm(db, "query", statement)
+        assert result.returncode == 1, result.stderr
+        assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+    assert not leak.exists()
+    written = _gm(db, "query", "--write", "MATCH (m:Memory) SET m.importance = 0.7")
+    assert written.returncode == 0, written.stderr
+    assert "bypassed the version history" in written.stderr
+    with MemoryStore(db, read_only=True) as store:
+        assert [m.text for m in store.memories()] == ["secret plans"]
+        assert [e.event_type for e in store.events()] == [EventType.CYPHER_WRITE]
+    negative = _gm(db, "query", "most_referenced", "--param", "limit=-5")
+    assert negative.returncode == 1 and "at least 0" in negative.stderr
