@@ -42,7 +42,8 @@ def centrality_ranking(store: MemoryStore, *, method: Literal["pagerank", "degre
                        ) -> pd.DataFrame:
     """Memories ranked by centrality over REFERENCES and CO_OCCURS.
 
-    ``pagerank``: Kuzu's algo extension (normalised; equal to networkx's); ``degree``:
+    ``pagerank``: the store's centrality (PageRank within each owner's memories, equal
+    to networkx's over that owner's subgraph); ``degree``:
     distinct neighbours; ``betweenness``: networkx's estimate from ``sample`` pivot nodes.
     """
     graph = store.to_networkx(edge_kinds=["references", "co_occurs"])

@@ -186,8 +186,9 @@ class ConversationMixin(RecallMixin):
         candidate = weak & ~this_session
         eligible = active | candidate
         duplicates, reinforced = {}, {}
+        group = index.owner_group(owner)
         for row, text in enumerate(texts):
-            scores = np.where(eligible, index.bm25.scores(text, n), 0.0)
+            scores = np.where(eligible, index.bm25.scores(text, n, group=group), 0.0)
             top = [int(p) for p in np.argsort(-scores)[:_SIMILAR] if scores[p] > 0]
             if not top:
                 continue
@@ -232,7 +233,8 @@ class ConversationMixin(RecallMixin):
         (source ``entity:<name>``), another memory's id (``mention``) or its subject of
         several words (``subject``). The newer memory references the older; both have
         the same owner. ``max_df``: an entity shared by more memories than this is too
-        common to mean anything (default: 1% of the store, at least 3, at most 50).
+        common to mean anything (default: 1% of the owner's memories, at least 3, at
+        most 50); every count is taken within the memory's owner.
         ``limit``: at most this many entity links per memory, rarest first. Dates,
         times and numbers do not link: sharing a day is not a cross-reference.
         Returns the number of edges created.
@@ -241,7 +243,9 @@ class ConversationMixin(RecallMixin):
         n = index.size
         if n == 0:
             return 0
-        cap = max_df if max_df is not None else int(min(50, max(3, n // 100)))
+        # Every count is taken within the memory's owner: how rare an entity is, and so
+        # whether and how strongly it links, never depends on another owner's memories.
+        per_owner = np.bincount(index.owner[:n][index.owner[:n] >= 0])
         targets = list(index.pos) if ids is None else [i for i in ids if i in index.pos]
         edges: list[Edge] = []
         for memory_id in targets:
@@ -249,16 +253,15 @@ class ConversationMixin(RecallMixin):
             if index.status[pos] == STATUS_CODE["forgotten"]:
                 continue
             owner = index.owner[pos]
+            cap = max_df if max_df is not None else int(min(50, max(3, per_owner[owner] // 100)))
             ranked = []
             for entity in index.doc_entities.get(pos, ()):
-                docs = index.entity_docs.get(entity, set())
+                docs = index.entity_docs.get((int(owner), entity), set())
                 if 2 <= len(docs) <= cap + 1 and not _NUMERIC.fullmatch(entity):
                     ranked.append((len(docs), entity, docs))
             made = 0
             for _, entity, docs in sorted(ranked):
                 for other in sorted(docs - {pos}):
-                    if index.owner[other] != owner:
-                        continue
                     if entity.startswith("urn:") and index.ids[other] == entity:
                         continue  # handled as a mention below
                     newer, older = (pos, other) if index.created[pos] >= index.created[other] \

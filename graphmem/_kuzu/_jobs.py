@@ -16,7 +16,7 @@ import pyarrow as pa
 from ._db import Database
 from ._schema import STAGE_TYPES
 
-__all__ = ["JOBS", "pagerank", "reference_counts", "run_job"]
+__all__ = ["JOBS", "run_job"]
 
 _VERSION = (
     "CREATE (m)-[:HAS_VERSION]->(:Version {{id: m.id + '#v' + CAST(m.version AS STRING), "
@@ -53,6 +53,8 @@ JOBS: dict[str, str] = {
     "cool": _JOIN + "SET m.hot = false "
             + _EVENT.format(event="cool", from_state="'hot'", to_state="m.status"),
     "payload": _JOIN + "SET m.payload = NULL, m.payload_at = NULL",
+    # graph signals: num is the centrality, reason the cross-reference count
+    "signals": _JOIN + "SET m.centrality = s.num, m.xref_count = CAST(s.reason AS INT64)",
 }
 
 
@@ -76,59 +78,3 @@ def run_job(db: Database, job: str, rows: Sequence[Mapping[str, Any]], *, now: d
         tx.run(statement, params)
         tx.run("MATCH (s:Stage) DELETE s")
     return len(rows)
-
-
-def reference_counts(db: Database) -> dict[str, int]:
-    """Cross-reference count of every referenced memory: distinct memories referencing it."""
-    rows = db.read("MATCH (a:Memory)-[:REFERENCES]->(b:Memory) WHERE a.id <> b.id "
-                   "RETURN b.id, count(DISTINCT a.id)")
-    return {str(memory_id): int(count) for memory_id, count in rows}
-
-
-def pagerank(db: Database, *, write: bool, damping: float = 0.85) -> dict[str, float]:
-    """PageRank over REFERENCES and CO_OCCURS (Kuzu's algo extension, as edges are stored),
-    normalised to sum to 1.
-
-    Kuzu leaves the mass of memories without outgoing edges undistributed, so its ranks
-    sum to less than 1; they are proportional to networkx's (which redistributes it), and
-    dividing by their sum gives networkx's values exactly (checked in the tests).
-    With ``write`` the ranks are stored in ``Memory.centrality`` set-based and an empty
-    dict comes back; without, they are returned and nothing is written.
-    """
-    if db.read_only and not write:
-        return _pagerank_networkx(db, damping)
-    name = "graphmem_centrality"
-    call = f"CALL page_rank('{name}', dampingFactor := $d, maxIterations := 100) "
-    statements: list[str | tuple[str, Mapping[str, Any]]] = [
-        f"CALL PROJECT_GRAPH('{name}', ['Memory'], ['REFERENCES', 'CO_OCCURS'])"]
-    if write:
-        statements += [
-            (call + "WITH node, rank SET node.centrality = rank", {"d": damping}),
-            "MATCH (m:Memory) WITH sum(m.centrality) AS total MATCH (n:Memory) "
-            "WHERE total > 0 SET n.centrality = n.centrality / total",
-        ]
-    else:
-        statements.append((call + "RETURN node.id, rank", {"d": damping}))
-    statements.append(f"CALL DROP_PROJECTED_GRAPH('{name}')")
-    rows = db.run_on_one_connection(statements)
-    if write:
-        return {}
-    ranks = {str(r[0]): float(r[1]) for r in rows[1]}
-    total = sum(ranks.values())
-    return {k: v / total for k, v in ranks.items()} if total > 0 else ranks
-
-
-def _pagerank_networkx(db: Database, damping: float) -> dict[str, float]:
-    """The same ranks from networkx, for a read-only database (Kuzu projects graphs
-    only in a writable one)."""
-    import networkx as nx
-
-    graph = nx.MultiDiGraph()
-    graph.add_nodes_from(str(r[0]) for r in db.read("MATCH (m:Memory) RETURN m.id"))
-    for table in ("REFERENCES", "CO_OCCURS"):
-        graph.add_edges_from((str(a), str(b)) for a, b in db.read(
-            f"MATCH (a:Memory)-[:{table}]->(b:Memory) RETURN a.id, b.id"))
-    if not graph:
-        return {}
-    ranks: dict[str, float] = nx.pagerank(graph, alpha=damping, tol=1e-12, max_iter=2000)
-    return ranks

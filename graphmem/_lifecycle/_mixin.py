@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -17,6 +18,7 @@ from .._models import ChangeType, EventType, Kind, Memory, Status, TriggeredBy
 from .._ollama import OllamaGenerator
 from .._store import StoreCore
 from .._time import new_event_id, to_utc
+from ._centrality import grouped_pagerank, grouped_reference_counts
 from ._results import (
     ArchiveResult,
     EvaluationResult,
@@ -38,7 +40,7 @@ _DAY = 86400.0
 _PATCH_LIMIT = 200
 _SCAN = ["id", "kind", "status", "hot", "subject", "text", "tags", "importance",
          "original_importance", "confidence", "created", "last_accessed", "access_count",
-         "access_times", "payload_at", "owner"]
+         "access_times", "payload_at", "owner", "centrality", "xref_count"]
 #: Detailed evaluations kept per action in a lifecycle report (counts are always complete).
 REPORT_SAMPLE = 100
 
@@ -46,22 +48,45 @@ REPORT_SAMPLE = 100
 class LifecycleMixin(StoreCore):
     def _init_extensions(self) -> None:
         super()._init_extensions()
-        self._centrality: dict[str, float] | None = None
+        self._signals: _Signals | None = None
 
     def _changed(self, ids: Sequence[str], *, removed: bool = False,
                  edges_only: bool = False, bulk: bool = False,
                  rows: Sequence[Mapping[str, Any]] | None = None) -> None:
         super()._changed(ids, removed=removed, edges_only=edges_only, bulk=bulk, rows=rows)
-        if edges_only or removed or bulk:
-            self._centrality = None
+        self._signals = None  # a new memory changes its owner's ranks too
 
     # -- graph signals ------------------------------------------------------------------
+    def _graph_signals(self) -> _Signals:
+        """Centrality and cross-reference counts of every memory, each computed within
+        its owner's memories (see ``_centrality``); cached until the store changes."""
+        signals = self._signals
+        if signals is None:
+            table = self._graph.scan(columns=["id", "owner"])
+            ids = [str(i) for i in table.column("id").to_pylist()]
+            codes: dict[str | None, int] = {}
+            groups = np.array([codes.setdefault(o, len(codes))
+                               for o in table.column("owner").to_pylist()], dtype=np.int64)
+            pos = {memory_id: i for i, memory_id in enumerate(ids)}
+            ends: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+            for kind in ("references", "co_occurs"):
+                edges = self._graph.edge_table(kind)
+                ends[kind] = (
+                    np.array([pos[i] for i in edges.column("src").to_pylist()], dtype=np.int64),
+                    np.array([pos[i] for i in edges.column("dst").to_pylist()], dtype=np.int64))
+            src = np.concatenate([ends["references"][0], ends["co_occurs"][0]])
+            dst = np.concatenate([ends["references"][1], ends["co_occurs"][1]])
+            ranks = grouped_pagerank(groups, src, dst)
+            xrefs = grouped_reference_counts(groups, *ends["references"])
+            signals = self._signals = _Signals(
+                centrality=dict(zip(ids, ranks.tolist(), strict=True)),
+                xrefs={i: int(x) for i, x in zip(ids, xrefs.tolist(), strict=True) if x})
+        return signals
+
     def centrality(self) -> dict[str, float]:
-        """PageRank of every memory over REFERENCES and CO_OCCURS (Kuzu's algo
-        extension), computed on first use and after the edges change."""
-        if self._centrality is None:
-            self._centrality = self._graph.pagerank(write=False)
-        return self._centrality
+        """PageRank of every memory over REFERENCES and CO_OCCURS within its owner's
+        memories (each owner's ranks sum to 1), computed on first use after a change."""
+        return self._graph_signals().centrality
 
     def _age_days(self, created: datetime, now: datetime) -> float:
         return max((now - created).total_seconds(), 0.0) / _DAY
@@ -78,7 +103,7 @@ class LifecycleMixin(StoreCore):
             memory_id=memory.id, importance=memory.importance,
             age_in_days=self._age_days(memory.created, self.now()),
             access_count=memory.access_count, type=memory.kind.value, tags=memory.tags,
-            cross_reference_count=self._graph.reference_count(memory.id),
+            cross_reference_count=self._graph_signals().xrefs.get(memory.id, 0),
             centrality=self.centrality().get(memory.id, 0.0), settings=self.settings)
         return result.model_copy(update={"subject": memory.short(60)})
 
@@ -101,10 +126,9 @@ class LifecycleMixin(StoreCore):
         else:
             rows = [r for r in rows if r["status"] in wanted_status
                     and (wanted_kinds is None or r["kind"] in wanted_kinds)]
-        xrefs = self._graph.reference_counts()
-        centrality = self.centrality()
+        signals = self._graph_signals()
         now = self.now()
-        return [self._evaluate_row(r, now, xrefs, centrality) for r in rows]
+        return [self._evaluate_row(r, now, signals.xrefs, signals.centrality) for r in rows]
 
     def _evaluate_row(self, row: Mapping[str, Any], now: datetime, xrefs: Mapping[str, int],
                       centrality: Mapping[str, float]) -> EvaluationResult:
@@ -222,22 +246,18 @@ class LifecycleMixin(StoreCore):
         A dry run (the default) computes everything and changes nothing. With ``apply``
         each job is one set-based transaction (state, version rows and events together);
         a second run on the same day changes nothing. With ``owner`` only that owner's
-        memories are evaluated and changed (the hot set is then that owner's); graph
-        signals are always computed over the whole graph.
+        memories are evaluated and changed. Graph signals (centrality, cross-references)
+        and the hot set are always each owner's own: nothing one owner sees depends on
+        another owner's memories.
         """
         started = time.perf_counter()
         self._before_read()
         now = self.now()
-        if apply:
-            self._graph.store_reference_counts()
-            self._graph.pagerank(write=True)
-            self._centrality = None
-            centrality: Mapping[str, float] = {}
-        else:
-            centrality = self.centrality()
-        xrefs = self._graph.reference_counts()
+        signals = self._graph_signals()
+        centrality, xrefs = signals.centrality, signals.xrefs
         view = _Columns(self._graph.scan(owner=owner, columns=_SCAN), now.timestamp())
         plan = self._plan(view, xrefs, now)
+        plan["signals"] = _signal_changes(view, signals) if apply else []
         evaluations = self._sample_evaluations(view, plan, xrefs, centrality, now)
         jobs = JobCounts(
             centrality_computed=view.n, decayed=len(plan["decay"]),
@@ -337,9 +357,13 @@ class LifecycleMixin(StoreCore):
             complete = v.history_len[act] >= v.access[act]
             base = np.log(age ** -0.5 + v.history_sum[act])
             activation = np.where(complete, base + 0.5 * v.confidence[act], activation)
-        order = act[np.argsort(-activation, kind="stable")[: self.settings.hot_set_size]]
+        # The hot set is each owner's own: the top of every owner's memories.
+        owner = v.owner_code[act]
+        order = np.lexsort((-activation, owner))
+        first = np.r_[0, np.flatnonzero(np.diff(owner[order])) + 1]
+        place = np.arange(len(order)) - np.repeat(first, np.diff(np.r_[first, len(order)]))
         hot = np.zeros(v.n, dtype=bool)
-        hot[order] = True
+        hot[act[order[place < self.settings.hot_set_size]]] = True
         plan["hot"] = [_stage(v.ids[i], reason="top activation", now=now)
                        for i in np.flatnonzero(hot & ~v.hot)]
         plan["cool"] = [_stage(v.ids[i], reason="left the hot set", now=now)
@@ -362,16 +386,41 @@ class LifecycleMixin(StoreCore):
     def _apply_plan(self, plan: Mapping[str, Any], now: datetime) -> None:
         touched: set[str] = set()
         with self._lock:
-            for job in ("decay", "recompute", "promote", "archive", "expire", "cool", "hot",
-                        "payload"):
+            for job in ("signals", "decay", "recompute", "promote", "archive", "expire",
+                        "cool", "hot", "payload"):
                 rows = plan[job]
                 if rows:
                     self._graph.run_job(job, rows, now=now, actor=self.settings.agent_id)
-                    touched.update(r["id"] for r in rows)
+                    if job != "signals":  # stored signals are read by no derived state
+                        touched.update(r["id"] for r in rows)
+            signals = self._signals
             if len(touched) > _PATCH_LIMIT:
                 self._changed(sorted(touched), bulk=True)
             elif touched:
                 self._changed(sorted(touched))
+            self._signals = signals  # states changed, the graph did not
+
+
+@dataclass(frozen=True)
+class _Signals:
+    """Graph signals by memory id: centrality, and cross-reference counts (only > 0)."""
+
+    centrality: dict[str, float]
+    xrefs: dict[str, int]
+
+
+def _signal_changes(v: _Columns, signals: _Signals) -> list[dict[str, Any]]:
+    """Staged rows that store the signals that changed (``num``: centrality, ``flag``
+    unused, ``meta``: the cross-reference count) for the scanned memories."""
+    rows = []
+    stored_c = v.table.column("centrality").to_pylist()
+    stored_x = v.table.column("xref_count").to_pylist()
+    for i, memory_id in enumerate(v.ids):
+        rank = signals.centrality.get(memory_id, 0.0)
+        xref = signals.xrefs.get(memory_id, 0)
+        if stored_c[i] is None or abs(stored_c[i] - rank) > 1e-12 or stored_x[i] != xref:
+            rows.append(_stage(memory_id, num=rank, reason=str(xref)))
+    return rows
 
 
 class _Columns:
@@ -382,6 +431,9 @@ class _Columns:
         self.now_s = now_s
         self.n = table.num_rows
         self.ids: list[str] = table.column("id").to_pylist()
+        owners: dict[str | None, int] = {}
+        self.owner_code = np.array([owners.setdefault(o, len(owners))
+                                    for o in table.column("owner").to_pylist()], dtype=np.int64)
         status = table.column("status")
         self.active = _np(pc.equal(status, Status.ACTIVE.value)).astype(bool)
         self.candidate = _np(pc.equal(status, Status.CANDIDATE.value)).astype(bool)

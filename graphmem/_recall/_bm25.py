@@ -67,7 +67,14 @@ def tokenize(text: str) -> list[str]:
 
 
 class BM25Index:
-    """Documents are integer positions; ``set(pos, text)`` adds or replaces one."""
+    """Documents are integer positions; ``set(pos, text, group=g)`` adds or replaces one.
+
+    Each document belongs to a group (an owner): ``scores(..., group=g)`` uses the
+    statistics of group ``g`` alone (document count, average length, document
+    frequencies), so a group's scores are exactly those of an index holding only its
+    documents, and nothing in them depends on another group's texts. Without a group the
+    statistics are those of every document.
+    """
 
     def __init__(self, *, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1 = k1
@@ -76,13 +83,18 @@ class BM25Index:
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._doc_terms: dict[int, list[str]] = {}
         self._lengths = np.zeros(1024, dtype=np.float32)
+        self._groups = np.full(1024, -1, dtype=np.int64)
         self._total_length = 0.0
+        #: per group: document count, total length; per token and group: document frequency
+        self._group_docs: dict[int, int] = {}
+        self._group_length: dict[int, float] = {}
+        self._group_df: dict[str, dict[int, int]] = {}
 
     def __len__(self) -> int:
         return len(self._doc_terms)
 
-    def set(self, pos: int, text: str) -> None:
-        """Index (or re-index) document ``pos``."""
+    def set(self, pos: int, text: str, *, group: int = 0) -> None:
+        """Index (or re-index) document ``pos`` as a member of ``group``."""
         self.remove(pos)
         tokens = tokenize(text)
         counts: dict[str, int] = {}
@@ -91,13 +103,21 @@ class BM25Index:
         for token, tf in counts.items():
             self._postings.setdefault(token, {})[pos] = tf
             self._arrays.pop(token, None)
+            df = self._group_df.setdefault(token, {})
+            df[group] = df.get(group, 0) + 1
         self._doc_terms[pos] = list(counts)
         if pos >= len(self._lengths):
-            grown = np.zeros(max(pos + 1, 2 * len(self._lengths)), dtype=np.float32)
-            grown[: len(self._lengths)] = self._lengths
-            self._lengths = grown
+            size = max(pos + 1, 2 * len(self._lengths))
+            lengths = np.zeros(size, dtype=np.float32)
+            lengths[: len(self._lengths)] = self._lengths
+            groups = np.full(size, -1, dtype=np.int64)
+            groups[: len(self._groups)] = self._groups
+            self._lengths, self._groups = lengths, groups
         self._lengths[pos] = len(tokens)
+        self._groups[pos] = group
         self._total_length += len(tokens)
+        self._group_docs[group] = self._group_docs.get(group, 0) + 1
+        self._group_length[group] = self._group_length.get(group, 0.0) + len(tokens)
 
     def set_many(self, items: Iterable[tuple[int, str]]) -> None:
         for pos, text in items:
@@ -107,6 +127,7 @@ class BM25Index:
         terms = self._doc_terms.pop(pos, None)
         if terms is None:
             return
+        group = int(self._groups[pos])
         for token in terms:
             posting = self._postings.get(token)
             if posting is not None:
@@ -114,8 +135,18 @@ class BM25Index:
                 if not posting:
                     del self._postings[token]
                 self._arrays.pop(token, None)
+            df = self._group_df.get(token)
+            if df is not None:
+                df[group] -= 1
+                if not df[group]:
+                    del df[group]
+                if not df:
+                    del self._group_df[token]
         self._total_length -= float(self._lengths[pos])
+        self._group_docs[group] -= 1
+        self._group_length[group] -= float(self._lengths[pos])
         self._lengths[pos] = 0.0
+        self._groups[pos] = -1
 
     def _posting(self, token: str) -> tuple[np.ndarray, np.ndarray] | None:
         cached = self._arrays.get(token)
@@ -129,26 +160,37 @@ class BM25Index:
             self._arrays[token] = cached
         return cached
 
-    def idf(self, token: str) -> float:
-        n = len(self._doc_terms)
-        df = len(self._postings.get(token, ()))
+    def idf(self, token: str, *, group: int | None = None) -> float:
+        if group is None:
+            n, df = len(self._doc_terms), len(self._postings.get(token, ()))
+        else:
+            n = self._group_docs.get(group, 0)
+            df = self._group_df.get(token, {}).get(group, 0)
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
-    def scores(self, query: str, size: int) -> np.ndarray:
-        """BM25 score of every document position below ``size`` for ``query``."""
+    def scores(self, query: str, size: int, *, group: int | None = None) -> np.ndarray:
+        """BM25 score of every document position below ``size`` for ``query``; with a
+        ``group``, computed with that group's statistics and zero outside it."""
         out = np.zeros(size, dtype=np.float32)
-        n = len(self._doc_terms)
+        if group is None:
+            n, total = len(self._doc_terms), self._total_length
+        else:
+            n, total = self._group_docs.get(group, 0), self._group_length.get(group, 0.0)
         if n == 0:
             return out
-        avgdl = max(self._total_length / n, 1e-9)
+        avgdl = max(total / n, 1e-9)
         for token in set(tokenize(query)):
             posting = self._posting(token)
             if posting is None:
                 continue
             docs, tfs = posting
             keep = docs < size
+            if group is not None:
+                keep &= self._groups[docs] == group
             docs, tfs = docs[keep], tfs[keep]
+            if docs.size == 0:
+                continue
             lengths = self._lengths[docs]
             denom = tfs + self.k1 * (1.0 - self.b + self.b * lengths / avgdl)
-            out[docs] += self.idf(token) * tfs * (self.k1 + 1.0) / denom
+            out[docs] += self.idf(token, group=group) * tfs * (self.k1 + 1.0) / denom
         return out

@@ -130,8 +130,10 @@ class RecallIndex:
         self.stale: set[int] = set()
         self._adjacency: dict[tuple[float, float, int], Adjacency] = {}
         # entity (lowercase) -> positions mentioning it; subjects of several words -> positions
-        self.entity_docs: dict[str, set[int]] = {}
+        #: (owner group, entity) -> positions of that owner mentioning it
+        self.entity_docs: dict[tuple[int, str], set[int]] = {}
         self.doc_entities: dict[int, tuple[str, ...]] = {}
+        self._entity_group: dict[int, int] = {}
         self.subjects: dict[str, set[int]] = {}
         self.doc_subject: dict[int, str] = {}
         self.session: list[str | None] = []
@@ -157,6 +159,10 @@ class RecallIndex:
         vectors = np.zeros((new, self.dim), dtype=np.float32)
         vectors[:capacity] = self.vectors
         self.vectors = vectors
+
+    def owner_group(self, owner: str | None) -> int:
+        """The group code of ``owner`` for owner-scoped statistics (-1: no memories)."""
+        return self.owner_codes.get(owner, -1)
 
     def _owner_code(self, owner: str | None) -> int:
         code = self.owner_codes.get(owner)
@@ -213,20 +219,24 @@ class RecallIndex:
                 subject, text = row.get("subject"), row.get("text") or ""
                 context = row.get("context")
                 indexed = f"{subject}\n{text}" if subject else text
-                self.bm25.set(pos, f"{indexed}\n{context}" if context else indexed)
+                self.bm25.set(pos, f"{indexed}\n{context}" if context else indexed,
+                              group=int(self.owner[pos]))
 
     def _index_entities(self, pos: int, entities: tuple[str, ...], subject: str | None
                         ) -> None:
+        old_group = self._entity_group.pop(pos, -1)
         for entity in self.doc_entities.pop(pos, ()):
-            docs = self.entity_docs.get(entity)
+            docs = self.entity_docs.get((old_group, entity))
             if docs is not None:
                 docs.discard(pos)
         old_subject = self.doc_subject.pop(pos, None)
         if old_subject is not None:
             self.subjects.get(old_subject, set()).discard(pos)
+        group = int(self.owner[pos])
         self.doc_entities[pos] = entities
+        self._entity_group[pos] = group
         for entity in entities:
-            self.entity_docs.setdefault(entity, set()).add(pos)
+            self.entity_docs.setdefault((group, entity), set()).add(pos)
         if subject and len(subject.split()) >= 2 and self.status[pos] != _FORGOTTEN:
             key = " ".join(subject.lower().split())
             self.subjects.setdefault(key, set()).add(pos)

@@ -230,9 +230,10 @@ class RecallMixin(StoreCore):
             return [], []
         redirected: dict[int, set[int]] = {}
         channels: dict[str, Ranking] = {}
+        group = index.owner_group(owner) if owner is not None else None
         if config.active("fulltext"):
             channels["fulltext"] = self._resolve(index, self._fulltext(index, query, mask,
-                                                                       config),
+                                                                       config, group),
                                                  mask, as_of, redirected, config.candidates)
         if config.active("vector") and qvec is not None:
             scores = index.vectors[:n] @ qvec.result()
@@ -242,7 +243,7 @@ class RecallMixin(StoreCore):
                                                mask, as_of, redirected, config.candidates)
         if config.active("graph"):
             channels["graph"] = self._graph_channel(index, channels, mask, as_of, redirected,
-                                                    config)
+                                                    config, group)
         ranks = {name: competition_ranks(ranking) for name, ranking in channels.items()}
         fused = rrf_from_ranks(ranks, weights=config.weights, k=config.rrf_k)
         if not fused:
@@ -277,9 +278,11 @@ class RecallMixin(StoreCore):
         return out, [pos for pos, _ in out]
 
     def _fulltext(self, index: RecallIndex, query: str, mask: np.ndarray,
-                  config: RecallConfig) -> Ranking:
-        return _top(index.bm25.scores(query, index.size), mask, config.candidates * 2,
-                    positive=True)
+                  config: RecallConfig, group: int | None) -> Ranking:
+        """BM25 with the statistics of the caller's owner alone (``group``): the scores
+        an owner sees say nothing about other owners' texts."""
+        return _top(index.bm25.scores(query, index.size, group=group), mask,
+                    config.candidates * 2, positive=True)
 
     def _resolve(self, index: RecallIndex, ranking: Ranking, mask: np.ndarray,
                  as_of: datetime | None, redirected: dict[int, set[int]], limit: int
@@ -305,7 +308,8 @@ class RecallMixin(StoreCore):
 
     def _graph_channel(self, index: RecallIndex, channels: Mapping[str, Ranking],
                        mask: np.ndarray, as_of: datetime | None,
-                       redirected: dict[int, set[int]], config: RecallConfig) -> Ranking:
+                       redirected: dict[int, set[int]], config: RecallConfig,
+                       group: int | None) -> Ranking:
         params = config.graph
         seeds_fused = rrf_from_ranks(
             {name: competition_ranks(r) for name, r in channels.items()},
@@ -316,6 +320,8 @@ class RecallMixin(StoreCore):
             return []
 
         row = index.adjacency(params.references, params.co_occurs).row
+        if group is not None:
+            row = _within(row, index.owner, group)  # walks never cross into other owners
         if params.method == "ppr":
             scores = local_ppr(seeds, row, depth=params.depth, damping=params.damping,
                                iterations=params.iterations)
@@ -497,6 +503,17 @@ class RecallMixin(StoreCore):
             self._embedder_checked = True
             self._changed([], bulk=True)
         return len(rows)
+
+
+def _within(row: Any, owners: np.ndarray, group: int) -> Any:
+    """A row function that keeps only the neighbours of one owner group."""
+
+    def inside(node: int) -> tuple[np.ndarray, np.ndarray]:
+        others, weights = row(node)
+        keep = owners[others] == group
+        return others[keep], weights[keep]
+
+    return inside
 
 
 def _top(scores: np.ndarray, mask: np.ndarray, n: int, *, positive: bool) -> Ranking:
