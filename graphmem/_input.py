@@ -4,21 +4,37 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ._errors import InvalidInputError
 from ._models import Kind, Status
 from ._time import parse_iso, to_utc
 
-__all__ = ["MAX_TEXT", "MemoryInput", "check_text", "check_unit", "validation_message"]
+__all__ = ["MAX_TAG", "MAX_TAGS", "MAX_TEXT", "MemoryInput", "check_tags", "check_text",
+           "check_unit", "check_validity", "validation_message"]
 
 #: Longest memory text accepted (characters); longer input is an error, not a truncation.
 MAX_TEXT = 200_000
 _MAX_SHORT = 2_000
+#: At most this many tags, of at most ``MAX_TAG`` characters each.
+MAX_TAGS = 64
+MAX_TAG = 200
+#: At most this many entities, and ids a memory is superseded by.
+MAX_LIST = 256
+#: A visibility is a short label ("private", "team", ...).
+MAX_VISIBILITY = 200
 
 
 def check_text(value: Any, *, field: str, max_len: int = MAX_TEXT, allow_empty: bool = False
@@ -47,6 +63,35 @@ def check_unit(value: Any, *, field: str) -> float:
     return float(value)
 
 
+def check_tags(value: Any) -> list[str]:
+    """A list of at most ``MAX_TAGS`` non-empty tags of at most ``MAX_TAG`` characters."""
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise InvalidInputError("tags must be a list of non-empty strings", field="tags")
+    if len(value) > MAX_TAGS:
+        raise InvalidInputError(f"{len(value)} tags; the limit is {MAX_TAGS}", field="tags")
+    for tag in value:
+        if not isinstance(tag, str) or not tag or "\x00" in tag or len(tag) > MAX_TAG:
+            raise InvalidInputError(f"tags must be non-empty strings of at most {MAX_TAG} "
+                                    "characters with no NUL", field="tags")
+    return list(value)
+
+
+def _check_visibility(value: Any) -> str:
+    try:
+        return check_text(value, field="visibility", max_len=MAX_VISIBILITY)
+    except InvalidInputError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def check_validity(valid_from: datetime | None, valid_to: datetime | None) -> None:
+    """``valid_from`` must not come after ``valid_to``."""
+    if valid_from is not None and valid_to is not None and valid_from > valid_to:
+        raise InvalidInputError(
+            f"valid_from ({valid_from.isoformat()}) is after valid_to "
+            f"({valid_to.isoformat()}): a memory cannot stop being valid before it starts",
+            field="valid_to")
+
+
 def _time(value: Any, field: str) -> datetime | None:
     if value is None:
         return None
@@ -66,10 +111,11 @@ def _json_safe(value: Any, field: str) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise ValueError(f"{field} must be an object")
     try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        # Stored as JSON, so kept as JSON gives it back: what is returned is what was stored.
+        normal: dict[str, Any] = json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError, RecursionError) as exc:
         raise ValueError(f"{field} must be JSON (finite numbers, string keys): {exc}") from None
-    return dict(value)
+    return normal
 
 
 class MemoryInput(BaseModel):
@@ -144,11 +190,29 @@ class MemoryInput(BaseModel):
 
     @field_validator("tags", "superseded_by", "entities")
     @classmethod
-    def _strings(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+    def _strings(cls, value: tuple[str, ...], info: Any) -> tuple[str, ...]:
+        most, longest = (MAX_TAGS, MAX_TAG) if info.field_name == "tags" \
+            else (MAX_LIST, _MAX_SHORT)
+        if len(value) > most:
+            raise ValueError(f"has {len(value)} entries; the limit is {most}")
         for item in value:
-            if not item or "\x00" in item or len(item) > _MAX_SHORT:
-                raise ValueError(f"bad entry {item[:40]!r}")
+            if not item or "\x00" in item or len(item) > longest:
+                raise ValueError(f"bad entry {item[:40]!r} (non-empty, no NUL, at most "
+                                 f"{longest} characters)")
         return value
+
+    @field_validator("visibility")
+    @classmethod
+    def _visibility(cls, value: str) -> str:
+        return _check_visibility(value)
+
+    @model_validator(mode="after")
+    def _validity(self) -> MemoryInput:
+        try:
+            check_validity(self.valid_from, self.valid_to)
+        except InvalidInputError as exc:
+            raise ValueError(f"{exc.field}: {exc}") from None
+        return self
 
     @field_validator("created", "modified", "observed", "valid_from", "valid_to", mode="before")
     @classmethod
@@ -202,4 +266,7 @@ def validation_message(exc: ValidationError) -> tuple[str, str]:
     message = str(first.get("msg", "invalid value"))
     if message.startswith("Value error, "):
         message = message[len("Value error, "):]
+    named = re.match(r"([a-z_]+): ", message)
+    if field == "record" and named:  # a check across fields names the field it blames
+        field, message = named.group(1), message[named.end():]
     return field, message

@@ -5,7 +5,9 @@ Recall, lifecycle and the analyst views are layered on this core in their own mo
 
 from __future__ import annotations
 
+import hmac
 import os
+import secrets
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -22,8 +24,16 @@ from ._errors import (
     EmbedderMismatchError,
     InvalidInputError,
     NotFoundError,
+    RecordError,
 )
-from ._input import MemoryInput, check_text, check_unit
+from ._input import (
+    MAX_VISIBILITY,
+    MemoryInput,
+    check_tags,
+    check_text,
+    check_unit,
+    check_validity,
+)
 from ._kuzu import EDGE_KINDS, Change, KuzuGraph, memory_from_row
 from ._models import (
     ChangeType,
@@ -36,6 +46,7 @@ from ._models import (
     TriggeredBy,
     Version,
 )
+from ._redact import Mentions, keyed_digest
 from ._rows import embedding_text, encode_vector, event_row, memory_row, sha256, version_row
 from ._settings import Settings
 from ._time import to_utc, utcnow
@@ -74,6 +85,8 @@ class MergeResult:
     created: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
+    #: records whose memory was forgotten: skipped, never brought back
+    forgotten: list[str] = field(default_factory=list)
     edges_created: int = 0
 
 
@@ -302,24 +315,24 @@ class StoreCore:
         batch_size: int = 500,
         progress: bool = False,
     ) -> list[Memory]:
-        """Add many memories: every record is validated first (nothing is written if one
-        is bad), then each batch is embedded and committed in one transaction. A batch
-        that returned is durable."""
+        """Add many memories, all or none: every record is validated, embedded (in
+        batches of ``batch_size``) and turned into its rows first; then everything is
+        committed in one transaction. An error leaves the store as it was."""
         items = [MemoryInput.parse(r, where=f"record {i}: ") for i, r in enumerate(records)]
         self._check_new_ids(items)
-        out: list[Memory] = []
         bar = _progress(len(items), "adding", progress)
+        rows: list[dict[str, Any]] = []
         for start in range(0, len(items), max(1, batch_size)):
-            chunk = items[start:start + batch_size]
-            rows = self._new_rows(chunk)
-            versions = [version_row(r, seq=1, change_type=ChangeType.CREATED, at=r["created"])
-                        for r in rows]
-            with self._lock:
-                self._graph.insert(rows, versions)
-                self._changed([r["id"] for r in rows], rows=rows)
-            out.extend(memory_from_row(r) for r in rows)
+            chunk = items[start:start + max(1, batch_size)]
+            rows += self._new_rows(chunk)
             bar.update(len(chunk))
         bar.close()
+        out = [memory_from_row(r) for r in rows]  # a row that cannot be read back fails here
+        versions = [version_row(r, seq=1, change_type=ChangeType.CREATED, at=r["created"])
+                    for r in rows]
+        with self._lock:
+            self._graph.insert(rows, versions)
+            self._changed([r["id"] for r in rows], rows=rows)
         return out
 
     def _check_new_ids(self, items: Sequence[MemoryInput]) -> None:
@@ -350,15 +363,36 @@ class StoreCore:
         edges: Sequence[Edge] = (),
         reason: str = "import",
         actor: str | None = None,
+        source: str | None = None,
     ) -> MergeResult:
         """Create, update or leave each record by id, and add missing edges: all in one
-        transaction. Re-merging the same records changes nothing."""
+        transaction. Re-merging the same records changes nothing.
+
+        A record whose memory was forgotten is skipped (listed in ``forgotten``) with the
+        edges that touch it: nothing brings a forgotten memory back. A record may not move
+        a memory to another owner, and supersedes edges may not make a cycle; either is a
+        ``RecordError`` naming the record (``source`` names the file) and nothing is
+        written.
+        """
         result = MergeResult()
         by_id = {r.id: r for r in records if r.id}
         if len(by_id) != len(records):
             raise InvalidInputError("merge needs an id on every record", field="id")
+        index_of = {r.id: i for i, r in enumerate(records)}
         existing = self._graph.get_many(by_id)
-        new_items = [r for r in records if r.id not in existing]
+        gone = {i for i, m in existing.items() if m.status is Status.FORGOTTEN}
+        result.forgotten = sorted(gone)
+        existing = {i: m for i, m in existing.items() if i not in gone}
+        for memory_id, current in existing.items():
+            if current.owner != by_id[memory_id].owner:
+                raise RecordError("this memory belongs to a different owner; an import "
+                                  "cannot change a memory's owner", source=source,
+                                  index=index_of[memory_id], record_id=memory_id,
+                                  field="owner")
+        gone |= self._graph.forgotten({e.src for e in edges} | {e.dst for e in edges})
+        edges = [e for e in edges if e.src not in gone and e.dst not in gone]
+        self._check_supersede_cycles(edges, index_of=index_of, source=source)
+        new_items = [r for r in records if r.id not in existing and r.id not in gone]
         changes: list[Change] = []
         now = self.now()
         for memory_id, current in existing.items():
@@ -392,6 +426,29 @@ class StoreCore:
                     {r["dst"] for v in edge_rows.values() for r in v}
                 self._changed(sorted(touched), edges_only=True)
         return result
+
+    def _check_supersede_cycles(self, edges: Sequence[Edge], *,
+                                index_of: Mapping[str | None, int] | None = None,
+                                source: str | None = None) -> None:
+        """Refuse new supersedes edges that, with the stored ones, make a cycle (a memory
+        that replaces itself, directly or through others)."""
+        new = [(e.src, e.dst) for e in edges if e.kind == "supersedes"]
+        if not new:
+            return
+        graph: dict[str, set[str]] = {}
+        stored = self._graph.edge_table("supersedes")
+        for a, b in zip(stored.column("src").to_pylist(), stored.column("dst").to_pylist(),
+                        strict=True):
+            graph.setdefault(a, set()).add(b)
+        for a, b in new:
+            graph.setdefault(a, set()).add(b)
+        cycle = _find_cycle(graph, [a for a, _ in new])
+        if cycle:
+            where = next((x for x in cycle if index_of and x in index_of), cycle[0])
+            raise RecordError("supersedes form a cycle (" + " -> ".join(cycle) + "): a memory "
+                              "cannot replace itself", source=source,
+                              index=index_of.get(where) if index_of else None,
+                              record_id=where, field="superseded_by")
 
     def _missing_edges(self, edges: Sequence[Edge], *, known: set[str]
                        ) -> dict[str, list[dict[str, Any]]]:
@@ -442,7 +499,9 @@ class StoreCore:
     def link_many(self, edges: Sequence[Edge]) -> int:
         """Create many edges in one transaction (bulk loads); edges already in the graph,
         self-loops and edges to unknown memories are skipped. Returns how many were made."""
-        rows = self._missing_edges(list(edges), known=set())
+        gone = self._graph.forgotten({e.src for e in edges} | {e.dst for e in edges})
+        rows = self._missing_edges([e for e in edges if e.src not in gone
+                                    and e.dst not in gone], known=set())
         count = sum(len(v) for v in rows.values())
         if count:
             with self._lock:
@@ -513,21 +572,22 @@ class StoreCore:
         if confidence is not None:
             updates["confidence"] = check_unit(confidence, field="confidence")
         if tags is not None:
-            if isinstance(tags, str) or not all(isinstance(t, str) and t for t in tags):
-                raise InvalidInputError("tags must be a list of non-empty strings", field="tags")
-            updates["tags"] = list(tags)
+            updates["tags"] = check_tags(tags)
         if kind is not None:
             updates["kind"] = _kind(kind).value
         if project is not _DEFAULT:
             updates["project"] = project
         if visibility is not None:
-            updates["visibility"] = check_text(visibility, field="visibility", max_len=200)
+            updates["visibility"] = check_text(visibility, field="visibility",
+                                               max_len=MAX_VISIBILITY)
         if provenance is not None:
             updates["provenance"] = MemoryInput.parse({"text": "x",
                                                        "provenance": provenance}).provenance
         for name, value in (("valid_from", valid_from), ("valid_to", valid_to)):
             if value is not _DEFAULT:
                 updates[name] = MemoryInput.parse({"text": "x", name: value}).__dict__[name]
+        check_validity(updates.get("valid_from", memory.valid_from),
+                       updates.get("valid_to", memory.valid_to))
         updates = {k: v for k, v in updates.items() if getattr(memory, k, None) != v
                    and not (k == "kind" and memory.kind.value == v)}
         if not updates:
@@ -567,11 +627,14 @@ class StoreCore:
         now = self.now()
         rows: list[dict[str, Any]] = []
         versions: list[dict[str, Any]] = []
+        known = self._graph.get(new) if isinstance(new, str) and new else None
         if isinstance(new, Memory):
             new_id = self._visible(new.id, owner).id
-        elif isinstance(new, str) and self._graph.get(new) is not None:
-            new_id = self._visible(new, owner).id
+        elif known is not None and (owner is None or known.owner == owner):
+            new_id = known.id
         else:
+            # Not a memory this caller can see: the text of a new one. Another owner's id
+            # is treated exactly as an unknown one, so the answer tells nothing about it.
             inherited = {"kind": old.kind, "subject": old.subject, "owner": old.owner,
                          "project": old.project, "visibility": old.visibility,
                          "tags": old.tags, "importance": old.importance}
@@ -584,6 +647,12 @@ class StoreCore:
             raise ConflictError("a memory cannot supersede itself")
         if new_id in old.superseded_by:
             return self._graph.get(new_id)  # type: ignore[return-value]
+        if not rows and self._graph.forgotten([new_id]):
+            raise ConflictError(f"memory {new_id} was forgotten; it cannot supersede another")
+        try:
+            self._check_supersede_cycles([Edge("supersedes", new_id, old_id)])
+        except RecordError as exc:
+            raise ConflictError(str(exc)) from None
         event = event_row(old_id, EventType.SUPERSEDE, from_state="current", to_state="superseded",
                           reason=reason, at=now, agent_id=self.settings.agent_id,
                           metadata={"supersededBy": new_id})
@@ -613,10 +682,12 @@ class StoreCore:
                 or not np.isfinite(weight) or weight <= 0:
             raise InvalidInputError(f"weight must be a positive number, got {weight!r}",
                                     field="weight")
-        self._visible(a, owner)
-        self._visible(b, owner)
+        ends = [self._visible(a, owner), self._visible(b, owner)]
         if a == b:
             raise InvalidInputError("a memory cannot be linked to itself", field="b")
+        for end in ends:
+            if end.status is Status.FORGOTTEN:
+                raise ConflictError(f"memory {end.id} was forgotten; it cannot be linked")
         if kind == "co_occurs" and b < a:
             a, b = b, a
         with self._lock:
@@ -672,7 +743,10 @@ class StoreCore:
     def forget(self, memory_id: str, *, confirm: bool = False, reason: str = "manual",
                owner: str | None = None, purge: bool = True) -> None:
         """Hard delete: the text leaves the node, the full-text index, the vectors, every
-        version (hashes stay) and the edges; one ``delete`` event records it.
+        version, the edges, the contexts of the memories indexed with it and the metadata
+        of events that quoted it; one ``delete`` event records it. Its id stays taken for
+        good (nothing can bring it back, not a re-import), and only a keyed digest of each
+        text it had remains (``verify_forgotten`` checks a text against it).
 
         With ``purge`` (the default) the database file is then rewritten so the deleted
         bytes leave the disk too (Kuzu keeps old pages until then); to forget many
@@ -687,55 +761,95 @@ class StoreCore:
         if memory.status is Status.FORGOTTEN:
             return
         now = self.now()
+        key = self._forget_key()
+        history = self._graph.history(memory_id)
+        digest = keyed_digest(key, memory.text)
         node: dict[str, Any] = {
             "text": "", "subject": None, "tags": [], "vec": None, "payload": None,
-            "context": None, "entities": [],
-            "provenance": {"redacted": True}, "ump": {}, "access_times": [],
+            "payload_hash": None, "context": None, "entities": [],
+            "provenance": {"redacted": True}, "ump": {}, "integrity": {}, "access_times": [],
             "status": Status.FORGOTTEN.value, "prev_status": memory.status.value,
-            "hot": False, "state_changed": now, "modified": now,
+            "hot": False, "state_changed": now, "modified": now, "text_sha256": digest,
             "version": memory.version + 1,
         }
         version = {
             "id": f"{memory_id}#v{memory.version + 1}", "memory_id": memory_id,
             "seq": memory.version + 1, "change_type": ChangeType.FORGOTTEN.value, "at": now,
             "reason": None, "actor": self.settings.agent_id, "text": None, "subject": None,
-            "text_sha256": memory.text_sha256, "importance": memory.importance,
+            "text_sha256": digest, "importance": memory.importance,
             "status": Status.FORGOTTEN.value, "kind": memory.kind.value, "redacted": True,
         }
         event = event_row(memory_id, EventType.DELETE, from_state=memory.status.value,
                           to_state=Status.FORGOTTEN.value, reason=reason, at=now,
-                          agent_id=self.settings.agent_id,
-                          metadata={"textSha256": memory.text_sha256})
-        scrubbed = self._scrub_contexts(memory)
-        summaries = [(event_id, {**{k: v for k, v in meta.items() if k != "summary"},
-                                 "summary": None, "summaryRedacted": True})
-                     for event_id, meta in self._graph.summaries_mentioning(memory)]
+                          agent_id=self.settings.agent_id, metadata={"textDigest": digest})
+        texts = {memory.text, memory.payload, *(v.text for v in history)} - {None, ""}
+        mentions = Mentions(sorted(t for t in texts if t))
+        # a summary quotes a neighbour by its subject or the start of its text
+        quoted = Mentions([t for t in (memory.subject, memory.text[:40]) if t and len(t) >= 8])
+        scrubbed = self._scrub_contexts(mentions)
+        metadata = self._scrub_events(memory_id, mentions, quoted)
         with self._lock:
             self._graph.redact(memory_id, node=node, version=version, event=event,
-                               changes=scrubbed, summaries=summaries)
+                               changes=scrubbed, event_metadata=metadata,
+                               version_digests={v.id: keyed_digest(key, v.text)
+                                                for v in history})
             self._changed([memory_id], removed=True)
             if scrubbed:
                 self._changed([c.memory_id for c in scrubbed])
         if purge:
             self.purge()
 
-    def _scrub_contexts(self, memory: Memory) -> list[Change]:
-        """The forgotten text leaves the contexts of the memories indexed with it; their
-        vectors are recomputed (an embedding can give its text away)."""
-        rows = self._graph.contexts_containing(memory.text)
+    def verify_forgotten(self, memory_id: str, text: str) -> bool:
+        """Whether ``text`` is what the forgotten memory ``memory_id`` said (its keyed
+        digest matches): proof of a deletion without keeping what was deleted."""
+        memory = self._visible(memory_id, None)
+        if memory.status is not Status.FORGOTTEN:
+            raise ConflictError(f"memory {memory_id} is not forgotten")
+        return hmac.compare_digest(memory.text_sha256, keyed_digest(self._forget_key(), text))
+
+    def _forget_key(self) -> str:
+        """The store's secret for digests of forgotten texts (made on first use)."""
+        key = self._graph.meta().get("forget_key")
+        if key is None:
+            key = secrets.token_hex(32)
+            self._graph.set_meta({"forget_key": key})
+        return key
+
+    def _scrub_contexts(self, mentions: Mentions) -> list[Change]:
+        """The forgotten texts leave the contexts of the memories indexed with them
+        (matched up to whitespace); their vectors are recomputed (an embedding can give
+        its text away)."""
+        rows = [r for r in self._graph.contexts_with(mentions.probe)
+                if mentions.found_in(r["context"])]
         if not rows:
             return []
-        contexts = []
-        for row in rows:
-            lines = [ln for ln in (row["context"] or "").split("\n") if ln != memory.text]
-            joined = "\n".join(lines)
-            if len(memory.text) >= 12:
-                joined = joined.replace(memory.text, "")
-            contexts.append(joined.strip() or None)
+        contexts = [mentions.scrub(row["context"]).strip() or None for row in rows]
         vectors = self.embed([embedding_text(row["subject"], row["text"], context)
                               for row, context in zip(rows, contexts, strict=True)])
         return [Change(row["id"], set={"context": context, "vec": encode_vector(vector)})
                 for row, context, vector in zip(rows, contexts, vectors, strict=True)]
+
+    def _scrub_events(self, memory_id: str, mentions: Mentions, quoted: Mentions
+                      ) -> list[tuple[str, dict[str, Any]]]:
+        """New metadata for other events that quoted the forgotten memory: an archive
+        summary built from it (``summaryFrom``) goes whole, and any other string that
+        holds its text (or subject) is blanked, the blanked fields listed."""
+        out = []
+        probes = [p for p in (mentions.probe, quoted.probe) if p]
+        found = {event_id: meta for probe in probes or [""]
+                 for event_id, meta in self._graph.events_mentioning(memory_id, probe)}
+        for event_id, meta in found.items():
+            new = dict(meta)
+            if memory_id in (meta.get("summaryFrom") or []) or quoted.found_in(
+                    str(meta.get("summary") or "")):
+                new.update(summary=None, summaryRedacted=True)
+            cleaned, blanked = mentions.scrub_json(new)
+            if blanked:
+                cleaned["redactedFields"] = sorted(set(cleaned.get("redactedFields", []))
+                                                   | set(blanked))
+            if cleaned != meta:
+                out.append((event_id, cleaned))
+        return out
 
     def purge(self) -> None:
         """Rewrite the database file from its live data, dropping every byte of what was
@@ -751,6 +865,40 @@ class StoreCore:
         """Called after a commit that changed these memories. ``rows`` are their new node
         rows when the caller has them, ``bulk`` means anything may have changed. Layers
         that keep derived state (the recall index) extend it."""
+
+
+def _find_cycle(graph: Mapping[str, set[str]], starts: Iterable[str]) -> list[str]:
+    """A cycle reachable from ``starts`` in a directed graph, as a path that ends where
+    it began ([] when there is none); iterative depth-first search.
+
+    >>> _find_cycle({"a": {"b"}, "b": {"a"}}, ["a"])
+    ['a', 'b', 'a']
+    >>> _find_cycle({"a": {"b"}}, ["a"])
+    []
+    """
+    done: set[str] = set()
+    for start in starts:
+        if start in done:
+            continue
+        path: list[str] = [start]
+        on_path = {start}
+        stack = [iter(sorted(graph.get(start, ())))]
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                stack.pop()
+                finished = path.pop()
+                on_path.discard(finished)
+                done.add(finished)
+                continue
+            if nxt in on_path:
+                return [*path[path.index(nxt):], nxt]
+            if nxt in done:
+                continue
+            path.append(nxt)
+            on_path.add(nxt)
+            stack.append(iter(sorted(graph.get(nxt, ()))))
+    return []
 
 
 def _merge_changes(current: Memory, incoming: MemoryInput) -> dict[str, Any]:

@@ -237,7 +237,7 @@ def import_ump(store: MemoryStore, path: str | Path, *, actor: str | None = None
     edges = [Edge("supersedes", src=new, dst=item.id or "", reason="superseded_by")
              for item in inputs for new in item.superseded_by]
     result = store.merge(inputs, edges=edges, reason=f"ump import {Path(path).name}",
-                         actor=actor)
+                         actor=actor, source=source)
     # Id and subject mentions, rare shared entities. Over every record of the file, not
     # only the new ones: an import interrupted between its two transactions is completed
     # by running it again (existing edges are skipped).

@@ -1,0 +1,101 @@
+"""What ``forget`` needs to leave no trace: finding a text wherever it was copied, and a
+keyed digest in place of its hash.
+
+A forgotten text can survive in its neighbours' indexing contexts and in other records'
+metadata (archive summaries, audited Cypher), copied with other whitespace than the
+memory's own (a message's doubled spaces or line breaks). ``Mentions`` matches a text
+up to whitespace. A plain SHA-256 of a short text gives it back by brute force, so a
+forgotten memory keeps only ``keyed_digest``: an HMAC under the store's own secret key,
+with which the store (and only the store) can still confirm what was deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["DIGEST_PREFIX", "Mentions", "keyed_digest"]
+
+DIGEST_PREFIX = "hmac-sha256:"
+#: Shorter texts are removed only where they fill whole lines: "ok" must not be cut
+#: out of every word that contains it.
+_ANYWHERE = 12
+
+
+def keyed_digest(key: str, text: str | None) -> str:
+    """``hmac-sha256:<hex>`` of ``text`` under ``key``.
+
+    >>> keyed_digest("k", "hello")[:24]
+    'hmac-sha256:406e4b43f870'
+    """
+    mac = hmac.new(key.encode("utf-8"), (text or "").encode("utf-8"), hashlib.sha256)
+    return DIGEST_PREFIX + mac.hexdigest()
+
+
+class Mentions:
+    """Where any of some texts occurs in another text, whatever the whitespace.
+
+    >>> found = Mentions(["My PIN is  4071\\nat the bank"])
+    >>> found.scrub("before\\nMy PIN is 4071 at  the bank\\nafter")
+    'before\\nafter'
+    >>> found.scrub("ok")
+    'ok'
+    """
+
+    def __init__(self, texts: Iterable[str | None]) -> None:
+        parts = []
+        words_seen: list[str] = []
+        for text in texts:
+            words = (text or "").split()
+            if not words:
+                continue
+            words_seen.extend(words)
+            body = r"\s+".join(re.escape(w) for w in words)
+            if len(" ".join(words)) >= _ANYWHERE:
+                parts.append(body)
+            else:
+                parts.append(rf"(?:(?<=\n)|^)[ \t]*{body}[ \t]*(?=\n|$)")
+        self._pattern = re.compile("|".join(parts)) if parts else None
+        #: the longest run of letters and digits: every copy, in any whitespace and in
+        #: JSON, contains it verbatim (a cheap pre-filter for the database)
+        runs = [run for word in words_seen for run in re.findall(r"\w+", word)]
+        self.probe = max(runs, key=len) if runs else ""
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+    def found_in(self, text: str | None) -> bool:
+        return bool(self._pattern is not None and text and self._pattern.search(text))
+
+    def scrub(self, text: str) -> str:
+        """``text`` without the mentions; blank lines they leave are dropped."""
+        if self._pattern is None:
+            return text
+        cut = self._pattern.sub("", text)
+        if cut == text:
+            return text
+        return "\n".join(line for line in cut.split("\n") if line.strip())
+
+    def scrub_json(self, value: Any) -> tuple[Any, list[str]]:
+        """``value`` (JSON data) with every string that mentions the texts replaced by
+        None; the dotted paths of what was replaced."""
+        redacted: list[str] = []
+
+        def walk(node: Any, path: str) -> Any:
+            if isinstance(node, str):
+                if self.found_in(node):
+                    redacted.append(path or "$")
+                    return None
+                return node
+            if isinstance(node, dict):
+                return {k: walk(v, f"{path}.{k}" if path else k) for k, v in node.items()}
+            if isinstance(node, list):
+                return [walk(v, f"{path}[{i}]") for i, v in enumerate(node)]
+            return node
+
+        out = walk(json.loads(json.dumps(value)), "")
+        return out, redacted

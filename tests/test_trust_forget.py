@@ -1,0 +1,140 @@
+"""Forget is complete: copies of the text with other whitespace, audited Cypher that quoted
+it, the plain hash of a short text, torn write-ahead-log copies, and re-imports that would
+bring a forgotten memory back (or move a memory to another owner)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from graphmem import ConflictError, MemoryStore, RecordError, Status
+from ingest.ump import export_ump, import_ump
+
+
+def _files_hold(root: Path, needle: bytes) -> list[str]:
+    return [str(p) for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()]
+
+
+@pytest.mark.parametrize("message", [
+    "My locker  code is   quartzfalcon and the PIN is 4071",
+    "My locker code is quartzfalcon\nand the PIN is 4071",
+    "  My locker code is\tquartzfalcon and the PIN is 4071  ",
+])
+def test_neighbours_lose_the_text_whatever_its_whitespace(tmp_path: Path, message: str) -> None:
+    db = tmp_path / "db"
+    with MemoryStore(db, embedder="hashing") as store:
+        result = store.add_conversation([
+            {"speaker": "Ann", "text": "We are planning the greenhouse rebuild for March."},
+            {"speaker": "Ann", "text": message},
+            {"speaker": "Ann", "text": "The new sensors arrive from Lisbon on Friday."},
+        ], session_id="s1")
+        created = result.created_ids + result.candidate_ids
+        secret = next(m for m in store.get_many(created) if "quartzfalcon" in m.text)
+        neighbours = [m for m in store.get_many(created) if m.id != secret.id]
+        assert any("quartzfalcon" in (m.context or "") for m in neighbours)  # the trap is set
+        store.forget(secret.id, confirm=True)
+        for memory in store.get_many(created):
+            assert "quartzfalcon" not in (memory.context or "")
+            assert "quartzfalcon" not in memory.text
+        for preset in ("fulltext", "default"):
+            assert store.recall("quartzfalcon locker", k=10, preset=preset) == [] or all(
+                "quartzfalcon" not in (h.memory.context or "") for h in
+                store.recall("quartzfalcon locker", k=10, preset=preset))
+        assert "quartzfalcon" not in json.dumps(store.export())
+    assert _files_hold(db, b"quartzfalcon") == []
+
+
+def test_no_plain_hash_survives_anywhere(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    short = "PIN 4071"
+    plain = hashlib.sha256(short.encode()).hexdigest()
+    with MemoryStore(db, embedder="hashing") as store:
+        memory = store.add(short)
+        store.update(memory.id, importance=0.9)
+        assert plain in json.dumps(store.export())  # while it lives, the hash is there
+        store.forget(memory.id, confirm=True)
+        dump = json.dumps([store.export(), [v.model_dump(mode="json")
+                                            for v in store.history(memory.id)]])
+        assert plain not in dump
+        assert store.verify_forgotten(memory.id, short)
+        assert not store.verify_forgotten(memory.id, "PIN 4072")
+    assert _files_hold(db, plain.encode()) == []
+
+
+def test_other_events_that_quoted_it_are_scrubbed(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        secret = store.add("the vault phrase is cobaltheron")
+        other = store.add("the weather was fine")
+        store.cypher("MATCH (m:Memory) WHERE m.text = 'the vault phrase is cobaltheron' "
+                     "SET m.importance = 0.8", write=True)
+        store.link(other.id, secret.id)
+        store.archive(other.id, create_summary=True)
+        assert "cobaltheron" in json.dumps([e.model_dump(mode="json")
+                                            for e in store.events()])
+        store.forget(secret.id, confirm=True)
+        events = json.dumps([e.model_dump(mode="json") for e in store.events()])
+        assert "cobaltheron" not in events
+        archive = store.events(other.id)[-1]
+        assert archive.metadata["summary"] is None and archive.metadata["summaryRedacted"]
+    assert _files_hold(tmp_path / "db", b"cobaltheron") == []
+
+
+def test_torn_wal_copies_are_removed(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    with MemoryStore(db, embedder="hashing") as store:
+        memory = store.add("the launch code is amberfjord")
+        torn = db / "graph.kuzu.wal.torn-20260101T000000"
+        torn.write_bytes(b"...amberfjord...")  # as crash recovery would have kept it
+        store.forget(memory.id, confirm=True)
+        assert not torn.exists()
+    assert _files_hold(db, b"amberfjord") == []
+
+
+def _ump(path: Path, records: list[dict[str, object]]) -> Path:
+    path.write_text(json.dumps(records), encoding="utf-8")
+    return path
+
+
+def _record(memory_id: str, text: str, owner: str | None = "ann",
+            superseded_by: list[str] | None = None) -> dict[str, object]:
+    return {"ump": "0.1", "id": memory_id, "kind": "semantic", "body": {"text": text},
+            "scope": {"owner": owner}, "superseded_by": superseded_by or []}
+
+
+def test_a_forgotten_id_never_comes_back(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        file = _ump(tmp_path / "a.json", [_record("urn:x:1", "first secret"),
+                                          _record("urn:x:2", "second", superseded_by=[])])
+        import_ump(store, file)
+        export_ump(store, tmp_path / "before.json")
+        store.forget("urn:x:1", confirm=True)
+        for source in (file, tmp_path / "before.json"):
+            result = import_ump(store, source)
+            assert result.forgotten == ["urn:x:1"]
+            assert store.get("urn:x:1").status is Status.FORGOTTEN
+            assert store.get("urn:x:1").text == ""
+        with pytest.raises(ConflictError):
+            store.add("first secret", id="urn:x:1")
+        with pytest.raises(ConflictError, match="forgotten"):
+            store.link("urn:x:2", "urn:x:1")
+        with pytest.raises(ConflictError, match="forgotten"):
+            store.supersede("urn:x:2", "urn:x:1")
+        assert store.links("urn:x:1") == []
+
+
+def test_a_reimport_cannot_change_the_owner(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        import_ump(store, _ump(tmp_path / "a.json", [_record("urn:x:1", "ann's note")]))
+        before = json.dumps({**store.export(), "generated": None}, sort_keys=True, default=str)
+        for owner in ("mallory", None):
+            hostile = _ump(tmp_path / "b.json", [_record("urn:x:0", "fine", owner=owner),
+                                                  _record("urn:x:1", "ann's note", owner=owner)])
+            with pytest.raises(RecordError, match="owner") as caught:
+                import_ump(store, hostile)
+            assert "record 1" in str(caught.value) and "urn:x:1" in str(caught.value)
+            assert json.dumps({**store.export(), "generated": None}, sort_keys=True,
+                              default=str) == before
+        assert store.get("urn:x:1").owner == "ann"
