@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
+from graphmem import MemoryStore
+from graphmem._time import parse_iso
 from graphmem.cli import cli
-from tests.conftest import SAMPLE
+from ingest.ump import import_ump
+from tests.conftest import ROOT, SAMPLE
 
 
 def gm(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -76,3 +80,307 @@ def test_every_command_has_help(command: str) -> None:
     result = CliRunner().invoke(cli, [command, "--help"])
     assert result.exit_code == 0
     assert "Usage:" in result.output and len(result.output.splitlines()) > 3
+
+
+# -- every command on a real database, in process -------------------------------------------
+NOW = "2026-07-15T12:00:00Z"
+
+
+def cli_run(db: Path, *args: str, code: int = 0) -> Result:
+    """Run one command (``--now`` pinned) and check its exit code."""
+    result = CliRunner().invoke(cli, ["--db", str(db), "--now", NOW, *args])
+    assert result.exit_code == code, (args, result.output)
+    return result
+
+
+@pytest.fixture
+def sample_db(tmp_path: Path) -> Path:
+    db = tmp_path / "sample"
+    with MemoryStore(db, embedder="hashing", clock=lambda: parse_iso(NOW)) as store:
+        import_ump(store, SAMPLE)
+    return db
+
+
+def test_recall_command(sample_db: Path) -> None:
+    query = "how do I deploy orchard"
+    hits = json.loads(cli_run(sample_db, "--json", "recall", query, "-k", "3",
+                              "--no-record").stdout)
+    with MemoryStore(sample_db, clock=lambda: parse_iso(NOW)) as store:
+        expected = store.recall(query, k=3, record_access=False)
+    assert [h["memory"]["id"] for h in hits] == [h.memory.id for h in expected]
+    assert [h["rank"] for h in hits] == [1, 2, 3]
+    lines = cli_run(sample_db, "recall", query, "-k", "3", "--no-record").stdout.splitlines()
+    assert lines[0].split() == ["#", "score", "kind", "id", "memory"] and len(lines) == 5
+    assert [line.split()[3] for line in lines[2:]] == [h.memory.id for h in expected]
+    explained = cli_run(sample_db, "recall", "which database does orchard use", "-k", "2",
+                        "--explain", "--no-record").stdout.splitlines()
+    assert explained[0].split() == ["#", "fulltext", "vector", "graph", "fused", "act-r", "A",
+                                    "formula", "final", "memory"]
+    assert any(re.fullmatch(r"#\d is the current version of urn:ump:\w+(, urn:ump:\w+)*", line)
+               for line in explained[4:])
+    procedural = json.loads(cli_run(sample_db, "--json", "recall", "orchard", "--kind",
+                                    "procedural", "--no-record").stdout)
+    assert procedural and {h["memory"]["kind"] for h in procedural} == {"procedural"}
+    tomas = "did:key:z6MkwrenTomasRuiz2p8d4m"
+    owned = json.loads(cli_run(sample_db, "--json", "recall", "tests", "--owner", tomas,
+                               "--no-record").stdout)
+    assert owned and {h["memory"]["owner"] for h in owned} == {tomas}
+    assert cli_run(sample_db, "recall", "zzzz qqqq", "--preset", "fulltext").stdout == (
+        "(no memories)\n")
+    assert "not an ISO 8601" in cli_run(sample_db, "recall", "x", "--as-of", "soon",
+                                        code=2).output
+    [used] = json.loads(cli_run(sample_db, "--json", "recall", query, "-k", "1").stdout)
+    shown = json.loads(cli_run(sample_db, "--json", "show", used["memory"]["id"]).stdout)
+    assert shown["access_count"] == 1  # recall records an access unless --no-record
+
+
+def test_feedback_command(sample_db: Path) -> None:
+    query = "how do I deploy orchard"
+    first, second = (h["memory"] for h in json.loads(
+        cli_run(sample_db, "--json", "recall", query, "-k", "2").stdout))
+    out = cli_run(sample_db, "feedback", first["id"], "--useful", "--query", query).stdout
+    assert out == (f"{first['id']}: useful 1, ignored 0, importance "
+                   f"{min(1.0, first['importance'] + 0.05):.2f}\n")
+    ignored = json.loads(cli_run(sample_db, "--json", "feedback", second["id"],
+                                 "--ignored").stdout)
+    assert (ignored["ignored_count"], ignored["useful_count"]) == (1, 0)
+    changes = json.loads(cli_run(sample_db, "--json", "history", first["id"]).stdout)
+    assert changes[-1]["change_type"] == "importance_boost"
+    missing = cli_run(sample_db, "feedback", "urn:nope", "--useful", code=1)
+    assert missing.stderr == "error: no memory urn:nope\n"
+
+
+@pytest.mark.xfail(strict=True, reason="--useful/--ignored is required=True with default None: "
+                   "click lets the missing flag through and the store's InvalidInputError "
+                   "exits 1, where bad arguments should exit 2")
+def test_feedback_without_useful_or_ignored_is_a_usage_error(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    memory = cli_run(db, "--embedder", "hashing", "add", "something useful").stdout.strip()
+    result = cli_run(db, "feedback", memory, code=2)
+    assert "--useful" in result.output
+
+
+def test_transition_commands(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    base = ["--embedder", "hashing"]
+    episode = cli_run(db, *base, "add", "Demoed orchard to the lab").stdout.strip()
+    note = cli_run(db, *base, "add", "Moved the standup to 11:30. Everyone agreed.",
+                   "--subject", "Standup").stdout.strip()
+    promoted = cli_run(db, "promote", episode, "--reason", "high_access").stdout.strip()
+    assert promoted == (f"success=True, memoryId={episode}, oldType=episodic, "
+                        f"newType=semantic, reason=high_access, timestamp=2026-07-15T12:00:00Z")
+    again = cli_run(db, "promote", episode, code=1)
+    assert "only active episodic memories are promoted" in again.stderr
+    assert "Invalid value for '--reason'" in cli_run(db, "promote", episode, "--reason",
+                                                     "because", code=2).output
+    archived = json.loads(cli_run(db, "--json", "archive", note, "--summary").stdout)
+    assert (archived["success"], archived["newType"], archived["summary"]) == (
+        True, "archival", "Standup: Moved the standup to 11:30.")
+    restored = cli_run(db, "restore", note).stdout
+    assert "undone=archive, fromState=archived, toState=active" in restored
+    assert cli_run(db, "tombstone", note).stdout == f"{note}: tombstoned\n"
+    assert f"memory {note} is already tombstoned" in cli_run(db, "tombstone", note,
+                                                             code=1).stderr
+    hits = json.loads(cli_run(db, "--json", "recall", "standup 11:30").stdout)
+    assert [h["memory"]["id"] for h in hits] == [episode]  # never the tombstoned one
+    refused = cli_run(db, "forget", note, code=1)
+    assert "add --yes to confirm" in refused.output
+    assert json.loads(cli_run(db, "--json", "show", note).stdout)["text"].startswith("Moved")
+    assert cli_run(db, "forget", note, "--yes").stdout == f"{note}: forgotten\n"
+    gone = json.loads(cli_run(db, "--json", "show", note).stdout)
+    assert (gone["status"], gone["text"], gone["subject"]) == ("forgotten", "", None)
+    assert "standup" not in cli_run(db, "--json", "export").stdout.lower()
+    kinds = [e["eventType"] for e in json.loads(cli_run(db, "--json", "export", "--format",
+                                                         "gdpr").stdout)["events"]]
+    assert kinds == ["promote", "archive", "restore", "tombstone", "delete"]
+
+
+def test_lifecycle_commands(tmp_path: Path) -> None:
+    from tests.conftest import Clock
+    from tests.test_lifecycle import _populate
+
+    db = tmp_path / "db"
+    clock = Clock(parse_iso(NOW))
+    with MemoryStore(db, embedder="hashing", clock=clock) as store:
+        ids = _populate(store, clock)
+        before = store.export()
+    evaluated = cli_run(db, "lifecycle", "evaluate", ids["used"], ids["old_unused"]).stdout
+    rows = evaluated.splitlines()[2:]
+    assert [(r.split()[0], r.split()[2]) for r in rows] == [("promote", ids["used"]),
+                                                            ("archive", ids["old_unused"])]
+    every = json.loads(cli_run(db, "--json", "lifecycle", "evaluate").stdout)
+    assert {e["memoryId"]: e["recommendedAction"] for e in every} == {
+        ids["used"]: "promote", ids["critical"]: "promote", ids["old_unused"]: "archive",
+        ids["stale"]: "maintain", ids["payload"]: "maintain", ids["identity"]: "maintain"}
+    report = cli_run(db, "lifecycle", "report").stdout.splitlines()
+    assert report[0] == "# Archivist Lifecycle Report"
+    assert "**Mode:** dry run (nothing changed)" in report
+    assert "| Promote to Semantic | 2 | 33.3% |" in report
+    out = tmp_path / "report.md"
+    written = cli_run(db, "lifecycle", "report", "--out", str(out)).stdout
+    assert written == f"wrote {out} (6 memories evaluated, dry run)\n"
+    assert out.read_text(encoding="utf-8").splitlines() == report
+    plan = cli_run(db, "lifecycle", "run").stdout
+    assert "**Mode:** dry run (nothing changed)" in plan
+    with MemoryStore(db) as store:
+        after = store.export()
+    before.pop("generated"), after.pop("generated")
+    assert after == before  # reports and plans change nothing
+    applied = json.loads(cli_run(db, "--json", "lifecycle", "run", "--apply").stdout)
+    assert applied["applied"] is True
+    assert (applied["jobs"]["promoted"], applied["jobs"]["candidatesExpired"]) == (2, 1)
+    assert json.loads(cli_run(db, "--json", "show", ids["used"]).stdout)["kind"] == "semantic"
+    again = json.loads(cli_run(db, "--json", "lifecycle", "run", "--apply").stdout)["jobs"]
+    assert {k: v for k, v in again.items() if k not in ("centralityComputed",
+                                                        "archiveForReview")} == {
+        "decayed": 0, "recomputed": 0, "promoted": 0, "archived": 0, "hotAdded": 0,
+        "hotRemoved": 0, "candidatesExpired": 0, "payloadsRedacted": 0}
+
+
+def test_reembed_command(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    for text in ("Biscuit the cat sleeps on the keyboard", "Orchard deploys with fly",
+                 "The greenhouse pump runs at dawn"):
+        cli_run(db, "--embedder", "hashing", "add", text)
+    assert cli_run(db, "reembed", "--embedder", "hashing:128").stdout == (
+        "re-embedded 3 memories with hashing-128\n")
+    assert json.loads(cli_run(db, "--json", "stats").stdout)["embedder"] == "hashing-128"
+    refused = cli_run(db, "--embedder", "hashing", "recall", "cat", code=1)
+    assert "reembed --embedder hashing" in refused.stderr
+    [hit] = json.loads(cli_run(db, "--json", "recall", "cat keyboard", "-k", "1",
+                               "--preset", "vector").stdout)
+    assert hit["memory"]["text"].startswith("Biscuit")
+
+
+def test_import_conversation_command(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([
+        {"speaker": "Nadia", "text": "Hi!"},
+        {"speaker": "Nadia", "text": "I moved to Ibadan in March 2026 for lab work."},
+        {"speaker": "Nadia", "text": "I might try oat milk sometime."}]), encoding="utf-8")
+    out = cli_run(db, "--embedder", "hashing", "import", "conversation", str(chat),
+                  "--session", "s1", "--owner", "nadia").stdout
+    assert out == "created 1, candidates 1, reinforced 0, dropped 1\n"
+    later = tmp_path / "later.json"
+    later.write_text(json.dumps(["I might try oat milk sometime."]), encoding="utf-8")
+    result = json.loads(cli_run(db, "--json", "import", "conversation", str(later),
+                                "--session", "s2", "--owner", "nadia").stdout)
+    assert (result["memories_created"], len(result["reinforced_ids"])) == (1, 1)
+    memories = json.loads(cli_run(db, "--json", "export", "--format", "gdpr",
+                                  "--owner", "nadia").stdout)["memories"]
+    assert {m["session"] for m in memories} == {"s1", "s2"}
+    broken = tmp_path / "broken.json"
+    broken.write_text("[{", encoding="utf-8")
+    assert "not a JSON list of messages" in cli_run(db, "import", "conversation", str(broken),
+                                                    "--session", "s3", code=1).stderr
+    assert "Missing option '--session'" in cli_run(db, "import", "conversation", str(chat),
+                                                   code=2).output
+
+
+def _locomo_file(path: Path) -> Path:
+    def conversation(sample: str, turns: list[list[str]]) -> dict[str, object]:
+        sessions: dict[str, object] = {"speaker_a": "Caroline", "speaker_b": "Melanie"}
+        for n, texts in enumerate(turns, start=1):
+            sessions[f"session_{n}_date_time"] = f"1:56 pm on {n} May, 2023"
+            sessions[f"session_{n}"] = [
+                {"speaker": ("Caroline", "Melanie")[i % 2], "dia_id": f"D{n}:{i + 1}",
+                 "text": text} for i, text in enumerate(texts)]
+        return {"sample_id": sample, "conversation": sessions,
+                "qa": [{"question": "Where?", "answer": "Lagos", "evidence": ["D1:1"],
+                        "category": 4}]}
+
+    path.write_text(json.dumps([
+        conversation("conv-a", [["I moved to Lagos in 2022.", "Lagos is lovely."],
+                                ["My dog Biscuit turned three."]]),
+        conversation("conv-b", [["I paint landscapes.", "Show me one!"]])]),
+        encoding="utf-8")
+    return path
+
+
+def test_import_locomo_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = _locomo_file(tmp_path / "locomo.json")
+    db = tmp_path / "db"
+    out = cli_run(db, "--embedder", "hashing", "import", "locomo", str(source),
+                  "--conversation", "conv-a").stdout
+    assert out == "1 conversations, 3 turns\n"
+    memory = json.loads(cli_run(db, "--json", "show", "urn:locomo:conv-a:D1:1").stdout)
+    assert (memory["text"], memory["owner"], memory["created"]) == (
+        "Caroline: I moved to Lagos in 2022.", "conv-a", "2023-05-01T13:56:00Z")
+    assert cli_run(db, "import", "locomo", str(source), "--conversation", "conv-a").stdout \
+        == out  # again: nothing new
+    monkeypatch.setenv("GRAPHMEM_LOCOMO", str(source))  # the default file
+    assert cli_run(db, "import", "locomo").stdout == "2 conversations, 5 turns\n"
+    assert json.loads(cli_run(db, "--json", "stats").stdout)["memories"] == 5
+    monkeypatch.setenv("GRAPHMEM_LOCOMO", str(tmp_path / "missing.json"))
+    assert "snap-research/locomo" in cli_run(db, "import", "locomo", code=1).stderr
+
+
+# -- make demo ------------------------------------------------------------------------------
+DEMO_STEPS = [
+    "import the sample corpus (all or nothing; a second run changes nothing)",
+    "what is there",
+    "a supersede chain: old versions are kept, recall sees the current one",
+    "a few procedural memories",
+    *["recall: full text + vectors + graph walk, fused by RRF, re-ranked by ACT-R"] * 3,
+    "simulate use: the agent recalls its deploy procedure and marks it useful",
+    "the lifecycle report (a dry run: nothing changes until `lifecycle run --apply`)",
+]
+
+
+def _demo(db: Path) -> str:
+    result = subprocess.run([sys.executable, "-m", "graphmem.demo", "--db", str(db),
+                             "--embedder", "hashing"], capture_output=True, text=True,
+                            timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    return result.stdout
+
+
+def test_make_demo(tmp_path: Path) -> None:
+    """What `make demo` runs (with the hashing embedder), and what it prints."""
+    db = tmp_path / "demo.db"
+    out = _demo(db)
+    lines = out.splitlines()
+    assert [line[3:] for line in lines if line.startswith("== ")] == DEMO_STEPS
+    commands = [line for line in lines if line.startswith("$ graphmem")]
+    assert len(commands) == len(DEMO_STEPS) and all(f"--db {db}" in c for c in commands)
+    assert ("created 301, updated 0, unchanged 0, supersede edges 11 (embedder hashing-384)"
+            in lines)
+    with MemoryStore(db) as store:
+        stats = store.stats()
+        used = [m for m in store.memories() if m.useful_count]
+    assert lines[lines.index("memories 301 (superseded 11, owners 2)") + 1:][:3] == [
+        "  by kind:   episodic 203, identity 24, note 9, procedural 19, semantic 37, working 9",
+        "  by status: active 162, archived 40, candidate 50, tombstoned 49",
+        "  edges:     " + ", ".join(f"{k} {v}" for k, v in stats.edges.items())]
+    assert stats.edges["supersedes"] == 11 and stats.edges["references"] > 0
+    chain = lines[lines.index(commands[2]) + 1:][:3]
+    assert [re.sub(r"\s+", " ", c.strip()) for c in chain] == [
+        "replaced 2026-05-01 Orchard stores data in PostgreSQL 14 on a single fly.io volume.",
+        "replaced 2026-05-10 Orchard stores data in PostgreSQL 15 with a read replica.",
+        "current 2026-06-09 Orchard stores data in PostgreSQL 16 with pgvector 0.7 and a "
+        "read replica."]
+    procedures = lines[lines.index(commands[3]) + 1:][:5]
+    assert [p.split()[0][:8] for p in procedures[:4]] == ["urn:ump:"] * 4
+    assert procedures[4] == ""
+    for command in commands[4:7]:  # three explained recalls of 4 hits each
+        table = lines[lines.index(command) + 1:][:6]
+        assert table[0].split()[:5] == ["#", "fulltext", "vector", "graph", "fused"]
+        assert [row.split()[0] for row in table[2:]] == ["1", "2", "3", "4"]
+    deploy = lines[lines.index(commands[4]) + 3]
+    assert deploy.endswith("Deploy command")
+    assert "12 recalls with useful feedback recorded" in lines
+    assert [m.useful_count for m in used] == [12]  # the simulated use reached the store
+    report = lines[lines.index(commands[8]) + 1:]
+    assert report[:5] == ["# Archivist Lifecycle Report", "",
+                          "**Generated:** 2026-07-15T18:00:00Z",
+                          "**Memories Evaluated:** 162", "**Mode:** dry run (nothing changed)"]
+    summary = [r for r in report if re.fullmatch(r"\| [A-Z][a-z].* \| \d+ \| [\d.]+% \|", r)]
+    assert len(summary) == 4 and sum(int(r.split("|")[2]) for r in summary) == 162
+    assert re.fullmatch(rf"done in [\d.]+ s; explore with `\.venv/bin/graphmem --db {db} "
+                        r"--now 2026-07-15T18:00:00Z --help`", lines[-1])
+    again = _demo(db).splitlines()  # a second `make demo` on the same database
+    [imported] = [line for line in again if line.startswith("created ")]
+    assert re.fullmatch(r"created 0, updated \d, unchanged \d+, supersede edges 0 "
+                        r"\(embedder hashing-384\)", imported)
