@@ -272,6 +272,14 @@ def set_column(table: pa.Table, column: str, values: list[Any]) -> pa.Table:
     return table.set_column(index, column, pa.array(values, table.schema.field(index).type))
 
 
+def invalid_utf8(table: pa.Table, column: str) -> pa.Table:
+    """``column`` holding bytes that are not UTF-8 (Parquet readers do not check)."""
+    n = table.num_rows
+    offsets = pa.py_buffer(b"".join((3 * i).to_bytes(4, "little") for i in range(n + 1)))
+    values = pa.Array.from_buffers(pa.string(), n, [None, offsets, pa.py_buffer(b"\xe6ab" * n)])
+    return table.set_column(table.schema.get_field_index(column), column, values)
+
+
 TAMPERED: list[tuple[str, Callable[[pa.Table], pa.Table], str]] = [
     ("Memory.parquet", lambda t: t.rename_columns(["a.ID", *t.column_names[1:]]),
      r"data/Memory\.parquet has the columns \['a\.ID'"),
@@ -303,6 +311,10 @@ TAMPERED: list[tuple[str, Callable[[pa.Table], pa.Table], str]] = [
         t, "a.value", ["abc" if k == "embedder_dim" else v for k, v in
                        zip(t.column(0).to_pylist(), t.column(1).to_pylist(), strict=True)]),
      r"Meta records embedder_dim 'abc', not a dimension"),
+    ("Memory.parquet", lambda t: invalid_utf8(t, "a.text"),
+     r"data/Memory\.parquet could not be read: .*Invalid UTF8"),
+    ("Meta.parquet", lambda t: invalid_utf8(t, "a.value"),
+     r"data/Meta\.parquet could not be read: .*Invalid UTF8"),
     ("LifecycleEvent.parquet", lambda t: t.slice(0, 0),
      r"gave \(memories, versions, events, fingerprint\)"),
 ]
@@ -358,10 +370,13 @@ def test_flipped_bytes_give_a_store_error_or_a_store_that_works(
             MemoryStore.restore_backup(backup, target)
         except StoreError as exc:
             assert str(exc).strip() and not target.exists()
-        else:  # the change was in a value: the store still opens and reads whole
-            with MemoryStore(target, embedder="hashing") as copy:
-                copy.export()
-                copy.recall("orchard", k=3)
+        else:  # the change was in a value: the store reads whole, or says what is wrong
+            try:
+                with MemoryStore(target, embedder="hashing") as copy:
+                    copy.export()
+                    copy.recall("orchard", k=3)
+            except GraphmemError as exc:  # e.g. a flipped embedder name in Meta
+                assert str(exc).strip()
         assert leftovers(base) == []
     finally:
         shutil.rmtree(base, ignore_errors=True)

@@ -130,6 +130,9 @@ def _copy_table(db: Database, table: TableFile, open_file: Opener, *, label: str
         try:
             with db.write() as tx:
                 for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
+                    # Parquet readers do not check that strings are UTF-8; Kuzu would
+                    # store the bytes and fail on every later read of the row.
+                    batch.validate(full=True)
                     tx.copy(table.table, pa.Table.from_batches([batch]).rename_columns(names))
         except GraphmemError as exc:
             raise StoreError(f"{where} could not be loaded into table {table.table}: "
