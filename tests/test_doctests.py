@@ -39,6 +39,7 @@ EXAMPLED = {
     "graphmem._recall._walk": 7,
     "graphmem._redact": 1,
     "graphmem._rows": 1,
+    "graphmem._store": 1,
     "graphmem._time": 13,
     "ingest.locomo": 8,
     "ingest.longmemeval": 4,
