@@ -27,7 +27,8 @@ from graphmem import Edge, Kind, MemoryInput, MemoryStore, MergeResult, RecordEr
 from graphmem._input import validation_message
 
 __all__ = ["Bullet", "Daily", "DailyFile", "Scan", "UnsafePathError", "bullet_id",
-           "import_markdown", "open_dir", "parse_daily", "read_at", "read_inside", "scan"]
+           "import_markdown", "open_dir", "parse_daily", "read_at", "read_inside", "refusal",
+           "scan", "scan_memory_dir"]
 
 DAILY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
 POINTER = re.compile(r"(?:→|->)\s*see\s*\[(wiki/[^\]\s]+)\]", re.IGNORECASE)
