@@ -196,6 +196,17 @@ def test_locomo_ingest(store: MemoryStore) -> None:
     stats = store.stats()
     assert stats.edges["co_occurs"] == len(ids) - len(conversation.sessions)
     assert stats.edges["references"] > 0
+    # every derived reference joins two turns that share the entity it names, the newer
+    # turn (or one of the same session date) pointing at the older
+    entities = {m.id: set(m.entities) for m in store.memories()}
+    created = {m.id: m.created for m in store.memories()}
+    rows = store.cypher("MATCH (a:Memory)-[r:REFERENCES]->(b:Memory) RETURN a.id AS a, "
+                        "b.id AS b, r.source AS source")
+    assert len(rows) == stats.edges["references"]
+    for row in rows:
+        kind, _, entity = row["source"].partition(":")
+        assert kind == "entity" and entity in entities[row["a"]] & entities[row["b"]], row
+        assert created[row["a"]] >= created[row["b"]], row
     again = ingest_conversation(store, conversation, owner="conv-26")
     assert again == ids and store.stats() == stats
 
