@@ -38,7 +38,7 @@ PUBLIC_PATHS = frozenset({"/healthz", "/openapi.json"})
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
 _HOST = re.compile(r"(?P<name>\[[^\]]*\]|[^:\[\]]*)(?::(?P<port>[0-9]{1,5}))?")
 _BEARER = re.compile(r"[Bb][Ee][Aa][Rr][Ee][Rr] +([!-~]+)")
-_DIGITS = re.compile(r"[0-9]{1,30}")
+_DIGITS = re.compile(r"[0-9]{1,20}")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
@@ -70,7 +70,7 @@ def is_loopback_host(value: str | None) -> bool:
     that name is what arrives here."""
     if value is None:
         return False
-    match = _HOST.fullmatch(value.strip().lower())
+    match = _HOST.fullmatch(value.strip(" \t").lower())
     if match is None or match.group("name") not in _LOOPBACK_NAMES:
         return False
     return match.group("port") is None or int(match.group("port")) <= 65535
@@ -180,6 +180,9 @@ class Guard:
                             "(GRAPHMEM_MAX_BODY_BYTES); send fewer memories per request",
                             field="body")
         lengths = {v.strip() for k, v in headers if k == "content-length"}
+        if lengths and any(k == "transfer-encoding" for k, _ in headers):
+            raise Refusal(400, "invalid_header", "send Content-Length or Transfer-Encoding, "
+                          "not both", field="content-length")
         if lengths:
             if len(lengths) != 1 or not _DIGITS.fullmatch(next(iter(lengths))):
                 raise Refusal(400, "invalid_header", "Content-Length must be one decimal "
