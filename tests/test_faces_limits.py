@@ -160,3 +160,23 @@ def test_limit_settings_are_checked(name: str, raw: str, message: str) -> None:
     assert Settings.from_env({"GRAPHMEM_MAX_BODY_BYTES": "2048", "GRAPHMEM_IDLE_TIMEOUT_S":
                               "2.5"}).max_body_bytes == 2048
     assert Settings().max_body_bytes == 16 * 2**20
+
+
+def test_the_head_deadline_does_not_cut_a_slow_answer(tmp_path: Path) -> None:
+    """The deadline is for the request head: a request whose head came in time is
+    answered however long the store takes (here 2 s, twice the deadline)."""
+    with MemoryStore(tmp_path / "db", embedder="hashing", settings=LIMITS) as store:
+        recall = store.recall
+
+        def slow(*args: object, **kwargs: object) -> object:
+            time.sleep(2)
+            return recall(*args, **kwargs)  # type: ignore[arg-type]
+
+        store.recall = slow  # type: ignore[method-assign]
+        with running_sidecar(store, Tokens.from_mapping(TOKENS)) as served:
+            body = b'{"query": "anything"}'
+            answer = raw_request(served, head("POST", "/v1/memories/retrieve",
+                                              bearer(WRITER), "Content-Type: application/json",
+                                              f"Content-Length: {len(body)}"),
+                                 [body], timeout=10)
+    assert answer.status == 200 and answer.json()["count"] == 0

@@ -21,7 +21,10 @@ def serve(ctx: Context, host: str, port: int, tokens_file: str | None, log_level
 
     \b
     Endpoints under /v1 (memories, conversations, retrieve, feedback, lifecycle,
-    export), /healthz, and the OpenAPI document at /openapi.json.
+    export, store), /healthz, and the OpenAPI document at /openapi.json.
+    Without tokens only loopback Host headers are served. Limits:
+    GRAPHMEM_MAX_BODY_BYTES (16 MiB), GRAPHMEM_HEADER_TIMEOUT_S (10 s for a
+    request's line and headers), GRAPHMEM_IDLE_TIMEOUT_S (30 s of body silence).
     """
     from ..sidecar import serve as run
 
