@@ -98,7 +98,8 @@ def canonical_path(scope: Scope) -> str:
 
 
 def needs_of(route: BaseRoute) -> set[str]:
-    """The scopes a route's dependencies require (each ``_require`` carries ``needs``)."""
+    """The scopes a route's dependencies require (each scope dependency carries
+    ``needs``, see ``_app._Need``)."""
     found: set[str] = set()
     stack = list(getattr(getattr(route, "dependant", None), "dependencies", []))
     while stack:
@@ -124,13 +125,13 @@ class Guard:
             return
         headers = _headers(scope)
         try:
-            scope = {**scope, "path": canonical_path(scope)}
             if self.tokens is None and not is_loopback_host(_one(headers, "host")):
                 raise Refusal(400, "invalid_host", "without tokens this sidecar serves only "
                               "requests addressed to 127.0.0.1, localhost or [::1] (a web "
                               "page could otherwise reach it through a DNS name it "
                               "controls); serve with --tokens FILE to accept other names",
                               field="host")
+            scope = {**scope, "path": canonical_path(scope)}
             if scope["path"] not in PUBLIC_PATHS:
                 principal = self._authenticate(headers)
                 self._authorize(scope, principal)
