@@ -1,0 +1,16 @@
+"""The knowledge graph's extraction layer: typed entities, their resolution, times, and facts,
+as free functions and value types with no dependency on the store, the database or recall."""
+
+from ._calendar import Granularity, TimeWindow
+from ._text import normalize
+from ._time import TimeMention, is_temporal_question, parse_times, query_window
+
+__all__ = [
+    "Granularity",
+    "TimeMention",
+    "TimeWindow",
+    "is_temporal_question",
+    "normalize",
+    "parse_times",
+    "query_window",
+]

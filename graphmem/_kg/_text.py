@@ -1,0 +1,97 @@
+"""Text helpers shared by the extraction rules: the normal form of a name, sentence spans and
+dialogue speaker labels ("Caroline: ..."), each one compiled regex and a small function."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ._lexicon import COMMON_STARTERS
+
+__all__ = ["Sentence", "normalize", "sentences", "speaker_label"]
+
+_TITLE = re.compile(r"^(?:mr|mrs|ms|dr|prof|professor)\.?\s+")
+_POSSESSIVE = re.compile(r"(?<=\w)['’]s\b|(?<=s)['’](?=\s|$)")
+_EDGE = " \t\n.,;:!?\"'“”‘’()[]{}"
+#: A sentence ends at . ! ? followed by space, or at a line break; abbreviations such as
+#: "Dr." or "Prof." and initials do not end one.
+_BOUNDARY = re.compile(
+    r"(?<!\b[A-Z])(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bDr)(?<!\bProf)(?<!\bSt)(?<!\bvs)(?<!\be\.g)"
+    r"(?<!\bi\.e)(?<!\betc)[.!?]+[\"')\]]*\s+|\n+")
+_SPEAKER = re.compile(r"\s*([A-Z][\w'’.-]*(?:\s[A-Z][\w'’.-]*){0,2})\s*:\s")
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    """One sentence of a text: its characters ``text[start:end]``."""
+
+    start: int
+    end: int
+    text: str
+
+
+def normalize(surface: str) -> str:
+    """The normal form of a name: lowercase, single spaces, no possessive, no edge punctuation,
+    no leading article or title.
+
+    Examples
+    --------
+    >>> normalize("  Caroline's "), normalize("The  University of Lagos"), normalize("James'")
+    ('caroline', 'university of lagos', 'james')
+    >>> normalize("the US"), normalize("NYC."), normalize("Prof. Adeyemi")
+    ('us', 'nyc', 'adeyemi')
+    """
+    text = _POSSESSIVE.sub("", surface.replace("’", "'"))
+    text = " ".join(text.split()).strip(_EDGE).lower()
+    if text.startswith("the "):
+        text = text[4:]
+    return _TITLE.sub("", text)
+
+
+def sentences(text: str) -> list[Sentence]:
+    """The sentences of ``text`` with their character offsets (empty ones left out).
+
+    Examples
+    --------
+    >>> [s.text for s in sentences("I met Dr. Okafor. She moved to Lagos!\\nBye")]
+    ['I met Dr. Okafor.', 'She moved to Lagos!', 'Bye']
+    """
+    out: list[Sentence] = []
+    start = 0
+    for match in _BOUNDARY.finditer(text):
+        end = match.start() + len(match.group(0).rstrip())
+        _add(out, text, start, end)
+        start = match.end()
+    _add(out, text, start, len(text))
+    return out
+
+
+def _add(out: list[Sentence], text: str, start: int, end: int) -> None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if start < end:
+        out.append(Sentence(start, end, text[start:end]))
+
+
+def speaker_label(line: str) -> tuple[str, int, int] | None:
+    """The speaker of a dialogue line ``"Name: words"``: (name, start, end), or None.
+
+    One to three capitalised words before a colon at the start of the line; words that open
+    headings ("Note:", "Update:") are not speakers.
+
+    Examples
+    --------
+    >>> speaker_label("Caroline: I moved to Lisbon last year.")
+    ('Caroline', 0, 8)
+    >>> speaker_label("Note: call the bank"), speaker_label("2026-04-01: Deployed v2")
+    (None, None)
+    """
+    match = _SPEAKER.match(line)
+    if match is None:
+        return None
+    name = match.group(1)
+    if name.split()[0] in COMMON_STARTERS:
+        return None
+    return name, match.start(1), match.end(1)
