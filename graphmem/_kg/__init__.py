@@ -2,13 +2,18 @@
 as free functions and value types with no dependency on the store, the database or recall."""
 
 from ._calendar import Granularity, TimeWindow
+from ._entities import ENTITY_TYPES, EntityType, Mention, extract_mentions
 from ._text import normalize
 from ._time import TimeMention, is_temporal_question, parse_times, query_window
 
 __all__ = [
+    "ENTITY_TYPES",
+    "EntityType",
     "Granularity",
+    "Mention",
     "TimeMention",
     "TimeWindow",
+    "extract_mentions",
     "is_temporal_question",
     "normalize",
     "parse_times",

@@ -1,0 +1,341 @@
+"""Typed entity mentions found by deterministic rules: capitalised names, a gazetteer, cue
+phrases, product versions, event nouns, dialogue speakers and (through ``parse_times``) dates."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from ._gazetteer import ALIASES, KNOWN_ORGS, KNOWN_PRODUCTS, PLACES
+from ._lexicon import (
+    ACRONYMS,
+    COMMON_STARTERS,
+    COUNTER_NOUNS,
+    EVENT_MODIFIERS,
+    EVENT_NEEDS_MODIFIER,
+    EVENT_NOUNS,
+    FIRST_NAMES,
+    FUNCTION_WORDS,
+    HOLIDAYS,
+    ORG_PREFIXES,
+    ORG_SUFFIXES,
+    PERSON_TITLES,
+    RELATION_NOUNS,
+    words,
+)
+from ._text import normalize, speaker_label
+from ._time import TimeMention, parse_times
+
+__all__ = ["ENTITY_TYPES", "EntityType", "Mention", "extract_mentions"]
+
+EntityType = Literal["person", "place", "organization", "product", "event", "date", "other"]
+ENTITY_TYPES: tuple[EntityType, ...] = ("person", "place", "organization", "product", "event",
+                                        "date", "other")
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """A typed entity mention: the characters ``text[start:end]``, and the ``normalized`` form
+    the resolver groups by (for a date, the label of its window, e.g. ``2023-05-08``)."""
+
+    surface: str
+    start: int
+    end: int
+    type: EntityType
+    normalized: str
+
+
+_TOKEN = (r"(?:[A-Z](?:[\w&+]|-(?![a-z])|['’](?=[A-Za-z])(?!s\b)|\.(?=\w))*|[a-z]+[A-Z][\w+]*|"
+          r"\d+[A-Z][\w]*)")
+_CONNECTOR = r"(?:of|the|de|da|do|du|van|von|der|den|del|la|le|di|&)"
+_SPAN = re.compile(rf"(?<![\w@/.])(?:(?:Mr|Mrs|Ms|Dr|Prof)\.?[ \t]+)?{_TOKEN}"
+                   rf"(?:[ \t]+(?:{_CONNECTOR}[ \t]+)*{_TOKEN})*")
+_INITIAL_BEFORE = set(".!?:;\"“(\n•*→-–—[")
+_TIME_WORDS = words("january february march april may june july august september october "
+                    "november december monday tuesday wednesday thursday friday saturday sunday "
+                    "today yesterday tomorrow tonight")
+_DROP = frozenset({"I", "I'm", "I've", "I'd", "I'll", "I’m", "I’ve", "I’d", "I’ll"})
+_CAMEL = re.compile(r"[a-z][A-Z]|[A-Za-z]\d|\d[A-Za-z]")
+_VERSION_V = re.compile(r"\b(?P<name>[A-Za-z][\w+#-]*)[ \t]+(?P<ver>v\d+(?:\.\d+)*)\b")
+_VERSION_CAP = re.compile(
+    r"(?<![\w.])(?P<name>[A-Z][\w+#-]*|[a-z]+[A-Z][\w+#-]*)[ \t]+"
+    r"(?P<ver>\d+(?:\.\d+)*\+?)(?![\w%]|[.,]\d|\s*(?i:%|gb|mb|km|kg|ms|usd|eur|am|pm|people|"
+    r"users|minutes|hours|days|weeks|months|years)\b)")
+_VERSION_LOWER = re.compile(r"(?<![\w.])(?P<name>[a-z][\w+#-]{2,})[ \t]+(?P<ver>\d+\.\d+(?:\.\d+)*)"
+                            r"(?![\w%]|\.\d)")
+_EVENT = re.compile(r"\b(?:" + "|".join(sorted(EVENT_NOUNS, key=len, reverse=True)) + r")\b",
+                    re.IGNORECASE)
+_MODIFIER_TOKEN = re.compile(r"([A-Za-z][\w'’-]*)[ \t]+$")
+_PLACE_CUE = re.compile(
+    r"(?:\b(?:moved|move|moves|moving|relocated|relocating|relocate|trip|travel(?:l?ed|l?ing|s)?"
+    r"|flew|fly|flying|flight|drove|drive|driving|road\s+trip|headed|heading|went|go|going|"
+    r"get|got|came|come|back)\s+(?:back\s+)?(?:to|from)\b|\b(?:lives?|living|lived|born|"
+    r"grew\s+up|vacation|holiday|holidays|based|located|stay(?:ed|ing)?|raised|settled|"
+    r"studying|study|studied|weekend|week|days|months|years|spent\s+\w+)\s+in\b|"
+    r"\bvisit(?:ed|ing|s)?\b|\b(?:works?|working|worked)\s+from\b|"
+    r"\b(?:is|am|are|'m|’m|was|were|comes?|came|'s|’s)\s+from\b)\s*(?:the\s+)?$", re.IGNORECASE)
+_ORG_CUE = re.compile(
+    r"\b(?:(?:works?|working|worked|job|intern(?:ing|ship)?|position|role|career|employed|"
+    r"hired|studies|study|studying|studied|student|candidate|professor|teacher|researcher|"
+    r"volunteer(?:s|ed|ing)?|engineer|manager|nurse|doctor|developer|designer)\s+"
+    r"(?:at|for|by|with)|joined|joining|join|left|quit)\s+(?:the\s+)?$", re.IGNORECASE)
+_PERSON_AFTER = re.compile(r"\s*(?:said|says|told|tells|asked|asks|and\s+I\b|texted|called|"
+                           r"replied|mentioned|thinks|wants|loves|likes|is\s+my|was\s+my)\b",
+                           re.IGNORECASE)
+_PERSON_BEFORE = re.compile(
+    r"(?:\b(?:my|his|her|their|our|your)|['’]s)\s+(?:(?:best|older|younger|little|big|twin|"
+    r"late|ex|new|old|dear)[\s-]+)?(?:" + "|".join(RELATION_NOUNS) +
+    r")s?,?\s+(?:(?:is\s+)?(?:called|named)\s+)?$|\b(?:told|asked|met|meet|texted|thanks|thank|"
+    r"hugged|dating|married|marry)\s+$", re.IGNORECASE)
+_PLACE_AFTER = re.compile(r",\s*([A-Z][a-z]+(?:\s[A-Z][a-z]+)?)")
+
+
+def extract_mentions(text: str, *, now: datetime | None = None,
+                     times: Sequence[TimeMention] | None = None) -> list[Mention]:
+    """The typed entity mentions of ``text``, in order, none overlapping.
+
+    ``now`` resolves relative dates (else only absolute ones are dates); ``times`` passes
+    time mentions already found for this text, so they are not parsed twice.
+
+    Rules, in order of precedence: dates; products with a version ("PostgreSQL 16", "orchard
+    v1.9.0", "axum 0.7"); events (wedding, conference, "birthday party", a name before an
+    event noun); dialogue speakers ("Caroline: ...") are persons; capitalised spans (minus
+    sentence-opening common words, pronouns, months and all-capital common nouns like API)
+    typed by title (Dr., Prof.), alias and gazetteer, organisation suffix or prefix (Inc,
+    Bank, University of ...), known product or camel case (iPhone, TypeScript), event noun,
+    first name, cue phrase (moved to / lives in X: place; works at X: organisation; my
+    sister X, X said: person), else ``other``. A name typed somewhere in the text gives its
+    type to its untyped repetitions and to its parts ("Caroline Smith" ... "Caroline").
+
+    Examples
+    --------
+    >>> [(m.surface, m.type) for m in extract_mentions(
+    ...     "Caroline: My sister Anna moved to Lisbon and works at Acme Inc.")]
+    [('Caroline', 'person'), ('Anna', 'person'), ('Lisbon', 'place'), ('Acme Inc', 'organization')]
+    >>> [(m.surface, m.type, m.normalized) for m in extract_mentions(
+    ...     "Orchard's API moved to PostgreSQL 16 after the wedding on 8 May, 2023.")]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [('Orchard', 'other', 'orchard'), ('PostgreSQL 16', 'product', 'postgresql 16'),
+     ('wedding', 'event', 'wedding'), ('8 May, 2023', 'date', '2023-05-08')]
+    """
+    if times is None:
+        times = parse_times(text, now)
+    found: list[tuple[int, Mention]] = []  # (rank, mention): lower rank wins an overlap
+    holidays = []
+    for t in times:
+        if normalize(t.surface).split(" ")[-1] in _HOLIDAY_WORDS:
+            holidays.append(t)
+            continue
+        found.append((0, Mention(t.surface, t.start, t.end, "date", t.window.label)))
+    found += [(1, m) for m in _versions(text)]
+    found += [(2, m) for m in _events(text)]
+    speakers = _speakers(text)
+    found += [(2, m) for m in speakers]
+    found += [(3, m) for m in _names(text, {m.start for m in speakers})]
+    chosen: list[Mention] = []
+    for _, m in sorted(found, key=lambda rm: (rm[0], rm[1].start - rm[1].end, rm[1].start)):
+        if all(m.end <= c.start or c.end <= m.start for c in chosen):
+            chosen.append(m)
+    chosen.sort(key=lambda m: m.start)
+    return _consistent(_join_possessive_orgs(text, chosen))
+
+
+_HOLIDAY_WORDS = frozenset(w for name in HOLIDAYS for w in name.split()[-1:])
+
+
+def _versions(text: str) -> list[Mention]:
+    out = []
+    for pattern in (_VERSION_V, _VERSION_CAP, _VERSION_LOWER):
+        for m in pattern.finditer(text):
+            name = m["name"]
+            first = name.split()[0]
+            common = (name.lower() in COUNTER_NOUNS or first.lower() in FUNCTION_WORDS
+                      or first in COMMON_STARTERS or first.lower() in _TIME_WORDS
+                      or first.upper() in ACRONYMS or name.lower() in FIRST_NAMES
+                      or first.lower() in COUNTER_NOUNS)
+            # "v1.2" marks a version after any name but a function word ("to v2").
+            if common and (pattern is not _VERSION_V or name.lower() in FUNCTION_WORDS):
+                continue
+            surface = text[m.start():m.end()]
+            out.append(Mention(surface, m.start(), m.end(), "product", normalize(surface)))
+    return out
+
+
+def _events(text: str) -> list[Mention]:
+    out = []
+    for m in _EVENT.finditer(text):
+        start, noun = m.start(), m.group(0).lower()
+        modifiers = 0
+        while modifiers < 2:
+            before = _MODIFIER_TOKEN.search(text, 0, start)
+            if before is None:
+                break
+            word = before.group(1)
+            if word.lower() in EVENT_MODIFIERS or (
+                    word[0].isupper() and word not in COMMON_STARTERS and
+                    word.lower() not in FUNCTION_WORDS and word.lower() not in _TIME_WORDS):
+                start = before.start(1)
+                modifiers += 1
+            else:
+                break
+        if noun in EVENT_NEEDS_MODIFIER and not modifiers:
+            continue
+        surface = text[start:m.end()]
+        out.append(Mention(surface, start, m.end(), "event", normalize(surface)))
+    return out
+
+
+def _speakers(text: str) -> list[Mention]:
+    out = []
+    offset = 0
+    for line in text.split("\n"):
+        found = speaker_label(line)
+        if found is not None:
+            name, start, end = found
+            out.append(Mention(name, offset + start, offset + end, "person", normalize(name)))
+        offset += len(line) + 1
+    return out
+
+
+def _initial(text: str, position: int) -> bool:
+    """Whether a word at ``position`` opens a sentence, heading, list item or quotation."""
+    j = position - 1
+    while j >= 0 and text[j] in " \t":
+        j -= 1
+    return j < 0 or text[j] in _INITIAL_BEFORE
+
+
+def _names(text: str, speaker_starts: set[int]) -> list[Mention]:
+    spans: list[tuple[bool, list[tuple[int, str]]]] = []
+    mid_sentence: set[str] = set()
+    for m in _SPAN.finditer(text):
+        tokens = [(t.start() + m.start(), t.group(0)) for t in re.finditer(r"\S+", m.group(0))]
+        initial = _initial(text, m.start()) and m.start() not in speaker_starts
+        spans.append((initial, tokens))
+        mid_sentence.update(w for i, (_, w) in enumerate(tokens) if i or not initial)
+    out = []
+    for initial, tokens in spans:
+        for part in _split(tokens):
+            if initial and part[0][0] == tokens[0][0]:
+                while part and _starter(part[0][1]):
+                    part = part[1:]
+                if not part:
+                    continue
+                if part[0][0] == tokens[0][0] and len(part) == 1 and \
+                        not _name_like(text, part[0], mid_sentence):
+                    continue
+            start, end = part[0][0], part[-1][0] + len(part[-1][1])
+            surface = text[start:end]
+            words = surface.split()
+            if len(words) == 1 and (surface.upper() in ACRONYMS or
+                                    surface.lower() in _TIME_WORDS):
+                continue
+            out.append(Mention(surface, start, end, _classify(text, start, end, words),
+                               normalize(surface)))
+    return out
+
+
+def _split(tokens: list[tuple[int, str]]) -> list[list[tuple[int, str]]]:
+    """Cut a capitalised span at pronouns ("I"), months and weekdays; drop edge connectors."""
+    parts: list[list[tuple[int, str]]] = [[]]
+    for position, word in tokens:
+        if word in _DROP or word.lower() in _TIME_WORDS or word in ACRONYMS:
+            parts.append([])
+        else:
+            parts[-1].append((position, word))
+    out = []
+    for part in parts:
+        while part and re.fullmatch(_CONNECTOR, part[-1][1]):
+            part = part[:-1]
+        while part and re.fullmatch(_CONNECTOR, part[0][1]):
+            part = part[1:]
+        if part:
+            out.append(part)
+    return out
+
+
+def _starter(word: str) -> bool:
+    """A capitalised word that opens sentences without being a name."""
+    if word in COMMON_STARTERS or word.replace("’", "'") in COMMON_STARTERS:
+        return True
+    lower = word.lower()
+    return len(word) > 4 and lower.endswith(("ed", "ing", "ly")) and lower not in FIRST_NAMES
+
+
+def _name_like(text: str, token: tuple[int, str], mid_sentence: set[str]) -> bool:
+    """Whether a lone capitalised word at a sentence start is a name: known, possessive,
+    seen capitalised mid-sentence, non-ASCII, camel case or with digits."""
+    position, word = token
+    lower = word.lower()
+    return (lower in FIRST_NAMES or lower in PLACES or lower in ALIASES or lower in KNOWN_ORGS
+            or lower in KNOWN_PRODUCTS or word in mid_sentence or not word.isascii()
+            or _camel(word) or text.startswith(("'s", "’s"), position + len(word))
+            or _PERSON_AFTER.match(text, position + len(word)) is not None)
+
+
+def _camel(word: str) -> bool:
+    """iPhone, TypeScript, ESP32, B2: a brand-like spelling, not a name."""
+    return word[0].islower() or _CAMEL.search(word) is not None
+
+
+def _classify(text: str, start: int, end: int, words: list[str]) -> EntityType:
+    norm = normalize(" ".join(words))
+    tokens = norm.split()
+    first, last = words[0].lower().rstrip("."), tokens[-1].rstrip(".")
+    before, after = text[max(0, start - 40):start], text[end:end + 24]
+    if first in PERSON_TITLES and len(words) > 1:
+        return "person"
+    if norm in ALIASES:
+        return "place" if ALIASES[norm] in PLACES else "organization"
+    if last in ORG_SUFFIXES or (len(tokens) > 2 and tokens[0] in ORG_PREFIXES and
+                                tokens[1] == "of") or norm in KNOWN_ORGS:
+        return "organization"
+    if norm in KNOWN_PRODUCTS or any(_camel(w) for w in words):
+        return "product"
+    if last in EVENT_NOUNS or norm in HOLIDAYS:
+        return "event"
+    # An all-capital word after "went to" is rarely a place ("went to the LGBTQ group").
+    place_cue = _PLACE_CUE.search(before) is not None and not "".join(words).isupper()
+    if norm in PLACES and (tokens[0] not in FIRST_NAMES or place_cue):
+        return "place"
+    if tokens[0] in FIRST_NAMES or _PERSON_BEFORE.search(before) or _PERSON_AFTER.match(after):
+        return "person"
+    if place_cue or (_PLACE_AFTER.match(after) and
+                     _PLACE_AFTER.match(after).group(1).lower() in PLACES):  # type: ignore[union-attr]
+        return "place"
+    if _ORG_CUE.search(before):
+        return "organization"
+    return "other"
+
+
+def _join_possessive_orgs(text: str, mentions: list[Mention]) -> list[Mention]:
+    """"St Mary's Hospital", "Joe's Bakery": a possessive name before an organisation word is
+    one organisation."""
+    out: list[Mention] = []
+    for m in mentions:
+        previous = out[-1] if out else None
+        if previous is not None and m.type == "organization" and \
+                text[previous.end:m.start] in ("'s ", "’s ") and \
+                normalize(m.surface).split()[0] in ORG_SUFFIXES:
+            surface = text[previous.start:m.end]
+            out[-1] = Mention(surface, previous.start, m.end, "organization", normalize(surface))
+        else:
+            out.append(m)
+    return out
+
+
+def _consistent(mentions: list[Mention]) -> list[Mention]:
+    """One type per name within a text: typed repetitions and parts of a person's full name
+    type the ``other`` ones."""
+    typed: dict[str, EntityType] = {}
+    for m in mentions:
+        if m.type not in ("other", "date"):
+            typed.setdefault(m.normalized, m.type)
+            if m.type == "person":
+                for part in m.normalized.split():
+                    typed.setdefault(part, "person")
+    return [Mention(m.surface, m.start, m.end, typed[m.normalized], m.normalized)
+            if m.type == "other" and m.normalized in typed else m for m in mentions]
