@@ -3,6 +3,7 @@ organisations, products and versions, events, speakers, dates; one type per name
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime
 
 import pytest
@@ -99,5 +100,5 @@ def test_mentions_are_exact_slices_and_never_overlap(text: str) -> None:
     mentions = extract_mentions(text, now=NOW)
     for m in mentions:
         assert text[m.start:m.end] == m.surface and m.normalized is not None
-    for a, b in zip(mentions, mentions[1:], strict=False):
+    for a, b in itertools.pairwise(mentions):
         assert a.end <= b.start

@@ -3,6 +3,15 @@ as free functions and value types with no dependency on the store, the database 
 
 from ._calendar import Granularity, TimeWindow
 from ._entities import ENTITY_TYPES, EntityType, Mention, extract_mentions
+from ._facts import (
+    FUNCTIONAL_PREDICATES,
+    PREDICATES,
+    RELATION_PREDICATES,
+    Fact,
+    normalize_predicate,
+    supersedes,
+)
+from ._patterns import extract_facts
 from ._resolve import (
     MERGE_RULES,
     Entity,
@@ -17,10 +26,14 @@ from ._time import TimeMention, is_temporal_question, parse_times, query_window
 
 __all__ = [
     "ENTITY_TYPES",
+    "FUNCTIONAL_PREDICATES",
     "MERGE_RULES",
+    "PREDICATES",
+    "RELATION_PREDICATES",
     "Entity",
     "EntityResolver",
     "EntityType",
+    "Fact",
     "Granularity",
     "Mention",
     "Merge",
@@ -28,10 +41,13 @@ __all__ = [
     "TimeMention",
     "TimeWindow",
     "entity_weights",
+    "extract_facts",
     "extract_mentions",
     "informativeness",
     "is_temporal_question",
     "normalize",
+    "normalize_predicate",
     "parse_times",
     "query_window",
+    "supersedes",
 ]

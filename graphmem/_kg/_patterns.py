@@ -1,0 +1,509 @@
+"""Deterministic fact patterns: verb rules ("X works at Y", "I moved to Y"), relation nouns ("X's
+sister Y") and roles ("X is a nurse at Y") over a text's mentions, with validity from its times."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from ._calendar import TimeWindow
+from ._entities import EntityType, Mention, extract_mentions
+from ._facts import Fact
+from ._lexicon import FUNCTION_WORDS, PET_NOUNS, RELATION_NOUNS, ROLE_STUDY_WORDS, words
+from ._text import Sentence, normalize, sentences, speaker_label
+from ._time import TimeMention, parse_times
+
+__all__ = ["extract_facts", "sentence_validity"]
+
+_PLACE: frozenset[EntityType] = frozenset({"place", "other"})
+_ORG: frozenset[EntityType] = frozenset({"organization", "other", "place"})
+_PERSON: frozenset[EntityType] = frozenset({"person", "other"})
+_EVENT: frozenset[EntityType] = frozenset({"event"})
+_ANY: frozenset[EntityType] = frozenset({"person", "place", "organization", "product", "event",
+                                         "other"})
+
+
+#: (name, type, confidence factor, start) of a subject; (name, type, end, factor) of an object.
+_Subject = tuple[str, EntityType, float, int]
+_Object = tuple[str, EntityType, int, float]
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    name: str
+    predicate: str
+    pattern: str
+    objects: str                       # "entity", "np" or "either"
+    types: frozenset[EntityType]       # allowed entity objects
+    confidence: float
+
+
+_RULES = [
+    _Rule("dislikes", "dislikes", r"(?:hates?|hated|dislikes?|disliked|detests?|can['’]?t\s+stand|"
+          r"cannot\s+stand|(?:don['’]t|doesn['’]t|didn['’]t|does\s+not|do\s+not|did\s+not)\s+"
+          r"(?:like|want|enjoy)|(?:is|am|'m|are)\s+not\s+a\s+fan\s+of)", "either", _ANY, 0.8),
+    _Rule("fan_of", "likes", r"(?:is|am|'m|’m|are|was|'s|’s)\s+(?:a\s+|such\s+a\s+)?(?:big\s+|"
+          r"huge\s+|great\s+)?fan\s+of", "either", _ANY, 0.8),
+    _Rule("likes", "likes", r"(?:likes?|liked|loves?|loved|enjoys?|enjoyed|adores?|adored|"
+          r"(?:is|am|'m|’m|are)\s+(?:really\s+|so\s+|totally\s+|very\s+)?into)", "either", _ANY,
+          0.8),
+    _Rule("prefers", "prefers", r"(?:prefers?|preferred)", "either", _ANY, 0.85),
+    _Rule("wants", "wants", r"(?:wants?|wanted|would\s+like|['’]d\s+like)", "either", _ANY, 0.6),
+    _Rule("works_at", "works_at", r"(?:works?|working|worked)\s+(?:at|for)", "either", _ORG, 0.9),
+    _Rule("job_at", "works_at", r"(?:got\s+a\s+(?:new\s+)?job|(?:has|have)\s+a\s+(?:new\s+)?job|"
+          r"(?:is|am|'m|’m)\s+(?:interning|employed))\s+(?:at|by|with)", "either", _ORG, 0.85),
+    _Rule("studies_at", "studies_at", r"(?:studies|study|studying|studied|enrolled)\s+at",
+          "entity", _ORG, 0.85),
+    _Rule("works_from", "lives_in", r"(?:works?|working)\s+from", "entity", _PLACE, 0.6),
+    _Rule("lives_in", "lives_in", r"(?:lives?|living|lived|resides?|residing|(?:is|am|'m|’m|are)"
+          r"\s+based)\s+in", "entity", _PLACE, 0.9),
+    _Rule("moved_to", "moved_to", r"(?:moved|relocated)\s+(?:back\s+)?to", "entity", _PLACE, 0.9),
+    _Rule("from", "from", r"(?:(?:is|am|'m|’m|are|was|were|'s|’s)\s+(?:originally\s+)?from|"
+          r"comes?\s+from|came\s+from|grew\s+up\s+in)", "entity", _PLACE, 0.8),
+    _Rule("born_in", "born_in", r"(?:was|were)\s+born\s+in", "entity", _PLACE, 0.9),
+    _Rule("married_to", "married_to", r"(?:(?:got|is|am|'m|’m|was|are)\s+married\s+to|married|"
+          r"marries)", "entity", _PERSON, 0.9),
+    _Rule("supervised_by", "supervisor", r"(?:supervised|advised|mentored)\s+by", "entity",
+          _PERSON, 0.8),
+    _Rule("is_a", "is_a", r"(?:is|am|'m|’m|was|'s|’s|works\s+as|worked\s+as|became)\s+(?:a|an)",
+          "np", _ANY, 0.75),
+    _Rule("bought", "bought", r"(?:bought|buys|purchased)", "either", _ANY, 0.8),
+    _Rule("adopted", "adopted", r"(?:adopted|adopts)", "either", _ANY, 0.85),
+    _Rule("started", "started", r"(?:started|starts|began)", "either", _ANY, 0.7),
+    _Rule("joined", "joined", r"(?:joined|joins)", "either", _ANY, 0.8),
+    _Rule("uses", "uses", r"(?:uses|using|use|switched\s+to)(?!\s+to\b)", "either", _ANY, 0.8),
+    _Rule("went_to", "visited", r"(?:visited|visits|went\s+(?:back\s+)?to|goes\s+to|"
+          r"travel(?:l?ed|s)\s+to|flew\s+to|drove\s+to|(?:was|were)\s+at|attended|attends)",
+          "entity", frozenset({"place", "event"}), 0.75),
+]
+_VERBS = re.compile("|".join(rf"(?P<r{i}>\b{rule.pattern}\b)" for i, rule in enumerate(_RULES)),
+                    re.IGNORECASE)
+_RELATION = re.compile(
+    r"\b(?:(?:best|older|younger|little|big|twin|late|ex|new|old|baby|step)[\s-]+)?"
+    r"(?P<rel>" + "|".join(sorted(set(RELATION_NOUNS) | PET_NOUNS, key=len, reverse=True)) +
+    r")(?P<pl>s)?\b", re.IGNORECASE)
+_AUX = words("also just recently finally now still really actually always never usually "
+                 "often currently officially already has have had 've ’ve 's ’s 'd ’d is am are "
+                 "was were be been being will would 'll ’ll can could did does do soon then "
+                 "later eventually even both all absolutely totally truly mostly")
+_NEGATION = re.compile(r"\b(?:not|never|no\s+longer)\s*$|n['’]t\s*$", re.IGNORECASE)
+_FIRST_PERSON = {"i": 1.0, "we": 0.8}
+_THIRD_PERSON = frozenset({"he", "she", "they"})
+_DETERMINERS = words("a an the my his her their our your some this that these those any new")
+_NP_WORD = re.compile(r"[A-Za-z0-9][\w'’+#-]*")
+_NOT_ROLES = words("bit lot little great good nice huge big way thing must while few couple "
+                       "joke pain mess problem question time idea moment chance risk sec second "
+                       "minute shame pity relief blessing dream reminder fan part kind sort "
+                       "type lot lots")
+_OWNER_WORDS = {"my": "speaker", "our": "speaker", "his": "pronoun", "her": "pronoun",
+                "their": "pronoun"}
+_NAMED = re.compile(r"(?:,\s*|\s+(?:is\s+|was\s+)?(?:called|named)\s+|\s+)")
+_APPOSITION = re.compile(r"(?:,\s*|\s+(?:is|was)\s+)$")
+_HAS_A = re.compile(r"\b(?:have|has|had|adopted|got|bought|rescued)\s+(?:a|an|two|three|"
+                    r"new)\s+(?:new\s+|little\s+|cute\s+)?$", re.IGNORECASE)
+_COORD = re.compile(r"\s*(?:,\s*and|,|and|&|or)\s+")
+_OBJECT_LEAD = re.compile(r"\s*(?:(?:the|a|an|my|his|her|their|our|your)\s+)?(?:\w+['’]s\s+)?",
+                          re.IGNORECASE)
+_CARRY = re.compile(r"(?:,|\b(?:and|but|then|so|and\s+then|,\s*and))\s*$", re.IGNORECASE)
+_CLAUSE_BREAK = re.compile(r";|\bbut\b|\bwhile\b|\bwhereas\b|\bbecause\b|\balthough\b",
+                           re.IGNORECASE)
+_NP_STOP = words("named called who which that because since")
+
+
+@dataclass(slots=True)
+class _Scope:
+    text: str
+    sentence: Sentence
+    speaker: str | None
+    mentions: list[Mention]        # of the whole text
+    labels: frozenset[int]         # starts of speaker-label mentions
+    times: list[TimeMention]       # of this sentence
+    by_start: dict[int, Mention]
+    by_end: dict[int, Mention]
+
+
+def extract_facts(text: str, *, speaker: str | None = None, now: datetime | None = None,
+                  mentions: Sequence[Mention] | None = None,
+                  times: Sequence[TimeMention] | None = None) -> list[Fact]:
+    """The facts ``text`` states, by deterministic patterns over its mentions.
+
+    ``speaker`` is who says the text (first-person statements are about them; a dialogue
+    label "Caroline: ..." overrides it per line); ``now`` resolves relative times for
+    validity. ``mentions`` and ``times`` pass what was already extracted from this text.
+    Questions, negated statements ("doesn't work at") and plans ("will move to") state no
+    fact; "he/she/they" is the last person named before. "moved to Y" also gives
+    ``lives_in`` Y from the move's time.
+
+    Examples
+    --------
+    >>> from datetime import UTC
+    >>> now = datetime(2023, 5, 10, tzinfo=UTC)
+    >>> [(f.subject, f.predicate, f.object, f.rule) for f in extract_facts(
+    ...     "Caroline: I moved to Lisbon in 2022. My sister Anna works at Acme Inc.", now=now)]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [('caroline', 'moved_to', 'lisbon', 'moved_to'), ('caroline', 'lives_in', 'lisbon', 'moved_to'),
+     ('caroline', 'sister', 'anna', 'relation'), ('anna', 'works_at', 'acme inc', 'works_at')]
+    >>> [f.valid_from.year for f in extract_facts("I moved to Lisbon in 2022.",
+    ...                                           speaker="Caroline")]
+    [2022, 2022]
+    >>> extract_facts("Does Caroline live in Lisbon?"), extract_facts("Mel doesn't live in Rome.")
+    ([], [])
+    """
+    if times is None:
+        times = parse_times(text, now)
+    if mentions is None:
+        mentions = extract_mentions(text, now=now, times=times)
+    mentions = [m for m in mentions if m.type != "date"]
+    by_start = {m.start: m for m in mentions}
+    by_end = {m.end: m for m in mentions}
+    labels = _label_starts(text)
+    out: list[Fact] = []
+    for sentence in sentences(text):
+        if sentence.text.rstrip("\"')").endswith("?"):
+            continue
+        scope = _Scope(text, sentence, _speaker_of(text, sentence, speaker), list(mentions),
+                       labels, [t for t in times if sentence.start <= t.start < sentence.end],
+                       by_start, by_end)
+        out += _verb_facts(scope)
+        out += _relation_facts(scope)
+    seen: set[tuple[str, str, str]] = set()
+    unique = []
+    for f in sorted(out, key=lambda f: f.span):
+        if (f.subject, f.predicate, f.object) not in seen:
+            seen.add((f.subject, f.predicate, f.object))
+            unique.append(f)
+    return unique
+
+
+def _label_starts(text: str) -> frozenset[int]:
+    starts, offset = set(), 0
+    for line in text.split("\n"):
+        found = speaker_label(line)
+        if found is not None:
+            starts.add(offset + found[1])
+        offset += len(line) + 1
+    return frozenset(starts)
+
+
+def _speaker_of(text: str, sentence: Sentence, default: str | None) -> str | None:
+    line_start = text.rfind("\n", 0, sentence.start) + 1
+    found = speaker_label(text[line_start:text.find("\n", line_start) % (len(text) + 1)])
+    return normalize(found[0]) if found else (normalize(default) if default else None)
+
+
+# -- subjects and objects -------------------------------------------------------------------
+
+def _subjects(s: _Scope, position: int
+              ) -> tuple[list[_Subject], bool]:
+    """Who does what the verb at ``position`` says: [(name, type, confidence factor, start)],
+    and whether the verb continues the previous clause ("... and moved to Y")."""
+    left = s.text[s.sentence.start:position]
+    if _NEGATION.search(left):
+        return [], False
+    words = left.split()
+    while words and words[-1].lower() in _AUX:
+        words.pop()
+    if not words:
+        return [], False
+    end = s.sentence.start + _end_of_words(left, len(words))
+    word = words[-1].lower().replace("’", "'")
+    pronoun = word.split("'")[0]
+    if pronoun in _FIRST_PERSON and s.speaker:
+        found: list[_Subject] = [(s.speaker, "person", _FIRST_PERSON[pronoun],
+                                  end - len(words[-1]))]
+        if len(words) >= 3 and words[-2].lower() == "and":
+            other = s.by_end.get(end - len(words[-1]) - len(" and "))
+            if other is not None and other.start not in s.labels:
+                found.insert(0, (other.normalized, other.type, 0.9, other.start))
+        return found, False
+    if pronoun in _THIRD_PERSON and word == pronoun:
+        person = _last_person(s, end - len(words[-1]))
+        if person is None:
+            return [], False
+        return [(person.normalized, "person", 0.7, person.start)], False
+    if word.endswith(","):
+        apposed = _apposed(s, end - 1)
+        if apposed is None:  # "X is ..., supervised by Y": the clause goes on with its subject
+            return [], True
+        end = apposed
+    subject = s.by_end.get(end)
+    if subject is None or subject.start in s.labels or subject.type in ("event", "date"):
+        return [], bool(_CARRY.search(" ".join(words)))
+    found = [(subject.normalized, subject.type, 1.0, subject.start)]
+    before = s.text[s.sentence.start:subject.start]
+    link = re.search(r"(?:\s+and|\s*&|,)\s+$", before)
+    if link is not None:
+        other = s.by_end.get(s.sentence.start + link.start())
+        if other is not None and other.start not in s.labels and other.type in _PERSON:
+            found.insert(0, (other.normalized, other.type, 0.9, other.start))
+    return found, False
+
+
+def _apposed(s: _Scope, comma: int) -> int | None:
+    """Where the subject ends when an apposition closes at ``comma``: "My boss, Karen," (the
+    name between commas) or "Anna, my older sister," (the name before the first comma)."""
+    previous = s.text.rfind(",", s.sentence.start, comma)
+    if previous < 0 or comma - previous > 40:
+        return None
+    named = s.by_end.get(comma)
+    if named is not None and s.text[previous + 1:named.start].strip() == "":
+        return comma
+    return previous if previous in s.by_end else None
+
+
+def _end_of_words(text: str, n: int) -> int:
+    """The offset just after the ``n``-th whitespace-separated word of ``text``."""
+    matches = list(re.finditer(r"\S+", text))
+    return matches[n - 1].end() if n else 0
+
+
+def _last_person(s: _Scope, before: int) -> Mention | None:
+    """Whom "he/she/they/his/her" means: the first person named earlier in the same
+    sentence, else the first person named in the closest earlier sentence that names one
+    (a sentence's subject is more often referred to than its object)."""
+    persons = [m for m in s.mentions if m.type == "person" and m.end <= before
+               and m.start not in s.labels]
+    if not persons:
+        return None
+    same = [m for m in persons if m.start >= s.sentence.start]
+    if same:
+        return same[0]
+    last = persons[-1]
+    cut = max(s.text.rfind(mark, 0, last.start) for mark in ".!?\n")
+    return next(m for m in persons if m.start > cut)
+
+
+def _objects(s: _Scope, position: int, rule: _Rule) -> list[_Object]:
+    """What the verb ending at ``position`` is about: (name, type, end, confidence factor)."""
+    lead = _OBJECT_LEAD.match(s.text, position, s.sentence.end)
+    start = lead.end() if lead else position
+    mention = s.by_start.get(start)
+    if mention is not None and mention.type in rule.types:
+        tail = s.text[mention.end:mention.end + 20]
+        glued = re.match(r" ([a-z][\w-]*)", tail)
+        if rule.objects == "entity" or not glued or glued.group(1) in FUNCTION_WORDS:
+            return [(mention.normalized, mention.type, mention.end, 1.0),
+                    *_coordinated(s, mention, rule)]
+    if rule.objects == "entity":
+        return []
+    found: list[_Object] = []
+    phrase = _noun_phrase(s, position)
+    while phrase is not None and len(found) < 3:
+        found.append((phrase[0], "other", phrase[1], 0.85 if not found else 0.8))
+        link = _COORD.match(s.text, phrase[1], s.sentence.end)
+        phrase = _noun_phrase(s, link.end()) if link else None
+    return found
+
+
+def _coordinated(s: _Scope, first: Mention, rule: _Rule
+                 ) -> list[_Object]:
+    found: list[_Object] = []
+    current = first
+    while True:
+        link = _COORD.match(s.text, current.end)
+        nxt = s.by_start.get(link.end()) if link else None
+        if nxt is None or nxt.type not in rule.types or nxt.end > s.sentence.end:
+            return found
+        found.append((nxt.normalized, nxt.type, nxt.end, 0.9))
+        current = nxt
+
+
+def _noun_phrase(s: _Scope, position: int) -> tuple[str, int] | None:
+    """Up to four words after ``position``, without determiners, ending before a function
+    word, punctuation or a time expression."""
+    words: list[str] = []
+    pos, end = position, position
+    time_starts = {t.start for t in s.times}
+    while len(words) < 4:
+        while pos < s.sentence.end and s.text[pos] == " ":
+            pos += 1
+        m = _NP_WORD.match(s.text, pos, s.sentence.end)
+        if m is None or pos in time_starts:
+            break
+        word = m.group(0)
+        lower = word.lower()
+        if not words and lower in _DETERMINERS:
+            pos = m.end()
+            continue
+        if lower in FUNCTION_WORDS or lower in _OWNER_WORDS or lower in _NP_STOP:
+            break
+        words.append(lower)
+        pos = end = m.end()
+        if pos < s.sentence.end and s.text[pos] != " ":
+            break
+    while words and words[-1].endswith("ly") and len(words[-1]) > 4:
+        words.pop()
+    if not words or words[0] == "to":
+        return None
+    return " ".join(words), end
+
+
+# -- validity -------------------------------------------------------------------------------
+
+def _validity(s: _Scope) -> tuple[datetime | None, datetime | None, TimeMention | None]:
+    return _times_validity(s.text, s.sentence.start, s.times)
+
+
+def _times_validity(text: str, sentence_start: int, times: Sequence[TimeMention]
+                    ) -> tuple[datetime | None, datetime | None, TimeMention | None]:
+    """"since X": from X; "from X to Y": X to the end of Y; "until X": to the end of X;
+    otherwise from the start of the first time expression."""
+    if not times:
+        return None, None, None
+    first = times[0]
+    since = next((t for t in times if t.surface.lower().startswith("since")), None)
+    if since is not None:
+        return since.window.start, None, since
+    if len(times) >= 2 and re.search(r"\b(?:to|until|till|through)\s+$",
+                                     text[first.end:times[1].start] + " "):
+        return first.window.start, times[1].window.end, first
+    if re.search(r"\b(?:until|till)\s+$", text[sentence_start:first.start]):
+        return None, first.window.end, first
+    return first.window.start, None, first
+
+
+def sentence_validity(text: str, span: tuple[int, int], times: Sequence[TimeMention]
+                      ) -> tuple[datetime | None, datetime | None, TimeWindow | None]:
+    """The validity (from, to) and time window a fact stated in ``text[span]`` gets from the
+    time expressions in that span, by the rules ``extract_facts`` uses."""
+    inside = [t for t in times if span[0] <= t.start < span[1]]
+    valid_from, valid_to, anchor = _times_validity(text, span[0], inside)
+    return valid_from, valid_to, anchor.window if anchor else None
+
+
+def _fact(s: _Scope, subject: _Subject, predicate: str,
+          obj: _Object, base: float, rule: str,
+          verb_start: int) -> Fact:
+    valid_from, valid_to, anchor = _validity(s)
+    return Fact(subject[0], predicate, obj[0], round(base * subject[2] * obj[3], 2),
+                valid_from, valid_to, (min(subject[3], verb_start), obj[2]), rule,
+                subject[1], obj[1], anchor.window if anchor else None)
+
+
+# -- verb rules -----------------------------------------------------------------------------
+
+def _verb_facts(s: _Scope) -> list[Fact]:
+    out: list[Fact] = []
+    matches = list(_VERBS.finditer(s.text, s.sentence.start, s.sentence.end))
+    attached = _attach_times(s, matches)
+    last: list[_Subject] = []
+    for i, m in enumerate(matches):
+        rule = _RULES[int((m.lastgroup or "r0")[1:])]
+        subjects, carry = _subjects(s, m.start())
+        if not subjects and carry:
+            subjects = [(n, t, f * 0.9, start) for n, t, f, start in last]
+        if not subjects:
+            continue
+        last = subjects
+        scope = _Scope(s.text, s.sentence, s.speaker, s.mentions, s.labels, attached[i],
+                       s.by_start, s.by_end)
+        for obj in _objects(s, m.end(), rule):
+            predicate = rule.predicate
+            if rule.name == "went_to":
+                predicate = "attended" if obj[1] == "event" else "visited"
+            if rule.name == "is_a" and obj[0].split()[-1] in _NOT_ROLES:
+                continue
+            for subject in subjects:
+                if subject[0] == obj[0]:
+                    continue
+                out.append(_fact(scope, subject, predicate, obj, rule.confidence, rule.name,
+                                 m.start()))
+                if rule.name == "moved_to":
+                    out.append(_fact(scope, subject, "lives_in", obj, rule.confidence,
+                                     rule.name, m.start()))
+                if rule.name == "is_a":
+                    out += _role_at(scope, subject, obj, m.start())
+    return out
+
+
+def _attach_times(s: _Scope, verbs: list[re.Match[str]]) -> list[list[TimeMention]]:
+    """Each time expression of the sentence belongs to the nearest verb before it in the
+    same clause, else to the first verb after it ("Last year I moved to Lisbon")."""
+    attached: list[list[TimeMention]] = [[] for _ in verbs]
+    for t in s.times:
+        before = [i for i, v in enumerate(verbs) if v.start() < t.start
+                  and not _CLAUSE_BREAK.search(s.text, v.end(), t.start)]
+        after = [i for i, v in enumerate(verbs) if v.start() >= t.end
+                 and not _CLAUSE_BREAK.search(s.text, t.end, v.start())]
+        if before:
+            attached[before[-1]].append(t)
+        elif after:
+            attached[after[0]].append(t)
+    return attached
+
+
+def _role_at(s: _Scope, subject: _Subject,
+             role: _Object, verb_start: int) -> list[Fact]:
+    """"X is a nurse at Y": works_at Y; "a student / PhD candidate at Y": studies_at Y."""
+    at = re.match(r"\s+(?:at|for|with)\s+(?:the\s+)?", s.text[role[2]:s.sentence.end])
+    org = s.by_start.get(role[2] + at.end()) if at else None
+    if org is None or org.type not in _ORG:
+        return []
+    studies = any(w in ROLE_STUDY_WORDS for w in role[0].split())
+    return [_fact(s, subject, "studies_at" if studies else "works_at",
+                  (org.normalized, org.type, org.end, 1.0), 0.75, "role_at", verb_start)]
+
+
+# -- relation nouns -------------------------------------------------------------------------
+
+def _relation_facts(s: _Scope) -> list[Fact]:
+    out: list[Fact] = []
+    for m in _RELATION.finditer(s.text, s.sentence.start, s.sentence.end):
+        noun = m["rel"].lower()
+        predicate = "has_pet" if noun in PET_NOUNS else RELATION_NOUNS[noun]
+        owner = _owner(s, m.start())
+        if owner is None:
+            continue
+        named = _NAMED.match(s.text, m.end())
+        name = s.by_start.get(named.end()) if named else None
+        names: list[_Object] = []
+        if name is not None and name.type in _PERSON | {"other"}:
+            names = [(name.normalized, name.type, name.end, 1.0)]
+            if m["pl"]:
+                names += _coordinated(s, name, _Rule("", "", "", "entity", _PERSON, 0))
+        else:
+            names = _apposition(s, owner[3])
+        timeless = _Scope(s.text, s.sentence, s.speaker, s.mentions, s.labels, [], s.by_start,
+                          s.by_end)
+        for obj in names:
+            if obj[0] != owner[0]:
+                out.append(_fact(timeless, owner, predicate, obj, 0.85, "relation", owner[3]))
+    return out
+
+
+def _owner(s: _Scope, position: int) -> _Subject | None:
+    """Whose relative: "my" (the speaker), "X's", "his/her/their" (the last person named), or
+    the subject of "X has a sister"."""
+    left = s.text[s.sentence.start:position]
+    stripped = left.rstrip()
+    word = stripped.split()[-1].lower() if stripped.split() else ""
+    start = s.sentence.start + len(stripped) - len(word)
+    if word in _OWNER_WORDS:
+        if _OWNER_WORDS[word] == "speaker":
+            return (s.speaker, "person", 1.0, start) if s.speaker else None
+        person = _last_person(s, start)
+        return (person.normalized, "person", 0.7, person.start) if person else None
+    if stripped.endswith(("'s", "’s")):
+        owner = s.by_end.get(s.sentence.start + len(stripped) - 2)
+        if owner is not None and owner.type in _PERSON:
+            return owner.normalized, owner.type, 1.0, owner.start
+    has = _HAS_A.search(left)
+    if has is not None:
+        subjects, _ = _subjects(s, s.sentence.start + has.start())
+        if subjects:
+            return subjects[0]
+    return None
+
+
+def _apposition(s: _Scope, owner_start: int) -> list[_Object]:
+    """"Anna, my sister" / "Anna is Caroline's sister": the name before the owner."""
+    left = s.text[s.sentence.start:owner_start]
+    link = _APPOSITION.search(left)
+    if link is None:
+        return []
+    name = s.by_end.get(s.sentence.start + link.start())
+    if name is None or name.type not in _PERSON:
+        return []
+    return [(name.normalized, name.type, name.end, 0.9)]
