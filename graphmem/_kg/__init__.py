@@ -11,6 +11,7 @@ from ._facts import (
     normalize_predicate,
     supersedes,
 )
+from ._ollama import FactExtraction, FactGenerator, OllamaFactExtractor
 from ._patterns import extract_facts
 from ._resolve import (
     MERGE_RULES,
@@ -34,9 +35,12 @@ __all__ = [
     "EntityResolver",
     "EntityType",
     "Fact",
+    "FactExtraction",
+    "FactGenerator",
     "Granularity",
     "Mention",
     "Merge",
+    "OllamaFactExtractor",
     "Resolution",
     "TimeMention",
     "TimeWindow",
