@@ -2,6 +2,7 @@
 // description: The strongest CO_OCCURS edges (pairs recalled or used together most).
 // param: limit INT64 = 20
 MATCH (x:Memory)-[r:CO_OCCURS]->(y:Memory)
+WHERE r.gone IS NULL
 RETURN x.id AS a, y.id AS b, r.weight AS weight, r.count AS count, r.source AS source
 ORDER BY weight DESC, a, b
 LIMIT $limit

@@ -2,7 +2,7 @@
 // description: Every version linked to a memory by SUPERSEDES (older and newer), oldest first.
 // param: id STRING
 MATCH (m:Memory {id: $id})
-OPTIONAL MATCH (m)-[:SUPERSEDES*1..20]-(other:Memory)
+OPTIONAL MATCH (m)-[:SUPERSEDES*1..20 (e, x | WHERE e.gone IS NULL)]-(other:Memory)
 WITH m, collect(DISTINCT other) AS others
 UNWIND others + [m] AS v
 WITH DISTINCT v

@@ -138,3 +138,29 @@ def test_a_reimport_cannot_change_the_owner(tmp_path: Path) -> None:
             assert json.dumps({**store.export(), "generated": None}, sort_keys=True,
                               default=str) == before
         assert store.get("urn:x:1").owner == "ann"
+
+
+def test_forgetting_again_and_again_keeps_the_store_whole(tmp_path: Path) -> None:
+    """In Kuzu 0.11.3 a relationship deleted after a checkpoint corrupts its table at the
+    next checkpoint (the next scan segfaulted: supersede then forget, twice). Forget marks
+    edges gone instead, and a purge leaves them out."""
+    db = tmp_path / "db"
+    for round_ in range(3):
+        with MemoryStore(db, embedder="hashing") as store:  # each round checkpoints on close
+            old = store.add(f"round {round_} secret heronvault", id=f"urn:r:{round_}")
+            keep = store.add(f"round {round_} kept", id=f"urn:k:{round_}")
+            store.supersede(old.id, f"round {round_} replacement")
+            store.link(keep.id, old.id)
+            store.link(keep.id, old.id, kind="co_occurs")
+            store.forget(old.id, confirm=True, purge=round_ != 1)
+            assert store.links(old.id) == []
+            assert [x.other for x in store.links(keep.id)] == []
+            edges = store.stats().edges
+            assert edges == {"references": 0, "co_occurs": 0, "supersedes": 0}
+    with MemoryStore(db, embedder="hashing") as store:
+        assert store.stats().memories == 9
+        store.purge()
+        gone = store.cypher("MATCH ()-[r:SUPERSEDES|REFERENCES|CO_OCCURS]->() "
+                            "RETURN count(*) AS n")
+        assert gone == [{"n": 0}]  # the purge left the marked edges out
+    assert _files_hold(db, b"heronvault") == []

@@ -127,9 +127,11 @@ def check_user_query(query: str, *, write: bool) -> CheckedQuery:
             if value == "create" and after[0] == "word" and after[1] in _DDL_AFTER_CREATE:
                 raise _refuse("CREATE of tables, macros or sequences is not allowed: the "
                               "schema belongs to graphmem's migrations")
-            if value == "detach":
-                raise _refuse("DETACH DELETE would cut a memory from its version history; "
-                              "use forget (hard delete) or tombstone instead")
+            if value in ("detach", "delete") and write:
+                raise _refuse(f"{value.upper()} is not allowed in ad-hoc writes: forget "
+                              "(hard delete) and tombstone remove memories with their "
+                              "history, and a deleted relationship corrupts Kuzu 0.11.3's "
+                              "storage")
             if not write:
                 raise ReadOnlyStoreError(
                     f"{value.upper()} writes, and ad-hoc Cypher is read-only unless you ask "

@@ -21,7 +21,7 @@ __all__ = [
     "schema_version",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 FTS_INDEX = "memory_fts"
 
 #: Column -> Kuzu type of each table (DDL and casts come from here). v1's Memory columns
@@ -108,6 +108,24 @@ SCHEMAS: dict[int, list[str]] = {
         _node_table("Stage", STAGE_TYPES),
     ],
 }
+# v4: edges are never deleted, only marked ``gone``. In Kuzu 0.11.3, deleting a
+# relationship from a rel table after a checkpoint corrupts the table at the next one
+# (any later scan of it segfaults); marking is safe, and a purge drops the marked rows.
+_GONE_TABLES = ("SUPERSEDES", "REFERENCES", "CO_OCCURS")
+SCHEMAS[4] = [
+    "CREATE NODE TABLE Meta(key STRING PRIMARY KEY, value STRING)",
+    _node_table("Memory", MEMORY_TYPES),
+    _node_table("Version", VERSION_TYPES),
+    _node_table("LifecycleEvent", EVENT_TYPES),
+    "CREATE REL TABLE HAS_VERSION(FROM Memory TO Version)",
+    "CREATE REL TABLE SUPERSEDES(FROM Memory TO Memory, reason STRING, at TIMESTAMP, "
+    "gone BOOLEAN)",
+    "CREATE REL TABLE REFERENCES(FROM Memory TO Memory, source STRING, weight DOUBLE, "
+    "at TIMESTAMP, gone BOOLEAN)",
+    "CREATE REL TABLE CO_OCCURS(FROM Memory TO Memory, weight DOUBLE, count INT64, "
+    "source STRING, at TIMESTAMP, gone BOOLEAN)",
+    _node_table("Stage", STAGE_TYPES),
+]
 #: version -> statements that lift a database from ``version - 1``.
 MIGRATIONS: dict[int, list[str]] = {
     2: [
@@ -116,6 +134,7 @@ MIGRATIONS: dict[int, list[str]] = {
         _node_table("Stage", STAGE_TYPES),
     ],
     3: [f"CALL DROP_FTS_INDEX('Memory', '{FTS_INDEX}')"],
+    4: [f"ALTER TABLE {table} ADD gone BOOLEAN" for table in _GONE_TABLES],
 }
 
 
