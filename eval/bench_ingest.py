@@ -15,8 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from graphmem import MemoryStore, MiniLMEmbedder
-from graphmem._rows import embedding_text, session_contexts
+from graphmem import MemoryStore, MiniLMEmbedder, embedding_text, session_contexts
 from ingest.locomo import ingest_conversation, load_locomo, turn_text
 
 

@@ -29,8 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from graphmem import Edge, MemoryStore, Settings
-from graphmem._recall import PRESETS
+from graphmem import PRESETS, Edge, MemoryStore, Settings
 
 OWNERS = [f"did:key:owner{i}" for i in range(5)]
 KINDS = ["episodic"] * 5 + ["semantic"] * 2 + ["procedural", "note", "identity"]

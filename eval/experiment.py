@@ -23,8 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from graphmem import Embedder, MemoryStore, RecallConfig
-from graphmem._recall import PRESETS
+from graphmem import PRESETS, Embedder, MemoryStore, RecallConfig
 
 from .locomo import QueryResult
 from .metrics import average, recall_at_k

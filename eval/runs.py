@@ -12,9 +12,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from graphmem import Embedder, MemoryStore, RecallConfig, Settings
-from graphmem._embed import embedder_from_spec
-from graphmem._recall import PRESETS
+from graphmem import PRESETS, Embedder, MemoryStore, RecallConfig, Settings, embedder_from_spec
 from ingest.locomo import CATEGORIES, Conversation, Question, load_locomo, memory_id
 
 from .experiment import ROWS, CachedEmbedder, actr_summary, configs, replay, summarize

@@ -1,6 +1,8 @@
 """graphmem: an embedded, graph-centric memory store for AI agents."""
 
-from ._embed import Embedder, HashingEmbedder, MiniLMEmbedder, OllamaEmbedder
+from ._derive import embedding_text, session_contexts
+from ._embed import Embedder, HashingEmbedder, MiniLMEmbedder, OllamaEmbedder, embedder_from_spec
+from ._engine import Link
 from ._errors import (
     BackendUnavailableError,
     ConfirmationRequiredError,
@@ -15,8 +17,8 @@ from ._errors import (
     StoreError,
     StoreLockedError,
 )
-from ._extract import OllamaExtractor, RuleExtractor
-from ._extract._mixin import AddResult
+from ._extract import OllamaExtractor, RuleExtractor, extract_entities
+from ._extract._component import AddResult
 from ._facade import MemoryStore
 from ._input import MemoryInput
 from ._lifecycle import (
@@ -27,6 +29,7 @@ from ._lifecycle import (
     RestoreResult,
     evaluate_memory_lifecycle,
 )
+from ._memories import Edge, MergeResult
 from ._models import (
     ChangeType,
     EventType,
@@ -40,7 +43,7 @@ from ._models import (
 )
 from ._recall import PRESETS, Explanation, Hit, RecallConfig
 from ._settings import Settings
-from ._store import Edge, Link, MergeResult
+from ._time import format_iso, parse_iso
 
 __version__ = "0.1.0"
 
@@ -88,5 +91,11 @@ __all__ = [
     "StoreLockedError",
     "TriggeredBy",
     "Version",
+    "embedder_from_spec",
+    "embedding_text",
     "evaluate_memory_lifecycle",
+    "extract_entities",
+    "format_iso",
+    "parse_iso",
+    "session_contexts",
 ]

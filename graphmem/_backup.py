@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ._errors import SchemaVersionError, StoreError
-from ._kuzu import SCHEMA_VERSION, Database, KuzuGraph
+from ._kuzu import SCHEMA_VERSION, Database, KuzuEngine
 from ._kuzu._restore import build_from_parquet, check_rows
 from ._time import utcnow
 
 if TYPE_CHECKING:
+    from ._context import StoreContext
     from ._settings import Settings
-    from ._store import StoreCore
 
 __all__ = ["MANIFEST", "BackupInfo", "backup", "read_manifest", "restore"]
 
@@ -64,25 +64,25 @@ class BackupInfo:
         return sum((root / name).lstat().st_size for name in self.files)
 
 
-def backup(store: StoreCore, directory: str | os.PathLike[str]) -> BackupInfo:
-    """Write a consistent snapshot of ``store`` to ``directory`` (new or empty)."""
-    if store.path == ":memory:":
+def backup(ctx: StoreContext, directory: str | os.PathLike[str]) -> BackupInfo:
+    """Write a consistent snapshot of the store to ``directory`` (new or empty)."""
+    engine = ctx.engine
+    if engine.path == ":memory:":
         raise StoreError("an in-memory store has no files to back up; export it instead")
     with _staged(Path(directory), what="backup directory") as scratch:
-        graph = store._graph
         # Pending writes (access counts of recent recalls) land first: inside the
         # snapshot their writer would wait for the lock it holds (30 s, then lost).
-        store._before_read()
-        with graph.db.snapshot():
-            counts = graph.counts()
-            meta = graph.meta()
-            graph.db.export_unlocked(scratch / _DATA)
+        ctx.before_read()
+        with engine.snapshot():
+            counts = engine.counts()
+            meta = engine.meta()
+            engine.export_files(scratch / _DATA)
         info = BackupInfo(
             path=str(directory), created=utcnow().isoformat(),
-            schema_version=graph.schema_version, embedder=store.embedder.name,
+            schema_version=engine.schema_version, embedder=ctx.embedder.name,
             embedder_fingerprint=meta.get("embedder_fingerprint"),
-            memories=sum(counts["by_kind"].values()), versions=counts["versions"],
-            events=counts["events"], files=_hashes(scratch / _DATA),
+            memories=sum(counts.by_kind.values()), versions=counts.versions,
+            events=counts.events, files=_hashes(scratch / _DATA),
         )
         body = {k: v for k, v in asdict(info).items() if k != "path"}
         (scratch / MANIFEST).write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
@@ -136,14 +136,14 @@ def _build(files: _BackupFiles, info: BackupInfo, scratch: Path, *, pool_mb: int
     finally:
         db.close()
     # Opening migrates an older schema; the counts prove the import is whole.
-    graph = KuzuGraph(str(scratch), buffer_pool_mb=pool_mb)
+    engine = KuzuEngine(str(scratch), buffer_pool_mb=pool_mb)
     try:
-        check_rows(graph, label=f"backup {files.root}")
-        counts = graph.counts()
-        fingerprint = graph.meta().get("embedder_fingerprint")
+        check_rows(engine, label=f"backup {files.root}")
+        counts = engine.counts()
+        fingerprint = engine.meta().get("embedder_fingerprint")
     finally:
-        graph.close()
-    got = (sum(counts["by_kind"].values()), counts["versions"], counts["events"], fingerprint)
+        engine.close()
+    got = (sum(counts.by_kind.values()), counts.versions, counts.events, fingerprint)
     want = (info.memories, info.versions, info.events, info.embedder_fingerprint)
     if got != want:
         raise StoreError(f"restoring {files.root} gave (memories, versions, events, "

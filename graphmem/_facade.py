@@ -1,20 +1,75 @@
-"""``MemoryStore``: the one entry object, assembled from the store's layers."""
+"""``MemoryStore``: the one entry object. It opens an engine, builds the components over one
+shared context, and delegates each method to the component that owns it:
+
+    memories     add, add_many, merge, get, update, supersede, link, ... (``_memories``)
+    transitions  tombstone, forget, purge, verify_forgotten             (``_transitions``)
+    recall       recall, feedback, reembed, flush                        (``_recall``)
+    lifecycle    evaluate, promote, archive, restore, run_lifecycle      (``_lifecycle``)
+    conversations add_conversation, correct, derive_links                 (``_extract``)
+    views        export, cypher, to_networkx                             (``_views``)
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Self, TypeVar
+
+import networkx as nx
+import numpy as np
 
 from ._backup import BackupInfo, backup, restore
-from ._extract._mixin import ConversationMixin
-from ._lifecycle._mixin import LifecycleMixin
+from ._context import StoreContext
+from ._embed import Embedder
+from ._engine import Link
+from ._extract._component import AddResult, Conversations, Extractor
+from ._input import MemoryInput
+from ._kuzu import KuzuEngine
+from ._lifecycle import (
+    ArchiveResult,
+    EvaluationResult,
+    LifecycleReport,
+    PromoteResult,
+    RestoreResult,
+)
+from ._lifecycle._component import Lifecycle
+from ._memories import DEFAULT, Edge, Memories, MergeResult
+from ._models import (
+    ChangeType,
+    EventType,
+    Kind,
+    LifecycleEvent,
+    Memory,
+    Stats,
+    Status,
+    TriggeredBy,
+    Version,
+)
+from ._recall import Hit, RecallConfig
+from ._recall._component import Recall
 from ._settings import Settings
-from ._views import ViewsMixin
+from ._time import utcnow
+from ._transitions import Transitions
+from ._views import Views
 
 __all__ = ["MemoryStore"]
 
+F = TypeVar("F", bound=Callable[..., Any])
 
-class MemoryStore(ConversationMixin, LifecycleMixin, ViewsMixin):
-    """An agent's memories in an embedded Kuzu graph.
+
+def _doc(source: Callable[..., Any]) -> Callable[[F], F]:
+    """Give a facade method the docstring of the component method it calls."""
+
+    def copy(method: F) -> F:
+        method.__doc__ = source.__doc__
+        return method
+
+    return copy
+
+
+class MemoryStore:
+    """An agent's memories in an embedded graph.
 
     Parameters
     ----------
@@ -41,13 +96,294 @@ class MemoryStore(ConversationMixin, LifecycleMixin, ViewsMixin):
     'semantic'
     """
 
+    def __init__(self, path: str | os.PathLike[str] = ":memory:", *,
+                 settings: Settings | None = None, embedder: Embedder | str | None = None,
+                 read_only: bool = False, clock: Callable[[], datetime] | None = None) -> None:
+        self.settings = settings or Settings.from_env()
+        engine = KuzuEngine(os.fspath(path), buffer_pool_mb=self.settings.buffer_pool_mb,
+                            read_only=read_only)
+        try:
+            ctx = StoreContext(engine, self.settings, clock or utcnow, embedder)
+            meta = engine.meta()
+            self._store_id = meta.get("store_id")
+            if self._store_id is None and not read_only:
+                # A random id given when the store is first opened read-write: faces use it
+                # to tell whether two handles (a sidecar, an embedded open) are one store.
+                import uuid
+
+                self._store_id = uuid.uuid4().hex
+                engine.set_meta({"store_id": self._store_id})
+        except BaseException:
+            engine.close()
+            raise
+        self._ctx = ctx
+        self._transitions = Transitions(ctx)
+        self._memories = Memories(ctx, self._transitions)
+        self._recall = Recall(ctx, self._memories)
+        self._lifecycle = Lifecycle(ctx, self._memories, self._transitions)
+        self._conversations = Conversations(ctx, self._memories, self._recall,
+                                            self._transitions)
+        self._views = Views(ctx)
+
+    # -- the object ----------------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        return self._ctx.engine.path
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._ctx.embedder
+
+    @property
+    def store_id(self) -> str | None:
+        """This database's stable random id (None for an old store opened read-only)."""
+        return self._store_id
+
+    def now(self) -> datetime:
+        return self._ctx.now()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts with the store's model (checked against the store's fingerprint)."""
+        return self._ctx.embed(texts)
+
+    def close(self) -> None:
+        """Close the database (safe to call twice); pending access records are written."""
+        self._recall.close()
+        self._ctx.engine.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({self.path!r})"
+
+    # -- memories --------------------------------------------------------------------------
+    @_doc(Memories.get)
+    def get(self, memory_id: str, *, owner: str | None = None) -> Memory:
+        return self._memories.get(memory_id, owner=owner)
+
+    @_doc(Memories.get_many)
+    def get_many(self, ids: Iterable[str], *, owner: str | None = None) -> list[Memory]:
+        return self._memories.get_many(ids, owner=owner)
+
+    @_doc(Memories.memories)
+    def memories(self, *, owner: str | None = None) -> list[Memory]:
+        return self._memories.memories(owner=owner)
+
+    @_doc(Memories.links)
+    def links(self, memory_id: str, *, owner: str | None = None) -> list[Link]:
+        return self._memories.links(memory_id, owner=owner)
+
+    @_doc(Memories.history)
+    def history(self, memory_id: str, *, owner: str | None = None) -> list[Version]:
+        return self._memories.history(memory_id, owner=owner)
+
+    @_doc(Memories.events)
+    def events(self, memory_id: str | None = None, *, event_type: EventType | str | None = None,
+               since: datetime | None = None, until: datetime | None = None,
+               limit: int | None = None, owner: str | None = None) -> list[LifecycleEvent]:
+        return self._memories.events(memory_id, event_type=event_type, since=since,
+                                     until=until, limit=limit, owner=owner)
+
+    @_doc(Memories.stats)
+    def stats(self) -> Stats:
+        return self._memories.stats()
+
+    def add(self, text: str, **fields: Any) -> Memory:
+        """Add one memory and return it.
+
+        Keyword fields are those of ``MemoryInput``: kind ("episodic"), subject,
+        importance (0.5), confidence (1.0), tags, owner, project, visibility, status
+        ("active"), id, created, observed, valid_from, valid_to, session, provenance,
+        payload, extra.
+        """
+        return self._memories.add_many([{"text": text, **fields}])[0]
+
+    @_doc(Memories.add_many)
+    def add_many(self, records: Iterable[MemoryInput | Mapping[str, Any] | str], *,
+                 batch_size: int = 500, progress: bool = False) -> list[Memory]:
+        return self._memories.add_many(records, batch_size=batch_size, progress_bar=progress)
+
+    @_doc(Memories.merge)
+    def merge(self, records: Sequence[MemoryInput], *, edges: Sequence[Edge] = (),
+              reason: str = "import", actor: str | None = None,
+              source: str | None = None) -> MergeResult:
+        return self._memories.merge(records, edges=edges, reason=reason, actor=actor,
+                                    source=source)
+
+    @_doc(Memories.update)
+    def update(self, memory_id: str, *, text: str | None = None, subject: Any = DEFAULT,
+               importance: float | None = None, confidence: float | None = None,
+               tags: Sequence[str] | None = None, kind: Kind | str | None = None,
+               project: Any = DEFAULT, visibility: str | None = None,
+               valid_from: Any = DEFAULT, valid_to: Any = DEFAULT,
+               provenance: Mapping[str, Any] | None = None,
+               reason: ChangeType | str = ChangeType.MANUAL_EDIT, actor: str | None = None,
+               owner: str | None = None) -> Memory:
+        return self._memories.update(
+            memory_id, text=text, subject=subject, importance=importance,
+            confidence=confidence, tags=tags, kind=kind, project=project,
+            visibility=visibility, valid_from=valid_from, valid_to=valid_to,
+            provenance=provenance, reason=reason, actor=actor, owner=owner)
+
+    @_doc(Memories.supersede)
+    def supersede(self, old_id: str, new: Memory | str, *, reason: str = "conflict_update",
+                  owner: str | None = None, **fields: Any) -> Memory:
+        return self._memories.supersede(old_id, new, reason=reason, owner=owner, **fields)
+
+    @_doc(Memories.link)
+    def link(self, a: str, b: str, *, kind: str = "references", weight: float = 1.0,
+             source: str = "explicit", owner: str | None = None) -> None:
+        self._memories.link(a, b, kind=kind, weight=weight, source=source, owner=owner)
+
+    @_doc(Memories.link_many)
+    def link_many(self, edges: Sequence[Edge]) -> int:
+        return self._memories.link_many(edges)
+
+    # -- state changes ---------------------------------------------------------------------
+    @_doc(Transitions.tombstone)
+    def tombstone(self, memory_id: str, *, reason: str = "manual", owner: str | None = None,
+                  triggered_by: TriggeredBy = TriggeredBy.MANUAL) -> Memory:
+        return self._transitions.tombstone(memory_id, reason=reason, owner=owner,
+                                           triggered_by=triggered_by)
+
+    @_doc(Transitions.forget)
+    def forget(self, memory_id: str, *, confirm: bool = False, reason: str = "manual",
+               owner: str | None = None, purge: bool = True) -> None:
+        self._transitions.forget(memory_id, confirm=confirm, reason=reason, owner=owner,
+                                 purge=purge)
+
+    @_doc(Transitions.verify_forgotten)
+    def verify_forgotten(self, memory_id: str, text: str) -> bool:
+        return self._transitions.verify_forgotten(memory_id, text)
+
+    @_doc(Transitions.purge)
+    def purge(self) -> None:
+        self._transitions.purge()
+
+    # -- recall ----------------------------------------------------------------------------
+    @_doc(Recall.recall)
+    def recall(self, query: str, *, k: int = 10, preset: str | RecallConfig = "default",
+               owner: str | None = None, kinds: Sequence[Kind | str] | None = None,
+               as_of: datetime | None = None, include_archived: bool = False,
+               record_access: bool = True) -> list[Hit]:
+        return self._recall.recall(query, k=k, preset=preset, owner=owner, kinds=kinds,
+                                   as_of=as_of, include_archived=include_archived,
+                                   record_access=record_access)
+
+    def feedback(self, memory_id: str, *, useful: bool, query: str | None = None,
+                 owner: str | None = None) -> Memory:
+        """Report whether a recalled memory helped (retrieval feedback).
+
+        Useful: the useful count grows and importance rises by ``feedback_boost`` (a
+        version row ``importance_boost``); memories of the same recall marked useful
+        gain or strengthen a CO_OCCURS edge; a weak candidate is confirmed (it becomes
+        active). Not useful: the ignored count grows.
+        """
+        memory = self._recall.feedback(memory_id, useful=useful, query=query, owner=owner)
+        return self._conversations.confirm(memory) if useful else memory
+
+    @_doc(Recall.reembed)
+    def reembed(self, embedder: Embedder | str, *, batch_size: int = 256,
+                progress: bool = False) -> int:
+        return self._recall.reembed(embedder, batch_size=batch_size, progress_bar=progress)
+
+    @_doc(Recall.flush)
+    def flush(self) -> None:
+        self._recall.flush()
+
+    @_doc(Recall.drop_caches)
+    def drop_caches(self) -> None:
+        self._recall.drop_caches()
+
+    # -- lifecycle -------------------------------------------------------------------------
+    @_doc(Lifecycle.centrality)
+    def centrality(self) -> dict[str, float]:
+        return self._lifecycle.centrality()
+
+    @_doc(Lifecycle.evaluate)
+    def evaluate(self, memory_id: str, *, owner: str | None = None) -> EvaluationResult:
+        return self._lifecycle.evaluate(memory_id, owner=owner)
+
+    @_doc(Lifecycle.batch_evaluate)
+    def batch_evaluate(self, ids: Sequence[str] | None = None, *, owner: str | None = None,
+                       kinds: Sequence[Kind | str] | None = None,
+                       statuses: Sequence[Status | str] = (Status.ACTIVE,)
+                       ) -> list[EvaluationResult]:
+        return self._lifecycle.batch_evaluate(ids, owner=owner, kinds=kinds, statuses=statuses)
+
+    @_doc(Lifecycle.promote)
+    def promote(self, memory_id: str, *, reason: str = "manual", owner: str | None = None,
+                triggered_by: TriggeredBy = TriggeredBy.MANUAL) -> PromoteResult:
+        return self._lifecycle.promote(memory_id, reason=reason, owner=owner,
+                                       triggered_by=triggered_by)
+
+    @_doc(Lifecycle.archive)
+    def archive(self, memory_id: str, *, reason: str = "manual", create_summary: bool = False,
+                owner: str | None = None,
+                triggered_by: TriggeredBy = TriggeredBy.MANUAL) -> ArchiveResult:
+        return self._lifecycle.archive(memory_id, reason=reason, create_summary=create_summary,
+                                       owner=owner, triggered_by=triggered_by)
+
+    @_doc(Lifecycle.restore)
+    def restore(self, memory_id: str, *, owner: str | None = None,
+                window_days: float | None = None) -> RestoreResult:
+        return self._lifecycle.restore(memory_id, owner=owner, window_days=window_days)
+
+    @_doc(Lifecycle.run)
+    def run_lifecycle(self, *, apply: bool = False, owner: str | None = None
+                      ) -> LifecycleReport:
+        return self._lifecycle.run(apply=apply, owner=owner)
+
+    # -- conversations ---------------------------------------------------------------------
+    @_doc(Conversations.add_conversation)
+    def add_conversation(self, messages: Sequence[Mapping[str, Any] | str], *,
+                         session_id: str, owner: str | None = None,
+                         timestamp: datetime | None = None, extractor: Extractor | None = None,
+                         cooccur_window: int = 2) -> AddResult:
+        return self._conversations.add_conversation(
+            messages, session_id=session_id, owner=owner, timestamp=timestamp,
+            extractor=extractor, cooccur_window=cooccur_window)
+
+    @_doc(Conversations.correct)
+    def correct(self, memory_id: str, new_text: str, *, owner: str | None = None,
+                **fields: Any) -> Memory:
+        return self._conversations.correct(memory_id, new_text, owner=owner, **fields)
+
+    @_doc(Conversations.derive_links)
+    def derive_links(self, ids: Sequence[str] | None = None, *, max_df: int | None = None,
+                     limit: int = 10) -> int:
+        return self._conversations.derive_links(ids, max_df=max_df, limit=limit)
+
+    # -- views -----------------------------------------------------------------------------
+    @_doc(Views.export)
+    def export(self, owner: str | None = None) -> dict[str, Any]:
+        return self._views.export(owner)
+
+    @_doc(Views.cypher)
+    def cypher(self, query: str, params: Mapping[str, Any] | None = None, *,
+               write: bool = False, as_dataframe: bool = False,
+               actor: str | None = None) -> Any:
+        return self._views.cypher(query, params, write=write, as_dataframe=as_dataframe,
+                                  actor=actor)
+
+    @_doc(Views.to_networkx)
+    def to_networkx(self, *, owner: str | None = None,
+                    edge_kinds: Iterable[str] = ("references", "co_occurs", "supersedes"),
+                    statuses: Iterable[str] | None = None) -> nx.MultiDiGraph:
+        return self._views.to_networkx(owner=owner, edge_kinds=edge_kinds, statuses=statuses)
+
+    # -- backups ---------------------------------------------------------------------------
     def backup(self, directory: str | os.PathLike[str]) -> BackupInfo:
         """Write a consistent snapshot of the store to ``directory`` (new or empty).
 
         Writers wait while it is taken; readers go on. ``MemoryStore.restore_backup``
         makes a new database from it.
         """
-        return backup(self, directory)
+        return backup(self._ctx, directory)
 
     @staticmethod
     def restore_backup(directory: str | os.PathLike[str], target: str | os.PathLike[str],
@@ -55,4 +391,3 @@ class MemoryStore(ConversationMixin, LifecycleMixin, ViewsMixin):
         """Create the database ``target`` (a new or empty directory) from a backup, after
         checking its manifest and checksums; an older schema is migrated."""
         return restore(directory, target, settings=settings)
-

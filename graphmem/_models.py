@@ -12,6 +12,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from ._errors import InvalidInputError
+
 __all__ = [
     "ChangeType",
     "EventType",
@@ -22,6 +24,9 @@ __all__ = [
     "Status",
     "TriggeredBy",
     "Version",
+    "parse_change_type",
+    "parse_kind",
+    "parse_status",
 ]
 
 
@@ -86,6 +91,36 @@ class EventType(StrEnum):
 class TriggeredBy(StrEnum):
     AUTO = "auto"
     MANUAL = "manual"
+
+
+def parse_kind(value: Kind | str) -> Kind:
+    """A kind, or an error that lists the kinds (the one place kinds are checked)."""
+    try:
+        return Kind(value)
+    except ValueError:
+        raise InvalidInputError(
+            f"unknown kind {value!r}; one of {', '.join(k.value for k in Kind)}",
+            field="kind") from None
+
+
+def parse_status(value: Status | str) -> Status:
+    """A status, or an error that lists them."""
+    try:
+        return Status(value)
+    except ValueError:
+        raise InvalidInputError(
+            f"unknown status {value!r}; one of {', '.join(s.value for s in Status)}",
+            field="status") from None
+
+
+def parse_change_type(value: ChangeType | str) -> ChangeType:
+    """A change type, or an error that lists them."""
+    try:
+        return ChangeType(value)
+    except ValueError:
+        raise InvalidInputError(
+            f"unknown change type {value!r}; one of {', '.join(c.value for c in ChangeType)}",
+            field="reason") from None
 
 
 class _Value(BaseModel):

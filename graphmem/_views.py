@@ -1,4 +1,5 @@
-"""Whole-store views: the GDPR export, ad-hoc Cypher, and the graph as networkx."""
+"""Whole-store views: the GDPR export, ad-hoc Cypher (an engine capability), and the
+graph as networkx."""
 
 from __future__ import annotations
 
@@ -7,19 +8,24 @@ from typing import Any
 
 import networkx as nx
 
-from ._errors import InvalidInputError
-from ._kuzu import EDGE_KINDS
+from ._context import Changed, StoreContext
+from ._derive import lifecycle_event
+from ._engine import EDGE_KINDS, EdgeRecord, EventQuery
+from ._errors import InvalidInputError, StoreError
 from ._models import EventType, Status
-from ._rows import event_row
-from ._store import StoreCore
 from ._time import format_iso
 
-__all__ = ["ViewsMixin"]
+__all__ = ["Views"]
 
 EXPORT_FORMAT = "graphmem-gdpr-export/1"
 
 
-class ViewsMixin(StoreCore):
+class Views:
+    """Reads of the whole store for people and other tools."""
+
+    def __init__(self, ctx: StoreContext) -> None:
+        self._ctx = ctx
+
     def export(self, owner: str | None = None) -> dict[str, Any]:
         """The GDPR export: every memory held (active, candidate, archived,
         and tombstoned ones listed as such), their version history, lifecycle events and
@@ -28,24 +34,26 @@ class ViewsMixin(StoreCore):
 
         The result is plain JSON data (``json.dumps`` works on it).
         """
-        self._before_read()
-        memories = self._graph.memories(owner=owner)
+        ctx = self._ctx
+        ctx.before_read()
+        engine = ctx.engine
+        memories = engine.memories(owner=owner)
         held = {Status.ACTIVE, Status.CANDIDATE, Status.ARCHIVED}
         return {
             "format": EXPORT_FORMAT,
             "owner": owner,
-            "generated": format_iso(self.now()),
+            "generated": format_iso(ctx.now()),
             "memories": [_dump(m) for m in memories if m.status in held],
             "tombstoned": [_dump(m) for m in memories if m.status is Status.TOMBSTONED],
             "forgotten": [
                 {"id": m.id, "textDigest": m.text_sha256, "forgottenAt": format_iso(m.modified)}
                 for m in memories if m.status is Status.FORGOTTEN
             ],
-            "versions": [v.model_dump(mode="json") for v in self._graph.versions(owner=owner)],
+            "versions": [v.model_dump(mode="json") for v in engine.versions(owner=owner)],
             "events": [e.model_dump(mode="json", by_alias=True)
-                       for e in self._graph.events(owner=owner)],
+                       for e in engine.events(EventQuery(owner=owner))],
             "edges": {
-                kind: [_edge_json(e) for e in self._graph.edges(kind, owner=owner)]
+                kind: [_edge_json(e) for e in engine.edges(kind, owner=owner)]
                 for kind in EDGE_KINDS
             },
         }
@@ -73,17 +81,22 @@ class ViewsMixin(StoreCore):
             raise InvalidInputError("the query is empty", field="query")
         if params is not None and not isinstance(params, Mapping):
             raise InvalidInputError("params must be a mapping of name -> value", field="params")
-        self._before_read()
+        ctx = self._ctx
+        capability = ctx.engine.cypher
+        if capability is None:
+            raise StoreError(f"the {type(ctx.engine).__name__} engine does not speak Cypher; "
+                             "use the named views (export, to_networkx) instead")
+        ctx.before_read()
         event = None
         if write:
-            event = event_row("", EventType.CYPHER_WRITE, from_state="", to_state="",
-                              reason="ad-hoc Cypher write (bypasses versions)", at=self.now(),
-                              agent_id=actor or self.settings.agent_id,
-                              metadata={"query": query, "params": sorted(params or {})})
-        with self._lock:
-            result = self._graph.cypher(query, params or {}, write=write, event=event)
+            event = lifecycle_event("", EventType.CYPHER_WRITE, from_state="", to_state="",
+                                    reason="ad-hoc Cypher write (bypasses versions)",
+                                    at=ctx.now(), agent_id=actor or ctx.settings.agent_id,
+                                    metadata={"query": query, "params": sorted(params or {})})
+        with ctx.lock:
+            result = capability.run(query, params or {}, write=write, event=event)
             if write:
-                self._changed([], edges_only=False, bulk=True)
+                ctx.changed(Changed([], bulk=True))
         rows = [dict(zip(result.columns, row, strict=True)) for row in result.rows]
         if as_dataframe:
             import pandas as pd
@@ -108,12 +121,12 @@ class ViewsMixin(StoreCore):
         for kind in kinds:
             if kind not in EDGE_KINDS:
                 raise InvalidInputError(f"unknown edge kind {kind!r}", field="edge_kinds")
-        self._before_read()
+        self._ctx.before_read()
         wanted = set(statuses) if statuses is not None else None
         graph = nx.MultiDiGraph()
         columns = ["id", "kind", "status", "hot", "subject", "text", "importance", "owner",
                    "created", "access_count"]
-        for row in self._graph.scan(owner=owner, columns=columns).to_pylist():
+        for row in self._ctx.engine.scan(columns, owner=owner).table.to_pylist():
             if wanted is not None and row["status"] not in wanted:
                 continue
             memory_id = row.pop("id")
@@ -121,10 +134,10 @@ class ViewsMixin(StoreCore):
             row.pop("text", None)
             graph.add_node(memory_id, **row)
         for kind in kinds:
-            for edge in self._graph.edges(kind, owner=owner):
-                if edge["src"] in graph and edge["dst"] in graph:
-                    graph.add_edge(edge["src"], edge["dst"], key=kind, kind=kind,
-                                   weight=float(edge.get("weight") or 1.0))
+            for edge in self._ctx.engine.edges(kind, owner=owner):  # type: ignore[arg-type]
+                if edge.src in graph and edge.dst in graph:
+                    graph.add_edge(edge.src, edge.dst, key=kind, kind=kind,
+                                   weight=float(edge.weight))
         return graph
 
 
@@ -133,5 +146,13 @@ def _dump(memory: Any) -> dict[str, Any]:
     return data
 
 
-def _edge_json(edge: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: (format_iso(v) if hasattr(v, "isoformat") else v) for k, v in edge.items()}
+#: The properties each edge kind exports (as before the engine port: the same JSON).
+_EXPORTED = {"references": ("source", "weight", "at"),
+             "co_occurs": ("weight", "count", "source", "at"),
+             "supersedes": ("reason", "at")}
+
+
+def _edge_json(edge: EdgeRecord) -> dict[str, Any]:
+    data = {"src": edge.src, "dst": edge.dst,
+            **{p: getattr(edge, p) for p in _EXPORTED[edge.kind]}}
+    return {k: (format_iso(v) if hasattr(v, "isoformat") else v) for k, v in data.items()}

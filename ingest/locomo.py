@@ -194,8 +194,7 @@ def ingest_conversation(
     CO_OCCURS between turns of a session up to ``cooccur_window`` apart (weight
     1/distance), and REFERENCES between turns that share a rare entity. Returns the
     memory ids in turn order. Re-ingesting changes nothing."""
-    from graphmem._extract import extract_entities
-    from graphmem._rows import session_contexts
+    from graphmem import extract_entities, session_contexts
 
     records: list[MemoryInput] = []
     edges: list[Edge] = []

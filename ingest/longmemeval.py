@@ -124,7 +124,7 @@ def ingest_question(store: MemoryStore, question: LMEQuestion, *, user_turns_onl
     """Index one question's haystack: a memory per user turn (as the paper indexes them),
     dated by its session, with the turns around it (any role) as its context, CO_OCCURS
     within a session. Returns memory id -> session id."""
-    from graphmem._rows import session_contexts
+    from graphmem import session_contexts
 
     records, edges, session_of = [], [], {}
     for n, session in enumerate(question.sessions):

@@ -21,10 +21,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from graphmem import Edge, Kind, MemoryInput, MemoryStore, MergeResult, RecordError
-from graphmem._input import validation_message
+from graphmem import (
+    Edge,
+    InvalidInputError,
+    Kind,
+    MemoryInput,
+    MemoryStore,
+    MergeResult,
+    RecordError,
+)
 
 __all__ = ["Bullet", "Daily", "DailyFile", "Scan", "UnsafePathError", "bullet_id",
            "import_markdown", "open_dir", "parse_daily", "read_at", "read_inside", "refusal",
@@ -308,16 +313,17 @@ def file_records(workspace: str, day: date, path: Path, root: Path, *, owner: st
                 continue
             memory = bullet_id(workspace, day, bullet)
             try:
-                records.append(MemoryInput(
-                    id=memory, text=bullet.text, kind=Kind.EPISODIC, owner=owner,
-                    created=when, observed=when, tags=("keep",) if bullet.keep else (),
-                    provenance={"source": "markdown", "workspace": workspace,
-                                "file": str(path.relative_to(root)), "section": section.name,
-                                "line": bullet.line_no}))
-            except ValidationError as exc:
-                field, message = validation_message(exc)
+                records.append(MemoryInput.parse({
+                    "id": memory, "text": bullet.text, "kind": Kind.EPISODIC, "owner": owner,
+                    "created": when, "observed": when,
+                    "tags": ("keep",) if bullet.keep else (),
+                    "provenance": {"source": "markdown", "workspace": workspace,
+                                   "file": str(path.relative_to(root)),
+                                   "section": section.name, "line": bullet.line_no}}))
+            except InvalidInputError as exc:
+                message = str(exc).split(": ", 1)[-1]
                 raise RecordError(f"line {bullet.line_no}: {message}", source=str(path),
-                                  field=field) from None
+                                  field=exc.field) from None
             for page in bullet.wiki:
                 pages.add(page)
                 edges.append(Edge("references", memory, wiki_id(page), source="wiki"))

@@ -37,8 +37,10 @@ from graphmem import (
     MergeResult,
     RecordError,
     Status,
+    extract_entities,
+    format_iso,
+    parse_iso,
 )
-from graphmem._time import format_iso, parse_iso
 
 __all__ = ["SAMPLE_PATH", "UMP_STATUSES", "export_ump", "import_ump", "memory_to_record",
            "read_records", "record_to_input"]
@@ -230,8 +232,6 @@ def import_ump(store: MemoryStore, path: str | Path, *, actor: str | None = None
                         index=index, record=record, field="id")
         seen[item.id] = index
         inputs.append(item)
-    from graphmem._extract import extract_entities
-
     inputs = [item.model_copy(update={"entities": extract_entities(
         f"{item.subject or ''} {item.text}")}) for item in inputs]
     edges = [Edge("supersedes", src=new, dst=item.id or "", reason="superseded_by")

@@ -20,8 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from graphmem import InvalidInputError, MemoryStore
-from graphmem._time import parse_iso
+from graphmem import InvalidInputError, MemoryStore, parse_iso
 
 __all__ = ["NamedQuery", "Param", "load_queries", "run_named"]
 

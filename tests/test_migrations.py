@@ -11,12 +11,12 @@ import pyarrow as pa
 import pytest
 
 from graphmem import ConflictError, HashingEmbedder, MemoryStore, SchemaVersionError
+from graphmem._derive import derive_fields, new_memory, sha256
 from graphmem._input import MemoryInput
 from graphmem._kuzu import SCHEMA_VERSION, Database
-from graphmem._kuzu._graph import _arrow, _memory_params
+from graphmem._kuzu._rows import arrow_rows, memory_params, version_params
 from graphmem._kuzu._schema import MEMORY_TYPES, VERSION_TYPES, ensure_schema, schema_version
 from graphmem._models import ChangeType
-from graphmem._rows import memory_row, sha256, version_row
 
 CREATED = datetime(2026, 6, 1, tzinfo=UTC)
 EDITED = datetime(2026, 6, 2, tzinfo=UTC)
@@ -53,7 +53,7 @@ def test_v1_database_is_migrated(tmp_path: Path) -> None:
     path = tmp_path / "v1"
     _v1_database(path)
     with MemoryStore(path) as store:
-        assert store.stats().schema_version == SCHEMA_VERSION == 3
+        assert store.stats().schema_version == SCHEMA_VERSION == 4
         old = store.get("urn:v1:0")
         assert (old.text, old.tags, old.entities) == ("Orchard runs on fly.io", ("v1",), ())
         # Kuzu's FTS index is gone (v3); full-text recall finds old rows; new rows carry
@@ -66,7 +66,7 @@ def test_v1_database_is_migrated(tmp_path: Path) -> None:
         added = store.add("Orchard deploys with fly", entities=["orchard", "fly.io"])
         assert store.get(added.id).entities == ("orchard", "fly.io")
         assert store.cypher("MATCH (s:Stage) RETURN count(*) AS n") == [{"n": 0}]
-    assert _version(path) == 3
+    assert _version(path) == 4
 
 
 V2_TEXTS = ["Orchard runs on fly.io", "The greenhouse pump runs at dawn",
@@ -77,13 +77,14 @@ def _copy_memories(db: Database, records: list[dict[str, object]]) -> None:
     """Insert memories with their first version rows by COPY, as v2's ``add_many`` did."""
     embedder = HashingEmbedder(384)
     items = [MemoryInput.parse(r) for r in records]
-    vectors = embedder.embed([i.text for i in items])
-    rows = [memory_row(i, now=CREATED, vector=v) for i, v in zip(items, vectors, strict=True)]
-    versions = [version_row(r, seq=1, change_type=ChangeType.CREATED, at=CREATED)
-                for r in rows]
+    derived = derive_fields(embedder.embed, [(i.subject, i.text, i.context, None)
+                                             for i in items])
+    new = [new_memory(i, d, now=CREATED) for i, d in zip(items, derived, strict=True)]
+    rows = [memory_params(n) for n in new]
+    versions = [version_params(n.version) for n in new]
     with db.write() as tx:
-        tx.copy("Memory", _arrow([_memory_params(r) for r in rows], MEMORY_TYPES))
-        tx.copy("Version", _arrow(versions, VERSION_TYPES))
+        tx.copy("Memory", arrow_rows(rows, MEMORY_TYPES))
+        tx.copy("Version", arrow_rows(versions, VERSION_TYPES))
         tx.copy("HAS_VERSION", pa.table({"from": [r["id"] for r in rows],
                                          "to": [v["id"] for v in versions]}))
 
@@ -130,7 +131,7 @@ def test_v2_database_with_an_edited_text_is_migrated(tmp_path: Path) -> None:
     _v2_database(path)
     assert _version(path) == 2
     with MemoryStore(path) as store:
-        assert store.stats().schema_version == 3
+        assert store.stats().schema_version == 4
         assert store.cypher("CALL show_indexes() RETURN *") == []
         assert [m.text for m in store.memories()] == [
             V2_TEXTS[0], "The greenhouse pump runs at dusk", V2_TEXTS[2]]
@@ -147,18 +148,18 @@ def test_v2_database_with_an_edited_text_is_migrated(tmp_path: Path) -> None:
         more = store.add_many([{"text": f"more {i}"} for i in range(100)])
         assert store.stats().memories == 203 and len(bulk) == len(more) == 100
         assert store.stats().versions == 203 + 2
-    assert _version(path) == 3
+    assert _version(path) == 4
 
 
 def test_an_old_schema_opened_read_only_is_refused_and_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "v1"
     _v1_database(path)
     with pytest.raises(SchemaVersionError, match="schema version 1 and needs a migration "
-                                                 "to 3; open it once read-write"):
+                                                 "to 4; open it once read-write"):
         MemoryStore(path, read_only=True)
     assert _version(path) == 1
     with MemoryStore(path) as store:  # read-write, it migrates
-        assert store.stats().schema_version == 3
+        assert store.stats().schema_version == 4
 
 
 def test_a_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
@@ -167,14 +168,16 @@ def test_a_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
         store.add("written by a newer graphmem")
     db = Database(str(path), buffer_pool_mb=128)
     try:
-        db.run_auto("MATCH (m:Meta {key: 'schema_version'}) SET m.value = '4'")
+        db.run_auto("MATCH (m:Meta {key: 'schema_version'}) SET m.value = $v",
+                    {"v": str(SCHEMA_VERSION + 1)})
     finally:
         db.close()
     for read_only in (False, True):
-        with pytest.raises(SchemaVersionError, match="schema version 4, newer than this "
-                                                     r"graphmem understands \(3\); upgrade"):
+        with pytest.raises(SchemaVersionError, match=f"schema version {SCHEMA_VERSION + 1}, "
+                           f"newer than this graphmem understands \\({SCHEMA_VERSION}\\); "
+                           "upgrade"):
             MemoryStore(path, read_only=read_only)
-    assert _version(path) == 4
+    assert _version(path) == SCHEMA_VERSION + 1
 
 
 def test_a_database_not_made_by_graphmem_is_refused(tmp_path: Path) -> None:
@@ -199,3 +202,29 @@ def test_an_empty_database_opened_read_only_is_refused(tmp_path: Path) -> None:
     Database(str(path), buffer_pool_mb=128).close()
     with pytest.raises(SchemaVersionError, match="is empty and was opened read-only"):
         MemoryStore(path, read_only=True)
+
+
+def test_v3_database_with_edges_is_migrated(tmp_path: Path) -> None:
+    """v4 marks edges gone instead of deleting them: a v3 store's edges get the column
+    and stay visible, and forgetting one of their ends works, again and again."""
+    path = tmp_path / "v3"
+    db = Database(str(path), buffer_pool_mb=128)
+    try:
+        assert ensure_schema(db, target=3) == 3
+        _copy_memories(db, [{"id": f"urn:v3:{i}", "text": f"note {i}"} for i in range(3)])
+        for a, b, table in (("urn:v3:1", "urn:v3:0", "REFERENCES"),
+                            ("urn:v3:2", "urn:v3:0", "SUPERSEDES"),
+                            ("urn:v3:1", "urn:v3:2", "CO_OCCURS")):
+            db.run_auto(f"MATCH (a:Memory {{id: $a}}), (b:Memory {{id: $b}}) "
+                        f"CREATE (a)-[:{table}]->(b)", {"a": a, "b": b})
+        db.run_auto("MERGE (m:Meta {key: 'embedder_spec'}) SET m.value = 'hashing'")
+        db.run_auto("MERGE (m:Meta {key: 'embedder_name'}) SET m.value = 'hashing-384'")
+    finally:
+        db.close()
+    with MemoryStore(path) as store:
+        assert store.stats().schema_version == 4
+        assert store.stats().edges == {"references": 1, "co_occurs": 1, "supersedes": 1}
+        store.forget("urn:v3:0", confirm=True)
+        store.forget("urn:v3:2", confirm=True)
+        assert store.stats().edges == {"references": 0, "co_occurs": 0, "supersedes": 0}
+    assert _version(path) == 4

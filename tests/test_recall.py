@@ -201,8 +201,8 @@ def test_valid_at_as_of(store: MemoryStore, clock) -> None:
 def test_access_is_recorded_in_one_batched_write(small: MemoryStore, clock,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    original = small._graph.set_access
-    monkeypatch.setattr(small._graph, "set_access",
+    original = small._ctx.engine.record_access
+    monkeypatch.setattr(small._ctx.engine, "record_access",
                         lambda rows: (calls.append(len(rows)), original(rows))[1])
     hits = small.recall("orchard", k=3)
     small.flush()

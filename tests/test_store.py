@@ -29,7 +29,7 @@ def test_schema_is_created_and_reopened(tmp_path: Path, clock) -> None:
     path = tmp_path / "db"
     with MemoryStore(path, embedder="hashing", clock=clock) as store:
         memory = store.add("Nadia prefers TypeScript", kind="identity", tags=["pref"])
-        assert store.stats().schema_version == SCHEMA_VERSION == 3
+        assert store.stats().schema_version == SCHEMA_VERSION == 4
     assert (path / "graph.kuzu").exists()
     with MemoryStore(path, clock=clock) as store:  # reopens with the recorded embedder
         again = store.get(memory.id)
@@ -347,7 +347,7 @@ def test_unusable_paths_are_clear_errors(tmp_path: Path) -> None:
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "db"
     with MemoryStore(path, embedder="hashing") as store:
-        store._graph.set_meta({"schema_version": "99"})  # as a newer graphmem would leave it
+        store._ctx.engine.set_meta({"schema_version": "99"})  # as a newer graphmem would leave it
     with pytest.raises(SchemaVersionError, match="99"):
         MemoryStore(path)
 

@@ -27,7 +27,7 @@ import re
 import shutil
 import threading
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -500,25 +500,9 @@ class Database:
         with self.snapshot():
             self.export_unlocked(directory)
 
-    @staticmethod
-    def import_into(target_file: Path, export_dir: Path, *, buffer_pool: int) -> None:
-        """Create a new Kuzu file from an export (``IMPORT DATABASE``)."""
-        try:
-            db = kuzu.Database(str(target_file), buffer_pool_size=buffer_pool)
-        except RuntimeError as exc:
-            raise map_error(exc, path=str(target_file)) from exc
-        try:
-            conn = kuzu.Connection(db)
-            conn.execute(f"IMPORT DATABASE '{_cypher_path(export_dir)}'")
-            conn.execute("CHECKPOINT")
-            conn.close()
-        except RuntimeError as exc:
-            raise map_error(exc, path=str(target_file)) from exc
-        finally:
-            db.close()
-
-    def rebuild(self) -> None:
-        """Rewrite the database file from a logical export of its live data.
+    def rebuild(self, build: Callable[[Database, Path], None]) -> None:
+        """Rewrite the database file from a logical export of its live data:
+        ``build(fresh, export_dir)`` fills a new database from the export.
 
         Kuzu writes updates out of place and does not scrub old pages, so a deleted
         string stays in the file; the rebuilt file holds only what is live. The old
@@ -533,8 +517,12 @@ class Database:
             try:
                 self._checkpoint_now()
                 self._export(work / "export")
-                fresh = work / self.FILE_NAME
-                self.import_into(fresh, work / "export", buffer_pool=self._buffer_pool)
+                target = Database(str(work / "fresh"), buffer_pool_mb=self._buffer_pool >> 20)
+                try:
+                    build(target, work / "export")
+                finally:
+                    target.close()
+                fresh = work / "fresh" / self.FILE_NAME
                 self._close_handles()
                 try:
                     os.replace(fresh, self._target)

@@ -7,12 +7,14 @@ per id in Kuzu 0.11; the staged join costs one hash build (~0.5 s at 100k memori
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
 
+from .._engine import Decision
 from ._db import Database
 from ._schema import STAGE_TYPES
 
@@ -58,23 +60,33 @@ JOBS: dict[str, str] = {
 }
 
 
-def _stage_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+def _stage_table(decisions: Sequence[Decision], job: str) -> pa.Table:
+    """Decisions as Stage rows: ``num`` the number, ``reason`` the reason (for the
+    signals job, the cross-reference count), ``meta`` the event's metadata."""
+    columns: dict[str, list[Any]] = {
+        "id": [d.memory_id for d in decisions],
+        "num": [d.number for d in decisions],
+        "flag": [None] * len(decisions),
+        "event_id": [d.event_id for d in decisions],
+        "meta": [json.dumps(dict(d.metadata), sort_keys=True) for d in decisions],
+        "reason": [str(d.count or 0) if job == "signals" else d.reason for d in decisions],
+    }
     types = {"STRING": pa.string(), "DOUBLE": pa.float64(), "BOOLEAN": pa.bool_()}
     return pa.Table.from_arrays(
-        [pa.array([r.get(c) for r in rows], type=types[t]) for c, t in STAGE_TYPES.items()],
+        [pa.array(columns[c], type=types[t]) for c, t in STAGE_TYPES.items()],
         names=list(STAGE_TYPES))
 
 
-def run_job(db: Database, job: str, rows: Sequence[Mapping[str, Any]], *, now: datetime,
+def run_job(db: Database, job: str, decisions: Sequence[Decision], *, now: datetime,
             actor: str) -> int:
-    """Apply ``job`` to the memories of ``rows`` (dicts with the Stage columns) in one
-    transaction; returns how many rows were staged."""
-    if not rows:
+    """Apply ``job`` to the memories of ``decisions`` in one transaction; returns how
+    many were staged."""
+    if not decisions:
         return 0
     statement = JOBS[job]
     params = {k: v for k, v in {"now": now, "actor": actor}.items() if f"${k}" in statement}
     with db.write() as tx:
-        tx.copy("Stage", _stage_table(rows))
+        tx.copy("Stage", _stage_table(decisions, job))
         tx.run(statement, params)
         tx.run("MATCH (s:Stage) DELETE s")
-    return len(rows)
+    return len(decisions)

@@ -14,15 +14,20 @@ import base64
 import binascii
 import re
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .._engine import EventQuery
 from .._errors import GraphmemError, StoreError
 from ._db import Database
-from ._graph import KuzuGraph, memory_from_row
+from ._rows import MODEL_COLUMNS, memory_from_row
 from ._schema import SCHEMAS
+
+if TYPE_CHECKING:
+    from ._engine import KuzuEngine
 
 __all__ = ["TableFile", "build_from_parquet", "check_rows", "table_files"]
 
@@ -87,10 +92,11 @@ def table_files(db: Database) -> list[TableFile]:
 
 
 def build_from_parquet(db: Database, schema_version: int, open_file: Opener,
-                       *, label: str) -> None:
+                       *, label: str, drop_gone: bool = False) -> None:
     """Create schema ``schema_version`` in the empty database ``db`` and copy every table
     from the file ``open_file(name)`` returns. ``label`` names the files' directory in
-    messages. Raises ``StoreError`` naming the file (and column) that does not fit."""
+    messages; ``drop_gone`` leaves out edges marked gone (a purge). Raises ``StoreError``
+    naming the file (and column) that does not fit."""
     statements = SCHEMAS.get(schema_version)
     if statements is None:
         raise StoreError(f"there is no graphmem schema v{schema_version}")
@@ -100,7 +106,7 @@ def build_from_parquet(db: Database, schema_version: int, open_file: Opener,
         if statement not in indexes:
             db.run_auto(statement)
     for table in table_files(db):
-        _copy_table(db, table, open_file, label=label)
+        _copy_table(db, table, open_file, label=label, drop_gone=drop_gone)
     found = [r[0] for r in db.read("MATCH (m:Meta {key: 'schema_version'}) RETURN m.value")]
     if found != [str(schema_version)]:
         recorded = repr(found[0])[:40] if found else "none"
@@ -110,7 +116,8 @@ def build_from_parquet(db: Database, schema_version: int, open_file: Opener,
         db.run_auto(statement)
 
 
-def _copy_table(db: Database, table: TableFile, open_file: Opener, *, label: str) -> None:
+def _copy_table(db: Database, table: TableFile, open_file: Opener, *, label: str,
+                drop_gone: bool = False) -> None:
     where = f"{label}/{table.file}"
     with open_file(table.file) as handle:
         try:
@@ -133,7 +140,11 @@ def _copy_table(db: Database, table: TableFile, open_file: Opener, *, label: str
                     # Parquet readers do not check that strings are UTF-8; Kuzu would
                     # store the bytes and fail on every later read of the row.
                     batch.validate(full=True)
-                    tx.copy(table.table, pa.Table.from_batches([batch]).rename_columns(names))
+                    rows = pa.Table.from_batches([batch]).rename_columns(names)
+                    if drop_gone and "gone" in names:
+                        rows = rows.filter(pc.invert(pc.fill_null(rows.column("gone"), False)))
+                    if rows.num_rows:
+                        tx.copy(table.table, rows)
         except GraphmemError as exc:
             raise StoreError(f"{where} could not be loaded into table {table.table}: "
                              f"{exc}") from None
@@ -141,14 +152,15 @@ def _copy_table(db: Database, table: TableFile, open_file: Opener, *, label: str
             raise StoreError(f"{where} could not be read: {exc}") from None
 
 
-def check_rows(graph: KuzuGraph, *, label: str) -> None:
+def check_rows(graph: KuzuEngine, *, label: str) -> None:
     """Every memory, version and event of a restored database reads back as graphmem's
     models, and every stored vector decodes: a tampered backup fails here, naming the
     record, instead of failing later inside recall."""
     dim = graph.meta().get("embedder_dim")
     if dim is not None and not (dim.isdigit() and 0 < int(dim) <= 65536):
         raise StoreError(f"{label}: Meta records embedder_dim {dim[:40]!r}, not a dimension")
-    table = graph.scan()
+    table = graph.db.read_arrow("MATCH (m:Memory) RETURN "
+                                + ", ".join(f"m.{c} AS {c}" for c in MODEL_COLUMNS))
     for batch in table.to_batches(max_chunksize=BATCH_ROWS):
         for row in batch.to_pylist():
             try:
@@ -156,14 +168,15 @@ def check_rows(graph: KuzuGraph, *, label: str) -> None:
             except (ValueError, TypeError) as exc:
                 raise StoreError(f"{label}: memory {str(row.get('id'))[:200]!r} is not a "
                                  f"valid memory: {_first_line(exc)}") from None
-    vectors = graph.scan(columns=["id", "vec"])
+    vectors = graph.db.read_arrow("MATCH (m:Memory) RETURN m.id AS id, m.vec AS vec")
     for batch in vectors.to_batches(max_chunksize=BATCH_ROWS):
         for memory_id, vec in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(),
                                   strict=True):
             if vec is not None and not _decodes(vec):
                 raise StoreError(f"{label}: memory {str(memory_id)[:200]!r} has a stored "
                                  "vector that is not base64 float32")
-    for what, read in (("version", graph.versions), ("event", graph.events)):
+    for what, read in (("version", graph.versions),
+                       ("event", lambda: graph.events(EventQuery()))):
         try:
             read()
         except (ValueError, TypeError) as exc:

@@ -16,7 +16,8 @@ from datetime import datetime
 
 import numpy as np
 
-__all__ = ["ActivationTerms", "activation", "activation_s", "approx_activation", "base_level"]
+__all__ = ["ActivationTerms", "activation", "activation_arrays", "activation_s",
+           "approx_activation", "base_level"]
 
 #: Ages below one second count as one second (the formula diverges at zero).
 _MIN_AGE_S = 1.0
@@ -129,3 +130,45 @@ def activation(
                         access_times=np.array([t.timestamp() for t in access_times]),
                         access_count=access_count, confidence=confidence, now=now.timestamp(),
                         d=d, beta=beta, epsilon=epsilon)
+
+
+def activation_arrays(
+    *,
+    now: float,
+    created: np.ndarray,
+    access_count: np.ndarray,
+    confidence: np.ndarray,
+    history: np.ndarray,
+    history_of: np.ndarray,
+    d: float = 0.5,
+    beta: float = 1.0,
+    epsilon: float = 0.5,
+) -> np.ndarray:
+    """``activation_s`` for many memories at once (the lifecycle's hot set).
+
+    ``history`` holds every memory's kept access times (POSIX seconds), flattened, and
+    ``history_of`` the position of the memory each belongs to. A memory whose kept
+    history covers its access count gets the exact base level, the others the
+    approximation, as in ``activation_s``.
+
+    >>> now = 1_000_000.0
+    >>> values = activation_arrays(now=now, created=np.array([now - 3600.0, now - 7200.0]),
+    ...     access_count=np.array([1, 5]), confidence=np.array([1.0, 0.5]),
+    ...     history=np.array([now - 60.0]), history_of=np.array([0]))
+    >>> one = activation_s(created=now - 3600.0, access_times=np.array([now - 60.0]),
+    ...                    access_count=1, confidence=1.0, now=now).value
+    >>> two = activation_s(created=now - 7200.0, access_times=np.array([]),
+    ...                    access_count=5, confidence=0.5, now=now).value
+    >>> bool(np.allclose(values, [one, two]))
+    True
+    """
+    n = len(created)
+    age = np.maximum(now - created, _MIN_AGE_S)
+    kept = history <= now
+    sums = np.bincount(history_of[kept], weights=np.maximum(now - history[kept], _MIN_AGE_S) ** -d,
+                       minlength=n)
+    lengths = np.bincount(history_of, minlength=n)
+    approx = -d * np.log(age) + beta * np.log1p(access_count)
+    exact = np.log(age ** -d + sums)
+    base = np.where(access_count <= lengths, exact, approx)
+    return np.asarray(base + epsilon * confidence)

@@ -8,7 +8,6 @@ updates it, so a query never scans the database.
 
 from __future__ import annotations
 
-import base64
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -20,12 +19,13 @@ import pyarrow as pa
 from .._models import Kind, Status
 from ._bm25 import BM25Index
 
-__all__ = ["INDEX_COLUMNS", "RecallIndex"]
+__all__ = ["INDEX_FIELDS", "RecallIndex"]
 
-INDEX_COLUMNS = (
-    "id", "vec", "status", "kind", "owner", "hot", "created", "valid_from", "valid_to",
+#: The fields of a memory the index keeps (besides its vector).
+INDEX_FIELDS = (
+    "id", "status", "kind", "owner", "hot", "created", "valid_from", "valid_to",
     "access_count", "access_times", "last_accessed", "confidence", "importance",
-    "superseded_by", "subject", "text", "entities", "session", "context",
+    "superseded_by", "subject", "text", "session", "context",
 )  # fmt: skip
 STATUS_CODE = {s.value: i for i, s in enumerate(Status)}
 KIND_CODE = {k.value: i for i, k in enumerate(Kind)}
@@ -46,13 +46,6 @@ def _aware(value: Any) -> Any:
     if isinstance(value, datetime) and value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value
-
-
-def _decode(text: str | None, dim: int) -> np.ndarray | None:
-    if not text:
-        return None
-    vector = np.frombuffer(base64.b64decode(text), dtype=np.float32)
-    return vector if vector.shape[0] == dim else None
 
 
 class Adjacency:
@@ -129,13 +122,6 @@ class RecallIndex:
         self.rows: pa.Table | None = None
         self.stale: set[int] = set()
         self._adjacency: dict[tuple[float, float, int], Adjacency] = {}
-        # entity (lowercase) -> positions mentioning it; subjects of several words -> positions
-        #: (owner group, entity) -> positions of that owner mentioning it
-        self.entity_docs: dict[tuple[int, str], set[int]] = {}
-        self.doc_entities: dict[int, tuple[str, ...]] = {}
-        self._entity_group: dict[int, int] = {}
-        self.subjects: dict[str, set[int]] = {}
-        self.doc_subject: dict[int, str] = {}
         self.session: list[str | None] = []
 
     @property
@@ -170,9 +156,12 @@ class RecallIndex:
             code = self.owner_codes[owner] = len(self.owner_codes)
         return code
 
-    def upsert(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Add or refresh memories from node rows (dicts with ``INDEX_COLUMNS``)."""
-        for row in rows:
+    def upsert(self, rows: Iterable[Mapping[str, Any]],
+               vectors: Sequence[np.ndarray | None] | np.ndarray | None = None,
+               has_vector: Sequence[bool] | np.ndarray | None = None) -> None:
+        """Add or refresh memories from rows (dicts with ``INDEX_FIELDS``) and their
+        vectors (a vector of another width than the index's counts as none)."""
+        for n, row in enumerate(rows):
             memory_id = row["id"]
             pos = self.pos.get(memory_id)
             if pos is not None:
@@ -205,12 +194,13 @@ class RecallIndex:
             self.confidence[pos] = float(row.get("confidence") or 0.0)
             self.importance[pos] = float(row.get("importance") or 0.0)
             self.superseded_by[pos] = tuple(row.get("superseded_by") or ())
-            vector = _decode(row.get("vec"), self.dim)
+            vector = vectors[n] if vectors is not None else None
+            if vector is not None and (len(vector) != self.dim
+                                       or (has_vector is not None and not has_vector[n])):
+                vector = None
             self.has_vector[pos] = vector is not None
             self.vectors[pos] = vector if vector is not None else 0.0
             self.session[pos] = row.get("session")
-            self._index_entities(pos, () if self.status[pos] == _FORGOTTEN
-                                 else tuple(row.get("entities") or ()), row.get("subject"))
             if self.status[pos] == _FORGOTTEN:
                 self.bm25.remove(pos)
                 self.has_vector[pos] = False
@@ -221,26 +211,6 @@ class RecallIndex:
                 indexed = f"{subject}\n{text}" if subject else text
                 self.bm25.set(pos, f"{indexed}\n{context}" if context else indexed,
                               group=int(self.owner[pos]))
-
-    def _index_entities(self, pos: int, entities: tuple[str, ...], subject: str | None
-                        ) -> None:
-        old_group = self._entity_group.pop(pos, -1)
-        for entity in self.doc_entities.pop(pos, ()):
-            docs = self.entity_docs.get((old_group, entity))
-            if docs is not None:
-                docs.discard(pos)
-        old_subject = self.doc_subject.pop(pos, None)
-        if old_subject is not None:
-            self.subjects.get(old_subject, set()).discard(pos)
-        group = int(self.owner[pos])
-        self.doc_entities[pos] = entities
-        self._entity_group[pos] = group
-        for entity in entities:
-            self.entity_docs.setdefault((group, entity), set()).add(pos)
-        if subject and len(subject.split()) >= 2 and self.status[pos] != _FORGOTTEN:
-            key = " ".join(subject.lower().split())
-            self.subjects.setdefault(key, set()).add(pos)
-            self.doc_subject[pos] = key
 
     def has_row(self, pos: int) -> bool:
         return self.rows is not None and pos < self.rows.num_rows and pos not in self.stale

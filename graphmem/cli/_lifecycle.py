@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .._lifecycle._mixin import ARCHIVE_REASONS, PROMOTE_REASONS
+from .._lifecycle._component import ARCHIVE_REASONS, PROMOTE_REASONS
 from ._app import Context, cli, echo_json, fail, pass_ctx, table
 
 

@@ -62,7 +62,7 @@ def _ump_trial(base: tuple[Path, int, dict[str, Any], float], tmp_path: Path,
     trial = run_and_kill("ump", db, rng=random.Random(seed), max_acks=2, extra=[str(path)],
                          delay=(0.0, 0.3))
     tally["ump import"].append(trial)
-    committed = trial.progress.count("PROGRESS insert")
+    committed = trial.progress.count("PROGRESS commit")
     with MemoryStore(db, embedder="hashing") as store:
         count = store.stats().memories
         assert count in (0, size), f"a half-done import: {count} of {size} memories"

@@ -48,7 +48,7 @@ def _wait() -> None:
 
 def _progress(store: MemoryStore) -> None:
     """Print ``PROGRESS <step>`` after every commit of the store and every batch embedded."""
-    graph = store._graph
+    engine = store._ctx.engine
 
     def after(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
         def step(*args: Any, **kwargs: Any) -> Any:
@@ -58,10 +58,9 @@ def _progress(store: MemoryStore) -> None:
             return result
         return step
 
-    graph.insert = after("insert", graph.insert)  # type: ignore[method-assign]
-    graph.run_job = after("job", graph.run_job)  # type: ignore[method-assign]
-    graph.apply = after("apply", graph.apply)  # type: ignore[method-assign]
-    store.embed = after("embed", store.embed)  # type: ignore[method-assign]
+    engine.commit = after("commit", engine.commit)  # type: ignore[method-assign]
+    engine.apply_decisions = after("job", engine.apply_decisions)  # type: ignore[method-assign]
+    store._ctx.embed = after("embed", store._ctx.embed)  # type: ignore[method-assign]
 
 
 def lifecycle(db: str, now: str) -> None:

@@ -1,4 +1,5 @@
-"""The store's recall layer: ``recall``, ``feedback``, ``reembed`` over the recall index."""
+"""Recall: the in-process index kept in sync with the store, ``recall`` over it, retrieval
+feedback, and switching embedding models (``reembed``)."""
 
 from __future__ import annotations
 
@@ -12,32 +13,33 @@ from typing import Any
 
 import numpy as np
 
-from .._embed import Embedder, embedder_from_spec, fingerprint
+from .._context import Changed, StoreContext, progress
+from .._derive import embedding_text
+from .._embed import Embedder
+from .._engine import EdgeRecord, Patch, memory_from_fields
 from .._errors import ConflictError, InvalidInputError, StoreError
-from .._kuzu import MEMORY_COLUMNS, Change, memory_from_row
-from .._models import ChangeType, Kind, Memory, Status
-from .._rows import embedding_text, encode_vector
-from .._store import StoreCore
+from .._memories import Memories
+from .._models import ChangeType, Kind, Memory, Status, parse_kind
 from .._sync import Gate
 from .._time import to_utc
+from .._transitions import patch_of
 from ._access import AccessRow, AccessWriter
 from ._actr import activation_s
 from ._config import RecallConfig, resolve_preset
 from ._fusion import competition_ranks, rrf_from_ranks
 from ._hits import ActivationInfo, ChannelRank, Explanation, Hit
-from ._index import INDEX_COLUMNS, RecallIndex
+from ._index import INDEX_FIELDS, RecallIndex
 from ._walk import hop_expansion, local_ppr
 
-__all__ = ["RecallMixin"]
+__all__ = ["Recall"]
 
 MAX_QUERY = 10_000
 #: Edges are refreshed per memory up to this many ids; beyond, all edges are reloaded.
 _EDGE_REFRESH_LIMIT = 20
 _RECENT_RECALLS = 256
-#: What the index build reads: its own columns and the rest of each memory's row.
-ROW_COLUMNS = list(INDEX_COLUMNS) + [c for c in MEMORY_COLUMNS if c not in INDEX_COLUMNS
-                                     and c not in ("payload_at", "prev_status", "prev_kind",
-                                                   "state_changed")]
+#: What the index build reads: its own fields and the rest of each memory's (the rows
+#: hits are made from), then the vectors.
+ROW_FIELDS = [*INDEX_FIELDS, *(f for f in Memory.model_fields if f not in INDEX_FIELDS)]
 
 Ranking = list[tuple[int, float]]
 
@@ -49,9 +51,12 @@ class _RecallRecord:
     useful: set[str] = field(default_factory=set)
 
 
-class RecallMixin(StoreCore):
-    def _init_extensions(self) -> None:
-        super()._init_extensions()
+class Recall:
+    """Ranking over the recall index; the index follows every commit (``on_change``)."""
+
+    def __init__(self, ctx: StoreContext, memories: Memories) -> None:
+        self._ctx = ctx
+        self._memories = memories
         self._index: RecallIndex | None = None
         self._index_gate = Gate()
         self._index_build = threading.Lock()
@@ -59,12 +64,14 @@ class RecallMixin(StoreCore):
         self._cache_lock = threading.Lock()
         self._recent: collections.deque[_RecallRecord] = collections.deque(
             maxlen=_RECENT_RECALLS)
-        self._access = AccessWriter(lambda rows: self._graph.set_access(rows))
+        self._access = AccessWriter(lambda records: ctx.engine.record_access(records))
         self._workers: ThreadPoolExecutor | None = None
         self._inflight: dict[str, Future[Memory | None]] = {}
         self._epoch = 0
         self._bulk_epoch = 0
         self._changed_at: dict[str, int] = {}
+        ctx.on_change(self._on_change)
+        ctx.on_read(self._flush_pending)
 
     def _pool(self) -> ThreadPoolExecutor:
         """Two workers: the query embedding overlaps the full-text work, and cold hits are
@@ -74,10 +81,8 @@ class RecallMixin(StoreCore):
         return self._workers
 
     # -- keeping derived state in sync -----------------------------------------------
-    def _changed(self, ids: Sequence[str], *, removed: bool = False,
-                 edges_only: bool = False, bulk: bool = False,
-                 rows: Sequence[Mapping[str, Any]] | None = None) -> None:
-        super()._changed(ids, removed=removed, edges_only=edges_only, bulk=bulk, rows=rows)
+    def _on_change(self, change: Changed) -> None:
+        ids = change.ids
         with self._cache_lock:
             self._epoch += 1
             if not self._inflight:  # only fetches under way need to know what changed
@@ -85,64 +90,62 @@ class RecallMixin(StoreCore):
             for memory_id in ids:
                 self._cache.pop(memory_id, None)
                 self._changed_at[memory_id] = self._epoch
-            if bulk:
+            if change.bulk:
                 self._cache.clear()
                 self._bulk_epoch = self._epoch
-        if removed:
+        if change.removed:
             for memory_id in ids:
                 self._access.discard(memory_id)
         index = self._index
         if index is None:
             return
-        if bulk:
+        if change.bulk:
             self._index = None
             return
         with self._index_gate.exclusive():
-            if not edges_only:
-                fresh = list(rows) if rows is not None else self._graph.rows(ids, INDEX_COLUMNS)
-                index.upsert(fresh)
-            if edges_only or removed:
+            if not change.edges_only:
+                if change.new and len(change.new) == len(ids):
+                    vectors = change.vectors or {}
+                    index.upsert([{f: getattr(m, f) for f in INDEX_FIELDS} for m in change.new],
+                                 [vectors.get(m.id) for m in change.new])
+                else:
+                    scan = self._ctx.engine.scan([*INDEX_FIELDS, "vector"], ids=list(ids))
+                    index.upsert(scan.table.to_pylist(), scan.vectors, scan.has_vector)
+            if change.edges_only or change.removed:
                 self._refresh_edges(index, ids)
 
     def _load_edges(self, index: RecallIndex) -> None:
         for kind in ("references", "co_occurs"):
-            table = self._graph.edge_table(kind)
-            index.set_edges(kind, zip(table.column("src").to_pylist(),
-                                      table.column("dst").to_pylist(),
-                                      table.column("weight").to_pylist(), strict=True))
+            arrays = self._ctx.engine.edge_arrays(kind)
+            index.set_edges(kind, zip(arrays.src, arrays.dst, arrays.weight, strict=True))
 
     def _refresh_edges(self, index: RecallIndex, ids: Sequence[str]) -> None:
         if len(ids) > _EDGE_REFRESH_LIMIT:
             self._load_edges(index)
             return
         for memory_id in ids:
-            links = self.links(memory_id) if memory_id in index.pos else []
+            links = self._ctx.engine.links_of(memory_id) if memory_id in index.pos else []
             for kind in ("references", "co_occurs"):
                 index.replace_edges_of(kind, memory_id,
                                        [(x.other, x.weight) for x in links if x.kind == kind])
 
-    def _ensure_index(self) -> RecallIndex:
+    def ensure_index(self) -> RecallIndex:
+        """The index, built from one scan on first use."""
         index = self._index
         if index is not None:
             return index
         with self._index_build:
             if self._index is None:
-                built = RecallIndex(self._vector_dim())
-                table = self._graph.scan(columns=ROW_COLUMNS)
-                built.upsert(table.select(list(INDEX_COLUMNS)).to_pylist())
-                built.rows = table.drop_columns(["vec"])
+                built = RecallIndex(self._ctx.vector_dim())
+                scan = self._ctx.engine.scan([*ROW_FIELDS, "vector"])
+                built.upsert(scan.table.select(list(INDEX_FIELDS)).to_pylist(), scan.vectors,
+                             scan.has_vector)
+                built.rows = scan.table
                 self._load_edges(built)
                 self._index = built
             return self._index
 
-    def _vector_dim(self) -> int:
-        meta = self._graph.meta()
-        if "embedder_dim" in meta:
-            return int(meta["embedder_dim"])
-        return int(self._embedder.dim)
-
-    def _before_read(self) -> None:
-        super()._before_read()
+    def _flush_pending(self) -> None:
         if self._access.pending:
             self.flush()
 
@@ -160,13 +163,10 @@ class RecallMixin(StoreCore):
             raise StoreError(f"recording accesses failed: {error}") from error
 
     def close(self) -> None:
-        if getattr(self, "_access", None) is not None:
-            self._access.close()
-        workers = getattr(self, "_workers", None)
-        if workers is not None:
-            workers.shutdown(wait=True)
+        self._access.close()
+        if self._workers is not None:
+            self._workers.shutdown(wait=True)
             self._workers = None
-        super().close()
 
     # -- recall ----------------------------------------------------------------------
     def recall(
@@ -198,15 +198,15 @@ class RecallMixin(StoreCore):
         if not query.strip():
             return []
         when = to_utc(as_of) if as_of is not None else None
-        index = self._ensure_index()
+        index = self.ensure_index()
         qvec: Future[np.ndarray] | None = None
         if config.active("vector") and index.size:
-            qvec = self._pool().submit(lambda: self.embed([query])[0])
+            qvec = self._pool().submit(lambda: self._ctx.embed([query])[0])
         with self._index_gate.shared():
             hits, positions = self._rank(index, query, qvec, config, k=k, owner=owner,
                                          kinds=kind_names, as_of=when,
                                          include_archived=include_archived)
-            if record_access and hits and not self._graph.db.read_only:
+            if record_access and hits and not self._ctx.engine.read_only:
                 self._record(index, positions)
         self._prefetch([index.ids[pos] for pos, _ in hits])
         result = [self._hit(index, pos, rank, explanation)
@@ -223,7 +223,7 @@ class RecallMixin(StoreCore):
             return [], []
         statuses = ("active", "archived") if include_archived else ("active",)
         mask = index.mask(owner=owner, kinds=kinds, statuses=statuses, as_of=as_of,
-                          now=self.now())
+                          now=self._ctx.now())
         if not mask.any():
             if qvec is not None:
                 qvec.result()  # surface embedding errors; never leave work running
@@ -253,7 +253,7 @@ class RecallMixin(StoreCore):
         activations: dict[int, tuple[Any, int, float]] = {}
         if config.actr is not None:
             activations = self._actr(index, order[: config.actr.rerank], fused, config,
-                                     as_of or self.now())
+                                     as_of or self._ctx.now())
             for pos, (_, _, contribution) in activations.items():
                 final[pos] += contribution
             order = sorted(final, key=lambda p: (-final[p], -fused[p], index.ids[p]))
@@ -359,8 +359,8 @@ class RecallMixin(StoreCore):
         return out
 
     def _record(self, index: RecallIndex, positions: Sequence[int]) -> None:
-        now = self.now()
-        index.record_access(positions, now, self.settings.access_history)
+        now = self._ctx.now()
+        index.record_access(positions, now, self._ctx.settings.access_history)
         rows: dict[str, AccessRow] = {
             index.ids[p]: (int(index.access_count[p]), now, index.access_times[p])
             for p in positions}
@@ -390,13 +390,13 @@ class RecallMixin(StoreCore):
     def _fetch(self, memory_id: str) -> Memory | None:
         with self._cache_lock:
             started = self._epoch
-        memory = self._graph.get(memory_id)
+        memory = self._ctx.engine.get(memory_id)
         with self._cache_lock:
             # A change committed while this row was read makes the row stale: do not cache.
             stale = max(self._changed_at.get(memory_id, 0), self._bulk_epoch) > started
             if memory is not None and not stale:
                 self._cache[memory_id] = memory
-                while len(self._cache) > self.settings.row_cache_size:
+                while len(self._cache) > self._ctx.settings.row_cache_size:
                     self._cache.pop(next(iter(self._cache)))
             self._inflight.pop(memory_id, None)
         return memory
@@ -414,53 +414,51 @@ class RecallMixin(StoreCore):
             index = self._index
             pos = index.pos.get(memory_id) if index is not None else None
             row = index.row(pos) if index is not None and pos is not None else None
-            memory = memory_from_row(row) if row is not None else self._fetch(memory_id)
+            memory = memory_from_fields(row) if row is not None else self._fetch(memory_id)
         if memory is None:
             raise StoreError(f"memory {memory_id} vanished during recall")
         return memory
 
     # -- feedback ---------------------------------------------------------------------
     def feedback(self, memory_id: str, *, useful: bool, query: str | None = None,
-                 owner: str | None = None) -> Memory:
+                 owner: str | None = None, actor: str | None = None) -> Memory:
         """Report whether a recalled memory helped (retrieval feedback).
 
         Useful: the useful count grows and importance rises by ``feedback_boost`` (a
         version row ``importance_boost``); memories of the same recall marked useful
-        gain or strengthen a CO_OCCURS edge. Not useful: the ignored count grows.
+        gain or strengthen a CO_OCCURS edge. Not useful: the ignored count grows. All of
+        it in one transaction.
         """
+        ctx = self._ctx
         if not isinstance(useful, bool):
             raise InvalidInputError("useful must be true or false", field="useful")
-        memory = self._visible(memory_id, owner)
+        memory = ctx.visible(memory_id, owner)
         if memory.status is Status.FORGOTTEN:
             raise ConflictError(f"memory {memory_id} was forgotten")
-        now = self.now()
+        now = ctx.now()
         if useful:
-            boosted = min(1.0, memory.importance + self.settings.feedback_boost)
-            sets: dict[str, Any] = {"useful_count": memory.useful_count + 1}
-            change = Change(memory_id, set=sets)
+            boosted = min(1.0, memory.importance + ctx.settings.feedback_boost)
+            counts: dict[str, Any] = {"useful_count": memory.useful_count + 1}
+            patch = Patch(memory_id, set=counts)
             if boosted > memory.importance:
                 # The boost moves the undecayed baseline too, or decay would undo it.
                 baseline = max(memory.original_importance, boosted)
-                change = self._change(memory, {**sets, "importance": boosted,
-                                               "original_importance": baseline},
-                                      ChangeType.IMPORTANCE_BOOST, now, reason="useful feedback",
-                                      actor=self.settings.agent_id)
+                patch = patch_of(memory, {**counts, "importance": boosted,
+                                          "original_importance": baseline},
+                                 ChangeType.IMPORTANCE_BOOST, now, reason="useful feedback",
+                                 actor=actor or ctx.settings.agent_id)
         else:
-            change = Change(memory_id, set={"ignored_count": memory.ignored_count + 1})
+            patch = Patch(memory_id, set={"ignored_count": memory.ignored_count + 1})
         partners: list[str] = []
         record = self._find_recall(memory_id, query)
         if useful and record is not None:
             partners = sorted(record.useful - {memory_id})
             record.useful.add(memory_id)
-        with self._lock:
-            self._graph.apply([change])
-            for other in partners:
-                a, b = sorted((memory_id, other))
-                self._graph.merge_edge("co_occurs", a, b, weight=1.0, source="feedback", at=now)
-            self._changed([memory_id])
-            if partners:
-                self._changed([memory_id, *partners], edges_only=True)
-        return self._graph.get(memory_id) or memory
+        edges = [EdgeRecord(kind="co_occurs", src=min(memory_id, other),
+                            dst=max(memory_id, other), weight=1.0, source="feedback", at=now)
+                 for other in partners]
+        self._memories.patch([patch], merged_edges=edges)
+        return ctx.engine.get(memory_id) or memory
 
     def _find_recall(self, memory_id: str, query: str | None) -> _RecallRecord | None:
         for record in reversed(self._recent):
@@ -468,40 +466,41 @@ class RecallMixin(StoreCore):
                 return record
         return None
 
+    def lexical_neighbours(self, text: str, *, owner: str | None, eligible: np.ndarray,
+                           limit: int) -> list[str]:
+        """Ids of the ``limit`` best full-text matches of ``text`` among the ``eligible``
+        positions (scored with ``owner``'s statistics)."""
+        index = self.ensure_index()
+        n = index.size
+        if n == 0:
+            return []
+        scores = np.where(eligible[:n], index.bm25.scores(text, n,
+                                                            group=index.owner_group(owner)), 0.0)
+        return [index.ids[int(p)] for p in np.argsort(-scores)[:limit] if scores[p] > 0]
+
     # -- switching models -------------------------------------------------------------
     def reembed(self, embedder: Embedder | str, *, batch_size: int = 256,
-                progress: bool = False) -> int:
+                progress_bar: bool = False) -> int:
         """Re-embed every memory with another model and make it the store's model.
 
         Returns the number of memories embedded.
         """
-        if isinstance(embedder, str):
-            embedder = embedder_from_spec(embedder, threads=self.settings.embed_threads,
-                batch_threads=self.settings.embed_batch_threads,
-                                          ollama_host=self.settings.ollama_host,
-                                          timeout=self.settings.ollama_timeout_s)
-        rows = [r for r in self._graph.scan(columns=["id", "subject", "text", "context",
-                                                     "status"])
-                .to_pylist() if r["status"] != Status.FORGOTTEN.value]
-        from .._store import _progress
-
-        bar = _progress(len(rows), "re-embedding", progress)
+        ctx = self._ctx
+        chosen = ctx.make_embedder(embedder)
+        table = ctx.engine.scan(["id", "subject", "text", "context", "status"]).table
+        rows = [r for r in table.to_pylist() if r["status"] != Status.FORGOTTEN.value]
+        bar = progress(len(rows), "re-embedding", progress_bar)
         for start in range(0, len(rows), batch_size):
             chunk = rows[start:start + batch_size]
-            vectors = embedder.embed([embedding_text(r["subject"], r["text"], r["context"])
-                                      for r in chunk])
-            with self._lock:
-                self._graph.set_vectors({r["id"]: encode_vector(v)
-                                         for r, v in zip(chunk, vectors, strict=True)})
+            vectors = chosen.embed([embedding_text(r["subject"], r["text"], r["context"])
+                                    for r in chunk])
+            with ctx.lock:
+                ctx.engine.set_vectors({r["id"]: v for r, v in zip(chunk, vectors, strict=True)})
             bar.update(len(chunk))
         bar.close()
-        with self._lock:
-            self._graph.set_meta({"embedder_spec": embedder.spec, "embedder_name": embedder.name,
-                                  "embedder_dim": str(embedder.dim),
-                                  "embedder_fingerprint": fingerprint(embedder)})
-            self._embedder = embedder
-            self._embedder_checked = True
-            self._changed([], bulk=True)
+        with ctx.lock:
+            ctx.switch_embedder(chosen)
+            ctx.changed(Changed([], bulk=True))
         return len(rows)
 
 
@@ -548,10 +547,8 @@ def _check_kinds(kinds: Sequence[Kind | str] | None) -> list[str] | None:
     out = []
     for kind in kinds:
         try:
-            out.append(Kind(kind).value)
-        except ValueError:
-            raise InvalidInputError(f"unknown kind {kind!r}; one of "
-                                    f"{', '.join(k.value for k in Kind)}",
-                                    field="kinds") from None
+            out.append(parse_kind(kind).value)
+        except InvalidInputError as exc:
+            raise InvalidInputError(str(exc), field="kinds") from None
     return out
 

@@ -1,10 +1,9 @@
-"""The store's ingest layer: ``add_conversation``, reinforcement of weak
-candidates, ``correct``, and the REFERENCES edges ingest derives (``derive_links``)."""
+"""Conversations: ``add_conversation`` (quality gate, extraction, weak candidates and their
+reinforcement, in one transaction), confirmation by feedback, and the REFERENCES edges
+ingest derives (``derive_links``)."""
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
@@ -12,19 +11,22 @@ from typing import Any, Protocol
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._context import Changed, StoreContext
+from .._derive import session_contexts
 from .._errors import InvalidInputError
 from .._input import MAX_TEXT, MemoryInput
+from .._memories import Edge, Memories
 from .._models import ChangeType, EventType, Kind, Memory, Status
 from .._ollama import OllamaGenerator
+from .._recall._component import Recall
 from .._recall._index import STATUS_CODE
-from .._recall._mixin import RecallMixin
-from .._rows import session_contexts
-from .._store import Edge
 from .._time import new_memory_id, parse_iso, to_utc
+from .._transitions import Transitions
+from ._links import LinkIndex, derive_edges
 from ._ollama import OllamaExtractor
 from ._rules import Extracted, RuleExtractor, is_filler
 
-__all__ = ["AddResult", "ConversationMixin", "Extractor"]
+__all__ = ["AddResult", "Conversations", "Extractor"]
 
 #: Cosine above which an extracted memory is the same as an existing one.
 DUPLICATE = 0.95
@@ -33,7 +35,8 @@ REINFORCE = 0.8
 _SKIPPED_ROLES = {"assistant", "system", "tool"}
 #: How many full-text matches a new memory is compared with, for duplicates and candidates.
 _SIMILAR = 10
-_NUMERIC = re.compile(r"[\d.,:/-]+")  # dates, times, numbers: entities, never links
+#: What the link index reads of each memory.
+_LINK_FIELDS = ["id", "owner", "created", "status", "entities", "subject"]
 
 
 class Extractor(Protocol):
@@ -60,7 +63,37 @@ class AddResult(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
-class ConversationMixin(RecallMixin):
+class Conversations:
+    """Turning conversations into memories, and linking what they mention."""
+
+    def __init__(self, ctx: StoreContext, memories: Memories, recall: Recall,
+                 transitions: Transitions) -> None:
+        self._ctx = ctx
+        self._memories = memories
+        self._recall = recall
+        self._transitions = transitions
+        self._links: LinkIndex | None = None
+        ctx.on_change(self._on_change)
+
+    def _on_change(self, change: Changed) -> None:
+        links = self._links
+        if links is None or change.edges_only:
+            return
+        if change.bulk:
+            self._links = None
+        elif change.new and len(change.new) == len(change.ids):
+            links.upsert({f: getattr(m, f) for f in _LINK_FIELDS} for m in change.new)
+        else:
+            links.upsert(self._ctx.engine.scan(_LINK_FIELDS, ids=list(change.ids))
+                         .table.to_pylist())
+
+    def _link_index(self) -> LinkIndex:
+        if self._links is None:
+            built = LinkIndex()
+            built.upsert(self._ctx.engine.scan(_LINK_FIELDS).table.to_pylist())
+            self._links = built
+        return self._links
+
     # -- conversations -------------------------------------------------------------------
     def add_conversation(
         self,
@@ -89,8 +122,9 @@ class ConversationMixin(RecallMixin):
         if not isinstance(session_id, str) or not session_id.strip():
             raise InvalidInputError("session_id must be a non-empty string", field="session_id")
         parsed = [_message(m, i) for i, m in enumerate(_messages(messages))]
-        base_time = to_utc(timestamp) if timestamp is not None else self.now()
-        chosen = extractor or _default_extractor(self.settings)
+        ctx = self._ctx
+        base_time = to_utc(timestamp) if timestamp is not None else ctx.now()
+        chosen = extractor or _default_extractor(ctx.settings)
         dropped: list[tuple[int, str]] = []
         warnings: list[str] = []
         found: list[tuple[int, dict[str, Any], Extracted]] = []
@@ -113,7 +147,8 @@ class ConversationMixin(RecallMixin):
                              nothing_to_extract=True, dropped=dropped,
                              extractor=chosen.name, warnings=warnings)
         contexts = session_contexts([m["text"] for m in parsed], cooccur_window)
-        vectors = self.embed([item.text for _, _, item in found])
+        # Texts alone, for duplicates and reinforcement; stored vectors add the context.
+        vectors = ctx.embed([item.text for _, _, item in found])
         duplicates, reinforced = self._match_existing(vectors, [i.text for _, _, i in found],
                                                       owner, session_id)
         strong = getattr(chosen, "strong", RuleExtractor().strong)
@@ -154,10 +189,27 @@ class ConversationMixin(RecallMixin):
         edges = _session_edges([r.id or "" for r in records], cooccur_window, session_id)
         edges += [Edge("references", new, old, source="reinforcement")
                   for new, old in lineage]
-        result = self.merge(records, edges=edges, reason=f"conversation {session_id}")
+        batch, result, new_memories = self._memories.plan_merge(
+            records, edges=edges, reason=f"conversation {session_id}")
         for new, old in lineage:  # the candidate is kept, superseded by its confirmation
-            self.supersede(old, new, reason="reinforced", owner=owner)
-        self.derive_links(result.created)
+            patch, edge = self._memories.supersede_patch(ctx.visible(old, owner), new,
+                                                         reason="reinforced", at=ctx.now())
+            batch.patches.append(patch)
+            batch.new_edges.append(edge)
+        links = self._link_index()
+        links.upsert({f: getattr(m.memory, f) for f in _LINK_FIELDS} for m in new_memories)
+        try:
+            derived = derive_edges(links, result.created,
+                                   {m.memory.id: m.memory.text for m in new_memories})
+            batch.new_edges += self._memories.missing_edges(
+                derived, known={m.memory.id for m in new_memories})
+            self._memories.commit(batch, created=new_memories,
+                                  changed=[old for _, old in lineage],
+                                  edges=[e.src for e in batch.new_edges]
+                                  + [e.dst for e in batch.new_edges])
+        except BaseException:
+            self._links = None  # it already holds memories that were not written
+            raise
         created = [i for i in result.created if i not in candidates]
         return AddResult(memories_created=len(created),
                          pending_candidates_buffered=len(candidates),
@@ -172,7 +224,7 @@ class ConversationMixin(RecallMixin):
         another session it reinforces. Stored vectors include each memory's context, so
         the comparison is text to text: the best BM25 matches of the owner's current
         memories are embedded again, without context, and compared by cosine."""
-        index = self._ensure_index()
+        index = self._recall.ensure_index()
         n = index.size
         if n == 0:
             return {}, {}
@@ -186,14 +238,13 @@ class ConversationMixin(RecallMixin):
         candidate = weak & ~this_session
         eligible = active | candidate
         duplicates, reinforced = {}, {}
-        group = index.owner_group(owner)
         for row, text in enumerate(texts):
-            scores = np.where(eligible, index.bm25.scores(text, n, group=group), 0.0)
-            top = [int(p) for p in np.argsort(-scores)[:_SIMILAR] if scores[p] > 0]
+            top = self._recall.lexical_neighbours(text, owner=owner, eligible=eligible,
+                                                  limit=_SIMILAR)
             if not top:
                 continue
-            others = self.get_many([index.ids[p] for p in top])
-            similar = self.embed([m.text for m in others]) @ vectors[row]
+            others = self._memories.get_many(top)
+            similar = self._ctx.embed([m.text for m in others]) @ vectors[row]
             by_id = {m.id: float(c) for m, c in zip(others, similar, strict=True)}
             best_active = max(((c, i) for i, c in by_id.items() if active[index.pos[i]]),
                               default=(0.0, ""))
@@ -207,96 +258,37 @@ class ConversationMixin(RecallMixin):
                 reinforced[row] = best_weak[2]
         return duplicates, reinforced
 
-    def feedback(self, memory_id: str, *, useful: bool, query: str | None = None,
-                 owner: str | None = None) -> Memory:
-        """Retrieval feedback; useful feedback on a weak candidate also confirms it: the
-        candidate becomes active (reinforcement)."""
-        memory = super().feedback(memory_id, useful=useful, query=query, owner=owner)
-        if useful and memory.status is Status.CANDIDATE:
-            memory = self.transition(memory, status=Status.ACTIVE,
-                                     event_type=EventType.ACTIVATE,
-                                     change_type=ChangeType.PROMOTED,
-                                     reason="confirmed by useful feedback")
-        return memory
+    def confirm(self, memory: Memory, *, actor: str | None = None) -> Memory:
+        """Useful feedback on a weak candidate confirms it: it becomes active."""
+        if memory.status is not Status.CANDIDATE:
+            return memory
+        return self._transitions.transition(memory, status=Status.ACTIVE,
+                                            event_type=EventType.ACTIVATE,
+                                            change_type=ChangeType.PROMOTED,
+                                            reason="confirmed by useful feedback", actor=actor)
 
     def correct(self, memory_id: str, new_text: str, *, owner: str | None = None,
                 **fields: Any) -> Memory:
         """A user correction: the replacement memory supersedes the old one (reason
         ``conflict_update``); the old one is kept in the history, out of recall."""
-        return self.supersede(memory_id, new_text, reason="conflict_update", owner=owner,
-                              **fields)
+        return self._memories.supersede(memory_id, new_text, reason="conflict_update",
+                                        owner=owner, **fields)
 
     # -- derived edges ----------------------------------------------------------------------
     def derive_links(self, ids: Sequence[str] | None = None, *, max_df: int | None = None,
                      limit: int = 10) -> int:
-        """REFERENCES edges from what memories mention: a rare shared entity or key phrase
-        (source ``entity:<name>``), another memory's id (``mention``) or its subject of
-        several words (``subject``). The newer memory references the older; both have
-        the same owner. ``max_df``: an entity shared by more memories than this is too
-        common to mean anything (default: 1% of the owner's memories, at least 3, at
-        most 50); every count is taken within the memory's owner.
-        ``limit``: at most this many entity links per memory, rarest first. Dates,
-        times and numbers do not link: sharing a day is not a cross-reference.
-        Returns the number of edges created.
-        """
-        index = self._ensure_index()
-        n = index.size
-        if n == 0:
+        """REFERENCES edges from what memories mention (see ``_links.derive_edges``):
+        rare shared entities, ids, subjects; within each owner. Returns the number of
+        edges created."""
+        links = self._link_index()
+        targets = list(links.docs) if ids is None else [i for i in ids if i in links.docs]
+        if not targets:
             return 0
-        # Every count is taken within the memory's owner: how rare an entity is, and so
-        # whether and how strongly it links, never depends on another owner's memories.
-        per_owner = np.bincount(index.owner[:n][index.owner[:n] >= 0])
-        targets = list(index.pos) if ids is None else [i for i in ids if i in index.pos]
-        edges: list[Edge] = []
-        for memory_id in targets:
-            pos = index.pos[memory_id]
-            if index.status[pos] == STATUS_CODE["forgotten"]:
-                continue
-            owner = index.owner[pos]
-            cap = max_df if max_df is not None else int(min(50, max(3, per_owner[owner] // 100)))
-            ranked = []
-            for entity in index.doc_entities.get(pos, ()):
-                docs = index.entity_docs.get((int(owner), entity), set())
-                if 2 <= len(docs) <= cap + 1 and not _NUMERIC.fullmatch(entity):
-                    ranked.append((len(docs), entity, docs))
-            made = 0
-            for _, entity, docs in sorted(ranked):
-                for other in sorted(docs - {pos}):
-                    if entity.startswith("urn:") and index.ids[other] == entity:
-                        continue  # handled as a mention below
-                    newer, older = (pos, other) if index.created[pos] >= index.created[other] \
-                        else (other, pos)
-                    edges.append(Edge("references", index.ids[newer], index.ids[older],
-                                      weight=1.0 / math.log(1 + len(docs)),
-                                      source=f"entity:{entity}"[:200]))
-                    made += 1
-                if made >= limit:
-                    break
-            for entity in index.doc_entities.get(pos, ()):
-                mentioned = index.pos.get(entity, -1)
-                if mentioned >= 0 and mentioned != pos and index.owner[mentioned] == owner:
-                    edges.append(Edge("references", memory_id, entity, source="mention"))
-            edges += self._subject_mentions(index, pos)
-        return self.link_many(edges) if edges else 0
-
-    def _subject_mentions(self, index: Any, pos: int) -> list[Edge]:
-        if not index.subjects:
-            return []
-        row = index.row(pos)
-        text = (row or {}).get("text") if row else None
-        if text is None:
-            memory = self._graph.get(index.ids[pos])
-            text = memory.text if memory else ""
-        words = re.findall(r"[a-z0-9']+", text.lower())
-        out = []
-        for size in (2, 3, 4, 5):
-            for start in range(len(words) - size + 1):
-                phrase = " ".join(words[start:start + size])
-                for other in index.subjects.get(phrase, ()):
-                    if other != pos and index.owner[other] == index.owner[pos]:
-                        out.append(Edge("references", index.ids[pos], index.ids[other],
-                                        source="subject"))
-        return out
+        texts = dict(zip(*(self._ctx.engine.scan(["id", "text"], ids=targets)
+                           .table.column(c).to_pylist() for c in ("id", "text")),
+                         strict=True)) if links.subjects else {}
+        edges = derive_edges(links, targets, texts, max_df=max_df, limit=limit)
+        return self._memories.link_many(edges) if edges else 0
 
 
 def _default_extractor(settings: Any) -> Extractor:

@@ -1,8 +1,8 @@
-"""The store's lifecycle layer: the archivist and the lifecycle manager."""
+"""The lifecycle: the archivist (evaluate, promote, archive, restore) and the lifecycle
+manager (``run``): plans computed over arrays, applied as set-based engine jobs."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -13,11 +13,25 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._context import Changed, StoreContext
+from .._engine import Decision, Job
 from .._errors import InvalidInputError
-from .._models import ChangeType, EventType, Kind, Memory, Status, TriggeredBy
+from .._memories import Memories
+from .._models import (
+    ChangeType,
+    EventType,
+    Kind,
+    Memory,
+    Status,
+    TriggeredBy,
+    parse_kind,
+    parse_status,
+)
 from .._ollama import OllamaGenerator
-from .._store import StoreCore
+from .._recall._actr import activation_arrays
+from .._recall._config import ActrParams
 from .._time import new_event_id, to_utc
+from .._transitions import Transitions
 from ._centrality import grouped_pagerank, grouped_reference_counts
 from ._results import (
     ArchiveResult,
@@ -30,7 +44,7 @@ from ._results import (
 from ._rules import ARCHIVE_TAGS, PROMOTE_TAGS, evaluate_arrays, evaluate_memory_lifecycle
 from ._summary import summarize
 
-__all__ = ["LifecycleMixin"]
+__all__ = ["Lifecycle"]
 
 PROMOTE_REASONS = ("high_access", "high_importance", "critical_tag", "cross_references",
                    "manual")
@@ -45,15 +59,17 @@ _SCAN = ["id", "kind", "status", "hot", "subject", "text", "tags", "importance",
 REPORT_SAMPLE = 100
 
 
-class LifecycleMixin(StoreCore):
-    def _init_extensions(self) -> None:
-        super()._init_extensions()
-        self._signals: _Signals | None = None
+class Lifecycle:
+    """The archivist and the lifecycle manager over one store."""
 
-    def _changed(self, ids: Sequence[str], *, removed: bool = False,
-                 edges_only: bool = False, bulk: bool = False,
-                 rows: Sequence[Mapping[str, Any]] | None = None) -> None:
-        super()._changed(ids, removed=removed, edges_only=edges_only, bulk=bulk, rows=rows)
+    def __init__(self, ctx: StoreContext, memories: Memories, transitions: Transitions) -> None:
+        self._ctx = ctx
+        self._memories = memories
+        self._transitions = transitions
+        self._signals: _Signals | None = None
+        ctx.on_change(self._on_change)
+
+    def _on_change(self, change: Changed) -> None:
         self._signals = None  # a new memory changes its owner's ranks too
 
     # -- graph signals ------------------------------------------------------------------
@@ -62,7 +78,7 @@ class LifecycleMixin(StoreCore):
         its owner's memories (see ``_centrality``); cached until the store changes."""
         signals = self._signals
         if signals is None:
-            table = self._graph.scan(columns=["id", "owner"])
+            table = self._ctx.engine.scan(["id", "owner"]).table
             ids = [str(i) for i in table.column("id").to_pylist()]
             codes: dict[str | None, int] = {}
             groups = np.array([codes.setdefault(o, len(codes))
@@ -70,12 +86,12 @@ class LifecycleMixin(StoreCore):
             pos = {memory_id: i for i, memory_id in enumerate(ids)}
             ends: dict[str, tuple[np.ndarray, np.ndarray]] = {}
             for kind in ("references", "co_occurs"):
-                edges = self._graph.edge_table(kind)
-                ends[kind] = (
-                    np.array([pos[i] for i in edges.column("src").to_pylist()], dtype=np.int64),
-                    np.array([pos[i] for i in edges.column("dst").to_pylist()], dtype=np.int64))
-            src = np.concatenate([ends["references"][0], ends["co_occurs"][0]])
-            dst = np.concatenate([ends["references"][1], ends["co_occurs"][1]])
+                edges = self._ctx.engine.edge_arrays(kind)
+                ends[kind] = (np.array([pos[i] for i in edges.src], dtype=np.int64),
+                              np.array([pos[i] for i in edges.dst], dtype=np.int64))
+            # A co-occurrence is stored once per pair but goes both ways.
+            src = np.concatenate([ends["references"][0], *ends["co_occurs"]])
+            dst = np.concatenate([ends["references"][1], *ends["co_occurs"][::-1]])
             ranks = grouped_pagerank(groups, src, dst)
             xrefs = grouped_reference_counts(groups, *ends["references"])
             signals = self._signals = _Signals(
@@ -98,13 +114,13 @@ class LifecycleMixin(StoreCore):
         Metrics include its cross-reference count (distinct memories that reference it)
         and its centrality.
         """
-        memory = self._visible(memory_id, owner)
+        memory = self._ctx.visible(memory_id, owner)
         result = evaluate_memory_lifecycle(
             memory_id=memory.id, importance=memory.importance,
-            age_in_days=self._age_days(memory.created, self.now()),
+            age_in_days=self._age_days(memory.created, self._ctx.now()),
             access_count=memory.access_count, type=memory.kind.value, tags=memory.tags,
             cross_reference_count=self._graph_signals().xrefs.get(memory.id, 0),
-            centrality=self.centrality().get(memory.id, 0.0), settings=self.settings)
+            centrality=self.centrality().get(memory.id, 0.0), settings=self._ctx.settings)
         return result.model_copy(update={"subject": memory.short(60)})
 
     def batch_evaluate(
@@ -117,9 +133,10 @@ class LifecycleMixin(StoreCore):
     ) -> list[EvaluationResult]:
         """Evaluate many memories: these ``ids``, or every memory matching the filters
         (by default the active ones)."""
-        wanted_status = {Status(s).value for s in statuses}
-        wanted_kinds = {Kind(k).value for k in kinds} if kinds is not None else None
-        rows = self._graph.scan(owner=owner, columns=_SCAN).to_pylist()
+        wanted_status = {parse_status(s).value for s in statuses}
+        wanted_kinds = {parse_kind(k).value for k in kinds} if kinds is not None else None
+        self._ctx.before_read()
+        rows = self._ctx.engine.scan(_SCAN, owner=owner).table.to_pylist()
         if ids is not None:
             keep = set(ids)
             rows = [r for r in rows if r["id"] in keep]
@@ -127,7 +144,7 @@ class LifecycleMixin(StoreCore):
             rows = [r for r in rows if r["status"] in wanted_status
                     and (wanted_kinds is None or r["kind"] in wanted_kinds)]
         signals = self._graph_signals()
-        now = self.now()
+        now = self._ctx.now()
         return [self._evaluate_row(r, now, signals.xrefs, signals.centrality) for r in rows]
 
     def _evaluate_row(self, row: Mapping[str, Any], now: datetime, xrefs: Mapping[str, int],
@@ -138,40 +155,42 @@ class LifecycleMixin(StoreCore):
             age_in_days=self._age_days(created, now), access_count=int(row["access_count"]),
             type=row["kind"], tags=row["tags"] or (),
             cross_reference_count=xrefs.get(row["id"], 0),
-            centrality=centrality.get(row["id"], 0.0), settings=self.settings)
+            centrality=centrality.get(row["id"], 0.0), settings=self._ctx.settings)
         label = row["subject"] or " ".join((row["text"] or "").split())[:60]
         return result.model_copy(update={"subject": label})
 
     def promote(self, memory_id: str, *, reason: str = "manual", owner: str | None = None,
-                triggered_by: TriggeredBy = TriggeredBy.MANUAL) -> PromoteResult:
+                triggered_by: TriggeredBy = TriggeredBy.MANUAL,
+                actor: str | None = None) -> PromoteResult:
         """Promote an episodic memory to semantic (the archivist's promoteMemory)."""
         if reason not in PROMOTE_REASONS:
             raise InvalidInputError(f"reason must be one of {', '.join(PROMOTE_REASONS)}",
                                     field="reason")
-        memory = self._visible(memory_id, owner)
-        now = self.now()
+        memory = self._ctx.visible(memory_id, owner)
+        now = self._ctx.now()
         if memory.kind is not Kind.EPISODIC or memory.status is not Status.ACTIVE:
             return PromoteResult(success=False, memory_id=memory_id, old_type=memory.kind.value,
                                  reason=reason, timestamp=now,
                                  error=f"only active episodic memories are promoted; this one "
                                        f"is {memory.status.value} {memory.kind.value}")
-        self.transition(memory, kind=Kind.SEMANTIC, event_type=EventType.PROMOTE,
-                        change_type=ChangeType.PROMOTED, reason=reason,
-                        triggered_by=triggered_by, metadata=self._metrics(memory, now))
+        self._transitions.transition(memory, kind=Kind.SEMANTIC, event_type=EventType.PROMOTE,
+                                     change_type=ChangeType.PROMOTED, reason=reason,
+                                     triggered_by=triggered_by,
+                                     metadata=self._metrics(memory, now), actor=actor)
         return PromoteResult(success=True, memory_id=memory_id, old_type=memory.kind.value,
                              reason=reason, timestamp=now)
 
     def archive(self, memory_id: str, *, reason: str = "manual", create_summary: bool = False,
-                owner: str | None = None,
-                triggered_by: TriggeredBy = TriggeredBy.MANUAL) -> ArchiveResult:
+                owner: str | None = None, triggered_by: TriggeredBy = TriggeredBy.MANUAL,
+                actor: str | None = None) -> ArchiveResult:
         """Move a memory to the archive (the archivist's archiveMemory): kept for audit and
         export, out of normal recall, restorable. ``create_summary`` writes a summary of
         the memory and its graph neighbourhood into the event (Ollama when configured)."""
         if reason not in ARCHIVE_REASONS:
             raise InvalidInputError(f"reason must be one of {', '.join(ARCHIVE_REASONS)}",
                                     field="reason")
-        memory = self._visible(memory_id, owner)
-        now = self.now()
+        memory = self._ctx.visible(memory_id, owner)
+        now = self._ctx.now()
         if memory.status not in (Status.ACTIVE, Status.CANDIDATE):
             return ArchiveResult(success=False, memory_id=memory_id, old_type=memory.kind.value,
                                  reason=reason, timestamp=now,
@@ -180,28 +199,30 @@ class LifecycleMixin(StoreCore):
         metadata = self._metrics(memory, now)
         summary = None
         if create_summary:
-            neighbours = self.get_many([x.other for x in self.links(memory_id)][:5])
+            others = [x.other for x in self._memories.links(memory_id, owner=owner)][:5]
+            neighbours = self._memories.get_many(others, owner=owner)
             summary, source = summarize(memory, neighbours,
-                                        OllamaGenerator.from_settings(self.settings))
+                                        OllamaGenerator.from_settings(self._ctx.settings))
             # summaryFrom: forget() redacts a summary built from a memory it forgets
             metadata.update(summary=summary, summarySource=source,
                             summaryFrom=[n.id for n in neighbours])
-        self.transition(memory, status=Status.ARCHIVED, event_type=EventType.ARCHIVE,
-                        change_type=ChangeType.ARCHIVED, reason=reason,
-                        triggered_by=triggered_by, metadata=metadata,
-                        extra_sets={"hot": False})
+        self._transitions.transition(memory, status=Status.ARCHIVED,
+                                     event_type=EventType.ARCHIVE,
+                                     change_type=ChangeType.ARCHIVED, reason=reason,
+                                     triggered_by=triggered_by, metadata=metadata,
+                                     extra_sets={"hot": False}, actor=actor)
         return ArchiveResult(success=True, memory_id=memory_id, old_type=memory.kind.value,
                              reason=reason, summary=summary, timestamp=now)
 
     def restore(self, memory_id: str, *, owner: str | None = None,
-                window_days: float | None = None) -> RestoreResult:
+                window_days: float | None = None, actor: str | None = None) -> RestoreResult:
         """Undo the latest archive, promotion, tombstone or expiry of a memory, within
         ``window_days`` (default ``GRAPHMEM_RESTORE_WINDOW_DAYS``, 7)."""
-        memory = self._visible(memory_id, owner)
-        now = self.now()
-        window = self.settings.restore_window_days if window_days is None else window_days
+        memory = self._ctx.visible(memory_id, owner)
+        now = self._ctx.now()
+        window = self._ctx.settings.restore_window_days if window_days is None else window_days
         undoable = {EventType.ARCHIVE, EventType.PROMOTE, EventType.TOMBSTONE, EventType.EXPIRE}
-        last = [e for e in self.events(memory_id) if e.event_type in undoable
+        last = [e for e in self._memories.events(memory_id) if e.event_type in undoable
                 or e.event_type is EventType.RESTORE]
         if not last or last[-1].event_type is EventType.RESTORE:
             return RestoreResult(success=False, memory_id=memory_id, timestamp=now,
@@ -219,14 +240,18 @@ class LifecycleMixin(StoreCore):
                                  error="forgotten memories cannot be restored")
         metadata = {"undoes": event.event_id}
         if event.event_type is EventType.PROMOTE:
-            self.transition(memory, kind=Kind(event.from_state), event_type=EventType.RESTORE,
-                            change_type=ChangeType.RESTORED, reason=f"undo {event.reason}",
-                            metadata=metadata)
+            self._transitions.transition(memory, kind=Kind(event.from_state),
+                                         event_type=EventType.RESTORE,
+                                         change_type=ChangeType.RESTORED,
+                                         reason=f"undo {event.reason}", metadata=metadata,
+                                         actor=actor)
             current, restored = memory.kind.value, event.from_state
         else:
-            self.transition(memory, status=Status(event.from_state),
-                            event_type=EventType.RESTORE, change_type=ChangeType.RESTORED,
-                            reason=f"undo {event.reason}", metadata=metadata)
+            self._transitions.transition(memory, status=Status(event.from_state),
+                                         event_type=EventType.RESTORE,
+                                         change_type=ChangeType.RESTORED,
+                                         reason=f"undo {event.reason}", metadata=metadata,
+                                         actor=actor)
             current, restored = memory.status.value, event.from_state
         return RestoreResult(success=True, memory_id=memory_id, undone=event.event_type.value,
                              from_state=current, to_state=restored, timestamp=now)
@@ -236,8 +261,7 @@ class LifecycleMixin(StoreCore):
                 "ageInDays": round(self._age_days(memory.created, now), 2)}
 
     # -- the lifecycle manager -------------------------------------------------------------
-    def run_lifecycle(self, *, apply: bool = False, owner: str | None = None
-                      ) -> LifecycleReport:
+    def run(self, *, apply: bool = False, owner: str | None = None) -> LifecycleReport:
         """The lifecycle manager: graph signals, decay (memories tagged
         critical or permanent do not decay), score recompute,
         promotions, auto-archive (only with ``AUTO_ARCHIVE_ENABLED``, else listed for
@@ -251,29 +275,31 @@ class LifecycleMixin(StoreCore):
         another owner's memories.
         """
         started = time.perf_counter()
-        self._before_read()
-        now = self.now()
+        self._ctx.before_read()
+        now = self._ctx.now()
         signals = self._graph_signals()
         centrality, xrefs = signals.centrality, signals.xrefs
-        view = _Columns(self._graph.scan(owner=owner, columns=_SCAN), now.timestamp())
-        plan = self._plan(view, xrefs, now)
-        plan["signals"] = _signal_changes(view, signals) if apply else []
-        evaluations = self._sample_evaluations(view, plan, xrefs, centrality, now)
-        jobs = JobCounts(
-            centrality_computed=view.n, decayed=len(plan["decay"]),
-            recomputed=len(plan["recompute"]), promoted=len(plan["promote"]),
-            archived=len(plan["archive"]), archive_for_review=plan["review_archive"],
-            hot_added=len(plan["hot"]), hot_removed=len(plan["cool"]),
-            candidates_expired=len(plan["expire"]), payloads_redacted=len(plan["payload"]))
+        view = _Columns(self._ctx.engine.scan(_SCAN, owner=owner).table, now.timestamp())
+        plan = self.plan(view, xrefs, now)
         if apply:
-            self._apply_plan(plan, now)
+            plan.decisions["signals"] = _signal_changes(view, signals)
+        evaluations = self._sample_evaluations(view, plan, xrefs, centrality, now)
+        size = {job: len(rows) for job, rows in plan.decisions.items()}
+        jobs = JobCounts(
+            centrality_computed=view.n, decayed=size["decay"], recomputed=size["recompute"],
+            promoted=size["promote"], archived=size["archive"],
+            archive_for_review=plan.review_archive, hot_added=size["hot"],
+            hot_removed=size["cool"], candidates_expired=size["expire"],
+            payloads_redacted=size["payload"])
+        if apply:
+            self._apply(plan, now)
         return LifecycleReport(generated=now, applied=apply, evaluated=int(view.active.sum()),
-                               counts=plan["counts"], evaluations=evaluations, jobs=jobs,
+                               counts=plan.counts, evaluations=evaluations, jobs=jobs,
                                seconds=time.perf_counter() - started)
 
-    def _plan(self, v: _Columns, xrefs: Mapping[str, int], now: datetime) -> dict[str, Any]:
-        """Every job's decisions, vectorised over the whole store."""
-        s = self.settings
+    def plan(self, v: _Columns, xrefs: Mapping[str, int], now: datetime) -> LifecyclePlan:
+        """Every job's decisions, vectorised over the scanned memories."""
+        s = self._ctx.settings
         act = np.flatnonzero(v.active)
         # Decay and score recompute: importance follows original * 0.5^(idle / half-life);
         # memories tagged critical or permanent are exempt (someone said they matter).
@@ -305,100 +331,120 @@ class LifecycleMixin(StoreCore):
             kinds = np.where(masks["promote"], Kind.SEMANTIC.value, v.kind[act])
             target = targets(kinds)
             decay, recompute, importance = moved(target)
-        plan: dict[str, Any] = {
-            "decay": [_stage(v.ids[i], num=float(t), reason=f"idle {d:.0f} days")
+        decisions: dict[Job, list[Decision]] = {
+            "decay": [Decision(v.ids[i], number=float(t), reason=f"idle {d:.0f} days")
                       for i, t, d in zip(act[decay], target[decay], idle_days[decay],
                                          strict=True)],
-            "recompute": [_stage(v.ids[i], num=float(t), reason="recompute")
+            "recompute": [Decision(v.ids[i], number=float(t), reason="recompute")
                           for i, t in zip(act[recompute], target[recompute], strict=True)],
         }
-        plan["masks"], plan["act"], plan["importance"] = masks, act, importance
-        plan["counts"] = {a: int(masks[a].sum())
-                          for a in ("promote", "archive", "maintain", "review")}
 
-        def staged(action: str) -> list[dict[str, Any]]:
-            rows = []
+        def staged(action: str) -> list[Decision]:
+            out = []
             for k in np.flatnonzero(masks[action]):
                 i = act[k]
-                meta = json.dumps({"accessCount": int(v.access[i]),
-                                   "importance": round(float(importance[i]), 4),
-                                   "ageInDays": round(float(v.age_days[i]), 2),
-                                   "crossReferenceCount": int(xref[k])})
-                rows.append(_stage(v.ids[i], reason=str(masks["reason"][k]), meta=meta,
-                                   now=now))
-            return rows
+                out.append(Decision(v.ids[i], reason=str(masks["reason"][k]),
+                                    event_id=new_event_id(now), metadata={
+                                        "accessCount": int(v.access[i]),
+                                        "importance": round(float(importance[i]), 4),
+                                        "ageInDays": round(float(v.age_days[i]), 2),
+                                        "crossReferenceCount": int(xref[k])}))
+            return out
 
-        plan["promote"] = staged("promote") if s.archivist_enabled else []
+        decisions["promote"] = staged("promote") if s.archivist_enabled else []
         archives = int(masks["archive"].sum())
+        review_archive = archives
+        decisions["archive"] = []
         if s.archivist_enabled and s.auto_archive_enabled:
-            plan["archive"], plan["review_archive"] = staged("archive"), 0
-        else:
-            plan["archive"], plan["review_archive"] = [], archives
-        self._plan_hot(v, plan, now)
+            decisions["archive"], review_archive = staged("archive"), 0
+        decisions["hot"], decisions["cool"] = self._plan_hot(v, now)
         expire = np.flatnonzero(v.candidate & (v.now_s - v.created
                                                > s.candidate_expiry_days * _DAY))
-        plan["expire"] = [_stage(v.ids[i], reason="weak candidate never reinforced", now=now)
-                          for i in expire]
+        decisions["expire"] = [Decision(v.ids[i], reason="weak candidate never reinforced",
+                                        event_id=new_event_id(now)) for i in expire]
         with np.errstate(invalid="ignore"):
             old = np.flatnonzero(v.now_s - v.payload_at > s.payload_retention_days * _DAY)
-        plan["payload"] = [_stage(v.ids[i], reason="payload retention") for i in old]
-        return plan
+        decisions["payload"] = [Decision(v.ids[i], reason="payload retention") for i in old]
+        return LifecyclePlan(
+            decisions=decisions, masks=masks, active=act, importance=importance,
+            counts={a: int(masks[a].sum()) for a in ("promote", "archive", "maintain",
+                                                     "review")},
+            review_archive=review_archive)
 
-    def _plan_hot(self, v: _Columns, plan: dict[str, Any], now: datetime) -> None:
-        """The ``hot_set_size`` active memories of highest ACT-R activation are hot: the
-        exact base level where the access history is complete, the approximation else."""
+    def _plan_hot(self, v: _Columns, now: datetime) -> tuple[list[Decision], list[Decision]]:
+        """The hot set: each owner's ``hot_set_size`` active memories of highest ACT-R
+        activation (recall's formula and parameters: the exact base level where the
+        access history is complete, the approximation else). Returns (heat, cool)."""
         act = np.flatnonzero(v.active)
-        plan["hot"], plan["cool"] = [], []
         if act.size == 0:
-            return
-        age = np.maximum(v.now_s - v.created[act], 1.0)
-        activation = -0.5 * np.log(age) + np.log1p(v.access[act]) + 0.5 * v.confidence[act]
-        if v.history_sum is not None:
-            complete = v.history_len[act] >= v.access[act]
-            base = np.log(age ** -0.5 + v.history_sum[act])
-            activation = np.where(complete, base + 0.5 * v.confidence[act], activation)
-        # The hot set is each owner's own: the top of every owner's memories.
+            return [], []
+        params = ActrParams()
+        keep = np.isin(v.history_of, act)
+        position = np.full(v.n, -1, dtype=np.int64)
+        position[act] = np.arange(act.size)
+        activation = activation_arrays(
+            now=v.now_s, created=v.created[act], access_count=v.access[act],
+            confidence=v.confidence[act], history=v.history[keep],
+            history_of=position[v.history_of[keep]], d=params.d, beta=params.beta,
+            epsilon=params.epsilon)
         owner = v.owner_code[act]
         order = np.lexsort((-activation, owner))
         first = np.r_[0, np.flatnonzero(np.diff(owner[order])) + 1]
         place = np.arange(len(order)) - np.repeat(first, np.diff(np.r_[first, len(order)]))
         hot = np.zeros(v.n, dtype=bool)
-        hot[act[order[place < self.settings.hot_set_size]]] = True
-        plan["hot"] = [_stage(v.ids[i], reason="top activation", now=now)
-                       for i in np.flatnonzero(hot & ~v.hot)]
-        plan["cool"] = [_stage(v.ids[i], reason="left the hot set", now=now)
-                        for i in np.flatnonzero(v.hot & ~hot & v.active)]
+        hot[act[order[place < self._ctx.settings.hot_set_size]]] = True
+        heat = [Decision(v.ids[i], reason="top activation", event_id=new_event_id(now))
+                for i in np.flatnonzero(hot & ~v.hot)]
+        cool = [Decision(v.ids[i], reason="left the hot set", event_id=new_event_id(now))
+                for i in np.flatnonzero(v.hot & ~hot & v.active)]
+        return heat, cool
 
-    def _sample_evaluations(self, v: _Columns, plan: Mapping[str, Any],
+    def _sample_evaluations(self, v: _Columns, plan: LifecyclePlan,
                             xrefs: Mapping[str, int], centrality: Mapping[str, float],
                             now: datetime) -> list[EvaluationResult]:
         """Full evaluations (with reasons) of up to ``REPORT_SAMPLE`` memories per action:
         the report's lists; the counts cover everything."""
-        masks, act, importance = plan["masks"], plan["act"], plan["importance"]
         out = []
         for action in ("promote", "archive", "review"):
-            chosen = act[np.flatnonzero(masks[action])][:REPORT_SAMPLE]
+            chosen = plan.active[np.flatnonzero(plan.masks[action])][:REPORT_SAMPLE]
             for i in chosen:
-                out.append(self._evaluate_row(v.row(i, importance=float(importance[i])), now,
-                                              xrefs, centrality))
+                out.append(self._evaluate_row(v.row(i, importance=float(plan.importance[i])),
+                                              now, xrefs, centrality))
         return out
 
-    def _apply_plan(self, plan: Mapping[str, Any], now: datetime) -> None:
+    def _apply(self, plan: LifecyclePlan, now: datetime) -> None:
+        ctx = self._ctx
         touched: set[str] = set()
-        with self._lock:
-            for job in ("signals", "decay", "recompute", "promote", "archive", "expire",
-                        "cool", "hot", "payload"):
-                rows = plan[job]
-                if rows:
-                    self._graph.run_job(job, rows, now=now, actor=self.settings.agent_id)
+        with ctx.lock:
+            order: tuple[Job, ...] = ("signals", "decay", "recompute", "promote", "archive",
+                                      "expire", "cool", "hot", "payload")
+            for job in order:
+                decisions = plan.decisions.get(job, [])
+                if decisions:
+                    ctx.engine.apply_decisions(job, decisions, now=now,
+                                               actor=ctx.settings.agent_id)
                     if job != "signals":  # stored signals are read by no derived state
-                        touched.update(r["id"] for r in rows)
+                        touched.update(d.memory_id for d in decisions)
             signals = self._signals
             if len(touched) > _PATCH_LIMIT:
-                self._changed(sorted(touched), bulk=True)
+                ctx.changed(Changed(sorted(touched), bulk=True))
             elif touched:
-                self._changed(sorted(touched))
+                ctx.changed(Changed(sorted(touched)))
             self._signals = signals  # states changed, the graph did not
+
+
+@dataclass
+class LifecyclePlan:
+    """What one lifecycle run decided: each job's staged decisions, the archivist's
+    masks over the active memories (``active`` holds their scan positions), the
+    importance after decay, the action counts, and archives left for review."""
+
+    decisions: dict[Job, list[Decision]]
+    masks: dict[str, np.ndarray]
+    active: np.ndarray
+    importance: np.ndarray
+    counts: dict[str, int]
+    review_archive: int
 
 
 @dataclass(frozen=True)
@@ -409,9 +455,9 @@ class _Signals:
     xrefs: dict[str, int]
 
 
-def _signal_changes(v: _Columns, signals: _Signals) -> list[dict[str, Any]]:
-    """Staged rows that store the signals that changed (``num``: centrality, ``flag``
-    unused, ``meta``: the cross-reference count) for the scanned memories."""
+def _signal_changes(v: _Columns, signals: _Signals) -> list[Decision]:
+    """Decisions that store the signals that changed, for the scanned memories: the
+    centrality as ``number``, the cross-reference count as ``count``."""
     rows = []
     stored_c = v.table.column("centrality").to_pylist()
     stored_x = v.table.column("xref_count").to_pylist()
@@ -419,7 +465,7 @@ def _signal_changes(v: _Columns, signals: _Signals) -> list[dict[str, Any]]:
         rank = signals.centrality.get(memory_id, 0.0)
         xref = signals.xrefs.get(memory_id, 0)
         if stored_c[i] is None or abs(stored_c[i] - rank) > 1e-12 or stored_x[i] != xref:
-            rows.append(_stage(memory_id, num=rank, reason=str(xref)))
+            rows.append(Decision(memory_id, number=rank, count=xref))
     return rows
 
 
@@ -450,16 +496,11 @@ class _Columns:
         self.age_days = np.maximum(now_s - self.created, 0.0) / _DAY
         self.promote_tag = _tagged(table.column("tags"), PROMOTE_TAGS, self.n)
         self.archive_tag = _tagged(table.column("tags"), ARCHIVE_TAGS, self.n)
+        # every kept access time, flattened, and the memory it belongs to
         times = table.column("access_times").combine_chunks()
-        self.history_len = _np(pc.fill_null(pc.list_value_length(times), 0)).astype(np.int64)
-        self.history_sum: np.ndarray | None = None
-        if len(times) and pc.sum(self.history_len).as_py():
-            flat = _seconds(pc.list_flatten(times))
-            parents = _np(pc.list_parent_indices(times)).astype(np.int64)
-            ok = flat <= now_s
-            ages = np.maximum(now_s - flat[ok], 1.0)
-            self.history_sum = np.bincount(parents[ok], weights=ages ** -0.5,
-                                           minlength=self.n)
+        self.history = _seconds(pc.list_flatten(times)) if len(times) else np.zeros(0)
+        self.history_of = (_np(pc.list_parent_indices(times)).astype(np.int64)
+                           if len(times) else np.zeros(0, dtype=np.int64))
 
     def row(self, i: int, **override: Any) -> dict[str, Any]:
         data: dict[str, Any] = self.table.slice(int(i), 1).to_pylist()[0]
@@ -486,11 +527,3 @@ def _tagged(tags: Any, wanted: Sequence[str], n: int) -> np.ndarray:
         hit = _np(pc.is_in(flat, value_set=pa.array(list(wanted)))).astype(bool)
         out[_np(pc.list_parent_indices(tags)).astype(np.int64)[hit]] = True
     return out
-
-
-def _stage(memory_id: str, *, num: float | None = None, reason: str = "",
-           meta: str | None = None, now: datetime | None = None) -> dict[str, Any]:
-    return {"id": memory_id, "num": num, "flag": None, "reason": reason,
-            "meta": meta or "{}",
-            "event_id": new_event_id(now) if now is not None else None}
-

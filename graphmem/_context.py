@@ -1,0 +1,157 @@
+"""What the store's components share: the engine, settings, clock, embedder, write lock and
+the listeners told of every commit. Components get this object, never each other's state.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from ._embed import Embedder, embedder_from_spec, fingerprint
+from ._engine import Engine
+from ._errors import EmbedderMismatchError, InvalidInputError, NotFoundError
+from ._models import Memory
+from ._settings import Settings
+from ._time import to_utc
+
+__all__ = ["Changed", "StoreContext"]
+
+
+@dataclass(frozen=True)
+class Changed:
+    """What a commit changed: these memories (``new`` holds the ones it created, when
+    the writer has them); ``removed``: they were forgotten; ``edges_only``: only their
+    edges changed; ``bulk``: anything may have changed."""
+
+    ids: Sequence[str]
+    new: Sequence[Memory] = ()
+    vectors: Mapping[str, np.ndarray | None] | None = None
+    removed: bool = False
+    edges_only: bool = False
+    bulk: bool = False
+
+
+class StoreContext:
+    """The engine and everything the components of one store share."""
+
+    def __init__(self, engine: Engine, settings: Settings,
+                 clock: Callable[[], datetime], embedder: Embedder | str | None) -> None:
+        self.engine = engine
+        self.settings = settings
+        self._clock = clock
+        #: one writer at a time inside this process (the engine serialises too)
+        self.lock = threading.RLock()
+        self._listeners: list[Callable[[Changed], None]] = []
+        self._before_read: list[Callable[[], None]] = []
+        self._embedder_checked = False
+        self.embedder = self._resolve_embedder(embedder)
+
+    # -- time and change notification -------------------------------------------------
+    def now(self) -> datetime:
+        return to_utc(self._clock())
+
+    def on_change(self, listener: Callable[[Changed], None]) -> None:
+        """Call ``listener`` after every commit (in registration order)."""
+        self._listeners.append(listener)
+
+    def changed(self, change: Changed) -> None:
+        for listener in self._listeners:
+            listener(change)
+
+    def on_read(self, hook: Callable[[], None]) -> None:
+        """Call ``hook`` before memories are read back (pending writes flush there)."""
+        self._before_read.append(hook)
+
+    def before_read(self) -> None:
+        for hook in self._before_read:
+            hook()
+
+    def visible(self, memory_id: str, owner: str | None) -> Memory:
+        """The memory, if it exists and ``owner`` (when given) owns it; else NotFound."""
+        self.before_read()
+        if not isinstance(memory_id, str) or not memory_id:
+            raise InvalidInputError("a memory id must be a non-empty string", field="id")
+        memory = self.engine.get(memory_id)
+        if memory is None or (owner is not None and memory.owner != owner):
+            raise NotFoundError(f"no memory {memory_id}")
+        return memory
+
+    # -- embeddings ----------------------------------------------------------------------
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts with the store's model (checked against the store's fingerprint)."""
+        vectors = self.embedder.embed(list(texts))
+        if not self._embedder_checked:
+            self._check_fingerprint()
+        return vectors
+
+    def make_embedder(self, spec: Embedder | str) -> Embedder:
+        if not isinstance(spec, str):
+            return spec
+        s = self.settings
+        return embedder_from_spec(spec, threads=s.embed_threads,
+                                  batch_threads=s.embed_batch_threads,
+                                  ollama_host=s.ollama_host, timeout=s.ollama_timeout_s)
+
+    def switch_embedder(self, embedder: Embedder) -> None:
+        """Make ``embedder`` the store's model (after every vector was recomputed)."""
+        self.engine.set_meta({"embedder_spec": embedder.spec, "embedder_name": embedder.name,
+                              "embedder_dim": str(embedder.dim),
+                              "embedder_fingerprint": fingerprint(embedder)})
+        self.embedder = embedder
+        self._embedder_checked = True
+
+    def vector_dim(self) -> int:
+        meta = self.engine.meta()
+        return int(meta.get("embedder_dim") or self.embedder.dim)
+
+    def _resolve_embedder(self, embedder: Embedder | str | None) -> Embedder:
+        meta = self.engine.meta()
+        stored_spec, stored_name = meta.get("embedder_spec"), meta.get("embedder_name")
+        chosen = self.make_embedder(embedder or stored_spec or self.settings.embedder)
+        path = self.engine.path
+        if stored_name and stored_name != chosen.name:
+            raise EmbedderMismatchError(
+                f"store {path} was embedded with {stored_name}; you asked for "
+                f"{chosen.name}. Open it without choosing an embedder, or switch models "
+                f"with `graphmem --db {path} reembed --embedder {chosen.spec}`")
+        if not stored_name and not self.engine.read_only:
+            self.engine.set_meta({"embedder_spec": chosen.spec, "embedder_name": chosen.name})
+        return chosen
+
+    def _check_fingerprint(self) -> None:
+        stored = self.engine.meta().get("embedder_fingerprint")
+        mine = fingerprint(self.embedder)
+        if stored is None:
+            if not self.engine.read_only:
+                self.engine.set_meta({"embedder_fingerprint": mine,
+                                      "embedder_dim": str(self.embedder.dim)})
+        elif stored != mine:
+            path = self.engine.path
+            raise EmbedderMismatchError(
+                f"store {path} was embedded by a model with fingerprint {stored}; "
+                f"{self.embedder.name} now gives {mine} (another version of the model?). "
+                f"Re-embed with `graphmem --db {path} reembed --embedder "
+                f"{self.embedder.spec}`")
+        self._embedder_checked = True
+
+
+def progress(total: int, label: str, enabled: bool) -> Any:
+    """A tqdm bar, or a stand-in that does nothing."""
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=label, unit="mem")
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,132 @@
+"""What a text implies, derived in one place: a memory's hash, entities and vector, and the
+version rows and events that record changes.
+
+Every path that writes a text (add, merge, update, supersede, forget's scrub, reembed)
+calls ``derive_fields``, so a new text can never keep stale entities or a stale vector.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from ._engine import NewMemory
+from ._extract._rules import extract_entities
+from ._input import MemoryInput
+from ._models import ChangeType, EventType, LifecycleEvent, Memory, TriggeredBy, Version
+from ._time import new_event_id, new_memory_id
+
+__all__ = [
+    "Derived",
+    "derive_fields",
+    "embedding_text",
+    "lifecycle_event",
+    "new_memory",
+    "session_contexts",
+    "sha256",
+    "version_of",
+]
+
+
+def sha256(text: str | None) -> str:
+    return hashlib.sha256((text or "").encode("utf-8")).hexdigest()
+
+
+def embedding_text(subject: str | None, text: str, context: str | None = None) -> str:
+    """What gets embedded: the subject line, the text, then its context (text first, so a
+    long context is what the model's 256-token window cuts).
+
+    >>> embedding_text("Orchard db", "It runs PostgreSQL 16", "we upgraded last week")
+    'Orchard db\\nIt runs PostgreSQL 16\\nwe upgraded last week'
+    """
+    head = f"{subject}\n{text}" if subject and subject not in text else text
+    return f"{head}\n{context}" if context else head
+
+
+def session_contexts(texts: Sequence[str], window: int) -> list[str | None]:
+    r"""For each text of a session, the texts up to ``window`` places before and after it,
+    one per line (None with ``window`` 0): what a memory is indexed with besides itself.
+
+    >>> session_contexts(["a", "b", "c"], 1)
+    ['b', 'a\nc', 'b']
+    """
+    if window <= 0:
+        return [None] * len(texts)
+    return ["\n".join(texts[j] for j in range(max(0, i - window), min(len(texts), i + window + 1))
+                      if j != i) or None for i in range(len(texts))]
+
+
+@dataclass(frozen=True)
+class Derived:
+    """The fields a text determines."""
+
+    text_sha256: str
+    entities: tuple[str, ...]
+    vector: np.ndarray
+
+
+def derive_fields(embed: Callable[[Sequence[str]], np.ndarray],
+                  items: Sequence[tuple[str | None, str, str | None, Sequence[str] | None]]
+                  ) -> list[Derived]:
+    """For each (subject, text, context, entities-or-None): its hash, its entities (found
+    in subject and text unless given) and its vector (of subject, text and context),
+    embedded in one batch."""
+    if not items:
+        return []
+    vectors = embed([embedding_text(s, t, c) for s, t, c, _ in items])
+    return [Derived(text_sha256=sha256(t),
+                    entities=tuple(e) if e else extract_entities(f"{s or ''} {t}"),
+                    vector=vectors[n])
+            for n, (s, t, c, e) in enumerate(items)]
+
+
+def new_memory(item: MemoryInput, derived: Derived, *, now: datetime,
+               reason: str | None = None, actor: str | None = None) -> NewMemory:
+    """A new memory of ``item``, with its first version row."""
+    created = item.created or now
+    memory = Memory(
+        id=item.id or new_memory_id(), kind=item.kind, status=item.status,
+        subject=item.subject, text=item.text, tags=item.tags, entities=derived.entities,
+        owner=item.owner, project=item.project, visibility=item.visibility,
+        importance=item.importance, original_importance=item.importance,
+        confidence=item.confidence, created=created, modified=item.modified or created,
+        observed=item.observed, valid_from=item.valid_from, valid_to=item.valid_to,
+        superseded_by=item.superseded_by, session=item.session, context=item.context,
+        provenance=item.provenance, integrity=item.integrity, payload=item.payload,
+        payload_hash=sha256(item.payload) if item.payload is not None else None,
+        text_sha256=derived.text_sha256, version=1, xref_count=0, extra=item.extra)
+    return NewMemory(memory=memory, vector=derived.vector,
+                     version=version_of(memory, seq=1, change_type=ChangeType.CREATED,
+                                        at=created, reason=reason, actor=actor),
+                     payload_at=now if item.payload is not None else None)
+
+
+def version_of(memory: Memory, *, seq: int, change_type: ChangeType, at: datetime,
+               reason: str | None = None, actor: str | None = None,
+               **changes: Any) -> Version:
+    """The version row recording ``memory`` as it is after ``changes``."""
+    def value(name: str) -> Any:
+        return changes[name] if name in changes else getattr(memory, name)
+
+    text = value("text")
+    return Version(id=f"{memory.id}#v{seq}", memory_id=memory.id, seq=seq,
+                   change_type=change_type, at=at, reason=reason, actor=actor, text=text,
+                   subject=value("subject"), text_sha256=sha256(text),
+                   importance=value("importance"), status=value("status"),
+                   kind=value("kind"), redacted=False)
+
+
+def lifecycle_event(memory_id: str, event_type: EventType, *, from_state: str, to_state: str,
+                    reason: str, at: datetime, agent_id: str,
+                    triggered_by: TriggeredBy = TriggeredBy.MANUAL,
+                    metadata: dict[str, Any] | None = None) -> LifecycleEvent:
+    """A lifecycle event with the archivist's fields."""
+    return LifecycleEvent(event_id=new_event_id(at), memory_id=memory_id,
+                          event_type=event_type, from_state=from_state, to_state=to_state,
+                          reason=reason, triggered_by=triggered_by, agent_id=agent_id,
+                          timestamp=at, metadata=metadata or {})

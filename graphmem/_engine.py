@@ -1,0 +1,306 @@
+"""The engine port: what the store needs from a database, in graphmem's own types.
+
+An engine keeps memories, their edges, version rows, lifecycle events and a few store
+properties, and answers the reads the store makes. Methods take and return ``Memory``,
+``Version``, ``LifecycleEvent`` and the small types below; never a query string, a column
+name or a driver object. Each engine is one package that alone imports its driver and
+owns its schema and migrations (``graphmem._kuzu`` today), and passes the contract
+suite in ``tests/engine/``. User Cypher is a capability an engine may offer
+(``Engine.cypher``), not part of the port.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import numpy as np
+import pyarrow as pa
+
+from ._models import LifecycleEvent, Memory, Version
+
+__all__ = [
+    "EDGE_KINDS",
+    "INTERNAL_FIELDS",
+    "JSON_FIELDS",
+    "MEMORY_FIELDS",
+    "AccessRecord",
+    "Counts",
+    "CypherCapability",
+    "CypherResult",
+    "Decision",
+    "EdgeArrays",
+    "EdgeKind",
+    "EdgeRecord",
+    "Engine",
+    "Erasure",
+    "EventQuery",
+    "Job",
+    "Link",
+    "MemoryScan",
+    "NewMemory",
+    "Patch",
+    "WriteBatch",
+    "memory_from_fields",
+]
+
+EdgeKind = Literal["references", "co_occurs", "supersedes"]
+#: The edge kinds between memories, by the names the API uses.
+EDGE_KINDS: tuple[EdgeKind, ...] = ("references", "co_occurs", "supersedes")
+
+#: What an engine keeps of a memory besides ``Memory``'s own fields: its vector, when its
+#: payload was stored, and the state it left at its last transition.
+INTERNAL_FIELDS = ("vector", "payload_at", "prev_status", "prev_kind", "state_changed")
+#: Every field a ``Patch`` may set.
+MEMORY_FIELDS: frozenset[str] = frozenset(
+    {*Memory.model_fields, *INTERNAL_FIELDS} - {"id"})
+
+#: Set-based lifecycle jobs an engine applies to staged decisions (one transaction each):
+#: promote (episodic -> semantic), archive, expire (weak candidate -> tombstoned), decay
+#: and recompute (importance := number), hot and cool (the hot set), payload (drop the
+#: raw payload), signals (store centrality := number and cross-references := count).
+Job = Literal["promote", "archive", "expire", "decay", "recompute", "hot", "cool", "payload",
+              "signals"]
+
+
+@dataclass(frozen=True)
+class Link:
+    """One edge seen from a memory: its kind, the other end, "out" or "in", its weight."""
+
+    kind: str
+    other: str
+    direction: str
+    weight: float
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """A memory to create, with its vector and its first version row."""
+
+    memory: Memory
+    vector: np.ndarray | None
+    version: Version
+    payload_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One memory's change: fields to set (``MEMORY_FIELDS``), and the version row and
+    lifecycle event that record it; all committed together."""
+
+    memory_id: str
+    set: Mapping[str, Any] = field(default_factory=dict)
+    version: Version | None = None
+    event: LifecycleEvent | None = None
+
+    def __post_init__(self) -> None:
+        unknown = set(self.set) - MEMORY_FIELDS
+        if unknown:
+            raise ValueError(f"not a memory field: {', '.join(sorted(unknown))}")
+
+
+@dataclass(frozen=True)
+class EdgeRecord:
+    """An edge between two memories. ``co_occurs`` is stored once per unordered pair
+    (``src`` < ``dst``)."""
+
+    kind: EdgeKind
+    src: str
+    dst: str
+    weight: float = 1.0
+    count: int = 1
+    source: str = "explicit"
+    reason: str = ""
+    at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Erasure:
+    """What ``forget`` removes beyond the memory's own fields: the text of its versions
+    (their hashes replaced by ``version_digests``), its events' metadata, its edges, and
+    the metadata of other events that quoted it (``event_metadata``: event id -> new)."""
+
+    memory_id: str
+    version_digests: Mapping[str, str] = field(default_factory=dict)
+    event_metadata: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class WriteBatch:
+    """Everything one graphmem write commits in one transaction: all of it, or none.
+
+    ``new_edges`` are created as given (the caller made sure they are missing);
+    ``merged_edges`` are created or, when present, strengthened (references keep the
+    larger weight, co-occurrences add weights and counts)."""
+
+    memories: list[NewMemory] = field(default_factory=list)
+    patches: list[Patch] = field(default_factory=list)
+    events: list[LifecycleEvent] = field(default_factory=list)
+    new_edges: list[EdgeRecord] = field(default_factory=list)
+    merged_edges: list[EdgeRecord] = field(default_factory=list)
+    erasures: list[Erasure] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return any((self.memories, self.patches, self.events, self.new_edges,
+                    self.merged_edges, self.erasures))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One memory's staged lifecycle decision: ``number`` (a new importance or a
+    centrality), ``count`` (cross-references), ``reason`` and ``metadata`` of its
+    event, and the event's id."""
+
+    memory_id: str
+    number: float | None = None
+    count: int | None = None
+    reason: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    event_id: str | None = None
+
+
+#: (access count, last access, recent access times) of a memory.
+AccessRecord = tuple[int, datetime, tuple[datetime, ...]]
+
+
+@dataclass(frozen=True)
+class EventQuery:
+    """Which lifecycle events to read (all filters optional), oldest first."""
+
+    memory_id: str | None = None
+    owner: str | None = None
+    event_type: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class MemoryScan:
+    """Many memories, column-wise: ``table`` holds the asked fields (named as
+    ``Memory``'s fields, timestamps in UTC), ``vectors`` their vectors when asked
+    (a float32 matrix; rows of memories without one are zero, ``has_vector`` False)."""
+
+    table: pa.Table
+    vectors: np.ndarray | None = None
+    has_vector: np.ndarray | None = None
+
+    @property
+    def size(self) -> int:
+        return int(self.table.num_rows)
+
+
+@dataclass(frozen=True)
+class EdgeArrays:
+    """Every edge of one kind: source ids, target ids, weights (1 for supersedes)."""
+
+    src: list[str]
+    dst: list[str]
+    weight: list[float]
+
+
+@dataclass(frozen=True)
+class Counts:
+    """The counts behind ``Stats``."""
+
+    by_kind: dict[str, int]
+    by_status: dict[str, int]
+    hot: int
+    superseded: int
+    owners: int
+    edges: dict[str, int]
+    versions: int
+    events: int
+
+
+@dataclass(frozen=True)
+class CypherResult:
+    columns: list[str]
+    rows: list[list[Any]]
+
+
+class CypherCapability(Protocol):
+    """User Cypher, for engines that speak it: one reading statement, or with ``write``
+    one data-changing statement committed with ``event`` (its audit record)."""
+
+    def run(self, query: str, params: Mapping[str, Any], *, write: bool,
+            event: LifecycleEvent | None) -> CypherResult: ...
+
+
+class Engine(Protocol):
+    """A database that holds one graphmem store."""
+
+    #: where the store lives (a directory, ``:memory:``, a URL)
+    path: str
+    read_only: bool
+    schema_version: int
+    #: user Cypher, or None when the engine does not speak it
+    cypher: CypherCapability | None
+    #: what crash recovery did when the store opened (None: nothing to do)
+    recovery_note: str | None
+
+    def close(self) -> None: ...
+
+    # -- store properties ------------------------------------------------------------
+    def meta(self) -> dict[str, str]: ...
+    def set_meta(self, values: Mapping[str, str]) -> None: ...
+
+    # -- writes ----------------------------------------------------------------------
+    def commit(self, batch: WriteBatch) -> None: ...
+    def apply_decisions(self, job: Job, decisions: Sequence[Decision], *, now: datetime,
+                        actor: str) -> int: ...
+    def record_access(self, records: Mapping[str, AccessRecord]) -> None: ...
+    def set_vectors(self, vectors: Mapping[str, np.ndarray | None]) -> None: ...
+    def purge(self) -> None: ...
+    def checkpoint(self) -> None: ...
+    def snapshot(self) -> contextlib.AbstractContextManager[None]: ...
+    def export_files(self, directory: Path) -> None: ...
+
+    # -- reads -------------------------------------------------------------------------
+    def get(self, memory_id: str) -> Memory | None: ...
+    def get_many(self, ids: Sequence[str]) -> dict[str, Memory]: ...
+    def existing(self, ids: Sequence[str]) -> set[str]: ...
+    def forgotten(self, ids: Sequence[str]) -> set[str]: ...
+    def memories(self, *, owner: str | None = None) -> list[Memory]: ...
+    def scan(self, fields: Sequence[str], *, owner: str | None = None,
+             ids: Sequence[str] | None = None) -> MemoryScan: ...
+    def history(self, memory_id: str) -> list[Version]: ...
+    def versions(self, *, owner: str | None = None) -> list[Version]: ...
+    def events(self, query: EventQuery) -> list[LifecycleEvent]: ...
+    def edges(self, kind: EdgeKind, *, owner: str | None = None) -> list[EdgeRecord]: ...
+    def edge_arrays(self, kind: EdgeKind) -> EdgeArrays: ...
+    def links_of(self, memory_id: str) -> list[Link]: ...
+    def counts(self) -> Counts: ...
+    def contexts_with(self, probe: str) -> list[Memory]: ...
+    def events_mentioning(self, memory_id: str, probe: str
+                          ) -> list[tuple[str, dict[str, Any]]]: ...
+
+
+#: Fields a scan carries as JSON text (they hold objects).
+JSON_FIELDS = ("provenance", "integrity", "extra")
+_DEFAULTED = ("hot", "access_count", "useful_count", "ignored_count", "version", "visibility",
+              "text", "text_sha256")
+
+
+def memory_from_fields(row: Mapping[str, Any]) -> Memory:
+    """A ``Memory`` from a scanned row (fields by name, JSON fields as text; missing or
+    null fields take their defaults)."""
+    data: dict[str, Any] = {}
+    for name, value in row.items():
+        if name not in Memory.model_fields:
+            continue
+        if name in JSON_FIELDS:
+            loaded = json.loads(value) if isinstance(value, str) and value else value
+            data[name] = loaded if isinstance(loaded, dict) else {}
+        elif value is None and name in _DEFAULTED:
+            continue
+        elif name in ("tags", "superseded_by", "entities", "access_times"):
+            data[name] = tuple(value or ())
+        else:
+            data[name] = value
+    return Memory(**data)

@@ -1,0 +1,562 @@
+"""The Kuzu engine: graphmem's port (``graphmem._engine.Engine``) over one Kuzu database.
+
+The only place with Cypher for the store's own work. Bulk paths are batched: nodes
+through ``UNWIND ... CREATE`` for small writes and ``COPY`` from Arrow for big ones, in
+one transaction; relationships between existing nodes through ``COPY`` as well
+(``UNWIND ... MATCH {id: ...}`` plans as a cross product here).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .._engine import (
+    INTERNAL_FIELDS,
+    AccessRecord,
+    Counts,
+    CypherCapability,
+    CypherResult,
+    Decision,
+    EdgeArrays,
+    EdgeKind,
+    EdgeRecord,
+    Erasure,
+    EventQuery,
+    Job,
+    Link,
+    MemoryScan,
+    Patch,
+    WriteBatch,
+)
+from .._errors import InvalidInputError
+from .._models import LifecycleEvent, Memory, Version
+from . import _jobs
+from ._db import Database, Tx, check_parameters
+from ._guard import check_user_query
+from ._restore import build_from_parquet
+from ._rows import (
+    EDGE_PROPS,
+    EDGE_TABLES,
+    FIELD_COLUMNS,
+    MODEL_COLUMNS,
+    aware,
+    column_value,
+    decode_vector,
+    edge_from_row,
+    edge_params,
+    encode_vector,
+    event_from_row,
+    event_params,
+    json_dump,
+    memory_from_row,
+    memory_params,
+    naive,
+    version_from_row,
+    version_params,
+)
+from ._schema import EVENT_TYPES, MEMORY_TYPES, SCHEMA_VERSION, VERSION_TYPES, ensure_schema
+
+__all__ = ["KuzuEngine"]
+
+#: Up to this many ids, look each up by primary key; beyond, one scan is cheaper.
+_LOOKUP_LIMIT = 32
+#: Writes up to this many rows CREATE; bigger ones COPY (see ``KuzuEngine.commit``).
+_SMALL_WRITE = 64
+
+
+def _typed(expr: str, kuzu_type: str) -> str:
+    """``expr`` cast to its column type: Kuzu types a NULL or [] parameter as STRING."""
+    return expr if kuzu_type == "STRING" else f"CAST({expr} AS {kuzu_type})"
+
+
+_MEMORY_RETURN = ", ".join(f"m.{c}" for c in MODEL_COLUMNS)
+_CREATE_EVENTS = (
+    "UNWIND $rows AS e CREATE (:LifecycleEvent {"
+    + ", ".join(f"{c}: {_typed(f'e.{c}', t)}" for c, t in EVENT_TYPES.items()) + "})"
+)
+_CREATE_MEMORIES = (
+    "UNWIND $rows AS r CREATE (:Memory {"
+    + ", ".join(f"{c}: {_typed(f'r.{c}', t)}" for c, t in MEMORY_TYPES.items()) + "})"
+)
+_CREATE_VERSIONS = (
+    "UNWIND $rows AS v MATCH (m:Memory {id: v.memory_id}) CREATE (m)-[:HAS_VERSION]->"
+    "(:Version {" + ", ".join(f"{c}: {_typed(f'v.{c}', t)}" for c, t in VERSION_TYPES.items())
+    + "})"
+)
+_EDGE_TYPES = {"source": "STRING", "reason": "STRING", "weight": "DOUBLE", "count": "INT64",
+               "at": "TIMESTAMP"}
+_CREATE_EDGES = {
+    table: "UNWIND $rows AS e MATCH (a:Memory {id: e.src}), (b:Memory {id: e.dst}) "
+    f"CREATE (a)-[:{table} {{"
+    + ", ".join(f"{p}: {_typed(f'e.{p}', _EDGE_TYPES[p])}" for p in props) + "}]->(b)"
+    for table, props in EDGE_PROPS.items()
+}
+_MERGE_EDGE = {
+    "CO_OCCURS": "MERGE (a)-[r:CO_OCCURS]->(b) "
+                 "ON CREATE SET r.weight = $weight, r.count = $count, r.source = $source, "
+                 "r.at = $at ON MATCH SET r.weight = r.weight + $weight, "
+                 "r.count = r.count + $count, r.at = $at",
+    "REFERENCES": "MERGE (a)-[r:REFERENCES]->(b) "
+                  "ON CREATE SET r.weight = $weight, r.source = $source, r.at = $at "
+                  "ON MATCH SET r.weight = CASE WHEN r.weight > $weight THEN r.weight "
+                  "ELSE $weight END",
+    "SUPERSEDES": "MERGE (a)-[r:SUPERSEDES]->(b) ON CREATE SET r.reason = $reason, r.at = $at",
+}
+_ARROW_EDGE_TYPES = {"from": pa.string(), "to": pa.string(), "source": pa.string(),
+                     "reason": pa.string(), "weight": pa.float64(), "count": pa.int64(),
+                     "at": pa.timestamp("us"), "gone": pa.bool_()}
+
+
+class KuzuEngine:
+    """One store in an embedded Kuzu database (a directory, or ``":memory:"``)."""
+
+    def __init__(self, path: str, *, buffer_pool_mb: int = 512, read_only: bool = False) -> None:
+        self.db = Database(path, buffer_pool_mb=buffer_pool_mb, read_only=read_only)
+        try:
+            self.schema_version = ensure_schema(self.db, target=SCHEMA_VERSION)
+        except BaseException:
+            self.db.close()
+            raise
+        self.path = path
+        self.read_only = read_only
+        self.recovery_note = self.db.recovery_note
+        self.cypher: CypherCapability | None = KuzuCypher(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- store properties ------------------------------------------------------------
+    def meta(self) -> dict[str, str]:
+        return {k: v for k, v in self.db.read("MATCH (m:Meta) RETURN m.key, m.value")}
+
+    def set_meta(self, values: Mapping[str, str]) -> None:
+        with self.db.write() as tx:
+            for key, value in values.items():
+                tx.run("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
+
+    # -- writes ------------------------------------------------------------------------
+    def commit(self, batch: WriteBatch) -> None:
+        """Write the batch in one transaction: all of it is committed, or none."""
+        if not batch:
+            return
+        # COPY from Arrow: ~0.06 ms a memory with its version and edge, against ~0.8 ms
+        # through UNWIND ... CREATE; but Kuzu checkpoints when a transaction that copied
+        # commits (~30 ms, and it must wait for running reads). Small writes (one add(),
+        # a sidecar request) therefore CREATE, and only bulk ones COPY.
+        small = len(batch.memories) + len(batch.events) + len(batch.new_edges) <= _SMALL_WRITE
+        rows = [memory_params(m) for m in batch.memories]
+        versions = [version_params(m.version) for m in batch.memories]
+        with self.db.write() as tx:
+            if rows and small:
+                tx.run(_CREATE_MEMORIES, {"rows": rows})
+                tx.run(_CREATE_VERSIONS, {"rows": versions})
+            elif rows:
+                tx.copy("Memory", _arrow(rows, MEMORY_TYPES))
+                tx.copy("Version", _arrow(versions, VERSION_TYPES))
+                tx.copy("HAS_VERSION", pa.table({"from": [r["id"] for r in rows],
+                                                 "to": [v["id"] for v in versions]}))
+            for patch in batch.patches:
+                self._patch(tx, patch)
+            events = [event_params(e) for e in batch.events]
+            if events and small:
+                tx.run(_CREATE_EVENTS, {"rows": events})
+            elif events:
+                tx.copy("LifecycleEvent", _arrow(events, EVENT_TYPES))
+            by_kind: dict[str, list[EdgeRecord]] = {}
+            for edge in batch.new_edges:
+                by_kind.setdefault(edge.kind, []).append(edge)
+            for kind, edges in by_kind.items():
+                if small:
+                    tx.run(_CREATE_EDGES[EDGE_TABLES[kind]],
+                           {"rows": [edge_params(e) for e in edges]})
+                else:
+                    _copy_edges(tx, kind, edges)
+            for edge in batch.merged_edges:
+                table = EDGE_TABLES[edge.kind]
+                params = {"src": edge.src, "dst": edge.dst, "at": edge.at,
+                          **({"reason": edge.reason} if table == "SUPERSEDES" else
+                             {"weight": edge.weight, "source": edge.source}),
+                          **({"count": edge.count} if table == "CO_OCCURS" else {})}
+                tx.run("MATCH (a:Memory {id: $src}), (b:Memory {id: $dst}) "
+                       + _MERGE_EDGE[table], params)
+            for erasure in batch.erasures:
+                self._erase(tx, erasure)
+        if batch.erasures:
+            # Crash recovery keeps torn write-ahead logs beside the file; they may hold
+            # the erased text.
+            self.db.remove_torn_copies()
+
+    def _patch(self, tx: Tx, patch: Patch) -> None:
+        params: dict[str, Any] = {"mid": patch.memory_id}
+        assignments = []
+        for name, value in patch.set.items():
+            column, stored = column_value(name, value)
+            params[f"s_{column}"] = stored
+            assignments.append(f"m.{column} = {_typed(f'$s_{column}', MEMORY_TYPES[column])}")
+        if assignments:
+            tx.run("MATCH (m:Memory {id: $mid}) SET " + ", ".join(assignments), params)
+        if patch.version is not None:
+            row = version_params(patch.version)
+            tx.run("MATCH (m:Memory {id: $mid}) CREATE (m)-[:HAS_VERSION]->(:Version {"
+                   + ", ".join(f"{c}: {_typed(f'$v_{c}', t)}" for c, t in VERSION_TYPES.items())
+                   + "})", {"mid": patch.memory_id, **{f"v_{c}": row[c] for c in row}})
+        if patch.event is not None:
+            tx.run(_CREATE_EVENTS, {"rows": [event_params(patch.event)]})
+
+    def _erase(self, tx: Tx, erasure: Erasure) -> None:
+        memory_id = erasure.memory_id
+        for event_id, metadata in erasure.event_metadata.items():
+            tx.run("MATCH (e:LifecycleEvent {event_id: $e}) SET e.metadata = $m",
+                   {"e": event_id, "m": json_dump(metadata)})
+        tx.run("MATCH (:Memory {id: $id})-[:HAS_VERSION]->(v:Version) "
+               "SET v.text = NULL, v.subject = NULL, v.redacted = true, v.reason = NULL",
+               {"id": memory_id})
+        for version_id, digest in erasure.version_digests.items():
+            tx.run("MATCH (v:Version {id: $v}) SET v.text_sha256 = $d",
+                   {"v": version_id, "d": digest})
+        tx.run("MATCH (e:LifecycleEvent) WHERE e.memory_id = $id AND e.event_type <> 'delete' "
+               "SET e.metadata = $redacted",
+               {"id": memory_id, "redacted": json_dump({"redacted": True})})
+        # Edges are marked gone, never deleted (see ``_schema``); their text goes.
+        blank = {"REFERENCES": "r.source = NULL", "CO_OCCURS": "r.source = NULL",
+                 "SUPERSEDES": "r.reason = NULL"}
+        for table in EDGE_TABLES.values():
+            for pattern in ("-[r:{t}]->", "<-[r:{t}]-"):
+                tx.run(f"MATCH (:Memory {{id: $id}}){pattern.format(t=table)}(:Memory) "
+                       f"SET r.gone = true, {blank[table]}", {"id": memory_id})
+
+    def apply_decisions(self, job: Job, decisions: Sequence[Decision], *, now: datetime,
+                        actor: str) -> int:
+        """Apply a lifecycle job to staged decisions in one transaction (``_jobs``)."""
+        return _jobs.run_job(self.db, job, decisions, now=now, actor=actor)
+
+    def record_access(self, records: Mapping[str, AccessRecord]) -> None:
+        """Write access counters (absolute values) for many memories in one transaction."""
+        with self.db.write() as tx:
+            tx.run_many(
+                "MATCH (m:Memory {id: $id}) SET m.access_count = $n, m.last_accessed = $t, "
+                "m.access_times = CAST($ts AS TIMESTAMP[])",
+                [{"id": memory_id, "n": n, "t": t, "ts": list(ts)}
+                 for memory_id, (n, t, ts) in records.items()])
+
+    def set_vectors(self, vectors: Mapping[str, np.ndarray | None]) -> None:
+        """Replace stored vectors in one transaction."""
+        with self.db.write() as tx:
+            tx.run_many("MATCH (m:Memory {id: $id}) SET m.vec = $vec",
+                        [{"id": i, "vec": encode_vector(v)} for i, v in vectors.items()])
+
+    def purge(self) -> None:
+        """Rewrite the database file from its live data (see ``Database.rebuild``):
+        graphmem's own schema, every table copied from an export, gone edges left out."""
+
+        def build(fresh: Database, export: Path) -> None:
+            build_from_parquet(fresh, SCHEMA_VERSION, lambda name: (export / name).open("rb"),
+                               label=f"rebuild of {self.path}", drop_gone=True)
+
+        self.db.rebuild(build)
+
+    def checkpoint(self) -> None:
+        self.db.checkpoint()
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Hold off every writer (reads go on) for a consistent multi-step read."""
+        with self.db.snapshot():
+            yield
+
+    def export_files(self, directory: Path) -> None:
+        """The whole database as files in ``directory`` (Kuzu's EXPORT DATABASE, parquet);
+        call inside ``snapshot()`` for a consistent copy."""
+        self.db.export_unlocked(directory)
+
+    # -- reads -------------------------------------------------------------------------
+    def get(self, memory_id: str) -> Memory | None:
+        rows = self.db.read_prepared(
+            f"MATCH (m:Memory {{id: $id}}) RETURN {_MEMORY_RETURN}", {"id": memory_id})
+        if not rows:
+            return None
+        return memory_from_row(dict(zip(MODEL_COLUMNS, rows[0], strict=True)))
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, Memory]:
+        """Memories by id, in the order asked (unknown ids are left out). A few ids are
+        primary-key lookups (~3 ms each); many are one scan."""
+        wanted = list(dict.fromkeys(ids))
+        if len(wanted) <= _LOOKUP_LIMIT:
+            found = {i: m for i in wanted if (m := self.get(i)) is not None}
+        else:
+            keep = set(wanted)
+            table = self._arrow_scan(MODEL_COLUMNS, owner=None)
+            found = {row["id"]: memory_from_row(row) for row in table.to_pylist()
+                     if row["id"] in keep}
+        return {i: found[i] for i in wanted if i in found}
+
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        wanted = set(ids)
+        if len(wanted) <= _LOOKUP_LIMIT:
+            return {i for i in wanted
+                    if self.db.read("MATCH (m:Memory {id: $id}) RETURN m.id", {"id": i})}
+        table = self._arrow_scan(("id",), owner=None)
+        return wanted & set(table.column("id").to_pylist())
+
+    def forgotten(self, ids: Sequence[str]) -> set[str]:
+        wanted = set(ids)
+        if not wanted:
+            return set()
+        rows = self.db.read("MATCH (m:Memory) WHERE m.status = 'forgotten' RETURN m.id")
+        return wanted & {str(r[0]) for r in rows}
+
+    def memories(self, *, owner: str | None = None) -> list[Memory]:
+        return [memory_from_row(row) for row in
+                self._arrow_scan(MODEL_COLUMNS, owner=owner).to_pylist()]
+
+    def scan(self, fields: Sequence[str], *, owner: str | None = None,
+             ids: Sequence[str] | None = None) -> MemoryScan:
+        """Fields of every memory (of ``owner``, or these ``ids``), ordered by id; the
+        vectors as a matrix when ``vector`` is asked."""
+        columns = []
+        for name in fields:
+            column = FIELD_COLUMNS.get(name, name)
+            if column not in MEMORY_TYPES:
+                raise InvalidInputError(f"not a memory field: {name}", field=name)
+            columns.append(column)
+        if ids is not None and len(ids) <= _LOOKUP_LIMIT:
+            table = self._lookup(columns, ids)
+        else:
+            table = self._arrow_scan(columns if "id" in columns else ["id", *columns],
+                                     owner=owner)
+            if ids is not None:
+                table = table.filter(pc.is_in(table.column("id"), value_set=pa.array(list(ids))))
+            if "id" not in columns:
+                table = table.drop_columns(["id"])
+        vectors = has_vector = None
+        if "vec" in columns:
+            encoded = table.column("vec").to_pylist()
+            table = table.drop_columns(["vec"])
+            vectors, has_vector = _matrix(encoded)
+        renamed = [next((f for f, c in FIELD_COLUMNS.items() if c == n), n)
+                   for n in table.column_names]
+        table = table.rename_columns(renamed)
+        if "extra" in renamed or any(c in ("provenance", "integrity") for c in renamed):
+            table = _json_columns(table)
+        return MemoryScan(table=table, vectors=vectors, has_vector=has_vector)
+
+    def _arrow_scan(self, columns: Sequence[str], *, owner: str | None) -> pa.Table:
+        where = "WHERE m.owner = $owner " if owner is not None else ""
+        params = {"owner": owner} if owner is not None else {}
+        names = ", ".join(f"m.{c} AS {c}" for c in columns)
+        table = self.db.read_arrow(f"MATCH (m:Memory) {where}RETURN {names} ORDER BY m.id",
+                                   params)
+        return _utc(table)
+
+    def _lookup(self, columns: Sequence[str], ids: Sequence[str]) -> pa.Table:
+        """A few memories' columns by primary key (unknown ids left out), as Arrow."""
+        query = "MATCH (m:Memory {id: $id}) RETURN " + ", ".join(f"m.{c}" for c in columns)
+        rows = [row for memory_id in dict.fromkeys(ids)
+                for row in self.db.read_prepared(query, {"id": memory_id})]
+        if not rows:
+            return _utc(self.db.read_arrow(
+                "MATCH (m:Memory) WHERE m.id = '\x00' RETURN "
+                + ", ".join(f"m.{c} AS {c}" for c in columns)))
+        from ._rows import arrow_rows
+
+        return _utc(arrow_rows([dict(zip(columns, r, strict=True)) for r in rows],
+                               {c: MEMORY_TYPES[c] for c in columns}))
+
+    def history(self, memory_id: str) -> list[Version]:
+        cols = ", ".join(f"v.{c}" for c in VERSION_TYPES)
+        rows = self.db.read(f"MATCH (:Memory {{id: $id}})-[:HAS_VERSION]->(v:Version) "
+                            f"RETURN {cols} ORDER BY v.seq", {"id": memory_id})
+        return [version_from_row(r) for r in rows]
+
+    def versions(self, *, owner: str | None = None) -> list[Version]:
+        cols = ", ".join(f"v.{c}" for c in VERSION_TYPES)
+        where = "WHERE m.owner = $owner " if owner is not None else ""
+        params = {"owner": owner} if owner is not None else {}
+        rows = self.db.read(f"MATCH (m:Memory)-[:HAS_VERSION]->(v:Version) {where}"
+                            f"RETURN {cols} ORDER BY v.memory_id, v.seq", params)
+        return [version_from_row(r) for r in rows]
+
+    def events(self, query: EventQuery) -> list[LifecycleEvent]:
+        clauses: list[str] = []
+        params: dict[str, Any] = {}
+        match = "MATCH (e:LifecycleEvent) "
+        if query.memory_id is not None:
+            clauses.append("e.memory_id = $mid")
+            params["mid"] = query.memory_id
+        if query.owner is not None:
+            # A value join (planned as a hash join), not a list scan per event.
+            match = "MATCH (m:Memory), (e:LifecycleEvent) "
+            clauses += ["m.id = e.memory_id", "m.owner = $owner"]
+            params["owner"] = query.owner
+        if query.event_type is not None:
+            clauses.append("e.event_type = $etype")
+            params["etype"] = query.event_type
+        if query.since is not None:
+            clauses.append("e.timestamp >= $since")
+            params["since"] = query.since
+        if query.until is not None:
+            clauses.append("e.timestamp < $until")
+            params["until"] = query.until
+        where = ("WHERE " + " AND ".join(clauses) + " ") if clauses else ""
+        tail = ""
+        if query.limit is not None:
+            tail = " LIMIT $limit"
+            params["limit"] = int(query.limit)
+        cols = ", ".join(f"e.{c}" for c in EVENT_TYPES)
+        rows = self.db.read(f"{match}{where}RETURN {cols} ORDER BY e.timestamp, e.event_id"
+                            + tail, params)
+        return [event_from_row(r) for r in rows]
+
+    def edges(self, kind: EdgeKind, *, owner: str | None = None) -> list[EdgeRecord]:
+        table = EDGE_TABLES[kind]
+        props = EDGE_PROPS[table]
+        where = "WHERE r.gone IS NULL "
+        if owner is not None:
+            where += "AND a.owner = $owner AND b.owner = $owner "
+        params = {"owner": owner} if owner is not None else {}
+        cols = ", ".join(f"r.{p}" for p in props)
+        rows = self.db.read(
+            f"MATCH (a:Memory)-[r:{table}]->(b:Memory) {where}RETURN a.id, b.id, {cols}", params)
+        return [edge_from_row(kind, r[0], r[1], dict(zip(props, r[2:], strict=True)))
+                for r in rows]
+
+    def edge_arrays(self, kind: EdgeKind) -> EdgeArrays:
+        table = EDGE_TABLES[kind]
+        weight = "r.weight" if table != "SUPERSEDES" else "1.0"
+        data = self.db.read_arrow(f"MATCH (a:Memory)-[r:{table}]->(b:Memory) WHERE r.gone "
+                                  f"IS NULL RETURN a.id AS src, b.id AS dst, {weight} AS weight")
+        return EdgeArrays(src=data.column("src").to_pylist(), dst=data.column("dst").to_pylist(),
+                          weight=[float(w) for w in data.column("weight").to_pylist()])
+
+    def links_of(self, memory_id: str) -> list[Link]:
+        out: list[Link] = []
+        for kind, table in EDGE_TABLES.items():
+            weight = "r.weight" if table != "SUPERSEDES" else "1.0"
+            for arrow, direction in (("-[r:{t}]->", "out"), ("<-[r:{t}]-", "in")):
+                for other, w in self.db.read(
+                        f"MATCH (a:Memory {{id: $id}}){arrow.format(t=table)}(b:Memory) "
+                        f"WHERE r.gone IS NULL RETURN b.id, {weight}", {"id": memory_id}):
+                    out.append(Link(kind=kind, other=other, direction=direction,
+                                    weight=float(w)))
+        return out
+
+    def counts(self) -> Counts:
+        one = self.db.read
+        return Counts(
+            by_kind={str(k): int(n) for k, n in one("MATCH (m:Memory) RETURN m.kind, count(*)")},
+            by_status={str(k): int(n)
+                       for k, n in one("MATCH (m:Memory) RETURN m.status, count(*)")},
+            hot=one("MATCH (m:Memory) WHERE m.hot RETURN count(*)")[0][0],
+            superseded=one("MATCH (m:Memory) WHERE size(m.superseded_by) > 0 "
+                           "RETURN count(*)")[0][0],
+            owners=one("MATCH (m:Memory) WHERE m.owner IS NOT NULL "
+                       "RETURN count(DISTINCT m.owner)")[0][0],
+            edges={kind: one(f"MATCH ()-[r:{table}]->() WHERE r.gone IS NULL "
+                             "RETURN count(*)")[0][0] for kind, table in EDGE_TABLES.items()},
+            versions=one("MATCH (v:Version) RETURN count(*)")[0][0],
+            events=one("MATCH (e:LifecycleEvent) RETURN count(*)")[0][0],
+        )
+
+    def contexts_with(self, probe: str) -> list[Memory]:
+        if not probe:
+            return []
+        rows = self.db.read(f"MATCH (m:Memory) WHERE m.context CONTAINS $t "
+                            f"RETURN {_MEMORY_RETURN}", {"t": probe})
+        return [memory_from_row(dict(zip(MODEL_COLUMNS, r, strict=True))) for r in rows]
+
+    def events_mentioning(self, memory_id: str, probe: str
+                          ) -> list[tuple[str, dict[str, Any]]]:
+        clauses = ["e.metadata CONTAINS $id"] + (["e.metadata CONTAINS $probe"] if probe else [])
+        params = {"id": memory_id, **({"probe": probe} if probe else {})}
+        rows = self.db.read(
+            "MATCH (e:LifecycleEvent) WHERE e.memory_id <> $id AND (" + " OR ".join(clauses)
+            + ") RETURN e.event_id, e.metadata", params)
+        import json
+
+        return [(str(event_id), json.loads(raw) if raw else {}) for event_id, raw in rows]
+
+
+class KuzuCypher:
+    """User Cypher through the guard (``_guard``): one reading statement in a READ ONLY
+    transaction, or with ``write`` one data-changing statement committed with its audit
+    event in one transaction."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def run(self, query: str, params: Mapping[str, Any], *, write: bool,
+            event: LifecycleEvent | None) -> CypherResult:
+        check_parameters(query, params)
+        checked = check_user_query(query, write=write)
+        if not checked.writes:
+            result = self._db.read_only_query(checked.text, params)
+            return CypherResult(columns=result.columns, rows=result.rows)
+        with self._db.write() as tx:
+            result = tx.run_user(checked.text, params)
+            if event is not None:
+                tx.run(_CREATE_EVENTS, {"rows": [event_params(event)]})
+        return CypherResult(columns=result.columns, rows=result.rows)
+
+
+def _arrow(rows: Sequence[Mapping[str, Any]], types: Mapping[str, str]) -> pa.Table:
+    from ._rows import arrow_rows
+
+    return arrow_rows(rows, types)
+
+
+def _copy_edges(tx: Tx, kind: str, edges: Sequence[EdgeRecord]) -> None:
+    table = EDGE_TABLES[kind]
+    props = EDGE_PROPS[table]
+    columns: dict[str, list[Any]] = {"from": [e.src for e in edges], "to": [e.dst for e in edges]}
+    for prop in props:
+        columns[prop] = [naive(getattr(e, prop)) for e in edges]
+    columns["gone"] = [None] * len(edges)
+    arrays = [pa.array(values, type=_ARROW_EDGE_TYPES[name]) for name, values in columns.items()]
+    tx.copy(table, pa.Table.from_arrays(arrays, names=list(columns)))
+
+
+def _matrix(encoded: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
+    """base64 vectors as one float32 matrix (zero rows where missing) and a presence mask."""
+    decoded = [decode_vector(v) for v in encoded]
+    dim = next((len(v) for v in decoded if v is not None), 0)
+    matrix = np.zeros((len(decoded), dim), dtype=np.float32)
+    present = np.zeros(len(decoded), dtype=bool)
+    for i, vector in enumerate(decoded):
+        if vector is not None and len(vector) == dim:
+            matrix[i] = vector
+            present[i] = True
+    return matrix, present
+
+
+def _utc(table: pa.Table) -> pa.Table:
+    """Kuzu's naive timestamps marked as UTC (they are stored in UTC)."""
+    fields = []
+    arrays = []
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        kind = column.type
+        if pa.types.is_timestamp(kind) and kind.tz is None:
+            column = column.cast(pa.timestamp(kind.unit, tz="UTC"))
+        elif pa.types.is_list(kind) and pa.types.is_timestamp(kind.value_type) \
+                and kind.value_type.tz is None:
+            column = column.cast(pa.list_(pa.timestamp(kind.value_type.unit, tz="UTC")))
+        fields.append(name)
+        arrays.append(column)
+    return pa.Table.from_arrays(arrays, names=fields)
+
+
+def _json_columns(table: pa.Table) -> pa.Table:
+    """JSON text columns as they are (strings): callers that want objects use
+    ``memories()``; scans keep them compact."""
+    return table
+
+
+assert set(INTERNAL_FIELDS) - {"vector"} <= set(MEMORY_TYPES)
+assert aware is not None

@@ -1,0 +1,552 @@
+"""Memories: every write path that creates or edits memories and edges, and the reads.
+
+Each write validates everything, derives what the texts imply (``_derive``), builds one
+``WriteBatch`` and commits it: a call that fails leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from ._context import Changed, StoreContext, progress
+from ._derive import Derived, derive_fields, lifecycle_event, new_memory
+from ._engine import EDGE_KINDS, EdgeRecord, EventQuery, Link, NewMemory, Patch, WriteBatch
+from ._errors import ConflictError, InvalidInputError, RecordError
+from ._input import (
+    MAX_VISIBILITY,
+    MemoryInput,
+    check_tags,
+    check_text,
+    check_unit,
+    check_validity,
+)
+from ._models import (
+    ChangeType,
+    EventType,
+    LifecycleEvent,
+    Memory,
+    Stats,
+    Status,
+    Version,
+    parse_change_type,
+    parse_kind,
+)
+from ._transitions import Transitions, patch_of
+
+__all__ = ["DEFAULT", "Edge", "Memories", "MergeResult"]
+
+#: "leave this field as it is" (where None is a value: a subject, a project, a time)
+DEFAULT: Any = object()
+
+
+@dataclass(frozen=True)
+class Edge:
+    """An edge to write with a batch: ``kind`` is references, co_occurs or supersedes."""
+
+    kind: str
+    src: str
+    dst: str
+    weight: float = 1.0
+    source: str = "explicit"
+    reason: str | None = None
+
+
+@dataclass
+class MergeResult:
+    """What ``MemoryStore.merge`` did, by memory id."""
+
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    #: records whose memory was forgotten: skipped, never brought back
+    forgotten: list[str] = field(default_factory=list)
+    edges_created: int = 0
+
+
+class Memories:
+    """Creating, editing, linking and reading memories."""
+
+    def __init__(self, ctx: StoreContext, transitions: Transitions) -> None:
+        self._ctx = ctx
+        self._transitions = transitions
+
+    # -- reads -------------------------------------------------------------------------
+    def get(self, memory_id: str, *, owner: str | None = None) -> Memory:
+        """The memory with this id; ``NotFoundError`` if absent or another owner's."""
+        return self._ctx.visible(memory_id, owner)
+
+    def get_many(self, ids: Iterable[str], *, owner: str | None = None) -> list[Memory]:
+        """Memories in the order of ``ids``; unknown or other owners' ids are skipped."""
+        self._ctx.before_read()
+        found = self._ctx.engine.get_many(list(ids))
+        return [m for m in found.values() if owner is None or m.owner == owner]
+
+    def links(self, memory_id: str, *, owner: str | None = None) -> list[Link]:
+        """Every edge touching one memory (other ends of another owner are left out)."""
+        self._ctx.visible(memory_id, owner)
+        links = self._ctx.engine.links_of(memory_id)
+        if owner is None:
+            return links
+        others = self._ctx.engine.get_many([x.other for x in links])
+        return [x for x in links if x.other in others and others[x.other].owner == owner]
+
+    def memories(self, *, owner: str | None = None) -> list[Memory]:
+        """Every memory (of ``owner``), ordered by id."""
+        self._ctx.before_read()
+        return self._ctx.engine.memories(owner=owner)
+
+    def history(self, memory_id: str, *, owner: str | None = None) -> list[Version]:
+        """The append-only version rows of one memory, oldest first."""
+        self._ctx.visible(memory_id, owner)
+        return self._ctx.engine.history(memory_id)
+
+    def events(self, memory_id: str | None = None, *, event_type: EventType | str | None = None,
+               since: datetime | None = None, until: datetime | None = None,
+               limit: int | None = None, owner: str | None = None) -> list[LifecycleEvent]:
+        """Lifecycle events (of one memory, or of ``owner``'s memories), oldest first."""
+        if memory_id is not None:
+            self._ctx.visible(memory_id, owner)
+        kind = None
+        if event_type is not None:
+            try:
+                kind = EventType(event_type).value
+            except ValueError:
+                raise InvalidInputError(f"unknown event type {event_type!r}; one of "
+                                        + ", ".join(e.value for e in EventType),
+                                        field="event_type") from None
+        return self._ctx.engine.events(EventQuery(
+            memory_id=memory_id, owner=owner if memory_id is None else None,
+            event_type=kind, since=since, until=until, limit=limit))
+
+    def stats(self) -> Stats:
+        """Counts describing the store."""
+        self._ctx.before_read()
+        counts = self._ctx.engine.counts()
+        return Stats(memories=sum(counts.by_kind.values()), by_kind=counts.by_kind,
+                     by_status=counts.by_status, hot=counts.hot, superseded=counts.superseded,
+                     edges=counts.edges, versions=counts.versions, events=counts.events,
+                     owners=counts.owners, embedder=self._ctx.embedder.name,
+                     schema_version=self._ctx.engine.schema_version)
+
+    # -- creating ------------------------------------------------------------------------
+    def add_many(self, records: Iterable[MemoryInput | Mapping[str, Any] | str], *,
+                 batch_size: int = 500, progress_bar: bool = False) -> list[Memory]:
+        """Add many memories, all or none: every record is validated, embedded (in
+        batches of ``batch_size``) and turned into a new memory first; then everything
+        is committed in one transaction. An error leaves the store as it was."""
+        items = [MemoryInput.parse(r, where=f"record {i}: ") for i, r in enumerate(records)]
+        self._check_new_ids(items)
+        bar = progress(len(items), "adding", progress_bar)
+        new: list[NewMemory] = []
+        size = max(1, batch_size)
+        for start in range(0, len(items), size):
+            chunk = items[start:start + size]
+            new += self._new(chunk)
+            bar.update(len(chunk))
+        bar.close()
+        self.commit(WriteBatch(memories=new), created=new)
+        return [n.memory for n in new]
+
+    def _new(self, items: Sequence[MemoryInput], *, reason: str | None = None,
+             actor: str | None = None) -> list[NewMemory]:
+        now = self._ctx.now()
+        derived = derive_fields(self._ctx.embed, [(i.subject, i.text, i.context,
+                                                   i.entities or None) for i in items])
+        return [new_memory(item, d, now=now, reason=reason, actor=actor)
+                for item, d in zip(items, derived, strict=True)]
+
+    def _check_new_ids(self, items: Sequence[MemoryInput]) -> None:
+        ids = [i.id for i in items if i.id]
+        seen: set[str] = set()
+        for memory_id in ids:
+            if memory_id in seen:
+                raise InvalidInputError(f"id {memory_id} appears twice in the input", field="id")
+            seen.add(memory_id)
+        taken = self._ctx.engine.existing(ids)
+        if taken:
+            raise ConflictError(f"a memory with id {sorted(taken)[0]} already exists")
+
+    def commit(self, batch: WriteBatch, *, created: Sequence[NewMemory] = (),
+               changed: Sequence[str] = (), edges: Sequence[str] = ()) -> None:
+        """Commit one batch, then tell the listeners what it created (``created``),
+        changed (``changed``) and linked (``edges``: the ends of new edges)."""
+        ctx = self._ctx
+        with ctx.lock:
+            ctx.engine.commit(batch)
+            if created:
+                ctx.changed(Changed([n.memory.id for n in created],
+                                    new=[n.memory for n in created],
+                                    vectors={n.memory.id: n.vector for n in created}))
+            if changed:
+                ctx.changed(Changed(list(changed)))
+            if edges:
+                ctx.changed(Changed(sorted(set(edges)), edges_only=True))
+
+    # -- merging (imports) ---------------------------------------------------------------
+    def merge(self, records: Sequence[MemoryInput], *, edges: Sequence[Edge] = (),
+              reason: str = "import", actor: str | None = None,
+              source: str | None = None) -> MergeResult:
+        """Create, update or leave each record by id, and add missing edges: all in one
+        transaction. Re-merging the same records changes nothing.
+
+        A record whose memory was forgotten is skipped (listed in ``forgotten``) with the
+        edges that touch it: nothing brings a forgotten memory back. A record may not move
+        a memory to another owner, and supersedes edges may not make a cycle; either is a
+        ``RecordError`` naming the record (``source`` names the file) and nothing is
+        written.
+        """
+        batch, result, created = self.plan_merge(records, edges=edges, reason=reason,
+                                                 actor=actor, source=source)
+        touched = {e.src for e in batch.new_edges} | {e.dst for e in batch.new_edges}
+        self.commit(batch, created=created, changed=result.updated, edges=sorted(touched))
+        return result
+
+    def plan_merge(self, records: Sequence[MemoryInput], *, edges: Sequence[Edge] = (),
+                   reason: str = "import", actor: str | None = None, source: str | None = None
+                   ) -> tuple[WriteBatch, MergeResult, list[NewMemory]]:
+        """What ``merge`` would commit, without committing it."""
+        ctx = self._ctx
+        result = MergeResult()
+        by_id: dict[str, MemoryInput] = {r.id: r for r in records if r.id}
+        if len(by_id) != len(records):
+            raise InvalidInputError("merge needs an id on every record", field="id")
+        index_of = {r.id: i for i, r in enumerate(records)}
+        existing = ctx.engine.get_many(list(by_id))
+        gone = {i for i, m in existing.items() if m.status is Status.FORGOTTEN}
+        result.forgotten = sorted(gone)
+        existing = {i: m for i, m in existing.items() if i not in gone}
+        for memory_id, current in existing.items():
+            if current.owner != by_id[memory_id].owner:
+                raise RecordError("this memory belongs to a different owner; an import "
+                                  "cannot change a memory's owner", source=source,
+                                  index=index_of[memory_id], record_id=memory_id,
+                                  field="owner")
+        gone |= ctx.engine.forgotten(list({e.src for e in edges} | {e.dst for e in edges}))
+        edges = [e for e in edges if e.src not in gone and e.dst not in gone]
+        self.check_supersede_cycles(edges, index_of=index_of, source=source)
+        now = ctx.now()
+        updates = {i: _merge_changes(m, by_id[i]) for i, m in existing.items()}
+        retext = [i for i, u in updates.items() if {"text", "subject", "context"} & set(u)]
+        derived = dict(zip(retext, self._derive_updated(existing, updates, by_id, retext),
+                           strict=True))
+        patches = []
+        for memory_id, update in updates.items():
+            if not update:
+                result.unchanged.append(memory_id)
+                continue
+            if memory_id in derived:
+                fresh = derived[memory_id]
+                update.update(vector=fresh.vector, text_sha256=fresh.text_sha256,
+                              entities=list(fresh.entities))
+            update.setdefault("modified", by_id[memory_id].modified or existing[memory_id].modified)
+            patches.append(patch_of(existing[memory_id], update, ChangeType.MANUAL_EDIT, now,
+                                    reason=reason, actor=actor))
+            result.updated.append(memory_id)
+        new_items = [r for r in records if r.id not in existing and r.id not in gone]
+        created = self._new(new_items, reason=reason, actor=actor)
+        result.created = [n.memory.id for n in created]
+        new_edges = self.missing_edges(edges, known=set(by_id) - gone)
+        result.edges_created = len(new_edges)
+        return (WriteBatch(memories=created, patches=patches, new_edges=new_edges), result,
+                created)
+
+    def _derive_updated(self, existing: Mapping[str, Memory],
+                        updates: Mapping[str, dict[str, Any]],
+                        by_id: Mapping[str, MemoryInput], ids: Sequence[str]
+                        ) -> list[Derived]:
+        items = []
+        for memory_id in ids:
+            current, update = existing[memory_id], updates[memory_id]
+            given = by_id[memory_id].entities
+            items.append((update.get("subject", current.subject), update.get("text", current.text),
+                          update.get("context", current.context), given or None))
+        return derive_fields(self._ctx.embed, items)
+
+    def check_supersede_cycles(self, edges: Sequence[Edge], *,
+                               index_of: Mapping[str | None, int] | None = None,
+                               source: str | None = None) -> None:
+        """Refuse new supersedes edges that, with the stored ones, make a cycle (a memory
+        that replaces itself, directly or through others)."""
+        new = [(e.src, e.dst) for e in edges if e.kind == "supersedes"]
+        if not new:
+            return
+        graph: dict[str, set[str]] = {}
+        stored = self._ctx.engine.edge_arrays("supersedes")
+        for a, b in zip(stored.src, stored.dst, strict=True):
+            graph.setdefault(a, set()).add(b)
+        for a, b in new:
+            graph.setdefault(a, set()).add(b)
+        cycle = find_cycle(graph, [a for a, _ in new])
+        if cycle:
+            where = next((x for x in cycle if index_of and x in index_of), cycle[0])
+            raise RecordError("supersedes form a cycle (" + " -> ".join(cycle) + "): a memory "
+                              "cannot replace itself", source=source,
+                              index=index_of.get(where) if index_of else None,
+                              record_id=where, field="superseded_by")
+
+    def missing_edges(self, edges: Sequence[Edge], *, known: set[str]) -> list[EdgeRecord]:
+        """Edges to create: both ends known, not a self-loop, not already in the graph.
+
+        Existing edges are looked up per memory for a few memories, by one scan of the
+        edge table for many (a bulk load touches thousands).
+        """
+        engine = self._ctx.engine
+        now = self._ctx.now()
+        for edge in edges:
+            if edge.kind not in EDGE_KINDS:
+                raise InvalidInputError(f"unknown edge kind {edge.kind!r}", field="kind")
+            if isinstance(edge.weight, bool) or not isinstance(edge.weight, int | float) \
+                    or not np.isfinite(edge.weight) or edge.weight <= 0:
+                raise InvalidInputError(f"edge weight must be a positive number, got "
+                                        f"{edge.weight!r}", field="weight")
+        ends = {e.src for e in edges} | {e.dst for e in edges}
+        in_store = engine.existing(list(ends))
+        present = known | in_store
+        touched = ends & in_store
+        current: dict[str, set[tuple[str, str]]] = {}
+        if len(touched) > 32:
+            for kind in {e.kind for e in edges}:
+                arrays = engine.edge_arrays(kind)  # type: ignore[arg-type]
+                current[kind] = set(zip(arrays.src, arrays.dst, strict=True))
+        else:
+            for memory_id in touched:
+                for link in engine.links_of(memory_id):
+                    pair = (memory_id, link.other) if link.direction == "out" \
+                        else (link.other, memory_id)
+                    current.setdefault(link.kind, set()).add(pair)
+        wanted: dict[tuple[str, str, str], EdgeRecord] = {}
+        for edge in edges:
+            src, dst = edge.src, edge.dst
+            if edge.kind == "co_occurs" and dst < src:
+                src, dst = dst, src
+            if src == dst or src not in present or dst not in present:
+                continue
+            if (src, dst) in current.get(edge.kind, set()):
+                continue
+            wanted[(edge.kind, src, dst)] = EdgeRecord(
+                kind=edge.kind, src=src, dst=dst,  # type: ignore[arg-type]
+                weight=float(edge.weight), count=1, source=edge.source,
+                reason=edge.reason or "", at=now)
+        return list(wanted.values())
+
+    def link_many(self, edges: Sequence[Edge]) -> int:
+        """Create many edges in one transaction (bulk loads); edges already in the graph,
+        self-loops and edges to unknown or forgotten memories are skipped. Returns how
+        many were made."""
+        edges = list(edges)
+        gone = self._ctx.engine.forgotten(list({e.src for e in edges} | {e.dst for e in edges}))
+        new = self.missing_edges([e for e in edges if e.src not in gone and e.dst not in gone],
+                                 known=set())
+        if new:
+            self.commit(WriteBatch(new_edges=new),
+                         edges=[e.src for e in new] + [e.dst for e in new])
+        return len(new)
+
+    def link(self, a: str, b: str, *, kind: str = "references", weight: float = 1.0,
+             source: str = "explicit", owner: str | None = None) -> None:
+        """Connect two memories: ``references`` (a points at b) or ``co_occurs``
+        (undirected; a second link strengthens it)."""
+        if kind not in ("references", "co_occurs"):
+            raise InvalidInputError("kind must be 'references' or 'co_occurs'", field="kind")
+        if isinstance(weight, bool) or not isinstance(weight, int | float) \
+                or not np.isfinite(weight) or weight <= 0:
+            raise InvalidInputError(f"weight must be a positive number, got {weight!r}",
+                                    field="weight")
+        ends = [self._ctx.visible(a, owner), self._ctx.visible(b, owner)]
+        if a == b:
+            raise InvalidInputError("a memory cannot be linked to itself", field="b")
+        for end in ends:
+            if end.status is Status.FORGOTTEN:
+                raise ConflictError(f"memory {end.id} was forgotten; it cannot be linked")
+        if kind == "co_occurs" and b < a:
+            a, b = b, a
+        edge = EdgeRecord(kind=kind, src=a, dst=b, weight=float(weight),  # type: ignore[arg-type]
+                          source=check_text(source, field="source", max_len=200),
+                          at=self._ctx.now())
+        self.commit(WriteBatch(merged_edges=[edge]), edges=[a, b])
+
+    # -- editing -------------------------------------------------------------------------
+    def update(self, memory_id: str, *, text: str | None = None, subject: Any = DEFAULT,
+               importance: float | None = None, confidence: float | None = None,
+               tags: Sequence[str] | None = None, kind: Any = None, project: Any = DEFAULT,
+               visibility: str | None = None, valid_from: Any = DEFAULT,
+               valid_to: Any = DEFAULT, provenance: Mapping[str, Any] | None = None,
+               reason: ChangeType | str = ChangeType.MANUAL_EDIT, actor: str | None = None,
+               owner: str | None = None) -> Memory:
+        """Change fields of a memory; writes one version row with change type ``reason``."""
+        memory = self._ctx.visible(memory_id, owner)
+        if memory.status is Status.FORGOTTEN:
+            raise ConflictError(f"memory {memory_id} was forgotten and cannot be edited")
+        change_type = parse_change_type(reason)
+        updates: dict[str, Any] = {}
+        if text is not None:
+            updates["text"] = check_text(text, field="text")
+        if subject is not DEFAULT:
+            updates["subject"] = None if subject is None else check_text(
+                subject, field="subject", max_len=2000)
+        if importance is not None:
+            updates["importance"] = check_unit(importance, field="importance")
+        if confidence is not None:
+            updates["confidence"] = check_unit(confidence, field="confidence")
+        if tags is not None:
+            updates["tags"] = check_tags(tags)
+        if kind is not None:
+            updates["kind"] = parse_kind(kind).value
+        if project is not DEFAULT:
+            updates["project"] = project
+        if visibility is not None:
+            updates["visibility"] = check_text(visibility, field="visibility",
+                                               max_len=MAX_VISIBILITY)
+        if provenance is not None:
+            updates["provenance"] = MemoryInput.parse({"text": "x",
+                                                       "provenance": provenance}).provenance
+        for name, value in (("valid_from", valid_from), ("valid_to", valid_to)):
+            if value is not DEFAULT:
+                updates[name] = getattr(MemoryInput.parse({"text": "x", name: value}), name)
+        check_validity(updates.get("valid_from", memory.valid_from),
+                       updates.get("valid_to", memory.valid_to))
+        updates = {k: v for k, v in updates.items() if getattr(memory, k, None) != v
+                   and not (k == "kind" and memory.kind.value == v)}
+        if not updates:
+            return memory
+        if "text" in updates or "subject" in updates:
+            fresh = derive_fields(self._ctx.embed, [(updates.get("subject", memory.subject),
+                                                     updates.get("text", memory.text),
+                                                     memory.context, None)])[0]
+            updates.update(entities=list(fresh.entities), vector=fresh.vector,
+                           text_sha256=fresh.text_sha256)
+        if "importance" in updates and change_type is not ChangeType.IMPORTANCE_DECAY:
+            # A deliberate new importance is the new baseline that decay starts from.
+            updates["original_importance"] = updates["importance"]
+        return self._transitions.apply(memory, updates, change_type, reason=change_type.value,
+                                       actor=actor)
+
+    def supersede(self, old_id: str, new: Memory | str, *, reason: str = "conflict_update",
+                  owner: str | None = None, actor: str | None = None,
+                  **fields: Any) -> Memory:
+        """Record that ``new`` replaces ``old_id``: a SUPERSEDES edge (new -> old), the old
+        memory marked superseded-by (kept, no longer recalled). ``new`` is a memory, the id
+        of one, or the text of a new memory that inherits the old one's kind and scope."""
+        ctx = self._ctx
+        old = ctx.visible(old_id, owner)
+        if old.status is Status.FORGOTTEN:
+            raise ConflictError(f"memory {old_id} was forgotten")
+        now = ctx.now()
+        known = ctx.engine.get(new) if isinstance(new, str) and new else None
+        created: list[NewMemory] = []
+        if isinstance(new, Memory):
+            new_id = ctx.visible(new.id, owner).id
+        elif known is not None and (owner is None or known.owner == owner):
+            new_id = known.id
+        else:
+            # Not a memory this caller can see: the text of a new one. Another owner's id
+            # is treated exactly as an unknown one, so the answer tells nothing about it.
+            inherited = {"kind": old.kind, "subject": old.subject, "owner": old.owner,
+                         "project": old.project, "visibility": old.visibility,
+                         "tags": old.tags, "importance": old.importance}
+            item = MemoryInput.parse({**inherited, **fields, "text": new})
+            created = self._new([item], reason=f"supersedes {old_id}", actor=actor)
+            new_id = created[0].memory.id
+        if new_id == old_id:
+            raise ConflictError("a memory cannot supersede itself")
+        if new_id in old.superseded_by:
+            return ctx.engine.get(new_id)  # type: ignore[return-value]
+        if not created:
+            if ctx.engine.forgotten([new_id]):
+                raise ConflictError(f"memory {new_id} was forgotten; it cannot supersede "
+                                    "another")
+            try:
+                self.check_supersede_cycles([Edge("supersedes", new_id, old_id)])
+            except RecordError as exc:
+                raise ConflictError(str(exc)) from None
+        patch, edge = self.supersede_patch(old, new_id, reason=reason, at=now, actor=actor)
+        self.commit(WriteBatch(memories=created, patches=[patch], new_edges=[edge]),
+                    created=created, changed=[old_id, new_id])
+        return ctx.engine.get(new_id)  # type: ignore[return-value]
+
+    def supersede_patch(self, old: Memory, new_id: str, *, reason: str, at: datetime,
+                        actor: str | None = None) -> tuple[Patch, EdgeRecord]:
+        """What recording "``new_id`` replaces ``old``" writes: the old memory's change
+        (superseded-by, a version row, a ``supersede`` event) and the SUPERSEDES edge."""
+        event = lifecycle_event(old.id, EventType.SUPERSEDE, from_state="current",
+                                to_state="superseded", reason=reason, at=at,
+                                agent_id=actor or self._ctx.settings.agent_id,
+                                metadata={"supersededBy": new_id})
+        patch = patch_of(old, {"superseded_by": [*old.superseded_by, new_id]},
+                         ChangeType.CONFLICT_UPDATE, at, reason=reason, actor=actor,
+                         event=event)
+        return patch, EdgeRecord(kind="supersedes", src=new_id, dst=old.id, reason=reason, at=at)
+
+    def patch(self, patches: Sequence[Patch], *, merged_edges: Sequence[EdgeRecord] = ()
+              ) -> None:
+        """Commit changes built elsewhere (feedback counters, co-occurrences)."""
+        ids = [p.memory_id for p in patches]
+        ends = [e.src for e in merged_edges] + [e.dst for e in merged_edges]
+        self.commit(WriteBatch(patches=list(patches), merged_edges=list(merged_edges)),
+                     changed=ids, edges=ends)
+
+
+def find_cycle(graph: Mapping[str, set[str]], starts: Iterable[str]) -> list[str]:
+    """A cycle reachable from ``starts`` in a directed graph, as a path that ends where
+    it began ([] when there is none); iterative depth-first search.
+
+    >>> find_cycle({"a": {"b"}, "b": {"a"}}, ["a"])
+    ['a', 'b', 'a']
+    >>> find_cycle({"a": {"b"}}, ["a"])
+    []
+    """
+    done: set[str] = set()
+    for start in starts:
+        if start in done:
+            continue
+        path: list[str] = [start]
+        on_path = {start}
+        stack = [iter(sorted(graph.get(start, ())))]
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                stack.pop()
+                finished = path.pop()
+                on_path.discard(finished)
+                done.add(finished)
+                continue
+            if nxt in on_path:
+                return [*path[path.index(nxt):], nxt]
+            if nxt in done:
+                continue
+            path.append(nxt)
+            on_path.add(nxt)
+            stack.append(iter(sorted(graph.get(nxt, ()))))
+    return []
+
+
+def _merge_changes(current: Memory, incoming: MemoryInput) -> dict[str, Any]:
+    """Fields of ``incoming`` that differ from the stored memory."""
+    wanted = {
+        "text": incoming.text, "subject": incoming.subject, "kind": incoming.kind.value,
+        "status": incoming.status.value, "confidence": incoming.confidence,
+        "tags": list(incoming.tags), "owner": incoming.owner, "project": incoming.project,
+        "visibility": incoming.visibility, "observed": incoming.observed,
+        "valid_from": incoming.valid_from, "valid_to": incoming.valid_to,
+        "superseded_by": list(incoming.superseded_by), "provenance": incoming.provenance,
+        "context": incoming.context, "integrity": incoming.integrity, "extra": incoming.extra,
+    }
+    if incoming.created is not None:
+        wanted["created"] = incoming.created
+    # ``modified`` is not compared: use moves it (feedback, access), and a file that says
+    # nothing new must not roll it back. It follows the other changes (``plan_merge``).
+    have = current.model_dump()
+    out = {}
+    for key, value in wanted.items():
+        old = have.get(key)
+        old = getattr(old, "value", old)
+        if isinstance(old, tuple):
+            old = list(old)
+        if old != value:
+            out[key] = value
+    return out

@@ -1,0 +1,224 @@
+"""Every change of a memory's state, written with the version row and event that record it.
+
+``patch_of`` is the one rule ("a change writes its version row, and its event when it
+has one, in the same transaction"); ``Transitions`` applies it for status and kind
+changes, tombstones, and the hard delete (``forget``).
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from ._context import Changed, StoreContext
+from ._derive import derive_fields, lifecycle_event, version_of
+from ._engine import Erasure, Patch, WriteBatch
+from ._errors import ConfirmationRequiredError, ConflictError
+from ._models import ChangeType, EventType, Kind, LifecycleEvent, Memory, Status, TriggeredBy
+from ._redact import Mentions, keyed_digest
+
+__all__ = ["Transitions", "patch_of"]
+
+
+def patch_of(memory: Memory, updates: Mapping[str, Any], change_type: ChangeType,
+             at: datetime, *, reason: str | None = None, actor: str | None = None,
+             event: LifecycleEvent | None = None) -> Patch:
+    """A change of ``memory``: its new fields, the version row that records the state
+    they make, and ``event`` when the change is a lifecycle transition."""
+    seq = memory.version + 1
+    fields = dict(updates)
+    fields["version"] = seq
+    fields.setdefault("modified", at)
+    recorded = {k: v for k, v in updates.items()
+                if k in ("text", "subject", "importance", "status", "kind")}
+    return Patch(memory.id, set=fields,
+                 version=version_of(memory, seq=seq, change_type=change_type, at=at,
+                                    reason=reason, actor=actor, **recorded),
+                 event=event)
+
+
+class Transitions:
+    """State changes: the state, a version row and an event in one transaction."""
+
+    def __init__(self, ctx: StoreContext) -> None:
+        self._ctx = ctx
+
+    def apply(self, memory: Memory, updates: Mapping[str, Any], change_type: ChangeType, *,
+              reason: str | None, actor: str | None,
+              event: LifecycleEvent | None = None) -> Memory:
+        """Commit one change of ``memory`` (see ``patch_of``); returns it as stored. The
+        version row is dated like ``event`` when there is one."""
+        ctx = self._ctx
+        at = event.timestamp if event is not None else ctx.now()
+        patch = patch_of(memory, updates, change_type, at, reason=reason, actor=actor,
+                         event=event)
+        with ctx.lock:
+            ctx.engine.commit(WriteBatch(patches=[patch]))
+            ctx.changed(Changed([memory.id]))
+        return ctx.engine.get(memory.id) or memory
+
+    def transition(
+        self,
+        memory: Memory,
+        *,
+        event_type: EventType,
+        change_type: ChangeType,
+        reason: str,
+        status: Status | None = None,
+        kind: Kind | None = None,
+        triggered_by: TriggeredBy = TriggeredBy.MANUAL,
+        metadata: Mapping[str, Any] | None = None,
+        extra_sets: Mapping[str, Any] | None = None,
+        actor: str | None = None,
+    ) -> Memory:
+        """Move one memory to a new status and/or kind, audited."""
+        ctx = self._ctx
+        now = ctx.now()
+        actor = actor or ctx.settings.agent_id
+        updates: dict[str, Any] = dict(extra_sets or {})
+        from_state = to_state = memory.status.value
+        if status is not None:
+            updates.update(status=status.value, prev_status=memory.status.value)
+            to_state = status.value
+        if kind is not None:
+            updates.update(kind=kind.value, prev_kind=memory.kind.value)
+            from_state, to_state = memory.kind.value, kind.value
+        updates["state_changed"] = now
+        event = lifecycle_event(memory.id, event_type, from_state=from_state,
+                                to_state=to_state, reason=reason, at=now, agent_id=actor,
+                                triggered_by=triggered_by, metadata=dict(metadata or {}))
+        return self.apply(memory, updates, change_type, reason=reason, actor=actor,
+                          event=event)
+
+    def tombstone(self, memory_id: str, *, reason: str = "manual", owner: str | None = None,
+                  triggered_by: TriggeredBy = TriggeredBy.MANUAL,
+                  actor: str | None = None) -> Memory:
+        """Delete logically: kept for audit and export, never recalled. Reversible."""
+        memory = self._ctx.visible(memory_id, owner)
+        if memory.status in (Status.TOMBSTONED, Status.FORGOTTEN):
+            raise ConflictError(f"memory {memory_id} is already {memory.status.value}")
+        return self.transition(memory, status=Status.TOMBSTONED, event_type=EventType.TOMBSTONE,
+                               change_type=ChangeType.TOMBSTONED, reason=reason,
+                               triggered_by=triggered_by, actor=actor)
+
+    # -- the hard delete -----------------------------------------------------------------
+    def forget(self, memory_id: str, *, confirm: bool = False, reason: str = "manual",
+               owner: str | None = None, purge: bool = True, actor: str | None = None) -> None:
+        """Hard delete: the text leaves the node, the full-text index, the vectors, every
+        version, the edges, the contexts of the memories indexed with it and the metadata
+        of events that quoted it; one ``delete`` event records it. Its id stays taken for
+        good (nothing can bring it back, not a re-import), and only a keyed digest of each
+        text it had remains (``verify_forgotten`` checks a text against it).
+
+        With ``purge`` (the default) the database file is then rewritten so the deleted
+        bytes leave the disk too (Kuzu keeps old pages until then); to forget many
+        memories, pass ``purge=False`` and call ``purge()`` once at the end.
+        """
+        if confirm is not True:
+            raise ConfirmationRequiredError(
+                f"forget({memory_id!r}) deletes the memory's text for good; "
+                "pass confirm=True (or --yes on the command line)")
+        ctx = self._ctx
+        memory = ctx.visible(memory_id, owner)
+        if memory.status is Status.FORGOTTEN:
+            return
+        now = ctx.now()
+        actor = actor or ctx.settings.agent_id
+        key = self._forget_key()
+        history = ctx.engine.history(memory_id)
+        digest = keyed_digest(key, memory.text)
+        blank: dict[str, Any] = {
+            "text": "", "subject": None, "tags": [], "vector": None, "payload": None,
+            "payload_hash": None, "context": None, "entities": [],
+            "provenance": {"redacted": True}, "extra": {}, "integrity": {}, "access_times": [],
+            "status": Status.FORGOTTEN.value, "prev_status": memory.status.value,
+            "hot": False, "state_changed": now, "modified": now, "text_sha256": digest,
+            "version": memory.version + 1,
+        }
+        version = version_of(memory, seq=memory.version + 1, change_type=ChangeType.FORGOTTEN,
+                             at=now, actor=actor, text=None, subject=None,
+                             status=Status.FORGOTTEN).model_copy(
+            update={"text_sha256": digest, "redacted": True})
+        event = lifecycle_event(memory_id, EventType.DELETE, from_state=memory.status.value,
+                                to_state=Status.FORGOTTEN.value, reason=reason, at=now,
+                                agent_id=actor, metadata={"textDigest": digest})
+        texts = {memory.text, memory.payload, *(v.text for v in history)} - {None, ""}
+        mentions = Mentions(sorted(t for t in texts if t))
+        # a summary quotes a neighbour by its subject or the start of its text
+        quoted = Mentions([t for t in (memory.subject, memory.text[:40]) if t and len(t) >= 8])
+        scrubbed = self._scrub_contexts(mentions)
+        batch = WriteBatch(
+            patches=[*scrubbed, Patch(memory_id, set=blank, version=version, event=event)],
+            erasures=[Erasure(memory_id,
+                              version_digests={v.id: keyed_digest(key, v.text)
+                                               for v in history},
+                              event_metadata=self._scrub_events(memory_id, mentions, quoted))])
+        with ctx.lock:
+            ctx.engine.commit(batch)
+            ctx.changed(Changed([memory_id], removed=True))
+            if scrubbed:
+                ctx.changed(Changed([p.memory_id for p in scrubbed],
+                                    vectors={p.memory_id: p.set["vector"] for p in scrubbed}))
+        if purge:
+            self.purge()
+
+    def purge(self) -> None:
+        """Rewrite the database from its live data, dropping every byte of what was deleted
+        or overwritten (forgotten text, old values)."""
+        with self._ctx.lock:
+            self._ctx.engine.purge()
+
+    def verify_forgotten(self, memory_id: str, text: str) -> bool:
+        """Whether ``text`` is what the forgotten memory ``memory_id`` said (its keyed
+        digest matches): proof of a deletion without keeping what was deleted."""
+        memory = self._ctx.visible(memory_id, None)
+        if memory.status is not Status.FORGOTTEN:
+            raise ConflictError(f"memory {memory_id} is not forgotten")
+        return hmac.compare_digest(memory.text_sha256, keyed_digest(self._forget_key(), text))
+
+    def _forget_key(self) -> str:
+        """The store's secret for digests of forgotten texts (made on first use)."""
+        key = self._ctx.engine.meta().get("forget_key")
+        if key is None:
+            key = secrets.token_hex(32)
+            self._ctx.engine.set_meta({"forget_key": key})
+        return key
+
+    def _scrub_contexts(self, mentions: Mentions) -> list[Patch]:
+        """The forgotten texts leave the contexts of the memories indexed with them
+        (matched up to whitespace); their vectors are derived again (an embedding can give
+        its text away)."""
+        found = [m for m in self._ctx.engine.contexts_with(mentions.probe)
+                 if mentions.found_in(m.context)]
+        if not found:
+            return []
+        contexts = [mentions.scrub(m.context or "").strip() or None for m in found]
+        derived = derive_fields(self._ctx.embed, [(m.subject, m.text, c, m.entities)
+                                                  for m, c in zip(found, contexts, strict=True)])
+        return [Patch(m.id, set={"context": c, "vector": d.vector})
+                for m, c, d in zip(found, contexts, derived, strict=True)]
+
+    def _scrub_events(self, memory_id: str, mentions: Mentions, quoted: Mentions
+                      ) -> dict[str, dict[str, Any]]:
+        """New metadata for other events that quoted the forgotten memory: an archive
+        summary built from it (``summaryFrom``) goes whole, and any other string that
+        holds its text (or subject) is blanked, the blanked fields listed."""
+        out: dict[str, dict[str, Any]] = {}
+        probes = [p for p in (mentions.probe, quoted.probe) if p]
+        found = {event_id: meta for probe in probes or [""]
+                 for event_id, meta in self._ctx.engine.events_mentioning(memory_id, probe)}
+        for event_id, meta in found.items():
+            new = dict(meta)
+            if memory_id in (meta.get("summaryFrom") or []) or quoted.found_in(
+                    str(meta.get("summary") or "")):
+                new.update(summary=None, summaryRedacted=True)
+            cleaned, blanked = mentions.scrub_json(new)
+            if blanked:
+                cleaned["redactedFields"] = sorted(set(cleaned.get("redactedFields", []))
+                                                   | set(blanked))
+            if cleaned != meta:
+                out[event_id] = cleaned
+        return out

@@ -1,0 +1,265 @@
+"""The engine contract: what every engine behind ``graphmem._engine.Engine`` must do, in
+graphmem's own types. Parametrized by engine (``conftest.ENGINES``)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphmem import ConflictError, HashingEmbedder, MemoryInput, Status
+from graphmem._derive import derive_fields, lifecycle_event, new_memory
+from graphmem._engine import (
+    Decision,
+    EdgeRecord,
+    Engine,
+    Erasure,
+    EventQuery,
+    NewMemory,
+    Patch,
+    WriteBatch,
+)
+from graphmem._models import ChangeType, EventType, Kind
+from graphmem._transitions import patch_of
+
+NOW = datetime(2026, 7, 15, 12, 0, tzinfo=UTC)
+EMBED = HashingEmbedder(384).embed
+
+
+def _new(*records: dict[str, object]) -> list[NewMemory]:
+    items = [MemoryInput.parse(r) for r in records]
+    derived = derive_fields(EMBED, [(i.subject, i.text, i.context, None) for i in items])
+    return [new_memory(i, d, now=NOW) for i, d in zip(items, derived, strict=True)]
+
+
+def _seed(engine: Engine) -> list[NewMemory]:
+    new = _new({"id": "m:a", "text": "Orchard runs on PostgreSQL 16", "owner": "ann",
+                "tags": ["db"], "provenance": {"source": "test", "n": 1}},
+               {"id": "m:b", "text": "Deploys go through fly.io", "owner": "ann",
+                "subject": "deploys", "payload": "raw"},
+               {"id": "m:c", "text": "Bob likes tea", "owner": "bob"})
+    engine.commit(WriteBatch(memories=new))
+    return new
+
+
+def test_new_memories_read_back_whole(engine: Engine) -> None:
+    new = _seed(engine)
+    for n in new:
+        assert engine.get(n.memory.id) == n.memory
+    assert list(engine.get_many(["m:c", "m:x", "m:a"])) == ["m:c", "m:a"]
+    assert engine.existing(["m:a", "m:x"]) == {"m:a"}
+    assert [m.id for m in engine.memories(owner="ann")] == ["m:a", "m:b"]
+    assert [v.seq for v in engine.history("m:a")] == [1]
+    assert engine.history("m:a")[0].change_type is ChangeType.CREATED
+    counts = engine.counts()
+    assert (sum(counts.by_kind.values()), counts.versions, counts.owners) == (3, 3, 2)
+
+
+def test_scans_return_fields_and_vectors(engine: Engine) -> None:
+    new = _seed(engine)
+    scan = engine.scan(["id", "owner", "tags", "created", "vector"])
+    assert scan.table.column("id").to_pylist() == ["m:a", "m:b", "m:c"]
+    assert scan.table.column("tags").to_pylist() == [["db"], [], []]
+    assert scan.table.column("created").to_pylist()[0] == NOW
+    assert scan.vectors is not None and scan.has_vector is not None
+    assert scan.has_vector.all()
+    np.testing.assert_array_equal(scan.vectors[1], new[1].vector)
+    few = engine.scan(["id", "text"], ids=["m:c", "m:a"])
+    assert sorted(few.table.column("id").to_pylist()) == ["m:a", "m:c"]
+    assert engine.scan(["id"], owner="bob").table.column("id").to_pylist() == ["m:c"]
+    with pytest.raises(ValueError, match="not a memory field"):
+        engine.scan(["id", "no_such_field"])
+
+
+def test_a_patch_lands_with_its_version_and_event(engine: Engine) -> None:
+    _seed(engine)
+    memory = engine.get("m:a")
+    assert memory is not None
+    event = lifecycle_event("m:a", EventType.ARCHIVE, from_state="active", to_state="archived",
+                            reason="age", at=NOW, agent_id="test")
+    patch = patch_of(memory, {"status": "archived", "prev_status": "active",
+                              "vector": np.ones(384, dtype=np.float32)},
+                     ChangeType.ARCHIVED, NOW, reason="age", actor="test", event=event)
+    engine.commit(WriteBatch(patches=[patch]))
+    after = engine.get("m:a")
+    assert after is not None and after.status is Status.ARCHIVED and after.version == 2
+    assert [(v.seq, v.change_type, v.status) for v in engine.history("m:a")] == [
+        (1, ChangeType.CREATED, Status.ACTIVE), (2, ChangeType.ARCHIVED, Status.ARCHIVED)]
+    assert engine.events(EventQuery(memory_id="m:a")) == [event]
+    vectors = engine.scan(["id", "vector"], ids=["m:a"]).vectors
+    assert vectors is not None and float(vectors[0].sum()) == 384.0
+    with pytest.raises(ValueError, match="not a memory field"):
+        Patch("m:a", set={"vec": None})
+
+
+def test_a_failed_batch_leaves_nothing(engine: Engine) -> None:
+    _seed(engine)
+    before = (engine.memories(), engine.counts())
+    memory = engine.get("m:a")
+    assert memory is not None
+    batch = WriteBatch(
+        memories=_new({"id": "m:new", "text": "fresh"}) + _new({"id": "m:a", "text": "dup"}),
+        patches=[patch_of(memory, {"importance": 0.9}, ChangeType.MANUAL_EDIT, NOW)],
+        merged_edges=[EdgeRecord("references", "m:a", "m:b", at=NOW)])
+    with pytest.raises(ConflictError):
+        engine.commit(batch)
+    assert (engine.memories(), engine.counts()) == before
+    engine.commit(WriteBatch(memories=_new({"id": "m:new", "text": "fresh"})))  # usable
+    assert engine.existing(["m:new"]) == {"m:new"}
+
+
+def test_edges_are_created_merged_and_read(engine: Engine) -> None:
+    _seed(engine)
+    engine.commit(WriteBatch(new_edges=[
+        EdgeRecord("references", "m:a", "m:b", weight=0.5, source="entity:x", at=NOW),
+        EdgeRecord("supersedes", "m:b", "m:a", reason="newer", at=NOW)]))
+    engine.commit(WriteBatch(merged_edges=[
+        EdgeRecord("references", "m:a", "m:b", weight=0.8, at=NOW),  # keeps the larger
+        EdgeRecord("co_occurs", "m:a", "m:c", weight=1.0, at=NOW),
+        EdgeRecord("co_occurs", "m:a", "m:c", weight=0.5, at=NOW)]))  # adds up
+    refs = engine.edges("references")
+    assert [(e.src, e.dst, e.weight, e.source) for e in refs] == [("m:a", "m:b", 0.8,
+                                                                    "entity:x")]
+    co = engine.edges("co_occurs")
+    assert [(e.src, e.dst, e.weight, e.count) for e in co] == [("m:a", "m:c", 1.5, 2)]
+    assert engine.edges("co_occurs", owner="ann") == []  # both ends must be the owner's
+    assert [(e.src, e.dst, e.reason) for e in engine.edges("supersedes")] == [
+        ("m:b", "m:a", "newer")]
+    arrays = engine.edge_arrays("co_occurs")
+    assert (arrays.src, arrays.dst, arrays.weight) == (["m:a"], ["m:c"], [1.5])
+    links = sorted((x.kind, x.other, x.direction) for x in engine.links_of("m:a"))
+    assert links == [("co_occurs", "m:c", "out"), ("references", "m:b", "out"),
+                     ("supersedes", "m:b", "in")]
+    assert engine.counts().edges == {"references": 1, "co_occurs": 1, "supersedes": 1}
+
+
+def test_lifecycle_decisions_apply_state_version_and_event(engine: Engine) -> None:
+    _seed(engine)
+    later = NOW + timedelta(days=1)
+    assert engine.apply_decisions("promote", [Decision("m:a", reason="high_access",
+                                                       event_id="evt-1",
+                                                       metadata={"accessCount": 12})],
+                                  now=later, actor="manager") == 1
+    promoted = engine.get("m:a")
+    assert promoted is not None and promoted.kind is Kind.SEMANTIC and promoted.version == 2
+    event = engine.events(EventQuery(memory_id="m:a"))[0]
+    assert (event.event_id, event.event_type, event.from_state, event.to_state,
+            event.agent_id, event.metadata) == ("evt-1", EventType.PROMOTE, "episodic",
+                                                "semantic", "manager", {"accessCount": 12})
+    assert engine.history("m:a")[-1].change_type is ChangeType.PROMOTED
+    engine.apply_decisions("decay", [Decision("m:b", number=0.25, reason="idle")], now=later,
+                           actor="manager")
+    engine.apply_decisions("hot", [Decision("m:c", reason="top", event_id="evt-2")],
+                           now=later, actor="manager")
+    engine.apply_decisions("signals", [Decision("m:c", number=0.5, count=2)], now=later,
+                           actor="manager")
+    b, c = engine.get("m:b"), engine.get("m:c")
+    assert b is not None and c is not None
+    assert (b.importance, b.version) == (0.25, 2)
+    assert (c.hot, c.centrality, c.xref_count, c.version) == (True, 0.5, 2, 1)
+    assert engine.apply_decisions("archive", [], now=later, actor="manager") == 0
+
+
+def test_access_and_vectors(engine: Engine) -> None:
+    _seed(engine)
+    times = (NOW, NOW + timedelta(minutes=1))
+    engine.record_access({"m:a": (2, times[-1], times)})
+    a = engine.get("m:a")
+    assert a is not None and (a.access_count, a.last_accessed, a.access_times) == (2, times[-1],
+                                                                                   times)
+    engine.set_vectors({"m:b": np.zeros(384, dtype=np.float32), "m:c": None})
+    scan = engine.scan(["id", "vector"])
+    assert scan.has_vector is not None and list(scan.has_vector) == [True, True, False]
+
+
+def test_erasure_removes_text_edges_and_quotes(disk_engine: Engine, tmp_path: Path) -> None:
+    engine = disk_engine
+    _seed(engine)
+    engine.commit(WriteBatch(new_edges=[EdgeRecord("references", "m:b", "m:a", at=NOW)],
+                             events=[lifecycle_event("m:b", EventType.ARCHIVE,
+                                                     from_state="active", to_state="archived",
+                                                     reason="x", at=NOW, agent_id="t",
+                                                     metadata={"summary": "PostgreSQL 16"})]))
+    quoted = engine.events_mentioning("m:a", "PostgreSQL")
+    assert [meta["summary"] for _, meta in quoted] == ["PostgreSQL 16"]
+    memory = engine.get("m:a")
+    assert memory is not None
+    engine.commit(WriteBatch(
+        patches=[Patch("m:a", set={"text": "", "vector": None, "status": "forgotten",
+                                   "provenance": {"redacted": True}})],
+        erasures=[Erasure("m:a", version_digests={"m:a#v1": "hmac-sha256:00"},
+                          event_metadata={quoted[0][0]: {"summary": None}})]))
+    assert engine.links_of("m:a") == []
+    assert [(v.text, v.text_sha256, v.redacted) for v in engine.history("m:a")] == [
+        (None, "hmac-sha256:00", True)]
+    assert engine.events_mentioning("m:a", "PostgreSQL") == []
+    assert engine.forgotten(["m:a", "m:b"]) == {"m:a"}
+    engine.purge()
+    leaked = [p for p in (tmp_path / "db").rglob("*") if p.is_file()
+              and b"PostgreSQL 16" in p.read_bytes()]
+    assert leaked == []
+
+
+def test_contexts_and_meta(engine: Engine) -> None:
+    new = _new({"id": "m:ctx", "text": "own", "context": "neighbour said kestrel"})
+    engine.commit(WriteBatch(memories=new))
+    assert [m.id for m in engine.contexts_with("kestrel")] == ["m:ctx"]
+    engine.set_meta({"k": "v"})
+    assert engine.meta()["k"] == "v"
+
+
+def test_events_are_filtered_and_ordered(engine: Engine) -> None:
+    _seed(engine)
+    events = [lifecycle_event(m, EventType.TOMBSTONE, from_state="active",
+                              to_state="tombstoned", reason="r", agent_id="t",
+                              at=NOW + timedelta(hours=h))
+              for h, m in enumerate(["m:c", "m:a", "m:b"])]
+    engine.commit(WriteBatch(events=events))
+    assert [e.memory_id for e in engine.events(EventQuery())] == ["m:c", "m:a", "m:b"]
+    assert [e.memory_id for e in engine.events(EventQuery(owner="ann"))] == ["m:a", "m:b"]
+    assert [e.memory_id for e in engine.events(EventQuery(
+        since=NOW + timedelta(minutes=30), limit=1))] == ["m:a"]
+
+
+def test_writers_are_serialised_and_readers_go_on(engine: Engine) -> None:
+    _seed(engine)
+    errors: list[BaseException] = []
+
+    def write(n: int) -> None:
+        try:
+            for i in range(5):
+                engine.commit(WriteBatch(memories=_new({"id": f"w{n}:{i}", "text": "x"})))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    def read() -> None:
+        try:
+            for _ in range(20):
+                engine.get("m:a")
+                engine.counts()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(3)]
+    threads += [threading.Thread(target=read) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert sum(engine.counts().by_kind.values()) == 3 + 15
+
+
+def test_user_cypher_is_a_capability(engine: Engine) -> None:
+    _seed(engine)
+    capability = engine.cypher
+    if capability is None:
+        pytest.skip("this engine does not speak Cypher")
+    result = capability.run("MATCH (m:Memory) RETURN count(*) AS n", {}, write=False,
+                            event=None)
+    assert (result.columns, result.rows) == (["n"], [[3]])
+    with pytest.raises(Exception, match="read-only"):
+        capability.run("MATCH (m:Memory) SET m.text = 'x'", {}, write=False, event=None)
