@@ -150,9 +150,6 @@ def test_feedback_command(sample_db: Path) -> None:
     assert missing.stderr == "error: no memory urn:nope\n"
 
 
-@pytest.mark.xfail(strict=True, reason="--useful/--ignored is required=True with default None: "
-                   "click lets the missing flag through and the store's InvalidInputError "
-                   "exits 1, where bad arguments should exit 2")
 def test_feedback_without_useful_or_ignored_is_a_usage_error(tmp_path: Path) -> None:
     db = tmp_path / "db"
     memory = cli_run(db, "--embedder", "hashing", "add", "something useful").stdout.strip()

@@ -301,9 +301,6 @@ def test_derive_links_max_df(store: MemoryStore, clock) -> None:
     assert weight == pytest.approx(1 / math.log(1 + 5))
 
 
-@pytest.mark.xfail(strict=True, reason="derive_links checks limit only after all the links "
-                   "of one entity: a memory sharing one entity with 3 others gets 3 links "
-                   "with limit=1")
 def test_derive_links_limit_caps_links_per_memory(store: MemoryStore, clock) -> None:
     ids = []
     for i in range(4):
@@ -312,8 +309,6 @@ def test_derive_links_limit_caps_links_per_memory(store: MemoryStore, clock) -> 
     assert store.derive_links([ids[-1]], max_df=10, limit=1) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="derive_links makes an edge each way between two "
-                   "memories created at the same instant (created >= created on both sides)")
 def test_derived_links_between_simultaneous_memories_go_one_way(store: MemoryStore) -> None:
     a = store.add("Met Kofi at the Lagos office", id="urn:same:a").id
     b = store.add("Kofi moved to the Lagos office", id="urn:same:b").id

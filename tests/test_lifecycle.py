@@ -397,9 +397,6 @@ def test_centrality_follows_references_as_linked(store: MemoryStore) -> None:
     assert stored == pytest.approx(ours)
 
 
-@pytest.mark.xfail(strict=True, reason="centrality follows each CO_OCCURS edge only in its "
-                   "stored direction (from the smaller id to the larger), so a memory's "
-                   "rank depends on how its id sorts against its partners'")
 def test_co_occurrence_counts_both_ways_in_centrality(store: MemoryStore) -> None:
     first = store.add("first of a pair", id="urn:pair:a").id
     second = store.add("second of a pair", id="urn:pair:b").id
@@ -534,8 +531,6 @@ def test_batch_evaluate_agrees_with_evaluate_and_filters(store: MemoryStore, clo
     assert store.batch_evaluate(owner="carol") == []
 
 
-@pytest.mark.xfail(strict=True, reason="batch_evaluate passes kinds and statuses to Kind() "
-                   "and Status() unchecked: a bare ValueError, not InvalidInputError")
 def test_batch_evaluate_names_a_bad_filter(store: MemoryStore) -> None:
     with pytest.raises(InvalidInputError, match="kind"):
         store.batch_evaluate(kinds=["dream"])

@@ -177,9 +177,6 @@ def test_export_of_one_owner(store: MemoryStore, tmp_path: Path) -> None:
     assert forgotten not in out.read_text(encoding="utf-8")
 
 
-@pytest.mark.xfail(strict=True, reason="a re-import compares the file's time.modified with "
-                   "the store's: a memory used since (feedback moves modified) is 'updated' "
-                   "and its modified time is set back to the file's")
 def test_reimport_after_use_changes_nothing(tmp_path: Path) -> None:
     from datetime import UTC, datetime
 

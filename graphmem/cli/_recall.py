@@ -77,12 +77,14 @@ def explain_table(hits: list[Hit]) -> str:
 
 @cli.command()
 @click.argument("memory_id", metavar="ID")
-@click.option("--useful/--ignored", default=None, required=True,
+@click.option("--useful/--ignored", default=None,
               help="Whether the recalled memory helped.")
 @click.option("--query", default=None, help="The query it answered (to pair co-occurrences).")
 @pass_ctx
-def feedback(ctx: Context, memory_id: str, useful: bool, query: str | None) -> None:
+def feedback(ctx: Context, memory_id: str, useful: bool | None, query: str | None) -> None:
     """Report whether a recalled memory was useful."""
+    if useful is None:
+        raise click.UsageError("say whether it helped: --useful or --ignored")
     memory = ctx.store().feedback(memory_id, useful=useful, query=query)
     if ctx.json:
         echo_json(memory.model_dump(mode="json"))
