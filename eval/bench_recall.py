@@ -17,7 +17,6 @@ Targets at 100k on a 2-core machine: ``default`` p50 <= 3x the embedding floor a
 from __future__ import annotations
 
 import argparse
-import base64
 import random
 import shutil
 import statistics
@@ -26,10 +25,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from graphmem import PRESETS, Edge, MemoryStore, Settings
+from graphmem.engines import HnswProbe
 
 OWNERS = [f"did:key:owner{i}" for i in range(5)]
 KINDS = ["episodic"] * 5 + ["semantic"] * 2 + ["procedural", "note", "identity"]
@@ -78,10 +76,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def hnsw_against_exact(store: MemoryStore, queries: np.ndarray, workdir: Path) -> str:
-    rows = store.cypher("MATCH (m:Memory) WHERE m.vec IS NOT NULL RETURN m.vec AS vec")
-    matrix = np.frombuffer(base64.b64decode("".join(r["vec"] for r in rows)),
-                           dtype=np.float32).reshape(len(rows), -1)
-    dim = matrix.shape[1]
+    _, matrix = store.vectors()
     exact_ms, truth = [], []
     for q in queries:
         start = time.perf_counter()
@@ -90,26 +85,18 @@ def hnsw_against_exact(store: MemoryStore, queries: np.ndarray, workdir: Path) -
         top = top[np.argsort(-scores[top])]
         exact_ms.append((time.perf_counter() - start) * 1000)
         truth.append(set(top.tolist()))
-    table = pa.table({"id": pa.array(np.arange(len(matrix))),
-                      "vec": pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel()), dim)})
-    pq.write_table(table, workdir / "vectors.parquet")
-    with MemoryStore(workdir / "hnsw", embedder="hashing") as scratch:
-        scratch.cypher(f"CREATE NODE TABLE Vec(id INT64 PRIMARY KEY, vec FLOAT[{dim}])",
-                       write=True)
-        scratch.cypher(f"COPY Vec FROM '{workdir / 'vectors.parquet'}'", write=True)
-        start = time.perf_counter()
-        scratch.cypher("CALL CREATE_VECTOR_INDEX('Vec', 'vec_idx', 'vec', metric := 'cosine')",
-                       write=True)
-        build_s = time.perf_counter() - start
+    probe = HnswProbe(matrix, workdir)
+    try:
         hnsw_ms, hits = [], 0
         for q, exact in zip(queries, truth, strict=True):
             start = time.perf_counter()
-            found = scratch.cypher("CALL QUERY_VECTOR_INDEX('Vec', 'vec_idx', $q, 10) "
-                                   "RETURN node.id AS id", {"q": q.tolist()})
+            found = probe.query(q, 10)
             hnsw_ms.append((time.perf_counter() - start) * 1000)
-            hits += len(exact & {r["id"] for r in found})
+            hits += len(exact & set(found))
+    finally:
+        probe.close()
     return (f"  vectors: exact numpy p50 {percentile(exact_ms, 50):.2f} ms  |  Kuzu HNSW: "
-            f"build {build_s:.0f} s, query p50 {percentile(hnsw_ms, 50):.2f} ms, "
+            f"build {probe.build_s:.0f} s, query p50 {percentile(hnsw_ms, 50):.2f} ms, "
             f"recall@10 {hits / (10 * len(queries)):.3f} against exact")
 
 

@@ -370,6 +370,10 @@ class MemoryStore:
         return self._views.cypher(query, params, write=write, as_dataframe=as_dataframe,
                                   actor=actor)
 
+    @_doc(Views.vectors)
+    def vectors(self, *, owner: str | None = None) -> tuple[list[str], np.ndarray]:
+        return self._views.vectors(owner=owner)
+
     @_doc(Views.to_networkx)
     def to_networkx(self, *, owner: str | None = None,
                     edge_kinds: Iterable[str] = ("references", "co_occurs", "supersedes"),

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from ._context import Changed, StoreContext
 from ._derive import lifecycle_event
@@ -103,6 +104,17 @@ class Views:
 
             return pd.DataFrame(rows, columns=result.columns)
         return rows
+
+    def vectors(self, *, owner: str | None = None) -> tuple[list[str], np.ndarray]:
+        """The stored vectors (of ``owner``'s memories) as a float32 matrix, row ``i``
+        for the ``i``-th id; memories without a vector are left out."""
+        self._ctx.before_read()
+        scan = self._ctx.engine.scan(["id", "vector"], owner=owner)
+        ids = scan.table.column("id").to_pylist()
+        if scan.vectors is None or scan.has_vector is None:
+            return [], np.zeros((0, self._ctx.vector_dim()), dtype=np.float32)
+        keep = np.flatnonzero(scan.has_vector)
+        return [ids[i] for i in keep], scan.vectors[keep]
 
     def to_networkx(
         self,
