@@ -23,6 +23,7 @@ from ._lexicon import (
     ORG_PREFIXES,
     ORG_SUFFIXES,
     PERSON_TITLES,
+    PLACE_SUFFIXES,
     RELATION_NOUNS,
     words,
 )
@@ -51,7 +52,8 @@ class Mention:
 _TOKEN = (r"(?:[A-Z](?:[\w&+]|-(?![a-z])|['’](?=[A-Za-z])(?!s\b)|\.(?=\w))*|[a-z]+[A-Z][\w+]*|"
           r"\d+[A-Z][\w]*)")
 _CONNECTOR = r"(?:of|the|de|da|do|du|van|von|der|den|del|la|le|di|&)"
-_SPAN = re.compile(rf"(?<![\w@/.])(?:(?:Mr|Mrs|Ms|Dr|Prof)\.?[ \t]+)?{_TOKEN}"
+_SPAN = re.compile(rf"(?<![\w@/.])(?:(?:Mr|Mrs|Ms|Dr|Prof)\.?[ \t]+|(?:Aunt|Uncle|Grandma|Grandpa|"
+                   rf"Auntie)[ \t]+(?=[A-Z]))?{_TOKEN}"
                    rf"(?:[ \t]+(?:{_CONNECTOR}[ \t]+)*{_TOKEN})*")
 _INITIAL_BEFORE = set(".!?:;\"“(\n•*→-–—[")
 _TIME_WORDS = words("january february march april may june july august september october "
@@ -220,7 +222,7 @@ def _names(text: str, speaker_starts: set[int]) -> list[Mention]:
     for initial, tokens in spans:
         for part in _split(tokens):
             if initial and part[0][0] == tokens[0][0]:
-                while part and _starter(part[0][1]):
+                while part and (_starter(part[0][1]) or re.fullmatch(_CONNECTOR, part[0][1])):
                     part = part[1:]
                 if not part:
                     continue
@@ -293,10 +295,13 @@ def _classify(text: str, start: int, end: int, words: list[str]) -> EntityType:
     if last in ORG_SUFFIXES or (len(tokens) > 2 and tokens[0] in ORG_PREFIXES and
                                 tokens[1] == "of") or norm in KNOWN_ORGS:
         return "organization"
-    if norm in KNOWN_PRODUCTS or any(_camel(w) for w in words):
+    if norm in KNOWN_PRODUCTS or any(_camel(w) for w in words
+                                     if not re.fullmatch(_CONNECTOR, w)):
         return "product"
     if last in EVENT_NOUNS or norm in HOLIDAYS:
         return "event"
+    if len(tokens) > 1 and last in PLACE_SUFFIXES:
+        return "place"
     # An all-capital word after "went to" is rarely a place ("went to the LGBTQ group").
     place_cue = _PLACE_CUE.search(before) is not None and not "".join(words).isupper()
     if norm in PLACES and (tokens[0] not in FIRST_NAMES or place_cue):
