@@ -56,6 +56,11 @@ def test_sentence_openers_pronouns_and_common_acronyms_are_not_names(text: str) 
     assert [m for m in extract_mentions(text) if m.type != "date"] == []
 
 
+def test_a_sentence_opening_verb_is_not_part_of_the_name_after_it() -> None:
+    assert _typed("Visited Paris and Rome. Loved Lisbon.") == [
+        ("Paris", "place"), ("Rome", "place"), ("Lisbon", "place")]
+
+
 def test_a_sentence_opening_name_is_kept_when_the_text_confirms_it() -> None:
     # Unknown word at a sentence start: kept if possessive or seen mid-sentence.
     assert _typed("Quorra's garden is big.") == [("Quorra", "other")]
