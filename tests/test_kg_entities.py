@@ -90,6 +90,13 @@ def test_dates_come_from_the_time_parser_and_can_be_passed_in() -> None:
 def test_holidays_are_events() -> None:
     assert _typed("We spent Christmas in Accra.") == [("Christmas", "event"),
                                                       ("Accra", "place")]
+    assert _typed("Happy Valentine's Day! Last Christmas was fun. The next day we left.") == [
+        ("Valentine's Day", "event"), ("Christmas", "event"), ("The next day", "date")]
+
+
+def test_a_possessor_is_not_part_of_an_event() -> None:
+    assert _typed("We went to my cousin Amara's wedding.") == [("Amara", "person"),
+                                                               ("wedding", "event")]
 
 
 def test_normalized_forms() -> None:

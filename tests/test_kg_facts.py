@@ -85,6 +85,8 @@ def test_pronouns_coordination_and_appositions() -> None:
     assert _triples("Anna, my older sister, loves hiking and painting.") == [
         ("anna", "likes", "hiking"), ("anna", "likes", "painting"),
         ("caroline", "sister", "anna")]
+    assert _triples("Tom is a firefighter and I'm a pharmacist.") == [
+        ("tom", "is_a", "firefighter"), ("caroline", "is_a", "pharmacist")]
     assert _triples("My boss, Karen, works for Deloitte.") == [
         ("caroline", "boss", "karen"), ("karen", "works_at", "deloitte")]
     assert _triples("I was born in Lagos and moved to London.") == [

@@ -126,12 +126,14 @@ def extract_mentions(text: str, *, now: datetime | None = None,
     if times is None:
         times = parse_times(text, now)
     found: list[tuple[int, Mention]] = []  # (rank, mention): lower rank wins an overlap
-    holidays = []
     for t in times:
-        if normalize(t.surface).split(" ")[-1] in _HOLIDAY_WORDS:
-            holidays.append(t)
-            continue
-        found.append((0, Mention(t.surface, t.start, t.end, "date", t.window.label)))
+        holiday = _HOLIDAY.search(t.surface)
+        if holiday is None:
+            found.append((0, Mention(t.surface, t.start, t.end, "date", t.window.label)))
+        else:  # a holiday is an event; its date stays with the time expression
+            start, end = t.start + holiday.start(), t.start + holiday.end()
+            found.append((0, Mention(text[start:end], start, end, "event",
+                                     normalize(text[start:end]))))
     found += [(1, m) for m in _versions(text)]
     found += [(2, m) for m in _events(text)]
     speakers = _speakers(text)
@@ -145,7 +147,9 @@ def extract_mentions(text: str, *, now: datetime | None = None,
     return _consistent(_join_possessive_orgs(text, chosen))
 
 
-_HOLIDAY_WORDS = frozenset(w for name in HOLIDAYS for w in name.split()[-1:])
+_HOLIDAY = re.compile("|".join(sorted((r"\s+".join(w.replace("'", "['’]?") for w in name.split())
+                                        for name in HOLIDAYS), key=len, reverse=True)),
+                      re.IGNORECASE)
 
 
 def _versions(text: str) -> list[Mention]:
@@ -176,6 +180,8 @@ def _events(text: str) -> list[Mention]:
             if before is None:
                 break
             word = before.group(1)
+            if word.endswith(("'s", "’s", "'", "’")):  # "Amara's wedding": a possessor
+                break
             if word.lower() in EVENT_MODIFIERS or (
                     word[0].isupper() and word not in COMMON_STARTERS and
                     word.lower() not in FUNCTION_WORDS and word.lower() not in _TIME_WORDS):

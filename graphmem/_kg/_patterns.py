@@ -146,6 +146,7 @@ _CALLED = re.compile(r"\s*,?\s+(?:called|named)\s+")
 _CARRY = re.compile(r"(?:,|\b(?:and|but|then|so|and\s+then|,\s*and))\s*$", re.IGNORECASE)
 _CLAUSE_BREAK = re.compile(r";|\bbut\b|\bwhile\b|\bwhereas\b|\bbecause\b|\balthough\b",
                            re.IGNORECASE)
+_CONTRACTION = re.compile(r"^(?:i|you|we|they|he|she|it|that|there|let)['’]")
 _NP_STOP = words("named called who which that because since")
 
 
@@ -404,7 +405,8 @@ def _noun_phrase(s: _Scope, position: int) -> tuple[str, int] | None:
                           lower.endswith(("'s", "’s"))):
             pos = m.end()
             continue
-        if lower in FUNCTION_WORDS or lower in _OWNER_WORDS or lower in _NP_STOP:
+        if lower in FUNCTION_WORDS or lower in _OWNER_WORDS or lower in _NP_STOP or \
+                _CONTRACTION.search(lower):
             break
         words.append(lower)
         pos = end = m.end()
