@@ -112,6 +112,17 @@ def extract_mentions(text: str, *, now: datetime | None = None,
     sister X, X said: person), else ``other``. A name typed somewhere in the text gives its
     type to its untyped repetitions and to its parts ("Caroline Smith" ... "Caroline").
 
+    Parameters
+    ----------
+    text : the text to search
+    now : the reference time for relative dates (optional)
+    times : the text's time mentions, if already parsed with ``parse_times``
+
+    Returns
+    -------
+    list of Mention, in text order: surface, character offsets, type (person, place,
+    organization, product, event, date, other) and normalized form.
+
     Examples
     --------
     >>> [(m.surface, m.type) for m in extract_mentions(

@@ -171,8 +171,19 @@ def extract_facts(text: str, *, speaker: str | None = None, now: datetime | None
     label "Caroline: ..." overrides it per line); ``now`` resolves relative times for
     validity. ``mentions`` and ``times`` pass what was already extracted from this text.
     Questions, negated statements ("doesn't work at") and plans ("will move to") state no
-    fact; "he/she/they" is the last person named before. "moved to Y" also gives
+    fact; "he/she/they" is the subject named last before. "moved to Y" also gives
     ``lives_in`` Y from the move's time.
+
+    Parameters
+    ----------
+    text : the text (one message, one memory)
+    speaker : who says it, for "I", "my", "we" (optional)
+    now : the reference time for validity from relative times (optional)
+    mentions, times : what ``extract_mentions`` / ``parse_times`` found in this text already
+
+    Returns
+    -------
+    list of Fact, by position in the text, each (subject, predicate, object) once.
 
     Examples
     --------

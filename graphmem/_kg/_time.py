@@ -459,6 +459,17 @@ def parse_times(text: str, now: datetime | None = None) -> list[TimeMention]:
     - a clock time alone ("at 10:00") is not a time expression, but with a date it makes a
       minute-precise one; "every Friday" and "on Fridays" are recurrences, left out.
 
+    Parameters
+    ----------
+    text : the text to search (a memory, a message, a question)
+    now : the reference time: the memory's own time, or the query's; None for absolute
+        expressions only
+
+    Returns
+    -------
+    list of TimeMention, in text order, none overlapping; each has the characters it covers
+    and its window ``[start, end)`` with a granularity.
+
     Examples
     --------
     >>> now = datetime(2023, 5, 10, 12, 0, tzinfo=UTC)   # a Wednesday
@@ -643,6 +654,15 @@ def query_window(query: str, now: datetime) -> TimeWindow | None:
     Several expressions give the window that spans them all; "before X" opens the window
     at 1900, "after X" runs from the end of X to ``now``; a question that asks for a time
     ("when did ...") names none.
+
+    Parameters
+    ----------
+    query : the question
+    now : when it is asked
+
+    Returns
+    -------
+    TimeWindow or None
 
     Examples
     --------
