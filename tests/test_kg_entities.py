@@ -56,6 +56,11 @@ def test_sentence_openers_pronouns_and_common_acronyms_are_not_names(text: str) 
     assert [m for m in extract_mentions(text) if m.type != "date"] == []
 
 
+def test_a_sentence_opening_verb_is_not_part_of_the_name_after_it() -> None:
+    assert _typed("Visited Paris and Rome. Loved Lisbon.") == [
+        ("Paris", "place"), ("Rome", "place"), ("Lisbon", "place")]
+
+
 def test_a_sentence_opening_name_is_kept_when_the_text_confirms_it() -> None:
     # Unknown word at a sentence start: kept if possessive or seen mid-sentence.
     assert _typed("Quorra's garden is big.") == [("Quorra", "other")]
@@ -85,6 +90,13 @@ def test_dates_come_from_the_time_parser_and_can_be_passed_in() -> None:
 def test_holidays_are_events() -> None:
     assert _typed("We spent Christmas in Accra.") == [("Christmas", "event"),
                                                       ("Accra", "place")]
+    assert _typed("Happy Valentine's Day! Last Christmas was fun. The next day we left.") == [
+        ("Valentine's Day", "event"), ("Christmas", "event"), ("The next day", "date")]
+
+
+def test_a_possessor_is_not_part_of_an_event() -> None:
+    assert _typed("We went to my cousin Amara's wedding.") == [("Amara", "person"),
+                                                               ("wedding", "event")]
 
 
 def test_normalized_forms() -> None:

@@ -46,7 +46,7 @@ def _triples(text: str, speaker: str | None = "Caroline") -> list[tuple[str, str
     ("Nadia is a PhD student at the University of Ghana.",
      [("nadia", "is_a", "phd student"), ("nadia", "studies_at", "university of ghana")]),
     ("Leo bought a red bike.", [("leo", "bought", "red bike")]),
-    ("Leo adopted a puppy named Max.", [("leo", "adopted", "puppy"), ("leo", "has_pet", "max")]),
+    ("Leo adopted a puppy named Max.", [("leo", "adopted", "max"), ("leo", "has_pet", "max")]),
     ("Leo joined a book club.", [("leo", "joined", "book club")]),
     ("Leo started pottery classes.", [("leo", "started", "pottery classes")]),
     ("Nadia uses Neovim and tmux daily.", [("nadia", "uses", "neovim")]),
@@ -68,7 +68,7 @@ def test_third_person_patterns(text: str, expected: list[tuple[str, str, str]]) 
       ("caroline", "visited", "portland")]),
     ("I'm really into photography.", "Melanie", [("melanie", "likes", "photography")]),
     ("Melanie: I adopted a kitten named Luna.\nCaroline: I love hiking.", None,
-     [("melanie", "adopted", "kitten"), ("melanie", "has_pet", "luna"),
+     [("melanie", "adopted", "luna"), ("melanie", "has_pet", "luna"),
       ("caroline", "likes", "hiking")]),
     ("I moved to Lisbon.", None, []),  # nobody to say it about
 ])
@@ -85,6 +85,8 @@ def test_pronouns_coordination_and_appositions() -> None:
     assert _triples("Anna, my older sister, loves hiking and painting.") == [
         ("anna", "likes", "hiking"), ("anna", "likes", "painting"),
         ("caroline", "sister", "anna")]
+    assert _triples("Tom is a firefighter and I'm a pharmacist.") == [
+        ("tom", "is_a", "firefighter"), ("caroline", "is_a", "pharmacist")]
     assert _triples("My boss, Karen, works for Deloitte.") == [
         ("caroline", "boss", "karen"), ("karen", "works_at", "deloitte")]
     assert _triples("I was born in Lagos and moved to London.") == [

@@ -43,6 +43,8 @@ def _spans(text: str, now: datetime | None = NOW) -> list[tuple[str, str, str, s
      "week"),
     ("The week before 8 May, 2023 I camped.", "The week before 8 May, 2023", "2023-05-01",
      "2023-05-08", "week"),
+    ("The day after 1 March 2021 it snowed.", "The day after 1 March 2021", "2021-03-02",
+     "2021-03-03", "day"),
     ("It happened in early May 2023.", "early May 2023", "2023-05-01", "2023-05-11", "month"),
     ("I saw her on Friday.", "on Friday", "2023-05-05", "2023-05-06", "day"),
     ("See you on Friday!", "on Friday", "2023-05-12", "2023-05-13", "day"),

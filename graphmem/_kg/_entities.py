@@ -23,6 +23,7 @@ from ._lexicon import (
     ORG_PREFIXES,
     ORG_SUFFIXES,
     PERSON_TITLES,
+    PLACE_SUFFIXES,
     RELATION_NOUNS,
     words,
 )
@@ -51,7 +52,8 @@ class Mention:
 _TOKEN = (r"(?:[A-Z](?:[\w&+]|-(?![a-z])|['’](?=[A-Za-z])(?!s\b)|\.(?=\w))*|[a-z]+[A-Z][\w+]*|"
           r"\d+[A-Z][\w]*)")
 _CONNECTOR = r"(?:of|the|de|da|do|du|van|von|der|den|del|la|le|di|&)"
-_SPAN = re.compile(rf"(?<![\w@/.])(?:(?:Mr|Mrs|Ms|Dr|Prof)\.?[ \t]+)?{_TOKEN}"
+_SPAN = re.compile(rf"(?<![\w@/.])(?:(?:Mr|Mrs|Ms|Dr|Prof)\.?[ \t]+|(?:Aunt|Uncle|Grandma|Grandpa|"
+                   rf"Auntie)[ \t]+(?=[A-Z]))?{_TOKEN}"
                    rf"(?:[ \t]+(?:{_CONNECTOR}[ \t]+)*{_TOKEN})*")
 _INITIAL_BEFORE = set(".!?:;\"“(\n•*→-–—[")
 _TIME_WORDS = words("january february march april may june july august september october "
@@ -110,6 +112,17 @@ def extract_mentions(text: str, *, now: datetime | None = None,
     sister X, X said: person), else ``other``. A name typed somewhere in the text gives its
     type to its untyped repetitions and to its parts ("Caroline Smith" ... "Caroline").
 
+    Parameters
+    ----------
+    text : the text to search
+    now : the reference time for relative dates (optional)
+    times : the text's time mentions, if already parsed with ``parse_times``
+
+    Returns
+    -------
+    list of Mention, in text order: surface, character offsets, type (person, place,
+    organization, product, event, date, other) and normalized form.
+
     Examples
     --------
     >>> [(m.surface, m.type) for m in extract_mentions(
@@ -124,12 +137,14 @@ def extract_mentions(text: str, *, now: datetime | None = None,
     if times is None:
         times = parse_times(text, now)
     found: list[tuple[int, Mention]] = []  # (rank, mention): lower rank wins an overlap
-    holidays = []
     for t in times:
-        if normalize(t.surface).split(" ")[-1] in _HOLIDAY_WORDS:
-            holidays.append(t)
-            continue
-        found.append((0, Mention(t.surface, t.start, t.end, "date", t.window.label)))
+        holiday = _HOLIDAY.search(t.surface)
+        if holiday is None:
+            found.append((0, Mention(t.surface, t.start, t.end, "date", t.window.label)))
+        else:  # a holiday is an event; its date stays with the time expression
+            start, end = t.start + holiday.start(), t.start + holiday.end()
+            found.append((0, Mention(text[start:end], start, end, "event",
+                                     normalize(text[start:end]))))
     found += [(1, m) for m in _versions(text)]
     found += [(2, m) for m in _events(text)]
     speakers = _speakers(text)
@@ -143,7 +158,9 @@ def extract_mentions(text: str, *, now: datetime | None = None,
     return _consistent(_join_possessive_orgs(text, chosen))
 
 
-_HOLIDAY_WORDS = frozenset(w for name in HOLIDAYS for w in name.split()[-1:])
+_HOLIDAY = re.compile("|".join(sorted((r"\s+".join(w.replace("'", "['’]?") for w in name.split())
+                                        for name in HOLIDAYS), key=len, reverse=True)),
+                      re.IGNORECASE)
 
 
 def _versions(text: str) -> list[Mention]:
@@ -174,6 +191,8 @@ def _events(text: str) -> list[Mention]:
             if before is None:
                 break
             word = before.group(1)
+            if word.endswith(("'s", "’s", "'", "’")):  # "Amara's wedding": a possessor
+                break
             if word.lower() in EVENT_MODIFIERS or (
                     word[0].isupper() and word not in COMMON_STARTERS and
                     word.lower() not in FUNCTION_WORDS and word.lower() not in _TIME_WORDS):
@@ -220,7 +239,7 @@ def _names(text: str, speaker_starts: set[int]) -> list[Mention]:
     for initial, tokens in spans:
         for part in _split(tokens):
             if initial and part[0][0] == tokens[0][0]:
-                while part and _starter(part[0][1]):
+                while part and (_starter(part[0][1]) or re.fullmatch(_CONNECTOR, part[0][1])):
                     part = part[1:]
                 if not part:
                     continue
@@ -293,10 +312,13 @@ def _classify(text: str, start: int, end: int, words: list[str]) -> EntityType:
     if last in ORG_SUFFIXES or (len(tokens) > 2 and tokens[0] in ORG_PREFIXES and
                                 tokens[1] == "of") or norm in KNOWN_ORGS:
         return "organization"
-    if norm in KNOWN_PRODUCTS or any(_camel(w) for w in words):
+    if norm in KNOWN_PRODUCTS or any(_camel(w) for w in words
+                                     if not re.fullmatch(_CONNECTOR, w)):
         return "product"
     if last in EVENT_NOUNS or norm in HOLIDAYS:
         return "event"
+    if len(tokens) > 1 and last in PLACE_SUFFIXES:
+        return "place"
     # An all-capital word after "went to" is rarely a place ("went to the LGBTQ group").
     place_cue = _PLACE_CUE.search(before) is not None and not "".join(words).isupper()
     if norm in PLACES and (tokens[0] not in FIRST_NAMES or place_cue):

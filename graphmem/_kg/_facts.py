@@ -97,7 +97,17 @@ def supersedes(old: Fact, new: Fact) -> bool:
     with a different object, and ``new`` is not older information.
 
     ``new`` does not supersede when it starts before ``old`` does (a past fact arriving
-    late), or when its own validity is already closed ("lived in Paris until 2020").
+    late), or when its own validity is already closed ("lived in Paris until 2020"). The
+    store ends ``old`` at ``new.valid_from`` (or at the time ``new`` was recorded).
+
+    Parameters
+    ----------
+    old : a fact in force
+    new : a fact just extracted
+
+    Returns
+    -------
+    bool
 
     Examples
     --------

@@ -6,7 +6,7 @@ from __future__ import annotations
 __all__ = ["ACRONYMS", "COMMON_STARTERS", "COUNTER_NOUNS", "EVENT_MODIFIERS",
            "EVENT_NEEDS_MODIFIER", "EVENT_NOUNS", "FIRST_NAMES", "FUNCTION_WORDS", "HOLIDAYS",
            "NICKNAMES", "ORG_PREFIXES", "ORG_SUFFIXES", "PERSON_TITLES", "PET_NOUNS",
-           "RELATION_NOUNS", "ROLE_STUDY_WORDS", "words"]
+           "PLACE_SUFFIXES", "RELATION_NOUNS", "ROLE_STUDY_WORDS", "words"]
 
 
 def words(text: str) -> frozenset[str]:
@@ -186,6 +186,12 @@ ministry department committee union party airlines airways motors systems techno
 partners capital ventures bakery cafe café restaurant hotel records press times post
 """)
 
+#: Last words that make a capitalised span of two words or more a place ("Kruger Park").
+PLACE_SUFFIXES = _words("""
+park lake mountain mountains mount river island islands beach bay valley street avenue road
+square canyon falls forest hills coast peninsula desert harbour harbor
+""")
+
 #: First words that make a capitalised span an organisation ("University of Lagos").
 ORG_PREFIXES = _words("university bank ministry department institute college school museum "
                       "church academy")
@@ -200,6 +206,7 @@ only or other our ours ourselves out over own same she should so some such than 
 their theirs them themselves then there these they this those through to too under until up
 upon us very was we were what when where which while who whom why will with would you your
 yours yourself yourselves really still even much many lot lots than while whether via per
+without within among across behind beyond near toward towards despite except including
 """)
 
 #: Nouns that take a number without naming a product ("chapter 3", "bed 18", "version 2").

@@ -109,7 +109,18 @@ class OllamaFactExtractor:
 
     def extract(self, text: str, *, speaker: str | None = None, now: datetime | None = None
                 ) -> FactExtraction:
-        """The facts of ``text``, from the model when its answer holds up, else the rules."""
+        """The facts of ``text``, from the model when its answer holds up, else the rules.
+
+        Parameters
+        ----------
+        text : one message or memory
+        speaker : who says it ("I" in the model's triples means the speaker)
+        now : the reference time for validity from relative times
+
+        Returns
+        -------
+        FactExtraction: the facts, their source, the fallback's reason and rejected triples.
+        """
         times = parse_times(text, now)
         prompt = f"Speaker: {speaker or 'unknown'}\nMessage: {text}"
         problem = ""

@@ -137,7 +137,19 @@ class EntityResolver:
 
     def resolve(self, surface: str | Mention, type: EntityType | None = None, *,
                 conversation: str | None = None) -> Resolution:
-        """The entity a surface form (or a ``Mention``) names, creating it when new."""
+        """The entity a surface form (or a ``Mention``) names, creating it when new.
+
+        Parameters
+        ----------
+        surface : the name as written, or a Mention (its normalized form and type are used)
+        type : the entity type (default: the mention's, else ``other``)
+        conversation : where it was said; the prefix and nickname rules only look at persons
+            seen in the same conversation (None: the whole owner)
+
+        Returns
+        -------
+        Resolution: the entity, whether it was created, and the merge if a rule joined it.
+        """
         if isinstance(surface, Mention):
             key, kind = surface.normalized, type or surface.type
         else:
@@ -315,6 +327,15 @@ def informativeness(doc_freq: int, n_docs: int) -> float:
     An entity mentioned by every memory (a speaker, the owner) weighs almost nothing, so a
     graph walk through it spreads little.
 
+    Parameters
+    ----------
+    doc_freq : how many of the owner's memories mention the entity
+    n_docs : how many memories the owner has
+
+    Returns
+    -------
+    float in [0, 1]; 0 for an entity no memory mentions.
+
     Examples
     --------
     >>> round(informativeness(1, 1000), 3), round(informativeness(10, 1000), 3)
@@ -333,7 +354,16 @@ def informativeness(doc_freq: int, n_docs: int) -> float:
 
 def entity_weights(doc_freqs: Mapping[str, int], n_docs: int) -> dict[str, float]:
     """``informativeness`` of every entity, from how many of the owner's ``n_docs`` memories
-    mention each (entity id -> count).
+    mention each.
+
+    Parameters
+    ----------
+    doc_freqs : entity id -> number of the owner's memories that mention it
+    n_docs : how many memories the owner has
+
+    Returns
+    -------
+    dict of entity id -> weight in [0, 1]
 
     Examples
     --------
