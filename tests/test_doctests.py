@@ -23,10 +23,19 @@ SKIP = {"graphmem.__main__"}
 
 #: Modules whose docstrings hold examples, and the least number of examples each runs.
 EXAMPLED = {
+    "eval.kg_extraction": 10,
     "eval.metrics": 10,
     "eval.runs": 12,
     "graphmem._extract._rules": 9,
     "graphmem._facade": 2,
+    "graphmem._kg._calendar": 11,
+    "graphmem._kg._entities": 2,
+    "graphmem._kg._facts": 8,
+    "graphmem._kg._ollama": 4,
+    "graphmem._kg._patterns": 5,
+    "graphmem._kg._resolve": 10,
+    "graphmem._kg._text": 5,
+    "graphmem._kg._time": 12,
     "graphmem._lifecycle._centrality": 1,
     "graphmem._lifecycle._results": 8,
     "graphmem._lifecycle._rules": 7,
