@@ -89,6 +89,12 @@ class StoreContext:
             self._check_fingerprint()
         return vectors
 
+    def check_embedder(self) -> None:
+        """Check (or record) the model's fingerprint now, not inside an open write: the
+        first embedding records it, which is a write of its own."""
+        if not self._embedder_checked:
+            self._check_fingerprint()
+
     def make_embedder(self, spec: Embedder | str) -> Embedder:
         if not isinstance(spec, str):
             return spec

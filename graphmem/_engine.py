@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +31,7 @@ __all__ = [
     "JSON_FIELDS",
     "MEMORY_FIELDS",
     "AccessRecord",
+    "BatchWriter",
     "Counts",
     "CypherCapability",
     "CypherResult",
@@ -150,17 +152,16 @@ class WriteBatch:
                     self.merged_edges, self.erasures))
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     """One memory's staged lifecycle decision: ``number`` (a new importance or a
-    centrality), ``count`` (cross-references), ``reason`` and ``metadata`` of its
-    event, and the event's id."""
+    centrality), ``xrefs`` (cross-references), ``reason`` and ``metadata`` of its
+    event, and the event's id. A tuple: a lifecycle run makes ~100k of them."""
 
     memory_id: str
     number: float | None = None
-    count: int | None = None
+    xrefs: int | None = None
     reason: str = ""
-    metadata: Mapping[str, Any] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = MappingProxyType({})
     event_id: str | None = None
 
 
@@ -201,7 +202,7 @@ class EdgeArrays:
 
     src: list[str]
     dst: list[str]
-    weight: list[float]
+    weight: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -232,6 +233,12 @@ class CypherCapability(Protocol):
             event: LifecycleEvent | None) -> CypherResult: ...
 
 
+class BatchWriter(Protocol):
+    """Batches written into one open transaction (``Engine.writer``)."""
+
+    def write(self, batch: WriteBatch) -> None: ...
+
+
 class Engine(Protocol):
     """A database that holds one graphmem store."""
 
@@ -252,6 +259,7 @@ class Engine(Protocol):
 
     # -- writes ----------------------------------------------------------------------
     def commit(self, batch: WriteBatch) -> None: ...
+    def writer(self) -> contextlib.AbstractContextManager[BatchWriter]: ...
     def apply_decisions(self, job: Job, decisions: Sequence[Decision], *, now: datetime,
                         actor: str) -> int: ...
     def record_access(self, records: Mapping[str, AccessRecord]) -> None: ...

@@ -214,6 +214,14 @@ class MemoryStore:
         return self._memories.merge(records, edges=edges, reason=reason, actor=actor,
                                     source=source)
 
+    @_doc(Memories.merge_chunks)
+    def merge_chunks(self, chunks: Iterable[Sequence[MemoryInput]], *,
+                     edges: Sequence[Edge] = (), index_of: Mapping[str | None, int],
+                     reason: str = "import", actor: str | None = None,
+                     source: str | None = None) -> MergeResult:
+        return self._memories.merge_chunks(chunks, edges=edges, index_of=index_of,
+                                           reason=reason, actor=actor, source=source)
+
     @_doc(Memories.update)
     def update(self, memory_id: str, *, text: str | None = None, subject: Any = DEFAULT,
                importance: float | None = None, confidence: float | None = None,

@@ -42,6 +42,8 @@ __all__ = ["DEFAULT", "Edge", "Memories", "MergeResult"]
 
 #: "leave this field as it is" (where None is a value: a subject, a project, a time)
 DEFAULT: Any = object()
+#: Past this many changed memories, derived state is rebuilt rather than patched.
+_REFRESH_LIMIT = 1000
 
 
 @dataclass(frozen=True)
@@ -206,8 +208,44 @@ class Memories:
         self.commit(batch, created=created, changed=result.updated, edges=sorted(touched))
         return result
 
+    def merge_chunks(self, chunks: Iterable[Sequence[MemoryInput]], *,
+                     edges: Sequence[Edge] = (), index_of: Mapping[str | None, int],
+                     reason: str = "import", actor: str | None = None,
+                     source: str | None = None) -> MergeResult:
+        """``merge`` for more records than fit in memory at once: the chunks (each read
+        when its turn comes) are planned and written one after the other into a single
+        transaction, then the edges; all of it is committed, or none. ``index_of`` gives
+        each record's place in the whole input (for errors); ``edges`` may join any two
+        records or stored memories, and are checked for supersede cycles first."""
+        ctx = self._ctx
+        result = MergeResult()
+        known = {i for i in index_of if i}
+        gone = ctx.engine.forgotten(list({e.src for e in edges} | {e.dst for e in edges}))
+        edges = [e for e in edges if e.src not in gone and e.dst not in gone]
+        self.check_supersede_cycles(edges, index_of=index_of, source=source)
+        ctx.check_embedder()
+        with ctx.lock, ctx.engine.writer() as writer:
+            for chunk in chunks:
+                batch, part, _ = self.plan_merge(chunk, reason=reason, actor=actor,
+                                                 source=source, index_of=index_of)
+                writer.write(batch)
+                result.created += part.created
+                result.updated += part.updated
+                result.unchanged += part.unchanged
+                result.forgotten += part.forgotten
+            new_edges = self.missing_edges(edges, known=known - set(result.forgotten))
+            writer.write(WriteBatch(new_edges=new_edges))
+            result.edges_created = len(new_edges)
+        touched = [*result.created, *result.updated]
+        ctx.changed(Changed(touched, bulk=len(touched) > _REFRESH_LIMIT))
+        if new_edges:
+            ctx.changed(Changed(sorted({e.src for e in new_edges} | {e.dst for e in new_edges}),
+                                edges_only=True))
+        return result
+
     def plan_merge(self, records: Sequence[MemoryInput], *, edges: Sequence[Edge] = (),
-                   reason: str = "import", actor: str | None = None, source: str | None = None
+                   reason: str = "import", actor: str | None = None, source: str | None = None,
+                   index_of: Mapping[str | None, int] | None = None
                    ) -> tuple[WriteBatch, MergeResult, list[NewMemory]]:
         """What ``merge`` would commit, without committing it."""
         ctx = self._ctx
@@ -215,7 +253,7 @@ class Memories:
         by_id: dict[str, MemoryInput] = {r.id: r for r in records if r.id}
         if len(by_id) != len(records):
             raise InvalidInputError("merge needs an id on every record", field="id")
-        index_of = {r.id: i for i, r in enumerate(records)}
+        index_of = index_of or {r.id: i for i, r in enumerate(records)}
         existing = ctx.engine.get_many(list(by_id))
         gone = {i for i, m in existing.items() if m.status is Status.FORGOTTEN}
         result.forgotten = sorted(gone)

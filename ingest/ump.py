@@ -20,12 +20,13 @@ key order.
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from graphmem import (
     Edge,
@@ -42,8 +43,15 @@ from graphmem import (
     parse_iso,
 )
 
-__all__ = ["SAMPLE_PATH", "UMP_STATUSES", "export_ump", "import_ump", "memory_to_record",
-           "read_records", "record_to_input"]
+__all__ = [
+    "SAMPLE_PATH",
+    "UMP_STATUSES",
+    "export_ump",
+    "import_ump",
+    "iter_records",
+    "memory_to_record",
+    "record_to_input",
+]
 
 UMP_VERSION = "0.1"
 UMP_STATUSES = ("active", "candidate", "archived", "tombstoned")
@@ -63,28 +71,121 @@ _NON_NULL_DEFAULTS = {"scope.tags", "superseded_by", "provenance", "integrity",
 SAMPLE_PATH = Path(__file__).resolve().parent / "samples" / "agent_memories.ump.json"
 
 
-def read_records(path: str | Path) -> list[Any]:
-    """The JSON array of a UMP file; a clear ``RecordError`` for anything else."""
-    source = str(path)
+#: A record larger than this (serialised) is refused: the longest text graphmem takes is
+#: 200,000 characters, and a payload ten times that.
+MAX_RECORD_BYTES = 16 * 2**20
+_BLOCK = 1 << 20
+
+
+def _open(path: str | Path, source: str) -> BinaryIO:
     try:
-        raw = Path(path).read_bytes()
+        return Path(path).open("rb")
     except OSError as exc:
         raise RecordError(f"cannot read the file: {exc.strerror or exc}", source=source) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RecordError(f"not UTF-8 (byte {exc.start}); UMP files are UTF-8 JSON",
-                          source=source) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RecordError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
-                          source=source) from None
-    except RecursionError:
-        raise RecordError("JSON nested too deeply", source=source) from None
-    if not isinstance(data, list):
-        raise RecordError("a UMP file is a JSON array of records", source=source)
-    return data
+
+
+def iter_records(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """The records of a UMP file (a JSON array), one at a time, with their index.
+
+    The file is read in blocks and each record decoded alone, so memory holds one block
+    and one record, however large the file. Anything that is not a JSON array of values
+    is a ``RecordError`` naming the file and the line and column.
+    """
+    source = str(path)
+    decoder = json.JSONDecoder()
+    utf8 = codecs.getincrementaldecoder("utf-8")()
+    with _open(path, source) as handle:
+        text = ""
+        pos = 0  # where the unread part of ``text`` starts
+        consumed_lines = consumed_cols = 0  # lines before ``text``, for messages
+        done = False
+
+        def fill() -> bool:
+            nonlocal text, pos, consumed_lines, consumed_cols, done
+            if done:
+                return False
+            try:
+                block = handle.read(_BLOCK)
+            except OSError as exc:
+                raise RecordError(f"cannot read the file: {exc.strerror or exc}",
+                                  source=source) from None
+            try:
+                piece = utf8.decode(block, final=not block)
+            except UnicodeDecodeError as exc:
+                raise RecordError(f"not UTF-8 (near byte {handle.tell() - len(block) + exc.start}"
+                                  "); UMP files are UTF-8 JSON", source=source) from None
+            gone = text[:pos]
+            consumed_lines += gone.count("\n")
+            consumed_cols = len(gone) - gone.rfind("\n") - 1 if "\n" in gone \
+                else consumed_cols + len(gone)
+            text, pos = text[pos:] + piece, 0
+            done = not block
+            return bool(block)
+
+        def where(offset: int) -> str:
+            before = text[:offset]
+            line = consumed_lines + before.count("\n") + 1
+            column = (offset - before.rfind("\n")) if "\n" in before \
+                else consumed_cols + offset + 1
+            return f"line {line} column {column}"
+
+        def skip_space() -> None:
+            nonlocal pos
+            while True:
+                while pos < len(text) and text[pos] in " \t\r\n":
+                    pos += 1
+                if pos < len(text) or not fill():
+                    return
+
+        skip_space()
+        if text[pos:pos + 1] != "[":
+            raise RecordError("a UMP file is a JSON array of records", source=source)
+        pos += 1
+        index = 0
+        skip_space()
+        if text[pos:pos + 1] == "]":
+            return
+        while True:
+            while True:
+                try:
+                    record, end = decoder.raw_decode(text, pos)
+                except json.JSONDecodeError as exc:
+                    if len(text) - pos > MAX_RECORD_BYTES:
+                        raise RecordError(f"larger than {MAX_RECORD_BYTES // 2**20} MB",
+                                          source=source, index=index) from None
+                    if fill():
+                        continue
+                    try:  # the whole rest of the file is in: say where it breaks
+                        decoder.raw_decode(text, pos)
+                    except json.JSONDecodeError as final:
+                        exc = final
+                    raise RecordError(f"not valid JSON: {exc.msg} at {where(exc.pos)}",
+                                      source=source) from None
+                except RecursionError:
+                    raise RecordError("JSON nested too deeply", source=source,
+                                      index=index) from None
+                # a number or a literal cut at the block's end decodes too early
+                if end == len(text) and not done and fill():
+                    continue
+                break
+            yield index, record
+            index += 1
+            pos = end
+            skip_space()
+            mark = text[pos:pos + 1]
+            if mark == "]":
+                pos += 1
+                skip_space()
+                if pos < len(text):
+                    raise RecordError(f"not valid JSON: extra data at {where(pos)}",
+                                      source=source)
+                return
+            if mark != ",":
+                raise RecordError("not valid JSON: expected ',' or ']' at "
+                                  f"{where(pos)}" if mark else
+                                  "not valid JSON: the array is not closed", source=source)
+            pos += 1
+            skip_space()
 
 
 def _fail(message: str, *, source: str, index: int, record: Any, field: str) -> RecordError:
@@ -218,30 +319,46 @@ def record_to_input(record: Any, *, index: int = 0, source: str = "<records>") -
         raise fail(str(exc).split(": ", 1)[-1], exc.field or "record") from None
 
 
-def import_ump(store: MemoryStore, path: str | Path, *, actor: str | None = None) -> MergeResult:
-    """Import a UMP file: all records or none; a second import of the same file is a no-op."""
+def import_ump(store: MemoryStore, path: str | Path, *, actor: str | None = None,
+               chunk: int = 2000) -> MergeResult:
+    """Import a UMP file: all records or none; a second import of the same file is a no-op.
+
+    The file is read twice, one record at a time: first every record is validated (an
+    error names the record's index, id and field, and nothing is written), then the
+    records are merged ``chunk`` at a time into one transaction. Memory holds a chunk,
+    not the file.
+    """
     source = str(path)
-    records = read_records(path)
-    inputs: list[MemoryInput] = []
-    seen: dict[str, int] = {}
-    for index, record in enumerate(records):
+    index_of: dict[str | None, int] = {}
+    edges: list[Edge] = []
+    for index, record in iter_records(path):
         item = record_to_input(record, index=index, source=source)
-        assert item.id is not None
-        if item.id in seen:
-            raise _fail(f"duplicate id (also record {seen[item.id]})", source=source,
+        if item.id in index_of:
+            raise _fail(f"duplicate id (also record {index_of[item.id]})", source=source,
                         index=index, record=record, field="id")
-        seen[item.id] = index
-        inputs.append(item)
-    inputs = [item.model_copy(update={"entities": extract_entities(
-        f"{item.subject or ''} {item.text}")}) for item in inputs]
-    edges = [Edge("supersedes", src=new, dst=item.id or "", reason="superseded_by")
-             for item in inputs for new in item.superseded_by]
-    result = store.merge(inputs, edges=edges, reason=f"ump import {Path(path).name}",
-                         actor=actor, source=source)
+        index_of[item.id] = index
+        edges += [Edge("supersedes", src=new, dst=item.id or "", reason="superseded_by")
+                  for new in item.superseded_by]
+
+    def chunks() -> Iterator[list[MemoryInput]]:
+        batch: list[MemoryInput] = []
+        for index, record in iter_records(path):
+            item = record_to_input(record, index=index, source=source)
+            batch.append(item.model_copy(update={"entities": extract_entities(
+                f"{item.subject or ''} {item.text}")}))
+            if len(batch) >= chunk:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    result = store.merge_chunks(chunks(), edges=edges, index_of=index_of,
+                                reason=f"ump import {Path(path).name}", actor=actor,
+                                source=source)
     # Id and subject mentions, rare shared entities. Over every record of the file, not
     # only the new ones: an import interrupted between its two transactions is completed
     # by running it again (existing edges are skipped).
-    store.derive_links([item.id for item in inputs if item.id])
+    store.derive_links([i for i in index_of if i])
     return result
 
 

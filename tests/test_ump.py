@@ -188,3 +188,72 @@ def test_reimport_after_use_changes_nothing(tmp_path: Path) -> None:
         again = import_ump(store, SAMPLE)
         assert again.updated == []
         assert store.get(used.id).modified == used.modified
+
+
+# -- reading a file one record at a time ------------------------------------------------
+def test_records_are_read_one_at_a_time_across_blocks(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import ingest.ump as ump
+
+    records = [{"id": f"urn:s:{i}", "n": i * 1.5, "text": "é" * (i % 7) + "x", "t": True}
+               for i in range(200)]
+    path = tmp_path / "many.json"
+    path.write_text(" [\n" + ",\n ".join(json.dumps(r, ensure_ascii=False) for r in records)
+                    + "\n] \n", encoding="utf-8")
+    for block in (1, 3, 7, 64, 1 << 20):  # blocks that cut records, numbers and characters
+        monkeypatch.setattr(ump, "_BLOCK", block)
+        assert [r for _, r in ump.iter_records(path)] == records
+    path.write_text("[]", encoding="utf-8")
+    assert list(ump.iter_records(path)) == []
+
+
+@pytest.mark.parametrize("text,message", [
+    ('{"a": 1}', "JSON array"),
+    ('[{"a": 1},\n {"b": }]', "line 2 column 8"),
+    ('[\n\n  {"a": 1},\n  {"a": 2},\n    {"b": tru}]', "line 5 column 11"),
+    ('[{"a": 1} {"b": 2}]', "expected ',' or ']'"),
+    ('[{"a": 1}] [', "extra data"),
+    ('[{"a": 1},', "not valid JSON"),
+    ('[1, 2', "not closed"),
+    ('[' + '[' * 100_000 + ']' * 100_000 + ']', "nested too deeply"),
+])
+@pytest.mark.parametrize("block", [2, 5, 1 << 20])
+def test_a_broken_file_names_where(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   text: str, message: str, block: int) -> None:
+    import ingest.ump as ump
+
+    monkeypatch.setattr(ump, "_BLOCK", block)
+    path = tmp_path / "broken.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(RecordError, match=message) as caught:
+        list(ump.iter_records(path))
+    assert str(path) in str(caught.value)
+
+
+def test_a_huge_record_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ingest.ump as ump
+
+    monkeypatch.setattr(ump, "MAX_RECORD_BYTES", 1000)
+    monkeypatch.setattr(ump, "_BLOCK", 100)
+    path = tmp_path / "huge.json"
+    path.write_text('[{"id": "a"}, {"id": "b", "text": "' + "x" * 5000 + '"}]')
+    with pytest.raises(RecordError, match="record 1: larger than"):
+        list(ump.iter_records(path))
+
+
+def test_reading_holds_a_block_and_a_record_not_the_file(tmp_path: Path) -> None:
+    """A 12 MB file is read with a few MB of Python memory at most."""
+    import tracemalloc
+
+    from ingest.ump import iter_records
+
+    path = tmp_path / "big.json"
+    record = json.dumps({"id": "urn:b", "body": {"text": "word " * 200}})
+    path.write_text("[" + ",".join([record] * 12_000) + "]", encoding="utf-8")
+    assert path.stat().st_size > 12_000_000
+    tracemalloc.start()
+    count = sum(1 for _ in iter_records(path))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert count == 12_000
+    assert peak < 6_000_000, f"reading took {peak / 1e6:.1f} MB"

@@ -30,7 +30,7 @@ from .._models import (
 from .._ollama import OllamaGenerator
 from .._recall._actr import activation_arrays
 from .._recall._config import ActrParams
-from .._time import new_event_id, to_utc
+from .._time import new_event_ids, to_utc
 from .._transitions import Transitions
 from ._centrality import grouped_pagerank, grouped_reference_counts
 from ._results import (
@@ -55,6 +55,8 @@ _PATCH_LIMIT = 200
 _SCAN = ["id", "kind", "status", "hot", "subject", "text", "tags", "importance",
          "original_importance", "confidence", "created", "last_accessed", "access_count",
          "access_times", "payload_at", "owner", "centrality", "xref_count"]
+#: The jobs that write a lifecycle event per memory.
+_AUDITED = frozenset({"promote", "archive", "expire", "hot", "cool"})
 #: Detailed evaluations kept per action in a lifecycle report (counts are always complete).
 REPORT_SAMPLE = 100
 
@@ -343,8 +345,7 @@ class Lifecycle:
             out = []
             for k in np.flatnonzero(masks[action]):
                 i = act[k]
-                out.append(Decision(v.ids[i], reason=str(masks["reason"][k]),
-                                    event_id=new_event_id(now), metadata={
+                out.append(Decision(v.ids[i], reason=str(masks["reason"][k]), metadata={
                                         "accessCount": int(v.access[i]),
                                         "importance": round(float(importance[i]), 4),
                                         "ageInDays": round(float(v.age_days[i]), 2),
@@ -360,8 +361,8 @@ class Lifecycle:
         decisions["hot"], decisions["cool"] = self._plan_hot(v, now)
         expire = np.flatnonzero(v.candidate & (v.now_s - v.created
                                                > s.candidate_expiry_days * _DAY))
-        decisions["expire"] = [Decision(v.ids[i], reason="weak candidate never reinforced",
-                                        event_id=new_event_id(now)) for i in expire]
+        decisions["expire"] = [Decision(v.ids[i], reason="weak candidate never reinforced")
+                               for i in expire]
         with np.errstate(invalid="ignore"):
             old = np.flatnonzero(v.now_s - v.payload_at > s.payload_retention_days * _DAY)
         decisions["payload"] = [Decision(v.ids[i], reason="payload retention") for i in old]
@@ -393,9 +394,8 @@ class Lifecycle:
         place = np.arange(len(order)) - np.repeat(first, np.diff(np.r_[first, len(order)]))
         hot = np.zeros(v.n, dtype=bool)
         hot[act[order[place < self._ctx.settings.hot_set_size]]] = True
-        heat = [Decision(v.ids[i], reason="top activation", event_id=new_event_id(now))
-                for i in np.flatnonzero(hot & ~v.hot)]
-        cool = [Decision(v.ids[i], reason="left the hot set", event_id=new_event_id(now))
+        heat = [Decision(v.ids[i], reason="top activation") for i in np.flatnonzero(hot & ~v.hot)]
+        cool = [Decision(v.ids[i], reason="left the hot set")
                 for i in np.flatnonzero(v.hot & ~hot & v.active)]
         return heat, cool
 
@@ -420,6 +420,9 @@ class Lifecycle:
                                       "expire", "cool", "hot", "payload")
             for job in order:
                 decisions = plan.decisions.get(job, [])
+                if decisions and job in _AUDITED:  # events get their ids when written
+                    decisions = [d._replace(event_id=e) for d, e in
+                                 zip(decisions, new_event_ids(now, len(decisions)), strict=True)]
                 if decisions:
                     ctx.engine.apply_decisions(job, decisions, now=now,
                                                actor=ctx.settings.agent_id)
@@ -457,7 +460,7 @@ class _Signals:
 
 def _signal_changes(v: _Columns, signals: _Signals) -> list[Decision]:
     """Decisions that store the signals that changed, for the scanned memories: the
-    centrality as ``number``, the cross-reference count as ``count``."""
+    centrality as ``number``, the cross-reference count as ``xrefs``."""
     rows = []
     stored_c = v.table.column("centrality").to_pylist()
     stored_x = v.table.column("xref_count").to_pylist()
@@ -465,7 +468,7 @@ def _signal_changes(v: _Columns, signals: _Signals) -> list[Decision]:
         rank = signals.centrality.get(memory_id, 0.0)
         xref = signals.xrefs.get(memory_id, 0)
         if stored_c[i] is None or abs(stored_c[i] - rank) > 1e-12 or stored_x[i] != xref:
-            rows.append(Decision(memory_id, number=rank, count=xref))
+            rows.append(Decision(memory_id, number=rank, xrefs=xref))
     return rows
 
 

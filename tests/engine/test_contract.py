@@ -154,7 +154,7 @@ def test_lifecycle_decisions_apply_state_version_and_event(engine: Engine) -> No
                            actor="manager")
     engine.apply_decisions("hot", [Decision("m:c", reason="top", event_id="evt-2")],
                            now=later, actor="manager")
-    engine.apply_decisions("signals", [Decision("m:c", number=0.5, count=2)], now=later,
+    engine.apply_decisions("signals", [Decision("m:c", number=0.5, xrefs=2)], now=later,
                            actor="manager")
     b, c = engine.get("m:b"), engine.get("m:c")
     assert b is not None and c is not None

@@ -14,9 +14,10 @@ done" never printed) from a finished one; after the work it waits to be killed.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,15 @@ def _progress(store: MemoryStore) -> None:
         return step
 
     engine.commit = after("commit", engine.commit)  # type: ignore[method-assign]
+    open_writer = engine.writer
+
+    @contextlib.contextmanager
+    def writer() -> Iterator[Any]:
+        with open_writer() as batches:
+            yield batches
+        print("PROGRESS commit", flush=True)
+
+    engine.writer = writer  # type: ignore[method-assign]
     engine.apply_decisions = after("job", engine.apply_decisions)  # type: ignore[method-assign]
     store._ctx.embed = after("embed", store._ctx.embed)  # type: ignore[method-assign]
 
