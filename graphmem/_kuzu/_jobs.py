@@ -68,7 +68,8 @@ def _stage_table(decisions: Sequence[Decision], job: str) -> pa.Table:
         "num": [d.number for d in decisions],
         "flag": [None] * len(decisions),
         "event_id": [d.event_id for d in decisions],
-        "meta": [json.dumps(dict(d.metadata), sort_keys=True) for d in decisions],
+        "meta": [json.dumps(dict(d.metadata), sort_keys=True) if d.metadata else "{}"
+                 for d in decisions],
         "reason": [str(d.xrefs or 0) if job == "signals" else d.reason for d in decisions],
     }
     types = {"STRING": pa.string(), "DOUBLE": pa.float64(), "BOOLEAN": pa.bool_()}

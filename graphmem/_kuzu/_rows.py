@@ -110,18 +110,26 @@ def column_value(name: str, value: Any) -> tuple[str, Any]:
 
 
 def memory_params(new: NewMemory) -> dict[str, Any]:
-    """The ``Memory`` node row of a new memory."""
-    row: dict[str, Any] = dict.fromkeys(MEMORY_TYPES)
-    for name, value in new.memory:
-        if name in ("centrality",):
-            continue
-        column, stored = column_value(name, value)
-        if column in row:
-            row[column] = stored
-    row["vec"] = encode_vector(new.vector)
-    row["payload_at"] = new.payload_at
-    row["centrality"] = new.memory.centrality
-    return row
+    """The ``Memory`` node row of a new memory (field by field: a bulk insert builds one
+    per memory, and a generic loop over the model cost ~0.16 ms each)."""
+    m = new.memory
+    return {
+        "id": m.id, "owner": m.owner, "project": m.project, "visibility": m.visibility,
+        "kind": m.kind.value, "status": m.status.value, "hot": m.hot, "subject": m.subject,
+        "text": m.text, "tags": list(m.tags), "importance": m.importance,
+        "original_importance": m.original_importance, "confidence": m.confidence,
+        "created": m.created, "modified": m.modified, "observed": m.observed,
+        "valid_from": m.valid_from, "valid_to": m.valid_to, "access_count": m.access_count,
+        "last_accessed": m.last_accessed, "access_times": list(m.access_times),
+        "useful_count": m.useful_count, "ignored_count": m.ignored_count,
+        "superseded_by": list(m.superseded_by), "session": m.session,
+        "provenance": json_dump(m.provenance), "integrity": json_dump(m.integrity),
+        "ump": json_dump(m.extra), "payload": m.payload, "payload_hash": m.payload_hash,
+        "payload_at": new.payload_at, "text_sha256": m.text_sha256, "version": m.version,
+        "centrality": m.centrality, "xref_count": m.xref_count, "prev_status": None,
+        "prev_kind": None, "state_changed": None, "vec": encode_vector(new.vector),
+        "entities": list(m.entities), "context": m.context,
+    }
 
 
 def memory_from_row(row: Mapping[str, Any]) -> Memory:
@@ -135,8 +143,13 @@ def memory_from_row(row: Mapping[str, Any]) -> Memory:
 
 
 def version_params(version: Version) -> dict[str, Any]:
-    data = version.model_dump()
-    return {c: getattr(data[c], "value", data[c]) for c in VERSION_TYPES}
+    v = version
+    return {"id": v.id, "memory_id": v.memory_id, "seq": v.seq,
+            "change_type": v.change_type.value, "at": v.at, "reason": v.reason,
+            "actor": v.actor, "text": v.text, "subject": v.subject,
+            "text_sha256": v.text_sha256, "importance": v.importance,
+            "status": v.status.value if v.status is not None else None,
+            "kind": v.kind.value if v.kind is not None else None, "redacted": v.redacted}
 
 
 def version_from_row(row: Sequence[Any]) -> Version:
@@ -176,6 +189,7 @@ def edge_from_row(kind: str, src: str, dst: str, props: Mapping[str, Any]) -> Ed
 
 def arrow_rows(rows: Sequence[Mapping[str, Any]], types: Mapping[str, str]) -> pa.Table:
     """Rows as an Arrow table with a node table's columns, in its order (for COPY)."""
-    arrays = [pa.array([naive(r.get(c)) for r in rows], type=_ARROW_TYPES[t])
+    arrays = [pa.array([naive(r.get(c)) for r in rows] if t.startswith("TIMESTAMP")
+                       else [r.get(c) for r in rows], type=_ARROW_TYPES[t])
               for c, t in types.items()]
     return pa.Table.from_arrays(arrays, names=list(types))
