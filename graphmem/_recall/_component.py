@@ -18,6 +18,7 @@ from .._derive import embedding_text
 from .._embed import Embedder
 from .._engine import EdgeRecord, Patch, memory_from_fields
 from .._errors import ConflictError, InvalidInputError, StoreError
+from .._kg import is_temporal_question, query_window
 from .._memories import Memories
 from .._models import ChangeType, Kind, Memory, Status, parse_kind
 from .._sync import Gate
@@ -25,11 +26,15 @@ from .._time import to_utc
 from .._transitions import patch_of
 from ._access import AccessRow, AccessWriter
 from ._actr import activation_s
+from ._bm25 import tokenize
 from ._config import RecallConfig, resolve_preset
+from ._entities import EntityIndex
 from ._fusion import competition_ranks, rrf_from_ranks
 from ._hits import ActivationInfo, ChannelRank, Explanation, Hit
 from ._index import INDEX_FIELDS, RecallIndex
 from ._walk import hop_expansion, local_ppr
+
+_NO_ROW = (np.zeros(0, dtype=np.int64), np.zeros(0))
 
 __all__ = ["Recall"]
 
@@ -111,6 +116,7 @@ class Recall:
                 else:
                     scan = self._ctx.engine.scan([*INDEX_FIELDS, "vector"], ids=list(ids))
                     index.upsert(scan.table.to_pylist(), scan.vectors, scan.has_vector)
+                self._refresh_graph(index, ids)
             if change.edges_only or change.removed:
                 self._refresh_edges(index, ids)
 
@@ -142,8 +148,43 @@ class Recall:
                              scan.has_vector)
                 built.rows = scan.table
                 self._load_edges(built)
+                self._load_graph(built)
                 self._index = built
             return self._index
+
+    def _load_graph(self, index: RecallIndex) -> None:
+        """Entities, who mentions them, and facts: the knowledge graph beside the index."""
+        engine = self._ctx.engine
+        graph = index.entities
+        graph.add_entities(engine.entities(all_owners=True))
+        graph.add_mentions(engine.mentions(), index.pos)
+        graph.set_facts(engine.facts(all_owners=True))
+
+    def _refresh_graph(self, index: RecallIndex, ids: Sequence[str]) -> None:
+        """The mentions of these memories again, entities they bring, facts."""
+        engine = self._ctx.engine
+        graph = index.entities
+        if len(ids) > _EDGE_REFRESH_LIMIT:  # many changed: load it all again
+            fresh = EntityIndex()
+            fresh.times = graph.times  # kept by ``upsert``
+            index.entities = fresh
+            self._load_graph(index)
+            return
+        mentions = engine.mentions(memory_ids=list(ids))
+        unknown = sorted({m.entity_id for m in mentions} - set(graph.pos))
+        if unknown:
+            graph.add_entities(engine.entities(ids=unknown))
+        before = {e for memory_id in ids if memory_id in index.pos
+                  for e in graph.mentioned(index.pos[memory_id])}
+        for memory_id in ids:
+            pos = index.pos.get(memory_id)
+            if pos is not None:
+                graph.set_mentions(pos, [(graph.pos[m.entity_id], m.weight) for m in mentions
+                                         if m.memory_id == memory_id and m.entity_id in graph.pos])
+        for entity in before:
+            if not graph.memories_of.get(entity):  # no memory mentions it any more
+                graph.remove_entity(graph.ids[entity])
+        graph.set_facts(engine.facts(all_owners=True))
 
     def _flush_pending(self) -> None:
         if self._access.pending:
@@ -241,9 +282,16 @@ class Recall:
             channels["vector"] = self._resolve(index, _top(scores, mask, config.candidates * 2,
                                                            positive=False),
                                                mask, as_of, redirected, config.candidates)
+        paths: dict[int, tuple[str, ...]] = {}
         if config.active("graph"):
-            channels["graph"] = self._graph_channel(index, channels, mask, as_of, redirected,
-                                                    config, group)
+            channels["graph"] = self._graph_channel(index, query, channels, mask, as_of,
+                                                    redirected, config, group, owner, paths)
+        if config.active("time"):
+            channels["time"] = self._time_channel(index, query, channels, mask, as_of,
+                                                  redirected, config, group)
+        if config.active("facts"):
+            channels["facts"] = self._fact_channel(index, query, mask, as_of, redirected,
+                                                   config, owner)
         ranks = {name: competition_ranks(ranking) for name, ranking in channels.items()}
         fused = rrf_from_ranks(ranks, weights=config.weights, k=config.rrf_k)
         if not fused:
@@ -274,7 +322,7 @@ class Recall:
                           for name, r in ranks.items() if pos in r},
                 fused=fused[pos], activation=info, final=final[pos],
                 redirected_from=tuple(sorted(index.ids[p] for p in redirected.get(pos, ()))),
-                preset=config.name)))
+                graph_path=paths.get(pos, ()), preset=config.name)))
         return out, [pos for pos, _ in out]
 
     def _fulltext(self, index: RecallIndex, query: str, mask: np.ndarray,
@@ -306,22 +354,59 @@ class Recall:
                 break
         return out
 
-    def _graph_channel(self, index: RecallIndex, channels: Mapping[str, Ranking],
-                       mask: np.ndarray, as_of: datetime | None,
-                       redirected: dict[int, set[int]], config: RecallConfig,
-                       group: int | None) -> Ranking:
+    def _graph_channel(self, index: RecallIndex, query: str,
+                       channels: Mapping[str, Ranking], mask: np.ndarray,
+                       as_of: datetime | None, redirected: dict[int, set[int]],
+                       config: RecallConfig, group: int | None, owner: str | None,
+                       paths: dict[int, tuple[str, ...]]) -> Ranking:
+        """Walks from the best text and vector hits, and from the entities the query names,
+        over REFERENCES and CO_OCCURS and, with ``graph.entities``, through the entities
+        memories mention: memory <-> entity <-> memory (entity positions follow memory
+        positions). Hubs (a speaker every turn names) are damped by their
+        informativeness. A hit reached through entities says which (``paths``)."""
         params = config.graph
         seeds_fused = rrf_from_ranks(
             {name: competition_ranks(r) for name, r in channels.items()},
             weights=config.weights, k=config.rrf_k)
         top = sorted(seeds_fused, key=lambda p: -seeds_fused[p])[: params.seeds]
-        seeds = {p: seeds_fused[p] for p in top}
+        seeds: dict[int, float] = {p: seeds_fused[p] for p in top}
+        memory_row = index.adjacency(params.references, params.co_occurs).row
+        n = index.size
+        graph = index.entities
+        walk_entities = params.entities > 0 and graph.size > 0
+        named: dict[int, str] = {}
+        weight: dict[int, float] = {}
+        if walk_entities:
+            owners = index.owner[:n]
+            counts = {code: int(c) for code, c in zip(*np.unique(owners, return_counts=True),
+                                                      strict=True)}
+
+            def informative(entity: int) -> float:
+                found = weight.get(entity)
+                if found is None:
+                    code = index.owner_codes.get(graph.owner[entity], -1)
+                    found = graph.informativeness(entity, counts.get(code, n))
+                    fanout = len(graph.memories_of.get(entity, ()))
+                    if found < params.min_informativeness or fanout > params.max_fanout:
+                        found = 0.0
+                    weight[entity] = found
+                return found
+
+            if params.query_entities > 0:
+                named = graph.link(query, owner, all_owners=owner is None)
+                best = max(seeds.values(), default=1.0)
+                for entity in named:
+                    strength = informative(entity)
+                    if strength > 0:
+                        seeds[n + entity] = params.query_entities * strength * best
+            memory_row = _with_entities(memory_row, graph, n, params.entities, informative)
         if not seeds:
             return []
-
-        row = index.adjacency(params.references, params.co_occurs).row
+        row = memory_row
         if group is not None:
-            row = _within(row, index.owner, group)  # walks never cross into other owners
+            # walks never cross into other owners (entities are each owner's own)
+            row = _within(row, _owners_with_entities(index, graph, n) if walk_entities
+                          else index.owner, group)
         if params.method == "ppr":
             scores = local_ppr(seeds, row, depth=params.depth, damping=params.damping,
                                iterations=params.iterations)
@@ -329,7 +414,72 @@ class Recall:
             scores = hop_expansion(seeds, row, depth=params.depth, decay=params.hop_decay)
         if not params.include_seeds:
             scores = {p: s for p, s in scores.items() if p not in seeds}
+        if walk_entities:
+            entity_scores = {p - n: s for p, s in scores.items() if p >= n}
+            scores = {p: s for p, s in scores.items() if p < n}
+            for pos in scores:
+                path = _path(graph, pos, entity_scores, named)
+                if path:
+                    paths[pos] = path
         ranking = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        return self._resolve(index, ranking, mask, as_of, redirected, config.candidates)
+
+    def _time_channel(self, index: RecallIndex, query: str, channels: Mapping[str, Ranking],
+                      mask: np.ndarray, as_of: datetime | None,
+                      redirected: dict[int, set[int]], config: RecallConfig,
+                      group: int | None) -> Ranking:
+        """Memories of the time a query names ("last weekend", "in May 2023"): dated in
+        that window or speaking of it, best text matches first. A question about when,
+        order or duration, naming no window, favours the text and vector hits that speak
+        of a time."""
+        now = as_of or self._ctx.now()
+        window = query_window(query, now)
+        n = index.size
+        graph = index.entities
+        if window is not None:
+            start, end = window.start.timestamp(), window.end.timestamp()
+            with np.errstate(invalid="ignore"):
+                inside = (index.created[:n] >= start) & (index.created[:n] < end)
+            for pos, spans in graph.times.items():
+                if pos < n and np.any((spans[:, 0] < end) & (spans[:, 1] > start)):
+                    inside[pos] = True
+            text = index.bm25.scores(query, n, group=group)
+            scores = np.where(inside & mask, text + 1.0, -np.inf)
+            return self._resolve(index, _top(scores, mask, config.candidates * 2,
+                                             positive=True), mask, as_of, redirected,
+                                 config.candidates)
+        if not is_temporal_question(query):
+            return []
+        fused = rrf_from_ranks({name: competition_ranks(r) for name, r in channels.items()},
+                               weights=config.weights, k=config.rrf_k)
+        dated = [(p, s) for p, s in sorted(fused.items(), key=lambda kv: -kv[1])
+                 if p in graph.times]
+        return dated[: config.candidates]
+
+    def _fact_channel(self, index: RecallIndex, query: str, mask: np.ndarray,
+                      as_of: datetime | None, redirected: dict[int, set[int]],
+                      config: RecallConfig, owner: str | None) -> Ranking:
+        """The memories that state facts about the entities the query names: facts valid
+        at ``as_of`` (or now) first, then by how well the predicate matches the query's
+        words, then by confidence."""
+        graph = index.entities
+        named = graph.link(query, owner, all_owners=owner is None)
+        if not named:
+            return []
+        when = as_of or self._ctx.now()
+        words = set(tokenize(query))
+        scored: dict[int, float] = {}
+        for entity in named:
+            for fact in graph.facts_of.get(entity, ()):
+                valid = (fact.valid_from is None or fact.valid_from <= when) and (
+                    fact.valid_to is None or fact.valid_to > when)
+                overlap = len(words & set(tokenize(fact.predicate.replace("_", " "))))
+                score = (1.0 if valid else 0.5) + overlap + 0.1 * fact.confidence
+                for source in fact.sources:
+                    pos = index.pos.get(source)
+                    if pos is not None:
+                        scored[pos] = max(scored.get(pos, 0.0), score)
+        ranking = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
         return self._resolve(index, ranking, mask, as_of, redirected, config.candidates)
 
     def _actr(self, index: RecallIndex, candidates: Sequence[int], fused: Mapping[int, float],
@@ -502,6 +652,60 @@ class Recall:
             ctx.switch_embedder(chosen)
             ctx.changed(Changed([], bulk=True))
         return len(rows)
+
+
+def _with_entities(row: Any, graph: EntityIndex, n: int, weight: float,
+                   informative: Any) -> Any:
+    """A row function over memories (positions below ``n``) and entities (``n + e``):
+    a memory's neighbours gain its entities, an entity's are its memories; each edge
+    weighs ``weight`` times the mention's weight times the entity's informativeness."""
+
+    def both(node: int) -> tuple[np.ndarray, np.ndarray]:
+        if node < n:
+            others, weights = row(node)
+            mentioned = graph.mentioned(node)
+            if not mentioned:
+                return others, weights
+            entities = [(e, w * informative(e)) for e, w in mentioned.items()]
+            entities = [(e, w) for e, w in entities if w > 0]
+            if not entities:
+                return others, weights
+            extra = np.fromiter((n + e for e, _ in entities), dtype=np.int64,
+                                count=len(entities))
+            strength = np.fromiter((weight * w for _, w in entities), dtype=np.float64,
+                                   count=len(entities))
+            return np.concatenate([others, extra]), np.concatenate([weights, strength])
+        entity = node - n
+        scale = informative(entity)
+        if scale <= 0:
+            return _NO_ROW
+        memories, weights = graph.row(entity)
+        return memories, weights * (weight * scale)
+
+    return both
+
+
+def _owners_with_entities(index: RecallIndex, graph: EntityIndex, n: int) -> np.ndarray:
+    """The owner group of every memory and entity position (entities after memories)."""
+    codes = np.array([index.owner_codes.get(o, -2) for o in graph.owner], dtype=np.int64)
+    return np.concatenate([index.owner[:n].astype(np.int64), codes])
+
+
+def _path(graph: EntityIndex, pos: int, entity_scores: Mapping[int, float],
+          named: Mapping[int, str]) -> tuple[str, ...]:
+    """How the walk reached a memory: the query's entity, then the entity of this memory
+    that carried the most of the walk (one name when they are the same)."""
+    mentioned = [e for e in graph.mentioned(pos) if entity_scores.get(e, 0.0) > 0]
+    if not mentioned:
+        return ()
+    best = max(mentioned, key=lambda e: (entity_scores[e], -e))
+    start = next((e for e in named if e in mentioned), None)
+    if start is not None:
+        return (graph.names[start],)
+    source = max(named, key=lambda e: entity_scores.get(e, 0.0), default=None)
+    if source is not None and entity_scores.get(source, 0.0) > 0 and source != best:
+        return (graph.names[source], graph.names[best])
+    return (graph.names[best],)
 
 
 def _within(row: Any, owners: np.ndarray, group: int) -> Any:

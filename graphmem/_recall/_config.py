@@ -9,12 +9,14 @@ from .._errors import InvalidInputError
 
 __all__ = ["PRESETS", "ActrParams", "GraphParams", "RecallConfig", "resolve_preset"]
 
-CHANNELS = ("fulltext", "vector", "graph")
+CHANNELS = ("fulltext", "vector", "graph", "time", "facts")
 
 
 @dataclass(frozen=True)
 class GraphParams:
-    """The graph channel: walks from the best text/vector hits over the memory graph.
+    """The graph channel: walks from the best text/vector hits (and the entities the query
+    names) over the memory graph and, with ``entities`` > 0, through the entities the
+    memories mention (memory <-> entity <-> memory).
 
     ``method`` "ppr" is personalized PageRank restricted to the ``depth``-hop
     neighbourhood of the seeds; "hops" scores a node by the strongest seed-to-node path,
@@ -31,6 +33,14 @@ class GraphParams:
     references: float = 1.0
     co_occurs: float = 1.0
     include_seeds: bool = True
+    #: the knowledge graph: memory <-> entity edges (0 leaves entities out), the seed weight
+    #: of the entities the query names (0: not linked), and how hubs are kept out (an
+    #: entity of informativeness below ``min_informativeness`` or with more memories than
+    #: ``max_fanout`` is not walked through)
+    entities: float = 0.0
+    query_entities: float = 0.0
+    min_informativeness: float = 0.05
+    max_fanout: int = 500
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,7 @@ class RecallConfig:
         if self.rrf_k < 0 or self.candidates < 1:
             raise InvalidInputError("rrf_k must be >= 0 and candidates >= 1", field="rrf_k")
         if not any(self.weights.get(c, 0.0) > 0 for c in ("fulltext", "vector")):
+            # the time, facts and graph channels refine what these two find
             raise InvalidInputError("a configuration needs the fulltext or the vector "
                                     "channel (the graph channel walks from their hits)",
                                     field="weights")

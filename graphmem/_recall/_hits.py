@@ -42,6 +42,8 @@ class Explanation(_Value):
     activation: ActivationInfo | None = None
     final: float
     redirected_from: tuple[str, ...] = ()
+    #: the entities a graph walk went through to reach this memory ("melanie", "sweden")
+    graph_path: tuple[str, ...] = ()
     preset: str
 
     def lines(self) -> list[str]:
@@ -67,6 +69,8 @@ class Explanation(_Value):
             out.append(f"  act-r    rank {a.rank:>3}  A={a.value:.3f} ({a.formula}: base "
                        f"{a.base_level:.3f}, age {a.age_s / 86400:.1f} d, {a.frequency} "
                        f"uses, conf term {a.confidence_term:.3f})")
+        if self.graph_path:
+            out.append("  via " + " -> ".join(self.graph_path))
         if self.redirected_from:
             out.append("  current version of " + ", ".join(self.redirected_from))
         return out

@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from .._models import Kind, Status
 from ._bm25 import BM25Index
+from ._entities import EntityIndex
 
 __all__ = ["INDEX_FIELDS", "RecallIndex"]
 
@@ -25,7 +26,7 @@ __all__ = ["INDEX_FIELDS", "RecallIndex"]
 INDEX_FIELDS = (
     "id", "status", "kind", "owner", "hot", "created", "valid_from", "valid_to",
     "access_count", "access_times", "last_accessed", "confidence", "importance",
-    "superseded_by", "subject", "text", "session", "context",
+    "superseded_by", "subject", "text", "session", "context", "times_from", "times_to",
 )  # fmt: skip
 STATUS_CODE = {s.value: i for i, s in enumerate(Status)}
 KIND_CODE = {k.value: i for i, k in enumerate(Kind)}
@@ -123,6 +124,8 @@ class RecallIndex:
         self.stale: set[int] = set()
         self._adjacency: dict[tuple[float, float, int], Adjacency] = {}
         self.session: list[str | None] = []
+        #: the knowledge graph beside the memories (entities, mentions, facts, times)
+        self.entities = EntityIndex()
 
     @property
     def size(self) -> int:
@@ -201,6 +204,7 @@ class RecallIndex:
             self.has_vector[pos] = vector is not None
             self.vectors[pos] = vector if vector is not None else 0.0
             self.session[pos] = row.get("session")
+            self.entities.set_times(pos, row.get("times_from") or (), row.get("times_to") or ())
             if self.status[pos] == _FORGOTTEN:
                 self.bm25.remove(pos)
                 self.has_vector[pos] = False

@@ -1,0 +1,162 @@
+"""The knowledge graph as recall sees it: entities beside the memories, who mentions what,
+how informative each entity is within its owner, names to link a query to, facts, and the
+times memories speak of. Kept in step with the store like the recall index."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+
+import numpy as np
+
+from .._engine import EntityRecord, FactRecord, MentionRecord
+from .._kg import normalize
+
+__all__ = ["EntityIndex"]
+
+_WORDS = re.compile(r"[\w'’.-]+")
+#: The longest name (in words) a query is searched for.
+_MAX_NAME_WORDS = 5
+_EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0))
+
+
+class EntityIndex:
+    """Entities of every owner, each at a position; memories by their recall positions."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.pos: dict[str, int] = {}
+        self.names: list[str] = []
+        self.types: list[str] = []
+        self.owner: list[str | None] = []
+        #: (owner, normalized form) -> entity positions
+        self.by_form: dict[tuple[str | None, str], list[int]] = {}
+        #: memory position -> {entity position: weight}; entity position -> {memory: weight}
+        self.of_memory: dict[int, dict[int, float]] = {}
+        self.memories_of: dict[int, dict[int, float]] = {}
+        #: entity position -> facts about it (as subject or object)
+        self.facts_of: dict[int, list[FactRecord]] = {}
+        #: memory position -> the time windows its text speaks of, as POSIX seconds
+        self.times: dict[int, np.ndarray] = {}
+        self._count: dict[str | None, int] = {}
+
+    @property
+    def size(self) -> int:
+        return len(self.ids)
+
+    # -- building and updating ---------------------------------------------------------
+    def add_entities(self, records: Iterable[EntityRecord]) -> None:
+        for record in records:
+            pos = self.pos.get(record.id)
+            if pos is None:
+                pos = self.pos[record.id] = len(self.ids)
+                self.ids.append(record.id)
+                self.names.append(record.name)
+                self.types.append(record.type)
+                self.owner.append(record.owner)
+            else:
+                self._unlist(pos)
+                self.names[pos], self.types[pos] = record.name, record.type
+            for form in {record.name, *record.aliases}:
+                if form:
+                    self.by_form.setdefault((record.owner, form), []).append(pos)
+
+    def _unlist(self, pos: int) -> None:
+        for key in [k for k, v in self.by_form.items() if pos in v]:
+            self.by_form[key] = [p for p in self.by_form[key] if p != pos]
+
+    def remove_entity(self, entity_id: str) -> None:
+        pos = self.pos.get(entity_id)
+        if pos is not None:
+            self._unlist(pos)
+            for memory in self.memories_of.pop(pos, {}):
+                self.of_memory.get(memory, {}).pop(pos, None)
+            self.facts_of.pop(pos, None)
+
+    def set_mentions(self, memory: int, mentions: Iterable[tuple[int, float]]) -> None:
+        """Replace what one memory mentions: (entity position, weight) pairs."""
+        for entity in self.of_memory.pop(memory, {}):
+            others = self.memories_of.get(entity)
+            if others is not None:
+                others.pop(memory, None)
+        found: dict[int, float] = {}
+        for entity, weight in mentions:
+            found[entity] = max(found.get(entity, 0.0), weight)
+        if found:
+            self.of_memory[memory] = found
+            for entity, weight in found.items():
+                self.memories_of.setdefault(entity, {})[memory] = weight
+
+    def add_mentions(self, mentions: Iterable[MentionRecord], memory_pos: Mapping[str, int]
+                     ) -> None:
+        grouped: dict[int, list[tuple[int, float]]] = {}
+        for mention in mentions:
+            memory = memory_pos.get(mention.memory_id)
+            entity = self.pos.get(mention.entity_id)
+            if memory is not None and entity is not None:
+                grouped.setdefault(memory, []).append((entity, mention.weight))
+        for memory, pairs in grouped.items():
+            self.set_mentions(memory, pairs)
+
+    def set_facts(self, facts: Iterable[FactRecord]) -> None:
+        self.facts_of = {}
+        for fact in facts:
+            for end in {fact.subject, fact.object}:
+                pos = self.pos.get(end)
+                if pos is not None:
+                    self.facts_of.setdefault(pos, []).append(fact)
+
+    def set_times(self, memory: int, starts: Sequence[datetime], ends: Sequence[datetime]
+                  ) -> None:
+        if starts:
+            self.times[memory] = np.array([[s.timestamp(), e.timestamp()]
+                                           for s, e in zip(starts, ends, strict=False)])
+        else:
+            self.times.pop(memory, None)
+
+    # -- weights -----------------------------------------------------------------------
+    def informativeness(self, entity: int, owner_memories: int) -> float:
+        """How much an entity says about a memory that mentions it, in (0, 1]: an inverse
+        document frequency over the owner's memories, scaled so that an entity every
+        memory mentions (a speaker) weighs about nothing."""
+        df = len(self.memories_of.get(entity, ()))
+        if df == 0 or owner_memories <= 0:
+            return 0.0
+        n = max(owner_memories, df)
+        idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        return idf / math.log(1.0 + (n + 0.5) / 0.5)
+
+    # -- queries -----------------------------------------------------------------------
+    def link(self, query: str, owner: str | None, *, all_owners: bool = False
+             ) -> dict[int, str]:
+        """The entities a query names: word n-grams (up to five words) that are a name or
+        alias of one of ``owner``'s entities (every owner's with ``all_owners``); longer
+        names first, and a word belongs to one name only. Entity position -> the form."""
+        words = [normalize(w) for w in _WORDS.findall(query)]
+        words = [w for w in words if w]
+        taken = [False] * len(words)
+        found: dict[int, str] = {}
+        owners = {o for o in self.owner} if all_owners else {owner}
+        for size in range(min(_MAX_NAME_WORDS, len(words)), 0, -1):
+            for start in range(len(words) - size + 1):
+                if any(taken[start:start + size]):
+                    continue
+                form = " ".join(words[start:start + size])
+                hits = [p for o in owners for p in self.by_form.get((o, form), ())]
+                if hits:
+                    for pos in hits:
+                        found.setdefault(pos, form)
+                    taken[start:start + size] = [True] * size
+        return found
+
+    def row(self, entity: int) -> tuple[np.ndarray, np.ndarray]:
+        found = self.memories_of.get(entity)
+        if not found:
+            return _EMPTY
+        return (np.fromiter(found, dtype=np.int64, count=len(found)),
+                np.fromiter(found.values(), dtype=np.float64, count=len(found)))
+
+    def mentioned(self, memory: int) -> Mapping[int, float]:
+        return self.of_memory.get(memory, {})
