@@ -2,7 +2,10 @@
 
 from ._derive import embedding_text, session_contexts
 from ._embed import Embedder, HashingEmbedder, MiniLMEmbedder, OllamaEmbedder, embedder_from_spec
+from ._engine import EntityRecord as Entity
+from ._engine import FactRecord as Fact
 from ._engine import Link
+from ._engine import MentionRecord as Mention
 from ._errors import (
     BackendUnavailableError,
     ConfirmationRequiredError,
@@ -58,9 +61,11 @@ __all__ = [
     "Edge",
     "Embedder",
     "EmbedderMismatchError",
+    "Entity",
     "EvaluationResult",
     "EventType",
     "Explanation",
+    "Fact",
     "GraphmemError",
     "HashingEmbedder",
     "Hit",
@@ -72,6 +77,7 @@ __all__ = [
     "Memory",
     "MemoryInput",
     "MemoryStore",
+    "Mention",
     "MergeResult",
     "MiniLMEmbedder",
     "NotFoundError",

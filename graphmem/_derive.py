@@ -18,13 +18,17 @@ import numpy as np
 from ._engine import NewMemory
 from ._extract._rules import extract_entities
 from ._input import MemoryInput
+from ._kg import Fact, Mention, TimeMention, extract_facts, extract_mentions, parse_times
 from ._models import ChangeType, EventType, LifecycleEvent, Memory, TriggeredBy, Version
 from ._time import new_event_id, new_memory_id
 
 __all__ = [
     "Derived",
+    "Extraction",
+    "TextItem",
     "derive_fields",
     "embedding_text",
+    "extract",
     "lifecycle_event",
     "new_memory",
     "session_contexts",
@@ -62,33 +66,69 @@ def session_contexts(texts: Sequence[str], window: int) -> list[str | None]:
 
 
 @dataclass(frozen=True)
+class Extraction:
+    """What the knowledge graph takes from a text: its time expressions (resolved against
+    the memory's own time), its typed entity mentions, the facts it states, and who says
+    it (first-person statements are about the speaker)."""
+
+    times: tuple[TimeMention, ...]
+    mentions: tuple[Mention, ...]
+    facts: tuple[Fact, ...]
+    speaker: str | None = None
+
+
+@dataclass(frozen=True)
 class Derived:
     """The fields a text determines."""
 
     text_sha256: str
     entities: tuple[str, ...]
     vector: np.ndarray
+    extraction: Extraction | None = None
 
 
-def derive_fields(embed: Callable[[Sequence[str]], np.ndarray],
-                  items: Sequence[tuple[str | None, str, str | None, Sequence[str] | None]]
-                  ) -> list[Derived]:
-    """For each (subject, text, context, entities-or-None): its hash, its entities (found
-    in subject and text unless given) and its vector (of subject, text and context),
-    embedded in one batch."""
+@dataclass(frozen=True)
+class TextItem:
+    """A text to derive fields from: its subject, context, given entities (None: find
+    them), its time (what relative dates mean) and speaker."""
+
+    subject: str | None
+    text: str
+    context: str | None = None
+    entities: Sequence[str] | None = None
+    at: datetime | None = None
+    speaker: str | None = None
+
+
+def extract(text: str, *, at: datetime | None, speaker: str | None) -> Extraction:
+    """Times, mentions and facts of one text (deterministic rules; ~0.2 ms a text)."""
+    times = parse_times(text, now=at)
+    mentions = extract_mentions(text, now=at, times=times)
+    facts = extract_facts(text, speaker=speaker, now=at, mentions=mentions, times=times)
+    return Extraction(tuple(times), tuple(mentions), tuple(facts), speaker)
+
+
+def derive_fields(embed: Callable[[Sequence[str]], np.ndarray], items: Sequence[TextItem], *,
+                  graph: bool = True) -> list[Derived]:
+    """For each text: its hash, its entities (found in subject and text unless given),
+    its vector (of subject, text and context), embedded in one batch, and with ``graph``
+    what the knowledge graph takes from it (``extract``)."""
     if not items:
         return []
-    vectors = embed([embedding_text(s, t, c) for s, t, c, _ in items])
-    return [Derived(text_sha256=sha256(t),
-                    entities=tuple(e) if e else extract_entities(f"{s or ''} {t}"),
-                    vector=vectors[n])
-            for n, (s, t, c, e) in enumerate(items)]
+    vectors = embed([embedding_text(i.subject, i.text, i.context) for i in items])
+    return [Derived(text_sha256=sha256(i.text),
+                    entities=tuple(i.entities) if i.entities
+                    else extract_entities(f"{i.subject or ''} {i.text}"),
+                    vector=vectors[n],
+                    extraction=extract(i.text, at=i.at, speaker=i.speaker) if graph else None)
+            for n, i in enumerate(items)]
 
 
 def new_memory(item: MemoryInput, derived: Derived, *, now: datetime,
                reason: str | None = None, actor: str | None = None) -> NewMemory:
     """A new memory of ``item``, with its first version row."""
     created = item.created or now
+    times = derived.extraction.times if derived.extraction is not None else ()
     memory = Memory(
         id=item.id or new_memory_id(), kind=item.kind, status=item.status,
         subject=item.subject, text=item.text, tags=item.tags, entities=derived.entities,
@@ -99,7 +139,9 @@ def new_memory(item: MemoryInput, derived: Derived, *, now: datetime,
         superseded_by=item.superseded_by, session=item.session, context=item.context,
         provenance=item.provenance, integrity=item.integrity, payload=item.payload,
         payload_hash=sha256(item.payload) if item.payload is not None else None,
-        text_sha256=derived.text_sha256, version=1, xref_count=0, extra=item.extra)
+        text_sha256=derived.text_sha256, version=1, xref_count=0, extra=item.extra,
+        times_from=tuple(t.window.start for t in times),
+        times_to=tuple(t.window.end for t in times))
     return NewMemory(memory=memory, vector=derived.vector,
                      version=version_of(memory, seq=1, change_type=ChangeType.CREATED,
                                         at=created, reason=reason, actor=actor),

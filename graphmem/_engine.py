@@ -40,11 +40,14 @@ __all__ = [
     "EdgeKind",
     "EdgeRecord",
     "Engine",
+    "EntityRecord",
     "Erasure",
     "EventQuery",
+    "FactRecord",
     "Job",
     "Link",
     "MemoryScan",
+    "MentionRecord",
     "NewMemory",
     "Patch",
     "WriteBatch",
@@ -122,6 +125,53 @@ class EdgeRecord:
 
 
 @dataclass(frozen=True)
+class EntityRecord:
+    """An entity of the knowledge graph (a person, place, organization, product, event,
+    date or other thing one owner's memories mention), with every surface form that
+    names it and the merges that joined forms to it (each can be undone)."""
+
+    id: str
+    owner: str | None
+    name: str
+    type: str
+    aliases: tuple[str, ...] = ()
+    merges: tuple[Mapping[str, str], ...] = ()
+    created: datetime | None = None
+
+
+@dataclass(frozen=True)
+class MentionRecord:
+    """A memory mentions an entity: as ``role`` (subject, object, speaker, mention),
+    with a ``weight``, by the ``surface`` form the text used."""
+
+    memory_id: str
+    entity_id: str
+    role: str = "mention"
+    weight: float = 1.0
+    surface: str = ""
+
+
+@dataclass(frozen=True)
+class FactRecord:
+    """A typed relation between two entities (subject -predicate-> object), stated by
+    the ``sources`` memories, valid from ``valid_from`` until ``valid_to`` (None: still
+    valid), recorded at ``recorded``; ``ended_by`` is the newer fact that ended it."""
+
+    id: str
+    owner: str | None
+    subject: str
+    predicate: str
+    object: str
+    confidence: float
+    valid_from: datetime | None
+    valid_to: datetime | None
+    recorded: datetime
+    sources: tuple[str, ...]
+    rule: str
+    ended_by: str | None = None
+
+
+@dataclass(frozen=True)
 class Erasure:
     """What ``forget`` removes beyond the memory's own fields: the text of its versions
     (their hashes replaced by ``version_digests``), its events' metadata, its edges, and
@@ -146,10 +196,25 @@ class WriteBatch:
     new_edges: list[EdgeRecord] = field(default_factory=list)
     merged_edges: list[EdgeRecord] = field(default_factory=list)
     erasures: list[Erasure] = field(default_factory=list)
+    #: the knowledge graph: entities to create, entities whose names, aliases or merges
+    #: changed, mentions and facts to create, facts changed (validity, sources), and what
+    #: leaves it (the mentions of memories whose text changed or went, facts, entities)
+    new_entities: list[EntityRecord] = field(default_factory=list)
+    changed_entities: list[EntityRecord] = field(default_factory=list)
+    mentions: list[MentionRecord] = field(default_factory=list)
+    facts: list[FactRecord] = field(default_factory=list)
+    changed_facts: list[FactRecord] = field(default_factory=list)
+    unmentioned: list[str] = field(default_factory=list)
+    gone_facts: list[FactRecord] = field(default_factory=list)
+    gone_entities: list[str] = field(default_factory=list)
+    #: store properties set in the same transaction
+    meta: dict[str, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return any((self.memories, self.patches, self.events, self.new_edges,
-                    self.merged_edges, self.erasures))
+                    self.merged_edges, self.erasures, self.new_entities,
+                    self.changed_entities, self.mentions, self.facts, self.changed_facts,
+                    self.unmentioned, self.gone_facts, self.gone_entities, self.meta))
 
 
 class Decision(NamedTuple):
@@ -285,6 +350,13 @@ class Engine(Protocol):
     def links_of(self, memory_id: str) -> list[Link]: ...
     def counts(self) -> Counts: ...
     def contexts_with(self, probe: str) -> list[Memory]: ...
+    def entities(self, *, owner: str | None = None, all_owners: bool = False,
+                 ids: Sequence[str] | None = None) -> list[EntityRecord]: ...
+    def mentions(self, *, memory_ids: Sequence[str] | None = None,
+                 entity_ids: Sequence[str] | None = None) -> list[MentionRecord]: ...
+    def facts(self, *, owner: str | None = None, all_owners: bool = False,
+              sources: Sequence[str] | None = None,
+              entity_ids: Sequence[str] | None = None) -> list[FactRecord]: ...
     def events_mentioning(self, memory_id: str, probe: str
                           ) -> list[tuple[str, dict[str, Any]]]: ...
 
@@ -307,7 +379,8 @@ def memory_from_fields(row: Mapping[str, Any]) -> Memory:
             data[name] = loaded if isinstance(loaded, dict) else {}
         elif value is None and name in _DEFAULTED:
             continue
-        elif name in ("tags", "superseded_by", "entities", "access_times"):
+        elif name in ("tags", "superseded_by", "entities", "access_times", "times_from",
+                      "times_to"):
             data[name] = tuple(value or ())
         else:
             data[name] = value

@@ -22,10 +22,13 @@ import numpy as np
 from ._backup import BackupInfo, backup, restore
 from ._context import StoreContext
 from ._embed import Embedder
+from ._engine import EntityRecord as Entity
+from ._engine import FactRecord as Fact
 from ._engine import Link
+from ._engine import MentionRecord as Mention
 from ._extract._component import AddResult, Conversations, Extractor
 from ._input import MemoryInput
-from ._kuzu import KuzuEngine
+from ._knowledge import Knowledge
 from ._lifecycle import (
     ArchiveResult,
     EvaluationResult,
@@ -52,6 +55,7 @@ from ._settings import Settings
 from ._time import utcnow
 from ._transitions import Transitions
 from ._views import Views
+from .engines import open_engine
 
 __all__ = ["MemoryStore"]
 
@@ -100,8 +104,7 @@ class MemoryStore:
                  settings: Settings | None = None, embedder: Embedder | str | None = None,
                  read_only: bool = False, clock: Callable[[], datetime] | None = None) -> None:
         self.settings = settings or Settings.from_env()
-        engine = KuzuEngine(os.fspath(path), buffer_pool_mb=self.settings.buffer_pool_mb,
-                            read_only=read_only)
+        engine = open_engine(path, settings=self.settings, read_only=read_only)
         try:
             ctx = StoreContext(engine, self.settings, clock or utcnow, embedder)
             meta = engine.meta()
@@ -117,13 +120,17 @@ class MemoryStore:
             engine.close()
             raise
         self._ctx = ctx
-        self._transitions = Transitions(ctx)
-        self._memories = Memories(ctx, self._transitions)
+        self._knowledge = Knowledge(ctx)
+        self._transitions = Transitions(ctx, self._knowledge)
+        self._memories = Memories(ctx, self._transitions, self._knowledge)
         self._recall = Recall(ctx, self._memories)
         self._lifecycle = Lifecycle(ctx, self._memories, self._transitions)
         self._conversations = Conversations(ctx, self._memories, self._recall,
                                             self._transitions)
         self._views = Views(ctx)
+        if engine.meta().get("kg_pending") == "1" and not read_only:
+            # A store from before the knowledge graph: derive it from the stored texts.
+            self._knowledge.derive_all()
 
     # -- the object ----------------------------------------------------------------------
     @property
@@ -365,6 +372,34 @@ class MemoryStore:
     def derive_links(self, ids: Sequence[str] | None = None, *, max_df: int | None = None,
                      limit: int = 10) -> int:
         return self._conversations.derive_links(ids, max_df=max_df, limit=limit)
+
+    # -- the knowledge graph -----------------------------------------------------------------
+    @_doc(Knowledge.entities)
+    def entities(self, *, owner: str | None = None) -> list[Entity]:
+        return self._knowledge.entities(owner=owner)
+
+    @_doc(Knowledge.find)
+    def find_entities(self, name: str, *, owner: str | None = None) -> list[Entity]:
+        return self._knowledge.find(name, owner=owner)
+
+    @_doc(Knowledge.facts)
+    def facts(self, *, owner: str | None = None, about: str | None = None,
+              as_of: datetime | None = None, current: bool = False) -> list[Fact]:
+        return self._knowledge.facts(owner=owner, about=about, as_of=as_of, current=current)
+
+    @_doc(Knowledge.mentions)
+    def mentions(self, memory_id: str | None = None, *, owner: str | None = None
+                 ) -> list[Mention]:
+        return self._knowledge.mentions(memory_id, owner=owner)
+
+    @_doc(Knowledge.sections)
+    def graph_sections(self, memory_ids: Sequence[str], *, owner: str | None = None
+                       ) -> dict[str, dict[str, list[dict[str, Any]]]]:
+        return self._knowledge.sections(memory_ids, owner=owner)
+
+    @_doc(Knowledge.split)
+    def split_entity(self, entity_id: str, alias: str, *, owner: str | None = None) -> Entity:
+        return self._knowledge.split(entity_id, alias, owner=owner)
 
     # -- views -----------------------------------------------------------------------------
     @_doc(Views.export)

@@ -92,6 +92,74 @@ def check_validity(valid_from: datetime | None, valid_to: datetime | None) -> No
             field="valid_to")
 
 
+_ENTITY_KEYS = {"id", "name", "type", "aliases", "merges"}
+_FACT_KEYS = {"id", "subject", "predicate", "object", "confidence", "valid_from", "valid_to",
+              "recorded", "sources", "rule", "ended_by"}
+
+
+def check_graph(value: dict[str, Any]) -> dict[str, Any]:
+    """A memory's knowledge-graph section (``mentions`` and ``facts``), checked field by
+    field; a ``ValueError`` names the entry and field that is wrong."""
+    unknown = set(value) - {"mentions", "facts"}
+    if unknown:
+        raise ValueError(f"unknown key(s) {sorted(unknown)}; a graph section has mentions "
+                         "and facts")
+
+    def text(entry: Any, key: str, where: str, *, optional: bool = False) -> None:
+        found = entry.get(key)
+        if found is None and optional:
+            return
+        if not isinstance(found, str) or not found or "\x00" in found or len(found) > 2000:
+            raise ValueError(f"{where}.{key} must be a non-empty string")
+
+    mentions = value.get("mentions", [])
+    if not isinstance(mentions, list) or len(mentions) > MAX_LIST:
+        raise ValueError(f"mentions must be a list of at most {MAX_LIST}")
+    for n, mention in enumerate(mentions):
+        where = f"mentions[{n}]"
+        if not isinstance(mention, dict) or not isinstance(mention.get("entity"), dict):
+            raise ValueError(f"{where} must be an object with an entity")
+        entity = mention["entity"]
+        extra = sorted(set(entity) - _ENTITY_KEYS)
+        if extra:
+            raise ValueError(f"{where}.entity has unknown keys {extra}")
+        for key in ("id", "name", "type"):
+            text(entity, key, f"{where}.entity")
+        aliases = entity.get("aliases", [])
+        if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+            raise ValueError(f"{where}.entity.aliases must be a list of strings")
+        merges = entity.get("merges", [])
+        if not isinstance(merges, list) or not all(
+                isinstance(m, dict) and isinstance(m.get("alias"), str)
+                and isinstance(m.get("rule"), str) for m in merges):
+            raise ValueError(f"{where}.entity.merges must be a list of {{alias, rule}} objects")
+        text(mention, "role", where)
+        weight = mention.get("weight", 1.0)
+        if isinstance(weight, bool) or not isinstance(weight, int | float) \
+                or not math.isfinite(weight) or weight < 0:
+            raise ValueError(f"{where}.weight must be a number >= 0")
+    facts = value.get("facts", [])
+    if not isinstance(facts, list) or len(facts) > MAX_LIST:
+        raise ValueError(f"facts must be a list of at most {MAX_LIST}")
+    for n, fact in enumerate(facts):
+        where = f"facts[{n}]"
+        if not isinstance(fact, dict) or set(fact) - _FACT_KEYS:
+            raise ValueError(f"{where} must be an object with the keys {sorted(_FACT_KEYS)}")
+        for key in ("id", "subject", "predicate", "object"):
+            text(fact, key, where)
+        text(fact, "ended_by", where, optional=True)
+        confidence = fact.get("confidence", 1.0)
+        if isinstance(confidence, bool) or not isinstance(confidence, int | float) \
+                or not 0.0 <= confidence <= 1.0:
+            raise ValueError(f"{where}.confidence must be a number in [0, 1]")
+        for key in ("valid_from", "valid_to", "recorded"):
+            if fact.get(key) is not None:
+                _time(fact[key], f"{where}.{key}")
+        if not isinstance(fact.get("sources", []), list):
+            raise ValueError(f"{where}.sources must be a list of memory ids")
+    return value
+
+
 def _time(value: Any, field: str) -> datetime | None:
     if value is None:
         return None
@@ -147,6 +215,9 @@ class MemoryInput(BaseModel):
     integrity: dict[str, Any] = Field(default_factory=dict)
     payload: str | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
+    #: what the knowledge graph holds of this memory, as a UMP file carries it (the
+    #: entities it mentions and the facts it states); None: extract it from the text
+    graph: dict[str, Any] | None = None
 
     @field_validator("text")
     @classmethod
@@ -232,6 +303,13 @@ class MemoryInput(BaseModel):
         if "\x00" in value or len(value) > MAX_TEXT:
             raise ValueError(f"has a NUL character or is longer than {MAX_TEXT} characters")
         return value
+
+    @field_validator("graph", mode="before")
+    @classmethod
+    def _graph(cls, value: Any) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        return check_graph(_json_safe(value, "graph"))
 
     @field_validator("payload")
     @classmethod

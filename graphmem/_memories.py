@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ._context import Changed, StoreContext, progress
-from ._derive import Derived, derive_fields, lifecycle_event, new_memory
+from ._derive import Derived, TextItem, derive_fields, lifecycle_event, new_memory
 from ._engine import EDGE_KINDS, EdgeRecord, EventQuery, Link, NewMemory, Patch, WriteBatch
 from ._errors import ConflictError, InvalidInputError, RecordError
 from ._input import (
@@ -25,6 +25,7 @@ from ._input import (
     check_unit,
     check_validity,
 )
+from ._knowledge import Knowledge
 from ._models import (
     ChangeType,
     EventType,
@@ -73,9 +74,15 @@ class MergeResult:
 class Memories:
     """Creating, editing, linking and reading memories."""
 
-    def __init__(self, ctx: StoreContext, transitions: Transitions) -> None:
+    def __init__(self, ctx: StoreContext, transitions: Transitions,
+                 knowledge: Knowledge) -> None:
         self._ctx = ctx
         self._transitions = transitions
+        self._knowledge = knowledge
+
+    @property
+    def knowledge(self) -> Knowledge:
+        return self._knowledge
 
     # -- reads -------------------------------------------------------------------------
     def get(self, memory_id: str, *, owner: str | None = None) -> Memory:
@@ -144,23 +151,35 @@ class Memories:
         items = [MemoryInput.parse(r, where=f"record {i}: ") for i, r in enumerate(records)]
         self._check_new_ids(items)
         bar = progress(len(items), "adding", progress_bar)
-        new: list[NewMemory] = []
+        batch = WriteBatch()
         size = max(1, batch_size)
         for start in range(0, len(items), size):
             chunk = items[start:start + size]
-            new += self._new(chunk)
+            self._new(chunk, batch)
             bar.update(len(chunk))
         bar.close()
-        self.commit(WriteBatch(memories=new), created=new)
-        return [n.memory for n in new]
+        self.commit(batch, created=batch.memories)
+        return [n.memory for n in batch.memories]
 
-    def _new(self, items: Sequence[MemoryInput], *, reason: str | None = None,
-             actor: str | None = None) -> list[NewMemory]:
+    def _new(self, items: Sequence[MemoryInput], batch: WriteBatch, *,
+             reason: str | None = None, actor: str | None = None) -> list[NewMemory]:
+        """New memories of ``items`` into ``batch``, with what they add to the graph."""
         now = self._ctx.now()
-        derived = derive_fields(self._ctx.embed, [(i.subject, i.text, i.context,
-                                                   i.entities or None) for i in items])
-        return [new_memory(item, d, now=now, reason=reason, actor=actor)
-                for item, d in zip(items, derived, strict=True)]
+        derived = derive_fields(self._ctx.embed, [
+            TextItem(i.subject, i.text, i.context, i.entities or None,
+                     at=i.observed or i.created or now, speaker=_speaker(i.provenance))
+            for i in items])
+        new = [new_memory(item, d, now=now, reason=reason, actor=actor)
+               for item, d in zip(items, derived, strict=True)]
+        batch.memories += new
+        carried = [(n.memory, i.graph) for n, i in zip(new, items, strict=True) if i.graph]
+        self._knowledge.plan_new(batch, [n.memory for n, i in zip(new, items, strict=True)
+                                         if not i.graph],
+                                 [d.extraction for d, i in zip(derived, items, strict=True)
+                                  if not i.graph])
+        for memory, graph in carried:
+            self._knowledge.plan_import(batch, memory, graph)
+        return new
 
     def _check_new_ids(self, items: Sequence[MemoryInput]) -> None:
         ids = [i.id for i in items if i.id]
@@ -179,7 +198,11 @@ class Memories:
         changed (``changed``) and linked (``edges``: the ends of new edges)."""
         ctx = self._ctx
         with ctx.lock:
-            ctx.engine.commit(batch)
+            try:
+                ctx.engine.commit(batch)
+            except BaseException:
+                self._knowledge.reset()  # it learnt what was planned
+                raise
             if created:
                 ctx.changed(Changed([n.memory.id for n in created],
                                     new=[n.memory for n in created],
@@ -272,26 +295,33 @@ class Memories:
         retext = [i for i, u in updates.items() if {"text", "subject", "context"} & set(u)]
         derived = dict(zip(retext, self._derive_updated(existing, updates, by_id, retext),
                            strict=True))
-        patches = []
-        for memory_id, update in updates.items():
-            if not update:
-                result.unchanged.append(memory_id)
-                continue
-            if memory_id in derived:
-                fresh = derived[memory_id]
-                update.update(vector=fresh.vector, text_sha256=fresh.text_sha256,
-                              entities=list(fresh.entities))
-            update.setdefault("modified", by_id[memory_id].modified or existing[memory_id].modified)
-            patches.append(patch_of(existing[memory_id], update, ChangeType.MANUAL_EDIT, now,
-                                    reason=reason, actor=actor))
-            result.updated.append(memory_id)
-        new_items = [r for r in records if r.id not in existing and r.id not in gone]
-        created = self._new(new_items, reason=reason, actor=actor)
+        batch = WriteBatch()
+        try:
+            for memory_id, update in updates.items():
+                if not update:
+                    result.unchanged.append(memory_id)
+                    continue
+                if memory_id in derived:
+                    fresh = derived[memory_id]
+                    update.update(vector=fresh.vector, text_sha256=fresh.text_sha256,
+                                  entities=list(fresh.entities), **_times(fresh))
+                    if fresh.extraction is not None:
+                        self._knowledge.plan_retext(batch, existing[memory_id], fresh.extraction)
+                update.setdefault("modified",
+                                  by_id[memory_id].modified or existing[memory_id].modified)
+                batch.patches.append(patch_of(existing[memory_id], update,
+                                              ChangeType.MANUAL_EDIT, now, reason=reason,
+                                              actor=actor))
+                result.updated.append(memory_id)
+            new_items = [r for r in records if r.id not in existing and r.id not in gone]
+            created = self._new(new_items, batch, reason=reason, actor=actor)
+        except BaseException:
+            self._knowledge.reset()
+            raise
         result.created = [n.memory.id for n in created]
-        new_edges = self.missing_edges(edges, known=set(by_id) - gone)
-        result.edges_created = len(new_edges)
-        return (WriteBatch(memories=created, patches=patches, new_edges=new_edges), result,
-                created)
+        batch.new_edges = self.missing_edges(edges, known=set(by_id) - gone)
+        result.edges_created = len(batch.new_edges)
+        return batch, result, created
 
     def _derive_updated(self, existing: Mapping[str, Memory],
                         updates: Mapping[str, dict[str, Any]],
@@ -301,8 +331,11 @@ class Memories:
         for memory_id in ids:
             current, update = existing[memory_id], updates[memory_id]
             given = by_id[memory_id].entities
-            items.append((update.get("subject", current.subject), update.get("text", current.text),
-                          update.get("context", current.context), given or None))
+            items.append(TextItem(update.get("subject", current.subject),
+                                  update.get("text", current.text),
+                                  update.get("context", current.context), given or None,
+                                  at=current.observed or current.created,
+                                  speaker=_speaker(current.provenance)))
         return derive_fields(self._ctx.embed, items)
 
     def check_supersede_cycles(self, edges: Sequence[Edge], *,
@@ -452,17 +485,23 @@ class Memories:
                    and not (k == "kind" and memory.kind.value == v)}
         if not updates:
             return memory
+        batch = WriteBatch()
         if "text" in updates or "subject" in updates:
-            fresh = derive_fields(self._ctx.embed, [(updates.get("subject", memory.subject),
-                                                     updates.get("text", memory.text),
-                                                     memory.context, None)])[0]
+            fresh = derive_fields(self._ctx.embed, [TextItem(
+                updates.get("subject", memory.subject), updates.get("text", memory.text),
+                memory.context, at=memory.observed or memory.created,
+                speaker=_speaker(memory.provenance))])[0]
             updates.update(entities=list(fresh.entities), vector=fresh.vector,
-                           text_sha256=fresh.text_sha256)
+                           text_sha256=fresh.text_sha256, **_times(fresh))
+            if fresh.extraction is not None:
+                self._knowledge.plan_retext(batch, memory, fresh.extraction)
         if "importance" in updates and change_type is not ChangeType.IMPORTANCE_DECAY:
             # A deliberate new importance is the new baseline that decay starts from.
             updates["original_importance"] = updates["importance"]
-        return self._transitions.apply(memory, updates, change_type, reason=change_type.value,
-                                       actor=actor)
+        batch.patches.append(patch_of(memory, updates, change_type, self._ctx.now(),
+                                      reason=change_type.value, actor=actor))
+        self.commit(batch, changed=[memory_id])
+        return self._ctx.engine.get(memory_id) or memory
 
     def supersede(self, old_id: str, new: Memory | str, *, reason: str = "conflict_update",
                   owner: str | None = None, actor: str | None = None,
@@ -477,6 +516,7 @@ class Memories:
         now = ctx.now()
         known = ctx.engine.get(new) if isinstance(new, str) and new else None
         created: list[NewMemory] = []
+        batch = WriteBatch()
         if isinstance(new, Memory):
             new_id = ctx.visible(new.id, owner).id
         elif known is not None and (owner is None or known.owner == owner):
@@ -488,7 +528,7 @@ class Memories:
                          "project": old.project, "visibility": old.visibility,
                          "tags": old.tags, "importance": old.importance}
             item = MemoryInput.parse({**inherited, **fields, "text": new})
-            created = self._new([item], reason=f"supersedes {old_id}", actor=actor)
+            created = self._new([item], batch, reason=f"supersedes {old_id}", actor=actor)
             new_id = created[0].memory.id
         if new_id == old_id:
             raise ConflictError("a memory cannot supersede itself")
@@ -503,8 +543,11 @@ class Memories:
             except RecordError as exc:
                 raise ConflictError(str(exc)) from None
         patch, edge = self.supersede_patch(old, new_id, reason=reason, at=now, actor=actor)
-        self.commit(WriteBatch(memories=created, patches=[patch], new_edges=[edge]),
-                    created=created, changed=[old_id, new_id])
+        batch.patches.append(patch)
+        batch.new_edges.append(edge)
+        new_facts = batch.facts if created else ctx.engine.facts(sources=[new_id])
+        self._knowledge.plan_supersede(batch, old, new_facts, at=now, by=new_id)
+        self.commit(batch, created=created, changed=[old_id, new_id])
         return ctx.engine.get(new_id)  # type: ignore[return-value]
 
     def supersede_patch(self, old: Memory, new_id: str, *, reason: str, at: datetime,
@@ -527,6 +570,19 @@ class Memories:
         ends = [e.src for e in merged_edges] + [e.dst for e in merged_edges]
         self.commit(WriteBatch(patches=list(patches), merged_edges=list(merged_edges)),
                      changed=ids, edges=ends)
+
+
+def _times(derived: Derived) -> dict[str, list[datetime]]:
+    """The time-window fields of a new text (none when nothing was extracted)."""
+    times = derived.extraction.times if derived.extraction is not None else ()
+    return {"times_from": [t.window.start for t in times],
+            "times_to": [t.window.end for t in times]}
+
+
+def _speaker(provenance: Mapping[str, Any]) -> str | None:
+    """Who said a memory's text (conversations record it), for first-person facts."""
+    speaker = provenance.get("speaker")
+    return speaker if isinstance(speaker, str) and speaker else None
 
 
 def find_cycle(graph: Mapping[str, set[str]], starts: Iterable[str]) -> list[str]:

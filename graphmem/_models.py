@@ -169,6 +169,10 @@ class Memory(_Value):
     xref_count: int | None = None
     #: Fields of the source record that graphmem does not model, kept for round trips.
     extra: dict[str, Any] = Field(default_factory=dict)
+    #: The time windows the text speaks of ("last Saturday", "in May 2023"), resolved
+    #: against the memory's own time: starts and ends, pairwise.
+    times_from: tuple[datetime, ...] = ()
+    times_to: tuple[datetime, ...] = ()
 
     @property
     def is_current(self) -> bool:

@@ -14,9 +14,10 @@ from datetime import datetime
 from typing import Any
 
 from ._context import Changed, StoreContext
-from ._derive import derive_fields, lifecycle_event, version_of
+from ._derive import TextItem, derive_fields, lifecycle_event, version_of
 from ._engine import Erasure, Patch, WriteBatch
 from ._errors import ConfirmationRequiredError, ConflictError
+from ._knowledge import Knowledge
 from ._models import ChangeType, EventType, Kind, LifecycleEvent, Memory, Status, TriggeredBy
 from ._redact import Mentions, keyed_digest
 
@@ -43,8 +44,9 @@ def patch_of(memory: Memory, updates: Mapping[str, Any], change_type: ChangeType
 class Transitions:
     """State changes: the state, a version row and an event in one transaction."""
 
-    def __init__(self, ctx: StoreContext) -> None:
+    def __init__(self, ctx: StoreContext, knowledge: Knowledge) -> None:
         self._ctx = ctx
+        self._knowledge = knowledge
 
     def apply(self, memory: Memory, updates: Mapping[str, Any], change_type: ChangeType, *,
               reason: str | None, actor: str | None,
@@ -156,8 +158,13 @@ class Transitions:
                               version_digests={v.id: keyed_digest(key, v.text)
                                                for v in history},
                               event_metadata=self._scrub_events(memory_id, mentions, quoted))])
+        self._knowledge.plan_forget(batch, memory)
         with ctx.lock:
-            ctx.engine.commit(batch)
+            try:
+                ctx.engine.commit(batch)
+            except BaseException:
+                self._knowledge.reset()
+                raise
             ctx.changed(Changed([memory_id], removed=True))
             if scrubbed:
                 ctx.changed(Changed([p.memory_id for p in scrubbed],
@@ -196,8 +203,9 @@ class Transitions:
         if not found:
             return []
         contexts = [mentions.scrub(m.context or "").strip() or None for m in found]
-        derived = derive_fields(self._ctx.embed, [(m.subject, m.text, c, m.entities)
-                                                  for m, c in zip(found, contexts, strict=True)])
+        derived = derive_fields(self._ctx.embed, [TextItem(m.subject, m.text, c, m.entities)
+                                                  for m, c in zip(found, contexts, strict=True)],
+                                graph=False)
         return [Patch(m.id, set={"context": c, "vector": d.vector})
                 for m, c, d in zip(found, contexts, derived, strict=True)]
 

@@ -62,7 +62,7 @@ _SECTIONS = {
     "lifecycle": ("status", "confidence"),
 }
 _TOP = ("ump", "id", "kind", "body", "scope", "time", "lifecycle", "superseded_by",
-        "provenance", "integrity")
+        "provenance", "integrity", "graph")
 # Paths whose exported default is not null: when the file had null there, remember it.
 _NON_NULL_DEFAULTS = {"scope.tags", "superseded_by", "provenance", "integrity",
                       "scope.visibility", "lifecycle.status", "lifecycle.confidence"}
@@ -149,7 +149,7 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, Any]]:
             while True:
                 try:
                     record, end = decoder.raw_decode(text, pos)
-                except json.JSONDecodeError as exc:
+                except json.JSONDecodeError:
                     if len(text) - pos > MAX_RECORD_BYTES:
                         raise RecordError(f"larger than {MAX_RECORD_BYTES // 2**20} MB",
                                           source=source, index=index) from None
@@ -314,6 +314,7 @@ def record_to_input(record: Any, *, index: int = 0, source: str = "<records>") -
             "provenance": record.get("provenance") or {},
             "integrity": record.get("integrity") or {},
             "extra": extra,
+            "graph": record.get("graph"),
         })
     except InvalidInputError as exc:
         raise fail(str(exc).split(": ", 1)[-1], exc.field or "record") from None
@@ -376,8 +377,9 @@ def _time_value(memory: Memory, key: str) -> str | None:
     return format_iso(value)
 
 
-def memory_to_record(memory: Memory) -> dict[str, Any]:
-    """One memory as a UMP record (the inverse of ``record_to_input``)."""
+def memory_to_record(memory: Memory, graph: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One memory as a UMP record (the inverse of ``record_to_input``); ``graph`` is its
+    knowledge-graph section (``MemoryStore.graph_sections``), written as ``graph``."""
     extra = memory.extra
     absent = set(extra.get("_absent", ()))
     nulls = set(extra.get("_null", ()))
@@ -418,16 +420,22 @@ def memory_to_record(memory: Memory) -> dict[str, Any]:
     for key in ("superseded_by", "provenance", "integrity", "ump"):
         if key in absent:
             record.pop(key, None)
+    if graph is not None and (graph.get("mentions") or graph.get("facts")):
+        record["graph"] = dict(graph)
     return record
 
 
 def export_ump(store: MemoryStore, path: str | Path, *, owner: str | None = None) -> int:
     """Write the store (or ``owner``'s memories) as a UMP file; returns the record count.
 
-    Forgotten memories are left out: nothing of them remains to export.
+    Forgotten memories are left out: nothing of them remains to export. Each record
+    carries its knowledge graph (``graph``: the entities it mentions, with their forms
+    and merges, and the facts it states, with their validity), so that an import gives
+    back the same graph instead of extracting it again.
     """
-    records = [memory_to_record(m) for m in store.memories(owner=owner)
-               if m.status is not Status.FORGOTTEN]
+    memories = [m for m in store.memories(owner=owner) if m.status is not Status.FORGOTTEN]
+    graph = store.graph_sections([m.id for m in memories], owner=owner)
+    records = [memory_to_record(m, graph.get(m.id)) for m in memories]
     target = Path(path)
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(json.dumps(records, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")

@@ -1,8 +1,9 @@
 """Graph analytics over a store, as pandas DataFrames and networkx graphs (public API only).
 
-Centrality rankings (PageRank from Kuzu's algo extension, degree, betweenness on a sample),
+Centrality rankings (PageRank within each owner, degree, betweenness on a sample),
 communities (Louvain), supersede chains, timelines by kind and status, co-occurrence
-clusters and lifecycle flows.
+clusters and lifecycle flows; over the knowledge graph, the entity graph (co-mentions and
+facts), entity centrality and entity communities.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import pandas as pd
 
 from graphmem import InvalidInputError, MemoryStore
 
-__all__ = ["centrality_ranking", "communities", "cooccurrence_clusters", "lifecycle_flows",
-           "memories_frame", "supersede_chains", "timeline"]
+__all__ = ["centrality_ranking", "communities", "cooccurrence_clusters", "entity_centrality",
+           "entity_communities", "entity_graph", "lifecycle_flows", "memories_frame",
+           "supersede_chains", "timeline"]
 
 
 def memories_frame(store: MemoryStore, *, owner: str | None = None) -> pd.DataFrame:
@@ -209,3 +211,65 @@ def lifecycle_flows(store: MemoryStore, *, freq: str | None = None,
         return pd.DataFrame(columns=[*keys, "count"])
     return frame.groupby(keys).size().reset_index(name="count").sort_values(
         "count", ascending=False).reset_index(drop=True)
+
+
+def entity_graph(store: MemoryStore, *, owner: str | None = None,
+                 with_speakers: bool = False) -> nx.Graph:
+    """The entities of the knowledge graph as an undirected networkx graph: nodes are
+    entity ids (``name``, ``type``, ``mentions``), an edge joins two entities mentioned by
+    the same memories (``weight``: how many) or related by a fact (``facts``: its
+    predicates). A speaker's own label is left out unless ``with_speakers``."""
+    graph = nx.Graph()
+    entities = {e.id: e for e in store.entities(owner=owner)}
+    by_memory: dict[str, set[str]] = {}
+    counts: Counter[str] = Counter()
+    for mention in store.mentions(owner=owner):
+        if mention.role == "speaker" and not with_speakers:
+            continue
+        if mention.entity_id in entities:
+            by_memory.setdefault(mention.memory_id, set()).add(mention.entity_id)
+            counts[mention.entity_id] += 1
+    for entity_id, count in counts.items():
+        entity = entities[entity_id]
+        graph.add_node(entity_id, name=entity.name, type=entity.type, mentions=count)
+    for together in by_memory.values():
+        ordered = sorted(together)
+        for i, a in enumerate(ordered):
+            for b in ordered[i + 1:]:
+                weight = graph.get_edge_data(a, b, {}).get("weight", 0)
+                graph.add_edge(a, b, weight=weight + 1)
+    for fact in store.facts(owner=owner):
+        if fact.subject in graph and fact.object in graph and fact.subject != fact.object:
+            data = graph.get_edge_data(fact.subject, fact.object, {})
+            graph.add_edge(fact.subject, fact.object, weight=data.get("weight", 0) + 1,
+                           facts=sorted({*data.get("facts", ()), fact.predicate}))
+    return graph
+
+
+def entity_centrality(store: MemoryStore, *, owner: str | None = None,
+                      limit: int | None = 20) -> pd.DataFrame:
+    """Entities ranked by weighted PageRank over the entity graph: the people, places and
+    things the memories revolve around (id, name, type, mentions, score)."""
+    graph = entity_graph(store, owner=owner)
+    scores = nx.pagerank(graph, weight="weight") if graph.number_of_nodes() else {}
+    rows = [{"id": n, "name": d["name"], "type": d["type"], "mentions": d["mentions"],
+             "score": scores.get(n, 0.0)} for n, d in graph.nodes(data=True)]
+    frame = pd.DataFrame(rows, columns=["id", "name", "type", "mentions", "score"])
+    frame = frame.sort_values(["score", "name"], ascending=[False, True]).reset_index(drop=True)
+    return frame.head(limit) if limit is not None else frame
+
+
+def entity_communities(store: MemoryStore, *, owner: str | None = None,
+                       resolution: float = 1.0, seed: int = 0,
+                       min_size: int = 2) -> pd.DataFrame:
+    """Louvain communities of the entity graph: one row per entity of a community of at
+    least ``min_size`` (community, size, id, name, type), largest communities first."""
+    graph = entity_graph(store, owner=owner)
+    groups = nx.community.louvain_communities(graph, weight="weight", resolution=resolution,
+                                              seed=seed) if graph.number_of_nodes() else []
+    groups = sorted((g for g in groups if len(g) >= min_size), key=lambda g: (-len(g),
+                                                                                min(g)))
+    rows = [{"community": n, "size": len(group), "id": entity,
+             "name": graph.nodes[entity]["name"], "type": graph.nodes[entity]["type"]}
+            for n, group in enumerate(groups) for entity in sorted(group)]
+    return pd.DataFrame(rows, columns=["community", "size", "id", "name", "type"])

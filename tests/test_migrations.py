@@ -11,11 +11,16 @@ import pyarrow as pa
 import pytest
 
 from graphmem import ConflictError, HashingEmbedder, MemoryStore, SchemaVersionError
-from graphmem._derive import derive_fields, new_memory, sha256
+from graphmem._derive import TextItem, derive_fields, new_memory, sha256
 from graphmem._input import MemoryInput
 from graphmem._kuzu import SCHEMA_VERSION, Database
 from graphmem._kuzu._rows import arrow_rows, memory_params, version_params
-from graphmem._kuzu._schema import MEMORY_TYPES, VERSION_TYPES, ensure_schema, schema_version
+from graphmem._kuzu._schema import (
+    MEMORY_TYPES_V3,
+    VERSION_TYPES,
+    ensure_schema,
+    schema_version,
+)
 from graphmem._models import ChangeType
 
 CREATED = datetime(2026, 6, 1, tzinfo=UTC)
@@ -53,7 +58,7 @@ def test_v1_database_is_migrated(tmp_path: Path) -> None:
     path = tmp_path / "v1"
     _v1_database(path)
     with MemoryStore(path) as store:
-        assert store.stats().schema_version == SCHEMA_VERSION == 4
+        assert store.stats().schema_version == SCHEMA_VERSION == 5
         old = store.get("urn:v1:0")
         assert (old.text, old.tags, old.entities) == ("Orchard runs on fly.io", ("v1",), ())
         # Kuzu's FTS index is gone (v3); full-text recall finds old rows; new rows carry
@@ -66,7 +71,7 @@ def test_v1_database_is_migrated(tmp_path: Path) -> None:
         added = store.add("Orchard deploys with fly", entities=["orchard", "fly.io"])
         assert store.get(added.id).entities == ("orchard", "fly.io")
         assert store.cypher("MATCH (s:Stage) RETURN count(*) AS n") == [{"n": 0}]
-    assert _version(path) == 4
+    assert _version(path) == SCHEMA_VERSION
 
 
 V2_TEXTS = ["Orchard runs on fly.io", "The greenhouse pump runs at dawn",
@@ -77,13 +82,13 @@ def _copy_memories(db: Database, records: list[dict[str, object]]) -> None:
     """Insert memories with their first version rows by COPY, as v2's ``add_many`` did."""
     embedder = HashingEmbedder(384)
     items = [MemoryInput.parse(r) for r in records]
-    derived = derive_fields(embedder.embed, [(i.subject, i.text, i.context, None)
+    derived = derive_fields(embedder.embed, [TextItem(i.subject, i.text, i.context)
                                              for i in items])
     new = [new_memory(i, d, now=CREATED) for i, d in zip(items, derived, strict=True)]
     rows = [memory_params(n) for n in new]
     versions = [version_params(n.version) for n in new]
     with db.write() as tx:
-        tx.copy("Memory", arrow_rows(rows, MEMORY_TYPES))
+        tx.copy("Memory", arrow_rows(rows, MEMORY_TYPES_V3))
         tx.copy("Version", arrow_rows(versions, VERSION_TYPES))
         tx.copy("HAS_VERSION", pa.table({"from": [r["id"] for r in rows],
                                          "to": [v["id"] for v in versions]}))
@@ -131,7 +136,7 @@ def test_v2_database_with_an_edited_text_is_migrated(tmp_path: Path) -> None:
     _v2_database(path)
     assert _version(path) == 2
     with MemoryStore(path) as store:
-        assert store.stats().schema_version == 4
+        assert store.stats().schema_version == SCHEMA_VERSION
         assert store.cypher("CALL show_indexes() RETURN *") == []
         assert [m.text for m in store.memories()] == [
             V2_TEXTS[0], "The greenhouse pump runs at dusk", V2_TEXTS[2]]
@@ -148,18 +153,18 @@ def test_v2_database_with_an_edited_text_is_migrated(tmp_path: Path) -> None:
         more = store.add_many([{"text": f"more {i}"} for i in range(100)])
         assert store.stats().memories == 203 and len(bulk) == len(more) == 100
         assert store.stats().versions == 203 + 2
-    assert _version(path) == 4
+    assert _version(path) == SCHEMA_VERSION
 
 
 def test_an_old_schema_opened_read_only_is_refused_and_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "v1"
     _v1_database(path)
     with pytest.raises(SchemaVersionError, match="schema version 1 and needs a migration "
-                                                 "to 4; open it once read-write"):
+                                                 f"to {SCHEMA_VERSION}; open it once read-write"):
         MemoryStore(path, read_only=True)
     assert _version(path) == 1
     with MemoryStore(path) as store:  # read-write, it migrates
-        assert store.stats().schema_version == 4
+        assert store.stats().schema_version == SCHEMA_VERSION
 
 
 def test_a_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
@@ -222,9 +227,9 @@ def test_v3_database_with_edges_is_migrated(tmp_path: Path) -> None:
     finally:
         db.close()
     with MemoryStore(path) as store:
-        assert store.stats().schema_version == 4
+        assert store.stats().schema_version == SCHEMA_VERSION
         assert store.stats().edges == {"references": 1, "co_occurs": 1, "supersedes": 1}
         store.forget("urn:v3:0", confirm=True)
         store.forget("urn:v3:2", confirm=True)
         assert store.stats().edges == {"references": 0, "co_occurs": 0, "supersedes": 0}
-    assert _version(path) == 4
+    assert _version(path) == SCHEMA_VERSION

@@ -203,6 +203,43 @@ def _case_central_memories(store: MemoryStore) -> None:
     assert ranks == pytest.approx(stored, abs=1e-6)
 
 
+def _case_most_mentioned_entities(store: MemoryStore) -> None:
+    rows = run_named(store, "most_mentioned_entities", {"limit": 5})
+    assert rows[0]["entity"] == "nadia" and rows[0]["type"] == "person"
+    assert [r["mentions"] for r in rows] == sorted((r["mentions"] for r in rows), reverse=True)
+    people = run_named(store, "most_mentioned_entities", {"type": "person", "limit": 50})
+    assert {r["type"] for r in people} == {"person"}
+
+
+def _case_entity_profile(store: MemoryStore) -> None:
+    rows = run_named(store, "entity_profile", {"name": "Amara"})
+    assert [(r["name"], r["type"], r["mentions"]) for r in rows] == [("amara", "person", 1)]
+    assert rows[0]["first_seen"] == rows[0]["last_seen"]
+
+
+def _case_entity_facts(store: MemoryStore) -> None:
+    rows = run_named(store, "entity_facts", {"name": "amara"})
+    assert ("nadia", "sister", "amara", True) in {
+        (r["subject"], r["predicate"], r["object"], r["current"]) for r in rows}
+
+
+def _case_entity_timeline(store: MemoryStore) -> None:
+    rows = run_named(store, "entity_timeline", {"name": "Nadia"})
+    assert len(rows) > 10
+    assert [r["created"] for r in rows] == sorted(r["created"] for r in rows)
+
+
+def _case_co_mentioned(store: MemoryStore) -> None:
+    rows = run_named(store, "co_mentioned", {"name": "Amara", "limit": 10})
+    assert {"nadia", "lagos"} <= {r["entity"] for r in rows}
+
+
+def _case_relations_between(store: MemoryStore) -> None:
+    rows = run_named(store, "relations_between", {"a": "Amara", "b": "Nadia"})
+    assert [(r["subject"], r["predicate"], r["object"]) for r in rows] == [
+        ("nadia", "sister", "amara")]
+
+
 CASES = {name.removeprefix("_case_"): fn for name, fn in dict(globals()).items()
          if name.startswith("_case_")}
 

@@ -26,7 +26,38 @@ def test_round_trip_of_the_sample_file(store: MemoryStore, tmp_path: Path) -> No
     assert export_ump(store, out) == 301
     original = sorted(_records(), key=lambda r: r["id"])
     exported = json.loads(out.read_text(encoding="utf-8"))
+    graphs = [r.pop("graph", None) for r in exported]  # what the store learnt from the texts
     assert exported == original  # equal up to key order, quirks included
+    assert sum(1 for g in graphs if g) > 150
+
+
+def test_the_graph_travels_with_the_file(tmp_path: Path) -> None:
+    """Export, import into an empty store, export again: the same file, graph included
+    (entities with their forms and merges, facts with their validity) even after a split
+    and a correction that the texts alone would not give back."""
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2023, 5, 8, tzinfo=UTC)
+    with MemoryStore(tmp_path / "a", embedder="hashing") as first:
+        import_ump(first, SAMPLE)
+        first.add("Melanie went hiking", owner="ann", session="s", created=t0)
+        second = first.add("Mel said it rained", owner="ann", session="s", created=t0)
+        first.add("Caroline lives in Ibadan", owner="ann", created=t0)
+        first.add("Caroline moved to Lisbon", owner="ann", created=t0 + timedelta(days=9))
+        [melanie] = first.find_entities("Melanie", owner="ann")
+        first.split_entity(melanie.id, "mel", owner="ann")
+        assert {m.entity_id for m in first.mentions(second.id)} != {melanie.id}
+        export_ump(first, tmp_path / "one.json")
+        facts_before = sorted((f.id, f.valid_to) for f in first.facts())
+    with MemoryStore(tmp_path / "b", embedder="hashing") as other:
+        import_ump(other, tmp_path / "one.json")
+        export_ump(other, tmp_path / "two.json")
+        assert sorted((f.id, f.valid_to) for f in other.facts()) == facts_before
+        assert {e.name for e in other.find_entities("mel", owner="ann")} == {"mel"}
+    one = json.loads((tmp_path / "one.json").read_text(encoding="utf-8"))
+    two = json.loads((tmp_path / "two.json").read_text(encoding="utf-8"))
+    assert one == two
+    assert any(r.get("graph", {}).get("facts") for r in one)
 
 
 def test_sample_covers_the_protocol(store: MemoryStore) -> None:
@@ -66,7 +97,9 @@ def test_changed_record_is_updated_with_a_version(store: MemoryStore, tmp_path: 
     out = tmp_path / "out.json"
     export_ump(store, out)
     exported = {r["id"]: r for r in json.loads(out.read_text(encoding="utf-8"))}
+    graph = exported[records[0]["id"]].pop("graph")
     assert exported[records[0]["id"]] == changed[0]
+    assert {m["entity"]["name"] for m in graph["mentions"]} >= {"nadia", "rust"}
 
 
 def _broken(case: str) -> tuple[Any, str]:
@@ -157,11 +190,15 @@ def test_export_of_one_owner(store: MemoryStore, tmp_path: Path) -> None:
     records = sorted(_records(), key=lambda r: r["id"])
     owners = {r["scope"]["owner"] for r in records}
     assert len(owners) == 2
+    owned_entities = {o: {e.id for e in store.entities(owner=o)} for o in owners}
     total = 0
     for owner in sorted(owners):
         out = tmp_path / f"{owner.rsplit(':', 1)[-1]}.json"
         count = export_ump(store, out, owner=owner)
         exported = json.loads(out.read_text(encoding="utf-8"))
+        for record in exported:
+            for mention in record.pop("graph", {}).get("mentions", ()):
+                assert not {mention["entity"]["id"]} - owned_entities[owner]
         assert exported == [r for r in records if r["scope"]["owner"] == owner]
         assert count == len(exported) > 0
         total += count

@@ -192,10 +192,14 @@ class Conversations:
         batch, result, new_memories = self._memories.plan_merge(
             records, edges=edges, reason=f"conversation {session_id}")
         for new, old in lineage:  # the candidate is kept, superseded by its confirmation
-            patch, edge = self._memories.supersede_patch(ctx.visible(old, owner), new,
-                                                         reason="reinforced", at=ctx.now())
+            candidate = ctx.visible(old, owner)
+            patch, edge = self._memories.supersede_patch(candidate, new, reason="reinforced",
+                                                         at=ctx.now())
             batch.patches.append(patch)
             batch.new_edges.append(edge)
+            self._memories.knowledge.plan_supersede(
+                batch, candidate, [f for f in batch.facts if new in f.sources], at=ctx.now(),
+                by=new)
         links = self._link_index()
         links.upsert({f: getattr(m.memory, f) for f in _LINK_FIELDS} for m in new_memories)
         try:

@@ -29,11 +29,14 @@ from .._engine import (
     EdgeArrays,
     EdgeKind,
     EdgeRecord,
+    EntityRecord,
     Erasure,
     EventQuery,
+    FactRecord,
     Job,
     Link,
     MemoryScan,
+    MentionRecord,
     Patch,
     WriteBatch,
 )
@@ -54,16 +57,30 @@ from ._rows import (
     edge_from_row,
     edge_params,
     encode_vector,
+    entity_from_row,
+    entity_params,
     event_from_row,
     event_params,
+    fact_from_row,
+    fact_params,
     json_dump,
     memory_from_row,
     memory_params,
+    mention_params,
     naive,
     version_from_row,
     version_params,
 )
-from ._schema import EVENT_TYPES, MEMORY_TYPES, SCHEMA_VERSION, VERSION_TYPES, ensure_schema
+from ._schema import (
+    ENTITY_TYPES,
+    EVENT_TYPES,
+    FACT_TYPES,
+    MEMORY_TYPES,
+    MENTION_TYPES,
+    SCHEMA_VERSION,
+    VERSION_TYPES,
+    ensure_schema,
+)
 
 __all__ = ["KuzuEngine"]
 
@@ -102,6 +119,21 @@ _CREATE_EDGES = {
     + ", ".join(f"{p}: {_typed(f'e.{p}', _EDGE_TYPES[p])}" for p in props) + "}]->(b)"
     for table, props in EDGE_PROPS.items()
 }
+_CREATE_ENTITIES = (
+    "UNWIND $rows AS r CREATE (:Entity {"
+    + ", ".join(f"{c}: {_typed(f'r.{c}', t)}" for c, t in ENTITY_TYPES.items()) + "})"
+)
+_CREATE_MENTIONS = (
+    "UNWIND $rows AS r MATCH (m:Memory {id: r.from}), (e:Entity {id: r.to}) "
+    "CREATE (m)-[:MENTIONS {"
+    + ", ".join(f"{c}: {_typed(f'r.{c}', t)}" for c, t in MENTION_TYPES.items()) + "}]->(e)"
+)
+_CREATE_FACTS = (
+    "UNWIND $rows AS r MATCH (a:Entity {id: r.from}), (b:Entity {id: r.to}) "
+    "CREATE (a)-[:FACT {"
+    + ", ".join(f"{c}: {_typed(f'r.{c}', t)}" for c, t in FACT_TYPES.items()) + "}]->(b)"
+)
+_LOCATE_FACT = "MATCH (a:Entity {id: $s})-[f:FACT]->(b:Entity {id: $o}) WHERE f.id = $id "
 _MERGE_EDGE = {
     "CO_OCCURS": "MERGE (a)-[r:CO_OCCURS]->(b) "
                  "ON CREATE SET r.weight = $weight, r.count = $count, r.source = $source, "
@@ -209,11 +241,76 @@ class KuzuEngine:
                       **({"count": edge.count} if table == "CO_OCCURS" else {})}
             tx.run("MATCH (a:Memory {id: $src}), (b:Memory {id: $dst}) "
                    + _MERGE_EDGE[table], params)
+        self._write_graph(tx, batch, small)
+        for key, value in batch.meta.items():
+            tx.run("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
         for erasure in batch.erasures:
             self._erase(tx, erasure)
         if batch.erasures:
             tx.run("MERGE (m:Meta {key: $k}) SET m.value = '1'", {"k": _GONE_KEY})
             self._has_gone = True
+
+    def _write_graph(self, tx: Tx, batch: WriteBatch, small: bool) -> None:
+        """The knowledge-graph part of a batch: what leaves first, then what comes."""
+        if batch.unmentioned:
+            tx.run_many("MATCH (m:Memory {id: $id})-[r:MENTIONS]->(:Entity) SET r.gone = true",
+                        [{"id": i} for i in batch.unmentioned])
+        if batch.gone_facts:
+            tx.run_many(_LOCATE_FACT + "SET f.gone = true, f.sources = CAST([] AS STRING[])",
+                        [{"s": f.subject, "o": f.object, "id": f.id} for f in batch.gone_facts])
+        if batch.gone_entities:
+            # the name and forms are text of the memories that mentioned it
+            tx.run_many("MATCH (e:Entity {id: $id}) SET e.gone = true, e.name = '', "
+                        "e.aliases = CAST([] AS STRING[]), e.merges = NULL",
+                        [{"id": i} for i in batch.gone_entities])
+        entities = [entity_params(e) for e in batch.new_entities]
+        if entities:
+            # An entity that went (its last mention was forgotten) comes back under its
+            # old id when a new memory names it again.
+            returning = self._existing_entities([e["id"] for e in entities])
+            if returning:
+                tx.run_many("MATCH (e:Entity {id: $id}) SET e.owner = $owner, e.name = $name, "
+                            "e.type = $type, e.aliases = CAST($aliases AS STRING[]), "
+                            "e.merges = $merges, e.created = $created, e.gone = NULL",
+                            [{k: v for k, v in e.items() if k != "gone"} for e in entities
+                             if e["id"] in returning])
+                entities = [e for e in entities if e["id"] not in returning]
+        if entities and (small or len(entities) <= _SMALL_WRITE):
+            tx.run(_CREATE_ENTITIES, {"rows": entities})
+        elif entities:
+            tx.copy("Entity", _arrow(entities, ENTITY_TYPES))
+        if batch.changed_entities:
+            tx.run_many("MATCH (e:Entity {id: $id}) SET e.name = $name, e.type = $type, "
+                        "e.aliases = CAST($aliases AS STRING[]), e.merges = $merges, "
+                        "e.gone = NULL",
+                        [{k: v for k, v in entity_params(e).items()
+                          if k in ("id", "name", "type", "aliases", "merges")}
+                         for e in batch.changed_entities])
+        mentions = [mention_params(m) for m in batch.mentions]
+        if mentions and len(mentions) <= _SMALL_WRITE:
+            tx.run(_CREATE_MENTIONS, {"rows": mentions})
+        elif mentions:
+            tx.copy("MENTIONS", _rel_arrow(mentions, MENTION_TYPES))
+        facts = [fact_params(f) for f in batch.facts]
+        if facts and len(facts) <= _SMALL_WRITE:
+            tx.run(_CREATE_FACTS, {"rows": facts})
+        elif facts:
+            tx.copy("FACT", _rel_arrow(facts, FACT_TYPES))
+        if batch.changed_facts:
+            tx.run_many(_LOCATE_FACT + "SET f.valid_to = $valid_to, f.ended_by = $ended_by, "
+                        "f.sources = CAST($sources AS STRING[]), f.confidence = $confidence",
+                        [{"s": f.subject, "o": f.object, "id": f.id, "valid_to": f.valid_to,
+                          "ended_by": f.ended_by, "sources": list(f.sources),
+                          "confidence": f.confidence} for f in batch.changed_facts])
+
+    def _existing_entities(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are in the Entity table already (gone ones too)."""
+        wanted = set(ids)
+        if len(wanted) <= _LOOKUP_LIMIT:
+            return {i for i in wanted
+                    if self.db.read("MATCH (e:Entity {id: $id}) RETURN e.id", {"id": i})}
+        rows = self.db.read("MATCH (e:Entity) RETURN e.id")
+        return wanted & {str(r[0]) for r in rows}
 
     def _patch(self, tx: Tx, patch: Patch) -> None:
         params: dict[str, Any] = {"mid": patch.memory_id}
@@ -492,6 +589,75 @@ class KuzuEngine:
             events=one("MATCH (e:LifecycleEvent) RETURN count(*)")[0][0],
         )
 
+    def entities(self, *, owner: str | None = None, all_owners: bool = False,
+                 ids: Sequence[str] | None = None) -> list[EntityRecord]:
+        """The live entities of ``owner`` (None: unowned ones), of every owner, or
+        these ``ids``."""
+        columns = ", ".join(f"e.{c}" for c in ENTITY_TYPES if c != "gone")
+        if ids is not None:
+            rows = [row for entity_id in dict.fromkeys(ids) for row in self.db.read_prepared(
+                f"MATCH (e:Entity {{id: $id}}) WHERE e.gone IS NULL RETURN {columns}",
+                {"id": entity_id})]
+        else:
+            where, params = _owner_clause("e", owner, all_owners)
+            rows = self.db.read(f"MATCH (e:Entity) WHERE e.gone IS NULL{where} RETURN "
+                                f"{columns} ORDER BY e.id", params)
+        return [entity_from_row(r) for r in rows]
+
+    def mentions(self, *, memory_ids: Sequence[str] | None = None,
+                 entity_ids: Sequence[str] | None = None) -> list[MentionRecord]:
+        """Live mentions of these memories, or of these entities, or all of them."""
+        ret = "RETURN m.id, e.id, r.role, r.weight, r.surface"
+        match = "MATCH (m:Memory)-[r:MENTIONS]->(e:Entity) WHERE r.gone IS NULL "
+        if memory_ids is None and entity_ids is None:
+            table = self.db.read_arrow(match + ret.replace("m.id", "m.id AS m")
+                                       .replace("e.id", "e.id AS e")
+                                       .replace("r.role", "r.role AS role")
+                                       .replace("r.weight", "r.weight AS weight")
+                                       .replace("r.surface", "r.surface AS surface"))
+            columns = [table.column(c).to_pylist() for c in ("m", "e", "role", "weight",
+                                                              "surface")]
+            return [MentionRecord(*row) for row in zip(*columns, strict=True)]
+        rows: list[list[Any]] = []
+        for memory_id in memory_ids or ():
+            rows += self.db.read_prepared(
+                "MATCH (m:Memory {id: $id})-[r:MENTIONS]->(e:Entity) WHERE r.gone IS NULL "
+                + ret, {"id": memory_id})
+        for entity_id in entity_ids or ():
+            rows += self.db.read_prepared(
+                "MATCH (m:Memory)-[r:MENTIONS]->(e:Entity {id: $id}) WHERE r.gone IS NULL "
+                + ret, {"id": entity_id})
+        return [MentionRecord(*row) for row in rows]
+
+    def facts(self, *, owner: str | None = None, all_owners: bool = False,
+              sources: Sequence[str] | None = None,
+              entity_ids: Sequence[str] | None = None) -> list[FactRecord]:
+        """Live facts of ``owner`` (or every owner), or those stated by these memories,
+        or those about these entities (as subject or object), oldest recorded first."""
+        ret = ("RETURN f.id, f.owner, a.id, f.predicate, b.id, f.confidence, f.valid_from, "
+               "f.valid_to, f.recorded, f.sources, f.rule, f.ended_by")
+        base = "MATCH (a:Entity)-[f:FACT]->(b:Entity) WHERE f.gone IS NULL "
+        rows: list[list[Any]] = []
+        if sources is not None:
+            for memory_id in sources:
+                rows += self.db.read(base + "AND list_contains(f.sources, $m) " + ret,
+                                     {"m": memory_id})
+        elif entity_ids is not None:
+            for entity_id in entity_ids:
+                rows += self.db.read("MATCH (a:Entity {id: $e})-[f:FACT]->(b:Entity) WHERE "
+                                     "f.gone IS NULL " + ret, {"e": entity_id})
+                rows += self.db.read("MATCH (a:Entity)-[f:FACT]->(b:Entity {id: $e}) WHERE "
+                                     "f.gone IS NULL AND a.id <> $e " + ret, {"e": entity_id})
+        else:
+            where, params = _owner_clause("f", owner, all_owners)
+            rows = self.db.read(base + where.replace(" AND", "AND", 1) + " " + ret, params) \
+                if where else self.db.read(base + ret)
+        seen: dict[str, FactRecord] = {}
+        for row in rows:
+            fact = fact_from_row(row)
+            seen.setdefault(fact.id, fact)
+        return sorted(seen.values(), key=lambda f: (f.recorded, f.id))
+
     def contexts_with(self, probe: str) -> list[Memory]:
         if not probe:
             return []
@@ -544,6 +710,21 @@ class KuzuCypher:
             if event is not None:
                 tx.run(_CREATE_EVENTS, {"rows": [event_params(event)]})
         return CypherResult(columns=result.columns, rows=result.rows)
+
+
+def _owner_clause(var: str, owner: str | None, all_owners: bool
+                  ) -> tuple[str, dict[str, Any]]:
+    if all_owners:
+        return "", {}
+    if owner is None:
+        return f" AND {var}.owner IS NULL", {}
+    return f" AND {var}.owner = $owner", {"owner": owner}
+
+
+def _rel_arrow(rows: Sequence[Mapping[str, Any]], types: Mapping[str, str]) -> pa.Table:
+    """Relationship rows (``from``, ``to`` and the properties) for COPY."""
+    table = _arrow(rows, {"from": "STRING", "to": "STRING", **types})
+    return table
 
 
 def _arrow(rows: Sequence[Mapping[str, Any]], types: Mapping[str, str]) -> pa.Table:

@@ -16,7 +16,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .._engine import EdgeRecord, NewMemory, memory_from_fields
+from .._engine import (
+    EdgeRecord,
+    EntityRecord,
+    FactRecord,
+    MentionRecord,
+    NewMemory,
+    memory_from_fields,
+)
 from .._models import LifecycleEvent, Memory, Version
 from ._schema import EVENT_TYPES, MEMORY_TYPES, VERSION_TYPES
 
@@ -46,7 +53,7 @@ EDGE_PROPS = {
     "SUPERSEDES": ("reason", "at"),
 }
 JSON_COLUMNS = ("provenance", "integrity", "ump")
-LIST_COLUMNS = ("tags", "superseded_by", "access_times", "entities")
+LIST_COLUMNS = ("tags", "superseded_by", "access_times", "entities", "times_from", "times_to")
 _INTERNAL = ("vec", "payload_at", "prev_status", "prev_kind", "state_changed")
 #: The columns a ``Memory`` is built from.
 MODEL_COLUMNS: tuple[str, ...] = tuple(c for c in MEMORY_TYPES if c not in _INTERNAL)
@@ -128,7 +135,8 @@ def memory_params(new: NewMemory) -> dict[str, Any]:
         "payload_at": new.payload_at, "text_sha256": m.text_sha256, "version": m.version,
         "centrality": m.centrality, "xref_count": m.xref_count, "prev_status": None,
         "prev_kind": None, "state_changed": None, "vec": encode_vector(new.vector),
-        "entities": list(m.entities), "context": m.context,
+        "entities": list(m.entities), "context": m.context, "times_from": list(m.times_from),
+        "times_to": list(m.times_to),
     }
 
 
@@ -137,8 +145,9 @@ def memory_from_row(row: Mapping[str, Any]) -> Memory:
     fields = {("extra" if column == "ump" else column): aware(value) if column in (
         "created", "modified", "observed", "valid_from", "valid_to", "last_accessed")
         else value for column, value in row.items() if column in MODEL_COLUMNS}
-    if fields.get("access_times"):
-        fields["access_times"] = [aware(t) for t in fields["access_times"]]
+    for name in ("access_times", "times_from", "times_to"):
+        if fields.get(name):
+            fields[name] = [aware(t) for t in fields[name]]
     return memory_from_fields(fields)
 
 
@@ -185,6 +194,44 @@ def edge_from_row(kind: str, src: str, dst: str, props: Mapping[str, Any]) -> Ed
                       count=int(props.get("count") or 1),
                       source=str(props.get("source") or ""),
                       reason=str(props.get("reason") or ""), at=aware(props.get("at")))
+
+
+def entity_params(entity: EntityRecord) -> dict[str, Any]:
+    return {"id": entity.id, "owner": entity.owner, "name": entity.name, "type": entity.type,
+            "aliases": list(entity.aliases),
+            "merges": json.dumps([dict(m) for m in entity.merges], sort_keys=True),
+            "created": entity.created, "gone": None}
+
+
+def entity_from_row(row: Sequence[Any]) -> EntityRecord:
+    (entity_id, owner, name, kind, aliases, merges, created) = row
+    return EntityRecord(id=entity_id, owner=owner, name=name, type=kind,
+                        aliases=tuple(aliases or ()),
+                        merges=tuple(json.loads(merges)) if merges else (),
+                        created=aware(created))
+
+
+def mention_params(mention: MentionRecord) -> dict[str, Any]:
+    return {"from": mention.memory_id, "to": mention.entity_id, "role": mention.role,
+            "weight": mention.weight, "surface": mention.surface, "gone": None}
+
+
+def fact_params(fact: FactRecord) -> dict[str, Any]:
+    return {"from": fact.subject, "to": fact.object, "id": fact.id, "owner": fact.owner,
+            "predicate": fact.predicate, "confidence": fact.confidence,
+            "valid_from": fact.valid_from, "valid_to": fact.valid_to,
+            "recorded": fact.recorded, "sources": list(fact.sources), "rule": fact.rule,
+            "ended_by": fact.ended_by, "gone": None}
+
+
+def fact_from_row(row: Sequence[Any]) -> FactRecord:
+    (fact_id, owner, subject, predicate, obj, confidence, valid_from, valid_to, recorded,
+     sources, rule, ended_by) = row
+    return FactRecord(id=fact_id, owner=owner, subject=subject, predicate=predicate,
+                      object=obj, confidence=float(confidence),
+                      valid_from=aware(valid_from), valid_to=aware(valid_to),
+                      recorded=aware(recorded), sources=tuple(sources or ()), rule=rule or "",
+                      ended_by=ended_by)
 
 
 def arrow_rows(rows: Sequence[Mapping[str, Any]], types: Mapping[str, str]) -> pa.Table:

@@ -10,9 +10,13 @@ from .._errors import SchemaVersionError
 from ._db import Database
 
 __all__ = [
+    "ENTITY_TYPES",
     "EVENT_TYPES",
+    "FACT_TYPES",
     "FTS_INDEX",
     "MEMORY_TYPES",
+    "MEMORY_TYPES_V3",
+    "MENTION_TYPES",
     "SCHEMAS",
     "SCHEMA_VERSION",
     "STAGE_TYPES",
@@ -21,7 +25,7 @@ __all__ = [
     "schema_version",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 FTS_INDEX = "memory_fts"
 
 #: Column -> Kuzu type of each table (DDL and casts come from here). v1's Memory columns
@@ -45,7 +49,25 @@ _MEMORY_V1: dict[str, str] = {
 }  # fmt: skip
 #: v2 adds the entities ingest finds in a memory (for REFERENCES between shared ones).
 #: ... and the context a memory is indexed with (text of its session neighbours).
-MEMORY_TYPES: dict[str, str] = {**_MEMORY_V1, "entities": "STRING[]", "context": "STRING"}
+MEMORY_TYPES_V3: dict[str, str] = {**_MEMORY_V1, "entities": "STRING[]", "context": "STRING"}
+#: v5 adds the time windows a memory's text speaks of (starts and ends, in pairs).
+MEMORY_TYPES: dict[str, str] = {**MEMORY_TYPES_V3, "times_from": "TIMESTAMP[]",
+                                "times_to": "TIMESTAMP[]"}
+#: v5: entities of the knowledge graph, per owner.
+ENTITY_TYPES: dict[str, str] = {
+    "id": "STRING", "owner": "STRING", "name": "STRING", "type": "STRING",
+    "aliases": "STRING[]", "merges": "STRING", "created": "TIMESTAMP", "gone": "BOOLEAN",
+}  # fmt: skip
+#: v5: a memory mentions an entity (MENTIONS: Memory -> Entity).
+MENTION_TYPES: dict[str, str] = {
+    "role": "STRING", "weight": "DOUBLE", "surface": "STRING", "gone": "BOOLEAN",
+}  # fmt: skip
+#: v5: a fact, subject -[FACT]-> object between entities.
+FACT_TYPES: dict[str, str] = {
+    "id": "STRING", "owner": "STRING", "predicate": "STRING", "confidence": "DOUBLE",
+    "valid_from": "TIMESTAMP", "valid_to": "TIMESTAMP", "recorded": "TIMESTAMP",
+    "sources": "STRING[]", "rule": "STRING", "ended_by": "STRING", "gone": "BOOLEAN",
+}  # fmt: skip
 #: v2 adds a staging table: lifecycle jobs COPY their decisions here and apply them with
 #: one hash join (an id-list match in Kuzu is a cross product: ~0.5 s per 1k ids at 100k).
 STAGE_TYPES: dict[str, str] = {
@@ -94,7 +116,7 @@ SCHEMAS: dict[int, list[str]] = {
     ],
     2: [
         "CREATE NODE TABLE Meta(key STRING PRIMARY KEY, value STRING)",
-        _node_table("Memory", MEMORY_TYPES),
+        _node_table("Memory", MEMORY_TYPES_V3),
         *_V1_TAIL,
         _node_table("Stage", STAGE_TYPES),
     ],
@@ -103,7 +125,7 @@ SCHEMAS: dict[int, list[str]] = {
     # CREATE can crash the process. Full-text recall uses graphmem's own BM25 index.
     3: [
         "CREATE NODE TABLE Meta(key STRING PRIMARY KEY, value STRING)",
-        _node_table("Memory", MEMORY_TYPES),
+        _node_table("Memory", MEMORY_TYPES_V3),
         *_V1_TAIL[:-1],
         _node_table("Stage", STAGE_TYPES),
     ],
@@ -114,7 +136,7 @@ SCHEMAS: dict[int, list[str]] = {
 _GONE_TABLES = ("SUPERSEDES", "REFERENCES", "CO_OCCURS")
 SCHEMAS[4] = [
     "CREATE NODE TABLE Meta(key STRING PRIMARY KEY, value STRING)",
-    _node_table("Memory", MEMORY_TYPES),
+    _node_table("Memory", MEMORY_TYPES_V3),
     _node_table("Version", VERSION_TYPES),
     _node_table("LifecycleEvent", EVENT_TYPES),
     "CREATE REL TABLE HAS_VERSION(FROM Memory TO Version)",
@@ -126,6 +148,27 @@ SCHEMAS[4] = [
     "source STRING, at TIMESTAMP, gone BOOLEAN)",
     _node_table("Stage", STAGE_TYPES),
 ]
+
+def _rel_table(name: str, source: str, target: str, types: dict[str, str]) -> str:
+    columns = ", ".join(f"{column} {kind}" for column, kind in types.items())
+    return f"CREATE REL TABLE {name}(FROM {source} TO {target}, {columns})"
+
+
+# v5: the knowledge graph. Entities per owner (their merges as JSON, so that a merge can be
+# undone), memories MENTION entities, facts relate entities with a validity in time; and a
+# memory keeps the time windows its text speaks of. Like edges, mentions, facts and
+# entities are marked gone, never deleted.
+_KG_TABLES = [
+    _node_table("Entity", ENTITY_TYPES),
+    _rel_table("MENTIONS", "Memory", "Entity", MENTION_TYPES),
+    _rel_table("FACT", "Entity", "Entity", FACT_TYPES),
+]
+SCHEMAS[5] = [
+    SCHEMAS[4][0],
+    _node_table("Memory", MEMORY_TYPES),
+    *SCHEMAS[4][2:],
+    *_KG_TABLES,
+]
 #: version -> statements that lift a database from ``version - 1``.
 MIGRATIONS: dict[int, list[str]] = {
     2: [
@@ -135,6 +178,12 @@ MIGRATIONS: dict[int, list[str]] = {
     ],
     3: [f"CALL DROP_FTS_INDEX('Memory', '{FTS_INDEX}')"],
     4: [f"ALTER TABLE {table} ADD gone BOOLEAN" for table in _GONE_TABLES],
+    # the entities and facts of stored memories are derived by the store after opening
+    # (``kg_pending`` in Meta): extraction is Python, not Cypher
+    5: ["ALTER TABLE Memory ADD times_from TIMESTAMP[]",
+        "ALTER TABLE Memory ADD times_to TIMESTAMP[]",
+        *_KG_TABLES,
+        "MERGE (m:Meta {key: 'kg_pending'}) SET m.value = '1'"],
 }
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from graphmem import ConflictError, HashingEmbedder, MemoryInput, Status
-from graphmem._derive import derive_fields, lifecycle_event, new_memory
+from graphmem._derive import TextItem, derive_fields, lifecycle_event, new_memory
 from graphmem._engine import (
     Decision,
     EdgeRecord,
@@ -31,7 +31,7 @@ EMBED = HashingEmbedder(384).embed
 
 def _new(*records: dict[str, object]) -> list[NewMemory]:
     items = [MemoryInput.parse(r) for r in records]
-    derived = derive_fields(EMBED, [(i.subject, i.text, i.context, None) for i in items])
+    derived = derive_fields(EMBED, [TextItem(i.subject, i.text, i.context) for i in items])
     return [new_memory(i, d, now=NOW) for i, d in zip(items, derived, strict=True)]
 
 

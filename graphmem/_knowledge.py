@@ -1,0 +1,474 @@
+"""The knowledge graph of a store: entities resolved per owner, the memories that mention
+them, and the facts they state with their validity in time, kept in step with every write.
+
+Every path that writes or removes a text asks this component what the graph gains or
+loses (``plan_new``, ``plan_retext``, ``plan_supersede``, ``plan_forget``) and commits it
+in the same transaction as the memory. Extraction itself is pure (``graphmem._kg``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from ._context import Changed, StoreContext
+from ._derive import Extraction, extract
+from ._engine import EntityRecord, FactRecord, MentionRecord, Patch, WriteBatch
+from ._errors import InvalidInputError, NotFoundError
+from ._kg import FUNCTIONAL_PREDICATES, Entity, EntityResolver, Merge, normalize
+from ._models import Memory
+from ._time import format_iso, parse_iso
+
+__all__ = ["Knowledge", "fact_id"]
+
+#: Mentions of these types are times, not entities: they live in ``Memory.times_*``.
+_NOT_ENTITIES = frozenset({"date"})
+#: How much a mention counts for, by its role in the text.
+ROLE_WEIGHTS = {"subject": 1.0, "object": 1.0, "mention": 0.8, "speaker": 0.3}
+
+
+def fact_id(owner: str | None, subject: str, predicate: str, obj: str,
+            since: datetime | None) -> str:
+    """A stable id for a fact: the same statement of the same time is the same fact."""
+    key = "\x1f".join([owner or "", subject, predicate, obj, since.isoformat() if since else ""])
+    return "fact_" + hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
+
+
+class Knowledge:
+    """Entities, mentions and facts of one store."""
+
+    def __init__(self, ctx: StoreContext) -> None:
+        self._ctx = ctx
+        self._lock = threading.RLock()
+        self._resolvers: dict[str | None, EntityResolver] = {}
+        #: owner -> (subject entity, predicate) -> its live facts
+        self._facts: dict[str | None, dict[tuple[str, str], list[FactRecord]]] = {}
+        ctx.on_change(self._on_change)
+
+    def _on_change(self, change: Changed) -> None:
+        if change.bulk:
+            self.reset()
+
+    def reset(self) -> None:
+        """Forget the cached resolvers and facts (they reload from the engine)."""
+        with self._lock:
+            self._resolvers.clear()
+            self._facts.clear()
+
+    @contextlib.contextmanager
+    def planning(self) -> Iterator[None]:
+        """Plan a write: the caches learn what is planned, and unlearn it if the write
+        does not commit."""
+        with self._lock:
+            try:
+                yield
+            except BaseException:
+                self.reset()
+                raise
+
+    # -- reading the graph ---------------------------------------------------------------
+    def entities(self, *, owner: str | None = None) -> list[EntityRecord]:
+        """The entities of ``owner``'s memories (of every owner when None), by id."""
+        self._ctx.before_read()
+        return self._ctx.engine.entities(owner=owner, all_owners=owner is None)
+
+    def find(self, name: str, *, owner: str | None = None) -> list[EntityRecord]:
+        """The entities a name or alias names (``"Mel"`` finds Melanie once merged)."""
+        key = normalize(name)
+        return [e for e in self.entities(owner=owner) if key == e.name or key in e.aliases]
+
+    def facts(self, *, owner: str | None = None, about: str | None = None,
+              as_of: datetime | None = None, current: bool = False) -> list[FactRecord]:
+        """Facts of ``owner`` (every owner when None), or about the entity ``about`` (an
+        id, name or alias), oldest recorded first; with ``as_of`` only those valid then,
+        with ``current`` only those still valid."""
+        self._ctx.before_read()
+        engine = self._ctx.engine
+        if about is not None:
+            ids = [about] if about in {e.id for e in self.entities(owner=owner)} else \
+                [e.id for e in self.find(about, owner=owner)]
+            found = engine.facts(entity_ids=ids)
+            if owner is not None:
+                found = [f for f in found if f.owner == owner]
+        else:
+            found = engine.facts(owner=owner, all_owners=owner is None)
+        if as_of is not None:
+            found = [f for f in found if (f.valid_from is None or f.valid_from <= as_of)
+                     and (f.valid_to is None or f.valid_to > as_of)]
+        if current:
+            found = [f for f in found if f.valid_to is None]
+        return found
+
+    def mentions(self, memory_id: str | None = None, *, owner: str | None = None
+                 ) -> list[MentionRecord]:
+        """The entities one memory mentions (with role and weight); without a memory,
+        every mention of ``owner``'s memories (of every owner when None)."""
+        if memory_id is not None:
+            self._ctx.visible(memory_id, owner)
+            return self._ctx.engine.mentions(memory_ids=[memory_id])
+        self._ctx.before_read()
+        found = self._ctx.engine.mentions()
+        if owner is None:
+            return found
+        mine = {e.id for e in self._ctx.engine.entities(owner=owner)}
+        return [m for m in found if m.entity_id in mine]
+
+    def split(self, entity_id: str, alias: str, *, owner: str | None = None) -> EntityRecord:
+        """Undo a merge: the form ``alias`` leaves the entity and becomes an entity of its
+        own (the memories that used that form follow it); the pair is never merged
+        again. Returns the new entity."""
+        ctx = self._ctx
+        records = {e.id: e for e in ctx.engine.entities(owner=owner, all_owners=owner is None)}
+        record = records.get(entity_id)
+        if record is None:
+            raise NotFoundError(f"no entity {entity_id}")
+        form = normalize(alias)
+        if form not in record.aliases or (form == record.name and len(record.aliases) == 1):
+            raise InvalidInputError(f"{alias!r} is not a merged form of {record.name!r}",
+                                    field="alias")
+        with self._lock:
+            resolver = self.resolver(record.owner)
+            try:
+                new = resolver.split(entity_id, form)
+            except (KeyError, ValueError) as exc:
+                raise InvalidInputError(str(exc), field="alias") from None
+            kept = _record(resolver.entity(entity_id), record.created or ctx.now())
+            kept = replace(kept, merges=(*kept.merges, {"alias": form, "rule": "split",
+                                                        "evidence": "split by hand"}))
+            moved = [m for m in ctx.engine.mentions(entity_ids=[entity_id])
+                     if normalize(m.surface) == form]
+            batch = WriteBatch(changed_entities=[kept],
+                               new_entities=[_record(new, record.created or ctx.now())])
+            batch.unmentioned += sorted({m.memory_id for m in moved})
+            for memory_id in sorted({m.memory_id for m in moved}):
+                for m in ctx.engine.mentions(memory_ids=[memory_id]):
+                    target = new.id if m.entity_id == entity_id and normalize(
+                        m.surface) == form else m.entity_id
+                    batch.mentions.append(replace(m, entity_id=target))
+            try:
+                with ctx.lock:
+                    ctx.engine.commit(batch)
+            finally:
+                self.reset()
+            ctx.changed(Changed(sorted({m.memory_id for m in moved})))
+        return _record(new, record.created or ctx.now())
+
+    # -- state -----------------------------------------------------------------------
+    def resolver(self, owner: str | None) -> EntityResolver:
+        with self._lock:
+            found = self._resolvers.get(owner)
+            if found is None:
+                records = self._ctx.engine.entities(owner=owner)
+                found = EntityResolver(owner or "", entities=[_entity(r) for r in records],
+                                       blocked=[(m["alias"], r.id) for r in records
+                                                for m in r.merges if m.get("rule") == "split"])
+                self._resolvers[owner] = found
+            return found
+
+    def _owner_facts(self, owner: str | None) -> dict[tuple[str, str], list[FactRecord]]:
+        found = self._facts.get(owner)
+        if found is None:
+            found = {}
+            for fact in self._ctx.engine.facts(owner=owner):
+                found.setdefault((fact.subject, fact.predicate), []).append(fact)
+            self._facts[owner] = found
+        return found
+
+    # -- planning writes ---------------------------------------------------------------
+    def plan_new(self, batch: WriteBatch, memories: Sequence[Memory],
+                 extractions: Sequence[Extraction | None]) -> None:
+        """What new memories add to the graph: their entities, mentions and facts."""
+        with self._lock:
+            for memory, extraction in zip(memories, extractions, strict=True):
+                if extraction is not None:
+                    self._add(batch, memory, extraction)
+
+    def plan_import(self, batch: WriteBatch, memory: Memory, graph: Mapping[str, object]
+                    ) -> None:
+        """What a memory brings from a file that carries its graph (``Memory`` records of
+        a UMP file exported by graphmem): its entities as they were (ids, forms, merges),
+        its mentions, and its facts with their validity; nothing is extracted again."""
+        with self._lock:
+            engine = self._ctx.engine
+            planned = {e.id for e in batch.new_entities}
+            for mention in graph.get("mentions", ()):  # type: ignore[attr-defined]
+                entity = mention["entity"]
+                if entity["id"] not in planned and not engine.entities(ids=[entity["id"]]):
+                    batch.new_entities.append(EntityRecord(
+                        id=entity["id"], owner=memory.owner, name=entity["name"],
+                        type=entity["type"], aliases=tuple(entity.get("aliases", ())),
+                        merges=tuple(entity.get("merges", ())), created=memory.created))
+                    planned.add(entity["id"])
+                batch.mentions.append(MentionRecord(
+                    memory.id, entity["id"], mention.get("role", "mention"),
+                    float(mention.get("weight", 1.0)), mention.get("surface", "")))
+            stored = {f.id: f for f in engine.facts(owner=memory.owner)}
+            planned_facts = {f.id: f for f in batch.facts}
+            for raw in graph.get("facts", ()):  # type: ignore[attr-defined]
+                fact = FactRecord(
+                    id=raw["id"], owner=memory.owner, subject=raw["subject"],
+                    predicate=raw["predicate"], object=raw["object"],
+                    confidence=float(raw.get("confidence", 1.0)),
+                    valid_from=_when(raw.get("valid_from")), valid_to=_when(raw.get("valid_to")),
+                    recorded=_when(raw.get("recorded")) or self._ctx.now(),
+                    sources=tuple(raw.get("sources", (memory.id,))), rule=raw.get("rule", ""),
+                    ended_by=raw.get("ended_by"))
+                known = stored.get(fact.id) or planned_facts.get(fact.id)
+                if known is None:
+                    batch.facts.append(fact)
+                    planned_facts[fact.id] = fact
+                elif set(fact.sources) - set(known.sources):
+                    merged = _replace(known, sources=tuple(dict.fromkeys(
+                        (*known.sources, *fact.sources))))
+                    (batch.changed_facts if fact.id in stored else batch.facts).append(merged)
+                    if fact.id not in stored:
+                        batch.facts[:] = [merged if f.id == fact.id else f for f in batch.facts
+                                          if f is not known]
+            self._resolvers.pop(memory.owner, None)
+            self._facts.pop(memory.owner, None)
+
+    def sections(self, memory_ids: Sequence[str], *, owner: str | None = None
+                 ) -> dict[str, dict[str, list[dict[str, object]]]]:
+        """Each memory's graph as a UMP file carries it: the entities it mentions (with
+        their forms and merges) and the facts it states, as plain JSON data."""
+        engine = self._ctx.engine
+        wanted = set(memory_ids)
+        entities = {e.id: e for e in engine.entities(owner=owner, all_owners=owner is None)}
+        out: dict[str, dict[str, list[dict[str, object]]]] = {
+            i: {"mentions": [], "facts": []} for i in memory_ids}
+        for mention in sorted(engine.mentions(), key=lambda m: (m.memory_id, m.entity_id)):
+            entity = entities.get(mention.entity_id)
+            if mention.memory_id in wanted and entity is not None:
+                out[mention.memory_id]["mentions"].append({
+                    "entity": {"id": entity.id, "name": entity.name, "type": entity.type,
+                               "aliases": list(entity.aliases),
+                               "merges": [dict(m) for m in entity.merges]},
+                    "role": mention.role, "weight": mention.weight, "surface": mention.surface})
+        for fact in engine.facts(owner=owner, all_owners=owner is None):
+            for source in fact.sources:
+                if source in wanted:
+                    out[source]["facts"].append({
+                        "id": fact.id, "subject": fact.subject, "predicate": fact.predicate,
+                        "object": fact.object, "confidence": fact.confidence,
+                        "valid_from": _iso(fact.valid_from), "valid_to": _iso(fact.valid_to),
+                        "recorded": _iso(fact.recorded), "sources": list(fact.sources),
+                        "rule": fact.rule, "ended_by": fact.ended_by})
+        return out
+
+    def plan_retext(self, batch: WriteBatch, memory: Memory, extraction: Extraction) -> None:
+        """A memory's text changed: what the old text said leaves the graph, the new
+        text's statements come in."""
+        with self._lock:
+            self._drop(batch, memory, keep=self._entities_of(memory, extraction))
+            self._add(batch, memory, extraction)
+
+    def plan_forget(self, batch: WriteBatch, memory: Memory) -> None:
+        """A memory is forgotten: its mentions go, the facts only it states go, the other
+        facts lose it as a source, and an entity it alone mentioned goes."""
+        with self._lock:
+            self._drop(batch, memory, keep=set())
+            self._resolvers.pop(memory.owner, None)  # an entity may have gone
+
+    def plan_supersede(self, batch: WriteBatch, old: Memory, new_facts: Sequence[FactRecord],
+                       at: datetime, by: str) -> None:
+        """``old`` is replaced: its facts that the new memory does not state again end at
+        ``at`` (ended by the memory ``by``)."""
+        with self._lock:
+            restated = {(f.subject, f.predicate, f.object) for f in new_facts}
+            for fact in self._ctx.engine.facts(sources=[old.id]):
+                if fact.valid_to is None and (fact.subject, fact.predicate,
+                                              fact.object) not in restated:
+                    ended = _replace(fact, valid_to=at, ended_by=f"memory:{by}")
+                    batch.changed_facts.append(ended)
+                    self._swap(old.owner, fact, ended)
+
+    # -- the parts ---------------------------------------------------------------------
+    def _add(self, batch: WriteBatch, memory: Memory, extraction: Extraction) -> None:
+        owner = memory.owner
+        resolver = self.resolver(owner)
+        conversation = memory.session
+        known = {e.id for e in batch.new_entities}
+        roles: dict[str, tuple[str, str]] = {}  # entity -> (role, surface)
+
+        def resolve(surface: str, kind: str) -> str:
+            result = resolver.resolve(surface, kind, conversation=conversation)  # type: ignore[arg-type]
+            entity = result.entity
+            record = _record(entity, memory.created)
+            if result.created and entity.id not in known:
+                batch.new_entities.append(record)
+                known.add(entity.id)
+            elif result.merge is not None:
+                if entity.id in known:  # created in this batch: the latest form wins
+                    batch.new_entities[:] = [record if e.id == entity.id else e
+                                             for e in batch.new_entities]
+                else:
+                    batch.changed_entities.append(record)
+            return entity.id
+
+        if extraction.speaker:
+            roles.setdefault(resolve(extraction.speaker, "person"), ("speaker",
+                                                                      extraction.speaker))
+        for mention in extraction.mentions:
+            if mention.type in _NOT_ENTITIES:
+                continue
+            entity_id = resolve(mention.surface, mention.type)
+            if roles.get(entity_id, ("speaker",))[0] == "speaker":
+                roles[entity_id] = ("mention", mention.surface)
+        recorded = self._ctx.now()
+        at = memory.observed or memory.created
+        facts = self._owner_facts(owner)
+        for fact in extraction.facts:
+            subject = resolve(fact.subject, fact.subject_type)
+            obj = resolve(fact.object, fact.object_type)
+            for entity_id, role, surface in ((subject, "subject", fact.subject),
+                                             (obj, "object", fact.object)):
+                if roles.get(entity_id, ("speaker",))[0] in ("speaker", "mention"):
+                    roles[entity_id] = (role, roles.get(entity_id, (role, surface))[1])
+            since = fact.valid_from or (fact.when.start if fact.when else None) or at
+            same = [f for f in facts.get((subject, fact.predicate), ())
+                    if f.object == obj and f.valid_to is None]
+            if same:  # stated again: one more source
+                if memory.id not in same[0].sources:
+                    more = _replace(same[0], sources=(*same[0].sources, memory.id))
+                    batch.changed_facts.append(more)
+                    self._swap(owner, same[0], more)
+                continue
+            new = FactRecord(id=fact_id(owner, subject, fact.predicate, obj, since),
+                             owner=owner, subject=subject, predicate=fact.predicate,
+                             object=obj, confidence=fact.confidence, valid_from=since,
+                             valid_to=fact.valid_to, recorded=recorded, sources=(memory.id,),
+                             rule=fact.rule)
+            if fact.predicate in FUNCTIONAL_PREDICATES:
+                # A newer value ends the older ones ("moved to Lisbon" after "lives in
+                # Ibadan"): their validity stops where the new one starts.
+                for old in facts.get((subject, fact.predicate), ()):
+                    if old.object != obj and old.valid_to is None and (
+                            old.valid_from is None or old.valid_from <= since):
+                        ended = _replace(old, valid_to=since, ended_by=new.id)
+                        batch.changed_facts.append(ended)
+                        self._swap(owner, old, ended)
+            batch.facts.append(new)
+            facts.setdefault((subject, fact.predicate), []).append(new)
+        for entity_id, (role, surface) in roles.items():
+            batch.mentions.append(MentionRecord(memory.id, entity_id, role,
+                                                ROLE_WEIGHTS.get(role, 1.0), surface))
+
+    def _drop(self, batch: WriteBatch, memory: Memory, *, keep: set[str]) -> None:
+        engine = self._ctx.engine
+        batch.unmentioned.append(memory.id)
+        for fact in engine.facts(sources=[memory.id]):
+            rest = tuple(s for s in fact.sources if s != memory.id)
+            if rest:
+                changed = _replace(fact, sources=rest)
+                batch.changed_facts.append(changed)
+                self._swap(memory.owner, fact, changed)
+            else:
+                batch.gone_facts.append(fact)
+                self._swap(memory.owner, fact, None)
+        mentioned = {m.entity_id for m in engine.mentions(memory_ids=[memory.id])}
+        for entity_id in sorted(mentioned - keep):
+            others = [m for m in engine.mentions(entity_ids=[entity_id])
+                      if m.memory_id != memory.id]
+            if not others:
+                batch.gone_entities.append(entity_id)
+
+    def _entities_of(self, memory: Memory, extraction: Extraction) -> set[str]:
+        """The entities a text would name, without creating any (what a new text keeps)."""
+        resolver = self.resolver(memory.owner)
+        forms = [m.surface for m in extraction.mentions if m.type not in _NOT_ENTITIES]
+        forms += [f.subject for f in extraction.facts] + [f.object for f in extraction.facts]
+        if extraction.speaker:
+            forms.append(extraction.speaker)
+        return {found for form in forms if (found := resolver_lookup(resolver, form))}
+
+    def _swap(self, owner: str | None, old: FactRecord, new: FactRecord | None) -> None:
+        facts = self._facts.get(owner)
+        if facts is None:
+            return
+        group = facts.get((old.subject, old.predicate), [])
+        group[:] = [f for f in group if f.id != old.id]
+        if new is not None and new.valid_to is None:
+            group.append(new)
+
+    # -- migration ---------------------------------------------------------------------
+    def derive_all(self, *, chunk: int = 2000) -> int:
+        """Build the graph of every stored memory (a store made before v5): one pass,
+        one transaction; returns how many memories were read."""
+        ctx = self._ctx
+        fields = ["id", "owner", "subject", "text", "status", "created", "observed",
+                  "session", "provenance"]
+        table = ctx.engine.scan(fields).table
+        rows = [r for r in table.to_pylist() if r["status"] != "forgotten"]
+        self.reset()
+        with ctx.lock, self.planning(), ctx.engine.writer() as writer:
+            for start in range(0, len(rows), chunk):
+                batch = WriteBatch()
+                for row in rows[start:start + chunk]:
+                    memory = Memory.model_validate({
+                        **{k: row[k] for k in ("id", "owner", "subject", "text", "status",
+                                               "created", "observed", "session")},
+                        "modified": row["created"]})
+                    provenance = _provenance(row["provenance"])
+                    speaker = provenance.get("speaker")
+                    extraction = extract(memory.text, at=memory.observed or memory.created,
+                                         speaker=speaker if isinstance(speaker, str) else None)
+                    self._add(batch, memory, extraction)
+                    if extraction.times:
+                        batch.patches.append(_times_patch(memory.id, extraction))
+                writer.write(batch)
+            writer.write(WriteBatch(meta={"kg_pending": "0"}))
+        ctx.changed(Changed([r["id"] for r in rows], bulk=True))
+        return len(rows)
+
+
+def resolver_lookup(resolver: EntityResolver, surface: str) -> str | None:
+    """The id of the entity a surface form names, if the owner has one (nothing made)."""
+    key = normalize(surface)
+    for entity in resolver.entities:
+        if key in entity.aliases:
+            return entity.id
+    return None
+
+
+def _times_patch(memory_id: str, extraction: Extraction) -> Patch:
+    return Patch(memory_id, set={"times_from": [t.window.start for t in extraction.times],
+                                 "times_to": [t.window.end for t in extraction.times]})
+
+
+def _provenance(value: object) -> Mapping[str, object]:
+    import json
+
+    if isinstance(value, str) and value:
+        loaded = json.loads(value)
+        return loaded if isinstance(loaded, dict) else {}
+    return value if isinstance(value, dict) else {}
+
+
+def _entity(record: EntityRecord) -> Entity:
+    merges = tuple(Merge(record.id, m["alias"], m["rule"], m.get("evidence", ""))
+                   for m in record.merges if m.get("rule") != "split")
+    return Entity(record.id, record.owner or "", record.name, record.type,  # type: ignore[arg-type]
+                  record.aliases or (record.name,), merges)
+
+
+def _record(entity: Entity, created: datetime) -> EntityRecord:
+    return EntityRecord(id=entity.id, owner=entity.owner or None, name=entity.name,
+                        type=entity.type, aliases=entity.aliases,
+                        merges=tuple({"alias": m.alias, "rule": m.rule, "evidence": m.evidence}
+                                     for m in entity.merges), created=created)
+
+
+def _when(value: object) -> datetime | None:
+    return parse_iso(value) if isinstance(value, str) and value else None
+
+
+def _iso(value: datetime | None) -> str | None:
+    return format_iso(value) if value is not None else None
+
+
+def _replace(fact: FactRecord, **changes: object) -> FactRecord:
+    return replace(fact, **changes)  # type: ignore[arg-type]

@@ -1,0 +1,229 @@
+"""The knowledge graph in the store: entities resolved per owner, mentions, facts valid in
+time, and how forget, supersede and edits keep them right."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from graphmem import MemoryStore, RecallConfig
+from tests.conftest import Clock
+
+T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+
+
+def _graph(store: MemoryStore, owner: str | None = None) -> dict[str, object]:
+    engine = store._ctx.engine
+    entities = {e.id: e for e in engine.entities(owner=owner)}
+    return {"entities": entities,
+            "names": sorted(e.name for e in entities.values()),
+            "facts": engine.facts(owner=owner),
+            "mentions": engine.mentions()}
+
+
+def _facts(store: MemoryStore, owner: str | None = None) -> list[tuple[str, str, str, bool]]:
+    graph = _graph(store, owner)
+    names = {i: e.name for i, e in graph["entities"].items()}  # type: ignore[attr-defined]
+    return sorted((names.get(f.subject, f.subject), f.predicate, names.get(f.object, f.object),
+                   f.valid_to is None) for f in graph["facts"])  # type: ignore[attr-defined]
+
+
+def test_entities_and_mentions_come_with_a_memory(store: MemoryStore) -> None:
+    first = store.add("Melanie moved to Lisbon in March 2022 and works at Acme Inc.",
+                      owner="ann", provenance={"speaker": "Caroline"})
+    graph = _graph(store, "ann")
+    assert {"melanie", "lisbon", "acme inc", "caroline"} <= set(graph["names"])  # type: ignore[arg-type]
+    mentioned = {m.entity_id for m in graph["mentions"] if m.memory_id == first.id}  # type: ignore[attr-defined]
+    assert mentioned == set(graph["entities"])  # type: ignore[arg-type]
+    assert ("melanie", "lives_in", "lisbon", True) in _facts(store, "ann")
+    assert ("melanie", "works_at", "acme inc", True) in _facts(store, "ann")
+    assert store.get(first.id).times_from  # "in March 2022" is a time the text speaks of
+    assert store.get(first.id).times_from[0] == datetime(2022, 3, 1, tzinfo=UTC)
+
+
+def test_surface_forms_resolve_to_one_entity(store: MemoryStore) -> None:
+    store.add("Melanie went hiking with her dog", owner="ann", session="s1")
+    store.add("Mel said the hike was long", owner="ann", session="s1")
+    graph = _graph(store, "ann")
+    melanie = [e for e in graph["entities"].values() if e.name == "melanie"]  # type: ignore[attr-defined]
+    assert len(melanie) == 1 and "mel" in melanie[0].aliases
+    assert melanie[0].merges[0]["rule"] == "prefix"
+    assert len({m.memory_id for m in graph["mentions"]  # type: ignore[attr-defined]
+                if m.entity_id == melanie[0].id}) == 2
+
+
+def test_entities_are_each_owners_own(store: MemoryStore) -> None:
+    store.add("Melanie lives in Lisbon", owner="ann")
+    store.add("Melanie lives in Porto", owner="bob")
+    ann, bob = _graph(store, "ann"), _graph(store, "bob")
+    assert not set(ann["entities"]) & set(bob["entities"])  # type: ignore[arg-type]
+    assert _facts(store, "ann") == [("melanie", "lives_in", "lisbon", True)]
+    assert _facts(store, "bob") == [("melanie", "lives_in", "porto", True)]
+
+
+def test_a_newer_fact_ends_the_older_one(tmp_path: Path) -> None:
+    clock = Clock(T0)
+    with MemoryStore(tmp_path / "db", embedder="hashing", clock=clock) as store:
+        store.add("Caroline lives in Ibadan", owner="ann", created=T0)
+        store.add("Caroline moved to Lisbon", owner="ann", created=T0 + timedelta(days=30))
+        facts = {(f.predicate, f.object): f for f in store._ctx.engine.facts(owner="ann")}
+        names = {e.id: e.name for e in store._ctx.engine.entities(owner="ann")}
+        lives = {names[o]: f for (p, o), f in facts.items() if p == "lives_in"}
+        assert lives["ibadan"].valid_to == T0 + timedelta(days=30)
+        assert lives["ibadan"].ended_by == lives["lisbon"].id
+        assert lives["lisbon"].valid_to is None
+
+
+def test_forget_takes_mentions_facts_and_lonely_entities(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    with MemoryStore(db, embedder="hashing") as store:
+        shared = store.add("Priya works at Zorbatech", owner="ann")
+        alone = store.add("Priya adopted a ferret named Pimpernickel", owner="ann")
+        names_before = _graph(store, "ann")["names"]
+        assert "pimpernickel" in names_before  # type: ignore[operator]
+        store.forget(alone.id, confirm=True)
+        graph = _graph(store, "ann")
+        assert "pimpernickel" not in graph["names"]  # type: ignore[operator]
+        assert "priya" in graph["names"]  # type: ignore[operator]  # still mentioned
+        assert all(m.memory_id != alone.id for m in graph["mentions"])  # type: ignore[attr-defined]
+        assert all(alone.id not in f.sources for f in graph["facts"])  # type: ignore[attr-defined]
+        assert _facts(store, "ann") == [("priya", "works_at", "zorbatech", True)]
+        store.forget(shared.id, confirm=True)
+        assert _graph(store, "ann")["names"] == []
+    leaked = [p for p in db.rglob("*") if p.is_file() and (
+        b"Pimpernickel" in p.read_bytes() or b"pimpernickel" in p.read_bytes()
+        or b"zorbatech" in p.read_bytes())]
+    assert leaked == []
+
+
+def test_an_edit_and_a_correction_update_the_facts(store: MemoryStore) -> None:
+    memory = store.add("Priya works at Globex", owner="ann")
+    store.update(memory.id, text="Priya works at Initech")
+    assert _facts(store, "ann") == [("priya", "works_at", "initech", True)]
+    old = store.add("Priya likes tea. Priya lives in Leeds.", owner="ann")
+    store.correct(old.id, "Priya lives in York", owner="ann")
+    facts = _facts(store, "ann")
+    assert ("priya", "lives_in", "york", True) in facts
+    assert ("priya", "lives_in", "leeds", False) in facts  # ended, not deleted
+    assert ("priya", "likes", "tea", False) in facts  # the corrected memory's other facts end
+
+
+def test_recall_walks_through_entities(store: MemoryStore) -> None:
+    target = store.add("The conference in Sweden starts next week", owner="ann", session="a")
+    store.add("Melanie flew to Sweden for work", owner="ann", session="b")
+    for i in range(8):
+        store.add(f"filler note {i} about groceries and weather", owner="ann", session=f"f{i}")
+    config = RecallConfig(name="kg", weights={"fulltext": 1.0, "vector": 0.0, "graph": 1.0},
+                          ).with_(graph={"entities": 1.0, "query_entities": 1.0})
+    hits = store.recall("Where did Melanie go?", owner="ann", preset=config, k=5,
+                        record_access=False)
+    ids = [h.memory.id for h in hits]
+    assert target.id in ids  # never says Melanie: reached through Sweden
+    hit = hits[ids.index(target.id)]
+    assert hit.explanation.graph_path[-1] == "sweden"
+    assert any(line.startswith("  via ") for line in hit.explanation.lines())
+    plain = store.recall("Where did Melanie go?", owner="ann", preset="fulltext", k=5,
+                         record_access=False)
+    assert target.id not in [h.memory.id for h in plain]
+
+
+def test_a_query_window_favours_its_memories(tmp_path: Path) -> None:
+    now = datetime(2023, 6, 20, tzinfo=UTC)
+    with MemoryStore(tmp_path / "db", embedder="hashing", clock=lambda: now) as store:
+        may = store.add("Went hiking with friends", created=datetime(2023, 5, 6, tzinfo=UTC))
+        store.add("Went hiking alone", created=datetime(2023, 6, 10, tzinfo=UTC))
+        config = RecallConfig(name="t", weights={"fulltext": 1.0, "time": 1.0})
+        hits = store.recall("what did I do in May 2023?", preset=config, k=2,
+                            record_access=False)
+        assert hits[0].memory.id == may.id
+        assert "time" in hits[0].explanation.channels
+
+
+def test_a_store_from_before_the_graph_gains_it(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    with MemoryStore(db, embedder="hashing") as store:
+        store.add("Tobias works at Umbrella Corp", owner="ann")
+        engine = store._ctx.engine
+        engine.db.run_auto("MATCH ()-[r:MENTIONS]->() SET r.gone = true")
+        engine.db.run_auto("MATCH ()-[f:FACT]->() SET f.gone = true")
+        engine.db.run_auto("MATCH (e:Entity) SET e.gone = true")
+        engine.set_meta({"kg_pending": "1"})  # as a v4 store migrated to v5 is left
+    with MemoryStore(db, embedder="hashing") as store:
+        assert store._ctx.engine.meta()["kg_pending"] == "0"
+        assert _facts(store, "ann") == [("tobias", "works_at", "umbrella corp", True)]
+
+
+def test_stats_and_export_are_json(store: MemoryStore) -> None:
+    store.add("Melanie lives in Lisbon", owner="ann")
+    json.dumps(store.export())
+
+
+def test_the_public_graph_api_and_a_split(store: MemoryStore) -> None:
+    store.add("Melanie went hiking with her dog", owner="ann", session="s1")
+    second = store.add("Mel said the hike was long", owner="ann", session="s1")
+    [melanie] = store.find_entities("Mel", owner="ann")
+    assert melanie.name == "melanie" and store.find_entities("mel", owner="bob") == []
+    assert {m.entity_id for m in store.mentions(second.id)} == {melanie.id}
+    alone = store.split_entity(melanie.id, "mel", owner="ann")
+    assert alone.name == "mel"
+    assert {m.entity_id for m in store.mentions(second.id)} == {alone.id}
+    assert "mel" not in store.find_entities("Melanie", owner="ann")[0].aliases
+    store.add("Mel baked bread", owner="ann", session="s1")  # never merged again
+    assert {e.name for e in store.entities(owner="ann")} >= {"melanie", "mel"}
+    assert len(store.find_entities("mel", owner="ann")) == 1
+
+
+def test_facts_by_entity_and_time(store: MemoryStore) -> None:
+    store.add("Caroline lives in Ibadan", owner="ann", created=T0)
+    store.add("Caroline moved to Lisbon", owner="ann", created=T0 + timedelta(days=30))
+    names = {e.id: e.name for e in store.entities(owner="ann")}
+    then = store.facts(about="Caroline", owner="ann", as_of=T0 + timedelta(days=1))
+    assert [(f.predicate, names[f.object]) for f in then] == [("lives_in", "ibadan")]
+    now = store.facts(about="caroline", owner="ann", current=True)
+    assert sorted((f.predicate, names[f.object]) for f in now) == [
+        ("lives_in", "lisbon"), ("moved_to", "lisbon")]
+    assert store.facts(about="Caroline", owner="bob") == []
+
+
+def test_named_queries_over_entities_and_facts(store: MemoryStore) -> None:
+    from queries.library import run_named
+
+    store.add("Caroline lives in Ibadan with Melanie", owner="ann", created=T0)
+    store.add("Caroline moved to Lisbon", owner="ann", created=T0 + timedelta(days=30))
+    [profile] = run_named(store, "entity_profile", {"name": "Caroline"})
+    assert (profile["name"], profile["type"], profile["mentions"]) == ("caroline", "person", 2)
+    facts = run_named(store, "entity_facts", {"name": "caroline"})
+    assert facts[0]["object"] == "ibadan"  # oldest first
+    assert sorted((f["predicate"], f["object"], f["current"]) for f in facts) == [
+        ("lives_in", "ibadan", False), ("lives_in", "lisbon", True),
+        ("moved_to", "lisbon", True)]
+    timeline = run_named(store, "entity_timeline", {"name": "Caroline", "owner": "ann"})
+    assert [row["created"] for row in timeline] == sorted(row["created"] for row in timeline)
+    together = run_named(store, "co_mentioned", {"name": "Caroline"})
+    assert {row["entity"] for row in together} >= {"ibadan", "melanie", "lisbon"}
+    between = run_named(store, "relations_between", {"a": "lisbon", "b": "Caroline"})
+    assert {row["predicate"] for row in between} == {"lives_in", "moved_to"}
+    top = run_named(store, "most_mentioned_entities", {"owner": "ann"})
+    assert top[0]["entity"] == "caroline"
+
+
+def test_entity_analytics(store: MemoryStore) -> None:
+    from queries.analytics import entity_centrality, entity_communities, entity_graph
+
+    store.add("Caroline lives in Lisbon with Melanie", owner="ann")
+    store.add("Caroline and Melanie visited Porto", owner="ann")
+    store.add("Tobias works at Umbrella Corp in Berlin", owner="ann")
+    store.add("Tobias met Umbrella Corp's founder", owner="ann")
+    graph = entity_graph(store, owner="ann")
+    names = {d["name"]: n for n, d in graph.nodes(data=True)}
+    assert graph[names["caroline"]][names["melanie"]]["weight"] >= 2
+    assert "lives_in" in graph[names["caroline"]][names["lisbon"]]["facts"]
+    top = entity_centrality(store, owner="ann", limit=3)
+    assert set(top["name"]) & {"caroline", "melanie", "tobias"}
+    groups = entity_communities(store, owner="ann")
+    caroline = groups[groups["name"] == "caroline"]["community"].iloc[0]
+    tobias = groups[groups["name"] == "tobias"]["community"].iloc[0]
+    assert caroline != tobias
