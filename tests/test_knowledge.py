@@ -7,8 +7,6 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
-
 from graphmem import MemoryStore, RecallConfig
 from tests.conftest import Clock
 
