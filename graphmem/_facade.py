@@ -199,20 +199,22 @@ class MemoryStore:
     def stats(self) -> Stats:
         return self._memories.stats()
 
-    def add(self, text: str, **fields: Any) -> Memory:
+    def add(self, text: str, *, actor: str | None = None, **fields: Any) -> Memory:
         """Add one memory and return it.
 
         Keyword fields are those of ``MemoryInput``: kind ("episodic"), subject,
         importance (0.5), confidence (1.0), tags, owner, project, visibility, status
         ("active"), id, created, observed, valid_from, valid_to, session, provenance,
-        payload, extra.
+        payload, extra. ``actor`` is recorded in the first version row.
         """
-        return self._memories.add_many([{"text": text, **fields}])[0]
+        return self._memories.add_many([{"text": text, **fields}], actor=actor)[0]
 
     @_doc(Memories.add_many)
     def add_many(self, records: Iterable[MemoryInput | Mapping[str, Any] | str], *,
-                 batch_size: int = 500, progress: bool = False) -> list[Memory]:
-        return self._memories.add_many(records, batch_size=batch_size, progress_bar=progress)
+                 batch_size: int = 500, progress: bool = False,
+                 actor: str | None = None) -> list[Memory]:
+        return self._memories.add_many(records, batch_size=batch_size, progress_bar=progress,
+                                       actor=actor)
 
     @_doc(Memories.merge)
     def merge(self, records: Sequence[MemoryInput], *, edges: Sequence[Edge] = (),
@@ -261,15 +263,16 @@ class MemoryStore:
     # -- state changes ---------------------------------------------------------------------
     @_doc(Transitions.tombstone)
     def tombstone(self, memory_id: str, *, reason: str = "manual", owner: str | None = None,
-                  triggered_by: TriggeredBy = TriggeredBy.MANUAL) -> Memory:
+                  triggered_by: TriggeredBy = TriggeredBy.MANUAL,
+                  actor: str | None = None) -> Memory:
         return self._transitions.tombstone(memory_id, reason=reason, owner=owner,
-                                           triggered_by=triggered_by)
+                                           triggered_by=triggered_by, actor=actor)
 
     @_doc(Transitions.forget)
     def forget(self, memory_id: str, *, confirm: bool = False, reason: str = "manual",
-               owner: str | None = None, purge: bool = True) -> None:
+               owner: str | None = None, purge: bool = True, actor: str | None = None) -> None:
         self._transitions.forget(memory_id, confirm=confirm, reason=reason, owner=owner,
-                                 purge=purge)
+                                 purge=purge, actor=actor)
 
     @_doc(Transitions.verify_forgotten)
     def verify_forgotten(self, memory_id: str, text: str) -> bool:
@@ -290,7 +293,7 @@ class MemoryStore:
                                    record_access=record_access)
 
     def feedback(self, memory_id: str, *, useful: bool, query: str | None = None,
-                 owner: str | None = None) -> Memory:
+                 owner: str | None = None, actor: str | None = None) -> Memory:
         """Report whether a recalled memory helped (retrieval feedback).
 
         Useful: the useful count grows and importance rises by ``feedback_boost`` (a
@@ -298,8 +301,9 @@ class MemoryStore:
         gain or strengthen a CO_OCCURS edge; a weak candidate is confirmed (it becomes
         active). Not useful: the ignored count grows.
         """
-        memory = self._recall.feedback(memory_id, useful=useful, query=query, owner=owner)
-        return self._conversations.confirm(memory) if useful else memory
+        memory = self._recall.feedback(memory_id, useful=useful, query=query, owner=owner,
+                                       actor=actor)
+        return self._conversations.confirm(memory, actor=actor) if useful else memory
 
     @_doc(Recall.reembed)
     def reembed(self, embedder: Embedder | str, *, batch_size: int = 256,
@@ -332,21 +336,23 @@ class MemoryStore:
 
     @_doc(Lifecycle.promote)
     def promote(self, memory_id: str, *, reason: str = "manual", owner: str | None = None,
-                triggered_by: TriggeredBy = TriggeredBy.MANUAL) -> PromoteResult:
+                triggered_by: TriggeredBy = TriggeredBy.MANUAL,
+                actor: str | None = None) -> PromoteResult:
         return self._lifecycle.promote(memory_id, reason=reason, owner=owner,
-                                       triggered_by=triggered_by)
+                                       triggered_by=triggered_by, actor=actor)
 
     @_doc(Lifecycle.archive)
     def archive(self, memory_id: str, *, reason: str = "manual", create_summary: bool = False,
-                owner: str | None = None,
-                triggered_by: TriggeredBy = TriggeredBy.MANUAL) -> ArchiveResult:
+                owner: str | None = None, triggered_by: TriggeredBy = TriggeredBy.MANUAL,
+                actor: str | None = None) -> ArchiveResult:
         return self._lifecycle.archive(memory_id, reason=reason, create_summary=create_summary,
-                                       owner=owner, triggered_by=triggered_by)
+                                       owner=owner, triggered_by=triggered_by, actor=actor)
 
     @_doc(Lifecycle.restore)
     def restore(self, memory_id: str, *, owner: str | None = None,
-                window_days: float | None = None) -> RestoreResult:
-        return self._lifecycle.restore(memory_id, owner=owner, window_days=window_days)
+                window_days: float | None = None, actor: str | None = None) -> RestoreResult:
+        return self._lifecycle.restore(memory_id, owner=owner, window_days=window_days,
+                                       actor=actor)
 
     @_doc(Lifecycle.run)
     def run_lifecycle(self, *, apply: bool = False, owner: str | None = None

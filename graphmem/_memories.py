@@ -144,10 +144,12 @@ class Memories:
 
     # -- creating ------------------------------------------------------------------------
     def add_many(self, records: Iterable[MemoryInput | Mapping[str, Any] | str], *,
-                 batch_size: int = 500, progress_bar: bool = False) -> list[Memory]:
+                 batch_size: int = 500, progress_bar: bool = False,
+                 actor: str | None = None) -> list[Memory]:
         """Add many memories, all or none: every record is validated, embedded (in
         batches of ``batch_size``) and turned into a new memory first; then everything
-        is committed in one transaction. An error leaves the store as it was."""
+        is committed in one transaction. An error leaves the store as it was. ``actor``
+        is recorded in each first version row."""
         items = [MemoryInput.parse(r, where=f"record {i}: ") for i, r in enumerate(records)]
         self._check_new_ids(items)
         bar = progress(len(items), "adding", progress_bar)
@@ -155,7 +157,7 @@ class Memories:
         size = max(1, batch_size)
         for start in range(0, len(items), size):
             chunk = items[start:start + size]
-            self._new(chunk, batch)
+            self._new(chunk, batch, actor=actor)
             bar.update(len(chunk))
         bar.close()
         self.commit(batch, created=batch.memories)
