@@ -32,6 +32,7 @@ from ._schemas import (
     RetrieveIn,
     SupersedeIn,
 )
+from ._ui import mount_ui
 
 __all__ = ["create_app", "error_status"]
 
@@ -98,6 +99,7 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
         max_body_bytes=max_body_bytes or store.settings.max_body_bytes,
         idle_timeout_s=idle_timeout_s or store.settings.idle_timeout_s)
     install_handlers(app)
+    mount_ui(app, store, tokens=tokens)  # the dashboard at /ui (graphmem/sidecar/_ui.py)
 
     def owned(principal: Principal, owner: str | None) -> str | None:
         """The owner a new memory gets: the token's (a different one is refused)."""
