@@ -4,14 +4,24 @@
     // description: The memories the most other memories point to.
     // param: limit INT64 = 10
     // param: kind STRING = ""
+    // param: owner STRING = ""
 
 Parameter types: STRING, INT64, DOUBLE, BOOLEAN, TIMESTAMP (ISO 8601). A parameter
-without a default is required. Values are always bound by Kuzu, never pasted into the
-query, and the queries run read-only.
+without a default is required. A default may come from the store: ``now`` (its clock) or
+``settings.NAME`` (its configuration, e.g. ``settings.archive_age_days``;
+``settings.half_life.KIND`` for a decay half-life), so a query applies the same rules as
+the store. Values are always bound by Kuzu, never pasted into the query, and the queries
+run read-only.
+
+A query with an ``owner`` parameter is *owner-scoped*: given an owner it sees only that
+owner's memories (every memory it matches is filtered by it, which the tests check for
+each query), so a sidecar can run it for a token of that owner. A query without one
+reads across owners.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Mapping
@@ -22,7 +32,7 @@ from typing import Any
 
 from graphmem import InvalidInputError, MemoryStore, parse_iso
 
-__all__ = ["NamedQuery", "Param", "load_queries", "run_named"]
+__all__ = ["NamedQuery", "Param", "find_query", "load_queries", "run_named"]
 
 QUERY_DIR = Path(__file__).resolve().parent
 TYPES = ("STRING", "INT64", "DOUBLE", "BOOLEAN", "TIMESTAMP")
@@ -40,6 +50,13 @@ class Param:
     required: bool = True
     #: the smallest value allowed (0 for a parameter used as LIMIT or SKIP)
     minimum: int | None = None
+    #: where the default comes from when it is the store's: "now" or "settings.NAME"
+    default_from: str | None = None
+
+    def describe(self) -> str:
+        """``name: TYPE``, and its default (``= value`` or ``= settings.NAME``)."""
+        default = "" if self.required else f" = {self.default_from or repr(self.default)}"
+        return f"{self.name}: {self.type}{default}"
 
     def convert(self, value: Any, query: str) -> Any:
         """A value (a string from the command line, or already typed) as this type."""
@@ -86,13 +103,20 @@ class NamedQuery:
     path: Path
     params: tuple[Param, ...] = field(default_factory=tuple)
 
+    @property
+    def owner_scoped(self) -> bool:
+        """Whether the query confines itself to one owner's memories when given one."""
+        return any(p.name == "owner" for p in self.params)
+
     def signature(self) -> str:
-        parts = [p.name if p.required else f"{p.name}={p.default!r}" for p in self.params]
+        parts = [p.name if p.required else f"{p.name}={p.default_from or repr(p.default)}"
+                 for p in self.params]
         return f"{self.name}({', '.join(parts)})"
 
-    def bind(self, values: Mapping[str, Any]) -> dict[str, Any]:
-        """Typed values for every parameter: given ones converted, defaults filled in,
-        keyed by their Cypher names (a Cypher keyword such as ``end`` is ``$end_``)."""
+    def bind(self, values: Mapping[str, Any], store: Any = None) -> dict[str, Any]:
+        """Typed values for every parameter: given ones converted, defaults filled in
+        (those of the store's clock and settings from ``store``), keyed by their Cypher
+        names (a Cypher keyword such as ``end`` is ``$end_``)."""
         known = {p.name for p in self.params}
         unknown = sorted(set(values) - known)
         if unknown:
@@ -107,9 +131,23 @@ class NamedQuery:
             elif param.required:
                 raise InvalidInputError(f"{self.name}: parameter {param.name} "
                                         f"({param.type}) is required", field=param.name)
+            elif param.default_from is not None:
+                out[key] = param.convert(_store_default(param.default_from, store), self.name)
             else:
                 out[key] = param.default
         return out
+
+
+def _store_default(source: str, store: Any) -> Any:
+    """The value a ``now`` or ``settings.NAME`` default stands for in ``store``."""
+    if store is None:
+        raise InvalidInputError(f"the default {source} needs a store", field="store")
+    if source == "now":
+        return store.now()
+    name = source.removeprefix("settings.")
+    if name.startswith("half_life."):
+        return store.settings.half_life(name.removeprefix("half_life."))
+    return getattr(store.settings, name)
 
 
 #: Words Kuzu 0.11's parser refuses as ``$name`` (measured): such a parameter is bound as
@@ -147,8 +185,12 @@ def parse(path: Path) -> NamedQuery:
             pname, ptype, default = spec.groups()
             if default is None:
                 params.append(Param(pname, ptype))
+                continue
+            raw = default.strip().strip('"')
+            if raw == "now" or raw.startswith("settings."):
+                _check_store_default(raw, path)
+                params.append(Param(pname, ptype, required=False, default_from=raw))
             else:
-                raw = default.strip().strip('"')
                 params.append(Param(pname, ptype, Param(pname, ptype).convert(raw, str(path))
                                     if ptype != "STRING" else raw, required=False))
     if not name or not description:
@@ -156,6 +198,16 @@ def parse(path: Path) -> NamedQuery:
     counts = set(_COUNT_PARAM.findall(text))
     params = [replace(p, minimum=0) if cypher_name(p.name) in counts else p for p in params]
     return NamedQuery(name, description, text, path, tuple(params))
+
+
+def _check_store_default(raw: str, path: Path) -> None:
+    from graphmem import Settings
+
+    name = raw.removeprefix("settings.")
+    known = raw == "now" or name.startswith("half_life.") or name in Settings.__dataclass_fields__
+    if not known:
+        raise ValueError(f"{path}: unknown default {raw!r} (now, settings.NAME or "
+                         "settings.half_life.KIND)")
 
 
 @cache
@@ -168,12 +220,39 @@ def load_queries(directory: Path = QUERY_DIR) -> dict[str, NamedQuery]:
     return found
 
 
-def run_named(store: MemoryStore, name: str, values: Mapping[str, Any] | None = None, *,
-              as_dataframe: bool = False) -> Any:
-    """Run a named query with its parameters bound (read-only)."""
+def find_query(name: str) -> NamedQuery:
+    """The named query ``name``, or an error that lists the names (the closest first)."""
     queries = load_queries()
-    if name not in queries:
-        raise InvalidInputError(f"no named query {name!r}; `graphmem query --list` lists them",
-                                field="name")
-    query = queries[name]
-    return store.cypher(query.text, query.bind(values or {}), as_dataframe=as_dataframe)
+    if name in queries:
+        return queries[name]
+    close = difflib.get_close_matches(name, list(queries), n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    raise InvalidInputError(f"no named query {name!r}; {hint}the named queries are "
+                            f"{', '.join(sorted(queries))}", field="name")
+
+
+def run_named(store: Any, name: str, values: Mapping[str, Any] | None = None, *,
+              as_dataframe: bool = False, owner: str | None = None) -> Any:
+    """Run a named query with its parameters bound (read-only) on a ``MemoryStore``, or
+    on a sidecar through ``graphmem.connect`` (which runs it within its token's owner).
+
+    With ``owner`` the query must be owner-scoped and runs for that owner alone (an
+    ``owner`` among ``values`` must be the same one)."""
+    query = find_query(name)
+    values = dict(values or {})
+    if owner is not None:
+        if not query.owner_scoped:
+            raise InvalidInputError(f"{name} reads across owners: it cannot be confined to "
+                                    f"{owner!r}'s memories", field="name")
+        if values.get("owner", owner) != owner:
+            raise InvalidInputError("owner must be left out (or be the token's own)",
+                                    field="owner")
+        values["owner"] = owner
+    if not isinstance(store, MemoryStore):  # a client: the sidecar binds and runs it
+        rows = store.named_query(name, values)
+        if as_dataframe:
+            import pandas as pd
+
+            return pd.DataFrame(rows)
+        return rows
+    return store.cypher(query.text, query.bind(values, store), as_dataframe=as_dataframe)

@@ -3,8 +3,9 @@
 // param: access_threshold INT64 = 10
 // param: importance_threshold DOUBLE = 0.8
 // param: xref_threshold INT64 = 3
+// param: owner STRING = ""
 MATCH (m:Memory)
-WHERE m.status = "active" AND m.kind = "episodic"
+WHERE m.status = "active" AND m.kind = "episodic" AND ($owner = "" OR m.owner = $owner)
   AND (m.access_count >= $access_threshold OR m.importance >= $importance_threshold
        OR coalesce(m.xref_count, 0) >= $xref_threshold
        OR list_contains(m.tags, "critical") OR list_contains(m.tags, "permanent"))

@@ -1,8 +1,14 @@
 // name: supersede_chain
 // description: Every version linked to a memory by SUPERSEDES (older and newer), oldest first.
 // param: id STRING
+// param: owner STRING = ""
 MATCH (m:Memory {id: $id})
-OPTIONAL MATCH (m)-[:SUPERSEDES*1..20 (e, x | WHERE e.gone IS NULL)]-(other:Memory)
+WHERE $owner = "" OR m.owner = $owner
+OPTIONAL MATCH (m)-[r:SUPERSEDES*1..20 (e, x | WHERE e.gone IS NULL)]-(other:Memory)
+// the owner is filtered over the path's nodes (no parameter inside the pattern, Kuzu 0.11)
+WITH m, other, r, $owner AS owner
+WHERE other IS NULL OR owner = "" OR (other.owner = owner
+      AND size(list_filter(nodes(r), x -> coalesce(x.owner, "") <> owner)) = 0)
 WITH m, collect(DISTINCT other) AS others
 UNWIND others + [m] AS v
 WITH DISTINCT v

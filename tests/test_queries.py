@@ -95,7 +95,13 @@ def _case_supersede_chain(store: MemoryStore) -> None:
 
 
 def _case_most_referenced(store: MemoryStore) -> None:
+    # DEPLOY was a weak candidate that expired (tombstoned): left out unless asked
+    assert store.get(DEPLOY).status.value == "tombstoned"
     rows = run_named(store, "most_referenced", {"limit": "3"})
+    assert len(rows) == 3 and DEPLOY not in {r["id"] for r in rows}
+    assert {r["status"] for r in run_named(store, "most_referenced", {"limit": 500})} == {
+        "active", "candidate", "archived"}
+    rows = run_named(store, "most_referenced", {"limit": "3", "include_tombstoned": "true"})
     assert len(rows) == 3 and rows[0]["id"] == DEPLOY and rows[0]["referenced_by"] == 6
     kinds = {r["kind"] for r in run_named(store, "most_referenced", {"kind": "semantic"})}
     assert kinds == {"semantic"}
@@ -352,7 +358,8 @@ def test_query_and_draw_commands(analyst_db: Path, tmp_path: Path) -> None:
     listing = _cli(analyst_db, "query", "--list", "--format", "json")
     assert listing.returncode == 0, listing.stderr
     assert {q["name"] for q in json.loads(listing.stdout)} == set(load_queries())
-    top = _cli(analyst_db, "query", "most_referenced", "--param", "limit=2", "--format", "csv")
+    top = _cli(analyst_db, "query", "most_referenced", "--param", "limit=2", "--param",
+               "include_tombstoned=true", "--format", "csv")
     assert top.returncode == 0 and top.stdout.splitlines()[1].startswith(DEPLOY)
     inject = _cli(analyst_db, "query", "supersede_chain", "--param", f"id={INJECTION}")
     assert inject.returncode == 0 and "(no rows)" in inject.stdout
