@@ -50,6 +50,7 @@ EXAMPLED = {
     "graphmem._derive": 2,
     "graphmem._memories": 2,
     "graphmem._time": 13,
+    "graphmem._views": 2,
     "ingest.locomo": 8,
     "ingest.longmemeval": 4,
     "queries.analytics": 32,
