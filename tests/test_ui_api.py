@@ -297,6 +297,13 @@ def test_pages_count_what_the_store_holds(served: tuple[MemoryStore, str, Clock]
     assert [v["seq"] for v in view["versions"]] == [v.seq for v in store.history(chained.id)]
     assert {e["other"]["id"] for e in view["edges"]} == {
         x.other for x in store.links(chained.id, owner=NADIA)}
+    assert overview["entities"]["count"] == len(store.entities(owner=NADIA)) > 0
+    stating = {source for f in store.facts(owner=NADIA) for source in f.sources}
+    knowing = next(m for m in mine if m.id in stating)
+    view = admin.get("/ui/api/memory", params={"id": knowing.id}).json()
+    assert len(view["entities"]) == len(store.mentions(knowing.id, owner=NADIA)) > 0
+    assert sorted(f["id"] for f in view["facts"]) == sorted(
+        f.id for f in store.facts(owner=NADIA) if knowing.id in f.sources)
     drawing = admin.get("/ui/api/drawing", params={"id": chained.id})
     assert drawing.status_code == 200 and chained.id in drawing.text
     assert "frame-ancestors 'self'" in drawing.headers["content-security-policy"]

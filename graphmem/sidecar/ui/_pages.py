@@ -145,17 +145,21 @@ class Pages:
                 "agent": automatic[-1].agent_id}
 
     def _entity_counts(self, owner: str | None) -> dict[str, Any] | None:
-        """Entities when the store has a knowledge graph: its ``entities`` method (None
-        when absent or of another form)."""
-        method = getattr(self.store, "entities", None)
-        if not callable(method):
+        """The knowledge graph: entities by type, the most mentioned ones, facts still
+        valid and ended (None when it is empty)."""
+        entities = self.store.entities(owner=owner)
+        if not entities:
             return None
-        try:
-            found = list(method(owner=owner))
-        except TypeError:
-            return None
-        kinds = Counter(str(getattr(e, "kind", getattr(e, "type", "other"))) for e in found)
-        return {"count": len(found), "by_kind": dict(kinds.most_common())}
+        names = {e.id: e for e in entities}
+        mentioned = Counter(m.entity_id for m in self.store.mentions(owner=owner)
+                            if m.entity_id in names)
+        facts = self.store.facts(owner=owner)
+        return {"count": len(entities),
+                "by_type": dict(Counter(e.type for e in entities).most_common()),
+                "top": [{"name": names[i].name, "type": names[i].type, "mentions": n}
+                        for i, n in mentioned.most_common(10)],
+                "facts": {"current": sum(f.valid_to is None for f in facts),
+                          "ended": sum(f.valid_to is not None for f in facts)}}
 
     # -- extraction quality ---------------------------------------------------------------
     def memories(self, owner: str | None) -> list[Memory]:
@@ -314,8 +318,7 @@ class Pages:
             "edges": edges,
             "chain": self._chain(memory, owner),
             "evaluation": evaluation,
-            "entities": list(memory.entities),
-            "facts": self._facts(memory.id, owner),
+            **self._knowledge(memory.id, owner),
         }
 
     def _chain(self, memory: Memory, owner: str | None, limit: int = 25) -> list[Any]:
@@ -345,18 +348,20 @@ class Pages:
         return [{**_brief(m), "created": _iso(m.created), "this": m.id == memory.id}
                 for m in [*reversed(older), memory, *newer]]
 
-    def _facts(self, memory_id: str, owner: str | None) -> list[Any] | None:
-        """Facts sourced from this memory when the store has a knowledge graph (its
-        ``facts`` method; None when absent or of another form)."""
-        method = getattr(self.store, "facts", None)
-        if not callable(method):
-            return None
-        try:
-            found = method(memory_id=memory_id, owner=owner)
-        except TypeError:
-            return None
-        return [f.model_dump(mode="json") if hasattr(f, "model_dump") else str(f)
-                for f in found]
+    def _knowledge(self, memory_id: str, owner: str | None) -> dict[str, Any]:
+        """The entities a memory mentions and the facts it states, with entity names."""
+        section = self.store.graph_sections([memory_id], owner=owner)[memory_id]
+        names = {m["entity"]["id"]: m["entity"]["name"] for m in section["mentions"]}
+        names.update({e.id: e.name for e in self.store.entities(owner=owner)
+                      if any(e.id in (f["subject"], f["object"]) for f in section["facts"])})
+        return {
+            "entities": [{"name": m["entity"]["name"], "type": m["entity"]["type"],
+                          "role": m["role"], "surface": m["surface"]}
+                         for m in section["mentions"]],
+            "facts": [{**f, "subject_name": names.get(str(f["subject"]), f["subject"]),
+                       "object_name": names.get(str(f["object"]), f["object"])}
+                      for f in section["facts"]],
+        }
 
     def find(self, query: str, owner: str | None, *, limit: int = 20) -> list[dict[str, Any]]:
         """Memories to open: full-text matches of ``query`` (archived ones too, no access
