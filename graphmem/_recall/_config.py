@@ -9,7 +9,7 @@ from .._errors import InvalidInputError
 
 __all__ = ["PRESETS", "ActrParams", "GraphParams", "RecallConfig", "resolve_preset"]
 
-CHANNELS = ("fulltext", "vector", "graph", "time", "facts")
+CHANNELS = ("fulltext", "vector", "graph", "time", "facts", "entities")
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,11 @@ class GraphParams:
     query_entities: float = 0.0
     min_informativeness: float = 0.05
     max_fanout: int = 500
+    #: the entities channel: added to a memory's vector score per named entity it
+    #: mentions, times that entity's informativeness
+    named_bonus: float = 0.2
+    #: the entities channel counts a speaker's own turns as mentioning the speaker
+    named_speakers: bool = True
 
 
 @dataclass(frozen=True)
