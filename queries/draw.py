@@ -138,23 +138,52 @@ def draw_neighbourhood(store: MemoryStore, memory_id: str, out: str | Path, *,
     return path
 
 
-def _png(graph: nx.MultiDiGraph, positions: dict[str, tuple[float, float]], path: Path,
-         centre: str, depth: int) -> None:
+def _canvas() -> tuple[Any, Any]:
+    """A matplotlib figure and axes for a graph drawing (the Agg backend: no display)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
 
-    fig, ax = plt.subplots(figsize=(11, 8), dpi=110)
-    for kind, style in EDGE_STYLES.items():
+    return plt.subplots(figsize=(11, 8), dpi=110)
+
+
+def _edges(graph: nx.MultiDiGraph, positions: dict[str, tuple[float, float]], ax: Any,
+           styles: dict[str, dict[str, str]], *, undirected: str, heavy: str | None,
+           node_size: int) -> None:
+    """Edges by kind in their style: ``undirected`` without arrows, ``heavy`` thicker."""
+    for kind, style in styles.items():
         edges = [(u, v) for u, v, d in graph.edges(data=True) if d["kind"] == kind]
         if edges:
             nx.draw_networkx_edges(graph, positions, edgelist=edges, ax=ax,
                                    edge_color=style["color"], style=style["style"],
-                                   width=2.0 if kind == "supersedes" else 1.0,
-                                   arrows=kind != "co_occurs", arrowsize=10, alpha=0.8,
-                                   node_size=300)
+                                   width=2.0 if kind == heavy else
+                                   0.8 if kind == undirected and heavy is None else 1.0,
+                                   arrows=kind != undirected, arrowsize=10, alpha=0.8,
+                                   node_size=node_size)
+
+
+def _finish(fig: Any, ax: Any, handles: list[Any], legend: str, title: str, path: Path
+            ) -> None:
+    """Legend, title, and the PNG written."""
+    import matplotlib.pyplot as plt
+
+    ax.legend(handles=handles, loc="upper left", fontsize=8, framealpha=0.9,
+              title=legend, title_fontsize=8)
+    ax.set_title(title, fontsize=10)
+    ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
+
+
+def _png(graph: nx.MultiDiGraph, positions: dict[str, tuple[float, float]], path: Path,
+         centre: str, depth: int) -> None:
+    from matplotlib.lines import Line2D
+
+    fig, ax = _canvas()
+    _edges(graph, positions, ax, EDGE_STYLES, undirected="co_occurs", heavy="supersedes",
+           node_size=300)
     for status, (marker, _) in STATUS_SHAPES.items():
         nodes = [n for n, d in graph.nodes(data=True) if d["status"] == status]
         if not nodes:
@@ -182,14 +211,9 @@ def _png(graph: nx.MultiDiGraph, positions: dict[str, tuple[float, float]], path
     handles += [Line2D([], [], color=EDGE_STYLES[k]["color"],
                        linestyle="--" if EDGE_STYLES[k]["style"] == "dashed" else "-",
                        label=k.replace("_", "-")) for k in edge_kinds]
-    ax.legend(handles=handles, loc="upper left", fontsize=8, framealpha=0.9,
-              title="kind · status · edge", title_fontsize=8)
-    ax.set_title(f"neighbourhood of {centre} (depth {depth}): {graph.number_of_nodes()} "
-                 f"memories, {graph.number_of_edges()} edges", fontsize=10)
-    ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
+    _finish(fig, ax, handles, "kind · status · edge",
+            f"neighbourhood of {centre} (depth {depth}): {graph.number_of_nodes()} "
+            f"memories, {graph.number_of_edges()} edges", path)
 
 
 _PAGE = """<!DOCTYPE html>
@@ -457,21 +481,11 @@ def draw_entities(store: MemoryStore, out: str | Path, *, about: str | None = No
 
 def _entity_png(view: nx.MultiDiGraph, positions: dict[str, tuple[float, float]],
                 path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    fig, ax = plt.subplots(figsize=(11, 8), dpi=110)
-    for kind, style in FACT_STYLES.items():
-        edges = [(u, v) for u, v, d in view.edges(data=True) if d["kind"] == kind]
-        if edges:
-            nx.draw_networkx_edges(view, positions, edgelist=edges, ax=ax,
-                                   edge_color=style["color"], style=style["style"],
-                                   width=1.6 if kind != "co_mentioned" else 0.8,
-                                   arrows=kind != "co_mentioned", arrowsize=10, alpha=0.8,
-                                   node_size=400)
+    fig, ax = _canvas()
+    _edges(view, positions, ax, FACT_STYLES, undirected="co_mentioned", heavy=None,
+           node_size=400)
     labels = {(u, v): d["label"] for u, v, d in view.edges(data=True) if d["label"]}
     if labels:
         nx.draw_networkx_edge_labels(view, positions, edge_labels=labels, ax=ax,
@@ -495,13 +509,7 @@ def _entity_png(view: nx.MultiDiGraph, positions: dict[str, tuple[float, float]]
                       markeredgecolor="white", label=t) for t in types]
     handles += [Line2D([], [], color=s["color"], linestyle=cast(Any, s["style"]),
                        label=k.replace("_", "-")) for k, s in FACT_STYLES.items()]
-    ax.legend(handles=handles, loc="upper left", fontsize=8, framealpha=0.9,
-              title="type · edge", title_fontsize=8)
-    ax.set_title(title, fontsize=10)
-    ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
+    _finish(fig, ax, handles, "type · edge", title, path)
 
 
 def draw_lifecycle_flow(store: MemoryStore, out: str | Path) -> Path:
