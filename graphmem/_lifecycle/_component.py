@@ -276,6 +276,14 @@ class Lifecycle:
         and the hot set are always each owner's own: nothing one owner sees depends on
         another owner's memories.
         """
+        if apply:
+            # Processes that share the store run it one after the other: the second
+            # plans from what the first applied, and finds nothing left to do.
+            with self._ctx.engine.exclusive("lifecycle"):
+                return self._run(apply=True, owner=owner)
+        return self._run(apply=False, owner=owner)
+
+    def _run(self, *, apply: bool, owner: str | None) -> LifecycleReport:
         started = time.perf_counter()
         self._ctx.before_read()
         now = self._ctx.now()
