@@ -257,6 +257,11 @@ def test_a_decision_records_its_actor_and_undo_restores_within_the_window(
     assert store.history(promotable["id"])[-1].actor == f"dashboard:{NADIA}"
     assert admin.get("/ui/api/review").json()["decisions"] == []
     admin.act("review/decide", {"memory_id": archivable["id"], "decision": "archive"})
+    # A later transition by someone else is what undo would reverse: no undo offered.
+    admin.act("review/decide", {"memory_id": promotable["id"], "decision": "promote"})
+    store.archive(promotable["id"], owner=NADIA, actor="someone-else")
+    assert [d["memory_id"] for d in admin.get("/ui/api/review").json()["decisions"]] == [
+        archivable["id"]]
     clock.advance(days=8)
     late = admin.act("review/undo", {"memory_id": archivable["id"]}).json()
     assert not late["success"] and "restore window" in late["error"]
