@@ -1,22 +1,25 @@
 """Whole-store views: the GDPR export, ad-hoc Cypher (an engine capability), and the
-graph as networkx."""
+graph as networkx; ``to_json``, the one JSON form of graphmem's values (snake_case keys)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import networkx as nx
 import numpy as np
+from pydantic import BaseModel
 
 from ._context import Changed, StoreContext
 from ._derive import lifecycle_event
 from ._engine import EDGE_KINDS, EdgeRecord, EventQuery
 from ._errors import InvalidInputError, StoreError
-from ._models import EventType, Status
+from ._lifecycle import EvaluationResult, LifecycleReport
+from ._models import EventType, LifecycleEvent, Status
 from ._time import format_iso
 
-__all__ = ["Views"]
+__all__ = ["Views", "snake_keys", "to_json"]
 
 EXPORT_FORMAT = "graphmem-gdpr-export/1"
 
@@ -44,15 +47,15 @@ class Views:
             "format": EXPORT_FORMAT,
             "owner": owner,
             "generated": format_iso(ctx.now()),
-            "memories": [_dump(m) for m in memories if m.status in held],
-            "tombstoned": [_dump(m) for m in memories if m.status is Status.TOMBSTONED],
+            "memories": [to_json(m) for m in memories if m.status in held],
+            "tombstoned": [to_json(m) for m in memories if m.status is Status.TOMBSTONED],
             "forgotten": [
-                {"id": m.id, "textDigest": m.text_sha256, "forgottenAt": format_iso(m.modified)}
+                {"id": m.id, "text_digest": m.text_sha256,
+                 "forgotten_at": format_iso(m.modified)}
                 for m in memories if m.status is Status.FORGOTTEN
             ],
-            "versions": [v.model_dump(mode="json") for v in engine.versions(owner=owner)],
-            "events": [e.model_dump(mode="json", by_alias=True)
-                       for e in engine.events(EventQuery(owner=owner))],
+            "versions": [to_json(v) for v in engine.versions(owner=owner)],
+            "events": [to_json(e) for e in engine.events(EventQuery(owner=owner))],
             "edges": {
                 kind: [_edge_json(e) for e in engine.edges(kind, owner=owner)]
                 for kind in EDGE_KINDS
@@ -154,9 +157,41 @@ class Views:
         return graph
 
 
-def _dump(memory: Any) -> dict[str, Any]:
-    data: dict[str, Any] = memory.model_dump(mode="json")
+def to_json(value: BaseModel) -> dict[str, Any]:
+    """A graphmem value (memory, version, event, hit, result, report) as JSON data, with
+    snake_case keys: the one casing of the command line, the sidecar and the exports.
+    Lifecycle events and the archivist's results keep their camelCase names for Python
+    callers who ask (``model_dump(by_alias=True)``); their JSON is snake_case too, the
+    metadata of events included (older events recorded it in camelCase).
+
+    >>> from graphmem._derive import lifecycle_event
+    >>> from graphmem._time import parse_iso
+    >>> event = lifecycle_event("m1", EventType.ARCHIVE, from_state="active",
+    ...                         to_state="archived", reason="age", agent_id="me",
+    ...                         at=parse_iso("2026-07-15T12:00:00Z"),
+    ...                         metadata={"accessCount": 0, "ageInDays": 41.5})
+    >>> data = to_json(event)
+    >>> data["event_type"], data["metadata"]
+    ('archive', {'access_count': 0, 'age_in_days': 41.5})
+    """
+    data: dict[str, Any] = value.model_dump(mode="json")
+    if isinstance(value, LifecycleEvent):
+        data["metadata"] = snake_keys(data["metadata"])
+    # The archivist's evaluation has no subject; people reading it over JSON need one.
+    if isinstance(value, EvaluationResult):
+        data["subject"] = value.subject
+    if isinstance(value, LifecycleReport):
+        for evaluation, out in zip(value.evaluations, data["evaluations"], strict=True):
+            out["subject"] = evaluation.subject
     return data
+
+
+def snake_keys(data: dict[str, Any]) -> dict[str, Any]:
+    """The same mapping with camelCase keys spelled snake_case (values unchanged)."""
+    return {_CAMEL.sub("_", key).lower(): value for key, value in data.items()}
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 #: The properties each edge kind exports (as before the engine port: the same JSON).

@@ -50,6 +50,8 @@ EXAMPLED = {
     "graphmem._derive": 2,
     "graphmem._memories": 2,
     "graphmem._time": 13,
+    "graphmem._views": 2,
+    "graphmem.client._client": 1,
     "ingest.locomo": 8,
     "ingest.longmemeval": 4,
     "queries.analytics": 32,

@@ -357,7 +357,7 @@ def test_markdown_report_structure(store: MemoryStore, clock) -> None:
     assert "   - Access Count: 12" in lines
     assert lines[-1] == "*Archivist lifecycle evaluation complete.*"
     data = json.loads(report.to_json())
-    assert data["evaluated"] == report.evaluated and "recommendedAction" in data["evaluations"][0]
+    assert data["evaluated"] == report.evaluated and "recommended_action" in data["evaluations"][0]
 
 
 def _pagerank_oracle(ids: list[str], links: set[tuple[str, str, str]]) -> dict[str, float]:

@@ -1,7 +1,8 @@
 """Results of the archivist: evaluations, transitions, and the lifecycle report.
 
-Python names are snake_case; ``model_dump(by_alias=True)`` / ``to_json()`` give the archivist's
-camelCase (memoryId, recommendedAction, ageInDays ...).
+Python names and JSON keys are snake_case (``to_json()``, the command line, the sidecar);
+``model_dump(by_alias=True)`` gives the archivist's camelCase (memoryId, recommendedAction,
+ageInDays ...), and camelCase input is still read.
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ class LifecycleReport(_Seed):
     **Mode:** dry run (nothing changed)
     >>> [line for line in text.splitlines() if line.startswith(("| Promote to", "| Hot"))]
     ['| Promote to Semantic | 2 | 25.0% |', '| Hot set: added / removed | 2 / 0 |']
-    >>> import json; json.loads(report.to_json())["jobs"]["hotAdded"]
+    >>> import json; json.loads(report.to_json())["jobs"]["hot_added"]
     2
     """
 
@@ -148,7 +149,7 @@ class LifecycleReport(_Seed):
                 for action, _, _ in _SECTIONS}
 
     def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=2)
+        return json.dumps(self.model_dump(mode="json"), indent=2)
 
     def to_markdown(self, *, limit: int = 20) -> str:
         """The report in the "Archivist Lifecycle Report" layout."""
@@ -166,7 +167,8 @@ class LifecycleReport(_Seed):
             if title is None:
                 continue
             chosen = [e for e in self.evaluations if e.recommended_action == action]
-            lines += ["", f"## {title} ({len(chosen)})", ""]
+            total = max(self.count(action), len(chosen))  # evaluations are a sample
+            lines += ["", f"## {title} ({total})", ""]
             for n, e in enumerate(chosen[:limit], start=1):
                 m = e.metrics
                 lines += [f"{n}. **\"{e.subject or e.memory_id}\"**",
@@ -175,8 +177,9 @@ class LifecycleReport(_Seed):
                           f"   - Age: {m.age_in_days:.0f} days",
                           f"   - Cross-References: {m.cross_reference_count}",
                           f"   - Reason: {'; '.join(e.reasons)}"]
-            if len(chosen) > limit:
-                lines.append(f"\n... and {len(chosen) - limit} more")
+            shown = min(len(chosen), limit)
+            if total > shown:
+                lines.append(f"\n... and {total - shown} more")
         j = self.jobs
         lines += ["", "## Lifecycle Manager", "", "| Job | Count |", "|-----|-------|",
                   f"| Centrality recomputed | {j.centrality_computed} |",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import _analyst, _backup, _core, _eval, _faces, _ingest, _lifecycle, _recall  # noqa: F401
+from . import _analyst, _backup, _core, _eval, _faces, _ingest, _lifecycle, _recall, _ui  # noqa: F401
 from ._app import cli
 
 __all__ = ["cli", "main"]

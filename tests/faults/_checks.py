@@ -33,11 +33,11 @@ def assert_consistent(store: MemoryStore) -> None:
             f"{memory_id}: state {memory['status']}/{memory['kind']} but last version " \
             f"{version['status']}/{version['kind']}"
     versions = {(v["memory_id"], v["change_type"], v["at"]) for v in data["versions"]}
-    paired_events = [e for e in data["events"] if e["eventType"] in PAIRED]
+    paired_events = [e for e in data["events"] if e["event_type"] in PAIRED]
     for event in paired_events:
-        key = (event["memoryId"], PAIRED[event["eventType"]], event["timestamp"])
+        key = (event["memory_id"], PAIRED[event["event_type"]], event["timestamp"])
         assert key in versions, f"event without its version row: {event}"
-    events = {(e["memoryId"], PAIRED[e["eventType"]], e["timestamp"]) for e in paired_events}
+    events = {(e["memory_id"], PAIRED[e["event_type"]], e["timestamp"]) for e in paired_events}
     for version in data["versions"]:
         if version["change_type"] in PAIRED.values():
             key = (version["memory_id"], version["change_type"], version["at"])

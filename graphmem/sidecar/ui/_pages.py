@@ -24,6 +24,9 @@ __all__ = ["DECISIONS", "Pages", "actor_of"]
 DECISIONS = ("promote", "archive", "keep")
 #: Undoable decisions, by the event type each one writes.
 _UNDOABLE = {EventType.PROMOTE, EventType.ARCHIVE}
+#: The transitions ``restore`` undoes (the latest one), and restores themselves.
+_TRANSITIONS = {EventType.PROMOTE, EventType.ARCHIVE, EventType.TOMBSTONE, EventType.EXPIRE,
+                EventType.RESTORE}
 _ACTOR_PREFIX = "dashboard:"
 _TOP = 20
 
@@ -145,17 +148,21 @@ class Pages:
                 "agent": automatic[-1].agent_id}
 
     def _entity_counts(self, owner: str | None) -> dict[str, Any] | None:
-        """Entities when the store has a knowledge graph: its ``entities`` method (None
-        when absent or of another form)."""
-        method = getattr(self.store, "entities", None)
-        if not callable(method):
+        """The knowledge graph: entities by type, the most mentioned ones, facts still
+        valid and ended (None when it is empty)."""
+        entities = self.store.entities(owner=owner)
+        if not entities:
             return None
-        try:
-            found = list(method(owner=owner))
-        except TypeError:
-            return None
-        kinds = Counter(str(getattr(e, "kind", getattr(e, "type", "other"))) for e in found)
-        return {"count": len(found), "by_kind": dict(kinds.most_common())}
+        names = {e.id: e for e in entities}
+        mentioned = Counter(m.entity_id for m in self.store.mentions(owner=owner)
+                            if m.entity_id in names)
+        facts = self.store.facts(owner=owner)
+        return {"count": len(entities),
+                "by_type": dict(Counter(e.type for e in entities).most_common()),
+                "top": [{"name": names[i].name, "type": names[i].type, "mentions": n}
+                        for i, n in mentioned.most_common(10)],
+                "facts": {"current": sum(f.valid_to is None for f in facts),
+                          "ended": sum(f.valid_to is not None for f in facts)}}
 
     # -- extraction quality ---------------------------------------------------------------
     def memories(self, owner: str | None) -> list[Memory]:
@@ -254,21 +261,22 @@ class Pages:
                 "decisions": self.decisions(owner)}
 
     def decisions(self, owner: str | None) -> list[dict[str, Any]]:
-        """This dashboard's promotions and archives that can still be undone, newest first."""
+        """This dashboard's promotions and archives that undo would still reverse, newest
+        first: each is its memory's latest undoable transition (``restore`` undoes the
+        latest one only) and inside the restore window."""
         window = timedelta(days=self.store.settings.restore_window_days)
-        since = self.store.now() - window
-        events = self.store.events(owner=owner, since=since)
-        undone = {e.metadata.get("undoes") for e in events
-                  if e.event_type is EventType.RESTORE}
-        out = []
-        for e in reversed(events):
-            if (e.event_type in _UNDOABLE and e.agent_id.startswith(_ACTOR_PREFIX)
-                    and e.event_id not in undone):
-                out.append({"event_id": e.event_id, "memory_id": e.memory_id,
-                            "decision": e.event_type.value, "from": e.from_state,
-                            "to": e.to_state, "actor": e.agent_id, "at": _iso(e.timestamp),
-                            "undo_until": _iso(e.timestamp + window)})
-        return out
+        events = self.store.events(owner=owner, since=self.store.now() - window)
+        latest = {e.memory_id: e for e in events if e.event_type in _TRANSITIONS}
+        mine = sorted((e for e in latest.values() if e.event_type in _UNDOABLE
+                       and e.agent_id.startswith(_ACTOR_PREFIX)),
+                      key=lambda e: e.timestamp, reverse=True)
+        labels = {m.id: m.short(60) for m in self.store.get_many([e.memory_id for e in mine],
+                                                                 owner=owner)}
+        return [{"event_id": e.event_id, "memory_id": e.memory_id,
+                 "label": labels.get(e.memory_id, e.memory_id),
+                 "decision": e.event_type.value, "from": e.from_state, "to": e.to_state,
+                 "actor": e.agent_id, "at": _iso(e.timestamp),
+                 "undo_until": _iso(e.timestamp + window)} for e in mine]
 
     def decide(self, memory_id: str, decision: str, *, owner: str | None,
                actor: str) -> dict[str, Any]:
@@ -314,8 +322,7 @@ class Pages:
             "edges": edges,
             "chain": self._chain(memory, owner),
             "evaluation": evaluation,
-            "entities": list(memory.entities),
-            "facts": self._facts(memory.id, owner),
+            **self._knowledge(memory.id, owner),
         }
 
     def _chain(self, memory: Memory, owner: str | None, limit: int = 25) -> list[Any]:
@@ -345,18 +352,20 @@ class Pages:
         return [{**_brief(m), "created": _iso(m.created), "this": m.id == memory.id}
                 for m in [*reversed(older), memory, *newer]]
 
-    def _facts(self, memory_id: str, owner: str | None) -> list[Any] | None:
-        """Facts sourced from this memory when the store has a knowledge graph (its
-        ``facts`` method; None when absent or of another form)."""
-        method = getattr(self.store, "facts", None)
-        if not callable(method):
-            return None
-        try:
-            found = method(memory_id=memory_id, owner=owner)
-        except TypeError:
-            return None
-        return [f.model_dump(mode="json") if hasattr(f, "model_dump") else str(f)
-                for f in found]
+    def _knowledge(self, memory_id: str, owner: str | None) -> dict[str, Any]:
+        """The entities a memory mentions and the facts it states, with entity names."""
+        section = self.store.graph_sections([memory_id], owner=owner)[memory_id]
+        names = {m["entity"]["id"]: m["entity"]["name"] for m in section["mentions"]}
+        names.update({e.id: e.name for e in self.store.entities(owner=owner)
+                      if any(e.id in (f["subject"], f["object"]) for f in section["facts"])})
+        return {
+            "entities": [{"name": m["entity"]["name"], "type": m["entity"]["type"],
+                          "role": m["role"], "surface": m["surface"]}
+                         for m in section["mentions"]],
+            "facts": [{**f, "subject_name": names.get(str(f["subject"]), f["subject"]),
+                       "object_name": names.get(str(f["object"]), f["object"])}
+                      for f in section["facts"]],
+        }
 
     def find(self, query: str, owner: str | None, *, limit: int = 20) -> list[dict[str, Any]]:
         """Memories to open: full-text matches of ``query`` (archived ones too, no access

@@ -35,6 +35,8 @@ const day = iso => iso ? iso.replace("T", " ").replace(/\.\d+/, "").replace("Z",
 const memoryLink = (id, label) => h("a", {href: "#/memory/" + encodeURIComponent(id),
   class: "mlink", "data-id": id}, label || id);
 const page = () => document.getElementById("page");
+const render = (...children) => page().replaceChildren(
+  ...children.flat(Infinity).filter(x => x !== null && x !== undefined && x !== false));
 function card(n, label, id) {
   return h("div", {class: "card", id}, h("div", {class: "n"}, fmt(n)), h("div", {class: "k"}, label));
 }
@@ -138,7 +140,7 @@ function showLogin(message) {
   document.getElementById("nav").hidden = true;
   document.getElementById("logout").hidden = true;
   document.getElementById("who").textContent = "";
-  page().replaceChildren();
+  render();
   document.getElementById("login").hidden = false;
   document.getElementById("login-error").textContent = message || "";
   document.getElementById("token").focus();
@@ -191,12 +193,14 @@ async function showRoute() {
   if (!state.session) return;
   const [name, ...rest] = (location.hash.replace(/^#\/?/, "") || "overview").split("/");
   const show = PAGES[name] || showOverview;
+  if (showRoute.last !== undefined && showRoute.last !== location.hash) document.getElementById("toast").hidden = true;
+  showRoute.last = location.hash;
   document.querySelectorAll("#nav a").forEach(a => a.classList.toggle("active", a.dataset.page === name));
   const started = performance.now();
-  page().replaceChildren(h("p", {class: "loading"}, "loading…"));
+  render(h("p", {class: "loading"}, "loading…"));
   page().dataset.ready = "";
   try { await show(rest.map(decodeURIComponent).join("/")); }
-  catch (err) { if (err.status !== 401) page().replaceChildren(h("h1", {}, "Could not load this page"),
+  catch (err) { if (err.status !== 401) render(h("h1", {}, "Could not load this page"),
     h("p", {class: "error", id: "page-error"}, `${err.status || ""} ${err.message}`)); }
   page().dataset.ready = name;
   page().dataset.loadMs = String(Math.round(performance.now() - started));
@@ -217,7 +221,7 @@ async function showOverview() {
         "expire": p.jobs.candidates_expired}, {title: "lifecycle plan"}),
       h("p", {class: "note"}, `dry run: nothing changed (${p.seconds.toFixed(2)} s)`));
   };
-  page().replaceChildren(
+  render(
     h("h1", {}, "Overview"),
     h("div", {class: "cards"}, card(o.memories, "memories", "count-memories"),
       card(o.owners, "owners"), card(o.hot.count, "hot set"), card(edges, "edges"),
@@ -230,7 +234,10 @@ async function showOverview() {
         columnChart(growth.labels, [{name: "created", values: growth.counts, colour: "#4C78A8"}], {cumulative: true, title: "growth"})),
       h("div", {class: "panel"}, h("h2", {}, "Edges"), barChart(o.edges, {left: 90, title: "edges by type"})),
       h("div", {class: "panel"}, h("h2", {}, "By owner"), barChart(o.by_owner, {left: 200, title: "memories by owner"})),
-      o.entities ? h("div", {class: "panel"}, h("h2", {}, "Entities"), barChart(o.entities.by_kind, {title: "entities by kind"})) : null,
+      o.entities ? h("div", {class: "panel", id: "entities-panel"}, h("h2", {}, `Entities (${o.entities.count}) and facts`),
+        barChart(o.entities.by_type, {title: "entities by type"}),
+        h("p", {}, `${o.entities.facts.current} facts valid now, ${o.entities.facts.ended} ended by newer ones. Most mentioned:`),
+        h("div", {}, o.entities.top.map(e => h("span", {class: "chip", title: e.type}, `${e.name} (${e.mentions})`)))) : null,
       h("div", {class: "panel"}, h("h2", {}, "Last lifecycle run"),
         lastRun ? [h("p", {}, `${day(lastRun.at)} by ${lastRun.agent}`), barChart(lastRun.events, {title: "events of the last run"})]
                 : h("p", {class: "muted"}, "The lifecycle manager has not changed anything yet."),
@@ -246,7 +253,7 @@ async function showQuality() {
   const q = await api("quality");
   const c = q.conversations, f = q.feedback;
   const kinds = Object.keys(f.by_kind);
-  page().replaceChildren(
+  render(
     h("h1", {}, "Extraction quality"),
     h("h2", {}, "From conversations"),
     h("div", {class: "cards"}, card(c.sessions, "sessions"), card(c.extracted, "memories extracted", "count-extracted"),
@@ -324,7 +331,7 @@ async function showReview() {
         VERBS[choice]))));
   });
   const decisions = r.decisions;
-  page().replaceChildren(
+  render(
     h("h1", {}, "Review queue"),
     h("div", {class: "cards"}, card(r.counts.review || 0, "to review (rules disagree or near a threshold)", "count-review"),
       r.auto_archive ? null : card(r.counts.archive || 0, "archives waiting for approval", "count-archive"),
@@ -335,7 +342,7 @@ async function showReview() {
     queue(items),
     h("h2", {}, "Your recent decisions"),
     decisions.length ? table(["memory", "decision", "from → to", "actor", "at", "undo until", ""], decisions.map(d =>
-      [memoryLink(d.memory_id), d.decision, `${d.from} → ${d.to}`, d.actor, day(d.at), day(d.undo_until),
+      [memoryLink(d.memory_id, d.label), d.decision, `${d.from} → ${d.to}`, d.actor, day(d.at), day(d.undo_until),
        h("button", {type: "button", class: "undo", "data-id": d.memory_id, disabled: !admin, onclick: () => undo(d.memory_id)}, "Undo")]),
       {id: "decisions"}) : h("p", {class: "muted"}, "None within the restore window."));
 }
@@ -360,7 +367,7 @@ async function showFinder(query) {
       [memoryLink(m.id, m.label), m.kind, m.status + (m.hot ? " · hot" : ""), m.owner || ""]), {id: "found-table"})
       : h("p", {class: "muted"}, "No memory matches."));
   };
-  page().replaceChildren(h("h1", {}, "Memory view"),
+  render(h("h1", {}, "Memory view"),
     h("form", {class: "row", onsubmit: ev => { ev.preventDefault(); go(); }}, input, h("button", {type: "submit"}, "Find")), box);
   await go();
 }
@@ -371,7 +378,7 @@ async function showMemory(id) {
   const e = d.evaluation;
   const drawing = h("iframe", {class: "drawing", id: "drawing", sandbox: "allow-scripts", title: "neighbourhood drawing",
     src: "/ui/api/drawing?id=" + encodeURIComponent(m.id)});
-  page().replaceChildren(
+  render(
     h("p", {}, h("a", {href: "#/memory"}, "← find another memory")),
     h("h1", {id: "memory-title"}, m.subject || m.text.slice(0, 80) || m.id),
     h("div", {class: "row"}, h("span", {class: "badge"}, m.kind), h("span", {class: "badge"}, m.status),
@@ -382,10 +389,14 @@ async function showMemory(id) {
       h("div", {class: "panel"}, h("h2", {}, "Lifecycle"),
         e ? [h("p", {}, h("span", {class: "badge " + e.action}, e.action), ` confidence ${fmt(e.confidence, 2)}`),
           h("ul", {}, e.reasons.map(x => h("li", {}, x)))] : h("p", {class: "muted"}, `Not evaluated: the memory is ${m.status}.`),
-        h("h3", {}, "Entities"), d.entities.length ? h("div", {id: "entities"}, d.entities.map(x => h("span", {class: "chip"}, x)))
-          : h("p", {class: "muted"}, "none found"),
-        d.facts ? [h("h3", {}, "Facts"), d.facts.length ? h("ul", {id: "facts"}, d.facts.map(x => h("li", {}, typeof x === "string" ? x : JSON.stringify(x))))
-          : h("p", {class: "muted"}, "none")] : null,
+        h("h3", {}, "Entities it mentions"), d.entities.length ? h("div", {id: "entities"}, d.entities.map(x =>
+          h("span", {class: "chip", title: `${x.type}, ${x.role}: “${x.surface}”`}, `${x.name} · ${x.type}`)))
+          : h("p", {class: "muted"}, "none"),
+        h("h3", {}, "Facts it states"), d.facts.length ? h("ul", {id: "facts"}, d.facts.map(f => h("li", {},
+          `${f.subject_name} —${f.predicate}→ ${f.object_name}`, h("span", {class: "muted"},
+            ` valid ${day(f.valid_from) || "…"} → ${day(f.valid_to) || "now"}` + (f.ended_by ? ` (ended by ${f.ended_by})` : "") +
+            ` · confidence ${fmt(f.confidence, 2)} · ${f.rule}`))))
+          : h("p", {class: "muted"}, "none"),
         d.chain.length ? [h("h3", {}, "Supersede chain (oldest first)"), h("div", {class: "chain", id: "chain"},
           d.chain.map((c, i) => [i ? " → " : "", h("span", {class: c.this ? "this" : ""}, c.this ? c.label : memoryLink(c.id, c.label))]))] : null)),
     h("h2", {}, "Neighbourhood"),
@@ -409,11 +420,11 @@ async function showMemory(id) {
 function explanation(hit) {
   const e = hit.explanation;
   const rows = Object.entries(e.channels).map(([name, c]) => [name, c.rank, c.score]);
-  const paths = e.paths || e.graph_paths || [];
+  const path = e.graph_path || [];
   return h("div", {class: "why"},
     rows.length ? table(["channel", "rank", "score"], rows, {class: "channels"}) : null,
     h("div", {},
-      paths.length ? h("ul", {class: "paths"}, paths.map(p => h("li", {}, typeof p === "string" ? p : JSON.stringify(p)))) : null,
+      path.length ? h("p", {class: "path"}, "graph path: via " + path.join(" → ")) : null,
       h("pre", {}, hit.why.join("\n"))));
 }
 async function mark(hit, query, useful, box) {
@@ -452,7 +463,7 @@ async function showRecall(query) {
       }));
     page().dataset.ready = "recall-done";
   };
-  page().replaceChildren(h("h1", {}, "Recall playground"),
+  render(h("h1", {}, "Recall playground"),
     h("form", {class: "row", id: "recall-form", onsubmit: ev => { ev.preventDefault(); run().catch(err => results.replaceChildren(h("p", {class: "error"}, err.message))); }},
       input, h("label", {}, "preset ", preset), h("label", {}, "k ", k), h("button", {type: "submit", class: "primary"}, "Recall")),
     h("div", {class: "row"}, h("span", {class: "muted"}, "kinds:"), kinds),

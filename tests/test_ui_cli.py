@@ -1,0 +1,57 @@
+"""``graphmem ui``: a dashboard on a local store, as a real process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+from click.testing import CliRunner
+
+from graphmem import MemoryStore
+from graphmem.cli import cli
+
+
+def test_ui_serves_the_dashboard_of_the_store_until_interrupted(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    with MemoryStore(db, embedder="hashing") as store:
+        store.add("the orchard runs on PostgreSQL", owner="nadia")
+        store.add("tomas keeps bees", owner="tomas")
+    env = {**os.environ, "GRAPHMEM_EMBEDDER": "hashing", "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen([sys.executable, "-m", "graphmem", "--db", str(db), "ui",
+                                "--no-open"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=env)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("dashboard: http://127.0.0.1:"), (line, process.stderr)
+        url = line.split()[1]
+        with httpx.Client(timeout=30) as client:
+            assert "graphmem dashboard" in client.get(url).text
+            base = url.removesuffix("/ui/")
+            login = client.post(base + "/ui/api/login", headers={"Origin": base})
+            assert login.status_code == 200 and login.json()["owner"] is None
+            overview = client.get(base + "/ui/api/overview").json()
+            assert overview["memories"] == 2 and set(overview["by_owner"]) == {"nadia", "tomas"}
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
+    assert process.returncode == 130  # interrupted, as every command reports Ctrl-C
+    with MemoryStore(db, embedder="hashing") as store:  # the lock was released
+        assert store.stats().memories == 2
+
+
+def test_ui_refuses_to_listen_beyond_loopback_without_tokens(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "db"), "ui", "--host",
+                                      "0.0.0.0", "--no-open"])
+    assert result.exit_code == 1 and "without tokens" in result.output
+    assert time.monotonic() - started < 30
