@@ -378,4 +378,4 @@ def test_query_and_draw_commands(analyst_db: Path, tmp_path: Path) -> None:
     flow = _cli(analyst_db, "draw", "--lifecycle", "--out", str(tmp_path / "flow.png"))
     assert flow.returncode == 0 and (tmp_path / "flow.png").read_bytes()[:4] == b"\x89PNG"
     missing = _cli(analyst_db, "draw", "--out", str(tmp_path / "x.png"))
-    assert missing.returncode == 1 and "ID" in missing.stderr
+    assert missing.returncode == 2 and "ID" in missing.stderr  # a usage error
