@@ -21,7 +21,8 @@ from graphmem import InvalidInputError, MemoryStore
 from .analytics import lifecycle_flows
 
 __all__ = ["EDGE_STYLES", "KIND_COLOURS", "STATUS_SHAPES", "draw_lifecycle_flow",
-           "draw_neighbourhood", "neighbourhood"]
+           "draw_neighbourhood", "drawing_title", "neighbourhood", "neighbourhood_figure",
+           "node_labels"]
 
 KIND_COLOURS = {"episodic": "#4C78A8", "semantic": "#F58518", "procedural": "#54A24B",
                 "identity": "#B279A2", "working": "#E45756", "note": "#72B7B2"}
@@ -79,11 +80,58 @@ def neighbourhood(store: MemoryStore, memory_id: str, *, depth: int = 2,
         label = memory.subject or memory.text or "(forgotten)"
         graph.add_node(node, kind=memory.kind.value, status=memory.status.value,
                        hot=memory.hot, label=label[:40], text=memory.text[:300],
-                       importance=memory.importance, hop=hop, centre=node == memory_id)
+                       importance=memory.importance, hop=hop, centre=node == memory_id,
+                       created=memory.created.strftime("%Y-%m-%d"),
+                       current=not memory.superseded_by)
     for src, dst, kind, weight in edges:
         if src in graph and dst in graph and not graph.has_edge(src, dst, key=kind):
             graph.add_edge(src, dst, key=kind, kind=kind, weight=weight)
     return graph
+
+
+def node_labels(graph: nx.MultiDiGraph, width: int = 24) -> dict[str, str]:
+    """A label per node that tells it apart: its subject (or text) cut to ``width``, and
+    where several nodes would read the same (the versions of one memory share their
+    subject), their creation dates and which are replaced.
+
+    >>> g = nx.MultiDiGraph()
+    >>> g.add_node("a", label="Orchard database", created="2026-05-01", current=False)
+    >>> g.add_node("b", label="Orchard database", created="2026-06-09", current=True)
+    >>> g.add_node("c", label="Deploy orchard", created="2026-06-01", current=True)
+    >>> for node, label in node_labels(g).items():
+    ...     print(node, label)
+    a Orchard database · 2026-05-01, replaced
+    b Orchard database · 2026-06-09
+    c Deploy orchard
+    """
+    base = {n: d["label"][:width] for n, d in graph.nodes(data=True)}
+    counts: dict[str, int] = {}
+    for label in base.values():
+        counts[label] = counts.get(label, 0) + 1
+    out = {}
+    for node, label in base.items():
+        data = graph.nodes[node]
+        if counts[label] > 1:
+            label += f" · {data.get('created', '')}" + (
+                "" if data.get("current", True) else ", replaced")
+        out[node] = label
+    return out
+
+
+def drawing_title(graph: nx.MultiDiGraph, centre: str, depth: int) -> str:
+    """The drawing's title, in words: the memory's subject or text, not its id.
+
+    >>> g = nx.MultiDiGraph()
+    >>> g.add_node("urn:ump:x", label="Deploy orchard", kind="procedural")
+    >>> drawing_title(g, "urn:ump:x", 2)
+    '“Deploy orchard” (procedural) and what it connects to within 2 hops: 1 memory, 0 edges'
+    """
+    data = graph.nodes[centre]
+    memories = graph.number_of_nodes()
+    edges = graph.number_of_edges()
+    return (f"“{data['label']}” ({data['kind']}) and what it connects to within {depth} "
+            f"hop{'s' if depth != 1 else ''}: {memories} memor{'ies' if memories != 1 else 'y'}"
+            f", {edges} edge{'s' if edges != 1 else ''}")
 
 
 def _layout(graph: nx.MultiDiGraph, seed: int) -> dict[str, tuple[float, float]]:
@@ -130,13 +178,24 @@ def draw_neighbourhood(store: MemoryStore, memory_id: str, out: str | Path, *,
 
 def _png(graph: nx.MultiDiGraph, positions: dict[str, tuple[float, float]], path: Path,
          centre: str, depth: int) -> None:
+    import matplotlib.pyplot as plt
+
+    fig = neighbourhood_figure(graph, positions, centre, depth)
+    fig.savefig(path, format="png")
+    plt.close(fig)
+
+
+def neighbourhood_figure(graph: nx.MultiDiGraph, positions: dict[str, tuple[float, float]],
+                         centre: str, depth: int) -> Any:
+    """The PNG drawing as a matplotlib figure: the graph on the left, the legend (kinds,
+    statuses, outlines and sizes, edges) in its own column on the right, clear of it."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    fig, ax = plt.subplots(figsize=(11, 8), dpi=110)
+    fig, ax = plt.subplots(figsize=(13, 8), dpi=110)
     for kind, style in EDGE_STYLES.items():
         edges = [(u, v) for u, v, d in graph.edges(data=True) if d["kind"] == kind]
         if edges:
@@ -156,42 +215,67 @@ def _png(graph: nx.MultiDiGraph, positions: dict[str, tuple[float, float]], path
             edgecolors=["black" if graph.nodes[n]["hot"] or graph.nodes[n]["centre"]
                         else "white" for n in nodes],
             linewidths=[2.5 if graph.nodes[n]["hot"] else 1.0 for n in nodes])
-    labels = {n: d["label"][:24] for n, d in graph.nodes(data=True)
+    shown = node_labels(graph)
+    labels = {n: shown[n] for n, d in graph.nodes(data=True)
               if d["hop"] <= 1 or graph.number_of_nodes() <= 40}
     nx.draw_networkx_labels(graph, {n: (x, y - 0.045) for n, (x, y) in positions.items()},
                             labels=labels, ax=ax, font_size=7, verticalalignment="top")
+    ax.margins(0.08)  # room for the outermost nodes and their labels
     kinds = sorted({d["kind"] for _, d in graph.nodes(data=True)})
     statuses = sorted({d["status"] for _, d in graph.nodes(data=True)})
     edge_kinds = sorted({d["kind"] for _, _, d in graph.edges(data=True)})
-    handles = [Line2D([], [], marker="o", linestyle="", markersize=9,
-                      markerfacecolor=KIND_COLOURS.get(k, "#888888"),
-                      markeredgecolor="white", label=k) for k in kinds]
+
+    def header(text: str) -> Line2D:
+        return Line2D([], [], linestyle="", label=text)
+
+    handles = [header("colour: kind")]
+    handles += [Line2D([], [], marker="o", linestyle="", markersize=9,
+                       markerfacecolor=KIND_COLOURS.get(k, "#888888"),
+                       markeredgecolor="white", label=k) for k in kinds]
+    handles += [header("shape: status")]
     handles += [Line2D([], [], marker=STATUS_SHAPES[s][0], linestyle="", markersize=8,
                        markerfacecolor="#CCCCCC", markeredgecolor="black", label=s)
                 for s in statuses]
+    handles += [header("size and outline"),
+                Line2D([], [], marker="o", linestyle="", markersize=14,
+                       markerfacecolor="#CCCCCC", markeredgecolor="black",
+                       label="large: the memory drawn around"),
+                Line2D([], [], marker="o", linestyle="", markersize=9, markeredgewidth=2.5,
+                       markerfacecolor="#CCCCCC", markeredgecolor="black",
+                       label="thick black outline: hot (most activated)")]
+    if edge_kinds:
+        handles += [header("line: edge")]
     handles += [Line2D([], [], color=EDGE_STYLES[k]["color"],
                        linestyle="--" if EDGE_STYLES[k]["style"] == "dashed" else "-",
-                       label=k.replace("_", "-")) for k in edge_kinds]
-    ax.legend(handles=handles, loc="upper left", fontsize=8, framealpha=0.9,
-              title="kind · status · edge", title_fontsize=8)
-    ax.set_title(f"neighbourhood of {centre} (depth {depth}): {graph.number_of_nodes()} "
-                 f"memories, {graph.number_of_edges()} edges", fontsize=10)
+                       label={"references": "references (points at)",
+                              "co_occurs": "co-occurs (together)",
+                              "supersedes": "supersedes (replaces)"}.get(k, k))
+                for k in edge_kinds]
+    legend = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                       fontsize=8, framealpha=0.95, borderaxespad=0.0)
+    headers = {h.get_label() for h in handles if h.get_linestyle() in ("", "None")
+               and h.get_marker() in ("", "None", None)}
+    for text in legend.get_texts():
+        if text.get_text() in headers:
+            text.set_fontweight("bold")
+    ax.set_title(drawing_title(graph, centre, depth), fontsize=10, wrap=True)
     ax.axis("off")
     fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
+    return fig
 
 
 _PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>__TITLE__</title>
 <style>
 body{margin:0;font:13px system-ui,sans-serif;display:flex;height:100vh}
-#side{width:300px;padding:10px;border-right:1px solid #ddd;overflow:auto}
-#canvas{flex:1}svg{width:100%;height:100%;cursor:grab}
+#side{width:300px;flex:none;padding:10px;border-right:1px solid #ddd;overflow:auto;
+overflow-wrap:anywhere;word-break:break-word}
+#canvas{flex:1;min-width:0}svg{width:100%;height:100%;cursor:grab;overflow:visible}
 .node{cursor:pointer;stroke:#fff;stroke-width:1.2}.node.hot{stroke:#000;stroke-width:3}
 .node.centre{stroke:#000;stroke-width:2.5}.label{font-size:10px;pointer-events:none;fill:#333}
 .edge{fill:none;stroke-width:1.3}.dim{opacity:.15}
 .key{display:inline-block;width:10px;height:10px;margin-right:4px}
+#legend div{margin:2px 0}#legend h4{margin:10px 0 2px}
 pre{white-space:pre-wrap;background:#f6f6f6;padding:6px}
 </style></head><body>
 <div id="side"><h3>__TITLE__</h3><p>Drag nodes, scroll to zoom, drag the background to pan,
@@ -204,7 +288,10 @@ const NS = "http://www.w3.org/2000/svg";
 const svg = document.getElementById("svg"), view = document.getElementById("view");
 let scale = 1, tx = 0, ty = 0;
 const W = () => svg.clientWidth || 900, H = () => svg.clientHeight || 700;
-const px = n => (n.x * 0.45 + 0.5) * W(), py = n => (n.y * 0.45 + 0.5) * H();
+// Coordinates in [-1, 1] fill the canvas inside a margin: nodes and labels stay in view.
+const MX = 60, MY = 30;
+const px = n => MX + (n.x + 1) / 2 * (W() - 2 * MX - 120);
+const py = n => MY + (n.y + 1) / 2 * (H() - 2 * MY);
 function el(tag, attrs, parent) { const e = document.createElementNS(NS, tag);
   for (const k in attrs) e.setAttribute(k, attrs[k]); parent.appendChild(e); return e; }
 const byId = {}; DATA.nodes.forEach(n => byId[n.id] = n);
@@ -237,14 +324,16 @@ function render() {
     s.addEventListener("mousedown", ev => startDrag(ev, n));
     s.addEventListener("click", () => show(n));
     if (n.hop <= 1 || DATA.nodes.length <= 40) {
-      el("text", {x: px(n) + 9, y: py(n) + 3, class: "label"}, ng).textContent = n.label; }
+      el("text", {x: px(n) + 9, y: py(n) + 3, class: "label"}, ng).textContent = n.shown; }
   });
 }
 function show(n) {
   const d = document.getElementById("detail"); d.innerHTML = "";
-  const h = document.createElement("h4"); h.textContent = n.id; d.appendChild(h);
+  const h = document.createElement("h4"); h.textContent = n.shown; d.appendChild(h);
+  const id = document.createElement("p"); id.textContent = n.id; d.appendChild(id);
   const p = document.createElement("p");
-  p.textContent = `${n.kind} · ${n.status}${n.hot ? " · hot" : ""} · importance ` +
+  p.textContent = `${n.kind} · ${n.status}${n.hot ? " · hot" : ""}` +
+    `${n.current ? "" : " · replaced"} · created ${n.created} · importance ` +
     `${n.importance} · ${n.hop} hop(s) away`; d.appendChild(p);
   const pre = document.createElement("pre"); pre.textContent = n.text; d.appendChild(pre);
 }
@@ -253,8 +342,8 @@ function startDrag(ev, n) { ev.stopPropagation(); drag = n; }
 svg.addEventListener("mousedown", ev => { pan = {x: ev.clientX - tx, y: ev.clientY - ty}; });
 window.addEventListener("mousemove", ev => {
   if (drag) { const r = svg.getBoundingClientRect();
-    drag.x = (((ev.clientX - r.left - tx) / scale) / W() - 0.5) / 0.45;
-    drag.y = (((ev.clientY - r.top - ty) / scale) / H() - 0.5) / 0.45; render(); }
+    drag.x = (((ev.clientX - r.left - tx) / scale) - MX) / (W() - 2 * MX - 120) * 2 - 1;
+    drag.y = (((ev.clientY - r.top - ty) / scale) - MY) / (H() - 2 * MY) * 2 - 1; render(); }
   else if (pan) { tx = ev.clientX - pan.x; ty = ev.clientY - pan.y; render(); } });
 window.addEventListener("mouseup", () => { drag = null; pan = null; });
 svg.addEventListener("wheel", ev => { ev.preventDefault();
@@ -268,9 +357,22 @@ Object.keys(DATA.edge_styles).forEach(k => { const l = document.createElement("l
   c.onchange = () => { c.checked ? hidden.delete(k) : hidden.add(k); render(); };
   l.appendChild(c); l.append(` ${k} edges `); filters.appendChild(l); });
 const legend = document.getElementById("legend");
-Object.entries(DATA.colours).forEach(([k, c]) => { const s = document.createElement("div");
-  s.innerHTML = `<span class="key" style="background:${c}"></span>`; s.append(k);
-  legend.appendChild(s); });
+function heading(text) { const h = document.createElement("h4"); h.textContent = text;
+  legend.appendChild(h); }
+function entry(swatch, text) { const d = document.createElement("div");
+  d.innerHTML = swatch; d.append(text); legend.appendChild(d); }
+heading("colour: kind");
+Object.entries(DATA.colours).forEach(([k, c]) =>
+  entry(`<span class="key" style="background:${c}"></span>`, k));
+heading("shape: status");
+DATA.shapes.forEach(([status, shape]) => entry("", `${shape}: ${status}`));
+heading("size and outline");
+entry("", "large, black outline: the memory drawn around");
+entry("", "thick black outline: hot (most activated)");
+heading("line: edge");
+entry("", "solid grey with an arrow: references (points at)");
+entry("", "dashed: co-occurs (together)");
+entry("", "red with an arrow: supersedes (replaces)");
 render(); window.addEventListener("resize", render);
 </script></body></html>
 """
@@ -279,22 +381,27 @@ render(); window.addEventListener("resize", render);
 def _html(graph: nx.MultiDiGraph, positions: dict[str, tuple[float, float]], path: Path,
           centre: str, depth: int) -> None:
     scale = max((max(abs(x), abs(y)) for x, y in positions.values()), default=1.0) or 1.0
+    shown = node_labels(graph, width=40)
     nodes = [{"id": n, "x": positions[n][0] / scale, "y": positions[n][1] / scale,
               "kind": d["kind"], "status": d["status"], "hot": d["hot"],
               "shape": STATUS_SHAPES.get(d["status"], ("o", "circle"))[1],
-              "label": d["label"], "text": d["text"], "importance": d["importance"],
-              "hop": d["hop"], "centre": d["centre"]} for n, d in graph.nodes(data=True)]
+              "label": d["label"], "shown": shown[n], "text": d["text"],
+              "importance": d["importance"], "hop": d["hop"], "centre": d["centre"],
+              "created": d["created"], "current": d["current"]}
+             for n, d in graph.nodes(data=True)]
     edges = [{"source": u, "target": v, "kind": d["kind"], "weight": round(d["weight"], 3)}
              for u, v, d in graph.edges(data=True)]
     data: dict[str, Any] = {"nodes": nodes, "edges": edges, "colours": KIND_COLOURS,
-                            "edge_styles": EDGE_STYLES}
+                            "edge_styles": EDGE_STYLES,
+                            "shapes": [[status, shape] for status, (_, shape)
+                                       in STATUS_SHAPES.items()]}
     # JSON inside <script>: escape "<" so text such as "</script>" cannot end the block.
     payload = json.dumps(data).replace("<", "\\u003c")
     markers = "".join(
         f'<marker id="arrow-{k}" viewBox="0 0 10 10" refX="18" refY="5" markerWidth="7" '
         f'markerHeight="7" orient="auto"><path d="M0,0L10,5L0,10z" fill="{s["color"]}"/>'
         f"</marker>" for k, s in EDGE_STYLES.items())
-    title = html.escape(f"graphmem: neighbourhood of {centre} (depth {depth})")
+    title = html.escape(drawing_title(graph, centre, depth))
     page = (_PAGE.replace("__TITLE__", title).replace("__MARKERS__", markers)
             .replace("__DATA__", payload))
     path.write_text(page, encoding="utf-8")
