@@ -47,6 +47,7 @@ from ._models import (
 from ._recall import PRESETS, Explanation, Hit, RecallConfig
 from ._settings import Settings
 from ._time import format_iso, parse_iso
+from .client import connect
 
 __version__ = "0.1.0"
 
@@ -97,6 +98,7 @@ __all__ = [
     "StoreLockedError",
     "TriggeredBy",
     "Version",
+    "connect",
     "embedder_from_spec",
     "embedding_text",
     "evaluate_memory_lifecycle",

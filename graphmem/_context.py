@@ -15,7 +15,7 @@ import numpy as np
 
 from ._derive import FactSource
 from ._embed import Embedder, embedder_from_spec, fingerprint
-from ._engine import Engine
+from ._engine import Engine, ForeignChange
 from ._errors import EmbedderMismatchError, InvalidInputError, NotFoundError
 from ._kg import Fact
 from ._models import Memory
@@ -29,7 +29,8 @@ __all__ = ["Changed", "StoreContext"]
 class Changed:
     """What a commit changed: these memories (``new`` holds the ones it created, when
     the writer has them); ``removed``: they were forgotten; ``edges_only``: only their
-    edges changed; ``bulk``: anything may have changed."""
+    edges changed; ``bulk``: anything may have changed; ``foreign``: another process
+    committed it (what this process derived from the store may be stale anywhere)."""
 
     ids: Sequence[str]
     new: Sequence[Memory] = ()
@@ -37,6 +38,7 @@ class Changed:
     removed: bool = False
     edges_only: bool = False
     bulk: bool = False
+    foreign: bool = False
 
 
 class StoreContext:
@@ -51,6 +53,7 @@ class StoreContext:
         self.lock = threading.RLock()
         self._listeners: list[Callable[[Changed], None]] = []
         self._before_read: list[Callable[[], None]] = []
+        self._sync_lock = threading.Lock()
         self._embedder_checked = False
         self.embedder = self._resolve_embedder(embedder)
         #: facts from an Ollama model (checked, rules as fallback), or None: the rules
@@ -73,8 +76,20 @@ class StoreContext:
         self._before_read.append(hook)
 
     def before_read(self) -> None:
+        self.sync()
         for hook in self._before_read:
             hook()
+
+    def sync(self) -> None:
+        """Tell the listeners what other processes committed since the last call (for
+        engines that many processes share; nothing to do for the others)."""
+        feed = self.engine.changes
+        if feed is None:
+            return
+        with self._sync_lock:
+            for change in feed.poll():
+                for local in foreign_changes(change):
+                    self.changed(local)
 
     def visible(self, memory_id: str, owner: str | None) -> Memory:
         """The memory, if it exists and ``owner`` (when given) owns it; else NotFound."""
@@ -149,6 +164,22 @@ class StoreContext:
                 f"Re-embed with `graphmem --db {path} reembed --embedder "
                 f"{self.embedder.spec}`")
         self._embedder_checked = True
+
+
+def foreign_changes(change: ForeignChange) -> list[Changed]:
+    """Another process's commit as the notifications this process's listeners take."""
+    if change.bulk:
+        return [Changed([], bulk=True, foreign=True)]
+    removed = set(change.removed)
+    out = []
+    kept = [i for i in change.ids if i not in removed]
+    if kept:
+        out.append(Changed(kept, foreign=True))
+    if removed:
+        out.append(Changed(sorted(removed), removed=True, foreign=True))
+    if change.edge_ends:
+        out.append(Changed(list(change.edge_ends), edges_only=True, foreign=True))
+    return out
 
 
 def progress(total: int, label: str, enabled: bool) -> Any:

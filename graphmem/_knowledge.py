@@ -50,7 +50,7 @@ class Knowledge:
         ctx.on_change(self._on_change)
 
     def _on_change(self, change: Changed) -> None:
-        if change.bulk:
+        if change.bulk or change.foreign:  # another process may have resolved entities
             self.reset()
 
     def reset(self) -> None:

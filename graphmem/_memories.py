@@ -166,6 +166,7 @@ class Memories:
     def _new(self, items: Sequence[MemoryInput], batch: WriteBatch, *,
              reason: str | None = None, actor: str | None = None) -> list[NewMemory]:
         """New memories of ``items`` into ``batch``, with what they add to the graph."""
+        self._ctx.sync()  # entities other processes resolved meanwhile
         now = self._ctx.now()
         derived = derive_fields(self._ctx.embed, [
             TextItem(i.subject, i.text, i.context, i.entities or None,

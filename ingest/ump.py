@@ -51,6 +51,7 @@ __all__ = [
     "iter_records",
     "memory_to_record",
     "record_to_input",
+    "ump_records",
 ]
 
 UMP_VERSION = "0.1"
@@ -425,6 +426,16 @@ def memory_to_record(memory: Memory, graph: Mapping[str, Any] | None = None) -> 
     return record
 
 
+def ump_records(store: MemoryStore, *, owner: str | None = None) -> list[dict[str, Any]]:
+    """The store (or ``owner``'s memories) as UMP records, what a UMP file holds, each with
+    its knowledge-graph section. Forgotten memories are left out: nothing of them
+    remains to export.
+    """
+    memories = [m for m in store.memories(owner=owner) if m.status is not Status.FORGOTTEN]
+    graph = store.graph_sections([m.id for m in memories], owner=owner)
+    return [memory_to_record(m, graph.get(m.id)) for m in memories]
+
+
 def export_ump(store: MemoryStore, path: str | Path, *, owner: str | None = None) -> int:
     """Write the store (or ``owner``'s memories) as a UMP file; returns the record count.
 
@@ -433,9 +444,7 @@ def export_ump(store: MemoryStore, path: str | Path, *, owner: str | None = None
     and merges, and the facts it states, with their validity), so that an import gives
     back the same graph instead of extracting it again.
     """
-    memories = [m for m in store.memories(owner=owner) if m.status is not Status.FORGOTTEN]
-    graph = store.graph_sections([m.id for m in memories], owner=owner)
-    records = [memory_to_record(m, graph.get(m.id)) for m in memories]
+    records = ump_records(store, owner=owner)
     target = Path(path)
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(json.dumps(records, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")

@@ -31,6 +31,23 @@ class Clock:
         return self.now
 
 
+@pytest.fixture(scope="session")
+def pg_server() -> str:
+    """A running PostgreSQL 18 with pgvector (see ``tests/_postgres.py``)."""
+    from tests._postgres import start_server
+
+    return start_server()
+
+
+@pytest.fixture
+def pg_url(pg_server: str) -> Iterator[str]:
+    """A URL of an empty schema of its own on the test server."""
+    from tests._postgres import fresh_schema
+
+    with fresh_schema(pg_server) as url:
+        yield url
+
+
 @pytest.fixture
 def clock() -> Clock:
     return Clock(datetime(2026, 7, 15, 12, 0, tzinfo=UTC))

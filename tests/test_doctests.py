@@ -51,6 +51,8 @@ EXAMPLED = {
     "graphmem._memories": 2,
     "graphmem._time": 13,
     "graphmem._views": 2,
+    "graphmem.cli._lifecycle": 4,
+    "graphmem.client._client": 1,
     "ingest.locomo": 8,
     "ingest.longmemeval": 4,
     "queries.analytics": 32,

@@ -126,15 +126,16 @@ def test_sidecar(sidecar: tuple[MemoryStore, httpx.Client],
         assert history["memory_id"] == memory_id
         assert [v["memory_id"] for v in history["versions"]] == [memory_id]
         assert client.patch(path, json={"importance": 0.9}).json()["id"] == memory_id
-        assert client.post(f"{path}/promote").json()["memoryId"] == memory_id
-        assert client.post(f"{path}/restore").json()["memoryId"] == memory_id
-        assert client.post(f"{path}/archive").json()["memoryId"] == memory_id
-        assert client.post(f"{path}/restore").json()["memoryId"] == memory_id
+        assert client.post(f"{path}/promote").json()["memory_id"] == memory_id
+        assert client.post(f"{path}/restore").json()["memory_id"] == memory_id
+        assert client.post(f"{path}/archive").json()["memory_id"] == memory_id
+        assert client.post(f"{path}/restore").json()["memory_id"] == memory_id
         feedback = client.post("/v1/feedback", json={"memory_id": memory_id, "useful": True})
         assert feedback.json()["memory_id"] == memory_id
         newer = client.post(f"{path}/supersede", json={"text": f"newer {n}"}).json()
         assert list(store.get(memory_id).superseded_by) == [newer["id"]]
-        assert client.delete(path).json() == {"memory_id": memory_id, "status": "tombstoned"}
+        deleted = client.delete(path).json()
+        assert (deleted["memory_id"], deleted["status"]) == (memory_id, "tombstoned")
         assert store.get(memory_id).status.value == "tombstoned"
         _untouched(store, DECOYS + NASTY[n + 1:])
 

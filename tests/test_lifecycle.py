@@ -516,8 +516,12 @@ def test_batch_evaluate_agrees_with_evaluate_and_filters(store: MemoryStore, clo
     store.flush()
     results = {r.memory_id: r for r in store.batch_evaluate()}
     assert set(results) == {old, fact, theirs, used}  # active memories, every owner
+    # theirs: 45 idle days halve an episodic memory's 0.5 to 0.18 (< 0.3), as the
+    # lifecycle run would decay it before judging it
     assert {i: r.recommended_action for i, r in results.items()} == {
-        old: "archive", fact: "maintain", theirs: "maintain", used: "promote"}
+        old: "archive", fact: "maintain", theirs: "archive", used: "promote"}
+    assert results[theirs].metrics.importance == pytest.approx(0.5 * 0.5 ** (45 / 30))
+    assert store.run_lifecycle().count("archive") == 2  # the same answer as the report
     for memory_id, result in results.items():  # the same answer as one at a time
         single = store.evaluate(memory_id)
         assert (result.recommended_action, result.reasons, result.metrics) == (

@@ -48,8 +48,9 @@ def _with_mcp(db: Path, script: Callable[[Session], Awaitable[None]], *extra: st
                 return await session.call_tool(name, arguments)
 
             tools = await session.list_tools()
-            assert {t.name for t in tools.tools} == {"remember", "recall", "feedback", "forget",
-                                                     "history", "lifecycle_report"}
+            assert {t.name for t in tools.tools} == {
+                "remember", "recall", "feedback", "forget", "history", "lifecycle_report",
+                "supersede", "correct", "update", "link"}
             await script(call)
 
     asyncio.run(asyncio.wait_for(main(), timeout=180))
@@ -218,12 +219,11 @@ def test_every_tool_through_the_sidecar_with_a_token(tmp_path: Path) -> None:
                                 ("forget", {"memory_id": bobs.id}),
                                 ("forget", {"memory_id": bobs.id, "hard": True})]:
             assert _error(await call(name, arguments)) in (
-                f"not_found: no memory {bobs.id}",
-                "forbidden: this token lacks the admin scope"), name
+                f"no memory {bobs.id}", "this token lacks the admin scope"), name
         soft = await call("forget", {"memory_id": memory["id"]})
         assert soft.structured_content["status"] == "tombstoned"
         assert _error(await call("forget", {"memory_id": memory["id"], "hard": True})) == \
-            "forbidden: this token lacks the admin scope"
+            "this token lacks the admin scope"
         # the sidecar stops and releases the store
         server.__exit__(None, None, None)
         store.close()

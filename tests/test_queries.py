@@ -384,7 +384,7 @@ def test_query_and_draw_commands(analyst_db: Path, tmp_path: Path) -> None:
     flow = _cli(analyst_db, "draw", "--lifecycle", "--out", str(tmp_path / "flow.png"))
     assert flow.returncode == 0 and (tmp_path / "flow.png").read_bytes()[:4] == b"\x89PNG"
     missing = _cli(analyst_db, "draw", "--out", str(tmp_path / "x.png"))
-    assert missing.returncode == 1 and "ID" in missing.stderr
+    assert missing.returncode == 2 and "ID" in missing.stderr  # a usage error
 
 
 def test_entity_drawings_show_entities_and_facts(tmp_path: Path) -> None:
@@ -418,4 +418,4 @@ def test_entity_drawings_show_entities_and_facts(tmp_path: Path) -> None:
     assert drawn.returncode == 0, drawn.stderr
     assert "lives_in" in (tmp_path / "cli.html").read_text()
     wrong = _cli(db, "draw", "--about", "Caroline", "--out", str(tmp_path / "x.html"))
-    assert wrong.returncode == 1 and "--entities" in wrong.stderr
+    assert wrong.returncode == 2 and "--entities" in wrong.stderr  # a usage error

@@ -110,7 +110,7 @@ def test_every_endpoint(served: tuple[MemoryStore, str], alice: Api) -> None:
     useful = alice.post("/v1/feedback", json={"memory_id": target["id"], "useful": True})
     assert useful.json()["useful_count"] == 1
     promoted = alice.post(f"/v1/memories/{target['id']}/promote", json={"reason": "manual"})
-    assert promoted.status_code == 200 and promoted.json()["newType"] == "semantic"
+    assert promoted.status_code == 200 and promoted.json()["new_type"] == "semantic"
     restored = alice.post(f"/v1/memories/{target['id']}/restore")
     assert restored.status_code == 200 and restored.json()["undone"] == "promote"
     archived = alice.post(f"/v1/memories/{target['id']}/archive", json={"reason": "manual"})
@@ -142,7 +142,9 @@ def test_every_endpoint(served: tuple[MemoryStore, str], alice: Api) -> None:
             "/v1/memories/{memory_id}/supersede", "/v1/feedback",
             "/v1/memories/{memory_id}/promote", "/v1/memories/{memory_id}/archive",
             "/v1/memories/{memory_id}/restore", "/v1/export", "/v1/lifecycle/run",
-            "/v1/lifecycle/report", "/healthz"} <= set(paths)
+            "/v1/lifecycle/report", "/healthz", "/v1/memories/{memory_id}/links",
+            "/v1/memories/{memory_id}/evaluation", "/v1/lifecycle/evaluate", "/v1/stats",
+            "/v1/queries", "/v1/queries/{name}", "/v1/cypher", "/v1/backup"} <= set(paths)
 
 
 def test_tokens_401_and_scopes(served: tuple[MemoryStore, str]) -> None:
@@ -345,6 +347,15 @@ def test_a_read_token_changes_nothing(served: tuple[MemoryStore, str], alice: Ap
         ("get", "/v1/lifecycle/report"): {"params": {"format": "markdown"}},
         ("get", "/v1/store"): {},
         ("get", "/healthz"): {},
+        ("get", "/v1/memories/{memory_id}/links"): {},
+        ("post", "/v1/memories/{memory_id}/links"): {"json": {"other": first["id"]}},
+        ("get", "/v1/memories/{memory_id}/evaluation"): {},
+        ("post", "/v1/lifecycle/evaluate"): {"json": {}},
+        ("get", "/v1/stats"): {},
+        ("get", "/v1/queries"): {},
+        ("post", "/v1/queries/{name}"): {"json": {"params": {"limit": 3}}},
+        ("post", "/v1/cypher"): {"json": {"query": "MATCH (m:Memory) RETURN count(*)"}},
+        ("get", "/v1/backup"): {},
     }
     served_routes = {(method, path) for path, ops in
                      httpx.get(f"{url}/openapi.json").json()["paths"].items()
@@ -354,15 +365,19 @@ def test_a_read_token_changes_nothing(served: tuple[MemoryStore, str], alice: Ap
     answered = set()
     with Api(url, READER) as reader:
         for (method, path), kwargs in calls.items():
-            response = reader.request(method, path.replace("{memory_id}", memory), **kwargs)
+            path = path.replace("{memory_id}", memory).replace("{name}", "recent_memories")
+            response = reader.request(method, path, **kwargs)
             assert response.status_code in (200, 403), (method, path, response.text)
             if response.status_code == 200:
                 answered.add(path)
         hits = reader.post("/v1/memories/retrieve", json={"query": "tea"}).json()
         assert hits["count"] == 4 and hits["record_access"] is False
-    assert answered == {"/v1/memories/retrieve", "/v1/memories/{memory_id}",
-                        "/v1/memories/{memory_id}/history", "/v1/export",
-                        "/v1/lifecycle/report", "/v1/store", "/healthz"}
+    assert answered == {"/v1/memories/retrieve", f"/v1/memories/{memory}",
+                        f"/v1/memories/{memory}/history", "/v1/export",
+                        "/v1/lifecycle/report", "/v1/store", "/healthz",
+                        f"/v1/memories/{memory}/links", f"/v1/memories/{memory}/evaluation",
+                        "/v1/lifecycle/evaluate", "/v1/stats", "/v1/queries",
+                        "/v1/queries/recent_memories"}
     assert _state(store) == before
     # the same recall with a write token does record accesses: the check above can fail
     assert alice.post("/v1/memories/retrieve", json={"query": "tea"}).json()["count"] == 4
@@ -377,7 +392,7 @@ def test_openapi_declares_bearer_and_error_bodies(served: tuple[MemoryStore, str
     scheme = document["components"]["securitySchemes"]["bearer"]
     assert scheme["type"] == "http" and scheme["scheme"] == "bearer"
     error = document["components"]["schemas"]["ErrorOut"]
-    assert set(error["properties"]) == {"error", "detail", "field"}
+    assert set(error["properties"]) == {"error", "detail", "field", "result"}
     assert set(error["required"]) == {"error", "detail"}
     assert "HTTPValidationError" not in document["components"]["schemas"]
     for path, operations in document["paths"].items():
@@ -433,7 +448,7 @@ def test_every_error_status_is_declared(served: tuple[MemoryStore, str], alice: 
             response = client.request(method, path, **kwargs)
             assert 400 <= response.status_code < 500, (method, path, response.text)
             body = response.json()
-            assert set(body) <= {"error", "detail", "field"} and body["error"] and \
+            assert set(body) <= {"error", "detail", "field", "result"} and body["error"] and \
                 body["detail"], body
             template = "/v1/memories/{memory_id}" if path == "/v1/memories/%FF" else route
             declared = {int(c) for c in document[template][method]["responses"]}
@@ -450,7 +465,7 @@ def test_without_tokens_the_local_user_sees_every_owner(store: MemoryStore) -> N
         assert local.get("/healthz").json()["auth"] == "local"
         assert local.get("/v1/store").json() == {
             "store_id": store.store_id, "version": graphmem.__version__, "auth": "local",
-            "owner": None, "scopes": ["admin", "read", "write"]}
+            "owner": None, "scopes": ["admin", "all_owners", "read", "write"]}
         hits = local.post("/v1/memories/retrieve", json={"query": "spare key", "k": 5})
         assert {h["memory"]["id"] for h in hits.json()["hits"]} == {alices.id, bobs.id}
         assert hits.json()["record_access"] is True

@@ -240,6 +240,7 @@ class Recall:
         if not query.strip():
             return []
         when = to_utc(as_of) if as_of is not None else None
+        self._ctx.sync()  # what other processes committed (a shared engine)
         index = self.ensure_index()
         qvec: Future[np.ndarray] | None = None
         if config.active("vector") and index.size:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from . import _analyst, _backup, _core, _eval, _faces, _ingest, _lifecycle, _recall, _ui  # noqa: F401
-from ._app import cli
+from ._app import add_global_options, cli
+
+add_global_options(cli)  # --db, --json ... after the subcommand too
 
 __all__ = ["cli", "main"]
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from typing import Any
 
 import click
 
-from ._app import Context, cli, echo_json, fail, parse_params, pass_ctx, table
+from ._app import Context, cli, echo_json, parse_params, pass_ctx, table, usage
 
 
 @cli.command()
@@ -33,31 +34,33 @@ def query(ctx: Context, query_text: str | None, list_queries: bool, params: tupl
       graphmem query most_referenced --param limit=5
       graphmem query "MATCH (m:Memory) RETURN m.kind, count(*)"
     """
-    from queries.library import load_queries, run_named
+    from queries.library import find_query, load_queries, run_named
 
     named = load_queries()
     if list_queries:
-        rows = [{"name": q.name, "parameters": ", ".join(
-                    f"{p.name}: {p.type}" + ("" if p.required else f" = {p.default!r}")
-                    for p in q.params), "description": q.description}
-                for q in named.values()]
+        rows = [{"name": q.name, "parameters": ", ".join(p.describe() for p in q.params),
+                 "description": q.description} for q in named.values()]
         emit_rows(rows, "json" if ctx.json else fmt)
         return
     if not query_text:
-        fail("give a query NAME or CYPHER text (or --list)")
-    if query_text in named:
+        usage("give a query NAME or CYPHER text (or --list)")
+    if query_text in named or _NAME.fullmatch(query_text):
+        find_query(query_text)  # a misspelled name: the error lists the names
         if write:
-            fail("named queries are read-only; --write is for ad-hoc Cypher")
-        store = ctx.store(read_only=True)
+            usage("named queries are read-only; --write is for ad-hoc Cypher")
+        store = ctx.api(read_only=True)
         rows = run_named(store, query_text, parse_params(params, convert=lambda _n, raw: raw))
     elif write:
-        rows = ctx.store().cypher(query_text, parse_params(params), write=True)
+        rows = ctx.store(create=False).cypher(query_text, parse_params(params), write=True)
         click.echo("note: this change bypassed the version history; it is recorded as a "
-                   "cypher_write lifecycle event",
-                   err=True)
+                   "cypher_write lifecycle event", err=True)
     else:
-        rows = ctx.store(read_only=True).cypher(query_text, parse_params(params))
+        rows = ctx.api(read_only=True).cypher(query_text, parse_params(params))
     emit_rows(rows, "json" if ctx.json else fmt)
+
+
+#: A bare word: meant as a named query (no Cypher statement is one word).
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def emit_rows(rows: list[dict[str, Any]], fmt: str) -> None:
@@ -110,22 +113,25 @@ def draw(ctx: Context, memory_id: str | None, depth: int, max_nodes: int, out: s
     """
     from queries.draw import draw_entities, draw_lifecycle_flow, draw_neighbourhood
 
-    store = ctx.store(read_only=True)
+    store = ctx.store(read_only=True, create=False)
     if about is not None and not entities:
-        fail("--about names an entity to draw with --entities")
+        usage("--about names an entity to draw with --entities")
     if entities:
         if memory_id or lifecycle_flow:
-            fail("--entities draws the knowledge graph; leave out the ID and --lifecycle")
+            usage("--entities draws the knowledge graph; leave out the ID and --lifecycle")
         given = click.get_current_context().get_parameter_source("max_nodes")
         limit = 40 if given is click.core.ParameterSource.DEFAULT else max_nodes
         path = draw_entities(store, out, about=about, owner=owner, limit=limit)
     elif lifecycle_flow:
         if memory_id:
-            fail("--lifecycle draws the whole store's flow; leave out the ID")
+            usage("--lifecycle draws the whole store's flow; leave out the ID")
         path = draw_lifecycle_flow(store, out)
     else:
         if not memory_id:
-            fail("give the ID of the memory to draw (or --lifecycle)")
+            usage("give the ID of the memory to draw (or --lifecycle)")
         path = draw_neighbourhood(store, memory_id, out, depth=depth, max_nodes=max_nodes,
                                   owner=owner)
-    click.echo(f"wrote {path}", err=True)
+    if ctx.json:
+        echo_json({"written": str(path)})
+    else:
+        click.echo(f"wrote {path}", err=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from .._recall import PRESETS
-from ._app import Context, cli, fail, pass_ctx
+from ._app import Context, cli, echo_json, pass_ctx, usage
 
 
 @cli.group(name="eval")
@@ -48,7 +48,7 @@ def eval_run(ctx: Context, corpus: str, file: str | None, qrels: str | None, pre
     names = [p.strip() for p in presets.split(",") if p.strip()]
     unknown = [p for p in names if p not in PRESETS]
     if unknown:
-        fail(f"unknown preset(s) {', '.join(unknown)}; presets are {', '.join(PRESETS)}")
+        usage(f"unknown preset(s) {', '.join(unknown)}; presets are {', '.join(PRESETS)}")
     embedder = ctx.embedder or "minilm"
     progress = not ctx.json
     if corpus == "locomo":
@@ -59,14 +59,19 @@ def eval_run(ctx: Context, corpus: str, file: str | None, qrels: str | None, pre
                                         progress=progress, split=split, ablations=ablations)
     else:
         if split != "all":
-            fail("--split applies to --corpus locomo and longmemeval")
+            usage("--split applies to --corpus locomo and longmemeval")
         if file is None or qrels is None:
-            fail("--corpus ump needs a UMP FILE and --qrels FILE")
+            usage("--corpus ump needs a UMP FILE and --qrels FILE")
         results, rows = run_ump(file, qrels, presets=names, limit=limit, embedder=embedder,
                                 now=ctx.now, progress=progress)
     command = "graphmem " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     written = write_outputs(results, rows, Path(out), command=command, plots=not no_plots)
     presets_out = results["presets"]
+    if ctx.json:
+        echo_json({"corpus": corpus, "recall@10": {n: m["recall@10"]
+                                                   for n, m in presets_out.items()},
+                   "written": [str(p) for p in written]})
+        return
     click.echo(f"{corpus}: " + ", ".join(f"{n} R@10 {m['recall@10']:.3f}"
                                          for n, m in presets_out.items()))
     click.echo("wrote " + ", ".join(str(p) for p in written))

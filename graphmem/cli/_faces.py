@@ -43,9 +43,9 @@ def serve(ctx: Context, host: str, port: int, tokens_file: str | None, log_level
                    "scopes).")
 @pass_ctx
 def mcp(ctx: Context, sidecar_url: str | None, token: str | None) -> None:
-    """Run the MCP server on stdio (tools: remember, recall, feedback, forget, history,
-    lifecycle_report)."""
+    """Run the MCP server on stdio (tools: remember, recall, feedback, supersede, correct,
+    update, link, forget, history, lifecycle_report)."""
     from ..mcpserver import run_stdio
 
-    run_stdio(ctx.db, sidecar_url=sidecar_url or ctx.settings().sidecar_url, token=token,
-              settings=ctx.settings(), embedder=ctx.embedder)
+    run_stdio(ctx.db, sidecar_url=sidecar_url or ctx.sidecar or ctx.settings().sidecar_url,
+              token=token or ctx.token, settings=ctx.settings(), embedder=ctx.embedder)

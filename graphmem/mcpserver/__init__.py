@@ -1,6 +1,9 @@
 """The MCP face: graphmem's tools for agents over stdio (``graphmem mcp``).
 
-Tools: remember, recall (explained), feedback, forget, history, lifecycle_report. With a
+Tools: remember, recall (explained), feedback, supersede, correct, update, link, forget,
+history, lifecycle_report. Changes keep the memory's history: a supersede or correction
+keeps the old version (linked by SUPERSEDES), every change writes a version row, and the
+actor recorded is the token's owner (through a sidecar) or the agent id. With a
 sidecar URL they call the HTTP sidecar. With a token too, the sidecar alone answers (it
 alone knows the token's owner and scopes); without one, the embedded store answers when
 the sidecar cannot be reached, if it is the same store. Every result says which path
@@ -22,7 +25,10 @@ INSTRUCTIONS = (
     "graphmem is your long-term memory. Call `recall` before answering questions about the "
     "user, past work or decisions; call `remember` for durable facts, preferences and "
     "decisions (one fact per call); call `feedback` with useful=true on recalled memories "
-    "that helped. `forget` tombstones a memory (hard=true erases it).")
+    "that helped. When a remembered fact changes, call `supersede` (or `correct` for a "
+    "mistake) with the new text instead of remembering it again: the old version is kept "
+    "in the history. `update` changes importance, tags or the subject; `link` connects two "
+    "related memories. `forget` tombstones a memory (hard=true erases it).")
 
 
 def build_server(db: str | Path, *, sidecar_url: str | None = None, token: str | None = None,
@@ -85,6 +91,48 @@ def build_server(db: str | Path, *, sidecar_url: str | None = None, token: str |
         """Say whether a recalled memory helped; useful ones gain importance and get
         linked to the other useful memories of the same recall."""
         result, meta = run(lambda b: b.feedback(memory_id, useful, query), changes=True)
+        return {**result, **meta}
+
+    @server.tool()
+    def supersede(memory_id: str, text: str, reason: str = "conflict_update",
+                  subject: str | None = None, kind: str | None = None) -> dict[str, Any]:
+        """Replace a memory with a newer version (its text changed: a move, an upgrade,
+        a new decision). The old one is kept, marked superseded, and out of recall."""
+        fields = {k: v for k, v in (("subject", subject), ("kind", kind)) if v is not None}
+        memory, meta = run(lambda b: b.supersede(memory_id, text, reason, fields),
+                           changes=True)
+        return {"memory": memory, "supersedes": memory_id, **meta}
+
+    @server.tool()
+    def correct(memory_id: str, text: str) -> dict[str, Any]:
+        """Correct a memory that was wrong: the corrected text supersedes it (reason
+        conflict_update); the wrong version stays in the history."""
+        memory, meta = run(lambda b: b.supersede(memory_id, text, "conflict_update", {}),
+                           changes=True)
+        return {"memory": memory, "supersedes": memory_id, **meta}
+
+    @server.tool()
+    def update(memory_id: str, importance: float | None = None, tags: list[str] | None = None,
+               subject: str | None = None, kind: str | None = None,
+               reason: str = "manual_edit") -> dict[str, Any]:
+        """Change a memory's importance, tags, subject or kind in place (one version row
+        with change type reason: manual_edit or importance_boost). To change what it
+        says, use supersede or correct."""
+        fields: dict[str, Any] = {k: v for k, v in (("importance", importance), ("tags", tags),
+                                                     ("subject", subject), ("kind", kind))
+                                  if v is not None}
+        if not fields:
+            raise ToolError("nothing to change: give importance, tags, subject or kind")
+        memory, meta = run(lambda b: b.update(memory_id, {**fields, "reason": reason}),
+                           changes=True)
+        return {"memory": memory, **meta}
+
+    @server.tool()
+    def link(memory_id: str, other_id: str, kind: str = "references",
+             weight: float = 1.0) -> dict[str, Any]:
+        """Connect two memories: references (the first points at the other) or
+        co_occurs (they belong together). Recall walks these edges."""
+        result, meta = run(lambda b: b.link(memory_id, other_id, kind, weight), changes=True)
         return {**result, **meta}
 
     @server.tool()

@@ -14,43 +14,15 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote
-
-import httpx
 
 from .._errors import BackendUnavailableError, GraphmemError, InvalidInputError
 from .._facade import MemoryStore
 from .._settings import Settings
+from .._views import to_json
+from ..client import Client, SidecarUnreachable
 
-__all__ = ["Backend", "EmbeddedBackend", "FallbackBackend", "SidecarBackend", "SidecarError",
-           "SidecarUnreachable", "path_segment"]
-
-
-class SidecarError(GraphmemError):
-    """The sidecar answered with an error (its ``error`` code and ``detail``)."""
-
-    def __init__(self, code: str, detail: str) -> None:
-        super().__init__(f"{code}: {detail}")
-        self.code = code
-
-
-class SidecarUnreachable(BackendUnavailableError):
-    """The sidecar did not answer. ``maybe_applied``: the request may have reached it (a
-    timeout after sending), so a change it carried may have been made there."""
-
-    def __init__(self, message: str, *, maybe_applied: bool) -> None:
-        super().__init__(message)
-        self.maybe_applied = maybe_applied
-
-
-def path_segment(memory_id: str) -> str:
-    """``memory_id`` as one URL path segment: every reserved character percent-encoded
-    (``/``, ``#``, ``?`` and ``%`` too), and the dot segments that HTTP clients collapse
-    (``.``, ``..``) spelled out, so the request reaches this memory and no other."""
-    if not isinstance(memory_id, str) or not memory_id:
-        raise InvalidInputError("memory_id must be a non-empty id", field="memory_id")
-    segment = quote(memory_id, safe="")
-    return {".": "%2E", "..": "%2E%2E"}.get(segment, segment)
+__all__ = ["Backend", "EmbeddedBackend", "FallbackBackend", "SidecarBackend",
+           "SidecarUnreachable"]
 
 
 def compact_hit(memory: dict[str, Any], score: float, rank: int,
@@ -65,7 +37,7 @@ def compact_hit(memory: dict[str, Any], score: float, rank: int,
 
 def compact_memory(memory: dict[str, Any]) -> dict[str, Any]:
     keys = ("id", "kind", "status", "subject", "text", "tags", "importance", "owner",
-            "created")
+            "created", "version", "superseded_by")
     return {k: memory.get(k) for k in keys}
 
 
@@ -78,11 +50,76 @@ class Backend(Protocol):
     def forget(self, memory_id: str, hard: bool) -> dict[str, Any]: ...
     def history(self, memory_id: str) -> list[dict[str, Any]]: ...
     def lifecycle_report(self) -> str: ...
+    def supersede(self, memory_id: str, text: str, reason: str,
+                  fields: dict[str, Any]) -> dict[str, Any]: ...
+    def update(self, memory_id: str, fields: dict[str, Any]) -> dict[str, Any]: ...
+    def link(self, memory_id: str, other: str, kind: str, weight: float) -> dict[str, Any]: ...
 
 
-class EmbeddedBackend:
+class _Tools:
+    """The tools' work over a store (a ``MemoryStore`` or a sidecar's ``Client``: the
+    same methods), each answer a small dict that does not depend on which one it was.
+    ``_scope`` is what every call passes (the owner), ``_changes`` what every change
+    passes too (the actor); a sidecar decides both itself."""
+
+    name = "store"
+
+    @property
+    def store(self) -> Any:
+        raise NotImplementedError
+
+    def _scope(self) -> dict[str, Any]:
+        return {}
+
+    def _changes(self) -> dict[str, Any]:
+        return {}
+
+    def remember(self, fields: dict[str, Any]) -> dict[str, Any]:
+        memory = self.store.add(**fields, **self._changes())
+        return compact_memory(to_json(memory))
+
+    def recall(self, query: str, k: int, preset: str, explain: bool) -> list[dict[str, Any]]:
+        hits = self.store.recall(query, k=k, preset=preset, **self._scope())
+        return [compact_hit(to_json(h.memory), h.score, h.rank,
+                            h.explanation.lines() if explain else None) for h in hits]
+
+    def feedback(self, memory_id: str, useful: bool, query: str | None) -> dict[str, Any]:
+        memory = self.store.feedback(memory_id, useful=useful, query=query, **self._changes())
+        return {"memory_id": memory.id, "useful_count": memory.useful_count,
+                "ignored_count": memory.ignored_count, "importance": memory.importance}
+
+    def forget(self, memory_id: str, hard: bool) -> dict[str, Any]:
+        if hard:
+            self.store.forget(memory_id, confirm=True, **self._changes())
+            return {"memory_id": memory_id, "status": "forgotten"}
+        memory = self.store.tombstone(memory_id, **self._changes())
+        return {"memory_id": memory_id, "status": memory.status.value}
+
+    def history(self, memory_id: str) -> list[dict[str, Any]]:
+        return [to_json(v) for v in self.store.history(memory_id, **self._scope())]
+
+    def lifecycle_report(self) -> str:
+        report = self.store.run_lifecycle(apply=False, **self._scope())
+        return str(report.to_markdown())
+
+    def supersede(self, memory_id: str, text: str, reason: str,
+                  fields: dict[str, Any]) -> dict[str, Any]:
+        new = self.store.supersede(memory_id, text, reason=reason, **fields, **self._changes())
+        return compact_memory(to_json(new))
+
+    def update(self, memory_id: str, fields: dict[str, Any]) -> dict[str, Any]:
+        memory = self.store.update(memory_id, **fields, **self._changes())
+        return compact_memory(to_json(memory))
+
+    def link(self, memory_id: str, other: str, kind: str, weight: float) -> dict[str, Any]:
+        self.store.link(memory_id, other, kind=kind, weight=weight, **self._scope())
+        return {"memory_id": memory_id, "other": other, "kind": kind, "weight": weight}
+
+
+class EmbeddedBackend(_Tools):
     """The store in this process, opened on first use; every call is scoped to ``owner``
-    (``None``: the local user, who sees every owner)."""
+    (``None``: the local user, who sees every owner), every change recorded with it as
+    the actor (or the store's agent id, ``GRAPHMEM_AGENT_ID``)."""
 
     name = "embedded"
 
@@ -100,6 +137,12 @@ class EmbeddedBackend:
                 self._store = MemoryStore(self.db, settings=self._settings,
                                           embedder=self._embedder)
             return self._store
+
+    def _scope(self) -> dict[str, Any]:
+        return {"owner": self.owner}
+
+    def _changes(self) -> dict[str, Any]:
+        return {"owner": self.owner, "actor": self.owner or self.store.settings.agent_id}
 
     def store_id(self) -> str | None:
         """The id of the store at ``db``, read without creating or changing anything:
@@ -119,109 +162,34 @@ class EmbeddedBackend:
                 self._store.close()
                 self._store = None
 
-    def remember(self, fields: dict[str, Any]) -> dict[str, Any]:
-        memory = self.store.add(**fields, owner=self.owner)
-        return compact_memory(memory.model_dump(mode="json"))
 
-    def recall(self, query: str, k: int, preset: str, explain: bool) -> list[dict[str, Any]]:
-        hits = self.store.recall(query, k=k, preset=preset, owner=self.owner)
-        return [compact_hit(h.memory.model_dump(mode="json"), h.score, h.rank,
-                            h.explanation.lines() if explain else None) for h in hits]
-
-    def feedback(self, memory_id: str, useful: bool, query: str | None) -> dict[str, Any]:
-        memory = self.store.feedback(memory_id, useful=useful, query=query, owner=self.owner)
-        return {"memory_id": memory.id, "useful_count": memory.useful_count,
-                "ignored_count": memory.ignored_count, "importance": memory.importance}
-
-    def forget(self, memory_id: str, hard: bool) -> dict[str, Any]:
-        if hard:
-            self.store.forget(memory_id, confirm=True, owner=self.owner)
-            return {"memory_id": memory_id, "status": "forgotten"}
-        memory = self.store.tombstone(memory_id, owner=self.owner)
-        return {"memory_id": memory_id, "status": memory.status.value}
-
-    def history(self, memory_id: str) -> list[dict[str, Any]]:
-        return [v.model_dump(mode="json")
-                for v in self.store.history(memory_id, owner=self.owner)]
-
-    def lifecycle_report(self) -> str:
-        return self.store.run_lifecycle(apply=False, owner=self.owner).to_markdown()
-
-
-class SidecarBackend:
-    """The HTTP sidecar at ``url`` (with a bearer ``token`` when it wants one)."""
+class SidecarBackend(_Tools):
+    """The HTTP sidecar at ``url`` (with a bearer ``token`` when it wants one), through
+    ``graphmem.connect``: the sidecar scopes every call to the token's owner and records
+    that owner as the actor of every change."""
 
     name = "sidecar"
 
     def __init__(self, url: str, *, token: str | None = None, timeout_s: float = 10.0) -> None:
-        if not url.startswith(("http://", "https://")):
+        try:
+            self._client = Client(url, token=token, timeout_s=timeout_s)
+        except InvalidInputError:
             raise InvalidInputError(f"sidecar URL must start with http:// or https://, got "
-                                    f"{url!r}", field="sidecar")
-        self.url, self.timeout_s = url.rstrip("/"), timeout_s
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._client = httpx.Client(base_url=self.url, headers=headers,
-                                    timeout=httpx.Timeout(timeout_s, connect=min(2.0,
-                                                                                 timeout_s)))
+                                    f"{url!r}", field="sidecar") from None
+        self.url, self.timeout_s = self._client.url, timeout_s
+
+    @property
+    def store(self) -> Client:
+        return self._client
 
     def close(self) -> None:
         self._client.close()
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
-        try:
-            response = self._client.request(method, path, **kwargs)
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise SidecarUnreachable(f"cannot connect ({_why(exc)})",
-                                     maybe_applied=False) from exc
-        except httpx.TimeoutException as exc:
-            raise SidecarUnreachable(f"no answer within {self.timeout_s:g} s "
-                                     f"({type(exc).__name__})", maybe_applied=True) from exc
-        except httpx.TransportError as exc:
-            raise SidecarUnreachable(f"the connection failed ({_why(exc)})",
-                                     maybe_applied=True) from exc
-        if response.status_code >= 400:
-            try:
-                body = response.json()
-                raise SidecarError(body.get("error", "error"), body.get("detail", ""))
-            except (ValueError, AttributeError):
-                raise SidecarError("http_error", f"status {response.status_code}") from None
-        return response.json()
-
     def store_id(self) -> str | None:
-        """The ``store_id`` of the store the sidecar serves."""
-        found = self._call("GET", "/v1/store").get("store_id")
+        """The ``store_id`` of the store the sidecar serves (asked each time: the
+        sidecar may have been restarted on another store)."""
+        found = self._client.whoami(fresh=True).get("store_id")
         return str(found) if found else None
-
-    def remember(self, fields: dict[str, Any]) -> dict[str, Any]:
-        return compact_memory(self._call("POST", "/v1/memories", json=fields))
-
-    def recall(self, query: str, k: int, preset: str, explain: bool) -> list[dict[str, Any]]:
-        body = self._call("POST", "/v1/memories/retrieve",
-                          json={"query": query, "k": k, "preset": preset, "explain": explain})
-        return [compact_hit(h["memory"], h["score"], h["rank"], h.get("why"))
-                for h in body["hits"]]
-
-    def feedback(self, memory_id: str, useful: bool, query: str | None) -> dict[str, Any]:
-        out: dict[str, Any] = self._call("POST", "/v1/feedback", json={
-            "memory_id": memory_id, "useful": useful, "query": query})
-        return out
-
-    def forget(self, memory_id: str, hard: bool) -> dict[str, Any]:
-        out: dict[str, Any] = self._call("DELETE", f"/v1/memories/{path_segment(memory_id)}",
-                                         params={"hard": str(hard).lower()})
-        return out
-
-    def history(self, memory_id: str) -> list[dict[str, Any]]:
-        path = f"/v1/memories/{path_segment(memory_id)}/history"
-        out: list[dict[str, Any]] = self._call("GET", path)["versions"]
-        return out
-
-    def lifecycle_report(self) -> str:
-        return str(self._call("GET", "/v1/lifecycle/report",
-                              params={"format": "markdown"})["markdown"])
-
-
-def _why(exc: Exception) -> str:
-    return str(exc) or type(exc).__name__
 
 
 class FallbackBackend:
@@ -251,7 +219,8 @@ class FallbackBackend:
                 known, self._ask = self._sidecar_store, True
             self._refuse_unless_same_store(exc, known, changes)
             assert self.fallback is not None
-            return operation(self.fallback), self.fallback.name, f"sidecar unreachable: {exc}"
+            why = f"sidecar unreachable: {exc.reason}"
+            return operation(self.fallback), self.fallback.name, why
 
     def _asking(self) -> bool:
         with self._lock:
@@ -259,7 +228,7 @@ class FallbackBackend:
 
     def _refuse_unless_same_store(self, exc: SidecarUnreachable, known: str | None,
                                   changes: bool) -> None:
-        where = f"the graphmem sidecar at {self.primary.url} did not answer: {exc}."
+        where = f"the graphmem sidecar at {self.primary.url} did not answer: {exc.reason}."
         if self.fallback is None:
             raise BackendUnavailableError(
                 f"{where} This MCP server was started with a token, whose owner and scopes "

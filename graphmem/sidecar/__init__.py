@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .._errors import InvalidInputError
@@ -53,6 +56,28 @@ def serve(db: str | Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
     try:
         config = server_config(create_app(store, tokens=tokens), host=host, port=port,
                                settings=settings, log_level=log_level)
-        uvicorn.Server(config).run()
+        with announced(db, store, host=host, port=port, tokens=tokens):
+            uvicorn.Server(config).run()
     finally:
         store.close()
+
+
+@contextmanager
+def announced(db: str | Path, store: MemoryStore, *, host: str, port: int,
+              tokens: Tokens | None) -> Iterator[None]:
+    """While serving, ``<db>.sidecar.json`` tells commands on this machine where the
+    sidecar is (``graphmem.client.discover``), so they use it instead of failing on the
+    database's lock."""
+    from ..client import Discovery, forget_discovery, write_discovery
+
+    local = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "localhost": "127.0.0.1"}.get(host, host)
+    if ":" in local and not local.startswith("["):
+        local = f"[{local}]"
+    if str(db) != ":memory:":
+        write_discovery(db, Discovery(url=f"http://{local}:{port}", store_id=store.store_id,
+                                      pid=os.getpid(),
+                                      auth="tokens" if tokens is not None else "local"))
+    try:
+        yield
+    finally:
+        forget_discovery(db)

@@ -3,8 +3,10 @@
     {"tok-alice-9f2c...": {"owner": "alice", "scopes": ["read", "write"]},
      "tok-admin-77aa...": {"owner": "ops", "scopes": ["read", "write", "admin"]}}
 
-A token sees and changes only its owner's memories. Without a tokens file the sidecar
-serves loopback clients as the local user, who sees every owner.
+A token sees and changes only its owner's memories. ``all_owners`` is the exception,
+granted explicitly: ad-hoc Cypher and backups cannot be confined to one owner, so they
+need it (with ``read``, resp. ``admin``). Without a tokens file the sidecar serves
+loopback clients as the local user, who sees every owner.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from .._errors import InvalidInputError
 
 __all__ = ["SCOPES", "Principal", "Tokens"]
 
-SCOPES = ("read", "write", "admin")
+SCOPES = ("read", "write", "admin", "all_owners")
 
 _VISIBLE = re.compile(r"[!-~]+")
 

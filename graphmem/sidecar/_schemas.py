@@ -7,15 +7,21 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._models import Kind
+from .._models import Kind, Status
 
-__all__ = ["ArchiveIn", "ConversationIn", "ErrorOut", "FeedbackIn", "LifecycleRunIn",
-           "MemoriesIn", "MemoryIn", "PatchIn", "PromoteIn", "RetrieveIn", "SupersedeIn"]
+__all__ = ["ArchiveIn", "ConversationIn", "CypherIn", "ErrorOut", "EvaluateIn", "FeedbackIn",
+           "LifecycleRunIn", "LinkIn", "MemoriesIn", "MemoryIn", "NamedQueryIn", "PatchIn",
+           "PromoteIn", "RetrieveIn", "SupersedeIn"]
+
+
+def _owner() -> Any:
+    """The local user may name an owner; a token may only repeat its own."""
+    return Field(default=None, description="Only this owner's memories (the local user); "
+                                           "a token may only give its own.")
 
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
 
 class MemoryIn(_Body):
     """One memory to add. ``owner`` is the token's; it may be given only to repeat it."""
@@ -38,20 +44,21 @@ class MemoryIn(_Body):
     provenance: dict[str, Any] = Field(default_factory=dict)
     payload: str | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
-
+    status: Literal["active", "candidate"] = Field(
+        default="active", description="candidate: a weak memory that waits for "
+                                      "reinforcement (useful feedback, a later mention)")
 
 class MemoriesIn(_Body):
     """Several memories in one request (one transaction per 500)."""
 
     memories: list[MemoryIn] = Field(min_length=1, max_length=5000)
 
-
 class ConversationIn(_Body):
     session_id: str = Field(min_length=1)
     messages: list[dict[str, Any] | str] = Field(min_length=1, max_length=2000)
     timestamp: datetime | None = None
     cooccur_window: int = Field(default=2, ge=0, le=20)
-
+    owner: str | None = _owner()
 
 class RetrieveIn(_Body):
     query: str
@@ -62,7 +69,7 @@ class RetrieveIn(_Body):
     include_archived: bool = False
     record_access: bool = True
     explain: bool = True
-
+    owner: str | None = _owner()
 
 class PatchIn(_Body):
     text: str | None = None
@@ -77,7 +84,6 @@ class PatchIn(_Body):
     valid_to: datetime | None = None
     reason: str = "manual_edit"
 
-
 class SupersedeIn(_Body):
     """The replacement: the ``text`` of a new memory, or the ``new_id`` of an existing one."""
 
@@ -89,28 +95,50 @@ class SupersedeIn(_Body):
     importance: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
     tags: list[str] | None = None
 
+class LinkIn(_Body):
+    """An edge from the memory of the path to ``other``."""
+
+    other: str = Field(min_length=1)
+    kind: Literal["references", "co_occurs"] = "references"
+    weight: float = Field(default=1.0, gt=0.0, allow_inf_nan=False)
+    source: str = "explicit"
 
 class FeedbackIn(_Body):
     memory_id: str
     useful: bool
     query: str | None = None
 
-
 class PromoteIn(_Body):
     reason: str = "manual"
-
 
 class ArchiveIn(_Body):
     reason: str = "manual"
     create_summary: bool = False
 
-
 class LifecycleRunIn(_Body):
     apply: bool = False
+    owner: str | None = _owner()
 
+class EvaluateIn(_Body):
+    """Memories to evaluate: these ``ids``, or every one of these kinds and statuses."""
+
+    ids: list[str] | None = Field(default=None, max_length=100_000)
+    kinds: list[Kind] | None = None
+    statuses: list[Status] = Field(default_factory=lambda: [Status.ACTIVE])
+    owner: str | None = _owner()
+
+class NamedQueryIn(_Body):
+    """The parameters of a named query (typed by its header; strings are converted)."""
+
+    params: dict[str, Any] = Field(default_factory=dict)
+
+class CypherIn(_Body):
+    """One read-only Cypher statement and its parameters (bound, never pasted)."""
+
+    query: str = Field(min_length=1, max_length=100_000)
+    params: dict[str, Any] = Field(default_factory=dict)
 
 Format = Literal["json", "markdown"]
-
 
 class ErrorOut(BaseModel):
     """Every error the sidecar answers, whatever its status."""
@@ -122,3 +150,6 @@ class ErrorOut(BaseModel):
     field: str | None = Field(default=None, description="The input at fault (a body field "
                               "such as memories.1.importance, or body, path, host, "
                               "content-length); left out when no single input is.")
+    result: dict[str, Any] | None = Field(default=None, description="A promotion, archive "
+                                          "or restore that did not apply (409): its result, "
+                                          "with success false and the reason in error.")

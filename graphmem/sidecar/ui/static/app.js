@@ -342,7 +342,7 @@ async function showReview() {
     queue(items),
     h("h2", {}, "Your recent decisions"),
     decisions.length ? table(["memory", "decision", "from → to", "actor", "at", "undo until", ""], decisions.map(d =>
-      [memoryLink(d.memory_id), d.decision, `${d.from} → ${d.to}`, d.actor, day(d.at), day(d.undo_until),
+      [memoryLink(d.memory_id, d.label), d.decision, `${d.from} → ${d.to}`, d.actor, day(d.at), day(d.undo_until),
        h("button", {type: "button", class: "undo", "data-id": d.memory_id, disabled: !admin, onclick: () => undo(d.memory_id)}, "Undo")]),
       {id: "decisions"}) : h("p", {class: "muted"}, "None within the restore window."));
 }

@@ -1,0 +1,160 @@
+"""The analyst's read side of a live store: what the command line and notebooks need
+while the sidecar holds the database (Kuzu lets one process write it).
+
+    GET  /v1/stats             counts; a token's are its owner's own            read
+    GET  /v1/queries           the named queries, and which are owner-scoped     read
+    POST /v1/queries/{name}    one named query, run within the token's owner     read
+    POST /v1/cypher            one read-only Cypher statement, across owners     read + all_owners
+    GET  /v1/backup            a consistent snapshot, as a tar stream            admin + all_owners
+
+Named queries confine themselves to one owner (``queries.library``); ad-hoc Cypher
+cannot be confined, so it needs ``all_owners``, granted explicitly, and it stays
+read-only whatever the token (the store's Cypher gate, then a read-only transaction).
+A backup holds every owner's memories: ``all_owners`` too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+from collections import Counter
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse
+from starlette.background import BackgroundTask
+
+from .._facade import MemoryStore
+from .._models import Stats
+from .._time import format_iso
+from .._views import to_json
+from ._auth import Principal
+from ._deps import Admin, AllOwners, Reader
+from ._errors import BODY, GATE, errors
+from ._guard import Refusal
+from ._schemas import CypherIn, NamedQueryIn
+
+__all__ = ["BACKUP_MEDIA_TYPE", "add_live_routes", "owner_stats"]
+
+BACKUP_MEDIA_TYPE = "application/x-tar"
+
+
+def owner_stats(store: MemoryStore, owner: str) -> Stats:
+    """The store's statistics counted over one owner's memories, their edges, versions
+    and events (``MemoryStore.stats`` counts every owner's)."""
+    memories = store.memories(owner=owner)
+    export = store.export(owner=owner)
+    whole = store.stats()
+    return Stats(memories=len(memories),
+                 by_kind=dict(Counter(m.kind.value for m in memories)),
+                 by_status=dict(Counter(m.status.value for m in memories)),
+                 hot=sum(m.hot for m in memories),
+                 superseded=sum(bool(m.superseded_by) for m in memories),
+                 edges={kind: len(edges) for kind, edges in export["edges"].items()},
+                 versions=len(export["versions"]), events=len(export["events"]),
+                 owners=1 if memories else 0, embedder=whole.embedder,
+                 schema_version=whole.schema_version)
+
+
+def add_live_routes(app: FastAPI, store: MemoryStore) -> None:
+    """Add the read-side routes of the module docstring to ``app``."""
+
+    def stats_of(who: Principal) -> Stats:
+        if who.owner is None or who.allows("all_owners"):
+            return store.stats()
+        return owner_stats(store, who.owner)
+
+    @app.get("/v1/stats", tags=["analysis"], responses=errors(*GATE))
+    def stats(who: Reader) -> dict[str, Any]:
+        """Counts by kind, status and edge type, versions and events: the whole store's
+        for the local user or an all_owners token, else the token's owner's."""
+        return to_json(stats_of(who))
+
+    @app.get("/v1/queries", tags=["analysis"], responses=errors(*GATE))
+    def list_queries(who: Reader) -> dict[str, Any]:
+        """The named queries: parameters, description, and whether this caller may run
+        them (a token without all_owners runs the owner-scoped ones)."""
+        from queries.library import load_queries
+
+        wide = who.owner is None or who.allows("all_owners")
+        return {"queries": [
+            {"name": q.name, "description": q.description, "owner_scoped": q.owner_scoped,
+             "runnable": wide or q.owner_scoped,
+             "parameters": [p.describe() for p in q.params if p.name != "owner" or wide]}
+            for q in load_queries().values()]}
+
+    @app.post("/v1/queries/{name}", tags=["analysis"], responses=errors(*GATE, *BODY))
+    def named_query(name: str, who: Reader, body: NamedQueryIn | None = None
+                    ) -> dict[str, Any]:
+        """Run a named query: within the token's owner, or for the local user and an
+        all_owners token as asked. A query that reads across owners needs all_owners."""
+        from queries.library import find_query, run_named
+
+        query = find_query(name)
+        values = dict((body or NamedQueryIn()).params)
+        owner = None if who.owner is None or who.allows("all_owners") else who.owner
+        if owner is not None and not query.owner_scoped:
+            raise Refusal(403, "forbidden", f"{name} reads across owners; this token needs "
+                                            "the all_owners scope to run it")
+        rows = run_named(store, name, values, owner=owner)
+        return {"name": name, "count": len(rows), "rows": _plain(rows)}
+
+    @app.post("/v1/cypher", tags=["analysis"], responses=errors(*GATE, *BODY))
+    def cypher(body: CypherIn, who: Reader, _: AllOwners) -> dict[str, Any]:
+        """One read-only Cypher statement over every owner's memories (hence the
+        all_owners scope). Writes are refused: change memories through their routes."""
+        rows = store.cypher(body.query, body.params)
+        return {"count": len(rows), "rows": _plain(rows)}
+
+    @app.get("/v1/backup", tags=["analysis"], responses=errors(*GATE),
+             response_class=FileResponse)
+    def backup(who: Admin, _: AllOwners) -> FileResponse:
+        """A consistent snapshot of the whole store (what ``graphmem backup`` writes) as
+        an uncompressed tar stream: ``graphmem-backup.json`` and ``data/``. Writers wait
+        while it is taken."""
+        scratch = Path(tempfile.mkdtemp(prefix=".graphmem-backup-", dir=_scratch_parent(store)))
+        try:
+            store.backup(scratch / "backup")
+            archive = scratch / "backup.tar"
+            with tarfile.open(archive, "w") as tar:
+                for path in sorted((scratch / "backup").rglob("*")):
+                    if path.is_file():
+                        tar.add(path, arcname=path.relative_to(scratch / "backup").as_posix(),
+                                recursive=False)
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        return FileResponse(archive, media_type=BACKUP_MEDIA_TYPE,
+                            filename="graphmem-backup.tar",
+                            background=BackgroundTask(shutil.rmtree, scratch, True))
+
+
+def _scratch_parent(store: MemoryStore) -> str | None:
+    """Beside the database (a backup can be large; /tmp is often a small tmpfs), or the
+    system's temporary directory when that is not writable."""
+    with contextlib.suppress(OSError):
+        parent = Path(store.path).resolve().parent
+        if os.access(parent, os.W_OK):
+            return str(parent)
+    return None
+
+
+def _plain(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Query rows as JSON data: timestamps in ISO 8601 (Kuzu's are UTC), other values
+    JSON cannot hold as text."""
+    out: list[dict[str, Any]] = json.loads(json.dumps(rows, default=_json_value))
+    return out
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return format_iso(value if value.tzinfo else value.replace(tzinfo=UTC))
+    if isinstance(value, date):
+        return value.isoformat()
+    return str(value)
