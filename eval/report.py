@@ -48,6 +48,25 @@ def _fmt(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
+def _splits(by_split: dict[str, Any], corpus: str) -> list[str]:
+    """The table per half of the corpus: configurations were tuned on "tune" only."""
+    lme = corpus == "longmemeval"
+    keys = ["recall_all@5", "recall_all@10", "mrr"] if lme else ["recall@5", "recall@10", "mrr"]
+    heads = ["R_all@5", "R_all@10", "MRR"] if lme else ["R@5", "R@10", "MRR"]
+    part = ("questions at even positions (tune) and odd positions (test)" if lme
+            else "conversations 1-5 (tune) and 6-10 (test)")
+    lines = ["", "## Tune and test halves", "",
+             f"The presets were tuned on the tune half alone ({part}); the test half was "
+             "not looked at while tuning.", "",
+             "| half | preset | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(heads)]
+    for half, presets in by_split.items():
+        for name, m in presets.items():
+            if m:
+                lines.append(f"| {half} | `{name}` | "
+                             + " | ".join(_fmt(m.get(k, "-")) for k in keys) + " |")
+    return lines
+
+
 def _ablations(ablations: dict[str, Any], corpus: str) -> list[str]:
     """The ablation table: overall metrics, then the per-category (question type) figure."""
     keys = (["recall_all@5", "recall_all@10", "mrr"] if corpus == "longmemeval"
@@ -137,6 +156,9 @@ def markdown(results: dict[str, Any]) -> str:
         lines.append("| n | " + " | ".join(
             str(next(iter(per_category.values())).get(c, {}).get("n", "-")) for c in cats)
             + " |")
+    by_split = results.get("by_split")
+    if by_split:
+        lines += _splits(by_split, corpus)
     actr = results.get("actr")
     if actr:
         protocol = actr.get("protocol", "half replayed, half measured, swapped")

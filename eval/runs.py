@@ -96,6 +96,14 @@ def run_locomo(
         "questions": total,
         **summarize(rows, list(presets), CATEGORIES),
     }
+    if split == "all":
+        halves = {part: {c.sample_id for c in _split([c for c, _ in plan], part,
+                                                     alternate=False)}
+                  for part in ("tune", "test")}
+        results["by_split"] = {
+            part: {name: _brief([r for r in rows if r.preset == name and r.sample_id in ids],
+                                _category) for name in presets}
+            for part, ids in halves.items()}
     if "default" in presets and "graph_hybrid" in presets:
         results["actr"] = locomo_actr(plan, emb, options, rows, progress=progress)
     if ablations:
@@ -324,6 +332,14 @@ def run_longmemeval(path: str | Path | None = None, *, presets: Sequence[str] = 
     summary["per_category"] = by_type
     results: dict[str, Any] = {"corpus": "longmemeval", "source": str(path or "default"),
                                "split": split, "questions": len(questions), **summary}
+    if split == "all":
+        position = {q.question_id: i for i, q in enumerate(questions)}
+        results["by_split"] = {
+            part: {name: _brief([r for r in rows if r.preset == name and
+                                 position[r.extra["question_id"]] % 2 == parity],
+                                lambda r: str(r.extra["question_type"]), "recall_all@5")
+                   for name in presets}
+            for part, parity in (("tune", 0), ("test", 1))}
     if ablations:
         results["ablations"] = {
             group: {name: _brief([r for r in extra if r.preset == f"{group}/{name}"],
