@@ -85,8 +85,10 @@ class Context:
 
     def _open(self, *, create: bool, read_only: bool, embedder: str | None) -> MemoryStore:
         from .._facade import MemoryStore
+        from ..engines import is_postgres_url
 
-        if not create and self.db != ":memory:" and not Path(self.db).exists():
+        if not create and self.db != ":memory:" and not is_postgres_url(self.db) \
+                and not Path(self.db).exists():
             raise StoreError(f"no graphmem database at {self.db}: create one with "
                              f"`graphmem --db {self.db} init` (or import into it), or check "
                              "--db and $GRAPHMEM_DB")
@@ -286,7 +288,8 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", default=lambda: os.environ.get("GRAPHMEM_DB", DEFAULT_DB),
-              show_default="$GRAPHMEM_DB or ./graphmem.db", help="Database directory.")
+              show_default="$GRAPHMEM_DB or ./graphmem.db",
+              help="Database directory, or a postgresql:// URL.")
 @click.option("--json", "json_out", is_flag=True, help="Machine-readable JSON output "
                                                        "(errors too, on stderr).")
 @click.option("--embedder", default=None,
