@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 from click.core import ParameterSource
 
-from .._errors import GraphmemError, InvalidInputError, StoreError, StoreLockedError
+from .._errors import GraphmemError, StoreError, StoreLockedError, error_code
 from .._settings import Settings
 from .._time import parse_iso
 
@@ -210,30 +210,6 @@ def add_global_options(group: click.Group) -> None:
 
 
 # -- errors ----------------------------------------------------------------------------------
-def error_code(exc: BaseException) -> str:
-    """The error's code, as the sidecar names it (``not_found``, ``invalid_input`` ...)."""
-    from .._errors import (
-        BackendUnavailableError,
-        ConfirmationRequiredError,
-        ConflictError,
-        EmbedderMismatchError,
-        NotFoundError,
-        ReadOnlyStoreError,
-    )
-
-    code = getattr(exc, "code", None)
-    if isinstance(code, str):
-        return code
-    for kind, name in ((NotFoundError, "not_found"), (InvalidInputError, "invalid_input"),
-                       (ConfirmationRequiredError, "confirmation_required"),
-                       (ConflictError, "conflict"), (EmbedderMismatchError, "embedder_mismatch"),
-                       (ReadOnlyStoreError, "read_only"), (StoreLockedError, "store_locked"),
-                       (BackendUnavailableError, "backend_unavailable")):
-        if isinstance(exc, kind):
-            return name
-    return "store_error" if isinstance(exc, GraphmemError) else "error"
-
-
 def _report(message: str, *, code: str, json_mode: bool, field: str | None = None,
             usage_line: str | None = None) -> None:
     if json_mode:
