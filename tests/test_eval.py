@@ -22,7 +22,7 @@ from eval.metrics import (
     recall_at_k,
     score_run,
 )
-from tests.conftest import LOCOMO, ROOT, SAMPLE
+from tests.conftest import ROOT, SAMPLE
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -95,11 +95,11 @@ def test_summary_and_unique_wins() -> None:
     assert summary["per_category"]["vector"]["4 single-hop"]["recall@10"] == 0.5
 
 
-def test_locomo_smoke_run_through_the_cli(tmp_path: Path) -> None:
+def test_locomo_smoke_run_through_the_cli(tmp_path: Path, locomo: Path) -> None:
     out = tmp_path / "out"
     done = subprocess.run(
         [sys.executable, "-m", "graphmem", "--embedder", "hashing", "eval", "run",
-         "--corpus", "locomo", str(LOCOMO), "--limit", "12", "--out", str(out)],
+         "--corpus", "locomo", str(locomo), "--limit", "12", "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads((out / "results.json").read_text())

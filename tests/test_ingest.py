@@ -20,7 +20,6 @@ from graphmem import (
     Status,
 )
 from graphmem._ollama import OllamaGenerator
-from tests.conftest import LOCOMO
 from tests.fake_ollama import fake_ollama
 
 STRONG = "I moved to Ibadan in March 2026 for lab work."
@@ -166,10 +165,10 @@ def test_ollama_summary_and_embedder_through_the_fake(tmp_path: Path, clock) -> 
 
 
 # -- benchmark corpora -----------------------------------------------------------------
-def test_locomo_loader_counts() -> None:
+def test_locomo_loader_counts(locomo: Path) -> None:
     from ingest.locomo import load_locomo
 
-    conversations = load_locomo(LOCOMO)
+    conversations = load_locomo(locomo)
     assert len(conversations) == 10
     assert sum(len(c.turns) for c in conversations) == 5882
     assert sum(len(c.questions) for c in conversations) == 1986
@@ -183,10 +182,10 @@ def test_locomo_loader_counts() -> None:
     assert first.turns[4].caption.startswith("a photo of")
 
 
-def test_locomo_ingest(store: MemoryStore) -> None:
+def test_locomo_ingest(store: MemoryStore, locomo: Path) -> None:
     from ingest.locomo import ingest_conversation, load_locomo
 
-    conversation = load_locomo(LOCOMO)[0]
+    conversation = load_locomo(locomo)[0]
     ids = ingest_conversation(store, conversation, owner="conv-26")
     assert len(ids) == len(conversation.turns) == store.stats().memories
     memory = store.get("urn:locomo:conv-26:D1:5")

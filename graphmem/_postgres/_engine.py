@@ -72,6 +72,7 @@ from ._rows import (
     version_values,
 )
 from ._schema import SCHEMA_VERSION, ensure_schema
+from ._search import SqlSearch
 
 __all__ = ["PostgresEngine"]
 
@@ -126,6 +127,8 @@ class PostgresEngine:
         #: Cypher is Kuzu's; named SQL views answer the core analyst queries instead
         self.cypher: CypherCapability | None = None
         self.changes: ChangeFeed | None = self._changes
+        #: vector and full-text search in SQL (an engine feature, not part of the port)
+        self.search = SqlSearch(self.db)
 
     def close(self) -> None:
         self.db.close()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 from click.core import ParameterSource
 
-from .._errors import GraphmemError, InvalidInputError, StoreError, StoreLockedError
+from .._errors import GraphmemError, StoreError, StoreLockedError, error_code
 from .._settings import Settings
 from .._time import parse_iso
 
@@ -85,8 +85,10 @@ class Context:
 
     def _open(self, *, create: bool, read_only: bool, embedder: str | None) -> MemoryStore:
         from .._facade import MemoryStore
+        from ..engines import is_postgres_url
 
-        if not create and self.db != ":memory:" and not Path(self.db).exists():
+        if not create and self.db != ":memory:" and not is_postgres_url(self.db) \
+                and not Path(self.db).exists():
             raise StoreError(f"no graphmem database at {self.db}: create one with "
                              f"`graphmem --db {self.db} init` (or import into it), or check "
                              "--db and $GRAPHMEM_DB")
@@ -208,30 +210,6 @@ def add_global_options(group: click.Group) -> None:
 
 
 # -- errors ----------------------------------------------------------------------------------
-def error_code(exc: BaseException) -> str:
-    """The error's code, as the sidecar names it (``not_found``, ``invalid_input`` ...)."""
-    from .._errors import (
-        BackendUnavailableError,
-        ConfirmationRequiredError,
-        ConflictError,
-        EmbedderMismatchError,
-        NotFoundError,
-        ReadOnlyStoreError,
-    )
-
-    code = getattr(exc, "code", None)
-    if isinstance(code, str):
-        return code
-    for kind, name in ((NotFoundError, "not_found"), (InvalidInputError, "invalid_input"),
-                       (ConfirmationRequiredError, "confirmation_required"),
-                       (ConflictError, "conflict"), (EmbedderMismatchError, "embedder_mismatch"),
-                       (ReadOnlyStoreError, "read_only"), (StoreLockedError, "store_locked"),
-                       (BackendUnavailableError, "backend_unavailable")):
-        if isinstance(exc, kind):
-            return name
-    return "store_error" if isinstance(exc, GraphmemError) else "error"
-
-
 def _report(message: str, *, code: str, json_mode: bool, field: str | None = None,
             usage_line: str | None = None) -> None:
     if json_mode:
@@ -286,7 +264,8 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", default=lambda: os.environ.get("GRAPHMEM_DB", DEFAULT_DB),
-              show_default="$GRAPHMEM_DB or ./graphmem.db", help="Database directory.")
+              show_default="$GRAPHMEM_DB or ./graphmem.db",
+              help="Database directory, or a postgresql:// URL.")
 @click.option("--json", "json_out", is_flag=True, help="Machine-readable JSON output "
                                                        "(errors too, on stderr).")
 @click.option("--embedder", default=None,

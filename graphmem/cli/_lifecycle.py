@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from .._backup import MANIFEST
 from .._errors import ConflictError
 from .._lifecycle import ArchiveResult, LifecycleReport, PromoteResult, RestoreResult
 from .._lifecycle._component import ARCHIVE_REASONS, PROMOTE_REASONS
@@ -141,7 +142,7 @@ def restore(ctx: Context, memory_id: str) -> None:
 
     A whole store comes back from a backup with `graphmem restore-backup DIR`.
     """
-    if Path(memory_id).is_dir():
+    if (Path(memory_id) / MANIFEST).is_file():  # a backup: the old spelling, kept a while
         from ._backup import restore_backup
 
         click.echo(f"note: `graphmem restore {memory_id}` restores a backup only for a while; "
