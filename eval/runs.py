@@ -168,6 +168,10 @@ def _recall_ablations() -> dict[str, dict[str, RecallConfig]]:
         "knowledge_graph": {"off": knowledge_graph_off(base), "on (default)": base},
         "graph_channel": {"off": base.with_(weights={**weights, "graph": 0.0}),
                           "on (default)": base},
+        # what the graph adds in all: two channels and ACT-R, no walk and no knowledge graph
+        "graph_share": {"two channels + ACT-R": knowledge_graph_off(base).with_(
+            weights={"fulltext": weights["fulltext"], "vector": weights["vector"]}),
+                        "default": base},
         "entity_walks": {f"entities={w}": base.with_(graph={"entities": w})
                          for w in (0.0, 0.5, 1.0)},
         "query_entity_links": {f"query_entities={w}": base.with_(graph={"query_entities": w})
