@@ -1,0 +1,372 @@
+"""LangGraph's long-term memory in graphmem: ``GraphmemStore`` is a ``BaseStore``, so
+``graph.compile(store=GraphmemStore(...))`` gives every node ``store.put/get/search``.
+
+One item is one memory: its text is what the value says (the strings at ``fields``), its
+namespace, key and value ride in ``extra["langgraph"]``, and one namespace label (or a
+fixed name) is the memory's owner, so one user's items are invisible to another's scope.
+A put that changes an item supersedes its memory (the old value stays in the history);
+a delete tombstones it, or with ``erase=True`` forgets it for good. A search with a query
+is graphmem's recall (explained hits); without one, a scan ordered newest first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .._errors import InvalidInputError
+from .._models import Memory
+from .._recall import Explanation
+from .._time import format_iso, parse_iso
+from ._common import HELD, Memories, held_memories, missing_extra
+
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        InvalidNamespaceError,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+    )
+    from langgraph.store.base.embed import get_text_at_path, tokenize_path
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess
+    raise missing_extra("langgraph", "langgraph", exc) from exc
+
+__all__ = ["GraphmemSearchItem", "GraphmemStore"]
+
+#: The tag every item's memory carries, and its key in ``Memory.extra``.
+TAG = "langgraph"
+#: Recall is asked for this many times the hits a search wants, then for four times
+#: more while filters drop too many (other namespaces, other memories of the owner).
+_OVERFETCH = 3
+_MAX_RECALL = 10_000
+
+
+class GraphmemSearchItem(SearchItem):
+    """A search result that also says which memory it is and why recall returned it
+    (``explanation`` is None for a search without a query)."""
+
+    __slots__ = ("explanation", "memory_id")
+
+    def __init__(self, item: Item, *, memory_id: str, score: float | None = None,
+                 explanation: Explanation | None = None) -> None:
+        super().__init__(item.namespace, item.key, item.value, item.created_at,
+                         item.updated_at, score)
+        self.memory_id = memory_id
+        self.explanation = explanation
+
+
+class GraphmemStore(BaseStore):
+    """A LangGraph store whose items are graphmem memories.
+
+    Parameters
+    ----------
+    store : MemoryStore or Client
+        An embedded store, or ``graphmem.connect(url, token=...)`` for a served one (a
+        token's owner then bounds everything this store sees).
+    owner_label : int, optional
+        Which namespace label names the owner: with 1, ``("memories", "alice")`` holds
+        alice's memories, and a search or listing whose prefix names an owner sees only
+        that owner's. Without it every item belongs to ``owner``.
+    owner : str, optional
+        The owner of every item when ``owner_label`` is not given (None: the store's
+        local user).
+    fields : sequence of str, optional
+        JSON paths of the value whose text is the memory's text (LangGraph's syntax:
+        ``"text"``, ``"facts[*]"``); by default every string in the value. A value with
+        no text at those paths is stored as its JSON.
+    kind : str
+        The graphmem kind of new memories ("semantic": facts and preferences).
+    preset : str
+        The recall preset a search with a query uses.
+    erase : bool
+        Delete forgets the memory (its text is erased everywhere) instead of
+        tombstoning it (reversible, kept for audit).
+
+    Examples
+    --------
+    >>> from graphmem import MemoryStore
+    >>> from graphmem.integrations.langgraph import GraphmemStore
+    >>> memories = MemoryStore(":memory:", embedder="hashing")
+    >>> store = GraphmemStore(memories, owner_label=1)
+    >>> store.put(("prefs", "alice"), "drink", {"text": "Alice drinks green tea"})
+    >>> store.get(("prefs", "alice"), "drink").value
+    {'text': 'Alice drinks green tea'}
+    >>> [hit.key for hit in store.search(("prefs", "bob"), query="tea")]
+    []
+    >>> memories.close()
+    """
+
+    supports_ttl = False
+
+    def __init__(self, store: Memories, *, owner_label: int | None = None,
+                 owner: str | None = None, fields: Sequence[str] | None = None,
+                 kind: str = "semantic", preset: str = "default", erase: bool = False) -> None:
+        if owner_label is not None and (isinstance(owner_label, bool)
+                                        or not isinstance(owner_label, int) or owner_label < 0):
+            raise InvalidInputError(f"owner_label must be a label index >= 0, got "
+                                    f"{owner_label!r}", field="owner_label")
+        if owner_label is not None and owner is not None:
+            raise InvalidInputError("give owner_label (the owner is a namespace label) or "
+                                    "owner (one owner for every item), not both",
+                                    field="owner")
+        self.memories = store
+        self.owner_label, self.owner = owner_label, owner
+        self.fields = [tokenize_path(f) for f in fields] if fields is not None else None
+        self.kind, self.preset, self.erase = kind, preset, erase
+
+    # -- BaseStore ---------------------------------------------------------------------
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Reads see the store as it was before the batch; then its puts and deletes
+        run in order, the last one for an item winning (LangGraph's batch semantics)."""
+        ops = list(ops)
+        results: list[Result] = []
+        writes: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(self._get(op))
+            elif isinstance(op, SearchOp):
+                results.append(self._search(op))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list_namespaces(op))
+            elif isinstance(op, PutOp):
+                _check_namespace(op.namespace, self._needed_labels())
+                writes.pop((op.namespace, op.key), None)  # keep the order of the last
+                writes[(op.namespace, op.key)] = op
+                results.append(None)
+            else:
+                raise InvalidInputError(f"unknown store operation {type(op).__name__}",
+                                        field="ops")
+        for op in writes.values():
+            self._put(op)
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """``batch`` in a worker thread (the store's calls block)."""
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    # -- the operations ----------------------------------------------------------------
+    def _get(self, op: GetOp) -> Item | None:
+        found = self._find(op.namespace, op.key)
+        return _item(found) if found is not None else None
+
+    def _put(self, op: PutOp) -> None:
+        if op.ttl is not None:
+            raise NotImplementedError("GraphmemStore keeps items until they are deleted "
+                                      "(graphmem's lifecycle archives unused memories); "
+                                      "pass ttl=None")
+        old = self._find(op.namespace, op.key)
+        if op.value is None:
+            if old is not None:
+                self._delete(old)
+            return
+        value = _json_value(op.value)
+        if old is not None and _entry(old).get("value") == value:
+            return
+        fields = [tokenize_path(f) for f in op.index] if op.index else self.fields
+        entry = {"namespace": list(op.namespace), "key": op.key, "value": value,
+                 "indexed": op.index is not False}
+        if old is not None:  # the item was created with its first memory
+            entry["created_at"] = format_iso(_item(old).created_at)
+        memory = self.memories.add(_text(value, fields), kind=self.kind, tags=[TAG],
+                                   project="/".join(op.namespace),
+                                   extra={TAG: entry}, **self._owner_of(op.namespace))
+        if old is not None:
+            self.memories.supersede(old.id, memory, reason="update")
+
+    def _delete(self, memory: Memory) -> None:
+        if self.erase:
+            self.memories.forget(memory.id, confirm=True, reason="delete")
+        else:
+            self.memories.tombstone(memory.id, reason="delete")
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        want = op.offset + op.limit
+        if op.query is None:
+            found = [m for m in self._scan(op.namespace_prefix)
+                     if _matches(_entry(m)["value"], op.filter)]
+            found.sort(key=lambda m: (m.created, m.id), reverse=True)
+            return [GraphmemSearchItem(_item(m), memory_id=m.id)
+                    for m in found[op.offset:want]]
+        if want <= 0:
+            return []
+        ask = max(want * _OVERFETCH, 10)
+        while True:
+            hits = self.memories.recall(op.query, k=ask, preset=self.preset,
+                                        include_archived=True,
+                                        owner=self._scope(op.namespace_prefix))
+            kept = [h for h in hits if self._is_item(h.memory, op.namespace_prefix)
+                    and _entry(h.memory).get("indexed", True)
+                    and _matches(_entry(h.memory)["value"], op.filter)]
+            if len(kept) >= want or len(hits) < ask or ask >= _MAX_RECALL:
+                break
+            ask = min(ask * 4, _MAX_RECALL)
+        return [GraphmemSearchItem(_item(h.memory), memory_id=h.memory.id, score=h.score,
+                                   explanation=h.explanation) for h in kept[op.offset:want]]
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        conditions = op.match_conditions or ()
+        prefix = next((tuple(c.path) for c in conditions if c.match_type == "prefix"), ())
+        namespaces = {tuple(_entry(m)["namespace"]) for m in self._scan(prefix)}
+        namespaces = {ns for ns in namespaces if all(_path_matches(c, ns) for c in conditions)}
+        if op.max_depth is not None:
+            namespaces = {ns[:op.max_depth] for ns in namespaces}
+        return sorted(namespaces)[op.offset:op.offset + op.limit]
+
+    # -- items and owners --------------------------------------------------------------
+    def _needed_labels(self) -> int:
+        return 1 if self.owner_label is None else self.owner_label + 1
+
+    def _owner_of(self, namespace: tuple[str, ...]) -> dict[str, str]:
+        """The owner a new item of ``namespace`` gets (nothing: the store decides)."""
+        owner = self.owner if self.owner_label is None else namespace[self.owner_label]
+        return {} if owner is None else {"owner": owner}
+
+    def _scope(self, prefix: Sequence[str]) -> str | None:
+        """The owner a read under ``prefix`` is confined to: the one the prefix names,
+        or the fixed owner (None: every owner the store lets this caller see)."""
+        if self.owner_label is None:
+            return self.owner
+        if len(prefix) > self.owner_label and prefix[self.owner_label] != "*":
+            return prefix[self.owner_label]
+        return None
+
+    def _owner_in_scope(self, memory: Memory, prefix: Sequence[str]) -> bool:
+        owner = self._scope(prefix)
+        return owner is None or memory.owner == owner
+
+    def _scan(self, prefix: Sequence[str]) -> list[Memory]:
+        return [m for m in held_memories(self.memories, self._scope(prefix))
+                if self._is_item(m, prefix)]
+
+    def _is_item(self, memory: Memory, prefix: Sequence[str]) -> bool:
+        entry = memory.extra.get(TAG)
+        if (not isinstance(entry, dict) or TAG not in memory.tags
+                or memory.status not in HELD or memory.superseded_by):
+            return False
+        namespace = entry.get("namespace") or []
+        return (self._owner_in_scope(memory, prefix)
+                and all(p == "*" or p == n for p, n in zip(prefix, namespace, strict=False))
+                and len(namespace) >= len(prefix))
+
+    def _find(self, namespace: tuple[str, ...], key: str) -> Memory | None:
+        """The current memory of one item (the newest, should two have been written
+        before one superseded the other)."""
+        found = [m for m in self._scan(namespace)
+                 if tuple(_entry(m)["namespace"]) == tuple(namespace)
+                 and _entry(m)["key"] == key]
+        return max(found, key=lambda m: (m.created, m.id)) if found else None
+
+    def __repr__(self) -> str:
+        return f"GraphmemStore({self.memories!r})"
+
+
+# -- values ----------------------------------------------------------------------------
+def _entry(memory: Memory) -> dict[str, Any]:
+    entry: dict[str, Any] = memory.extra[TAG]
+    return entry
+
+
+def _item(memory: Memory) -> Item:
+    entry = _entry(memory)
+    created = entry.get("created_at")
+    return Item(value=entry["value"], key=entry["key"], namespace=tuple(entry["namespace"]),
+                created_at=parse_iso(created) if created else memory.created,
+                updated_at=memory.created)
+
+
+def _json_value(value: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"an item's value must be a dict, got {type(value).__name__}",
+                                field="value")
+    try:
+        plain: dict[str, Any] = json.loads(json.dumps(dict(value), allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"an item's value must be JSON data: {exc}",
+                                field="value") from None
+    return plain
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, Mapping):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _text(value: dict[str, Any], fields: list[list[str]] | None) -> str:
+    """What the item says: the strings at ``fields`` (every string by default), one per
+    line; its JSON when there are none."""
+    if fields is None:
+        texts = _strings(value)
+    else:
+        texts = [t for path in fields for t in get_text_at_path(value, path) if t.strip()]
+    return "\n".join(texts) or json.dumps(value, sort_keys=True)
+
+
+def _check_namespace(namespace: tuple[str, ...], needed: int) -> None:
+    if len(namespace) < needed:
+        raise InvalidNamespaceError(
+            f"namespace {namespace} has {len(namespace)} label(s); this store reads the "
+            f"owner from label {needed - 1}, so it needs at least {needed}")
+    for label in namespace:
+        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
+            raise InvalidNamespaceError(f"namespace labels are non-empty strings with no "
+                                        f"'.' or NUL, got {label!r} in {namespace}")
+    if namespace[0] == "langgraph":
+        raise InvalidNamespaceError(f'a namespace cannot start with "langgraph": {namespace}')
+
+
+def _path_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    pairs = zip(namespace, path, strict=False) if condition.match_type == "prefix" else \
+        zip(reversed(namespace), reversed(path), strict=False)
+    return all(p == "*" or p == n for n, p in pairs)
+
+
+_OPERATORS = {
+    "$eq": lambda a, b: a == b,
+    "$ne": lambda a, b: a != b,
+    "$gt": lambda a, b: float(a) > float(b),
+    "$gte": lambda a, b: float(a) >= float(b),
+    "$lt": lambda a, b: float(a) < float(b),
+    "$lte": lambda a, b: float(a) <= float(b),
+}
+
+
+def _matches(value: dict[str, Any], filter: Mapping[str, Any] | None) -> bool:
+    """LangGraph's filter: every key equals (nested dicts and lists compared part by
+    part), or passes its operators ($eq, $ne, $gt, $gte, $lt, $lte)."""
+    return not filter or all(_compare(value.get(k), f) for k, f in filter.items())
+
+
+def _compare(value: Any, wanted: Any) -> bool:
+    if isinstance(wanted, Mapping):
+        if any(str(k).startswith("$") for k in wanted):
+            unknown = sorted(set(wanted) - set(_OPERATORS))
+            if unknown:
+                raise InvalidInputError(f"unknown filter operator {unknown[0]}; use one of "
+                                        + ", ".join(_OPERATORS), field="filter")
+            try:
+                return all(_OPERATORS[k](value, w) for k, w in wanted.items())
+            except (TypeError, ValueError):
+                return False
+        return isinstance(value, Mapping) and all(_compare(value.get(k), w)
+                                                  for k, w in wanted.items())
+    if isinstance(wanted, list | tuple):
+        return (isinstance(value, list | tuple) and len(value) == len(wanted)
+                and all(_compare(v, w) for v, w in zip(value, wanted, strict=True)))
+    return bool(value == wanted)
