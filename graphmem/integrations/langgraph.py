@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -122,47 +124,60 @@ class GraphmemStore(BaseStore):
         self.owner_label, self.owner = owner_label, owner
         self.fields = [tokenize_path(f) for f in fields] if fields is not None else None
         self.kind, self.preset, self.erase = kind, preset, erase
+        # one batch at a time: a put reads the item's memory, then replaces it
+        self._lock = threading.RLock()
+        self._turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = \
+            weakref.WeakKeyDictionary()
+        self._turns_lock = threading.Lock()
 
     # -- BaseStore ---------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Reads see the store as it was before the batch; then its puts and deletes
-        run in order, the last one for an item winning (LangGraph's batch semantics)."""
+        run in order, the last one for an item winning (LangGraph's batch semantics).
+        Every put is checked before the first is written."""
         ops = list(ops)
-        results: list[Result] = []
         writes: dict[tuple[tuple[str, ...], str], PutOp] = {}
         for op in ops:
-            if isinstance(op, GetOp):
-                results.append(self._get(op))
-            elif isinstance(op, SearchOp):
-                results.append(self._search(op))
-            elif isinstance(op, ListNamespacesOp):
-                results.append(self._list_namespaces(op))
-            elif isinstance(op, PutOp):
-                _check_namespace(op.namespace, self._needed_labels())
+            if isinstance(op, PutOp):
+                _check_labels(op.namespace, self._needed_labels())
+                if op.value is not None:
+                    _json_value(op.value)
+                if op.ttl is not None:
+                    raise NotImplementedError(
+                        "GraphmemStore keeps items until they are deleted (graphmem's "
+                        "lifecycle archives unused memories); pass ttl=None")
                 writes.pop((op.namespace, op.key), None)  # keep the order of the last
                 writes[(op.namespace, op.key)] = op
-                results.append(None)
-            else:
+            elif not isinstance(op, GetOp | SearchOp | ListNamespacesOp):
                 raise InvalidInputError(f"unknown store operation {type(op).__name__}",
                                         field="ops")
-        for op in writes.values():
-            self._put(op)
+        with self._lock:
+            results = [self._read(op) for op in ops]
+            for op in writes.values():
+                self._put(op)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """``batch`` in a worker thread (the store's calls block)."""
-        return await asyncio.to_thread(self.batch, list(ops))
+        """``batch`` in a worker thread (the store's calls block). Concurrent calls of
+        one event loop run one at a time, in the order they were made."""
+        loop = asyncio.get_running_loop()
+        with self._turns_lock:
+            turn = self._turns.setdefault(loop, asyncio.Lock())
+        async with turn:
+            return await asyncio.to_thread(self.batch, list(ops))
 
     # -- the operations ----------------------------------------------------------------
-    def _get(self, op: GetOp) -> Item | None:
-        found = self._find(op.namespace, op.key)
-        return _item(found) if found is not None else None
+    def _read(self, op: Op) -> Result:
+        if isinstance(op, GetOp):
+            found = self._find(op.namespace, op.key)
+            return _item(found) if found is not None else None
+        if isinstance(op, SearchOp):
+            return self._search(op)
+        if isinstance(op, ListNamespacesOp):
+            return self._list_namespaces(op)
+        return None
 
     def _put(self, op: PutOp) -> None:
-        if op.ttl is not None:
-            raise NotImplementedError("GraphmemStore keeps items until they are deleted "
-                                      "(graphmem's lifecycle archives unused memories); "
-                                      "pass ttl=None")
         old = self._find(op.namespace, op.key)
         if op.value is None:
             if old is not None:
@@ -190,12 +205,9 @@ class GraphmemStore(BaseStore):
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         want = op.offset + op.limit
-        if op.query is None:
-            found = [m for m in self._scan(op.namespace_prefix)
-                     if _matches(_entry(m)["value"], op.filter)]
-            found.sort(key=lambda m: (m.created, m.id), reverse=True)
+        if not op.query:
             return [GraphmemSearchItem(_item(m), memory_id=m.id)
-                    for m in found[op.offset:want]]
+                    for m in self._listed(op)[op.offset:want]]
         if want <= 0:
             return []
         ask = max(want * _OVERFETCH, 10)
@@ -209,8 +221,21 @@ class GraphmemStore(BaseStore):
             if len(kept) >= want or len(hits) < ask or ask >= _MAX_RECALL:
                 break
             ask = min(ask * 4, _MAX_RECALL)
-        return [GraphmemSearchItem(_item(h.memory), memory_id=h.memory.id, score=h.score,
-                                   explanation=h.explanation) for h in kept[op.offset:want]]
+        found: list[SearchItem] = [
+            GraphmemSearchItem(_item(h.memory), memory_id=h.memory.id, score=h.score,
+                               explanation=h.explanation) for h in kept[op.offset:want]]
+        if len(found) < op.limit:
+            # as LangGraph's own stores do, unindexed items fill a short page, unscored
+            unindexed = [m for m in self._listed(op) if not _entry(m).get("indexed", True)]
+            found += [GraphmemSearchItem(_item(m), memory_id=m.id)
+                      for m in unindexed[:op.limit - len(found)]]
+        return found
+
+    def _listed(self, op: SearchOp) -> list[Memory]:
+        """The items under the search's prefix that pass its filter, newest first."""
+        found = [m for m in self._scan(op.namespace_prefix)
+                 if _matches(_entry(m)["value"], op.filter)]
+        return sorted(found, key=lambda m: (m.created, m.id), reverse=True)
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         conditions = op.match_conditions or ()
@@ -315,7 +340,9 @@ def _text(value: dict[str, Any], fields: list[list[str]] | None) -> str:
     return "\n".join(texts) or json.dumps(value, sort_keys=True)
 
 
-def _check_namespace(namespace: tuple[str, ...], needed: int) -> None:
+def _check_labels(namespace: tuple[str, ...], needed: int) -> None:
+    """What every write's namespace must be: enough labels to name the owner, each a
+    non-empty string with no '.' or NUL."""
     if len(namespace) < needed:
         raise InvalidNamespaceError(
             f"namespace {namespace} has {len(namespace)} label(s); this store reads the "
@@ -324,8 +351,6 @@ def _check_namespace(namespace: tuple[str, ...], needed: int) -> None:
         if not isinstance(label, str) or not label or "." in label or "\x00" in label:
             raise InvalidNamespaceError(f"namespace labels are non-empty strings with no "
                                         f"'.' or NUL, got {label!r} in {namespace}")
-    if namespace[0] == "langgraph":
-        raise InvalidNamespaceError(f'a namespace cannot start with "langgraph": {namespace}')
 
 
 def _path_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:

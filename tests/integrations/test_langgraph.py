@@ -6,7 +6,7 @@ threads with an ``InMemorySaver`` checkpointer."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypedDict
@@ -32,11 +32,6 @@ NS_B = ("memories", "bob")
 def _store(tmp_path: Path, name: str = "db") -> MemoryStore:
     return MemoryStore(tmp_path / name, embedder="hashing", settings=Settings())
 
-
-@pytest.fixture
-def memories(tmp_path: Path) -> Iterator[MemoryStore]:
-    with _store(tmp_path) as store:
-        yield store
 
 
 def _plain(result: Any) -> Any:
@@ -167,8 +162,11 @@ def test_search_with_a_query_is_recall_with_explanations(memories: MemoryStore) 
     store.put(NS_A, "hidden", {"text": "Alice hides green tea"}, index=False)
     memories.add("green tea is not a langgraph item", owner="alice")
     hits = store.search(("memories", "alice"), query="green tea morning")
-    assert [h.key for h in hits][:1] == ["tea"] and "hidden" not in [h.key for h in hits]
-    assert all(isinstance(h, GraphmemSearchItem) and h.explanation is not None for h in hits)
+    assert hits[0].key == "tea" and hits[-1].key == "hidden" and len(hits) == 4
+    # the unindexed item only fills the page, unscored and unexplained
+    assert hits[-1].score is None and hits[-1].explanation is None  # type: ignore[attr-defined]
+    assert all(isinstance(h, GraphmemSearchItem) and h.explanation is not None
+               for h in hits[:-1])
     top = hits[0]
     assert isinstance(top, GraphmemSearchItem) and top.explanation is not None
     assert top.score == pytest.approx(top.explanation.final)
@@ -176,7 +174,7 @@ def test_search_with_a_query_is_recall_with_explanations(memories: MemoryStore) 
     assert [h.key for h in store.search(("memories",), query="ramen",
                                         filter={"kind": "food"})] == ["lunch"]
     everything = store.search(("memories",), query="Alice", limit=10)
-    assert len(everything) == 3
+    assert len(everything) == 4
     assert [h.key for h in store.search(("memories",), query="Alice", limit=2, offset=1)] \
         == [h.key for h in everything[1:3]]
     # only the text at ``fields`` is the memory's text
@@ -303,3 +301,76 @@ def test_a_graph_remembers_across_threads_and_keeps_users_apart(
                                    {"configurable": {"thread_id": "t4"}})
 
     assert asyncio.run(ask())["reply"] == "Alice is allergic to peanuts"
+
+
+#: The namespaces and listings of LangGraph's own store tests (``test_list_namespaces_*``).
+NAMESPACES = [("a", "b", "c"), ("a", "b", "d", "e"), ("a", "b", "d", "i"), ("a", "b", "f"),
+              ("a", "c", "f"), ("b", "a", "f"), ("users", "123"), ("users", "456", "settings"),
+              ("admin", "users", "789"), ("a", "g"), ("h", "i", "j", "k")]
+LISTINGS: list[dict[str, Any]] = [
+    {"prefix": ("a", "b")}, {"suffix": ("f",)}, {"prefix": ("a",), "suffix": ("f",)},
+    {"prefix": ("a", "b"), "max_depth": 3}, {"prefix": ("a", "b"), "limit": 2},
+    {"prefix": ("a", "b"), "offset": 2}, {"prefix": ("a", "*", "f")},
+    {"suffix": ("*", "f")}, {"prefix": ("nonexistent",)}, {"prefix": ("users", "123")},
+    {"prefix": ("users", "*")}, {"prefix": ("*", "users"), "suffix": ("*", "settings")},
+    {"max_depth": 2}, {}, {"limit": 3, "offset": 4}]
+
+
+@pytest.mark.parametrize("owner_label", [None, 1])
+def test_namespace_listings_answer_as_langgraphs_own_tests_expect(
+        memories: MemoryStore, owner_label: int | None) -> None:
+    oracle, store = InMemoryStore(), GraphmemStore(memories, owner_label=owner_label)
+    assert store.list_namespaces() == []
+    for target in (oracle, store):
+        for i, namespace in enumerate(NAMESPACES):
+            target.put(namespace, f"id_{i}", {"data": f"value_{i:02d}"})
+    for listing in LISTINGS:
+        assert store.list_namespaces(**listing) == oracle.list_namespaces(**listing), listing
+    # "langgraph" is LangGraph's own root: refused by put, taken by batch and elsewhere
+    from langgraph.store.base import PutOp
+
+    with pytest.raises(InvalidNamespaceError):
+        store.put(("langgraph", "foo"), "bar", {"foo": "bar"})
+    store.put(("foo", "langgraph", "foo"), "bar", {"foo": "bar"})
+    store.batch([PutOp(("langgraph", "foo"), "bar", {"foo": "bar"})])
+    assert store.get(("langgraph", "foo"), "bar").value == {"foo": "bar"}  # type: ignore[union-attr]
+
+
+def test_search_edge_cases_of_langgraphs_own_tests(memories: MemoryStore) -> None:
+    oracle, store = InMemoryStore(), GraphmemStore(memories)
+    for target in (oracle, store):
+        target.put(("test",), "doc1", {"text": "test document"})
+        target.put(("test",), "doc2", {"text": "another test document"})
+        target.put(("test",), "doc3", {"text": "an unindexed test document"}, index=False)
+    for query in ("", None, "test " * 100, "test!@#$%^&*()"):
+        assert len(store.search(("test",), query=query)) == 3, query
+    # the unindexed item fills a short page, unscored, as in LangGraph's store
+    found = store.search(("test",), query="test document", limit=5)
+    assert [h.key for h in found][2:] == ["doc3"] and found[2].score is None
+    assert all(h.score is not None for h in found[:2])
+    assert [h.key for h in store.search(("test",), query="test document", limit=2)] \
+        == [h.key for h in found[:2]]
+
+
+def test_concurrent_async_writes_apply_in_the_order_they_were_made(
+        memories: MemoryStore) -> None:
+    """LangGraph's concurrency case: puts, deletes, then puts again of the same keys,
+    all gathered at once, leave the items there; filtered searches then agree."""
+    store = GraphmemStore(memories)
+    colors, things = ["red", "blue", "green"], ["apple", "car", "house"]
+    docs = [(f"doc{i}", {"text": f"{colors[i % 3]} {things[i % 3]}", "color": colors[i % 3],
+                         "index": i}) for i in range(9)]
+
+    async def run() -> list[list[Any]]:
+        await asyncio.gather(*[store.aput(("test",), k, v) for k, v in docs],
+                             *[store.adelete(("test",), k) for k, _ in docs],
+                             *[store.aput(("test",), k, v) for k, v in docs])
+        return list(await asyncio.gather(
+            store.asearch(("test",), query="apple", filter={"color": "red"}),
+            store.asearch(("test",), query="house", filter={"index": {"$gt": 4}}),
+            store.asearch(("test",), limit=20)))
+
+    red, late, everything = asyncio.run(run())
+    assert {h.key for h in red} == {"doc0", "doc3", "doc6"}
+    assert {h.key for h in late} == {"doc5", "doc6", "doc7", "doc8"}
+    assert len(everything) == 9

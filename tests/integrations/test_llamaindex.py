@@ -7,7 +7,6 @@ embedded and through a sidecar."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,11 +27,6 @@ TURNS = [("user", "I am allergic to peanuts and I live in Lisbon."),
          ("assistant", "Hi again."),
          ("user", "What should I cook tonight?")]
 
-
-@pytest.fixture
-def memories(tmp_path: Path) -> Iterator[MemoryStore]:
-    with MemoryStore(tmp_path / "db", embedder="hashing", settings=Settings()) as store:
-        yield store
 
 
 def _memory(store: Memories, owner: str, session: str) -> Memory:

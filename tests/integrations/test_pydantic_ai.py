@@ -6,12 +6,10 @@ a sidecar."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -64,11 +62,6 @@ def _ask(agent: Agent[User, str], owner: str | None, prompt: str) -> Any:
     output = agent.run_sync(prompt, deps=User(owner)).output
     return output if output.startswith("refused") else json.loads(output)
 
-
-@pytest.fixture
-def memories(tmp_path: Path) -> Iterator[MemoryStore]:
-    with MemoryStore(tmp_path / "db", embedder="hashing", settings=Settings()) as store:
-        yield store
 
 
 def _owners_stay_apart(agent: Agent[User, str], memories: MemoryStore) -> None:
