@@ -12,14 +12,16 @@ is graphmem's recall (explained hits); without one, a scan ordered newest first.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import threading
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .._errors import InvalidInputError
-from .._models import Memory
+from .._errors import InvalidInputError, NotFoundError
+from .._facade import MemoryStore
+from .._models import Memory, Status
 from .._recall import Explanation
 from .._time import format_iso, parse_iso
 from ._common import HELD, Memories, held_memories, missing_extra
@@ -129,6 +131,8 @@ class GraphmemStore(BaseStore):
         self._turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = \
             weakref.WeakKeyDictionary()
         self._turns_lock = threading.Lock()
+        #: (namespace, key) -> the id last seen at the end of the item's chain
+        self._tips: dict[tuple[tuple[str, ...], str], str] = {}
 
     # -- BaseStore ---------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -139,7 +143,8 @@ class GraphmemStore(BaseStore):
         writes: dict[tuple[tuple[str, ...], str], PutOp] = {}
         for op in ops:
             if isinstance(op, PutOp):
-                _check_labels(op.namespace, self._needed_labels())
+                # a delete where no item can be is nothing to do, as in LangGraph
+                _check_labels(op.namespace, self._needed_labels() if op.value else 0)
                 if op.value is not None:
                     _json_value(op.value)
                 if op.ttl is not None:
@@ -169,8 +174,8 @@ class GraphmemStore(BaseStore):
     # -- the operations ----------------------------------------------------------------
     def _read(self, op: Op) -> Result:
         if isinstance(op, GetOp):
-            found = self._find(op.namespace, op.key)
-            return _item(found) if found is not None else None
+            tip = self._tip(op.namespace, op.key)[0]
+            return _item(tip) if tip is not None and _held(tip) else None
         if isinstance(op, SearchOp):
             return self._search(op)
         if isinstance(op, ListNamespacesOp):
@@ -178,30 +183,37 @@ class GraphmemStore(BaseStore):
         return None
 
     def _put(self, op: PutOp) -> None:
-        old = self._find(op.namespace, op.key)
+        tip, fresh_id = self._tip(op.namespace, op.key)
+        held = tip is not None and _held(tip)
         if op.value is None:
-            if old is not None:
-                self._delete(old)
+            if tip is not None and held:
+                self._delete(op.namespace, op.key, tip)
             return
         value = _json_value(op.value)
-        if old is not None and _entry(old).get("value") == value:
+        if tip is not None and held and _entry(tip).get("value") == value:
             return
         fields = [tokenize_path(f) for f in op.index] if op.index else self.fields
         entry = {"namespace": list(op.namespace), "key": op.key, "value": value,
                  "indexed": op.index is not False}
-        if old is not None:  # the item was created with its first memory
-            entry["created_at"] = format_iso(_item(old).created_at)
+        if tip is not None and held:  # the item was created with its first memory
+            entry["created_at"] = format_iso(_item(tip).created_at)
+        new = {"id": fresh_id} if fresh_id is not None else {}
         memory = self.memories.add(_text(value, fields), kind=self.kind, tags=[TAG],
-                                   project="/".join(op.namespace),
-                                   extra={TAG: entry}, **self._owner_of(op.namespace))
-        if old is not None:
-            self.memories.supersede(old.id, memory, reason="update")
+                                   project="/".join(op.namespace), extra={TAG: entry},
+                                   **new, **self._owner_of(op.namespace))
+        if tip is not None:  # a new value, or an item put again after its delete
+            self.memories.supersede(tip.id, memory, reason="update")
+        self._tips[(op.namespace, op.key)] = memory.id
 
-    def _delete(self, memory: Memory) -> None:
-        if self.erase:
-            self.memories.forget(memory.id, confirm=True, reason="delete")
-        else:
-            self.memories.tombstone(memory.id, reason="delete")
+    def _delete(self, namespace: tuple[str, ...], key: str, tip: Memory) -> None:
+        """Tombstone the item's memory, or with ``erase`` forget every memory it had
+        (its older values too): the next put starts the next generation."""
+        if not self.erase:
+            self.memories.tombstone(tip.id, reason="delete")
+            return
+        for memory_id in self._chain(tip):
+            self.memories.forget(memory_id, confirm=True, reason="delete")
+        self._tips.pop((namespace, key), None)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         want = op.offset + op.limit
@@ -282,19 +294,72 @@ class GraphmemStore(BaseStore):
                 and all(p == "*" or p == n for p, n in zip(prefix, namespace, strict=False))
                 and len(namespace) >= len(prefix))
 
-    def _find(self, namespace: tuple[str, ...], key: str) -> Memory | None:
-        """The current memory of one item (the newest, should two have been written
-        before one superseded the other)."""
-        found = [m for m in self._scan(namespace)
-                 if tuple(_entry(m)["namespace"]) == tuple(namespace)
-                 and _entry(m)["key"] == key]
-        return max(found, key=lambda m: (m.created, m.id)) if found else None
+    # -- where an item lives --------------------------------------------------------
+    # Each new value of an item (or a put after its delete) supersedes its last memory,
+    # so the item is the end of a chain. On an embedded store the chain's first memory
+    # has an id made from the owner, namespace and key, and the item is found by ids
+    # alone; a delete with ``erase`` forgets the chain, whose ids stay taken, so the
+    # next put starts generation 2. A sidecar chooses its own ids: there the item is
+    # found by a scan of the owner's memories.
+    def _base_id(self, namespace: tuple[str, ...], key: str, generation: int) -> str:
+        owner = self._owner_of(namespace).get("owner")
+        digest = hashlib.sha256(json.dumps([owner, list(namespace), key]).encode())
+        suffix = "" if generation == 1 else f"-{generation}"
+        return f"{TAG}:{digest.hexdigest()[:32]}{suffix}"
+
+    def _lookup(self, memory_id: str, namespace: tuple[str, ...]) -> Memory | None:
+        try:
+            return self.memories.get(memory_id, **self._owner_of(namespace))
+        except NotFoundError:
+            return None
+
+    def _tip(self, namespace: tuple[str, ...], key: str) -> tuple[Memory | None, str | None]:
+        """The last memory of the item's chain (held, tombstoned, or None when the item
+        was never put or was erased), and the id a new chain would start with."""
+        if len(namespace) < self._needed_labels():
+            return None, None  # no item can be there: it would have no owner
+        if not isinstance(self.memories, MemoryStore):
+            items = [m for m in self._scan(namespace) if _entry(m)["key"] == key
+                     and tuple(_entry(m)["namespace"]) == tuple(namespace)]
+            return max(items, key=lambda m: (m.created, m.id)) if items else None, None
+        cached = self._tips.get((namespace, key))
+        found = self._lookup(cached, namespace) if cached else None
+        generation = 1
+        while found is None or found.status is Status.FORGOTTEN:
+            if found is not None:
+                generation += 1
+            base = self._base_id(namespace, key, generation)
+            found = self._lookup(base, namespace)
+            if found is None:
+                return None, base
+        while found.superseded_by:
+            newer = self._lookup(found.superseded_by[-1], namespace)
+            if newer is None:
+                break
+            found = newer
+        self._tips[(namespace, key)] = found.id
+        return found, None
+
+    def _chain(self, tip: Memory) -> list[str]:
+        """The ids of the item's memories, newest first: its tip, then what each one
+        supersedes (SUPERSEDES edges point from the newer memory)."""
+        ids, current = [tip.id], tip.id
+        while older := [link.other for link in self.memories.links(current)
+                        if link.kind == "supersedes" and link.direction == "out"
+                        and link.other not in ids]:
+            current = older[0]
+            ids.append(current)
+        return ids
 
     def __repr__(self) -> str:
         return f"GraphmemStore({self.memories!r})"
 
 
 # -- values ----------------------------------------------------------------------------
+def _held(memory: Memory) -> bool:
+    return memory.status in HELD and not memory.superseded_by
+
+
 def _entry(memory: Memory) -> dict[str, Any]:
     entry: dict[str, Any] = memory.extra[TAG]
     return entry

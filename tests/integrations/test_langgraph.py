@@ -61,6 +61,10 @@ def _script(store: BaseStore) -> list[Any]:
     store.delete(NS_A, "walk")
     store.delete(NS_A, "never-there")
     seen.append(store.get(NS_A, "walk"))
+    store.put(NS_A, "dawn", {"text": "Alice wakes at dawn", "rating": 1})
+    store.delete(NS_A, "dawn")
+    store.put(NS_A, "dawn", {"text": "Alice wakes at seven now", "rating": 1})
+    seen.append(store.get(NS_A, "dawn"))
     for prefix, filter_ in [(("memories",), None), (NS_A, None), (("memories",), {"rating": 4}),
                             (("memories",), {"rating": {"$gte": 3, "$lt": 5}}),
                             (("memories",), {"rating": {"$ne": 4}}),
@@ -144,14 +148,26 @@ def test_items_are_memories_that_keep_their_history(memories: MemoryStore) -> No
     store.delete(NS_A, "tea")
     assert memories.get(new.id).status is Status.TOMBSTONED
     assert store.search(NS_A, query="oolong") == []
-    # ... or, with erase, forgets: the text is gone from the store
+    # a put after the delete continues the chain: the tombstoned memory is superseded
+    store.put(NS_A, "tea", {"text": "Alice drinks jasmine tea"})
+    again = memories.get(memories.get(new.id).superseded_by[0])
+    assert again.text == "Alice drinks jasmine tea" and store.get(NS_A, "tea") is not None
+    assert store.get(NS_A, "tea").created_at > second.created_at  # type: ignore[union-attr]
+    # ... with erase, a delete forgets every value the item had
     erasing = GraphmemStore(memories, owner_label=1, erase=True)
     erasing.put(NS_A, "secret", {"text": "Alice's door code is 4411"})
-    memory_id = erasing.search(NS_A, query="door code")[0]
-    assert isinstance(memory_id, GraphmemSearchItem)
+    erasing.put(NS_A, "secret", {"text": "Alice's door code is 9102"})
+    codes = [m.id for m in memories.memories() if "door code" in m.text]
+    assert len(codes) == 2
     erasing.delete(NS_A, "secret")
-    gone = memories.get(memory_id.memory_id)
-    assert gone.status is Status.FORGOTTEN and gone.text == ""
+    assert [(memories.get(i).status, memories.get(i).text) for i in codes] \
+        == [(Status.FORGOTTEN, "")] * 2
+    assert erasing.get(NS_A, "secret") is None
+    assert "secret" not in [h.key for h in erasing.search(NS_A, query="door code")]
+    # the key can be used again (a new chain: the forgotten ids stay taken)
+    erasing.put(NS_A, "secret", {"text": "Alice has no door code any more"})
+    assert erasing.get(NS_A, "secret").value == {  # type: ignore[union-attr]
+        "text": "Alice has no door code any more"}
 
 
 def test_search_with_a_query_is_recall_with_explanations(memories: MemoryStore) -> None:
@@ -193,6 +209,13 @@ def test_one_owner_never_sees_another(memories: MemoryStore) -> None:
     assert [h.key for h in store.search(NS_B)] == ["coffee"]
     assert store.list_namespaces(prefix=NS_B) == [NS_B]
     assert store.list_namespaces(prefix=("memories", "*")) == [NS_A, NS_A_FOOD, NS_B]
+    # stores bound to one owner each hold their own item under the same namespace and key
+    carol, dave = GraphmemStore(memories, owner="carol"), GraphmemStore(memories, owner="dave")
+    carol.put(("prefs",), "drink", {"text": "Carol drinks milk"})
+    dave.put(("prefs",), "drink", {"text": "Dave drinks water"})
+    assert carol.get(("prefs",), "drink").value == {"text": "Carol drinks milk"}  # type: ignore[union-attr]
+    assert [h.key for h in dave.search(("prefs",), query="milk")] == ["drink"]
+    assert dave.search(("prefs",), query="milk")[0].value == {"text": "Dave drinks water"}
     # a store bound to one owner sees nothing of another's, whatever the prefix
     bob = GraphmemStore(memories, owner="bob")
     assert [h.key for h in bob.search(("memories",), query="green tea")] == ["coffee"]
