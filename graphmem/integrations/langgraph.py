@@ -334,8 +334,8 @@ class GraphmemStore(BaseStore):
                 return None, base
         while found.superseded_by:
             newer = self._lookup(found.superseded_by[-1], namespace)
-            if newer is None:
-                break
+            if newer is None or TAG not in newer.extra:
+                break  # replaced by a memory that is no item (a correction): gone
             found = newer
         self._tips[(namespace, key)] = found.id
         return found, None

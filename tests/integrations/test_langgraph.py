@@ -153,6 +153,11 @@ def test_items_are_memories_that_keep_their_history(memories: MemoryStore) -> No
     again = memories.get(memories.get(new.id).superseded_by[0])
     assert again.text == "Alice drinks jasmine tea" and store.get(NS_A, "tea") is not None
     assert store.get(NS_A, "tea").created_at > second.created_at  # type: ignore[union-attr]
+    # a correction made outside LangGraph replaces the item: it reads as deleted
+    memories.correct(again.id, "Alice gave up tea")
+    assert store.get(NS_A, "tea") is None
+    store.put(NS_A, "tea", {"text": "Alice drinks tea again"})
+    assert store.get(NS_A, "tea").value == {"text": "Alice drinks tea again"}  # type: ignore[union-attr]
     # ... with erase, a delete forgets every value the item had
     erasing = GraphmemStore(memories, owner_label=1, erase=True)
     erasing.put(NS_A, "secret", {"text": "Alice's door code is 4411"})
