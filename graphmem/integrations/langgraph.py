@@ -197,12 +197,18 @@ class GraphmemStore(BaseStore):
                  "indexed": op.index is not False}
         if tip is not None and held:  # the item was created with its first memory
             entry["created_at"] = format_iso(_item(tip).created_at)
-        new = {"id": fresh_id} if fresh_id is not None else {}
-        memory = self.memories.add(_text(value, fields), kind=self.kind, tags=[TAG],
-                                   project="/".join(op.namespace), extra={TAG: entry},
-                                   **new, **self._owner_of(op.namespace))
-        if tip is not None:  # a new value, or an item put again after its delete
-            self.memories.supersede(tip.id, memory, reason="update")
+        text, scope = _text(value, fields), self._owner_of(op.namespace)
+        fields_of: dict[str, Any] = {"kind": self.kind, "tags": [TAG],
+                                     "project": "/".join(op.namespace), "extra": {TAG: entry}}
+        if tip is not None and isinstance(self.memories, MemoryStore):
+            # a new value, or the item put again after its delete: one transaction
+            memory = self.memories.supersede(tip.id, text, reason="update", **scope,
+                                             **fields_of)
+        else:
+            new = {"id": fresh_id} if fresh_id is not None else {}
+            memory = self.memories.add(text, **fields_of, **new, **scope)
+            if tip is not None:  # a sidecar takes no fields with a supersede: two calls
+                self.memories.supersede(tip.id, memory, reason="update")
         self._tips[(op.namespace, op.key)] = memory.id
 
     def _delete(self, namespace: tuple[str, ...], key: str, tip: Memory) -> None:
