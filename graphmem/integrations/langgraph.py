@@ -94,6 +94,10 @@ class GraphmemStore(BaseStore):
     erase : bool
         Delete forgets the memory (its text is erased everywhere) instead of
         tombstoning it (reversible, kept for audit).
+    record_access : bool
+        A search with a query counts as a use of what it returns (graphmem's recall:
+        used memories rank higher later). Without it, repeated searches, and so the
+        pages of one search, rank alike.
 
     Examples
     --------
@@ -113,7 +117,8 @@ class GraphmemStore(BaseStore):
 
     def __init__(self, store: Memories, *, owner_label: int | None = None,
                  owner: str | None = None, fields: Sequence[str] | None = None,
-                 kind: str = "semantic", preset: str = "default", erase: bool = False) -> None:
+                 kind: str = "semantic", preset: str = "default", erase: bool = False,
+                 record_access: bool = True) -> None:
         if owner_label is not None and (isinstance(owner_label, bool)
                                         or not isinstance(owner_label, int) or owner_label < 0):
             raise InvalidInputError(f"owner_label must be a label index >= 0, got "
@@ -126,6 +131,7 @@ class GraphmemStore(BaseStore):
         self.owner_label, self.owner = owner_label, owner
         self.fields = [tokenize_path(f) for f in fields] if fields is not None else None
         self.kind, self.preset, self.erase = kind, preset, erase
+        self.record_access = record_access
         # one batch at a time: a put reads the item's memory, then replaces it
         self._lock = threading.RLock()
         self._turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = \
@@ -232,6 +238,7 @@ class GraphmemStore(BaseStore):
         while True:
             hits = self.memories.recall(op.query, k=ask, preset=self.preset,
                                         include_archived=True,
+                                        record_access=self.record_access,
                                         owner=self._scope(op.namespace_prefix))
             kept = [h for h in hits if self._is_item(h.memory, op.namespace_prefix)
                     and _entry(h.memory).get("indexed", True)

@@ -194,10 +194,18 @@ def test_search_with_a_query_is_recall_with_explanations(memories: MemoryStore) 
     assert top.explanation.lines()[0].startswith("preset default")
     assert [h.key for h in store.search(("memories",), query="ramen",
                                         filter={"kind": "food"})] == ["lunch"]
-    everything = store.search(("memories",), query="Alice", limit=10)
+    # searches count as uses of what they return (graphmem's recall) ...
+    memories.flush()
+    uses = {m.id: m.access_count for m in memories.memories()}
+    assert uses[top.memory_id] >= 1
+    # ... unless told not to: then the pages of one search agree
+    paging = GraphmemStore(memories, owner_label=1, record_access=False)
+    everything = paging.search(("memories",), query="Alice", limit=10)
     assert len(everything) == 4
-    assert [h.key for h in store.search(("memories",), query="Alice", limit=2, offset=1)] \
+    assert [h.key for h in paging.search(("memories",), query="Alice", limit=2, offset=1)] \
         == [h.key for h in everything[1:3]]
+    memories.flush()
+    assert {m.id: m.access_count for m in memories.memories()} == uses
     # only the text at ``fields`` is the memory's text
     assert {m.text for m in memories.memories() if "langgraph" in m.tags} >= {
         "Alice drinks green tea every morning"}
