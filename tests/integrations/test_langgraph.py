@@ -23,6 +23,7 @@ from graphmem.client import Client, connect
 from graphmem.integrations.langgraph import GraphmemSearchItem, GraphmemStore
 from graphmem.sidecar import Tokens
 from tests._servers import running_sidecar
+from tests.conftest import Clock
 
 NS_A = ("memories", "alice")
 NS_A_FOOD = ("memories", "alice", "food")
@@ -175,7 +176,14 @@ def test_items_are_memories_that_keep_their_history(memories: MemoryStore) -> No
         "text": "Alice has no door code any more"}
 
 
-def test_search_with_a_query_is_recall_with_explanations(memories: MemoryStore) -> None:
+def test_search_with_a_query_is_recall_with_explanations(clock: Clock) -> None:
+    # a frozen clock: activation does not decay between two searches
+    with MemoryStore(":memory:", embedder="hashing", settings=Settings(),
+                     clock=clock) as memories:
+        _search_is_recall(memories)
+
+
+def _search_is_recall(memories: MemoryStore) -> None:
     store = GraphmemStore(memories, owner_label=1, fields=["text"])
     store.put(NS_A, "tea", {"text": "Alice drinks green tea every morning", "kind": "drink"})
     store.put(NS_A, "code", {"text": "Alice writes TypeScript at work", "kind": "work"})
