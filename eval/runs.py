@@ -331,7 +331,11 @@ def run_longmemeval(path: str | Path | None = None, *, presets: Sequence[str] = 
     started = time.perf_counter()
     questions = [q for q in load_longmemeval(path) if not q.abstention and q.gold_sessions]
     questions = _split(questions, split, alternate=True)
-    questions = questions[:limit] if limit is not None else questions
+    if limit is not None and limit < len(questions):
+        # evenly spaced: the file is ordered by question type, so a prefix would hold one
+        # or two types only
+        step = len(questions) / limit
+        questions = [questions[int(i * step)] for i in range(limit)]
     emb = _embedder(embedder)
     asked = configs(presets)
     groups = _ablation_groups(ablations)

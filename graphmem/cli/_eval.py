@@ -26,7 +26,8 @@ def eval_group() -> None:
                                              "default"]), show_default=True,
               help="Comma-separated presets (the rows of the table).")
 @click.option("--limit", type=click.IntRange(1), default=None,
-              help="At most N questions (a quick run).")
+              help="At most N questions (a quick run; LongMemEval takes them evenly "
+                   "spaced, so that every question type is in).")
 @click.option("--out", type=click.Path(file_okay=False), default="eval-out", show_default=True,
               help="Where results.json, the per-query results, the report and plots go.")
 @click.option("--ablations", is_flag=True,
