@@ -88,9 +88,9 @@ class Views:
         ctx = self._ctx
         capability = ctx.engine.cypher
         if capability is None:
-            raise StoreError(f"Cypher needs the Kuzu engine; {ctx.engine.path} is not a Kuzu "
-                             "store. Use the named queries (graphmem query NAME), export or "
-                             "to_networkx, or SQL against the database itself")
+            raise StoreError(f"Cypher, ad-hoc or through the named queries, needs the Kuzu "
+                             f"engine; {ctx.engine.path} is not a Kuzu store. Use export or "
+                             "to_networkx, or query its tables in SQL")
         ctx.before_read()
         event = None
         if write:

@@ -33,8 +33,10 @@ def test_the_cli_on_postgresql(pg_url: str, tmp_path: Path) -> None:
     assert json.loads(gm(pg_url, "--json", "stats").stdout)["memories"] == 302
     refused = gm(pg_url, "query", "MATCH (m:Memory) RETURN count(*)")
     assert refused.returncode == 1
-    assert "Cypher needs the Kuzu engine" in refused.stderr
+    assert "needs the Kuzu engine" in refused.stderr
     assert "Traceback" not in refused.stderr
+    named = gm(pg_url, "query", "most_referenced")
+    assert named.returncode == 1 and "named queries, needs the Kuzu engine" in named.stderr
     assert gm(pg_url, "backup", str(tmp_path / "b")).returncode == 0
     restored = gm(str(tmp_path / "kuzu"), "restore-backup", str(tmp_path / "b"))
     assert restored.returncode == 0, restored.stderr
