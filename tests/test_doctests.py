@@ -27,6 +27,7 @@ EXAMPLED = {
     "eval.metrics": 10,
     "eval.runs": 12,
     "graphmem._extract._rules": 9,
+    "graphmem._errors": 1,
     "graphmem._facade": 2,
     "graphmem._kg._calendar": 11,
     "graphmem._kg._entities": 2,

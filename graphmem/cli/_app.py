@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 from click.core import ParameterSource
 
-from .._errors import GraphmemError, InvalidInputError, StoreError, StoreLockedError
+from .._errors import GraphmemError, StoreError, StoreLockedError, error_code
 from .._settings import Settings
 from .._time import parse_iso
 
@@ -210,30 +210,6 @@ def add_global_options(group: click.Group) -> None:
 
 
 # -- errors ----------------------------------------------------------------------------------
-def error_code(exc: BaseException) -> str:
-    """The error's code, as the sidecar names it (``not_found``, ``invalid_input`` ...)."""
-    from .._errors import (
-        BackendUnavailableError,
-        ConfirmationRequiredError,
-        ConflictError,
-        EmbedderMismatchError,
-        NotFoundError,
-        ReadOnlyStoreError,
-    )
-
-    code = getattr(exc, "code", None)
-    if isinstance(code, str):
-        return code
-    for kind, name in ((NotFoundError, "not_found"), (InvalidInputError, "invalid_input"),
-                       (ConfirmationRequiredError, "confirmation_required"),
-                       (ConflictError, "conflict"), (EmbedderMismatchError, "embedder_mismatch"),
-                       (ReadOnlyStoreError, "read_only"), (StoreLockedError, "store_locked"),
-                       (BackendUnavailableError, "backend_unavailable")):
-        if isinstance(exc, kind):
-            return name
-    return "store_error" if isinstance(exc, GraphmemError) else "error"
-
-
 def _report(message: str, *, code: str, json_mode: bool, field: str | None = None,
             usage_line: str | None = None) -> None:
     if json_mode:
@@ -322,6 +298,19 @@ def cli(ctx: click.Context, db: str, json_out: bool, embedder: str | None,
 def fail(message: str) -> NoReturn:
     """An error that is not graphmem's (exit 1)."""
     raise click.ClickException(message)
+
+
+def need_extra(extra: str, *modules: str) -> None:
+    """Fail with the install command when a face's optional dependencies are missing
+    (``graphmem[server]`` for the sidecar and the dashboard, ``graphmem[mcp]``)."""
+    import importlib
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            fail(f"this command needs the {extra!r} extra ({module} is not installed): "
+                 f"pip install 'graphmem[{extra}]'")
 
 
 def usage(message: str) -> NoReturn:
