@@ -180,3 +180,22 @@ def test_the_knowledge_graph_channels_see_other_processes(pg_url: str) -> None:
         hits = two.recall("what did I do in May 2023?", owner="ann", k=1,
                           record_access=False)
         assert hits[0].memory.id == may.id and "time" in hits[0].explanation.channels
+
+
+def test_a_recall_in_one_process_counts_in_the_others(pg_url: str) -> None:
+    """Access counters another process's recall wrote reach this process's ranking (its
+    ACT-R frequency) without a refresh of anything else."""
+    with _open(pg_url) as one, _open(pg_url) as two:
+        tea = one.add("Nadia prefers green tea in the afternoon", owner="ann")
+        one.add("The orchard deploy runs make release first", owner="ann")
+
+        def frequency() -> int:
+            [hit] = two.recall("green tea", owner="ann", k=1, record_access=False)
+            assert hit.memory.id == tea.id and hit.explanation.activation is not None
+            return hit.explanation.activation.frequency
+
+        before = frequency()
+        one.recall("green tea", owner="ann", k=1)
+        one.flush()
+        assert frequency() == before + 1
+        assert two.get(tea.id).access_count == 1

@@ -25,18 +25,39 @@ def test_a_migration_lifts_an_older_database(pg_url: str,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     with MemoryStore(pg_url, embedder="hashing") as store:
         kept = store.add("The greenhouse pump runs at dusk", owner="ann")
-    monkeypatch.setitem(_schema.MIGRATIONS, 2, [
+    current, target = _schema.SCHEMA_VERSION, _schema.SCHEMA_VERSION + 1
+    monkeypatch.setitem(_schema.MIGRATIONS, target, [
         "ALTER TABLE memories ADD COLUMN shade text",
         "UPDATE memories SET shade = 'green'"])
     db = Database(pg_url)
     try:
-        assert _schema.schema_version(db) == 1
-        assert _schema.ensure_schema(db, target=2) == 2
-        assert _schema.ensure_schema(db, target=2) == 2  # once
+        assert _schema.schema_version(db) == current
+        assert _schema.ensure_schema(db, target=target) == target
+        assert _schema.ensure_schema(db, target=target) == target  # once
         assert db.rows("SELECT id, shade FROM memories") == [(kept.id, "green")]
     finally:
         db.close()
-    assert _version(pg_url) == "2"
+    assert _version(pg_url) == str(target)
+
+
+def test_a_version_1_store_is_migrated_and_keeps_its_memories(pg_url: str) -> None:
+    db = Database(pg_url)
+    try:
+        assert _schema.ensure_schema(db, target=1) == 1
+    finally:
+        db.close()
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("INSERT INTO changes (origin, ids) VALUES ('old', ARRAY['urn:x'])")
+    with MemoryStore(pg_url, embedder="hashing") as store:
+        memory = store.add("Nadia prefers green tea", owner="ann")
+        assert store.stats().schema_version == _schema.SCHEMA_VERSION
+    with MemoryStore(pg_url, embedder="hashing") as one, \
+            MemoryStore(pg_url, embedder="hashing") as two:
+        two.recall("tea", owner="ann", record_access=False)
+        one.recall("green tea", owner="ann")
+        one.flush()
+        assert two.get(memory.id).access_count == 1
+    assert _version(pg_url) == str(_schema.SCHEMA_VERSION)
 
 
 def test_a_newer_database_is_refused_and_left_alone(pg_url: str) -> None:

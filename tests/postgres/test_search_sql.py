@@ -34,8 +34,9 @@ def test_hnsw_within_a_small_owner_finds_the_nearest(pg_url: str) -> None:
     """An owner with a few of many memories: the (iterative) HNSW scan returns the
     owner's ``k`` nearest, as the oracle ranks them."""
     rng = random.Random(3)
-    words = ("kestrel harbour crane tea biscuit spire vole canal orchard pump dusk lisbon "
-             "river tower bread hike dog garden rain bridge").split()
+    words = ["kestrel", "harbour", "crane", "tea", "biscuit", "spire", "vole", "canal",
+             "orchard", "pump", "dusk", "lisbon", "river", "tower", "bread", "hike", "dog",
+             "garden", "rain", "bridge"]
     with MemoryStore(pg_url, embedder="hashing") as store:
         store.add_many([{"text": " ".join(rng.sample(words, 6)) + f" {i}",
                          "owner": "ann" if i % 30 == 0 else "bob"} for i in range(300)])
