@@ -123,8 +123,9 @@ def _load(label: str, db: str, ports: list[int], args: argparse.Namespace,
             response.raise_for_status()
             return str(response.json()["id"])
 
-        for n in range(len(ports)):
-            clients[n].post("/v1/memories/retrieve", json={"query": "warm up"})
+        for port in ports:  # the first recall builds the index: slow on a busy machine
+            httpx.post(f"http://127.0.0.1:{port}/v1/memories/retrieve",
+                       json={"query": "warm up"}, timeout=600).raise_for_status()
         sidecars = [s.pid for s in servers]
         postgres = _postgres_pids(pg_server)
         cpu = (_cpu_ticks(sidecars), _cpu_ticks(postgres))
