@@ -19,6 +19,7 @@ from ._errors import (
     SchemaVersionError,
     StoreError,
     StoreLockedError,
+    UnsupportedError,
 )
 from ._extract import OllamaExtractor, RuleExtractor, extract_entities
 from ._extract._component import AddResult
@@ -97,6 +98,7 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "TriggeredBy",
+    "UnsupportedError",
     "Version",
     "connect",
     "embedder_from_spec",

@@ -30,7 +30,8 @@ class Changed:
     """What a commit changed: these memories (``new`` holds the ones it created, when
     the writer has them); ``removed``: they were forgotten; ``edges_only``: only their
     edges changed; ``bulk``: anything may have changed; ``foreign``: another process
-    committed it (what this process derived from the store may be stale anywhere)."""
+    committed it (what this process derived from the store may be stale anywhere);
+    ``access_only``: only their access counters changed (another process recalled them)."""
 
     ids: Sequence[str]
     new: Sequence[Memory] = ()
@@ -39,6 +40,7 @@ class Changed:
     edges_only: bool = False
     bulk: bool = False
     foreign: bool = False
+    access_only: bool = False
 
 
 class StoreContext:
@@ -179,6 +181,9 @@ def foreign_changes(change: ForeignChange) -> list[Changed]:
         out.append(Changed(sorted(removed), removed=True, foreign=True))
     if change.edge_ends:
         out.append(Changed(list(change.edge_ends), edges_only=True, foreign=True))
+    accessed = [i for i in change.accessed if i not in removed]
+    if accessed:
+        out.append(Changed(accessed, access_only=True, foreign=True))
     return out
 
 

@@ -314,13 +314,15 @@ class BatchWriter(Protocol):
 @dataclass(frozen=True)
 class ForeignChange:
     """A commit another process made: the memories it changed (``ids``), the ends of
-    the edges it changed (``edge_ends``), the memories it erased (``removed``); with
+    the edges it changed (``edge_ends``), the memories it erased (``removed``), the
+    memories whose access counters alone it changed (``accessed``: a recall's); with
     ``bulk`` anything may have changed (too many ids to list, or a model switch)."""
 
     ids: tuple[str, ...] = ()
     edge_ends: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     bulk: bool = False
+    accessed: tuple[str, ...] = ()
 
 
 class ChangeFeed(Protocol):

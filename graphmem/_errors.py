@@ -4,7 +4,8 @@
     ├── StoreError                   the database cannot be opened or used
     │   ├── StoreLockedError         another process holds the database
     │   ├── SchemaVersionError       the database was written by a newer graphmem
-    │   └── ReadOnlyStoreError       a write on a store opened read-only
+    │   ├── ReadOnlyStoreError       a write on a store opened read-only
+    │   └── UnsupportedError         the store's engine does not offer the operation
     ├── InvalidInputError            a value the caller passed is wrong (names the field)
     │   └── RecordError              a record of a file is wrong (names file, index, id, field)
     ├── NotFoundError                no such memory (for this owner)
@@ -33,6 +34,7 @@ __all__ = [
     "SchemaVersionError",
     "StoreError",
     "StoreLockedError",
+    "UnsupportedError",
     "error_code",
 ]
 
@@ -55,6 +57,10 @@ class SchemaVersionError(StoreError):
 
 class ReadOnlyStoreError(StoreError):
     """A write was attempted on a store opened read-only."""
+
+
+class UnsupportedError(StoreError):
+    """The store's engine does not offer the operation (Cypher is Kuzu's)."""
 
 
 class InvalidInputError(GraphmemError, ValueError):
@@ -126,6 +132,7 @@ CODES: tuple[tuple[type[GraphmemError], str], ...] = (
     (EmbedderMismatchError, "embedder_mismatch"),
     (ReadOnlyStoreError, "read_only"),
     (StoreLockedError, "store_locked"),
+    (UnsupportedError, "unsupported"),
     (BackendUnavailableError, "backend_unavailable"),
     (GraphmemError, "store_error"),
 )

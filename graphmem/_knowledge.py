@@ -50,7 +50,8 @@ class Knowledge:
         ctx.on_change(self._on_change)
 
     def _on_change(self, change: Changed) -> None:
-        if change.bulk or change.foreign:  # another process may have resolved entities
+        if change.bulk or (change.foreign and not change.access_only):
+            # another process may have resolved entities
             self.reset()
 
     def reset(self) -> None:

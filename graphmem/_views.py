@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from ._context import Changed, StoreContext
 from ._derive import lifecycle_event
 from ._engine import EDGE_KINDS, EdgeRecord, EventQuery
-from ._errors import InvalidInputError, StoreError
+from ._errors import InvalidInputError, UnsupportedError
 from ._lifecycle import EvaluationResult, LifecycleReport
 from ._models import EventType, LifecycleEvent, Status
 from ._time import format_iso
@@ -88,9 +88,9 @@ class Views:
         ctx = self._ctx
         capability = ctx.engine.cypher
         if capability is None:
-            raise StoreError(f"Cypher needs the Kuzu engine; {ctx.engine.path} is not a Kuzu "
-                             "store. Use the named queries (graphmem query NAME), export or "
-                             "to_networkx, or SQL against the database itself")
+            raise UnsupportedError(f"Cypher, ad-hoc or through the named queries, needs the Kuzu "
+                             f"engine; {ctx.engine.path} is not a Kuzu store. Use export or "
+                             "to_networkx, or query its tables in SQL")
         ctx.before_read()
         event = None
         if write:

@@ -33,7 +33,7 @@ TOKENS = Tokens.from_mapping({ALICE: {"owner": "alice", "scopes": ["read", "writ
                               READER: {"owner": "alice", "scopes": ["read"]}})
 
 
-def _with_mcp(db: Path, script: Callable[[Session], Awaitable[None]], *extra: str,
+def _with_mcp(db: Path | str, script: Callable[[Session], Awaitable[None]], *extra: str,
               env: dict[str, str] | None = None) -> None:
     environment = {**os.environ, "GRAPHMEM_EMBEDDER": "hashing", **(env or {})}
     params = StdioServerParameters(command=sys.executable,

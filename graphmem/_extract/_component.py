@@ -77,7 +77,7 @@ class Conversations:
 
     def _on_change(self, change: Changed) -> None:
         links = self._links
-        if links is None or change.edges_only:
+        if links is None or change.edges_only or change.access_only:
             return
         if change.bulk:
             self._links = None

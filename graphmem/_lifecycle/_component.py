@@ -72,6 +72,8 @@ class Lifecycle:
         ctx.on_change(self._on_change)
 
     def _on_change(self, change: Changed) -> None:
+        if change.access_only:  # ranks and cross-references do not count accesses
+            return
         self._signals = None  # a new memory changes its owner's ranks too
 
     # -- graph signals ------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """What each commit changed, for the other processes that share the database.
 
 Every write transaction appends one row to ``changes`` (the memories it changed, the
-ends of the edges it changed, the memories it erased, or ``bulk``), tagged with the
+ends of the edges it changed, the memories it erased, the memories whose access counters
+alone it changed, or ``bulk``), tagged with the
 writing engine's ``origin`` and, by default, its transaction id. A process polls the
 rows of others before it reads (``ChangeLog.poll``) and refreshes what it keeps in
 memory (the recall index, cached entities).
@@ -38,6 +39,7 @@ class ChangeSet:
         self.ids: dict[str, None] = {}
         self.edge_ends: dict[str, None] = {}
         self.removed: dict[str, None] = {}
+        self.accessed: dict[str, None] = {}
         self.bulk = False
 
     def touch(self, ids: Iterable[str]) -> None:
@@ -47,17 +49,19 @@ class ChangeSet:
         self.edge_ends.update(dict.fromkeys(ends))
 
     def __bool__(self) -> bool:
-        return bool(self.ids or self.edge_ends or self.removed or self.bulk)
+        return bool(self.ids or self.edge_ends or self.removed or self.accessed or self.bulk)
 
     def record(self, cur: Cursor, origin: str) -> None:
         """Append the row (inside the writing transaction)."""
         if not self:
             return
-        bulk = self.bulk or len(self.ids) + len(self.edge_ends) > BULK_IDS
-        cur.execute("INSERT INTO changes (origin, ids, edge_ends, removed, bulk) "
-                    "VALUES (%s, %s, %s, %s, %s) RETURNING seq",
+        bulk = self.bulk or len(self.ids) + len(self.edge_ends) + len(self.accessed) \
+            > BULK_IDS
+        cur.execute("INSERT INTO changes (origin, ids, edge_ends, removed, accessed, bulk) "
+                    "VALUES (%s, %s, %s, %s, %s, %s) RETURNING seq",
                     (origin, None if bulk else list(self.ids),
-                     None if bulk else list(self.edge_ends), list(self.removed), bulk))
+                     None if bulk else list(self.edge_ends), list(self.removed),
+                     None if bulk else list(self.accessed), bulk))
         row = cur.fetchone()
         if row is not None and row[0] % 1000 == 0:
             cur.execute("DELETE FROM changes WHERE at < now() - make_interval(hours => %s)",
@@ -84,7 +88,7 @@ class ChangeLog:
                 "WITH s AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin), "
                 "o AS (SELECT min(seq) AS low, max(seq) AS high FROM changes) "
                 "SELECT s.xmin::text, o.low, o.high, c.seq, c.origin, c.ids, c.edge_ends, "
-                "c.removed, c.bulk FROM s CROSS JOIN o LEFT JOIN changes c "
+                "c.removed, c.accessed, c.bulk FROM s CROSS JOIN o LEFT JOIN changes c "
                 "ON c.txid >= %s::text::xid8 AND NOT (c.seq = ANY(%s)) ORDER BY c.seq",
                 (str(self._horizon), list(self._delivered)))
             horizon, low, high = int(rows[0][0]), rows[0][1], rows[0][2]
@@ -93,14 +97,15 @@ class ChangeLog:
                 # rows this process never read were pruned: refresh everything
                 out.append(ForeignChange(bulk=True))
             self._high = max(self._high, int(high or 0))
-            for *_, seq, origin, ids, ends, removed, bulk in rows:
+            for *_, seq, origin, ids, ends, removed, accessed, bulk in rows:
                 if seq is None:
                     continue
                 self._delivered.add(int(seq))
                 if origin == self.origin:
                     continue
                 out.append(ForeignChange(ids=tuple(ids or ()), edge_ends=tuple(ends or ()),
-                                         removed=tuple(removed or ()), bulk=bool(bulk)))
+                                         removed=tuple(removed or ()),
+                                         accessed=tuple(accessed or ()), bulk=bool(bulk)))
             if horizon > self._horizon:
                 self._horizon = horizon
                 self._forget_old()

@@ -204,7 +204,7 @@ class PostgresEngine:
                     [{"id": memory_id, "n": n, "t": last, "ts": list(times), "keep": len(times)}
                      for memory_id, (n, last, times) in records.items()])
             changes = ChangeSet()
-            changes.touch(ids)
+            changes.accessed.update(dict.fromkeys(ids))
             changes.record(cur, self._changes.origin)
 
     def set_vectors(self, vectors: Mapping[str, np.ndarray | None]) -> None:

@@ -13,7 +13,7 @@ from ._db import Database
 
 __all__ = ["SCHEMAS", "SCHEMA_VERSION", "TABLES", "ensure_schema", "sql_type"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: graphmem's tables; a database or schema that holds any of them without ``meta`` is
 #: not graphmem's.
 TABLES = ("meta", "memories", "versions", "events", "edges", "entities", "mentions", "facts",
@@ -92,7 +92,11 @@ SCHEMAS: dict[int, list[str]] = {
     ],
 }
 #: version -> statements that lift a database from ``version - 1``.
-MIGRATIONS: dict[int, list[str]] = {}
+MIGRATIONS: dict[int, list[str]] = {
+    # v2: a recall's access counters travel apart from other changes (``accessed``)
+    2: ["ALTER TABLE changes ADD COLUMN accessed text[]"],
+}
+SCHEMAS[2] = [*SCHEMAS[1], *MIGRATIONS[2]]
 
 
 def _present(db: Database) -> set[str]:

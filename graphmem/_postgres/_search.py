@@ -32,19 +32,29 @@ class SqlSearch:
                      f"WHERE vector_dims(vec) = {int(dim)}")
 
     def nearest(self, vector: np.ndarray, k: int, *, owner: str | None = None,
-                hnsw: bool = False, statuses: tuple[str, ...] = ("active",)) -> list[str]:
+                hnsw: bool = False, iterative: bool = True, ef_search: int | None = None,
+                statuses: tuple[str, ...] = ("active",)) -> list[str]:
         """The ``k`` memories whose vectors are nearest ``vector`` by cosine distance:
-        exact (a scan), or through the HNSW index (``ensure_hnsw`` first)."""
+        exact (a scan), or through the HNSW index (``ensure_hnsw`` first). An HNSW scan
+        is iterative by default (``hnsw.iterative_scan = strict_order``): it goes on
+        through the graph until ``k`` rows pass the owner and status filters, where a
+        plain one stops after ``hnsw.ef_search`` candidates (``ef_search``, else the
+        server's, 40 by default) and may return fewer."""
         dim = len(vector)
         column = f"vec::vector({dim})" if hnsw else "vec"
         guard = f"vector_dims(vec) = {dim}" if hnsw else "vec IS NOT NULL"
         owned = "AND owner = %(owner)s " if owner is not None else ""
-        rows = self._db.rows(
-            f"SELECT id FROM memories WHERE {guard} AND status = ANY(%(statuses)s) {owned}"
-            f"ORDER BY {column} <=> %(q)s LIMIT %(k)s",
-            {"q": np.asarray(vector, dtype=np.float32), "k": k, "owner": owner,
-             "statuses": list(statuses)})
-        return [str(r[0]) for r in rows]
+        query = (f"SELECT id FROM memories WHERE {guard} AND status = ANY(%(statuses)s) "
+                 f"{owned}ORDER BY {column} <=> %(q)s LIMIT %(k)s")
+        params = {"q": np.asarray(vector, dtype=np.float32), "k": k, "owner": owner,
+                  "statuses": list(statuses)}
+        with self._db.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            if hnsw and iterative:
+                cur.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            if hnsw and ef_search is not None:
+                cur.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+            cur.execute(query, params)
+            return [str(r[0]) for r in cur.fetchall()]
 
     def text(self, query: str, k: int, *, owner: str | None = None,
              statuses: tuple[str, ...] = ("active",)) -> list[str]:

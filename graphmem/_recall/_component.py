@@ -32,7 +32,7 @@ from ._config import RecallConfig, resolve_preset
 from ._entities import EntityIndex
 from ._fusion import competition_ranks, rrf_from_ranks
 from ._hits import ActivationInfo, ChannelRank, Explanation, Hit
-from ._index import INDEX_FIELDS, RecallIndex
+from ._index import ACCESS_FIELDS, INDEX_FIELDS, RecallIndex
 from ._walk import hop_expansion, local_ppr
 
 _NO_ROW = (np.zeros(0, dtype=np.int64), np.zeros(0))
@@ -107,6 +107,11 @@ class Recall:
             return
         if change.bulk:
             self._index = None
+            return
+        if change.access_only:
+            rows = self._ctx.engine.scan(list(ACCESS_FIELDS), ids=list(ids)).table
+            with self._index_gate.exclusive():
+                index.set_access(rows.to_pylist())
             return
         with self._index_gate.exclusive():
             if not change.edges_only:

@@ -28,6 +28,8 @@ INDEX_FIELDS = (
     "access_count", "access_times", "last_accessed", "confidence", "importance",
     "superseded_by", "subject", "text", "session", "context", "times_from", "times_to",
 )  # fmt: skip
+#: The fields a recall changes (``RecallIndex.set_access``).
+ACCESS_FIELDS = ("id", "access_count", "access_times", "last_accessed")
 STATUS_CODE = {s.value: i for i, s in enumerate(Status)}
 KIND_CODE = {k.value: i for i, k in enumerate(Kind)}
 _FORGOTTEN = STATUS_CODE["forgotten"]
@@ -258,6 +260,19 @@ class RecallIndex:
             table.setdefault(b, {})[a] = table.get(b, {}).get(a, 0.0) + weight
         for adjacency in self._adjacency.values():
             adjacency.refresh(touched)
+
+    def set_access(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Refresh the access counters of memories from rows (``ACCESS_FIELDS``), as
+        another process's recall left them; nothing else of theirs changed."""
+        for row in rows:
+            pos = self.pos.get(row["id"])
+            if pos is None:
+                continue
+            self.stale.add(pos)
+            self.access_count[pos] = int(row.get("access_count") or 0)
+            self.access_times[pos] = tuple(_aware(t) for t in row.get("access_times") or ())
+            self.access_seconds[pos] = np.array([t.timestamp() for t in self.access_times[pos]])
+            self.last_accessed[pos] = _aware(row.get("last_accessed"))
 
     def record_access(self, positions: Sequence[int], at: datetime, history: int) -> None:
         for pos in positions:

@@ -23,6 +23,7 @@ from .._errors import (
     NotFoundError,
     ReadOnlyStoreError,
     StoreLockedError,
+    UnsupportedError,
     error_code,
 )
 from ._guard import Refusal
@@ -43,6 +44,7 @@ _STATUS: list[tuple[type[GraphmemError], int]] = [
     (ReadOnlyStoreError, 405),
     (StoreLockedError, 503),
     (BackendUnavailableError, 503),
+    (UnsupportedError, 501),
     (GraphmemError, 500),
 ]
 
@@ -57,6 +59,7 @@ _MEANING = {
     413: "The request body is larger than GRAPHMEM_MAX_BODY_BYTES.",
     422: "Invalid input; `field` names it.",
     500: "An unexpected failure; the server log has the details.",
+    501: "The store's engine does not offer this (Cypher and the named queries need Kuzu).",
     503: "The store is locked or its embedder is unavailable; retry later.",
 }
 

@@ -89,7 +89,8 @@ def add_live_routes(app: FastAPI, store: MemoryStore) -> None:
              "parameters": [p.describe() for p in q.params if p.name != "owner" or wide]}
             for q in load_queries().values()]}
 
-    @app.post("/v1/queries/{name}", tags=["analysis"], responses=errors(*GATE, *BODY))
+    @app.post("/v1/queries/{name}", tags=["analysis"],
+              responses=errors(*GATE, *BODY, 501))
     def named_query(name: str, who: Reader, body: NamedQueryIn | None = None
                     ) -> dict[str, Any]:
         """Run a named query: within the token's owner, or for the local user and an
@@ -105,7 +106,7 @@ def add_live_routes(app: FastAPI, store: MemoryStore) -> None:
         rows = run_named(store, name, values, owner=owner)
         return {"name": name, "count": len(rows), "rows": _plain(rows)}
 
-    @app.post("/v1/cypher", tags=["analysis"], responses=errors(*GATE, *BODY))
+    @app.post("/v1/cypher", tags=["analysis"], responses=errors(*GATE, *BODY, 501))
     def cypher(body: CypherIn, who: Reader, _: AllOwners) -> dict[str, Any]:
         """One read-only Cypher statement over every owner's memories (hence the
         all_owners scope). Writes are refused: change memories through their routes."""

@@ -1,5 +1,6 @@
 """The faces on PostgreSQL: ``--db postgresql://...`` (or ``GRAPHMEM_DB``) in real CLI
-processes, Cypher refused with a message that says what to use, backups both ways."""
+processes, Cypher refused with a message that says what to use, backups both ways; two
+``graphmem serve`` processes and CLI commands writing to one store at once."""
 
 from __future__ import annotations
 
@@ -7,8 +8,16 @@ import json
 import os
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
+import pytest
+
+from graphmem import MemoryStore, UnsupportedError
+from graphmem.client import Client
+from tests._servers import free_port
 from tests.conftest import SAMPLE
 
 
@@ -33,9 +42,72 @@ def test_the_cli_on_postgresql(pg_url: str, tmp_path: Path) -> None:
     assert json.loads(gm(pg_url, "--json", "stats").stdout)["memories"] == 302
     refused = gm(pg_url, "query", "MATCH (m:Memory) RETURN count(*)")
     assert refused.returncode == 1
-    assert "Cypher needs the Kuzu engine" in refused.stderr
+    assert "needs the Kuzu engine" in refused.stderr
     assert "Traceback" not in refused.stderr
+    named = gm(pg_url, "query", "most_referenced")
+    assert named.returncode == 1 and "named queries, needs the Kuzu engine" in named.stderr
     assert gm(pg_url, "backup", str(tmp_path / "b")).returncode == 0
     restored = gm(str(tmp_path / "kuzu"), "restore-backup", str(tmp_path / "b"))
     assert restored.returncode == 0, restored.stderr
     assert json.loads(gm(str(tmp_path / "kuzu"), "--json", "stats").stdout)["memories"] == 302
+
+
+def _serve(db: str, port: int) -> subprocess.Popen[str]:
+    env = {**os.environ, "GRAPHMEM_EMBEDDER": "hashing"}
+    env.pop("GRAPHMEM_TOKENS_FILE", None)
+    server = subprocess.Popen([sys.executable, "-m", "graphmem", "--db", db, "serve",
+                               "--port", str(port), "--log-level", "warning"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                return server
+        except httpx.TransportError:
+            if time.monotonic() > deadline or server.poll() is not None:
+                server.kill()
+                raise AssertionError(server.stderr.read() if server.stderr else "") from None
+            time.sleep(0.1)
+
+
+def test_two_sidecars_and_the_cli_write_one_store(pg_url: str) -> None:
+    ports = [free_port(), free_port()]
+    servers = [_serve(pg_url, port) for port in ports]
+    try:
+        clients = [Client(f"http://127.0.0.1:{port}") for port in ports]
+
+        def through(n: int, i: int) -> str:
+            return clients[n].add(f"sidecar {n} note {i}, tag s{n}x{i}", owner="ann").id
+
+        def by_cli(i: int) -> str:
+            out = gm(pg_url, "add", f"command line note {i}, tag c{i}", "--owner", "ann")
+            assert out.returncode == 0, out.stderr
+            return out.stdout.strip()
+
+        with ThreadPoolExecutor(6) as pool:
+            sent = [pool.submit(through, n, i) for i in range(12) for n in (0, 1)]
+            typed = [pool.submit(by_cli, i) for i in range(3)]
+            written = {f"s{n}x{i}": sent[2 * i + n].result() for i in range(12)
+                       for n in (0, 1)}
+            written |= {f"c{i}": typed[i].result() for i in range(3)}
+        assert len(set(written.values())) == 27
+        # each sidecar recalls what the other and the command line wrote
+        for n, client in enumerate(clients):
+            for tag, memory_id in written.items():
+                if tag.startswith(f"s{n}"):
+                    continue
+                hits = client.recall(tag, k=1, owner="ann", preset="fulltext",
+                                     record_access=False)
+                assert [h.memory.id for h in hits] == [memory_id], (n, tag)
+        with pytest.raises(UnsupportedError, match="needs the Kuzu engine"):
+            clients[0].cypher("MATCH (m:Memory) RETURN count(*)")
+        refused = httpx.post(f"http://127.0.0.1:{ports[1]}/v1/queries/recent_memories")
+        assert refused.status_code == 501 and refused.json()["error"] == "unsupported"
+    finally:
+        for server in servers:
+            server.terminate()
+        for server in servers:
+            server.wait(timeout=60)
+    with MemoryStore(pg_url, read_only=True) as store:
+        assert {m.id for m in store.memories(owner="ann")} == set(written.values())
+        assert store.stats().memories == 27

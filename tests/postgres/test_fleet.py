@@ -160,3 +160,42 @@ def test_two_lifecycle_runs_started_together_apply_once(pg_url: str) -> None:
         assert hot and set(hot.values()) == {1}
     # one run did the work, the other found nothing left
     assert sorted(r[0] for r in reports) == [0, 300]
+
+
+def test_the_knowledge_graph_channels_see_other_processes(pg_url: str) -> None:
+    """Facts, entities and times another process extracted reach this process's recall
+    (its index was built before they were written)."""
+    june = datetime(2023, 6, 20, tzinfo=UTC)
+    with MemoryStore(pg_url, embedder="hashing", clock=lambda: june) as one, \
+            MemoryStore(pg_url, embedder="hashing", clock=lambda: june) as two:
+        two.recall("warm up the index", owner="ann", record_access=False)
+        works = one.add("Tobias works at Umbrella Corp", owner="ann")
+        may = one.add("Went hiking with friends", owner="ann",
+                      created=datetime(2023, 5, 6, tzinfo=UTC))
+        one.add("Went hiking alone", owner="ann", created=datetime(2023, 6, 10, tzinfo=UTC))
+        assert [(f.predicate, f.sources) for f in two.facts(owner="ann")] == [
+            ("works_at", (works.id,))]
+        hits = two.recall("Where does Tobias work?", owner="ann", k=1, record_access=False)
+        assert hits[0].memory.id == works.id and "facts" in hits[0].explanation.channels
+        hits = two.recall("what did I do in May 2023?", owner="ann", k=1,
+                          record_access=False)
+        assert hits[0].memory.id == may.id and "time" in hits[0].explanation.channels
+
+
+def test_a_recall_in_one_process_counts_in_the_others(pg_url: str) -> None:
+    """Access counters another process's recall wrote reach this process's ranking (its
+    ACT-R frequency) without a refresh of anything else."""
+    with _open(pg_url) as one, _open(pg_url) as two:
+        tea = one.add("Nadia prefers green tea in the afternoon", owner="ann")
+        one.add("The orchard deploy runs make release first", owner="ann")
+
+        def frequency() -> int:
+            [hit] = two.recall("green tea", owner="ann", k=1, record_access=False)
+            assert hit.memory.id == tea.id and hit.explanation.activation is not None
+            return hit.explanation.activation.frequency
+
+        before = frequency()
+        one.recall("green tea", owner="ann", k=1)
+        one.flush()
+        assert frequency() == before + 1
+        assert two.get(tea.id).access_count == 1

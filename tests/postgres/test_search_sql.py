@@ -3,6 +3,8 @@ pgvector (exact and HNSW) against a brute-force oracle, full text finds the word
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 
 from graphmem import MemoryStore
@@ -26,3 +28,22 @@ def test_sql_search_agrees_with_brute_force(pg_url: str) -> None:
         found = search.text("cranes in the harbour", 10, owner="bob")
         bob = {m.id for m in memories if m.owner == "bob" and "harbour" in m.text}
         assert set(found) == bob
+
+
+def test_hnsw_within_a_small_owner_finds_the_nearest(pg_url: str) -> None:
+    """An owner with a few of many memories: the (iterative) HNSW scan returns the
+    owner's ``k`` nearest, as the oracle ranks them."""
+    rng = random.Random(3)
+    words = ["kestrel", "harbour", "crane", "tea", "biscuit", "spire", "vole", "canal",
+             "orchard", "pump", "dusk", "lisbon", "river", "tower", "bread", "hike", "dog",
+             "garden", "rain", "bridge"]
+    with MemoryStore(pg_url, embedder="hashing") as store:
+        store.add_many([{"text": " ".join(rng.sample(words, 6)) + f" {i}",
+                         "owner": "ann" if i % 30 == 0 else "bob"} for i in range(300)])
+        search = store._ctx.engine.search  # type: ignore[attr-defined]
+        ids, matrix = store.vectors(owner="ann")
+        query = store.embed(["kestrel harbour tea"])[0]
+        scores = matrix @ query / np.linalg.norm(matrix, axis=1)
+        oracle = [ids[i] for i in np.argsort(-scores, kind="stable")[:5]]
+        search.ensure_hnsw(len(query))
+        assert set(search.nearest(query, 5, owner="ann", hnsw=True)) == set(oracle)

@@ -1,0 +1,92 @@
+"""The PostgreSQL schema's versions: a migration lifts an older database in place
+keeping its rows, a newer database or a schema holding other tables is refused and left
+as it was, and processes creating a new store together create it once."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import psycopg
+import pytest
+
+from graphmem import MemoryStore, SchemaVersionError
+from graphmem._postgres import _schema
+from graphmem._postgres._db import Database
+
+
+def _version(url: str) -> str:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        assert row is not None
+        return str(row[0])
+
+
+def test_a_migration_lifts_an_older_database(pg_url: str,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    with MemoryStore(pg_url, embedder="hashing") as store:
+        kept = store.add("The greenhouse pump runs at dusk", owner="ann")
+    current, target = _schema.SCHEMA_VERSION, _schema.SCHEMA_VERSION + 1
+    monkeypatch.setitem(_schema.MIGRATIONS, target, [
+        "ALTER TABLE memories ADD COLUMN shade text",
+        "UPDATE memories SET shade = 'green'"])
+    db = Database(pg_url)
+    try:
+        assert _schema.schema_version(db) == current
+        assert _schema.ensure_schema(db, target=target) == target
+        assert _schema.ensure_schema(db, target=target) == target  # once
+        assert db.rows("SELECT id, shade FROM memories") == [(kept.id, "green")]
+    finally:
+        db.close()
+    assert _version(pg_url) == str(target)
+
+
+def test_a_version_1_store_is_migrated_and_keeps_its_memories(pg_url: str) -> None:
+    db = Database(pg_url)
+    try:
+        assert _schema.ensure_schema(db, target=1) == 1
+    finally:
+        db.close()
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("INSERT INTO changes (origin, ids) VALUES ('old', ARRAY['urn:x'])")
+    with MemoryStore(pg_url, embedder="hashing") as store:
+        memory = store.add("Nadia prefers green tea", owner="ann")
+        assert store.stats().schema_version == _schema.SCHEMA_VERSION
+    with MemoryStore(pg_url, embedder="hashing") as one, \
+            MemoryStore(pg_url, embedder="hashing") as two:
+        two.recall("tea", owner="ann", record_access=False)
+        one.recall("green tea", owner="ann")
+        one.flush()
+        assert two.get(memory.id).access_count == 1
+    assert _version(pg_url) == str(_schema.SCHEMA_VERSION)
+
+
+def test_a_newer_database_is_refused_and_left_alone(pg_url: str) -> None:
+    with MemoryStore(pg_url, embedder="hashing") as store:
+        store.add("Nadia prefers green tea", owner="ann")
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(SchemaVersionError, match="schema version 99, newer than"):
+        MemoryStore(pg_url, embedder="hashing")
+    assert _version(pg_url) == "99"
+
+
+def test_tables_that_are_not_graphmem_s_are_refused(pg_url: str) -> None:
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("CREATE TABLE memories (id int PRIMARY KEY)")
+    with pytest.raises(SchemaVersionError, match="no graphmem schema"):
+        MemoryStore(pg_url, embedder="hashing")
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM information_schema.tables WHERE "
+                            "table_schema = current_schema()").fetchone() == (1,)
+
+
+def test_stores_opened_together_create_the_schema_once(pg_url: str) -> None:
+    def open_and_add(n: int) -> str:
+        with MemoryStore(pg_url, embedder="hashing") as store:
+            return store.add(f"note {n}", owner="ann").id
+
+    with ThreadPoolExecutor(4) as pool:
+        ids = set(pool.map(open_and_add, range(4)))
+    with MemoryStore(pg_url, embedder="hashing") as store:
+        assert {m.id for m in store.memories()} == ids and len(ids) == 4
+    assert _version(pg_url) == str(_schema.SCHEMA_VERSION)
