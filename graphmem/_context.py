@@ -4,6 +4,7 @@ the listeners told of every commit. Components get this object, never each other
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -12,9 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from ._derive import FactSource
 from ._embed import Embedder, embedder_from_spec, fingerprint
 from ._engine import Engine, ForeignChange
 from ._errors import EmbedderMismatchError, InvalidInputError, NotFoundError
+from ._kg import Fact
 from ._models import Memory
 from ._settings import Settings
 from ._time import to_utc
@@ -53,6 +56,8 @@ class StoreContext:
         self._sync_lock = threading.Lock()
         self._embedder_checked = False
         self.embedder = self._resolve_embedder(embedder)
+        #: facts from an Ollama model (checked, rules as fallback), or None: the rules
+        self.facts: FactSource | None = _fact_source(settings)
 
     # -- time and change notification -------------------------------------------------
     def now(self) -> datetime:
@@ -192,3 +197,25 @@ class _NoBar:
 
     def close(self) -> None:
         pass
+
+
+def _fact_source(settings: Settings) -> FactSource | None:
+    """Ollama's fact triples when ``fact_extractor`` asks for them (or, with "auto", when
+    a server is configured); a failing server gives the rules' facts and one warning."""
+    host = settings.ollama_host
+    if settings.fact_extractor == "rules" or not host:
+        return None
+    from ._kg import OllamaFactExtractor
+
+    extractor = OllamaFactExtractor.connect(host, settings.ollama_model,
+                                            timeout=settings.ollama_timeout_s)
+    warned: set[str] = set()
+
+    def facts(text: str, speaker: str | None, at: datetime | None) -> Sequence[Fact]:
+        result = extractor.extract(text, speaker=speaker, now=at)
+        if result.warning and result.warning.split(":")[0] not in warned:
+            warned.add(result.warning.split(":")[0])
+            logging.getLogger("graphmem").warning("fact extraction: %s", result.warning)
+        return result.facts
+
+    return facts

@@ -130,7 +130,9 @@ class EdgeRecord:
 class EntityRecord:
     """An entity of the knowledge graph (a person, place, organization, product, event,
     date or other thing one owner's memories mention), with every surface form that
-    names it and the merges that joined forms to it (each can be undone)."""
+    names it and the merges that joined forms to it (each can be undone). The store
+    fills in how many memories mention it and the first and last of their times
+    (``observed``, else ``created``); an engine need not."""
 
     id: str
     owner: str | None
@@ -139,6 +141,9 @@ class EntityRecord:
     aliases: tuple[str, ...] = ()
     merges: tuple[Mapping[str, str], ...] = ()
     created: datetime | None = None
+    mentions: int = 0
+    first_seen: datetime | None = None
+    last_seen: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,8 @@ class EventType(StrEnum):
     COOL = "cool"
     #: an ad-hoc Cypher write (``cypher(write=True)``): it bypasses the version history
     CYPHER_WRITE = "cypher_write"
+    #: a reviewer's decision to leave a memory as it is (``keep``): nothing changes
+    KEEP = "keep"
 
 
 class TriggeredBy(StrEnum):

@@ -386,3 +386,17 @@ def test_make_demo(tmp_path: Path) -> None:
     [imported] = [line for line in again if line.startswith("created ")]
     assert re.fullmatch(r"created 0, updated \d, unchanged \d+, supersede edges 0 "
                         r"\(embedder hashing-384\)", imported)
+
+
+@pytest.mark.parametrize(("command", "blocked", "extra"), [
+    (["serve"], "fastapi", "server"), (["ui"], "uvicorn", "server"), (["mcp"], "mcp", "mcp")])
+def test_a_face_without_its_extra_says_what_to_install(tmp_path: Path, command: list[str],
+                                                       blocked: str, extra: str) -> None:
+    """The sidecar, the dashboard and the MCP server are extras: without them the command
+    names the one to install instead of failing on an import."""
+    script = (f"import sys; sys.modules[{blocked!r}] = None; "
+              "from graphmem.cli import main; main()")
+    done = subprocess.run([sys.executable, "-c", script, "--db", str(tmp_path / "db"),
+                           *command], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert f"pip install 'graphmem[{extra}]'" in done.stderr and "Traceback" not in done.stderr

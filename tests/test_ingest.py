@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from pathlib import Path
@@ -250,6 +251,12 @@ def test_longmemeval_loader_and_ingest(store: MemoryStore, tmp_path: Path) -> No
     hit = store.recall("moved to Ibadan", k=1, preset="fulltext")[0]
     assert sessions[hit.memory.id] == "answer_b_1"
     assert hit.memory.provenance["has_answer"] is True
+    packed = tmp_path / "lme.json.gz"  # the development split ships gzip-compressed
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    assert load_longmemeval(packed) == questions
+    packed.write_bytes(gzip.compress(path.read_bytes())[:40])
+    with pytest.raises(RecordError, match="not LongMemEval JSON"):
+        load_longmemeval(packed)
 
 
 # -- derived links ---------------------------------------------------------------------

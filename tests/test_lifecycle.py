@@ -14,10 +14,12 @@ import pytest
 from graphmem import (
     ChangeType,
     ConfirmationRequiredError,
+    ConflictError,
     EventType,
     InvalidInputError,
     Kind,
     MemoryStore,
+    NotFoundError,
     Settings,
     Status,
     TriggeredBy,
@@ -572,3 +574,20 @@ def test_forget_redacts_archive_summaries_built_from_it(store: MemoryStore) -> N
             } == {k: v for k, v in visit_event.metadata.items() if k != "summary"}
     assert store.events(water.id)[0].metadata == water_before  # not built from it
     assert "quokka" not in json.dumps(store.export())
+
+
+def test_keep_records_the_decision_and_changes_nothing(store: MemoryStore) -> None:
+    memory = store.add("a memory a reviewer wants left alone", owner="ann")
+    event = store.keep(memory.id, owner="ann", actor="reviewer:ann", reason="still useful")
+    assert store.get(memory.id) == memory
+    assert [(e.event_type.value, e.agent_id, e.reason, e.from_state, e.to_state)
+            for e in store.events(memory.id)] == [
+        ("keep", "reviewer:ann", "still useful", "active", "active")]
+    assert event.event_id == store.events(memory.id)[0].event_id
+    with pytest.raises(NotFoundError):
+        store.keep(memory.id, owner="bob")
+    store.tombstone(memory.id)
+    with pytest.raises(ConflictError, match="nothing to keep"):
+        store.keep(memory.id)
+    assert store.restore(memory.id).success  # keep is not a transition restore undoes
+    assert store.get(memory.id).status.value == "active"

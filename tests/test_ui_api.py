@@ -274,9 +274,12 @@ def test_keep_takes_a_memory_out_of_the_queue_and_changes_nothing(
     admin = browser(url, ADMIN)
     item = admin.get("/ui/api/review").json()["items"][0]
     before = store.get(item["id"])
-    assert admin.act("review/decide", {"memory_id": item["id"], "decision": "keep"}
-                     ).json()["decision"] == "keep"
+    kept = admin.act("review/decide", {"memory_id": item["id"], "decision": "keep"}).json()
+    assert kept["decision"] == "keep" and kept["recorded"] is True
     assert store.get(item["id"]) == before
+    [event] = [e for e in store.events(item["id"]) if e.event_type.value == "keep"]
+    assert event.event_id == kept["event_id"] and event.agent_id.startswith("dashboard:")
+    assert event.from_state == event.to_state == before.status.value
     assert item["id"] not in {i["id"] for i in admin.get("/ui/api/review").json()["items"]}
     assert admin.act("review/decide", {"memory_id": item["id"], "decision": "delete"}
                      ).status_code == 422

@@ -88,24 +88,41 @@ def emit_rows(rows: list[dict[str, Any]], fmt: str) -> None:
 @click.argument("memory_id", metavar="ID", required=False)
 @click.option("--depth", default=2, show_default=True, type=click.IntRange(0, 6),
               help="Hops from the memory.")
-@click.option("--max-nodes", default=150, show_default=True, type=click.IntRange(1, 5000))
+@click.option("--max-nodes", default=150, show_default=True, type=click.IntRange(1, 5000),
+              help="At most this many nodes (with --entities the default is 40).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False),
               help="The file to write: .png or .html (interactive, self-contained).")
 @click.option("--lifecycle", "lifecycle_flow", is_flag=True,
               help="Draw the lifecycle flow (transitions between states) instead; .png.")
+@click.option("--entities", "entities", is_flag=True,
+              help="Draw the knowledge graph instead: entities (coloured by type, sized by "
+                   "mentions) and the facts between them; .png or .html.")
+@click.option("--about", default=None, metavar="NAME",
+              help="With --entities: this entity and those around it (default: the most "
+                   "central entities).")
 @click.option("--owner", default=None, help="Only this owner's memories.")
 @pass_ctx
 def draw(ctx: Context, memory_id: str | None, depth: int, max_nodes: int, out: str,
-         lifecycle_flow: bool, owner: str | None) -> None:
-    """Draw a memory's neighbourhood (or, with --lifecycle, the lifecycle flow).
+         lifecycle_flow: bool, entities: bool, about: str | None, owner: str | None
+         ) -> None:
+    """Draw a memory's neighbourhood (or the lifecycle flow, or the knowledge graph).
 
     Nodes are coloured by kind and shaped by status (hot ones outlined); references are
-    solid, co-occurrence dashed, supersedes red.
+    solid, co-occurrence dashed, supersedes red. With --entities: facts are arrows
+    labelled by predicate (dotted red once ended), co-mentions dashed grey.
     """
-    from queries.draw import draw_lifecycle_flow, draw_neighbourhood
+    from queries.draw import draw_entities, draw_lifecycle_flow, draw_neighbourhood
 
     store = ctx.store(read_only=True, create=False)
-    if lifecycle_flow:
+    if about is not None and not entities:
+        usage("--about names an entity to draw with --entities")
+    if entities:
+        if memory_id or lifecycle_flow:
+            usage("--entities draws the knowledge graph; leave out the ID and --lifecycle")
+        given = click.get_current_context().get_parameter_source("max_nodes")
+        limit = 40 if given is click.core.ParameterSource.DEFAULT else max_nodes
+        path = draw_entities(store, out, about=about, owner=owner, limit=limit)
+    elif lifecycle_flow:
         if memory_id:
             usage("--lifecycle draws the whole store's flow; leave out the ID")
         path = draw_lifecycle_flow(store, out)

@@ -300,6 +300,19 @@ def fail(message: str) -> NoReturn:
     raise click.ClickException(message)
 
 
+def need_extra(extra: str, *modules: str) -> None:
+    """Fail with the install command when a face's optional dependencies are missing
+    (``graphmem[server]`` for the sidecar and the dashboard, ``graphmem[mcp]``)."""
+    import importlib
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            fail(f"this command needs the {extra!r} extra ({module} is not installed): "
+                 f"pip install 'graphmem[{extra}]'")
+
+
 def usage(message: str) -> NoReturn:
     """A usage error: the arguments do not make sense together (exit 2)."""
     raise click.UsageError(message, ctx=click.get_current_context(silent=True))

@@ -29,11 +29,18 @@ def eval_group() -> None:
               help="At most N questions (a quick run).")
 @click.option("--out", type=click.Path(file_okay=False), default="eval-out", show_default=True,
               help="Where results.json, the per-query results, the report and plots go.")
-@click.option("--ablations", is_flag=True, help="Also run the ablations (LoCoMo).")
+@click.option("--ablations", is_flag=True,
+              help="Also run the ablations (LoCoMo, LongMemEval).")
+@click.option("--split", type=click.Choice(["all", "tune", "test"]), default="all",
+              show_default=True,
+              help="One half of the corpus: tune on one, report on the other (LoCoMo: "
+                   "conversations 1-5 / 6-10; LongMemEval: questions at even / odd "
+                   "positions).")
 @click.option("--no-plots", is_flag=True, help="Skip the PNG plots.")
 @pass_ctx
 def eval_run(ctx: Context, corpus: str, file: str | None, qrels: str | None, presets: str,
-             limit: int | None, out: str, ablations: bool, no_plots: bool) -> None:
+             limit: int | None, out: str, ablations: bool, split: str, no_plots: bool
+             ) -> None:
     """Run the experiment table (and the ACT-R protocol) on a corpus."""
     from eval.report import write_outputs
     from eval.runs import run_locomo, run_longmemeval, run_ump
@@ -46,13 +53,13 @@ def eval_run(ctx: Context, corpus: str, file: str | None, qrels: str | None, pre
     progress = not ctx.json
     if corpus == "locomo":
         results, rows = run_locomo(file, presets=names, limit=limit, embedder=embedder,
-                                   ablations=ablations, progress=progress)
+                                   ablations=ablations, progress=progress, split=split)
     elif corpus == "longmemeval":
-        if file is None:
-            usage("--corpus longmemeval needs the longmemeval_s.json (or _oracle) FILE")
         results, rows = run_longmemeval(file, presets=names, limit=limit, embedder=embedder,
-                                        progress=progress)
+                                        progress=progress, split=split, ablations=ablations)
     else:
+        if split != "all":
+            usage("--split applies to --corpus locomo and longmemeval")
         if file is None or qrels is None:
             usage("--corpus ump needs a UMP FILE and --qrels FILE")
         results, rows = run_ump(file, qrels, presets=names, limit=limit, embedder=embedder,

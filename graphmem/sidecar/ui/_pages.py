@@ -97,9 +97,6 @@ class Pages:
     def __init__(self, store: MemoryStore, *, ttl_s: float = 600.0) -> None:
         self.store = store
         self._cache = _Cache(store, ttl_s)
-        #: Memories a reviewer chose to keep, per owner: out of the queue until a
-        #: restart (the store has no audited "keep" yet).
-        self._kept: dict[str | None, dict[str, str]] = defaultdict(dict)
 
     # -- overview -------------------------------------------------------------------------
     def overview(self, owner: str | None) -> dict[str, Any]:
@@ -239,7 +236,10 @@ class Pages:
         100 of each; plus this dashboard's decisions still inside the restore window."""
         report = self.store.run_lifecycle(apply=False, owner=owner)
         auto_archive = self.store.settings.auto_archive_enabled
-        kept = self._kept[owner]
+        window = timedelta(days=self.store.settings.restore_window_days)
+        kept = {e.memory_id for e in self.store.events(owner=owner,
+                                                        since=self.store.now() - window)
+                if e.event_type is EventType.KEEP}
         actions = ("review",) if auto_archive else ("review", "archive")
         items = []
         for e in report.evaluations:
@@ -281,15 +281,15 @@ class Pages:
     def decide(self, memory_id: str, decision: str, *, owner: str | None,
                actor: str) -> dict[str, Any]:
         """Apply a reviewer's decision as ``actor``: promote, archive (audited, with a
-        version row and an event naming the actor; restorable) or keep."""
+        version row and an event naming the actor; restorable) or keep (an event naming
+        the actor; the memory leaves the queue for the restore window)."""
         memory = self.store.get(memory_id, owner=owner)
         if decision == "keep":
-            self._kept[owner][memory.id] = actor
+            event = self.store.keep(memory.id, owner=owner, actor=actor)
             return {"success": True, "memory_id": memory.id, "decision": "keep",
-                    "recorded": False}
+                    "recorded": True, "event_id": event.event_id}
         act = self.store.promote if decision == "promote" else self.store.archive
         result = act(memory.id, owner=owner, actor=actor)
-        self._kept[owner].pop(memory.id, None)
         return {**result.model_dump(mode="json"), "decision": decision, "recorded": True}
 
     def undo(self, memory_id: str, *, owner: str | None, actor: str) -> dict[str, Any]:

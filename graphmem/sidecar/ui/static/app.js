@@ -289,7 +289,7 @@ const VERBS = {promote: "Promote", archive: "Archive", keep: "Keep"};
 async function decide(item, decision) {
   const result = await api("review/decide", {memory_id: item.id, decision});
   const label = item.subject || item.id;
-  if (decision === "keep") toast(`Kept “${label}” (out of this queue until the sidecar restarts)`);
+  if (decision === "keep") toast(`Kept “${label}” (recorded; out of this queue for the restore window)`);
   else toast(`${VERBS[decision]}d “${label}”`, {label: "Undo", run: () => undo(item.id)});
   await showReview();
   return result;
