@@ -122,6 +122,20 @@ def build(path: Path, n: int, cache: Path, chunk: int = 50_000) -> None:
     print(f"built {n} memories and {edges} edges in {time.perf_counter() - started:.0f} s")
 
 
+def cached_store(cache: Path, n: int) -> Path:
+    """The ``n``-memory store under ``cache``, built on first use (an interrupted build
+    is never mistaken for the cache)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / f"scale-{n}"
+    if not (path / "graph.kuzu").exists():
+        partial = path.with_name(path.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        print(f"building {n} memories in {partial} (synthetic vectors) ...")
+        build(partial, n, cache)
+        partial.rename(path)
+    return path
+
+
 def vector_search(matrix: np.ndarray, queries: np.ndarray, candidates: int) -> None:
     from graphmem._recall._vectors import SignCodes
 
@@ -242,14 +256,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path,
                         default=Path(tempfile.gettempdir()) / "graphmem-bench")
     args = parser.parse_args()
-    args.cache.mkdir(parents=True, exist_ok=True)
-    path = args.cache / f"scale-{args.n}"
-    if not (path / "graph.kuzu").exists():
-        partial = path.with_name(path.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        print(f"building {args.n} memories in {partial} (synthetic vectors) ...")
-        build(partial, args.n, args.cache)
-        partial.rename(path)
+    path = cached_store(args.cache, args.n)
     if not args.build_only:
         measure(path, args.queries, args.candidates, not args.no_lifecycle,
                 args.buffer_pool_mb)

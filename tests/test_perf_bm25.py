@@ -102,3 +102,34 @@ def test_sorting_drops_dead_entries_and_keeps_every_live_one() -> None:
     oracle.set(5, "a new deploy after the sort", group=1)
     assert np.allclose(index.scores("deploy", 20_000), oracle.scores("deploy", 20_000),
                        rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_bulk_set_many_matches_the_oracle_and_one_by_one(seed: int) -> None:
+    rng = random.Random(seed)
+    bulk, single, slow = BM25Index(), BM25Index(), DictBM25()
+    for pos in range(50):  # some documents exist before the bulk load replaces them
+        text, group = _text(rng), rng.randrange(3)
+        for index in (bulk, single, slow):
+            index.set(pos, text, group=group)
+    items = [(rng.randrange(300), _text(rng), rng.randrange(4)) for _ in range(600)]
+    bulk.set_many(items, chunk=97)  # several chunks; repeated positions keep their last
+    for pos, text, group in items:
+        single.set(pos, text, group=group)
+        slow.set(pos, text, group=group)
+    assert len(bulk) == len(single) == len(slow.docs)
+    for query in ("deploy orchard", "v3.2 release", "2024 caroline redis", "zebra"):
+        for group in (None, 0, 3):
+            want = slow.scores(query, 300, group=group)
+            assert np.allclose(bulk.scores(query, 300, group=group), want,
+                               rtol=1e-5, atol=1e-6), (query, group)
+            assert np.allclose(single.scores(query, 300, group=group), want,
+                               rtol=1e-5, atol=1e-6)
+    # and it keeps working incrementally afterwards
+    for pos in range(0, 300, 7):
+        bulk.remove(pos)
+        slow.remove(pos)
+    bulk.set(5, "deploy deploy orchard", group=0)
+    slow.set(5, "deploy deploy orchard", group=0)
+    assert np.allclose(bulk.scores("deploy orchard", 300, group=0),
+                       slow.scores("deploy orchard", 300, group=0), rtol=1e-5, atol=1e-6)

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
+import random
+from pathlib import Path
 
+import numpy as np
+import pytest
+
+from graphmem import MemoryStore
+from graphmem._recall._index import RecallIndex
 from graphmem._recall._vectors import SignCodes, exact_top
 
 
@@ -55,3 +61,33 @@ def test_set_keeps_codes_in_step_with_rows() -> None:
     assert np.array_equal(codes.codes[:, :100], SignCodes.from_vectors(x).codes)
     codes.set(7, None)
     assert codes.hamming(q[0], 100)[7] == int((q[0] > 0).sum())
+
+
+def _recalls(store: MemoryStore, queries: list[str]) -> list[list[tuple[str, float | None]]]:
+    out = []
+    for query in queries:
+        hits = store.recall(query, k=10, preset="vector", record_access=False)
+        out.append([(h.memory.id, h.explanation.channels["vector"].score) for h in hits])
+    return out
+
+
+def test_recall_over_sign_bits_with_every_candidate_is_exact_recall(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(3)
+    words = ["orchard", "deploy", "sensor", "moisture", "thesis", "queue", "redis", "nadia",
+             "review", "release", "greenhouse", "alert", "backup", "network", "firmware"]
+    queries = [" ".join(rng.sample(words, 3)) for _ in range(15)]
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store.add_many([" ".join(rng.choices(words, k=rng.randint(3, 9)))
+                        for _ in range(400)])
+        exact = _recalls(store, queries)
+    monkeypatch.setattr(RecallIndex, "SIGN_BITS_FROM", 0)
+    monkeypatch.setattr(RecallIndex, "SIGN_CANDIDATES", 10_000)
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        assert _recalls(store, queries) == exact
+        # the codes follow changes: a new memory is found, a forgotten one is not
+        added = store.add("zebra quagga okapi")
+        assert store.recall("zebra quagga okapi", k=1, preset="vector")[0].memory.id == added.id
+        store.forget(added.id, confirm=True)
+        assert added.id not in [h.memory.id for h in
+                                store.recall("zebra quagga okapi", k=10, preset="vector")]

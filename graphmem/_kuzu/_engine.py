@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import numbers, to_pylist
 from .._engine import (
     INTERNAL_FIELDS,
     AccessRecord,
@@ -425,7 +426,7 @@ class KuzuEngine:
         else:
             keep = set(wanted)
             table = self._arrow_scan(MODEL_COLUMNS, owner=None)
-            found = {row["id"]: memory_from_row(row) for row in table.to_pylist()
+            found = {row["id"]: memory_from_row(row) for row in to_pylist(table)
                      if row["id"] in keep}
         return {i: found[i] for i in wanted if i in found}
 
@@ -446,7 +447,7 @@ class KuzuEngine:
 
     def memories(self, *, owner: str | None = None) -> list[Memory]:
         return [memory_from_row(row) for row in
-                self._arrow_scan(MODEL_COLUMNS, owner=owner).to_pylist()]
+                to_pylist(self._arrow_scan(MODEL_COLUMNS, owner=owner))]
 
     def scan(self, fields: Sequence[str], *, owner: str | None = None,
              ids: Sequence[str] | None = None) -> MemoryScan:
@@ -565,7 +566,7 @@ class KuzuEngine:
         data = self.db.read_arrow(f"MATCH (a:Memory)-[r:{table}]->(b:Memory) {self._live()}"
                                   f"RETURN a.id AS src, b.id AS dst, {weight} AS weight")
         return EdgeArrays(src=data.column("src").to_pylist(), dst=data.column("dst").to_pylist(),
-                          weight=data.column("weight").to_numpy().astype(np.float64))
+                          weight=numbers(data.column("weight")))
 
     def links_of(self, memory_id: str) -> list[Link]:
         out: list[Link] = []

@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 import snowballstemmer
@@ -43,6 +44,21 @@ def _stem(word: str) -> str:
     return str(_stemmer.stemWord(word))
 
 
+@lru_cache(maxsize=500_000)
+def _terms(token: str) -> tuple[str, ...]:
+    """The index terms of one lowercase token (cached: words repeat, and each one's
+    stopword test and stem are then a dictionary lookup)."""
+    if token.endswith("'s"):  # possessive: Caroline's -> caroline
+        token = token[:-2]
+    if "." in token or "'" in token:
+        parts = [p for p in re.split(r"[.']", token)
+                 if p and p not in STOPWORDS and (len(p) > 1 or p.isdigit())]
+        return (token, *(_stem(p) for p in parts))
+    if token in STOPWORDS:
+        return ()
+    return (_stem(token),)
+
+
 def tokenize(text: str) -> list[str]:
     """Lowercase word tokens, stopwords out, stemmed; ``v3.2`` and ``2024`` survive.
 
@@ -51,19 +67,7 @@ def tokenize(text: str) -> list[str]:
     >>> tokenize("Deployed orchard v3.2 to fly.io in 2024")
     ['deploy', 'orchard', 'v3.2', 'v3', '2', 'fly.io', 'fli', 'io', '2024']
     """
-    out: list[str] = []
-    for match in _TOKEN.finditer(text.lower()):
-        token = match.group(0)
-        if token.endswith("'s"):  # possessive: Caroline's -> caroline
-            token = token[:-2]
-        if "." in token or "'" in token:
-            out.append(token)
-            parts = [p for p in re.split(r"[.']", token)
-                     if p and p not in STOPWORDS and (len(p) > 1 or p.isdigit())]
-            out.extend(_stem(p) for p in parts)
-        elif token not in STOPWORDS:
-            out.append(_stem(token))
-    return out
+    return list(chain.from_iterable(map(_terms, _TOKEN.findall(text.lower()))))
 
 
 class _Column:
@@ -189,9 +193,67 @@ class BM25Index:
             self._live.extend(np.ones(len(p_token), dtype=np.bool_))
             self._pending = ([], [], [])
 
-    def set_many(self, items: Iterable[tuple[int, str]]) -> None:
-        for pos, text in items:
-            self.set(pos, text)
+    def set_many(self, items: Iterable[tuple[int, str, int]], *, chunk: int = 100_000
+                 ) -> None:
+        """``set`` each (position, text, group), the counting done by numpy a chunk at a
+        time (the index of a whole store is built this way: ~3x faster than ``set``). A
+        position given twice keeps its last text."""
+        latest = {pos: (text, group) for pos, text, group in items}
+        for pos in latest:
+            self.remove(pos)
+        self._flush()
+        batch = list(latest.items())
+        for start in range(0, len(batch), chunk):
+            self._add_fresh(batch[start:start + chunk])
+
+    def _add_fresh(self, batch: Sequence[tuple[int, tuple[str, int]]]) -> None:
+        """Index documents that hold no entries, with nothing pending."""
+        if not batch:
+            return
+        positions = np.array([pos for pos, _ in batch], dtype=np.int64)
+        groups = np.array([group for _, (_, group) in batch], dtype=np.int64)
+        vocab = self._vocab
+        tids: list[int] = []
+        lengths = np.zeros(len(batch), dtype=np.int64)
+        for row, (_, (text, _)) in enumerate(batch):
+            tokens = tokenize(text)
+            lengths[row] = len(tokens)
+            tids.extend([vocab.setdefault(t, len(vocab)) for t in tokens])
+        grown = len(vocab) - len(self._df)
+        self._df.extend([0] * grown)
+        self._group_df.extend({} for _ in range(grown))
+        # one entry per (document, distinct token): documents in order, tokens ascending
+        rows = np.repeat(np.arange(len(batch), dtype=np.int64), lengths)
+        keys, tf = np.unique(rows * len(vocab) + np.array(tids, dtype=np.int64),
+                             return_counts=True)
+        entry_row, entry_tid = np.divmod(keys, len(vocab))
+        tid_codes, df = np.unique(entry_tid, return_counts=True)
+        for tid, count in zip(tid_codes.tolist(), df.tolist(), strict=True):
+            self._df[tid] += count
+        pairs, counts = np.unique(np.stack([entry_tid, groups[entry_row]]), axis=1,
+                                  return_counts=True)
+        for tid, group, count in zip(*pairs.tolist(), counts.tolist(), strict=True):
+            by_group = self._group_df[tid]
+            by_group[group] = by_group.get(group, 0) + count
+        first = self._token.size
+        self._token.extend(entry_tid.astype(np.int32))
+        self._doc.extend(positions[entry_row].astype(np.int32))
+        self._tf.extend(tf.astype(np.float32))
+        self._live.extend(np.ones(len(keys), dtype=np.bool_))
+        self._grow(int(positions.max()))
+        per_doc = np.bincount(entry_row, minlength=len(batch))
+        ends = first + np.cumsum(per_doc)
+        self._start[positions], self._end[positions] = ends - per_doc, ends
+        self._lengths[positions] = lengths
+        self._groups[positions] = groups
+        self._docs += len(batch)
+        self._total_length += float(lengths.sum())
+        codes, inverse = np.unique(groups, return_inverse=True)
+        for group, docs, total in zip(codes.tolist(), np.bincount(inverse).tolist(),
+                                      np.bincount(inverse, weights=lengths).tolist(),
+                                      strict=True):
+            self._group_docs[group] = self._group_docs.get(group, 0) + docs
+            self._group_length[group] = self._group_length.get(group, 0.0) + total
 
     def remove(self, pos: int) -> None:
         if pos >= len(self._start) or self._start[pos] < 0:

@@ -16,9 +16,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .._arrow import to_pylist
 from .._models import Kind, Status
 from ._bm25 import BM25Index
 from ._entities import EntityIndex
+from ._vectors import SignCodes, top_scores
 
 __all__ = ["INDEX_FIELDS", "RecallIndex"]
 
@@ -92,6 +94,12 @@ class Adjacency:
 class RecallIndex:
     """Positions are stable for the life of the index; ``pos[id]`` finds one."""
 
+    #: From this many memories on, vector search reads the sign bits of every vector and
+    #: re-scores the ``SIGN_CANDIDATES`` nearest exactly, instead of reading every float32
+    #: vector (``nearest``; recall and speed against exact: ``eval/bench_scale.py``).
+    SIGN_BITS_FROM = 200_000
+    SIGN_CANDIDATES = 4_000
+
     def __init__(self, dim: int, capacity: int = 1024) -> None:
         self.dim = dim
         self.ids: list[str] = []
@@ -126,6 +134,8 @@ class RecallIndex:
         self.session: list[str | None] = []
         #: the knowledge graph beside the memories (entities, mentions, facts, times)
         self.entities = EntityIndex()
+        #: the vectors' sign bits, built on the first search that uses them, then kept
+        self._signs: SignCodes | None = None
 
     @property
     def size(self) -> int:
@@ -164,6 +174,7 @@ class RecallIndex:
                has_vector: Sequence[bool] | np.ndarray | None = None) -> None:
         """Add or refresh memories from rows (dicts with ``INDEX_FIELDS``) and their
         vectors (a vector of another width than the index's counts as none)."""
+        texts: dict[int, tuple[str, int]] = {}  # what BM25 indexes, all at once at the end
         for n, row in enumerate(rows):
             memory_id = row["id"]
             pos = self.pos.get(memory_id)
@@ -203,18 +214,24 @@ class RecallIndex:
                 vector = None
             self.has_vector[pos] = vector is not None
             self.vectors[pos] = vector if vector is not None else 0.0
+            if self._signs is not None:
+                self._signs.set(pos, vector)
             self.session[pos] = row.get("session")
             self.entities.set_times(pos, row.get("times_from") or (), row.get("times_to") or ())
             if self.status[pos] == _FORGOTTEN:
+                texts.pop(pos, None)
                 self.bm25.remove(pos)
                 self.has_vector[pos] = False
                 self.vectors[pos] = 0.0
+                if self._signs is not None:
+                    self._signs.set(pos, None)
             else:
                 subject, text = row.get("subject"), row.get("text") or ""
                 context = row.get("context")
                 indexed = f"{subject}\n{text}" if subject else text
-                self.bm25.set(pos, f"{indexed}\n{context}" if context else indexed,
-                              group=int(self.owner[pos]))
+                texts[pos] = (f"{indexed}\n{context}" if context else indexed,
+                              int(self.owner[pos]))
+        self.bm25.set_many((pos, text, group) for pos, (text, group) in texts.items())
 
     def has_row(self, pos: int) -> bool:
         return self.rows is not None and pos < self.rows.num_rows and pos not in self.stale
@@ -224,7 +241,7 @@ class RecallIndex:
         if not self.has_row(pos):
             return None
         assert self.rows is not None
-        return self.rows.slice(pos, 1).to_pylist()[0]
+        return to_pylist(self.rows.slice(pos, 1))[0]
 
     def set_edges(self, kind: str, edges: Iterable[tuple[str, str, float]]) -> None:
         """Replace every edge of ``kind`` (both directions are walked)."""
@@ -301,6 +318,25 @@ class RecallIndex:
                 keep &= np.isnan(self.valid_from[:n]) | (self.valid_from[:n] <= t)
                 keep &= np.isnan(self.valid_to[:n]) | (self.valid_to[:n] > t)
         return keep
+
+    def nearest(self, query: np.ndarray, mask: np.ndarray, k: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The ``k`` masked memories with a vector nearest to ``query`` (positions and
+        cosines, best first), and the cosine of every memory when the search computed
+        them all (exact search, below ``SIGN_BITS_FROM`` memories), else None."""
+        n = self.size
+        if n < self.SIGN_BITS_FROM:
+            similarity = self.vectors[:n] @ query
+            similarity[~self.has_vector[:n]] = -np.inf
+            positions, scores = top_scores(similarity, k, mask)
+            return positions, scores, similarity
+        signs = self._signs
+        if signs is None or len(signs) < n:
+            signs = self._signs = SignCodes.from_vectors(self.vectors[:n])
+        positions, scores = signs.search(query, self.vectors[:n], k=k,
+                                         candidates=max(self.SIGN_CANDIDATES, k),
+                                         mask=mask & self.has_vector[:n])
+        return positions, scores, None
 
     def head(self, pos: int, eligible: np.ndarray, as_of: datetime | None = None) -> int:
         """The current version of ``pos``: follow superseded-by to the newest memory that

@@ -13,13 +13,19 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SignCodes", "exact_top"]
+__all__ = ["SignCodes", "exact_top", "top_scores"]
 
 
 def exact_top(vectors: np.ndarray, query: np.ndarray, k: int,
               mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` best rows by dot product, best first (ties by position): the oracle."""
-    scores = vectors @ query
+    return top_scores(vectors @ query, k, mask)
+
+
+def top_scores(scores: np.ndarray, k: int, mask: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The positions of the ``k`` best finite ``scores`` (masked ones only), best first,
+    ties by position, and their scores."""
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
     k = min(k, len(scores))

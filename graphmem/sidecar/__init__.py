@@ -54,6 +54,7 @@ def serve(db: str | Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
             "to 127.0.0.1", field="host")
     store = MemoryStore(db, settings=settings, embedder=embedder)
     try:
+        store.warm()  # before it listens: healthy means a first request waits for nothing
         config = server_config(create_app(store, tokens=tokens), host=host, port=port,
                                settings=settings, log_level=log_level)
         with announced(db, store, host=host, port=port, tokens=tokens):
