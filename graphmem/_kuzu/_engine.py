@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow import numbers, to_pylist
+from .._arrow import column_values, numbers, to_pylist
 from .._engine import (
     INTERNAL_FIELDS,
     AccessRecord,
@@ -90,6 +90,8 @@ __all__ = ["KuzuEngine"]
 _GONE_KEY = "gone_edges"
 #: Up to this many ids, look each up by primary key; beyond, one scan is cheaper.
 _LOOKUP_LIMIT = 32
+#: Vectors are read this many memories at a time (``KuzuEngine._vectors``).
+_VECTOR_PAGE = 50_000
 #: Writes up to this many rows CREATE; bigger ones COPY (see ``KuzuEngine.commit``).
 _SMALL_WRITE = 64
 
@@ -459,26 +461,59 @@ class KuzuEngine:
             if column not in MEMORY_TYPES:
                 raise InvalidInputError(f"not a memory field: {name}", field=name)
             columns.append(column)
+        vectors = has_vector = None
         if ids is not None and len(ids) <= _LOOKUP_LIMIT:
             table = self._lookup(columns, ids)
+            if "vec" in columns:
+                encoded = table.column("vec").to_pylist()
+                table = table.drop_columns(["vec"])
+                vectors, has_vector = _matrix(encoded)
         else:
-            table = self._arrow_scan(columns if "id" in columns else ["id", *columns],
-                                     owner=owner)
+            # The vectors are read apart, a page of ids at a time, into one matrix: as
+            # one Arrow column of base64 text they were 2 GB at 1M memories, and their
+            # decoded copies as much again.
+            rest = [c for c in columns if c not in ("id", "vec")]
+            table = self._arrow_scan(["id", *rest], owner=owner)
             if ids is not None:
                 table = table.filter(pc.is_in(table.column("id"), value_set=pa.array(list(ids))))
-            if "id" not in columns:
-                table = table.drop_columns(["id"])
-        vectors = has_vector = None
-        if "vec" in columns:
-            encoded = table.column("vec").to_pylist()
-            table = table.drop_columns(["vec"])
-            vectors, has_vector = _matrix(encoded)
+            if "vec" in columns:
+                vectors, has_vector = self._vectors(column_values(table.column("id")),
+                                                    paged=ids is None)
+            table = table.select([c for c in columns if c != "vec"])
         renamed = [next((f for f, c in FIELD_COLUMNS.items() if c == n), n)
                    for n in table.column_names]
         table = table.rename_columns(renamed)
         if "extra" in renamed or any(c in ("provenance", "integrity") for c in renamed):
             table = _json_columns(table)
         return MemoryScan(table=table, vectors=vectors, has_vector=has_vector)
+
+    def _vectors(self, ids: Sequence[str], *, paged: bool) -> tuple[np.ndarray, np.ndarray]:
+        """The vectors of ``ids`` (in order) as ``_matrix`` gives them, read a page at a
+        time: ranges of ``ids`` when they are every memory in id order (``paged``), else
+        lists of them."""
+        where = {memory_id: row for row, memory_id in enumerate(ids)}
+        matrix = np.zeros((len(ids), 0), dtype=np.float32)
+        present = np.zeros(len(ids), dtype=bool)
+        for start in range(0, len(ids), _VECTOR_PAGE):
+            page = ids[start:start + _VECTOR_PAGE]
+            if paged:
+                found = self.db.read_arrow(
+                    "MATCH (m:Memory) WHERE m.id >= $first AND m.id <= $last "
+                    "RETURN m.id AS id, m.vec AS vec", {"first": page[0], "last": page[-1]})
+            else:
+                found = self.db.read_arrow("MATCH (m:Memory) WHERE m.id IN $ids "
+                                           "RETURN m.id AS id, m.vec AS vec", {"ids": page})
+            for memory_id, text in zip(found.column("id").to_pylist(),
+                                       found.column("vec").to_pylist(), strict=True):
+                row, vector = where.get(memory_id), decode_vector(text)
+                if row is None or vector is None:
+                    continue
+                if not matrix.shape[1]:  # the first vector sets the width, as in _matrix
+                    matrix = np.zeros((len(ids), len(vector)), dtype=np.float32)
+                if len(vector) == matrix.shape[1]:
+                    matrix[row] = vector
+                    present[row] = True
+        return matrix, present
 
     def _arrow_scan(self, columns: Sequence[str], *, owner: str | None) -> pa.Table:
         where = "WHERE m.owner = $owner " if owner is not None else ""

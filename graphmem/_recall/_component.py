@@ -146,8 +146,8 @@ class Recall:
             if self._index is None:
                 built = RecallIndex(self._ctx.vector_dim())
                 scan = self._ctx.engine.scan([*ROW_FIELDS, "vector"])
-                built.upsert(to_pylist(scan.table.select(list(INDEX_FIELDS))), scan.vectors,
-                             scan.has_vector)
+                built.load(scan.table.select(list(INDEX_FIELDS)), scan.vectors,
+                           scan.has_vector)
                 built.rows = scan.table
                 self._load_edges(built)
                 self._load_graph(built)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .._arrow import to_pylist
+from .._arrow import column_values, numbers, to_pylist
 from .._models import Kind, Status
 from ._bm25 import BM25Index
 from ._entities import EntityIndex
@@ -43,6 +43,15 @@ def _seconds(value: Any) -> float:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return float(value.timestamp())
+
+
+def _seconds_column(column: pa.ChunkedArray) -> np.ndarray:
+    """Seconds since the epoch of a timestamp column (naive ones are UTC), NaN for none."""
+    micros = numbers(column.cast(pa.timestamp("us", tz=column.type.tz), safe=False)
+                     .cast(pa.int64()), np.int64)
+    seconds = micros / 1e6
+    seconds[numbers(column.is_null(), np.int8).astype(bool)] = math.nan
+    return seconds
 
 
 def _aware(value: Any) -> Any:
@@ -119,7 +128,6 @@ class RecallIndex:
         self.access_times: list[tuple[datetime, ...]] = []
         self.access_seconds: list[np.ndarray] = []
         self.last_accessed: list[datetime | None] = []
-        self.created_at: list[datetime] = []
         self.superseded_by: list[tuple[str, ...]] = []
         self.owner_codes: dict[str | None, int] = {}
         self.bm25 = BM25Index()
@@ -188,7 +196,6 @@ class RecallIndex:
                 self.access_times.append(())
                 self.access_seconds.append(_NO_TIMES)
                 self.last_accessed.append(None)
-                self.created_at.append(_aware(row["created"]))
                 self.superseded_by.append(())
                 self.session.append(None)
             status = row["status"]
@@ -198,7 +205,6 @@ class RecallIndex:
             self.owner[pos] = self._owner_code(row.get("owner"))
             self.hot[pos] = bool(row.get("hot"))
             self.created[pos] = _seconds(row["created"])
-            self.created_at[pos] = _aware(row["created"])
             self.valid_from[pos] = _seconds(row.get("valid_from"))
             self.valid_to[pos] = _seconds(row.get("valid_to"))
             self.access_count[pos] = int(row.get("access_count") or 0)
@@ -232,6 +238,65 @@ class RecallIndex:
                 texts[pos] = (f"{indexed}\n{context}" if context else indexed,
                               int(self.owner[pos]))
         self.bm25.set_many((pos, text, group) for pos, (text, group) in texts.items())
+
+    def load(self, table: pa.Table, vectors: np.ndarray | None = None,
+             has_vector: np.ndarray | None = None) -> None:
+        """``upsert`` the rows of ``table`` (a scan with ``INDEX_FIELDS``) column by
+        column: into an empty index, without a Python dict per memory (at 1M memories
+        those dicts alone were several GB)."""
+        if self.size:
+            self.upsert(to_pylist(table), vectors, has_vector)
+            return
+        n = table.num_rows
+        if n == 0:
+            return
+
+        def values(name: str) -> list[Any]:
+            return column_values(table.column(name))
+
+        self._grow(n)
+        self.ids = [str(i) for i in values("id")]
+        self.pos = {memory_id: pos for pos, memory_id in enumerate(self.ids)}
+        if len(self.pos) != n:  # the same id twice: leave it to the row-by-row path
+            self.ids, self.pos = [], {}
+            self.upsert(to_pylist(table), vectors, has_vector)
+            return
+        self.status[:n] = [STATUS_CODE[s] for s in values("status")]
+        self.kind[:n] = [KIND_CODE[k] for k in values("kind")]
+        self.owner[:n] = [self._owner_code(o) for o in values("owner")]
+        self.hot[:n] = [bool(h) for h in values("hot")]
+        for name in ("created", "valid_from", "valid_to"):
+            getattr(self, name)[:n] = _seconds_column(table.column(name))
+        self.access_count[:n] = numbers(table.column("access_count"), np.int64)
+        self.confidence[:n] = numbers(table.column("confidence"), np.float32)
+        self.importance[:n] = numbers(table.column("importance"), np.float32)
+        self.access_times = [tuple(_aware(t) for t in times) if times else ()
+                             for times in values("access_times")]
+        self.access_seconds = [np.array([t.timestamp() for t in times]) if times else _NO_TIMES
+                               for times in self.access_times]
+        self.last_accessed = [_aware(t) for t in values("last_accessed")]
+        self.superseded_by = [tuple(s) if s else () for s in values("superseded_by")]
+        self.session = values("session")
+        for pos, (starts, ends) in enumerate(zip(values("times_from"), values("times_to"),
+                                                 strict=True)):
+            if starts:
+                self.entities.set_times(pos, starts, ends or ())
+        forgotten = self.status[:n] == _FORGOTTEN
+        if vectors is not None and vectors.shape == (n, self.dim):
+            present = np.ones(n, dtype=bool) if has_vector is None else np.asarray(has_vector)
+            self.has_vector[:n] = present & ~forgotten
+            if len(self.vectors) == n and vectors.dtype == np.float32 \
+                    and vectors.flags.c_contiguous and vectors.flags.writeable:
+                self.vectors = vectors  # the scan's matrix itself: no second copy
+            else:
+                self.vectors[:n] = vectors
+            self.vectors[:n][~self.has_vector[:n]] = 0.0
+        texts = ((pos, f"{subject}\n{text or ''}" if subject else (text or ""), context)
+                 for pos, (subject, text, context) in enumerate(zip(
+                     values("subject"), values("text"), values("context"), strict=True)))
+        self.bm25.set_many((pos, f"{indexed}\n{context}" if context else indexed,
+                            int(self.owner[pos]))
+                           for pos, indexed, context in texts if not forgotten[pos])
 
     def has_row(self, pos: int) -> bool:
         return self.rows is not None and pos < self.rows.num_rows and pos not in self.stale
