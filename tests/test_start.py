@@ -88,3 +88,41 @@ def test_serve_loads_the_model_and_index_before_it_listens(
     monkeypatch.setattr(uvicorn.Server, "run", run)
     sidecar.serve(tmp_path / "db", port=free_port(), embedder="hashing")
     assert events == [("warm", True), ("listen", True)]
+
+
+def test_sigterm_stops_the_sidecar_cleanly(tmp_path: Path) -> None:
+    import time
+
+    import httpx
+
+    db = tmp_path / "db"
+    with MemoryStore(db, embedder="hashing") as store:
+        store.add("the first note")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHMEM_")}
+    server = subprocess.Popen([sys.executable, "-m", "graphmem", "--db", str(db), "serve",
+                               "--port", str(port), "--log-level", "warning"],
+                              env={**env, "GRAPHMEM_EMBEDDER": "hashing"},
+                              stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert server.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        for i in range(20):
+            httpx.post(f"{url}/v1/memories", json={"text": f"note {i}"}).raise_for_status()
+    finally:
+        server.terminate()
+        code = server.wait(timeout=60)
+    # it closed the store: exit status 0, the log checkpointed away, no discovery file
+    assert code == 0, server.stderr.read() if server.stderr else ""
+    assert not (db / "graph.kuzu.wal").exists() or (db / "graph.kuzu.wal").stat().st_size == 0
+    assert not Path(f"{db}.sidecar.json").exists()
+    with MemoryStore(db, embedder="hashing") as store:
+        assert store.stats().memories == 21
