@@ -70,12 +70,14 @@ def to_pylist(table: pa.Table) -> list[dict[str, Any]]:
 def numbers(column: pa.ChunkedArray | pa.Array, dtype: Any = np.float64) -> np.ndarray:
     """A numeric column as a numpy array of ``dtype`` (nulls as 0), read from its buffer:
     pyarrow's ``to_numpy`` imports pandas too."""
-    array = _array(column)
     wanted = np.dtype(dtype)
-    if array.null_count:
-        array = pc.fill_null(array, 0)
-    array = array.cast(pa.from_numpy_dtype(wanted))
+    array = _array(column).cast(pa.from_numpy_dtype(wanted))
     if len(array) == 0:
         return np.zeros(0, dtype=wanted)
-    return np.frombuffer(array.buffers()[1], dtype=wanted, count=len(array),
-                         offset=array.offset * wanted.itemsize).copy()
+    values = np.frombuffer(array.buffers()[1], dtype=wanted, count=len(array),
+                           offset=array.offset * wanted.itemsize).copy()
+    if array.null_count:  # (pc.fill_null imports pandas as well)
+        valid = np.unpackbits(np.frombuffer(array.buffers()[0], dtype=np.uint8),
+                              bitorder="little")[array.offset:array.offset + len(array)]
+        values[valid == 0] = 0
+    return values

@@ -16,7 +16,7 @@ import pytest
 from graphmem import MemoryStore
 from graphmem._arrow import numbers, to_pylist
 
-from ._servers import free_port
+from ._servers import free_port, wait_healthy
 
 HEAVY = ("torch", "sentence_transformers", "pandas", "networkx", "scipy", "httpx")
 REPORT = ("import atexit, json, sys\n"
@@ -91,8 +91,6 @@ def test_serve_loads_the_model_and_index_before_it_listens(
 
 
 def test_sigterm_stops_the_sidecar_cleanly(tmp_path: Path) -> None:
-    import time
-
     import httpx
 
     db = tmp_path / "db"
@@ -106,15 +104,7 @@ def test_sigterm_stops_the_sidecar_cleanly(tmp_path: Path) -> None:
                               stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert server.poll() is None and time.monotonic() < deadline
-            time.sleep(0.1)
+        wait_healthy(url, server)
         for i in range(20):
             httpx.post(f"{url}/v1/memories", json={"text": f"note {i}"}).raise_for_status()
     finally:

@@ -81,7 +81,11 @@ def _stop_on_sigterm() -> Callable[[], None]:
         raise SystemExit(0)
 
     previous = signal.signal(signal.SIGTERM, stop)
-    return lambda: signal.signal(signal.SIGTERM, previous)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return restore
 
 
 @contextmanager
