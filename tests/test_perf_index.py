@@ -72,7 +72,7 @@ def test_vectors_read_in_pages_are_those_read_at_once(tmp_path: Path, page: int,
         engine = store._ctx.engine
         table = engine._arrow_scan(["id", "vec"], owner=None)
         want, want_present = kuzu_engine._matrix(table.column("vec").to_pylist())
-        monkeypatch.setattr(kuzu_engine, "_VECTOR_PAGE", page)
+        monkeypatch.setattr(kuzu_engine, "_PAGE", page)
         every = engine.scan(["id", "vector"])
         assert every.table.column("id").to_pylist() == table.column("id").to_pylist()
         assert np.array_equal(every.vectors, want)

@@ -90,8 +90,9 @@ __all__ = ["KuzuEngine"]
 _GONE_KEY = "gone_edges"
 #: Up to this many ids, look each up by primary key; beyond, one scan is cheaper.
 _LOOKUP_LIMIT = 32
-#: Vectors are read this many memories at a time (``KuzuEngine._vectors``).
-_VECTOR_PAGE = 50_000
+#: Whole-store scans read this many memories at a time (``KuzuEngine._arrow_scan``,
+#: ``KuzuEngine._vectors``).
+_PAGE = 50_000
 #: Writes up to this many rows CREATE; bigger ones COPY (see ``KuzuEngine.commit``).
 _SMALL_WRITE = 64
 
@@ -494,8 +495,8 @@ class KuzuEngine:
         where = {memory_id: row for row, memory_id in enumerate(ids)}
         matrix = np.zeros((len(ids), 0), dtype=np.float32)
         present = np.zeros(len(ids), dtype=bool)
-        for start in range(0, len(ids), _VECTOR_PAGE):
-            page = ids[start:start + _VECTOR_PAGE]
+        for start in range(0, len(ids), _PAGE):
+            page = ids[start:start + _PAGE]
             if paged:
                 found = self.db.read_arrow(
                     "MATCH (m:Memory) WHERE m.id >= $first AND m.id <= $last "
@@ -516,12 +517,24 @@ class KuzuEngine:
         return matrix, present
 
     def _arrow_scan(self, columns: Sequence[str], *, owner: str | None) -> pa.Table:
+        """``columns`` of every memory (of ``owner``) in id order. Beyond a page of
+        memories, a page of ids at a time: sorting every row at once needed more than a
+        1 GB buffer pool at 700k memories."""
         where = "WHERE m.owner = $owner " if owner is not None else ""
-        params = {"owner": owner} if owner is not None else {}
+        params: dict[str, Any] = {"owner": owner} if owner is not None else {}
         names = ", ".join(f"m.{c} AS {c}" for c in columns)
-        table = self.db.read_arrow(f"MATCH (m:Memory) {where}RETURN {names} ORDER BY m.id",
-                                   params)
-        return _utc(table)
+        ids = column_values(self.db.read_arrow(
+            f"MATCH (m:Memory) {where}RETURN m.id AS id ORDER BY m.id", params).column("id"))
+        if len(ids) <= _PAGE:
+            return _utc(self.db.read_arrow(
+                f"MATCH (m:Memory) {where}RETURN {names} ORDER BY m.id", params))
+        within = "WHERE m.id >= $first AND m.id <= $last" + (
+            " AND m.owner = $owner " if owner is not None else " ")
+        pages = [self.db.read_arrow(f"MATCH (m:Memory) {within}RETURN {names} ORDER BY m.id",
+                                    {**params, "first": ids[start],
+                                     "last": ids[min(len(ids), start + _PAGE) - 1]})
+                 for start in range(0, len(ids), _PAGE)]
+        return _utc(pa.concat_tables(pages))
 
     def _lookup(self, columns: Sequence[str], ids: Sequence[str]) -> pa.Table:
         """A few memories' columns by primary key (unknown ids left out), as Arrow."""
