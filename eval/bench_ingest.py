@@ -5,6 +5,11 @@ session co-occurrence edges, entity links), end to end with the bundled MiniLM m
 prints turns/s next to the model's own encoding rate (the baselines, measured in the same
 run) on the turns alone and on what ingest embeds: each turn with the turn before and after
 it (its context), about three times the tokens.
+
+``--embedders`` ingests once per embedder spec, the first being the baseline the others
+are compared with (default: ``minilm:torch``, what ingest ran on before, then ``minilm``,
+fp32 on ONNX Runtime, the same vectors, and ``minilm:int8``, another model whose recall
+``eval.bench_embed`` measures).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from graphmem import MemoryStore, MiniLMEmbedder, embedding_text, session_contexts
 from ingest.locomo import ingest_conversation, load_locomo, turn_text
@@ -23,6 +29,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", nargs="?", default=None, help="locomo10.json")
+    parser.add_argument("--embedders", default="minilm:torch,minilm,minilm:int8",
+                        help="embedder specs, comma-separated; the first is the baseline")
     args = parser.parse_args()
     conversations = load_locomo(args.file)
     texts = [turn_text(t) for c in conversations for t in c.turns]
@@ -37,24 +45,33 @@ def main() -> None:
     start = time.perf_counter()
     model.embed(indexed)
     raw_indexed = time.perf_counter() - start
+    print(f"LoCoMo: {len(conversations)} conversations, {len(texts)} turns")
+    print(f"  MiniLM encode (torch), turns alone:        {len(texts) / raw:6.0f} turns/s  "
+          f"({raw:.1f} s)")
+    print(f"  MiniLM encode (torch), turns with context: {len(texts) / raw_indexed:6.0f} "
+          f"turns/s  ({raw_indexed:.1f} s)  (what ingest embeds)")
+    baseline = None
+    for spec in args.embedders.split(","):
+        total, stats = _ingest(conversations, spec)
+        rate = len(texts) / total
+        baseline = baseline or rate
+        print(f"  ingest end to end, {spec:<13} {rate:6.0f} turns/s  ({total:.1f} s, "
+              f"{total / raw_indexed:.2f}x the torch encoding of what it embeds; "
+              f"{rate / baseline:.2f}x the first)")
+    print(f"  edges: co_occurs {stats.edges['co_occurs']}, references "
+          f"{stats.edges['references']}")
+
+
+def _ingest(conversations: list, spec: str) -> tuple[float, Any]:
     work = Path(tempfile.mkdtemp(prefix="graphmem-ingest-"))
     try:
-        with MemoryStore(work / "db", embedder="minilm") as store:
+        with MemoryStore(work / "db", embedder=spec) as store:
             store.embed(["warm up"])
             start = time.perf_counter()
             for conversation in conversations:
                 ingest_conversation(store, conversation, owner=conversation.sample_id)
             total = time.perf_counter() - start
-            stats = store.stats()
-        print(f"LoCoMo: {len(conversations)} conversations, {len(texts)} turns")
-        print(f"  MiniLM encode, turns alone:          {len(texts) / raw:6.0f} turns/s  "
-              f"({raw:.1f} s)")
-        print(f"  MiniLM encode, turns with context:   {len(texts) / raw_indexed:6.0f} turns/s  "
-              f"({raw_indexed:.1f} s)  (what ingest embeds)")
-        print(f"  ingest end to end:                   {len(texts) / total:6.0f} turns/s  "
-              f"({total:.1f} s, {total / raw_indexed:.2f}x the encoding of what it embeds)")
-        print(f"  edges: co_occurs {stats.edges['co_occurs']}, references "
-              f"{stats.edges['references']}")
+            return total, store.stats()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -1,5 +1,9 @@
 """graphmem: an embedded, graph-centric memory store for AI agents."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ._derive import embedding_text, session_contexts
 from ._embed import Embedder, HashingEmbedder, MiniLMEmbedder, OllamaEmbedder, embedder_from_spec
 from ._engine import EntityRecord as Entity
@@ -48,9 +52,19 @@ from ._models import (
 from ._recall import PRESETS, Explanation, Hit, RecallConfig
 from ._settings import Settings
 from ._time import format_iso, parse_iso
-from .client import connect
+
+if TYPE_CHECKING:
+    from .client import Client
 
 __version__ = "0.1.0"
+
+
+def connect(url: str, *, token: str | None = None, timeout_s: float = 30.0) -> Client:
+    """A client of the graphmem sidecar at ``url`` (``graphmem.client.connect``, imported
+    on first use: a process that never talks HTTP does not load the HTTP stack)."""
+    from .client import connect as _connect
+
+    return _connect(url, token=token, timeout_s=timeout_s)
 
 __all__ = [
     "PRESETS",

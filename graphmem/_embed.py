@@ -331,7 +331,7 @@ class OllamaEmbedder:
 
 
 #: What ``minilm`` runs on when no runtime is named (see ``embedder_from_spec``).
-MINILM_RUNTIME = "torch"
+MINILM_RUNTIME = "onnx"
 
 
 def embedder_from_spec(

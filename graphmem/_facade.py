@@ -14,9 +14,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-import networkx as nx
 import numpy as np
 
 from ._backup import BackupInfo, backup, restore
@@ -56,6 +55,9 @@ from ._time import utcnow
 from ._transitions import Transitions
 from ._views import Views
 from .engines import open_engine
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["MemoryStore"]
 
@@ -152,6 +154,12 @@ class MemoryStore:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts with the store's model (checked against the store's fingerprint)."""
         return self._ctx.embed(texts)
+
+    def warm(self) -> None:
+        """Load now what the first request would otherwise wait for: the embedding model,
+        the recall index and what the default preset builds on first use (one recall,
+        no access recorded). A server calls this before it reports healthy."""
+        self._recall.recall("warm up", k=1, record_access=False)
 
     def close(self) -> None:
         """Close the database (safe to call twice); pending access records are written."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 from pydantic import BaseModel
 
@@ -18,6 +17,9 @@ from ._errors import InvalidInputError, UnsupportedError
 from ._lifecycle import EvaluationResult, LifecycleReport
 from ._models import EventType, LifecycleEvent, Status
 from ._time import format_iso
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["Views", "snake_keys", "to_json"]
 
@@ -139,6 +141,8 @@ class Views:
                 raise InvalidInputError(f"unknown edge kind {kind!r}", field="edge_kinds")
         self._ctx.before_read()
         wanted = set(statuses) if statuses is not None else None
+        import networkx as nx  # ~90 ms to import: only when asked for
+
         graph = nx.MultiDiGraph()
         columns = ["id", "kind", "status", "hot", "subject", "text", "importance", "owner",
                    "created", "access_count"]

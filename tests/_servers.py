@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import select
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -25,6 +26,21 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def wait_healthy(url: str, process: subprocess.Popen[Any], seconds: float = 60) -> None:
+    """Until the sidecar ``process`` started answers ``/healthz`` at ``url``."""
+    import httpx
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert process.poll() is None and time.monotonic() < deadline, process.stderr
+        time.sleep(0.1)
 
 
 @contextmanager

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 from click.testing import CliRunner
 
@@ -25,7 +24,7 @@ from graphmem.client._discovery import discovery_path
 from graphmem.sidecar import Tokens
 from ingest.ump import SAMPLE_PATH, import_ump
 
-from ._servers import free_port, running_sidecar
+from ._servers import free_port, running_sidecar, wait_healthy
 
 ENV = {**os.environ, "GRAPHMEM_EMBEDDER": "hashing"}
 for name in ("GRAPHMEM_SIDECAR_URL", "GRAPHMEM_SIDECAR_TOKEN", "GRAPHMEM_DB"):
@@ -58,15 +57,7 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
                                "--port", str(port), "--log-level", "warning"], env=ENV,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        assert server.poll() is None and time.monotonic() < deadline, server.stderr
-        time.sleep(0.1)
+    wait_healthy(url, server)
     try:
         yield db, url
     finally:

@@ -25,6 +25,8 @@ def test_specs_choose_the_runtime_and_refuse_unknown_variants() -> None:
     onnx = embedder_from_spec("minilm:onnx")
     int8 = embedder_from_spec("minilm:int8")
     assert isinstance(onnx, OnnxMiniLMEmbedder) and isinstance(int8, OnnxMiniLMEmbedder)
+    # plain ``minilm`` runs on ONNX Runtime (installed with graphmem): no torch import
+    assert isinstance(embedder_from_spec("minilm"), OnnxMiniLMEmbedder)
     # fp32 on either runtime is one model to a store; int8 is another
     assert (onnx.spec, onnx.name) == ("minilm", MiniLMEmbedder().name)
     assert int8.spec == "minilm:int8" and int8.name != onnx.name

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import column_values, numbers, to_pylist
 from .._engine import (
     INTERNAL_FIELDS,
     AccessRecord,
@@ -89,6 +90,9 @@ __all__ = ["KuzuEngine"]
 _GONE_KEY = "gone_edges"
 #: Up to this many ids, look each up by primary key; beyond, one scan is cheaper.
 _LOOKUP_LIMIT = 32
+#: Whole-store scans read this many memories at a time (``KuzuEngine._arrow_scan``,
+#: ``KuzuEngine._vectors``).
+_PAGE = 50_000
 #: Writes up to this many rows CREATE; bigger ones COPY (see ``KuzuEngine.commit``).
 _SMALL_WRITE = 64
 
@@ -425,7 +429,7 @@ class KuzuEngine:
         else:
             keep = set(wanted)
             table = self._arrow_scan(MODEL_COLUMNS, owner=None)
-            found = {row["id"]: memory_from_row(row) for row in table.to_pylist()
+            found = {row["id"]: memory_from_row(row) for row in to_pylist(table)
                      if row["id"] in keep}
         return {i: found[i] for i in wanted if i in found}
 
@@ -446,7 +450,7 @@ class KuzuEngine:
 
     def memories(self, *, owner: str | None = None) -> list[Memory]:
         return [memory_from_row(row) for row in
-                self._arrow_scan(MODEL_COLUMNS, owner=owner).to_pylist()]
+                to_pylist(self._arrow_scan(MODEL_COLUMNS, owner=owner))]
 
     def scan(self, fields: Sequence[str], *, owner: str | None = None,
              ids: Sequence[str] | None = None) -> MemoryScan:
@@ -458,20 +462,25 @@ class KuzuEngine:
             if column not in MEMORY_TYPES:
                 raise InvalidInputError(f"not a memory field: {name}", field=name)
             columns.append(column)
+        vectors = has_vector = None
         if ids is not None and len(ids) <= _LOOKUP_LIMIT:
             table = self._lookup(columns, ids)
+            if "vec" in columns:
+                encoded = table.column("vec").to_pylist()
+                table = table.drop_columns(["vec"])
+                vectors, has_vector = _matrix(encoded)
         else:
-            table = self._arrow_scan(columns if "id" in columns else ["id", *columns],
-                                     owner=owner)
+            # The vectors are read apart, a page of ids at a time, into one matrix: as
+            # one Arrow column of base64 text they were 2 GB at 1M memories, and their
+            # decoded copies as much again.
+            rest = [c for c in columns if c not in ("id", "vec")]
+            table = self._arrow_scan(["id", *rest], owner=owner)
             if ids is not None:
                 table = table.filter(pc.is_in(table.column("id"), value_set=pa.array(list(ids))))
-            if "id" not in columns:
-                table = table.drop_columns(["id"])
-        vectors = has_vector = None
-        if "vec" in columns:
-            encoded = table.column("vec").to_pylist()
-            table = table.drop_columns(["vec"])
-            vectors, has_vector = _matrix(encoded)
+            if "vec" in columns:
+                vectors, has_vector = self._vectors(column_values(table.column("id")),
+                                                    paged=ids is None)
+            table = table.select([c for c in columns if c != "vec"])
         renamed = [next((f for f, c in FIELD_COLUMNS.items() if c == n), n)
                    for n in table.column_names]
         table = table.rename_columns(renamed)
@@ -479,13 +488,53 @@ class KuzuEngine:
             table = _json_columns(table)
         return MemoryScan(table=table, vectors=vectors, has_vector=has_vector)
 
+    def _vectors(self, ids: Sequence[str], *, paged: bool) -> tuple[np.ndarray, np.ndarray]:
+        """The vectors of ``ids`` (in order) as ``_matrix`` gives them, read a page at a
+        time: ranges of ``ids`` when they are every memory in id order (``paged``), else
+        lists of them."""
+        where = {memory_id: row for row, memory_id in enumerate(ids)}
+        matrix = np.zeros((len(ids), 0), dtype=np.float32)
+        present = np.zeros(len(ids), dtype=bool)
+        for start in range(0, len(ids), _PAGE):
+            page = ids[start:start + _PAGE]
+            if paged:
+                found = self.db.read_arrow(
+                    "MATCH (m:Memory) WHERE m.id >= $first AND m.id <= $last "
+                    "RETURN m.id AS id, m.vec AS vec", {"first": page[0], "last": page[-1]})
+            else:
+                found = self.db.read_arrow("MATCH (m:Memory) WHERE m.id IN $ids "
+                                           "RETURN m.id AS id, m.vec AS vec", {"ids": page})
+            for memory_id, text in zip(found.column("id").to_pylist(),
+                                       found.column("vec").to_pylist(), strict=True):
+                row, vector = where.get(memory_id), decode_vector(text)
+                if row is None or vector is None:
+                    continue
+                if not matrix.shape[1]:  # the first vector sets the width, as in _matrix
+                    matrix = np.zeros((len(ids), len(vector)), dtype=np.float32)
+                if len(vector) == matrix.shape[1]:
+                    matrix[row] = vector
+                    present[row] = True
+        return matrix, present
+
     def _arrow_scan(self, columns: Sequence[str], *, owner: str | None) -> pa.Table:
+        """``columns`` of every memory (of ``owner``) in id order. Beyond a page of
+        memories, a page of ids at a time: sorting every row at once needed more than a
+        1 GB buffer pool at 700k memories."""
         where = "WHERE m.owner = $owner " if owner is not None else ""
-        params = {"owner": owner} if owner is not None else {}
+        params: dict[str, Any] = {"owner": owner} if owner is not None else {}
         names = ", ".join(f"m.{c} AS {c}" for c in columns)
-        table = self.db.read_arrow(f"MATCH (m:Memory) {where}RETURN {names} ORDER BY m.id",
-                                   params)
-        return _utc(table)
+        ids = column_values(self.db.read_arrow(
+            f"MATCH (m:Memory) {where}RETURN m.id AS id ORDER BY m.id", params).column("id"))
+        if len(ids) <= _PAGE:
+            return _utc(self.db.read_arrow(
+                f"MATCH (m:Memory) {where}RETURN {names} ORDER BY m.id", params))
+        within = "WHERE m.id >= $first AND m.id <= $last" + (
+            " AND m.owner = $owner " if owner is not None else " ")
+        pages = [self.db.read_arrow(f"MATCH (m:Memory) {within}RETURN {names} ORDER BY m.id",
+                                    {**params, "first": ids[start],
+                                     "last": ids[min(len(ids), start + _PAGE) - 1]})
+                 for start in range(0, len(ids), _PAGE)]
+        return _utc(pa.concat_tables(pages))
 
     def _lookup(self, columns: Sequence[str], ids: Sequence[str]) -> pa.Table:
         """A few memories' columns by primary key (unknown ids left out), as Arrow."""
@@ -565,7 +614,7 @@ class KuzuEngine:
         data = self.db.read_arrow(f"MATCH (a:Memory)-[r:{table}]->(b:Memory) {self._live()}"
                                   f"RETURN a.id AS src, b.id AS dst, {weight} AS weight")
         return EdgeArrays(src=data.column("src").to_pylist(), dst=data.column("dst").to_pylist(),
-                          weight=data.column("weight").to_numpy().astype(np.float64))
+                          weight=numbers(data.column("weight")))
 
     def links_of(self, memory_id: str) -> list[Link]:
         out: list[Link] = []

@@ -17,7 +17,6 @@ the tests).
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 __all__ = ["grouped_pagerank", "grouped_reference_counts"]
 
@@ -52,6 +51,8 @@ def grouped_pagerank(
     src, dst = np.asarray(src)[keep], np.asarray(dst)[keep]
     out_degree = np.bincount(src, minlength=n).astype(float)
     weight = 1.0 / out_degree[src] if len(src) else np.zeros(0)
+    import scipy.sparse as sp  # ~0.1 s to import: only when centrality is computed
+
     # column-stochastic transition: rank flows from src to dst
     moves = sp.csr_matrix((weight, (dst, src)), shape=(n, n))
     dangling = out_degree == 0

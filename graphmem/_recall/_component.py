@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .._arrow import to_pylist
 from .._context import Changed, StoreContext, progress
 from .._derive import embedding_text
 from .._embed import Embedder
@@ -121,7 +122,7 @@ class Recall:
                                  [vectors.get(m.id) for m in change.new])
                 else:
                     scan = self._ctx.engine.scan([*INDEX_FIELDS, "vector"], ids=list(ids))
-                    index.upsert(scan.table.to_pylist(), scan.vectors, scan.has_vector)
+                    index.upsert(to_pylist(scan.table), scan.vectors, scan.has_vector)
                 self._refresh_graph(index, ids)
             if change.edges_only or change.removed:
                 self._refresh_edges(index, ids)
@@ -150,8 +151,8 @@ class Recall:
             if self._index is None:
                 built = RecallIndex(self._ctx.vector_dim())
                 scan = self._ctx.engine.scan([*ROW_FIELDS, "vector"])
-                built.upsert(scan.table.select(list(INDEX_FIELDS)).to_pylist(), scan.vectors,
-                             scan.has_vector)
+                built.load(scan.table.select(list(INDEX_FIELDS)), scan.vectors,
+                           scan.has_vector)
                 built.rows = scan.table
                 self._load_edges(built)
                 self._load_graph(built)
@@ -246,10 +247,12 @@ class Recall:
             return []
         when = to_utc(as_of) if as_of is not None else None
         self._ctx.sync()  # what other processes committed (a shared engine)
-        index = self.ensure_index()
         qvec: Future[np.ndarray] | None = None
-        if config.active("vector") and index.size:
+        if config.active("vector") and (self._index is None or self._index.size):
+            # submitted before the index is built, so a first recall (a one-shot command)
+            # loads the model while it scans
             qvec = self._pool().submit(lambda: self._ctx.embed([query])[0])
+        index = self.ensure_index()
         with self._index_gate.shared():
             hits, positions = self._rank(index, query, qvec, config, k=k, owner=owner,
                                          kinds=kind_names, as_of=when,
@@ -268,6 +271,8 @@ class Recall:
               ) -> tuple[list[tuple[int, Explanation]], list[int]]:
         n = index.size
         if n == 0:
+            if qvec is not None:
+                qvec.result()
             return [], []
         statuses = ("active", "archived") if include_archived else ("active",)
         mask = index.mask(owner=owner, kinds=kinds, statuses=statuses, as_of=as_of,
@@ -284,13 +289,14 @@ class Recall:
                                                                        config, group),
                                                  mask, as_of, redirected, config.candidates)
         similarity: np.ndarray | None = None
+        query_vector: np.ndarray | None = None
         if config.active("vector") and qvec is not None:
-            similarity = index.vectors[:n] @ qvec.result()
-            similarity[~index.has_vector[:n]] = -np.inf
-            channels["vector"] = self._resolve(index, _top(similarity, mask,
-                                                           config.candidates * 2,
-                                                           positive=False),
-                                               mask, as_of, redirected, config.candidates)
+            query_vector = qvec.result()
+            positions, cosines, similarity = index.nearest(query_vector, mask,
+                                                           config.candidates * 2)
+            channels["vector"] = self._resolve(
+                index, list(zip(positions.tolist(), cosines.tolist(), strict=True)), mask,
+                as_of, redirected, config.candidates)
         paths: dict[int, tuple[str, ...]] = {}
         if config.active("graph"):
             channels["graph"] = self._graph_channel(index, query, channels, mask, as_of,
@@ -302,9 +308,9 @@ class Recall:
             channels["facts"] = self._fact_channel(index, query, mask, as_of, redirected,
                                                    config, owner)
         if config.active("entities"):
-            channels["entities"] = self._entity_channel(index, query, similarity, mask,
-                                                        as_of, redirected, config, group,
-                                                        owner)
+            channels["entities"] = self._entity_channel(index, query, similarity,
+                                                        query_vector, mask, as_of,
+                                                        redirected, config, group, owner)
         ranks = {name: competition_ranks(ranking) for name, ranking in channels.items()}
         fused = rrf_from_ranks(ranks, weights=config.weights, k=config.rrf_k)
         if not fused:
@@ -494,7 +500,8 @@ class Recall:
         return self._resolve(index, ranking, mask, as_of, redirected, config.candidates)
 
     def _entity_channel(self, index: RecallIndex, query: str,
-                        similarity: np.ndarray | None, mask: np.ndarray,
+                        similarity: np.ndarray | None, query_vector: np.ndarray | None,
+                        mask: np.ndarray,
                         as_of: datetime | None, redirected: dict[int, set[int]],
                         config: RecallConfig, group: int | None, owner: str | None
                         ) -> Ranking:
@@ -523,8 +530,14 @@ class Recall:
                 entity, sizes.get(code, n))
         if not inside.any():
             return []
-        base = (similarity if similarity is not None
-                else index.bm25.scores(query, n, group=group))
+        if similarity is not None:
+            base = similarity
+        elif query_vector is not None:  # search did not score them all: these only
+            base = np.full(n, -np.inf, dtype=np.float32)
+            named_memories = np.flatnonzero(inside & index.has_vector[:n])
+            base[named_memories] = index.vectors[named_memories] @ query_vector
+        else:
+            base = index.bm25.scores(query, n, group=group)
         scores = np.where(inside, base + bonus, -np.inf)
         return self._resolve(index, _top(scores, mask & inside, config.candidates * 2,
                                          positive=False), mask, as_of, redirected,

@@ -16,9 +16,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .._arrow import column_values, numbers, to_pylist
 from .._models import Kind, Status
 from ._bm25 import BM25Index
 from ._entities import EntityIndex
+from ._vectors import SignCodes, top_scores
 
 __all__ = ["INDEX_FIELDS", "RecallIndex"]
 
@@ -43,6 +45,15 @@ def _seconds(value: Any) -> float:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return float(value.timestamp())
+
+
+def _seconds_column(column: pa.ChunkedArray) -> np.ndarray:
+    """Seconds since the epoch of a timestamp column (naive ones are UTC), NaN for none."""
+    micros = numbers(column.cast(pa.timestamp("us", tz=column.type.tz), safe=False)
+                     .cast(pa.int64()), np.int64)
+    seconds = micros / 1e6
+    seconds[numbers(column.is_null(), np.int8).astype(bool)] = math.nan
+    return seconds
 
 
 def _aware(value: Any) -> Any:
@@ -94,6 +105,12 @@ class Adjacency:
 class RecallIndex:
     """Positions are stable for the life of the index; ``pos[id]`` finds one."""
 
+    #: From this many memories on, vector search reads the sign bits of every vector and
+    #: re-scores the ``SIGN_CANDIDATES`` nearest exactly, instead of reading every float32
+    #: vector (``nearest``; recall and speed against exact: ``eval/bench_scale.py``).
+    SIGN_BITS_FROM = 200_000
+    SIGN_CANDIDATES = 4_000
+
     def __init__(self, dim: int, capacity: int = 1024) -> None:
         self.dim = dim
         self.ids: list[str] = []
@@ -113,7 +130,6 @@ class RecallIndex:
         self.access_times: list[tuple[datetime, ...]] = []
         self.access_seconds: list[np.ndarray] = []
         self.last_accessed: list[datetime | None] = []
-        self.created_at: list[datetime] = []
         self.superseded_by: list[tuple[str, ...]] = []
         self.owner_codes: dict[str | None, int] = {}
         self.bm25 = BM25Index()
@@ -128,6 +144,8 @@ class RecallIndex:
         self.session: list[str | None] = []
         #: the knowledge graph beside the memories (entities, mentions, facts, times)
         self.entities = EntityIndex()
+        #: the vectors' sign bits, built on the first search that uses them, then kept
+        self._signs: SignCodes | None = None
 
     @property
     def size(self) -> int:
@@ -166,6 +184,7 @@ class RecallIndex:
                has_vector: Sequence[bool] | np.ndarray | None = None) -> None:
         """Add or refresh memories from rows (dicts with ``INDEX_FIELDS``) and their
         vectors (a vector of another width than the index's counts as none)."""
+        texts: dict[int, tuple[str, int]] = {}  # what BM25 indexes, all at once at the end
         for n, row in enumerate(rows):
             memory_id = row["id"]
             pos = self.pos.get(memory_id)
@@ -179,7 +198,6 @@ class RecallIndex:
                 self.access_times.append(())
                 self.access_seconds.append(_NO_TIMES)
                 self.last_accessed.append(None)
-                self.created_at.append(_aware(row["created"]))
                 self.superseded_by.append(())
                 self.session.append(None)
             status = row["status"]
@@ -189,7 +207,6 @@ class RecallIndex:
             self.owner[pos] = self._owner_code(row.get("owner"))
             self.hot[pos] = bool(row.get("hot"))
             self.created[pos] = _seconds(row["created"])
-            self.created_at[pos] = _aware(row["created"])
             self.valid_from[pos] = _seconds(row.get("valid_from"))
             self.valid_to[pos] = _seconds(row.get("valid_to"))
             self.access_count[pos] = int(row.get("access_count") or 0)
@@ -205,18 +222,83 @@ class RecallIndex:
                 vector = None
             self.has_vector[pos] = vector is not None
             self.vectors[pos] = vector if vector is not None else 0.0
+            if self._signs is not None:
+                self._signs.set(pos, vector)
             self.session[pos] = row.get("session")
             self.entities.set_times(pos, row.get("times_from") or (), row.get("times_to") or ())
             if self.status[pos] == _FORGOTTEN:
+                texts.pop(pos, None)
                 self.bm25.remove(pos)
                 self.has_vector[pos] = False
                 self.vectors[pos] = 0.0
+                if self._signs is not None:
+                    self._signs.set(pos, None)
             else:
                 subject, text = row.get("subject"), row.get("text") or ""
                 context = row.get("context")
                 indexed = f"{subject}\n{text}" if subject else text
-                self.bm25.set(pos, f"{indexed}\n{context}" if context else indexed,
-                              group=int(self.owner[pos]))
+                texts[pos] = (f"{indexed}\n{context}" if context else indexed,
+                              int(self.owner[pos]))
+        self.bm25.set_many((pos, text, group) for pos, (text, group) in texts.items())
+
+    def load(self, table: pa.Table, vectors: np.ndarray | None = None,
+             has_vector: np.ndarray | None = None) -> None:
+        """``upsert`` the rows of ``table`` (a scan with ``INDEX_FIELDS``) column by
+        column: into an empty index, without a Python dict per memory (at 1M memories
+        those dicts alone were several GB)."""
+        if self.size:
+            self.upsert(to_pylist(table), vectors, has_vector)
+            return
+        n = table.num_rows
+        if n == 0:
+            return
+
+        def values(name: str) -> list[Any]:
+            return column_values(table.column(name))
+
+        self._grow(n)
+        self.ids = [str(i) for i in values("id")]
+        self.pos = {memory_id: pos for pos, memory_id in enumerate(self.ids)}
+        if len(self.pos) != n:  # the same id twice: leave it to the row-by-row path
+            self.ids, self.pos = [], {}
+            self.upsert(to_pylist(table), vectors, has_vector)
+            return
+        self.status[:n] = [STATUS_CODE[s] for s in values("status")]
+        self.kind[:n] = [KIND_CODE[k] for k in values("kind")]
+        self.owner[:n] = [self._owner_code(o) for o in values("owner")]
+        self.hot[:n] = [bool(h) for h in values("hot")]
+        for name in ("created", "valid_from", "valid_to"):
+            getattr(self, name)[:n] = _seconds_column(table.column(name))
+        self.access_count[:n] = numbers(table.column("access_count"), np.int64)
+        self.confidence[:n] = numbers(table.column("confidence"), np.float32)
+        self.importance[:n] = numbers(table.column("importance"), np.float32)
+        self.access_times = [tuple(_aware(t) for t in times) if times else ()
+                             for times in values("access_times")]
+        self.access_seconds = [np.array([t.timestamp() for t in times]) if times else _NO_TIMES
+                               for times in self.access_times]
+        self.last_accessed = [_aware(t) for t in values("last_accessed")]
+        self.superseded_by = [tuple(s) if s else () for s in values("superseded_by")]
+        self.session = values("session")
+        for pos, (starts, ends) in enumerate(zip(values("times_from"), values("times_to"),
+                                                 strict=True)):
+            if starts:
+                self.entities.set_times(pos, starts, ends or ())
+        forgotten = self.status[:n] == _FORGOTTEN
+        if vectors is not None and vectors.shape == (n, self.dim):
+            present = np.ones(n, dtype=bool) if has_vector is None else np.asarray(has_vector)
+            self.has_vector[:n] = present & ~forgotten
+            if len(self.vectors) == n and vectors.dtype == np.float32 \
+                    and vectors.flags.c_contiguous and vectors.flags.writeable:
+                self.vectors = vectors  # the scan's matrix itself: no second copy
+            else:
+                self.vectors[:n] = vectors
+            self.vectors[:n][~self.has_vector[:n]] = 0.0
+        texts = ((pos, f"{subject}\n{text or ''}" if subject else (text or ""), context)
+                 for pos, (subject, text, context) in enumerate(zip(
+                     values("subject"), values("text"), values("context"), strict=True)))
+        self.bm25.set_many((pos, f"{indexed}\n{context}" if context else indexed,
+                            int(self.owner[pos]))
+                           for pos, indexed, context in texts if not forgotten[pos])
 
     def has_row(self, pos: int) -> bool:
         return self.rows is not None and pos < self.rows.num_rows and pos not in self.stale
@@ -226,7 +308,7 @@ class RecallIndex:
         if not self.has_row(pos):
             return None
         assert self.rows is not None
-        return self.rows.slice(pos, 1).to_pylist()[0]
+        return to_pylist(self.rows.slice(pos, 1))[0]
 
     def set_edges(self, kind: str, edges: Iterable[tuple[str, str, float]]) -> None:
         """Replace every edge of ``kind`` (both directions are walked)."""
@@ -316,6 +398,25 @@ class RecallIndex:
                 keep &= np.isnan(self.valid_from[:n]) | (self.valid_from[:n] <= t)
                 keep &= np.isnan(self.valid_to[:n]) | (self.valid_to[:n] > t)
         return keep
+
+    def nearest(self, query: np.ndarray, mask: np.ndarray, k: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The ``k`` masked memories with a vector nearest to ``query`` (positions and
+        cosines, best first), and the cosine of every memory when the search computed
+        them all (exact search, below ``SIGN_BITS_FROM`` memories), else None."""
+        n = self.size
+        if n < self.SIGN_BITS_FROM:
+            similarity = self.vectors[:n] @ query
+            similarity[~self.has_vector[:n]] = -np.inf
+            positions, scores = top_scores(similarity, k, mask)
+            return positions, scores, similarity
+        signs = self._signs
+        if signs is None or len(signs) < n:
+            signs = self._signs = SignCodes.from_vectors(self.vectors[:n])
+        positions, scores = signs.search(query, self.vectors[:n], k=k,
+                                         candidates=max(self.SIGN_CANDIDATES, k),
+                                         mask=mask & self.has_vector[:n])
+        return positions, scores, None
 
     def head(self, pos: int, eligible: np.ndarray, as_of: datetime | None = None) -> int:
         """The current version of ``pos``: follow superseded-by to the newest memory that

@@ -106,15 +106,18 @@ class Context:
     def _sidecar(self) -> Client | None:
         """The sidecar to use: the one named, or the one that says it serves --db and
         answers with that store's id (a stale file is ignored)."""
-        from ..client import Client, SidecarUnreachable, discover
+        from ..client._discovery import discover  # the HTTP client only when needed
 
         url = self.sidecar or self.settings().sidecar_url
         token = self.token or os.environ.get("GRAPHMEM_SIDECAR_TOKEN") or None
+        found = None if url else discover(self.db)
+        if not url and found is None:
+            return None
+        from ..client import Client, SidecarUnreachable
+
         if url:
             return Client(url, token=token)
-        found = discover(self.db)
-        if found is None:
-            return None
+        assert found is not None
         client = Client(found.url, token=token, timeout_s=30.0)
         try:
             served = client.whoami().get("store_id")

@@ -1,10 +1,34 @@
 """The Python client of the HTTP sidecar: ``graphmem.connect(url, token=...)`` gives
 ``MemoryStore``'s methods, return types and errors over a store that ``graphmem serve``
-holds, and ``discover`` finds the sidecar that serves a database directory."""
+holds, and ``discover`` finds the sidecar that serves a database directory.
 
-from ._client import Client, connect
-from ._discovery import Discovery, discover, forget_discovery, write_discovery
-from ._transport import AccessDeniedError, SidecarError, SidecarUnreachable, path_segment
+The names are imported on first use: finding out that no sidecar serves a database
+(``discover``) does not load the HTTP stack."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._client import Client, connect
+    from ._discovery import Discovery, discover, forget_discovery, write_discovery
+    from ._transport import AccessDeniedError, SidecarError, SidecarUnreachable, path_segment
+
+_HOMES = {"Client": "_client", "connect": "_client", "Discovery": "_discovery",
+          "discover": "_discovery", "forget_discovery": "_discovery",
+          "write_discovery": "_discovery", "AccessDeniedError": "_transport",
+          "SidecarError": "_transport", "SidecarUnreachable": "_transport",
+          "path_segment": "_transport"}
 
 __all__ = ["AccessDeniedError", "Client", "Discovery", "SidecarError", "SidecarUnreachable",
            "connect", "discover", "forget_discovery", "path_segment", "write_discovery"]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

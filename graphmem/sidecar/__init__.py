@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from collections.abc import Iterator
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from .._errors import InvalidInputError
 from .._facade import MemoryStore
@@ -53,13 +56,36 @@ def serve(db: str | Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
             "read every memory. Pass --tokens FILE (or set GRAPHMEM_TOKENS_FILE), or bind "
             "to 127.0.0.1", field="host")
     store = MemoryStore(db, settings=settings, embedder=embedder)
+    restore = _stop_on_sigterm()
     try:
+        store.warm()  # before it listens: healthy means a first request waits for nothing
         config = server_config(create_app(store, tokens=tokens), host=host, port=port,
                                settings=settings, log_level=log_level)
         with announced(db, store, host=host, port=port, tokens=tokens):
             uvicorn.Server(config).run()
     finally:
         store.close()
+        restore()
+
+
+def _stop_on_sigterm() -> Callable[[], None]:
+    """SIGTERM ends ``serve`` like Ctrl-C: the store is closed (its log checkpointed).
+
+    uvicorn drains requests on SIGTERM, then raises the signal again under the handler it
+    found; with the default one the process died there, before the store was closed, and
+    the next open had to replay the write-ahead log. Returns what undoes this."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(0)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return restore
 
 
 @contextmanager

@@ -1,0 +1,278 @@
+"""A million memories: ``python -m eval.bench_scale [--n 1000000]``.
+
+Builds (once, then reuses from ``--cache``) a store of ``n`` memories and about ``3n``
+edges: Zipf word-salad texts from the model's vocabulary (as ``eval.bench_recall``), five
+owners, sessions of ten joined by CO_OCCURS, two or three REFERENCES each. The vectors
+are **synthetic**: embedding a million texts with MiniLM takes hours on 2 cores, so each
+text's vector is the normalised sum of real MiniLM vectors of its words (each word
+embedded once). Queries are real: 3-6 words of a stored text, embedded by the real
+encoder (``minilm:onnx``, fp32), against those vectors. Then, in a fresh process:
+
+* opening and the first recall (the recall index is built then) and RSS after it;
+* ``recall`` p50 / p95 per preset, each recall timed beside the embedding of its query;
+  from ``RecallIndex.SIGN_BITS_FROM`` memories on the vector channel searches sign bits,
+  and ``vector`` and ``default`` run again with exact vectors (the baseline);
+* vector search alone: exact float32 (the baseline) against ``graphmem._recall._vectors``
+  (sign bits, Hamming top candidates, exact re-scoring): p50, and recall@10 and @100
+  (what the vector channel takes) against exact;
+* BM25: building the index over every text in bulk (time, memory) and a query's p50;
+* ``run_lifecycle(apply=True)`` on a copy of the store; peak RSS of the process.
+
+Targets at 1M on a 2-core machine: ``default`` p50 <= 60 ms, lifecycle apply <= 60 s,
+RSS <= 4 GB; at 100k ``default`` p50 <= 20 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import resource
+import shutil
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from graphmem import PRESETS, Edge, MemoryStore, Settings, embedder_from_spec
+from graphmem._embed import Embedder
+from graphmem._recall._index import RecallIndex
+from graphmem._recall._vectors import SignCodes, exact_top
+
+from .bench_recall import KINDS, OWNERS, percentile, vocabulary
+
+QUERY_SPEC = "minilm:onnx"
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class BagOfWordVectors:
+    """MiniLM's name and fingerprint, real vectors for small calls (queries, probes),
+    and for bulk calls the normalised sum of each word's real MiniLM vector."""
+
+    def __init__(self, real: Embedder, words: Sequence[str], cache: Path) -> None:
+        self.real = real
+        store = cache / f"word-vectors-{len(words)}.npy"
+        if store.exists():
+            table = np.load(store)
+        else:
+            print(f"  embedding {len(words)} words once with {real.spec} ...")
+            table = real.embed(list(words))
+            np.save(store, table)
+        self.table = table
+        self.word = {w: i for i, w in enumerate(words)}
+
+    spec = property(lambda self: self.real.spec)
+    name = property(lambda self: self.real.name)
+    dim = property(lambda self: self.real.dim)
+
+    def reference_probes(self) -> np.ndarray:
+        probes = getattr(self.real, "reference_probes", None)
+        assert callable(probes)
+        return np.asarray(probes())
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) <= 8:
+            return self.real.embed(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            ids = [self.word[w] for w in text.split() if w in self.word]
+            if ids:
+                out[row] = self.table[ids].sum(axis=0)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(norms, 1e-9)
+
+
+def build(path: Path, n: int, cache: Path, chunk: int = 50_000) -> None:
+    rng = random.Random(11)
+    words = vocabulary()
+    weights = [1.0 / (rank + 10) for rank in range(len(words))]
+    embedder = BagOfWordVectors(embedder_from_spec(QUERY_SPEC), words, cache)
+    started = time.perf_counter()
+    edges = 0
+    with MemoryStore(path, embedder=embedder, settings=Settings()) as store:
+        for first in range(0, n, chunk):
+            records = []
+            for i in range(first, min(n, first + chunk)):
+                text = " ".join(rng.choices(words, weights, k=rng.randint(8, 28)))
+                records.append({"id": f"urn:scale:{i:07d}", "text": text,
+                                "kind": rng.choice(KINDS), "owner": OWNERS[i % len(OWNERS)],
+                                "status": "active" if rng.random() < 0.9 else "archived"})
+            store.add_many(records, batch_size=5000)
+            links = []
+            for i in range(first, min(n, first + chunk)):
+                if i % 10:
+                    links.append(Edge("co_occurs", f"urn:scale:{i - 1:07d}",
+                                      f"urn:scale:{i:07d}", source="session"))
+                for _ in range(2 + (rng.random() < 0.1)):
+                    j = rng.randrange(min(n, first + chunk))
+                    links.append(Edge("references", f"urn:scale:{i:07d}",
+                                      f"urn:scale:{j:07d}", source="bench"))
+            edges += store.link_many(links)
+            print(f"  {min(n, first + chunk)} memories, {edges} edges, "
+                  f"{time.perf_counter() - started:.0f} s", flush=True)
+    print(f"built {n} memories and {edges} edges in {time.perf_counter() - started:.0f} s")
+
+
+def cached_store(cache: Path, n: int) -> Path:
+    """The ``n``-memory store under ``cache``, built on first use (an interrupted build
+    is never mistaken for the cache)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / f"scale-{n}"
+    if not (path / "graph.kuzu").exists():
+        partial = path.with_name(path.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        print(f"building {n} memories in {partial} (synthetic vectors) ...")
+        build(partial, n, cache)
+        partial.rename(path)
+    return path
+
+
+def vector_search(matrix: np.ndarray, queries: np.ndarray, candidates: int) -> None:
+    """Exact search (the baseline) against sign bits with exact re-scoring, as the vector
+    channel uses them: its top 100 (``candidates * 2`` of the presets) and top 10."""
+    start = time.perf_counter()
+    codes = SignCodes.from_vectors(matrix)
+    build_s = time.perf_counter() - start
+    exact_ms, fast_ms, found10, found100 = [], [], 0, 0
+    for q in queries:
+        start = time.perf_counter()
+        top, _ = exact_top(matrix, q, 100)
+        exact_ms.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        got, _ = codes.search(q, matrix, k=100, candidates=candidates)
+        fast_ms.append((time.perf_counter() - start) * 1000)
+        found10 += len(set(top[:10].tolist()) & set(got[:10].tolist()))
+        found100 += len(set(top.tolist()) & set(got.tolist()))
+    e50, f50 = percentile(exact_ms, 50), percentile(fast_ms, 50)
+    print(f"  vectors: exact float32 p50 {e50:.1f} ms (baseline) | sign bits + exact "
+          f"re-scoring of {candidates}: p50 {f50:.1f} ms ({e50 / f50:.1f}x faster), "
+          f"recall@10 {found10 / (10 * len(queries)):.3f}, recall@100 "
+          f"{found100 / (100 * len(queries)):.3f} against exact; codes "
+          f"{codes.nbytes / 2**20:.0f} MB (float32 {matrix.nbytes / 2**20:.0f} MB), "
+          f"built in {build_s:.1f} s")
+
+
+def bm25(texts: Sequence[str], queries: Sequence[str], groups: np.ndarray) -> None:
+    from graphmem._recall._bm25 import BM25Index
+
+    gc.collect()
+    tracemalloc.start()
+    start = time.perf_counter()
+    index = BM25Index()
+    index.set_many((pos, text, int(groups[pos])) for pos, text in enumerate(texts))
+    index.scores("warm up", len(texts))
+    build_s = time.perf_counter() - start
+    memory = tracemalloc.get_traced_memory()[0] / 2**20
+    tracemalloc.stop()
+    times = []
+    for q in queries:
+        start = time.perf_counter()
+        index.scores(q, len(texts), group=int(groups[0]))
+        times.append((time.perf_counter() - start) * 1000)
+    print(f"  BM25: index of {len(texts)} texts built in {build_s:.1f} s, "
+          f"{memory:.0f} MB (Python heap, tracemalloc); query p50 "
+          f"{percentile(times, 50):.1f} ms, p95 {percentile(times, 95):.1f} ms (owner-scoped)")
+
+
+def measure(path: Path, n_queries: int, candidates: int, lifecycle: bool,
+            buffer_pool_mb: int) -> None:
+    settings = Settings(buffer_pool_mb=buffer_pool_mb)
+    rng = random.Random(5)
+    start = time.perf_counter()
+    with MemoryStore(path, embedder=QUERY_SPEC, settings=settings) as store:
+        open_s = time.perf_counter() - start
+        start = time.perf_counter()
+        store.recall("warm up the index", k=1, record_access=False)
+        first_s = time.perf_counter() - start
+        stats = store.stats()
+        print(f"{stats.memories} memories, {sum(stats.edges.values())} edges; opened in "
+              f"{open_s:.1f} s, first recall (builds the recall index) {first_s:.1f} s; "
+              f"RSS {rss_mb():.0f} MB (Kuzu buffer pool {buffer_pool_mb} MB)")
+        texts = [r["text"] for r in store.cypher(
+            "MATCH (m:Memory) RETURN m.text AS text ORDER BY m.id LIMIT 5000")]
+        queries = []
+        for _ in range(n_queries):
+            words = rng.choice(texts).split()
+            queries.append(" ".join(rng.sample(words, min(len(words), rng.randint(3, 6)))))
+        print(f"  {'preset':<16} {'floor':>6} {'p50':>7} {'p95':>7} {'x floor':>8}  (ms; floor: "
+              "the query's embedding)")
+        runs = [(name, name, RecallIndex.SIGN_BITS_FROM) for name in PRESETS]
+        if stats.memories >= RecallIndex.SIGN_BITS_FROM:  # the baseline: exact vectors
+            runs += [(f"{name}, exact", name, sys.maxsize) for name in ("vector", "default")]
+        for label, name, sign_bits_from in runs:
+            RecallIndex.SIGN_BITS_FROM = sign_bits_from
+            times, floor = [], []
+            for q in queries:
+                start = time.perf_counter()
+                store.embed([q])
+                floor.append((time.perf_counter() - start) * 1000)
+                start = time.perf_counter()
+                store.recall(q, k=10, preset=name)
+                times.append((time.perf_counter() - start) * 1000)
+            f50, p50 = percentile(floor, 50), percentile(times, 50)
+            print(f"  {label:<16} {f50:6.1f} {p50:7.1f} {percentile(times, 95):7.1f} "
+                  f"{p50 / f50:7.2f}x")
+        RecallIndex.SIGN_BITS_FROM = runs[0][2]
+        print(f"  RSS after the presets {rss_mb():.0f} MB, peak {peak_rss_mb():.0f} MB")
+        _, matrix = store.vectors()
+        vector_search(matrix, store.embedder.embed(queries[:50]), candidates)
+        del matrix
+        gc.collect()
+        all_texts = [r["text"] for r in store.cypher("MATCH (m:Memory) RETURN m.text AS text")]
+        groups = np.arange(len(all_texts)) % len(OWNERS)
+    bm25(all_texts, queries, groups)
+    del all_texts
+    gc.collect()
+    if lifecycle:
+        work = Path(tempfile.mkdtemp(prefix="graphmem-scale-life-"))
+        try:
+            shutil.copytree(path, work / "db")
+            with MemoryStore(work / "db", embedder=QUERY_SPEC, settings=settings) as store:
+                start = time.perf_counter()
+                report = store.run_lifecycle(apply=True)
+                apply_s = time.perf_counter() - start
+                j = report.jobs
+                print(f"  run_lifecycle(apply=True): {apply_s:.1f} s (decayed {j.decayed}, "
+                      f"promoted {j.promoted}, hot +{j.hot_added}, centrality for "
+                      f"{j.centrality_computed}); RSS {rss_mb():.0f} MB")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"  peak RSS of this process: {peak_rss_mb():.0f} MB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--candidates", type=int, default=RecallIndex.SIGN_CANDIDATES,
+                        help="sign-bit candidates re-scored exactly")
+    parser.add_argument("--buffer-pool-mb", type=int, default=1024)
+    parser.add_argument("--no-lifecycle", action="store_true")
+    parser.add_argument("--build-only", action="store_true")
+    parser.add_argument("--cache", type=Path,
+                        default=Path(tempfile.gettempdir()) / "graphmem-bench")
+    args = parser.parse_args()
+    path = cached_store(args.cache, args.n)
+    if not args.build_only:
+        measure(path, args.queries, args.candidates, not args.no_lifecycle,
+                args.buffer_pool_mb)
+
+
+if __name__ == "__main__":
+    main()

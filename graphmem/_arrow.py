@@ -1,0 +1,83 @@
+"""Arrow tables to Python rows without pyarrow's own timestamp conversion, which imports
+pandas on first use (~0.25 s: a quarter of what a one-shot ``recall`` may take).
+
+Timestamps without a zone or in UTC (what the engines return) are converted here,
+column by column; any other column, or zone, is left to pyarrow.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["column_values", "numbers", "to_pylist"]
+
+_EPOCH = datetime(1970, 1, 1)
+_EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _array(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    if not isinstance(column, pa.ChunkedArray):
+        return column
+    if column.num_chunks == 0:  # combine_chunks() of no chunks imports pandas
+        return pa.nulls(0, column.type)
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
+def _plain_timestamp(kind: pa.DataType) -> bool:
+    return bool(pa.types.is_timestamp(kind) and kind.tz in (None, "UTC"))
+
+
+def _timestamps(array: pa.Array) -> list[datetime | None]:
+    kind = array.type
+    micros = array.cast(pa.timestamp("us", tz=kind.tz), safe=False).cast(pa.int64())
+    base = _EPOCH if kind.tz is None else _EPOCH_UTC
+    return [None if v is None else base + timedelta(microseconds=v)
+            for v in micros.to_pylist()]
+
+
+def column_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
+    """The Python values of one column (as ``to_pylist``, datetimes made here)."""
+    array = _array(column)
+    kind = array.type
+    if _plain_timestamp(kind):
+        return _timestamps(array)
+    if pa.types.is_list(kind) and _plain_timestamp(kind.value_type):
+        values = _timestamps(array.flatten())
+        out: list[Any] = []
+        start = 0
+        for length in pc.list_value_length(array).to_pylist():
+            if length is None:
+                out.append(None)
+            else:
+                out.append(values[start:start + length])
+                start += length
+        return out
+    return array.to_pylist()
+
+
+def to_pylist(table: pa.Table) -> list[dict[str, Any]]:
+    """``table.to_pylist()``, the same values, without importing pandas."""
+    names = table.column_names
+    columns = [column_values(c) for c in table.columns]
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
+def numbers(column: pa.ChunkedArray | pa.Array, dtype: Any = np.float64) -> np.ndarray:
+    """A numeric column as a numpy array of ``dtype`` (nulls as 0), read from its buffer:
+    pyarrow's ``to_numpy`` imports pandas too."""
+    wanted = np.dtype(dtype)
+    array = _array(column).cast(pa.from_numpy_dtype(wanted))
+    if len(array) == 0:
+        return np.zeros(0, dtype=wanted)
+    values = np.frombuffer(array.buffers()[1], dtype=wanted, count=len(array),
+                           offset=array.offset * wanted.itemsize).copy()
+    if array.null_count:  # (pc.fill_null imports pandas as well)
+        valid = np.unpackbits(np.frombuffer(array.buffers()[0], dtype=np.uint8),
+                              bitorder="little")[array.offset:array.offset + len(array)]
+        values[valid == 0] = 0
+    return values

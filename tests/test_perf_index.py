@@ -1,0 +1,85 @@
+"""The recall index loaded column by column (how a store's index is built) holds exactly
+what ``upsert`` of the same rows, one dict each, holds; vectors read a page at a time are
+the ones read at once."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphmem import MemoryStore
+from graphmem._arrow import to_pylist
+from graphmem._kuzu import _engine as kuzu_engine
+from graphmem._recall._index import INDEX_FIELDS, RecallIndex
+
+ARRAYS = ("has_vector", "status", "kind", "owner", "hot", "created", "valid_from", "valid_to",
+          "access_count", "confidence", "importance")
+LISTS = ("ids", "access_times", "last_accessed", "superseded_by", "session")
+
+
+def _varied_store(path: Path) -> MemoryStore:
+    store = MemoryStore(path, embedder="hashing")
+    start = datetime(2024, 3, 1, tzinfo=UTC)
+    store.add_many([{"text": f"orchard deploy note {i} v3.2", "owner": ["ana", "ben", None][i % 3],
+                     "kind": ["episodic", "semantic", "procedural"][i % 3],
+                     "subject": "orchard" if i % 4 == 0 else None,
+                     "session": f"s{i // 5}", "importance": (i % 10) / 10,
+                     "created": start + timedelta(hours=i),
+                     "valid_from": start if i % 7 == 0 else None,
+                     "valid_to": start + timedelta(days=3) if i % 9 == 0 else None,
+                     "status": "archived" if i % 11 == 0 else "active"}
+                    for i in range(120)])
+    old = store.add("the greenhouse sensor reads moisture", owner="ana")
+    store.supersede(old.id, "the greenhouse sensor reads moisture and heat")
+    doomed = store.add("a note to forget about the orchard", owner="ben")
+    store.forget(doomed.id, confirm=True)
+    store.recall("orchard deploy", k=5, owner="ana")  # access times
+    store.flush()
+    return store
+
+
+def test_column_load_equals_row_upsert(tmp_path: Path) -> None:
+    with _varied_store(tmp_path / "db") as store:
+        scan = store._ctx.engine.scan([*INDEX_FIELDS, "vector"])
+    by_rows, by_columns = RecallIndex(scan.vectors.shape[1]), RecallIndex(scan.vectors.shape[1])
+    by_rows.upsert(to_pylist(scan.table), scan.vectors, scan.has_vector)
+    by_columns.load(scan.table, scan.vectors.copy(), scan.has_vector)
+    n = by_rows.size
+    assert n == by_columns.size == scan.table.num_rows > 120
+    for name in ARRAYS:
+        assert np.array_equal(getattr(by_rows, name)[:n], getattr(by_columns, name)[:n],
+                              equal_nan=getattr(by_rows, name).dtype.kind == "f"), name
+    assert np.array_equal(by_rows.vectors[:n], by_columns.vectors[:n])
+    for name in LISTS:
+        assert getattr(by_rows, name) == getattr(by_columns, name), name
+    assert by_rows.pos == by_columns.pos and by_rows.owner_codes == by_columns.owner_codes
+    assert all(np.array_equal(a, b) for a, b in zip(by_rows.access_seconds,
+                                                    by_columns.access_seconds, strict=True))
+    assert any(len(t) for t in by_columns.access_times)  # the recall left access times
+    for query in ("orchard deploy", "greenhouse moisture", "v3.2 note 7", "forget"):
+        for group in (None, 0, 1):
+            assert np.allclose(by_rows.bm25.scores(query, n, group=group),
+                               by_columns.bm25.scores(query, n, group=group))
+
+
+@pytest.mark.parametrize("page", [7, 50_000])
+def test_vectors_read_in_pages_are_those_read_at_once(tmp_path: Path, page: int,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    with _varied_store(tmp_path / "db") as store:
+        engine = store._ctx.engine
+        table = engine._arrow_scan(["id", "vec"], owner=None)
+        want, want_present = kuzu_engine._matrix(table.column("vec").to_pylist())
+        monkeypatch.setattr(kuzu_engine, "_PAGE", page)
+        every = engine.scan(["id", "vector"])
+        assert every.table.column("id").to_pylist() == table.column("id").to_pylist()
+        assert np.array_equal(every.vectors, want)
+        assert np.array_equal(every.has_vector, want_present) and not want_present.all()
+        some_ids = table.column("id").to_pylist()[::3]  # more than a lookup's worth
+        some = engine.scan(["vector", "text"], ids=some_ids)
+        rows = [table.column("id").to_pylist().index(i) for i in some_ids]
+        assert some.table.column_names == ["text"]
+        assert np.array_equal(some.vectors, want[rows])
+        assert np.array_equal(some.has_vector, want_present[rows])

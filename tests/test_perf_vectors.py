@@ -1,0 +1,93 @@
+"""Sign-bit candidates with exact re-scoring against exact search (the oracle)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphmem import MemoryStore
+from graphmem._recall._index import RecallIndex
+from graphmem._recall._vectors import SignCodes, exact_top
+
+
+def _data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((50, 384)).astype(np.float32)
+    x = centres[rng.integers(0, 50, n)] + 0.3 * rng.standard_normal((n, 384)).astype(np.float32)
+    q = x[rng.integers(0, n, 20)] + 0.1 * rng.standard_normal((20, 384)).astype(np.float32)
+    return (x / np.linalg.norm(x, axis=1, keepdims=True),
+            q / np.linalg.norm(q, axis=1, keepdims=True))
+
+
+def test_hamming_distances_are_the_count_of_differing_signs() -> None:
+    x, q = _data(3000)
+    codes = SignCodes.from_vectors(x)
+    want = ((x > 0) != (q[0] > 0)).sum(axis=1)
+    assert np.array_equal(codes.hamming(q[0], len(x)), want)
+    assert np.array_equal(codes.hamming(q[0], 100, chunk=7), want[:100])
+
+
+def test_every_candidate_gives_exactly_the_exact_answer_and_scores() -> None:
+    x, q = _data(2000)
+    codes = SignCodes.from_vectors(x)
+    mask = np.arange(len(x)) % 3 != 0
+    for query in q:
+        got = codes.search(query, x, k=10, candidates=len(x), mask=mask)
+        want = exact_top(x, query, 10, mask=mask)
+        assert np.array_equal(got[0], want[0]) and np.allclose(got[1], want[1])
+        assert mask[got[0]].all()
+
+
+def test_a_few_candidates_find_most_of_the_exact_top_ten() -> None:
+    x, q = _data(20_000)
+    codes = SignCodes.from_vectors(x)
+    found = 0
+    for query in q:
+        got, scores = codes.search(query, x, k=10, candidates=500)
+        found += len(set(got) & set(exact_top(x, query, 10)[0]))
+        assert np.allclose(scores, x[got] @ query)  # re-scored exactly
+    assert found / (10 * len(q)) > 0.9
+
+
+def test_set_keeps_codes_in_step_with_rows() -> None:
+    x, q = _data(100)
+    codes = SignCodes(384, capacity=4)
+    for pos, row in enumerate(x):
+        codes.set(pos, row)
+    assert len(codes) >= 100
+    assert np.array_equal(codes.codes[:, :100], SignCodes.from_vectors(x).codes)
+    codes.set(7, None)
+    assert codes.hamming(q[0], 100)[7] == int((q[0] > 0).sum())
+
+
+def _recalls(store: MemoryStore, queries: list[str]) -> list[list[tuple[str, float | None]]]:
+    out = []
+    for query in queries:
+        hits = store.recall(query, k=10, preset="vector", record_access=False)
+        out.append([(h.memory.id, h.explanation.channels["vector"].score) for h in hits])
+    return out
+
+
+def test_recall_over_sign_bits_with_every_candidate_is_exact_recall(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(3)
+    words = ["orchard", "deploy", "sensor", "moisture", "thesis", "queue", "redis", "nadia",
+             "review", "release", "greenhouse", "alert", "backup", "network", "firmware"]
+    queries = [" ".join(rng.sample(words, 3)) for _ in range(15)]
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store.add_many([" ".join(rng.choices(words, k=rng.randint(3, 9)))
+                        for _ in range(400)])
+        exact = _recalls(store, queries)
+    monkeypatch.setattr(RecallIndex, "SIGN_BITS_FROM", 0)
+    monkeypatch.setattr(RecallIndex, "SIGN_CANDIDATES", 10_000)
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        assert _recalls(store, queries) == exact
+        # the codes follow changes: a new memory is found, a forgotten one is not
+        added = store.add("zebra quagga okapi")
+        assert store.recall("zebra quagga okapi", k=1, preset="vector")[0].memory.id == added.id
+        store.forget(added.id, confirm=True)
+        assert added.id not in [h.memory.id for h in
+                                store.recall("zebra quagga okapi", k=10, preset="vector")]
