@@ -9,6 +9,8 @@ updates it, so a query never scans the database.
 from __future__ import annotations
 
 import math
+import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -107,8 +109,10 @@ class RecallIndex:
 
     #: From this many memories on, vector search reads the sign bits of every vector and
     #: re-scores the ``SIGN_CANDIDATES`` nearest exactly, instead of reading every float32
-    #: vector (``nearest``; recall and speed against exact: ``eval/bench_scale.py``).
-    SIGN_BITS_FROM = 200_000
+    #: vector (``nearest``; recall and speed against exact: ``eval/bench_scale.py``). Off
+    #: unless ``GRAPHMEM_SIGN_BITS_FROM`` sets a size: it finds ~0.78 of the exact top 10
+    #: on the benchmark's vectors, not yet measured on real ones.
+    SIGN_BITS_FROM = int(os.environ.get("GRAPHMEM_SIGN_BITS_FROM") or sys.maxsize)
     SIGN_CANDIDATES = 4_000
 
     def __init__(self, dim: int, capacity: int = 1024) -> None:
