@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
 import numpy as np
@@ -118,6 +118,10 @@ class BM25Index:
         self._total_length += len(tokens)
         self._group_docs[group] = self._group_docs.get(group, 0) + 1
         self._group_length[group] = self._group_length.get(group, 0.0) + len(tokens)
+
+    def posting(self, token: str) -> Mapping[int, int]:
+        """The documents that hold ``token``: position -> term frequency."""
+        return self._postings.get(token, {})
 
     def set_many(self, items: Iterable[tuple[int, str]]) -> None:
         for pos, text in items:
