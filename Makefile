@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PACKAGES := graphmem ingest queries eval
 
-.PHONY: demo test test-faults lint typecheck bench clean
+.PHONY: demo test test-faults lint typecheck bench clean notebook
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,12 @@ $(STAMP): pyproject.toml constraints.txt
 
 demo: $(STAMP)
 	$(BIN)/python -m graphmem.demo --db graphmem.db
+
+# JupyterLab (and ipywidgets, for progress bars in cells) in the project's .venv, opened on
+# notebooks/: each notebook runs offline on the sample corpus and the committed results.
+notebook: $(STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt 'jupyterlab>=4.2' 'ipywidgets>=8.1'
+	$(BIN)/jupyter lab --notebook-dir=notebooks
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(PACKAGES) tests

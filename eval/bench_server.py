@@ -84,6 +84,19 @@ def _mix(seconds: float, clients: int, queries: list[str],
     return tally
 
 
+def cached_store(cache: Path, size: int) -> Path:
+    """The ``size``-memory store (MiniLM) under ``cache``, built on first use."""
+    cached = cache / f"store-{size}"
+    if not cached.exists():
+        print(f"building a {size}-memory store (MiniLM embeddings) in {cached} ...")
+        partial = cached.with_name(cached.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        build(partial, size)
+        partial.rename(cached)  # an interrupted build is never mistaken for a cache
+    return cached
+
+
 def _report(label: str, tally: Tally, seconds: float) -> float:
     total = sum(len(v) for v in tally.latencies.values())
     rate = total / seconds
@@ -120,14 +133,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir())
                         / "graphmem-bench-server")
     args = parser.parse_args()
-    cached = args.cache / f"store-{args.size}"
-    if not cached.exists():
-        print(f"building a {args.size}-memory store (MiniLM embeddings) in {cached} ...")
-        partial = cached.with_name(cached.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        partial.parent.mkdir(parents=True, exist_ok=True)
-        build(partial, args.size)
-        partial.rename(cached)  # an interrupted build is never mistaken for a cache
+    cached = cached_store(args.cache, args.size)
     workdir = Path(tempfile.mkdtemp(prefix="graphmem-bench-server-"))
     db = workdir / "db"
     shutil.copytree(cached, db)

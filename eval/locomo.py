@@ -48,10 +48,12 @@ def conversation_now(conversation: Conversation) -> datetime:
 
 
 def build_store(conversation: Conversation, embedder: Embedder | str, *,
-                settings: Settings | None = None, **ingest: Any) -> MemoryStore:
-    """An in-memory store holding one conversation (one memory per turn)."""
+                settings: Settings | None = None, path: str = ":memory:",
+                **ingest: Any) -> MemoryStore:
+    """A store holding one conversation (one memory per turn), in memory unless
+    ``path`` names a database."""
     now = conversation_now(conversation)
-    store = MemoryStore(":memory:", embedder=embedder, settings=settings or Settings(),
+    store = MemoryStore(path, embedder=embedder, settings=settings or Settings(),
                         clock=lambda: now)
     ingest_conversation(store, conversation, **ingest)
     return store

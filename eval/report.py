@@ -48,6 +48,51 @@ def _fmt(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
+def _splits(by_split: dict[str, Any], corpus: str) -> list[str]:
+    """The table per half of the corpus: configurations were tuned on "tune" only."""
+    lme = corpus == "longmemeval"
+    keys = ["recall_all@5", "recall_all@10", "mrr"] if lme else ["recall@5", "recall@10", "mrr"]
+    heads = ["R_all@5", "R_all@10", "MRR"] if lme else ["R@5", "R@10", "MRR"]
+    part = ("questions at even positions (tune) and odd positions (test)" if lme
+            else "conversations 1-5 (tune) and 6-10 (test)")
+    lines = ["", "## Tune and test halves", "",
+             f"The presets were tuned on the tune half alone ({part}); the test half was "
+             "not looked at while tuning.", "",
+             "| half | preset | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(heads)]
+    for half, presets in by_split.items():
+        for name, m in presets.items():
+            if m:
+                lines.append(f"| {half} | `{name}` | "
+                             + " | ".join(_fmt(m.get(k, "-")) for k in keys) + " |")
+    return lines
+
+
+def _ablations(ablations: dict[str, Any], corpus: str) -> list[str]:
+    """The ablation table: overall metrics, then the per-category (question type) figure."""
+    keys = (["recall_all@5", "recall_all@10", "mrr"] if corpus == "longmemeval"
+            else ["recall@5", "recall@10", "mrr"])
+    heads = {"recall@5": "R@5", "recall@10": "R@10", "mrr": "MRR", "recall_all@5": "R_all@5",
+             "recall_all@10": "R_all@10"}
+    cats = sorted({c for vs in ablations.values() for m in vs.values()
+                   for c in m.get("per_category", {})})
+    per = "R_all@5" if corpus == "longmemeval" else "R@10"
+    lines = ["", "## Ablations (the `default` preset, one change at a time)", "",
+             f"Per-category columns are {per}.", "",
+             "| group | variant | " + " | ".join(heads[k] for k in keys) + " | "
+             + " | ".join(cats) + " |", "|---|---|" + "---|" * (len(keys) + len(cats))]
+    for group, variants in ablations.items():
+        for name, m in variants.items():
+            lines.append(f"| {group} | {name} | " + " | ".join(_fmt(m.get(k, "-")) for k in keys)
+                         + (" | " + " | ".join(_fmt(m.get("per_category", {}).get(c, "-"))
+                                               for c in cats) if cats else "") + " |")
+    main = keys[1]
+    best = max(((m[main], f"{g} / {n}") for g, vs in ablations.items()
+                for n, m in vs.items() if main in m), default=None)
+    if best:
+        lines += ["", f"Best variant by {heads[main]}: {best[1]} ({best[0]:.3f})."]
+    return lines
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The report: the experiment table, wins, categories, ACT-R, ablations."""
     corpus = results["corpus"]
@@ -56,12 +101,22 @@ def markdown(results: dict[str, Any]) -> str:
              f"Made by `{results.get('command', '?')}` on {results.get('date', '?')} "
              f"({results.get('seconds', '?')} s on this machine).", ""]
     count = results.get("questions", results.get("queries"))
+    split = results.get("split", "all")
     if corpus == "locomo":
-        lines += [f"{results.get('conversations')} conversations, {count} questions with valid "
-                  "evidence after repair (published reference figures count 1,977 questions; "
-                  "the evidence repair used here keeps 1,982). Turn-level gold, fractional "
+        part = ("" if split == "all" else
+                f" (the {split} split: {', '.join(results.get('sample_ids', []))})")
+        lines += [f"{results.get('conversations')} conversations{part}, {count} questions "
+                  "with valid evidence after repair (the whole file has 1,982; published "
+                  "reference figures count 1,977). Turn-level gold, fractional "
                   "recall (the official measure); one store per conversation, each turn a "
                   "memory indexed with the turn before and after it.", ""]
+    elif corpus == "longmemeval":
+        part = "" if split == "all" else (
+            f", the {split} split (the answerable questions at "
+            f"{'even' if split == 'tune' else 'odd'} positions)")
+        lines += [f"{count} answerable questions of the development split{part}; each "
+                  "question its own haystack (user turns indexed, the turns around each as "
+                  "its context), session-level gold.", ""]
     elif count is not None:
         lines += [f"{count} queries.", ""]
     wins = results.get("unique_wins", {})
@@ -89,7 +144,8 @@ def markdown(results: dict[str, Any]) -> str:
     per_category = results.get("per_category") or {}
     if per_category:
         cats = sorted({c for v in per_category.values() for c in v})
-        lines += ["", "## Per category (R@10)", "",
+        metric = "R_all@5" if corpus == "longmemeval" else "R@10"
+        lines += ["", f"## Per category ({metric})", "",
                   "| preset | " + " | ".join(cats) + " |",
                   "|---|" + "---|" * len(cats)]
         for name, values in per_category.items():
@@ -100,6 +156,9 @@ def markdown(results: dict[str, Any]) -> str:
         lines.append("| n | " + " | ".join(
             str(next(iter(per_category.values())).get(c, {}).get("n", "-")) for c in cats)
             + " |")
+    by_split = results.get("by_split")
+    if by_split:
+        lines += _splits(by_split, corpus)
     actr = results.get("actr")
     if actr:
         protocol = actr.get("protocol", "half replayed, half measured, swapped")
@@ -118,16 +177,7 @@ def markdown(results: dict[str, Any]) -> str:
                          f"{_fmt(actr['cold_actr']['recall@10'])}")
     ablations = results.get("ablations")
     if ablations:
-        lines += ["", "## Ablations (the `default` preset, one change at a time)", "",
-                  "| group | variant | R@5 | R@10 | MRR |", "|---|---|---|---|---|"]
-        for group, variants in ablations.items():
-            for name, m in variants.items():
-                lines.append(f"| {group} | {name} | {_fmt(m['recall@5'])} | "
-                             f"{_fmt(m['recall@10'])} | {_fmt(m['mrr'])} |")
-        best = max(((m["recall@10"], f"{g} / {n}") for g, vs in ablations.items()
-                    for n, m in vs.items()), default=None)
-        if best:
-            lines += ["", f"Best variant by R@10: {best[1]} ({best[0]:.3f})."]
+        lines += _ablations(ablations, corpus)
     if corpus in REFERENCES:
         lines += ["", REFERENCES[corpus]]
     return "\n".join(lines) + "\n"
@@ -162,24 +212,31 @@ def plot(results: dict[str, Any], out: Path) -> list[Path]:
                     for c in cats], width, label=name)
         ax.set_xticks([j + 0.4 - width / 2 for j in range(len(cats))])
         ax.set_xticklabels(cats, rotation=15)
-        ax.set_ylabel("recall@10")
+        ax.set_ylabel("recall_all@5" if results["corpus"] == "longmemeval" else "recall@10")
         ax.set_title(f"{results['corpus']}: per category")
         ax.legend(fontsize=8)
         written.append(_save(fig, out / f"{results['corpus']}_per_category.png"))
     ablations = results.get("ablations") or {}
     if ablations:
         groups = list(ablations)
-        fig, axes = plt.subplots(1, len(groups), figsize=(2.6 * len(groups), 3.2),
-                                 sharey=True)
-        for ax, group in zip(axes, groups, strict=True):
+        metric = "recall_all@5" if results["corpus"] == "longmemeval" else "recall@10"
+        columns = min(5, len(groups))
+        rows = -(-len(groups) // columns)
+        fig, grid = plt.subplots(rows, columns, figsize=(2.6 * columns, 2.8 * rows),
+                                 sharey=True, squeeze=False)
+        axes = [ax for row in grid for ax in row]
+        for ax, group in zip(axes, groups, strict=False):
             names = list(ablations[group])
-            ax.plot(range(len(names)), [ablations[group][n]["recall@10"] for n in names],
-                    marker="o")
+            ax.plot(range(len(names)), [ablations[group][n].get(metric, float("nan"))
+                                        for n in names], marker="o")
             ax.set_xticks(range(len(names)))
             ax.set_xticklabels([n.split("=")[-1] for n in names], fontsize=7)
             ax.set_title(group, fontsize=8)
             ax.grid(alpha=0.3)
-        axes[0].set_ylabel("recall@10")
+        for ax in axes[len(groups):]:
+            ax.axis("off")
+        for row in grid:
+            row[0].set_ylabel(metric)
         written.append(_save(fig, out / f"{results['corpus']}_ablations.png"))
     return written
 

@@ -19,12 +19,29 @@ from .experiment import ROWS, CachedEmbedder, actr_summary, configs, replay, sum
 from .locomo import DEPTH, QueryResult, build_store, run_conversation
 from .metrics import dedupe, score_run
 
-__all__ = ["run_locomo", "run_longmemeval", "run_ump"]
+__all__ = ["SPLITS", "knowledge_graph_off", "run_locomo", "run_longmemeval", "run_ump"]
+
+#: Which part of a corpus a run uses: everything, or one of two halves: configurations are
+#: tuned on "tune" and reported on "test" (LoCoMo: conversations 1-5 / 6-10; LongMemEval:
+#: the answerable questions at even / odd positions).
+SPLITS = ("all", "tune", "test")
 
 
 def _embedder(spec: str | Embedder) -> CachedEmbedder:
     inner = embedder_from_spec(spec) if isinstance(spec, str) else spec
     return CachedEmbedder(inner)
+
+
+def _split(items: Sequence[Any], split: str, *, alternate: bool) -> list[Any]:
+    """One part of ``items`` (see ``SPLITS``): halves in order, or alternate positions."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; splits are {', '.join(SPLITS)}")
+    if split == "all":
+        return list(items)
+    if alternate:
+        return list(items[0::2] if split == "tune" else items[1::2])
+    middle = (len(items) + 1) // 2
+    return list(items[:middle] if split == "tune" else items[middle:])
 
 
 def _limit(conversations: Sequence[Conversation], limit: int | None
@@ -52,13 +69,15 @@ def run_locomo(
     ablations: bool = False,
     progress: bool = True,
     ingest: Mapping[str, Any] | None = None,
+    split: str = "all",
 ) -> tuple[dict[str, Any], list[QueryResult]]:
-    """The experiment on LoCoMo: the table, per category, the ACT-R protocol, ablations.
+    """The experiment on LoCoMo: the table, per category, the ACT-R protocol, ablations,
+    on the conversations of ``split``.
 
     Returns the results (``results.json``'s content) and the per-query results.
     """
     started = time.perf_counter()
-    plan = _limit(load_locomo(path), limit)
+    plan = _limit(_split(load_locomo(path), split, alternate=False), limit)
     emb = _embedder(embedder)
     options = dict(ingest or {})
     total = sum(len(q) for _, q in plan)
@@ -72,10 +91,19 @@ def run_locomo(
         store.close()
     bar.close()
     results: dict[str, Any] = {
-        "corpus": "locomo", "source": str(path or "default"),
-        "conversations": len(plan), "questions": total,
+        "corpus": "locomo", "source": str(path or "default"), "split": split,
+        "conversations": len(plan), "sample_ids": [c.sample_id for c, _ in plan],
+        "questions": total,
         **summarize(rows, list(presets), CATEGORIES),
     }
+    if split == "all":
+        halves = {part: {c.sample_id for c in _split([c for c, _ in plan], part,
+                                                     alternate=False)}
+                  for part in ("tune", "test")}
+        results["by_split"] = {
+            part: {name: _brief([r for r in rows if r.preset == name and r.sample_id in ids],
+                                _category) for name in presets}
+            for part, ids in halves.items()}
     if "default" in presets and "graph_hybrid" in presets:
         results["actr"] = locomo_actr(plan, emb, options, rows, progress=progress)
     if ablations:
@@ -120,16 +148,42 @@ def locomo_actr(plan: Sequence[tuple[Conversation, list[tuple[int, Question]]]],
     return summary
 
 
+def knowledge_graph_off(config: RecallConfig) -> RecallConfig:
+    """``config`` without the knowledge graph: no walks through entities, no query
+    entity links, no time, facts or entities channels (the memory graph stays)."""
+    weights = {k: v for k, v in config.weights.items()
+               if k not in ("time", "facts", "entities")}
+    return config.with_(weights=weights, graph={"entities": 0.0, "query_entities": 0.0})
+
+
 #: One-at-a-time variations of the default configuration (recall time only).
 def _recall_ablations() -> dict[str, dict[str, RecallConfig]]:
     base = PRESETS["default"]
     weights = base.weights
+
+    def weight(channel: str, values: Sequence[float]) -> dict[str, RecallConfig]:
+        return {f"{channel}={w}": base.with_(weights={**weights, channel: w}) for w in values}
+
     out: dict[str, dict[str, RecallConfig]] = {
+        "knowledge_graph": {"off": knowledge_graph_off(base), "on (default)": base},
+        "graph_channel": {"off": base.with_(weights={**weights, "graph": 0.0}),
+                          "on (default)": base},
+        # what the graph adds in all: two channels and ACT-R, no walk and no knowledge graph
+        "graph_share": {"two channels + ACT-R": knowledge_graph_off(base).with_(
+            weights={"fulltext": weights["fulltext"], "vector": weights["vector"]}),
+                        "default": base},
+        "entity_walks": {f"entities={w}": base.with_(graph={"entities": w})
+                         for w in (0.0, 0.5, 1.0)},
+        "query_entity_links": {f"query_entities={w}": base.with_(graph={"query_entities": w})
+                               for w in (0.0, 1.0, 2.0)},
+        "hub_damping": {f"min_informativeness={w}": base.with_(
+            graph={"min_informativeness": w}) for w in (0.0, 0.05, 0.15)},
+        "time_weight": weight("time", (0.0, 0.3, 0.5)),
+        "facts_weight": weight("facts", (0.0, 0.3, 0.5)),
+        "entities_channel": weight("entities", (0.0, 0.3)),
+        "graph_weight": weight("graph", (0.0, 0.2, 0.4, 0.6, 1.0)),
         "rrf_k": {f"k={k}": base.with_(rrf_k=float(k)) for k in (10, 30, 60, 100)},
-        "vector_weight": {f"vector={w}": base.with_(weights={**weights, "vector": w})
-                          for w in (0.0, 0.15, 0.3, 0.5, 1.0)},
-        "graph_weight": {f"graph={w}": base.with_(weights={**weights, "graph": w})
-                         for w in (0.0, 0.1, 0.2, 0.5, 1.0)},
+        "vector_weight": weight("vector", (0.0, 0.15, 0.3, 0.5, 1.0)),
         "graph_depth": {f"depth={d}": base.with_(graph={"depth": d}) for d in (1, 2, 3)},
         "graph_method": {m: base.with_(graph={"method": m}) for m in ("ppr", "hops")},
         "actr_weight": {f"actr={w}": base.with_(actr={"weight": w})
@@ -164,7 +218,8 @@ def locomo_ablations(plan: Sequence[tuple[Conversation, list[tuple[int, Question
         bar.update(1)
     bar.close()
     for group, cfgs in variations.items():
-        results[group] = {name: _brief([r for r in rows if r.preset == f"{group}/{name}"])
+        results[group] = {name: _brief([r for r in rows if r.preset == f"{group}/{name}"],
+                                       _category)
                           for name in cfgs}
     bar = tqdm(total=sum(len(v) for v in _INGEST_ABLATIONS.values()) * len(plan),
                desc="ablations (ingest)", unit="store", disable=not progress)
@@ -178,26 +233,42 @@ def locomo_ablations(plan: Sequence[tuple[Conversation, list[tuple[int, Question
                                           questions=asked)
                 store.close()
                 bar.update(1)
-            results[group][name] = _brief(found)
+            results[group][name] = _brief(found, _category)
     bar.close()
     return results
 
 
-def _brief(rows: Sequence[QueryResult]) -> dict[str, float]:
+def _brief(rows: Sequence[QueryResult], group: Callable[[QueryResult], str] | None = None,
+           metric: str = "recall@10") -> dict[str, Any]:
+    """Averaged R@5, R@10, MRR (and R_all@5, R_all@10 where measured); with ``group``
+    also ``metric`` per group (a category, a question type)."""
     if not rows:
         return {}
-    return {"recall@5": round(statistics.mean(r.metrics["recall@5"] for r in rows), 4),
-            "recall@10": round(statistics.mean(r.metrics["recall@10"] for r in rows), 4),
-            "mrr": round(statistics.mean(r.metrics["mrr"] for r in rows), 4),
-            "n": len(rows)}
+    keys = ["recall@5", "recall@10", "mrr", "recall_all@5", "recall_all@10"]
+    out: dict[str, Any] = {k: round(statistics.mean(r.metrics[k] for r in rows), 4)
+                           for k in keys if k in rows[0].metrics}
+    out["n"] = len(rows)
+    if group is not None:
+        groups: dict[str, list[float]] = {}
+        for r in rows:
+            groups.setdefault(group(r), []).append(r.metrics[metric])
+        out["per_category"] = {g: round(statistics.mean(v), 4)
+                               for g, v in sorted(groups.items())}
+    return out
 
 
-def run_longmemeval(path: str | Path, *, presets: Sequence[str] = ROWS,
+def _category(row: QueryResult) -> str:
+    return f"{row.category} {CATEGORIES.get(row.category, '')}".strip()
+
+
+def run_longmemeval(path: str | Path | None = None, *, presets: Sequence[str] = ROWS,
                     limit: int | None = None, embedder: str | Embedder = "minilm",
-                    progress: bool = True) -> tuple[dict[str, Any], list[QueryResult]]:
+                    progress: bool = True, split: str = "all", ablations: bool = False
+                    ) -> tuple[dict[str, Any], list[QueryResult]]:
     """LongMemEval: each question its own haystack (user turns indexed); session-level
     gold (answer sessions); abstention questions skipped. ``recall_all@k`` is the paper's
-    Recall@k.
+    Recall@k. ``split`` takes one half of the answerable questions (``SPLITS``); with
+    ``ablations`` every recall-time variation of ``default`` is asked of the same stores.
 
     Examples
     --------
@@ -225,25 +296,32 @@ def run_longmemeval(path: str | Path, *, presets: Sequence[str] = ROWS,
 
     started = time.perf_counter()
     questions = [q for q in load_longmemeval(path) if not q.abstention and q.gold_sessions]
+    questions = _split(questions, split, alternate=True)
     questions = questions[:limit] if limit is not None else questions
     emb = _embedder(embedder)
+    asked = configs(presets)
+    variations = _recall_ablations() if ablations else {}
+    flat = {f"{group}/{name}": cfg for group, cfgs in variations.items()
+            for name, cfg in cfgs.items()}
     rows: list[QueryResult] = []
+    extra: list[QueryResult] = []
     for q in tqdm(questions, desc="longmemeval", unit="q", disable=not progress):
         now = q.question_date or datetime.now(UTC)
         with MemoryStore(":memory:", embedder=emb, settings=Settings(),
                          clock=_fixed(now)) as store:
             session_of = ingest_question(store, q)
-            for name, config in configs(presets).items():
+            for name, config in {**asked, **flat}.items():
                 start = time.perf_counter()
                 hits = store.recall(q.question, k=DEPTH * 4, preset=config,
                                     record_access=False)
                 ms = (time.perf_counter() - start) * 1000
                 ranking = dedupe([session_of[h.memory.id] for h in hits])
-                rows.append(QueryResult("lme", len(rows), q.question, 0,
-                                        list(q.gold_sessions), name, ranking,
-                                        score_run(ranking, q.gold_sessions), ms,
-                                        {"question_id": q.question_id,
-                                         "question_type": q.question_type}))
+                row = QueryResult("lme", len(rows) + len(extra), q.question, 0,
+                                  list(q.gold_sessions), name, ranking,
+                                  score_run(ranking, q.gold_sessions), ms,
+                                  {"question_id": q.question_id,
+                                   "question_type": q.question_type})
+                (rows if name in asked else extra).append(row)
     summary = summarize(rows, list(presets))
     by_type: dict[str, dict[str, Any]] = {}
     for name in presets:
@@ -252,10 +330,27 @@ def run_longmemeval(path: str | Path, *, presets: Sequence[str] = ROWS,
             if r.preset == name:
                 types.setdefault(r.extra["question_type"], []).append(r)
         by_type[name] = {t: {"recall_all@5": round(statistics.mean(
-            x.metrics["recall_all@5"] for x in rs), 4), "n": len(rs)} for t, rs in types.items()}
+            x.metrics["recall_all@5"] for x in rs), 4), "recall_all@10": round(statistics.mean(
+                x.metrics["recall_all@10"] for x in rs), 4), "n": len(rs)}
+            for t, rs in sorted(types.items())}
     summary["per_category"] = by_type
-    return ({"corpus": "longmemeval", "source": str(path), "questions": len(questions),
-             **summary, "seconds": round(time.perf_counter() - started, 1)}, rows)
+    results: dict[str, Any] = {"corpus": "longmemeval", "source": str(path or "default"),
+                               "split": split, "questions": len(questions), **summary}
+    if split == "all":
+        position = {q.question_id: i for i, q in enumerate(questions)}
+        results["by_split"] = {
+            part: {name: _brief([r for r in rows if r.preset == name and
+                                 position[r.extra["question_id"]] % 2 == parity],
+                                lambda r: str(r.extra["question_type"]), "recall_all@5")
+                   for name in presets}
+            for part, parity in (("tune", 0), ("test", 1))}
+    if ablations:
+        results["ablations"] = {
+            group: {name: _brief([r for r in extra if r.preset == f"{group}/{name}"],
+                                 lambda r: str(r.extra["question_type"]), "recall_all@5")
+                    for name in cfgs} for group, cfgs in variations.items()}
+    results["seconds"] = round(time.perf_counter() - started, 1)
+    return results, rows
 
 
 def _fixed(moment: datetime) -> Callable[[], datetime]:

@@ -21,20 +21,24 @@ import os
 import re
 import shutil
 import stat
+import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from ._engine import Engine
 from ._errors import SchemaVersionError, StoreError
 from ._kuzu import SCHEMA_VERSION, Database, KuzuEngine
 from ._kuzu._restore import build_from_parquet, check_rows
+from ._settings import Settings
 from ._time import utcnow
+from ._transfer import copy_store
+from .engines import is_postgres_url, open_engine
 
 if TYPE_CHECKING:
     from ._context import StoreContext
-    from ._settings import Settings
 
 __all__ = ["MANIFEST", "BackupInfo", "backup", "read_manifest", "restore"]
 
@@ -73,13 +77,15 @@ def backup(ctx: StoreContext, directory: str | os.PathLike[str]) -> BackupInfo:
         # Pending writes (access counts of recent recalls) land first: inside the
         # snapshot their writer would wait for the lock it holds (30 s, then lost).
         ctx.before_read()
-        with engine.snapshot():
+        with _as_kuzu(engine) as kuzu, engine.snapshot():
             counts = engine.counts()
             meta = engine.meta()
-            engine.export_files(scratch / _DATA)
+            if kuzu is not engine:  # another engine: copied into a scratch Kuzu store
+                copy_store(engine, kuzu)
+            kuzu.export_files(scratch / _DATA)
         info = BackupInfo(
             path=str(directory), created=utcnow().isoformat(),
-            schema_version=engine.schema_version, embedder=ctx.embedder.name,
+            schema_version=kuzu.schema_version, embedder=ctx.embedder.name,
             embedder_fingerprint=meta.get("embedder_fingerprint"),
             memories=sum(counts.by_kind.values()), versions=counts.versions,
             events=counts.events, files=_hashes(scratch / _DATA),
@@ -117,9 +123,39 @@ def restore(directory: str | os.PathLike[str], target: str | os.PathLike[str], *
     pool_mb = settings.buffer_pool_mb if settings else 256
     with _BackupFiles(Path(directory)) as files:
         info = _read_manifest(files)
+        if is_postgres_url(target):
+            # built and checked as a Kuzu store first, then copied in one transaction
+            with tempfile.TemporaryDirectory(prefix="graphmem-restore-") as tmp:
+                scratch = Path(tmp) / "db"
+                scratch.mkdir()
+                _build(files, info, scratch, pool_mb=pool_mb)
+                kuzu = KuzuEngine(str(scratch), buffer_pool_mb=pool_mb, read_only=True)
+                try:
+                    pg = open_engine(target, settings=settings or Settings())
+                    try:
+                        copy_store(kuzu, pg)
+                    finally:
+                        pg.close()
+                finally:
+                    kuzu.close()
+            return info
         with _staged(Path(target), what="database directory") as scratch:
             _build(files, info, scratch, pool_mb=pool_mb)
     return info
+
+
+@contextlib.contextmanager
+def _as_kuzu(engine: Engine) -> Iterator[KuzuEngine]:
+    """``engine`` itself when it is Kuzu, else an empty scratch Kuzu store (removed after)."""
+    if isinstance(engine, KuzuEngine):
+        yield engine
+        return
+    with tempfile.TemporaryDirectory(prefix="graphmem-backup-") as tmp:
+        scratch = KuzuEngine(str(Path(tmp) / "db"), buffer_pool_mb=256)
+        try:
+            yield scratch
+        finally:
+            scratch.close()
 
 
 def _build(files: _BackupFiles, info: BackupInfo, scratch: Path, *, pool_mb: int) -> None:

@@ -4,6 +4,7 @@ the listeners told of every commit. Components get this object, never each other
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -12,9 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from ._derive import FactSource
 from ._embed import Embedder, embedder_from_spec, fingerprint
-from ._engine import Engine
+from ._engine import Engine, ForeignChange
 from ._errors import EmbedderMismatchError, InvalidInputError, NotFoundError
+from ._kg import Fact
 from ._models import Memory
 from ._settings import Settings
 from ._time import to_utc
@@ -26,7 +29,8 @@ __all__ = ["Changed", "StoreContext"]
 class Changed:
     """What a commit changed: these memories (``new`` holds the ones it created, when
     the writer has them); ``removed``: they were forgotten; ``edges_only``: only their
-    edges changed; ``bulk``: anything may have changed."""
+    edges changed; ``bulk``: anything may have changed; ``foreign``: another process
+    committed it (what this process derived from the store may be stale anywhere)."""
 
     ids: Sequence[str]
     new: Sequence[Memory] = ()
@@ -34,6 +38,7 @@ class Changed:
     removed: bool = False
     edges_only: bool = False
     bulk: bool = False
+    foreign: bool = False
 
 
 class StoreContext:
@@ -48,8 +53,11 @@ class StoreContext:
         self.lock = threading.RLock()
         self._listeners: list[Callable[[Changed], None]] = []
         self._before_read: list[Callable[[], None]] = []
+        self._sync_lock = threading.Lock()
         self._embedder_checked = False
         self.embedder = self._resolve_embedder(embedder)
+        #: facts from an Ollama model (checked, rules as fallback), or None: the rules
+        self.facts: FactSource | None = _fact_source(settings)
 
     # -- time and change notification -------------------------------------------------
     def now(self) -> datetime:
@@ -68,8 +76,20 @@ class StoreContext:
         self._before_read.append(hook)
 
     def before_read(self) -> None:
+        self.sync()
         for hook in self._before_read:
             hook()
+
+    def sync(self) -> None:
+        """Tell the listeners what other processes committed since the last call (for
+        engines that many processes share; nothing to do for the others)."""
+        feed = self.engine.changes
+        if feed is None:
+            return
+        with self._sync_lock:
+            for change in feed.poll():
+                for local in foreign_changes(change):
+                    self.changed(local)
 
     def visible(self, memory_id: str, owner: str | None) -> Memory:
         """The memory, if it exists and ``owner`` (when given) owns it; else NotFound."""
@@ -146,6 +166,22 @@ class StoreContext:
         self._embedder_checked = True
 
 
+def foreign_changes(change: ForeignChange) -> list[Changed]:
+    """Another process's commit as the notifications this process's listeners take."""
+    if change.bulk:
+        return [Changed([], bulk=True, foreign=True)]
+    removed = set(change.removed)
+    out = []
+    kept = [i for i in change.ids if i not in removed]
+    if kept:
+        out.append(Changed(kept, foreign=True))
+    if removed:
+        out.append(Changed(sorted(removed), removed=True, foreign=True))
+    if change.edge_ends:
+        out.append(Changed(list(change.edge_ends), edges_only=True, foreign=True))
+    return out
+
+
 def progress(total: int, label: str, enabled: bool) -> Any:
     """A tqdm bar, or a stand-in that does nothing."""
     if not enabled:
@@ -161,3 +197,25 @@ class _NoBar:
 
     def close(self) -> None:
         pass
+
+
+def _fact_source(settings: Settings) -> FactSource | None:
+    """Ollama's fact triples when ``fact_extractor`` asks for them (or, with "auto", when
+    a server is configured); a failing server gives the rules' facts and one warning."""
+    host = settings.ollama_host
+    if settings.fact_extractor == "rules" or not host:
+        return None
+    from ._kg import OllamaFactExtractor
+
+    extractor = OllamaFactExtractor.connect(host, settings.ollama_model,
+                                            timeout=settings.ollama_timeout_s)
+    warned: set[str] = set()
+
+    def facts(text: str, speaker: str | None, at: datetime | None) -> Sequence[Fact]:
+        result = extractor.extract(text, speaker=speaker, now=at)
+        if result.warning and result.warning.split(":")[0] not in warned:
+            warned.add(result.warning.split(":")[0])
+            logging.getLogger("graphmem").warning("fact extraction: %s", result.warning)
+        return result.facts
+
+    return facts

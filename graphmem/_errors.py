@@ -20,6 +20,7 @@ boundary that meets them, with ``raise ... from exc``.
 from __future__ import annotations
 
 __all__ = [
+    "CODES",
     "BackendUnavailableError",
     "ConfirmationRequiredError",
     "ConflictError",
@@ -32,6 +33,7 @@ __all__ = [
     "SchemaVersionError",
     "StoreError",
     "StoreLockedError",
+    "error_code",
 ]
 
 
@@ -112,3 +114,31 @@ class EmbedderMismatchError(GraphmemError):
 
 class BackendUnavailableError(GraphmemError):
     """An optional backend (Ollama, a sidecar) could not be reached."""
+
+
+#: Each error's stable code, most specific first: the ``error`` of the sidecar's error
+#: bodies and of the command line's with --json; a client maps the codes back.
+CODES: tuple[tuple[type[GraphmemError], str], ...] = (
+    (NotFoundError, "not_found"),
+    (InvalidInputError, "invalid_input"),
+    (ConfirmationRequiredError, "confirmation_required"),
+    (ConflictError, "conflict"),
+    (EmbedderMismatchError, "embedder_mismatch"),
+    (ReadOnlyStoreError, "read_only"),
+    (StoreLockedError, "store_locked"),
+    (BackendUnavailableError, "backend_unavailable"),
+    (GraphmemError, "store_error"),
+)
+
+
+def error_code(exc: BaseException) -> str:
+    """The code of an error: its own ``code`` when it carries one (a sidecar's answer),
+    else its class's in ``CODES``.
+
+    >>> error_code(NotFoundError("no memory m1")), error_code(RecordError("bad"))
+    ('not_found', 'invalid_input')
+    """
+    code = getattr(exc, "code", None)
+    if isinstance(code, str):
+        return code
+    return next((name for kind, name in CODES if isinstance(exc, kind)), "error")

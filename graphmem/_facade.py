@@ -274,6 +274,11 @@ class MemoryStore:
         return self._transitions.tombstone(memory_id, reason=reason, owner=owner,
                                            triggered_by=triggered_by, actor=actor)
 
+    @_doc(Transitions.keep)
+    def keep(self, memory_id: str, *, reason: str = "kept on review", owner: str | None = None,
+             actor: str | None = None) -> LifecycleEvent:
+        return self._transitions.keep(memory_id, reason=reason, owner=owner, actor=actor)
+
     @_doc(Transitions.forget)
     def forget(self, memory_id: str, *, confirm: bool = False, reason: str = "manual",
                owner: str | None = None, purge: bool = True, actor: str | None = None) -> None:

@@ -21,7 +21,7 @@ from ._engine import EntityRecord, FactRecord, MentionRecord, Patch, WriteBatch
 from ._errors import InvalidInputError, NotFoundError
 from ._kg import FUNCTIONAL_PREDICATES, Entity, EntityResolver, Merge, normalize
 from ._models import Memory
-from ._time import format_iso, parse_iso
+from ._time import format_iso, parse_iso, to_utc
 
 __all__ = ["Knowledge", "fact_id"]
 
@@ -50,7 +50,7 @@ class Knowledge:
         ctx.on_change(self._on_change)
 
     def _on_change(self, change: Changed) -> None:
-        if change.bulk:
+        if change.bulk or change.foreign:  # another process may have resolved entities
             self.reset()
 
     def reset(self) -> None:
@@ -72,9 +72,28 @@ class Knowledge:
 
     # -- reading the graph ---------------------------------------------------------------
     def entities(self, *, owner: str | None = None) -> list[EntityRecord]:
-        """The entities of ``owner``'s memories (of every owner when None), by id."""
+        """The entities of ``owner``'s memories (of every owner when None), by id, each
+        with its mention count and first and last seen."""
         self._ctx.before_read()
-        return self._ctx.engine.entities(owner=owner, all_owners=owner is None)
+        engine = self._ctx.engine
+        found = engine.entities(owner=owner, all_owners=owner is None)
+        if not found:
+            return found
+        mentions = engine.mentions(entity_ids=[e.id for e in found])
+        scan = engine.scan(["id", "created", "observed"],
+                           ids=sorted({m.memory_id for m in mentions})).table.to_pydict()
+        when = {memory_id: to_utc(observed or created) for memory_id, created, observed
+                in zip(scan["id"], scan["created"], scan["observed"], strict=True)}
+        seen: dict[str, list[datetime]] = {}
+        counts: dict[str, int] = {}
+        for mention in mentions:
+            counts[mention.entity_id] = counts.get(mention.entity_id, 0) + 1
+            at = when.get(mention.memory_id)
+            if at is not None:
+                seen.setdefault(mention.entity_id, []).append(at)
+        return [replace(e, mentions=counts.get(e.id, 0),
+                        first_seen=min(seen[e.id]) if e.id in seen else None,
+                        last_seen=max(seen[e.id]) if e.id in seen else None) for e in found]
 
     def find(self, name: str, *, owner: str | None = None) -> list[EntityRecord]:
         """The entities a name or alias names (``"Mel"`` finds Melanie once merged)."""
@@ -415,7 +434,8 @@ class Knowledge:
                     provenance = _provenance(row["provenance"])
                     speaker = provenance.get("speaker")
                     extraction = extract(memory.text, at=memory.observed or memory.created,
-                                         speaker=speaker if isinstance(speaker, str) else None)
+                                         speaker=speaker if isinstance(speaker, str) else None,
+                                         facts=ctx.facts)
                     self._add(batch, memory, extraction)
                     if extraction.times:
                         batch.patches.append(_times_patch(memory.id, extraction))

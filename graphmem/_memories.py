@@ -166,11 +166,12 @@ class Memories:
     def _new(self, items: Sequence[MemoryInput], batch: WriteBatch, *,
              reason: str | None = None, actor: str | None = None) -> list[NewMemory]:
         """New memories of ``items`` into ``batch``, with what they add to the graph."""
+        self._ctx.sync()  # entities other processes resolved meanwhile
         now = self._ctx.now()
         derived = derive_fields(self._ctx.embed, [
             TextItem(i.subject, i.text, i.context, i.entities or None,
                      at=i.observed or i.created or now, speaker=_speaker(i.provenance))
-            for i in items])
+            for i in items], facts=self._ctx.facts)
         new = [new_memory(item, d, now=now, reason=reason, actor=actor)
                for item, d in zip(items, derived, strict=True)]
         batch.memories += new
@@ -338,7 +339,7 @@ class Memories:
                                   update.get("context", current.context), given or None,
                                   at=current.observed or current.created,
                                   speaker=_speaker(current.provenance)))
-        return derive_fields(self._ctx.embed, items)
+        return derive_fields(self._ctx.embed, items, facts=self._ctx.facts)
 
     def check_supersede_cycles(self, edges: Sequence[Edge], *,
                                index_of: Mapping[str | None, int] | None = None,
@@ -492,7 +493,7 @@ class Memories:
             fresh = derive_fields(self._ctx.embed, [TextItem(
                 updates.get("subject", memory.subject), updates.get("text", memory.text),
                 memory.context, at=memory.observed or memory.created,
-                speaker=_speaker(memory.provenance))])[0]
+                speaker=_speaker(memory.provenance))], facts=self._ctx.facts)[0]
             updates.update(entities=list(fresh.entities), vector=fresh.vector,
                            text_sha256=fresh.text_sha256, **_times(fresh))
             if fresh.extraction is not None:

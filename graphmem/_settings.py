@@ -62,6 +62,9 @@ class Settings:
     ollama_host: str | None = None
     ollama_model: str = "llama3.2"
     ollama_timeout_s: float = 30.0
+    #: where facts come from: "rules", "ollama" (checked triples, rules as fallback), or
+    #: "auto" (Ollama when a host is configured)
+    fact_extractor: str = "auto"
     tokens_file: str | None = None
     sidecar_url: str | None = None
     max_body_bytes: int = 16 * 2**20
@@ -92,6 +95,14 @@ class Settings:
         _check_range("GRAPHMEM_EMBED_THREADS", self.embed_threads, 1, 256)
         _check_range("GRAPHMEM_EMBED_BATCH_THREADS", self.embed_batch_threads, 1, 256)
         _check_range("GRAPHMEM_OLLAMA_TIMEOUT_S", self.ollama_timeout_s, 0.1, None)
+        if self.fact_extractor not in ("auto", "rules", "ollama"):
+            raise InvalidInputError(
+                f"GRAPHMEM_FACT_EXTRACTOR: {self.fact_extractor!r} is not one of auto, "
+                "rules, ollama", field="GRAPHMEM_FACT_EXTRACTOR")
+        if self.fact_extractor == "ollama" and not self.ollama_host:
+            raise InvalidInputError("GRAPHMEM_FACT_EXTRACTOR=ollama needs an Ollama server "
+                                    "(GRAPHMEM_OLLAMA_HOST or OLLAMA_HOST)",
+                                    field="GRAPHMEM_FACT_EXTRACTOR")
         _check_range("GRAPHMEM_MAX_BODY_BYTES", self.max_body_bytes, 1024, None)
         _check_range("GRAPHMEM_HEADER_TIMEOUT_S", self.header_timeout_s, 0.1, 3600)
         _check_range("GRAPHMEM_IDLE_TIMEOUT_S", self.idle_timeout_s, 0.1, 3600)
@@ -226,6 +237,7 @@ _ENV: dict[str, tuple[str, Any]] = {
     "GRAPHMEM_OLLAMA_HOST": ("ollama_host", _text),
     "GRAPHMEM_OLLAMA_MODEL": ("ollama_model", _text),
     "GRAPHMEM_OLLAMA_TIMEOUT_S": ("ollama_timeout_s", _float),
+    "GRAPHMEM_FACT_EXTRACTOR": ("fact_extractor", _text),
     "GRAPHMEM_TOKENS_FILE": ("tokens_file", _text),
     "GRAPHMEM_SIDECAR_URL": ("sidecar_url", _text),
     "GRAPHMEM_MAX_BODY_BYTES": ("max_body_bytes", _int),

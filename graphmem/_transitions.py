@@ -106,6 +106,24 @@ class Transitions:
                                change_type=ChangeType.TOMBSTONED, reason=reason,
                                triggered_by=triggered_by, actor=actor)
 
+    def keep(self, memory_id: str, *, reason: str = "kept on review",
+             owner: str | None = None, actor: str | None = None) -> LifecycleEvent:
+        """Record a reviewer's decision to leave a memory as it is (the archivist sent it
+        to review or proposed archiving it): the memory does not change; a ``keep`` event
+        names the actor and the reason. Review queues leave it out for the restore window."""
+        ctx = self._ctx
+        memory = ctx.visible(memory_id, owner)
+        if memory.status in (Status.TOMBSTONED, Status.FORGOTTEN):
+            raise ConflictError(f"memory {memory_id} is {memory.status.value}: nothing to keep")
+        event = lifecycle_event(memory.id, EventType.KEEP, from_state=memory.status.value,
+                                to_state=memory.status.value, reason=reason, at=ctx.now(),
+                                agent_id=actor or ctx.settings.agent_id,
+                                triggered_by=TriggeredBy.MANUAL,
+                                metadata={"kind": memory.kind.value})
+        with ctx.lock:
+            ctx.engine.commit(WriteBatch(events=[event]))
+        return event
+
     # -- the hard delete -----------------------------------------------------------------
     def forget(self, memory_id: str, *, confirm: bool = False, reason: str = "manual",
                owner: str | None = None, purge: bool = True, actor: str | None = None) -> None:

@@ -88,8 +88,9 @@ class Views:
         ctx = self._ctx
         capability = ctx.engine.cypher
         if capability is None:
-            raise StoreError(f"the {type(ctx.engine).__name__} engine does not speak Cypher; "
-                             "use the named views (export, to_networkx) instead")
+            raise StoreError(f"Cypher needs the Kuzu engine; {ctx.engine.path} is not a Kuzu "
+                             "store. Use the named queries (graphmem query NAME), export or "
+                             "to_networkx, or SQL against the database itself")
         ctx.before_read()
         event = None
         if write:

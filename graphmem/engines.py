@@ -1,7 +1,9 @@
 """The engines graphmem runs on, and the choice between them.
 
 ``open_engine`` picks the engine a location names: a directory or ``":memory:"`` is the
-embedded Kuzu engine (one writer process per directory). ``Engine`` is the port every
+embedded Kuzu engine (one writer process per directory); a ``postgresql://`` URL is the
+PostgreSQL engine (any number of processes and hosts). psycopg is imported only when a
+URL asks for PostgreSQL. ``Engine`` is the port every
 engine implements; ``HnswProbe`` measures Kuzu's HNSW vector index against exact search
 (``python -m eval.bench_recall``).
 """
@@ -15,11 +17,23 @@ from ._kuzu import KuzuEngine
 from ._kuzu._hnsw import HnswProbe
 from ._settings import Settings
 
-__all__ = ["Engine", "HnswProbe", "KuzuEngine", "open_engine"]
+__all__ = ["Engine", "HnswProbe", "KuzuEngine", "is_postgres_url", "open_engine"]
+
+_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(location: str | os.PathLike[str]) -> bool:
+    """Whether ``location`` names a PostgreSQL database rather than a Kuzu directory."""
+    return isinstance(location, str) and location.startswith(_POSTGRES_SCHEMES)
 
 
 def open_engine(location: str | os.PathLike[str], *, settings: Settings,
                 read_only: bool = False) -> Engine:
-    """The engine for ``location``: a store directory or ``":memory:"`` (Kuzu)."""
+    """The engine for ``location``: a ``postgresql://`` URL (PostgreSQL), or a store
+    directory or ``":memory:"`` (Kuzu)."""
+    if is_postgres_url(location):
+        from ._postgres import PostgresEngine
+
+        return PostgresEngine(str(location), read_only=read_only)
     return KuzuEngine(os.fspath(location), buffer_pool_mb=settings.buffer_pool_mb,
                       read_only=read_only)

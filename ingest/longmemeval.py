@@ -14,6 +14,7 @@ The file is not bundled: pass its path (or set ``GRAPHMEM_LONGMEMEVAL``).
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from dataclasses import dataclass
@@ -64,8 +65,14 @@ class LMEQuestion:
 
 
 def default_path() -> Path | None:
+    """``$GRAPHMEM_LONGMEMEVAL``, else the development split
+    ``../shared/data/longmemeval/longmemeval_s_dev.json.gz`` from here when it exists."""
     env = os.environ.get("GRAPHMEM_LONGMEMEVAL")
-    return Path(env) if env else None
+    if env:
+        return Path(env)
+    dev = (Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval"
+           / "longmemeval_s_dev.json.gz")
+    return dev if dev.exists() else None
 
 
 def parse_date(text: Any) -> datetime | None:
@@ -94,8 +101,11 @@ def load_longmemeval(path: str | Path | None = None) -> list[LMEQuestion]:
         raise RecordError(f"no LongMemEval file. {WHERE}",
                           source=str(source) if source else None)
     try:
-        data = json.loads(source.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raw = source.read_bytes()
+        if raw[:2] == b"\x1f\x8b":  # gzip, read in place
+            raw = gzip.decompress(raw)
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, OSError, EOFError) as exc:
         raise RecordError(f"not LongMemEval JSON: {exc}", source=str(source)) from None
     if not isinstance(data, list):
         raise RecordError("LongMemEval is a JSON list of questions", source=str(source))

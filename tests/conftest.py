@@ -17,6 +17,23 @@ LOCOMO = Path(os.environ.get("GRAPHMEM_LOCOMO",
                              ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"))
 
 
+@pytest.fixture
+def locomo() -> Path:
+    """The LoCoMo benchmark file (read in place, never copied into the repository).
+
+    A clone without it skips the tests that need it, saying where to get it; where the
+    data must be there (GRAPHMEM_REQUIRE_DATA=1, as .ci/run sets) its absence fails them.
+    """
+    if LOCOMO.is_file():
+        return LOCOMO
+    message = (f"LoCoMo is not at {LOCOMO}: get locomo10.json from "
+               "https://github.com/snap-research/locomo (data/locomo10.json, CC BY-NC 4.0) "
+               "and set GRAPHMEM_LOCOMO to it, or put it at ../shared/data/locomo/")
+    if os.environ.get("GRAPHMEM_REQUIRE_DATA") == "1":
+        pytest.fail(message + " (GRAPHMEM_REQUIRE_DATA=1: the benchmark data must be here)")
+    pytest.skip(message)
+
+
 class Clock:
     """A clock the test moves by hand."""
 
@@ -29,6 +46,23 @@ class Clock:
     def advance(self, **delta: float) -> datetime:
         self.now += timedelta(**delta)
         return self.now
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> str:
+    """A running PostgreSQL 18 with pgvector (see ``tests/_postgres.py``)."""
+    from tests._postgres import start_server
+
+    return start_server()
+
+
+@pytest.fixture
+def pg_url(pg_server: str) -> Iterator[str]:
+    """A URL of an empty schema of its own on the test server."""
+    from tests._postgres import fresh_schema
+
+    with fresh_schema(pg_server) as url:
+        yield url
 
 
 @pytest.fixture

@@ -45,6 +45,11 @@ def test_cli_round_trip_in_a_real_process(tmp_path: Path) -> None:
 
 def test_errors_are_one_line_without_traceback(tmp_path: Path) -> None:
     db = tmp_path / "db"
+    nowhere = gm(db, "show", "urn:nope")
+    assert nowhere.returncode == 1 and nowhere.stderr.startswith(f"error: no graphmem database "
+                                                                 f"at {db}: create one")
+    assert not db.exists()  # a reading command made no store
+    assert gm(db, "init").returncode == 0
     missing = gm(db, "show", "urn:nope")
     assert missing.returncode == 1
     assert missing.stderr.strip() == "error: no memory urn:nope"
@@ -72,7 +77,7 @@ def test_query_formats_and_params(tmp_path: Path) -> None:
         assert result.exit_code == 0, result.output
         assert expected in result.output
     result = runner.invoke(cli, [*base, "query", query, "--param", "oops"])
-    assert result.exit_code == 1 and "NAME=VALUE" in result.output
+    assert result.exit_code == 2 and "NAME=VALUE" in result.output
 
 
 @pytest.mark.parametrize("command", sorted(cli.commands))
@@ -110,12 +115,12 @@ def test_recall_command(sample_db: Path) -> None:
     assert [h["memory"]["id"] for h in hits] == [h.memory.id for h in expected]
     assert [h["rank"] for h in hits] == [1, 2, 3]
     lines = cli_run(sample_db, "recall", query, "-k", "3", "--no-record").stdout.splitlines()
-    assert lines[0].split() == ["#", "score", "kind", "id", "memory"] and len(lines) == 5
+    assert lines[0].split() == ["#", "score", "kind", "id", "text"] and len(lines) == 5
     assert [line.split()[3] for line in lines[2:]] == [h.memory.id for h in expected]
     explained = cli_run(sample_db, "recall", "which database does orchard use", "-k", "2",
                         "--explain", "--no-record").stdout.splitlines()
     assert explained[0].split() == ["#", "fulltext", "vector", "graph", "fused", "act-r", "A",
-                                    "formula", "final", "memory"]
+                                    "formula", "final", "text"]
     assert any(re.fullmatch(r"#\d is the current version of urn:ump:\w+(, urn:ump:\w+)*", line)
                for line in explained[4:])
     procedural = json.loads(cli_run(sample_db, "--json", "recall", "orchard", "--kind",
@@ -164,31 +169,31 @@ def test_transition_commands(tmp_path: Path) -> None:
     note = cli_run(db, *base, "add", "Moved the standup to 11:30. Everyone agreed.",
                    "--subject", "Standup").stdout.strip()
     promoted = cli_run(db, "promote", episode, "--reason", "high_access").stdout.strip()
-    assert promoted == (f"success=True, memoryId={episode}, oldType=episodic, "
-                        f"newType=semantic, reason=high_access, timestamp=2026-07-15T12:00:00Z")
+    assert promoted == f"promoted {episode} from episodic to semantic (reason: high_access)"
     again = cli_run(db, "promote", episode, code=1)
-    assert "only active episodic memories are promoted" in again.stderr
+    assert again.stderr == (f"error: {episode}: only active episodic memories are promoted; "
+                            "this one is active semantic\n")
     assert "Invalid value for '--reason'" in cli_run(db, "promote", episode, "--reason",
                                                      "because", code=2).output
     archived = json.loads(cli_run(db, "--json", "archive", note, "--summary").stdout)
-    assert (archived["success"], archived["newType"], archived["summary"]) == (
+    assert (archived["success"], archived["new_type"], archived["summary"]) == (
         True, "archival", "Standup: Moved the standup to 11:30.")
     restored = cli_run(db, "restore", note).stdout
-    assert "undone=archive, fromState=archived, toState=active" in restored
+    assert restored == f"restored {note}: undid its archive (archived -> active)\n"
     assert cli_run(db, "tombstone", note).stdout == f"{note}: tombstoned\n"
     assert f"memory {note} is already tombstoned" in cli_run(db, "tombstone", note,
                                                              code=1).stderr
     hits = json.loads(cli_run(db, "--json", "recall", "standup 11:30").stdout)
     assert [h["memory"]["id"] for h in hits] == [episode]  # never the tombstoned one
-    refused = cli_run(db, "forget", note, code=1)
+    refused = cli_run(db, "forget", note, code=2)
     assert "add --yes to confirm" in refused.output
     assert json.loads(cli_run(db, "--json", "show", note).stdout)["text"].startswith("Moved")
     assert cli_run(db, "forget", note, "--yes").stdout == f"{note}: forgotten\n"
     gone = json.loads(cli_run(db, "--json", "show", note).stdout)
     assert (gone["status"], gone["text"], gone["subject"]) == ("forgotten", "", None)
     assert "standup" not in cli_run(db, "--json", "export").stdout.lower()
-    kinds = [e["eventType"] for e in json.loads(cli_run(db, "--json", "export", "--format",
-                                                         "gdpr").stdout)["events"]]
+    kinds = [e["event_type"] for e in json.loads(cli_run(db, "--json", "export", "--format",
+                                                          "gdpr").stdout)["events"]]
     assert kinds == ["promote", "archive", "restore", "tombstone", "delete"]
 
 
@@ -206,7 +211,7 @@ def test_lifecycle_commands(tmp_path: Path) -> None:
     assert [(r.split()[0], r.split()[2]) for r in rows] == [("promote", ids["used"]),
                                                             ("archive", ids["old_unused"])]
     every = json.loads(cli_run(db, "--json", "lifecycle", "evaluate").stdout)
-    assert {e["memoryId"]: e["recommendedAction"] for e in every} == {
+    assert {e["memory_id"]: e["recommended_action"] for e in every} == {
         ids["used"]: "promote", ids["critical"]: "promote", ids["old_unused"]: "archive",
         ids["stale"]: "maintain", ids["payload"]: "maintain", ids["identity"]: "maintain"}
     report = cli_run(db, "lifecycle", "report").stdout.splitlines()
@@ -225,13 +230,13 @@ def test_lifecycle_commands(tmp_path: Path) -> None:
     assert after == before  # reports and plans change nothing
     applied = json.loads(cli_run(db, "--json", "lifecycle", "run", "--apply").stdout)
     assert applied["applied"] is True
-    assert (applied["jobs"]["promoted"], applied["jobs"]["candidatesExpired"]) == (2, 1)
+    assert (applied["jobs"]["promoted"], applied["jobs"]["candidates_expired"]) == (2, 1)
     assert json.loads(cli_run(db, "--json", "show", ids["used"]).stdout)["kind"] == "semantic"
     again = json.loads(cli_run(db, "--json", "lifecycle", "run", "--apply").stdout)["jobs"]
-    assert {k: v for k, v in again.items() if k not in ("centralityComputed",
-                                                        "archiveForReview")} == {
-        "decayed": 0, "recomputed": 0, "promoted": 0, "archived": 0, "hotAdded": 0,
-        "hotRemoved": 0, "candidatesExpired": 0, "payloadsRedacted": 0}
+    assert {k: v for k, v in again.items() if k not in ("centrality_computed",
+                                                        "archive_for_review")} == {
+        "decayed": 0, "recomputed": 0, "promoted": 0, "archived": 0, "hot_added": 0,
+        "hot_removed": 0, "candidates_expired": 0, "payloads_redacted": 0}
 
 
 def test_reembed_command(tmp_path: Path) -> None:
@@ -366,7 +371,7 @@ def test_make_demo(tmp_path: Path) -> None:
         assert table[0].split()[:5] == ["#", "fulltext", "vector", "graph", "fused"]
         assert [row.split()[0] for row in table[2:]] == ["1", "2", "3", "4"]
     deploy = lines[lines.index(commands[4]) + 3]
-    assert deploy.endswith("Deploy command")
+    assert deploy.endswith("To deploy orchard run make release then fly…")  # the text
     assert "12 recalls with useful feedback recorded" in lines
     assert [m.useful_count for m in used] == [12]  # the simulated use reached the store
     report = lines[lines.index(commands[8]) + 1:]
@@ -381,3 +386,17 @@ def test_make_demo(tmp_path: Path) -> None:
     [imported] = [line for line in again if line.startswith("created ")]
     assert re.fullmatch(r"created 0, updated \d, unchanged \d+, supersede edges 0 "
                         r"\(embedder hashing-384\)", imported)
+
+
+@pytest.mark.parametrize(("command", "blocked", "extra"), [
+    (["serve"], "fastapi", "server"), (["ui"], "uvicorn", "server"), (["mcp"], "mcp", "mcp")])
+def test_a_face_without_its_extra_says_what_to_install(tmp_path: Path, command: list[str],
+                                                       blocked: str, extra: str) -> None:
+    """The sidecar, the dashboard and the MCP server are extras: without them the command
+    names the one to install instead of failing on an import."""
+    script = (f"import sys; sys.modules[{blocked!r}] = None; "
+              "from graphmem.cli import main; main()")
+    done = subprocess.run([sys.executable, "-c", script, "--db", str(tmp_path / "db"),
+                           *command], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert f"pip install 'graphmem[{extra}]'" in done.stderr and "Traceback" not in done.stderr

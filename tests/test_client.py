@@ -27,6 +27,7 @@ from graphmem.client import AccessDeniedError, Client, SidecarUnreachable
 from graphmem.sidecar import Tokens
 
 from ._servers import free_port, running_sidecar
+from .conftest import SAMPLE as SAMPLE_PATH
 from .conftest import Clock
 
 _IDS = re.compile(r"urn:graphmem:[0-9a-z]+|evt-[0-9]{4}-[0-9]{2}-[0-9]{2}-[0-9a-z]+")
@@ -266,3 +267,16 @@ def test_recall_and_conflicts_keep_their_types(served: tuple[MemoryStore, Clock,
             client.supersede(memory.id, memory)
         with pytest.raises(ConfirmationRequiredError):
             client.forget(memory.id)
+
+
+def test_export_as_ump_over_http(served: tuple[MemoryStore, Clock, str]) -> None:
+    from ingest.ump import import_ump, record_to_input, ump_records
+
+    store, _, url = served
+    import_ump(store, SAMPLE_PATH)
+    with graphmem.connect(url) as client:
+        records = client.export(format="ump")
+        assert records == ump_records(store) and len(records) == 301
+        assert [record_to_input(r).id for r in records[:3]] == [r["id"] for r in records[:3]]
+        gdpr = client.export()
+        assert gdpr["format"] == "graphmem-gdpr-export/1"

@@ -22,7 +22,7 @@ from eval.metrics import (
     recall_at_k,
     score_run,
 )
-from tests.conftest import LOCOMO, ROOT, SAMPLE
+from tests.conftest import ROOT, SAMPLE
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -95,11 +95,11 @@ def test_summary_and_unique_wins() -> None:
     assert summary["per_category"]["vector"]["4 single-hop"]["recall@10"] == 0.5
 
 
-def test_locomo_smoke_run_through_the_cli(tmp_path: Path) -> None:
+def test_locomo_smoke_run_through_the_cli(tmp_path: Path, locomo: Path) -> None:
     out = tmp_path / "out"
     done = subprocess.run(
         [sys.executable, "-m", "graphmem", "--embedder", "hashing", "eval", "run",
-         "--corpus", "locomo", str(LOCOMO), "--limit", "12", "--out", str(out)],
+         "--corpus", "locomo", str(locomo), "--limit", "12", "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads((out / "results.json").read_text())
@@ -172,3 +172,16 @@ def test_longmemeval_runner(tmp_path: Path) -> None:
     assert results["questions"] == 2
     assert results["presets"]["fulltext"]["recall_all@5"] == 1.0
     assert rows[0].ranking[0] == "answer_0"
+    assert set(results["by_split"]) == {"tune", "test"}
+    assert results["by_split"]["tune"]["fulltext"]["n"] == 1  # q0 tunes, q1 tests
+    test_half, _ = run_longmemeval(path, presets=["fulltext"], embedder="hashing",
+                                   progress=False, split="test", ablations=True)
+    assert test_half["questions"] == 1 and test_half["split"] == "test"
+    walks = test_half["ablations"]["entity_walks"]
+    assert set(walks) == {"entities=0.0", "entities=0.5", "entities=1.0"}
+    assert walks["entities=0.0"]["per_category"] == {"single-session-user": 1.0}
+    from eval.report import markdown
+
+    report = markdown(test_half)
+    assert "the test split" in report and "| entity_walks | entities=0.5 |" in report
+    assert "R_all@5" in report

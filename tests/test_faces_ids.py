@@ -92,9 +92,6 @@ def test_cli(seeded: Path) -> None:
         _untouched(store, DECOYS)
 
 
-@pytest.mark.xfail(strict=True, reason="`graphmem restore ID` treats an id that names an "
-                   "existing directory ('.', '..', '/') as a backup directory "
-                   "(graphmem/cli/_lifecycle.py)")
 def test_cli_restore_of_an_id_that_names_a_directory(seeded: Path) -> None:
     runner = CliRunner()
     with MemoryStore(seeded) as store:

@@ -500,7 +500,8 @@ def test_a_scratch_left_by_a_dead_process_is_removed(backup: Path, tmp_path: Pat
 def test_cli_restore_of_a_hostile_manifest_is_one_error_line(backup: Path, tmp_path: Path,
                                                              raw: bytes) -> None:
     (backup / MANIFEST).write_bytes(raw)
-    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "new"), "restore", str(backup)])
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "new"), "restore-backup",
+                                      str(backup)])
     assert result.exit_code == 1, result.output
     assert result.output.startswith("error: ") and "not a valid backup manifest" in \
         result.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from pathlib import Path
@@ -19,7 +20,6 @@ from graphmem import (
     Status,
 )
 from graphmem._ollama import OllamaGenerator
-from tests.conftest import LOCOMO
 from tests.fake_ollama import fake_ollama
 
 STRONG = "I moved to Ibadan in March 2026 for lab work."
@@ -165,10 +165,10 @@ def test_ollama_summary_and_embedder_through_the_fake(tmp_path: Path, clock) -> 
 
 
 # -- benchmark corpora -----------------------------------------------------------------
-def test_locomo_loader_counts() -> None:
+def test_locomo_loader_counts(locomo: Path) -> None:
     from ingest.locomo import load_locomo
 
-    conversations = load_locomo(LOCOMO)
+    conversations = load_locomo(locomo)
     assert len(conversations) == 10
     assert sum(len(c.turns) for c in conversations) == 5882
     assert sum(len(c.questions) for c in conversations) == 1986
@@ -182,10 +182,10 @@ def test_locomo_loader_counts() -> None:
     assert first.turns[4].caption.startswith("a photo of")
 
 
-def test_locomo_ingest(store: MemoryStore) -> None:
+def test_locomo_ingest(store: MemoryStore, locomo: Path) -> None:
     from ingest.locomo import ingest_conversation, load_locomo
 
-    conversation = load_locomo(LOCOMO)[0]
+    conversation = load_locomo(locomo)[0]
     ids = ingest_conversation(store, conversation, owner="conv-26")
     assert len(ids) == len(conversation.turns) == store.stats().memories
     memory = store.get("urn:locomo:conv-26:D1:5")
@@ -251,6 +251,12 @@ def test_longmemeval_loader_and_ingest(store: MemoryStore, tmp_path: Path) -> No
     hit = store.recall("moved to Ibadan", k=1, preset="fulltext")[0]
     assert sessions[hit.memory.id] == "answer_b_1"
     assert hit.memory.provenance["has_answer"] is True
+    packed = tmp_path / "lme.json.gz"  # the development split ships gzip-compressed
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    assert load_longmemeval(packed) == questions
+    packed.write_bytes(gzip.compress(path.read_bytes())[:40])
+    with pytest.raises(RecordError, match="not LongMemEval JSON"):
+        load_longmemeval(packed)
 
 
 # -- derived links ---------------------------------------------------------------------

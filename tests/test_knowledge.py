@@ -7,7 +7,9 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from graphmem import MemoryStore, RecallConfig
+import pytest
+
+from graphmem import InvalidInputError, MemoryStore, RecallConfig
 from tests.conftest import Clock
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -225,3 +227,84 @@ def test_entity_analytics(store: MemoryStore) -> None:
     caroline = groups[groups["name"] == "caroline"]["community"].iloc[0]
     tobias = groups[groups["name"] == "tobias"]["community"].iloc[0]
     assert caroline != tobias
+
+
+def test_facts_come_from_ollama_when_a_server_is_configured(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """With a server, a memory's facts are the model's checked triples (the rules find none
+    in this text); a triple naming what the text does not say is dropped; with the server
+    gone the rules answer and the write still succeeds."""
+    import json
+
+    from graphmem import Settings
+
+    from .fake_ollama import fake_ollama
+
+    answer = json.dumps({"facts": [
+        {"subject": "I", "predicate": "likes", "object": "pottery", "confidence": 0.9},
+        {"subject": "I", "predicate": "lives_in", "object": "Oslo"}]})
+    with fake_ollama([answer]) as fake:
+        settings = Settings(ollama_host=fake.url, ollama_model="fake")
+        with MemoryStore(tmp_path / "db", embedder="hashing", settings=settings) as store:
+            store.add("Pottery is what I enjoy most these days.",
+                      provenance={"speaker": "Melanie"})
+            names = {e.id: e.name.lower() for e in store.entities()}
+            facts = [(names[f.subject], f.predicate, names[f.object], f.rule)
+                     for f in store.facts()]
+            assert [path for path, _ in fake.requests] == ["/api/generate"]
+    assert facts == [
+        ("melanie", "likes", "pottery", "ollama")]
+    with MemoryStore(tmp_path / "db", embedder="hashing", settings=settings) as store:
+        memory = store.add("Melanie: I moved to Oslo last year.")  # the server is gone now
+        stated = [f for f in store.facts() if memory.id in f.sources]
+    assert {f.predicate for f in stated} == {"moved_to", "lives_in"}
+    assert all(f.rule != "ollama" for f in stated)
+    assert "Ollama unavailable" in caplog.text and "used the rule extractor" in caplog.text
+    assert Settings(fact_extractor="rules", ollama_host=fake.url)  # rules: no server asked
+    with pytest.raises(InvalidInputError, match="GRAPHMEM_FACT_EXTRACTOR"):
+        Settings(fact_extractor="ollama")
+
+
+def test_an_entity_knows_its_mentions_and_when_it_was_first_and_last_seen(
+        tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        first = datetime(2023, 1, 5, tzinfo=UTC)
+        store.add("Melanie went camping in Oregon.", created=first)
+        store.add("Melanie painted a sunset.", created=first + timedelta(days=30),
+                  observed=first + timedelta(days=40))
+        forgotten = store.add("Melanie bought a violin.", created=first + timedelta(days=90))
+        store.add("Jon opened a studio.", created=first)
+        store.forget(forgotten.id, confirm=True)
+        [melanie] = store.find_entities("Melanie")
+        assert (melanie.mentions, melanie.first_seen, melanie.last_seen) == (
+            2, first, first + timedelta(days=40))
+        [oregon] = store.find_entities("oregon")
+        assert oregon.mentions == 1 and oregon.first_seen == oregon.last_seen == first
+
+
+def test_the_entities_channel_searches_what_the_named_entities_say(store: MemoryStore
+                                                                   ) -> None:
+    """"What does Melanie do to relax?": the entities channel ranks the memories that name
+    Melanie or that she says (with ``named_speakers``), never another owner's; and a hit
+    from it says so in its explanation."""
+    own = [store.add(t, owner="ann", provenance={"speaker": "Melanie"}, session=f"s{i}")
+           for i, t in enumerate(("Running helps me unwind after work.",
+                                  "Pottery class is my calm place."))]
+    other = store.add("Caroline: I relax by reading in the park.", owner="ann")
+    named = store.add("Caroline: Melanie told me she loves the quiet of the lake.", owner="ann")
+    foreign = store.add("Melanie: I relax with yoga.", owner="bob",
+                        provenance={"speaker": "Melanie"})
+    config = RecallConfig(name="e", weights={"fulltext": 1.0, "vector": 1.0, "entities": 1.0})
+    hits = store.recall("What does Melanie do to relax?", owner="ann", preset=config, k=10,
+                        record_access=False)
+    through = {h.memory.id for h in hits if "entities" in h.explanation.channels}
+    assert through == {own[0].id, own[1].id, named.id}
+    assert other.id not in through and foreign.id not in {h.memory.id for h in hits}
+    text_only = config.with_(graph={"named_speakers": False})
+    hits = store.recall("What does Melanie do to relax?", owner="ann", preset=text_only, k=10,
+                        record_access=False)
+    assert {h.memory.id for h in hits if "entities" in h.explanation.channels} == {named.id}
+    plain = store.recall("What do people do to relax?", owner="ann", preset=config, k=10,
+                         record_access=False)
+    assert not any("entities" in h.explanation.channels for h in plain)  # nobody named
+

@@ -14,10 +14,12 @@ import pytest
 from graphmem import (
     ChangeType,
     ConfirmationRequiredError,
+    ConflictError,
     EventType,
     InvalidInputError,
     Kind,
     MemoryStore,
+    NotFoundError,
     Settings,
     Status,
     TriggeredBy,
@@ -516,8 +518,12 @@ def test_batch_evaluate_agrees_with_evaluate_and_filters(store: MemoryStore, clo
     store.flush()
     results = {r.memory_id: r for r in store.batch_evaluate()}
     assert set(results) == {old, fact, theirs, used}  # active memories, every owner
+    # theirs: 45 idle days halve an episodic memory's 0.5 to 0.18 (< 0.3), as the
+    # lifecycle run would decay it before judging it
     assert {i: r.recommended_action for i, r in results.items()} == {
-        old: "archive", fact: "maintain", theirs: "maintain", used: "promote"}
+        old: "archive", fact: "maintain", theirs: "archive", used: "promote"}
+    assert results[theirs].metrics.importance == pytest.approx(0.5 * 0.5 ** (45 / 30))
+    assert store.run_lifecycle().count("archive") == 2  # the same answer as the report
     for memory_id, result in results.items():  # the same answer as one at a time
         single = store.evaluate(memory_id)
         assert (result.recommended_action, result.reasons, result.metrics) == (
@@ -568,3 +574,20 @@ def test_forget_redacts_archive_summaries_built_from_it(store: MemoryStore) -> N
             } == {k: v for k, v in visit_event.metadata.items() if k != "summary"}
     assert store.events(water.id)[0].metadata == water_before  # not built from it
     assert "quokka" not in json.dumps(store.export())
+
+
+def test_keep_records_the_decision_and_changes_nothing(store: MemoryStore) -> None:
+    memory = store.add("a memory a reviewer wants left alone", owner="ann")
+    event = store.keep(memory.id, owner="ann", actor="reviewer:ann", reason="still useful")
+    assert store.get(memory.id) == memory
+    assert [(e.event_type.value, e.agent_id, e.reason, e.from_state, e.to_state)
+            for e in store.events(memory.id)] == [
+        ("keep", "reviewer:ann", "still useful", "active", "active")]
+    assert event.event_id == store.events(memory.id)[0].event_id
+    with pytest.raises(NotFoundError):
+        store.keep(memory.id, owner="bob")
+    store.tombstone(memory.id)
+    with pytest.raises(ConflictError, match="nothing to keep"):
+        store.keep(memory.id)
+    assert store.restore(memory.id).success  # keep is not a transition restore undoes
+    assert store.get(memory.id).status.value == "active"

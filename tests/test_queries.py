@@ -27,7 +27,13 @@ from queries.analytics import (
     supersede_chains,
     timeline,
 )
-from queries.draw import draw_lifecycle_flow, draw_neighbourhood, neighbourhood
+from queries.draw import (
+    draw_entities,
+    draw_lifecycle_flow,
+    draw_neighbourhood,
+    entity_view,
+    neighbourhood,
+)
 from queries.library import load_queries, run_named
 
 from .conftest import SAMPLE, Clock
@@ -378,4 +384,38 @@ def test_query_and_draw_commands(analyst_db: Path, tmp_path: Path) -> None:
     flow = _cli(analyst_db, "draw", "--lifecycle", "--out", str(tmp_path / "flow.png"))
     assert flow.returncode == 0 and (tmp_path / "flow.png").read_bytes()[:4] == b"\x89PNG"
     missing = _cli(analyst_db, "draw", "--out", str(tmp_path / "x.png"))
-    assert missing.returncode == 1 and "ID" in missing.stderr
+    assert missing.returncode == 2 and "ID" in missing.stderr  # a usage error
+
+
+def test_entity_drawings_show_entities_and_facts(tmp_path: Path) -> None:
+    """The knowledge-graph drawing holds the entities around one entity and the facts
+    between them (an ended fact drawn as ended), in PNG and in a self-contained page; the
+    CLI draws it; an unknown entity is a clear error."""
+    db = tmp_path / "kg"
+    with MemoryStore(db, embedder="hashing") as store:
+        store.add("Caroline: I live in Ibadan with my friend Melanie.",
+                  created=datetime(2023, 1, 5, tzinfo=UTC))
+        store.add("Caroline: I moved to Lisbon last month.",
+                  created=datetime(2023, 6, 5, tzinfo=UTC))
+        store.add("Jon: I opened a dance studio in Paris.")
+        view = entity_view(store, about="Caroline")
+        names = {d["name"] for _, d in view.nodes(data=True)}
+        assert {"caroline", "melanie", "ibadan", "lisbon"} <= names and "paris" not in names
+        facts = {(view.nodes[v]["name"], d["label"], d["kind"])
+                 for _, v, d in view.edges(data=True) if d["label"]}
+        assert ("ibadan", "lives_in", "ended") in facts  # the move ended it
+        assert ("lisbon", "lives_in", "fact") in facts
+        png = draw_entities(store, tmp_path / "kg.png", about="caroline")
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+        page = draw_entities(store, tmp_path / "kg.html").read_text()
+        data = json.loads(re.search(r"const DATA = (.*);\n", page).group(1))  # type: ignore[union-attr]
+        assert {n["label"] for n in data["nodes"]} >= {"Caroline", "Lisbon", "Paris"}
+        assert not re.search(r"(src|href)=\"https?:", page)
+        with pytest.raises(NotFoundError, match="no entity named 'Nobody'"):
+            entity_view(store, about="Nobody")
+    drawn = _cli(db, "draw", "--entities", "--about", "Caroline", "--out",
+                 str(tmp_path / "cli.html"))
+    assert drawn.returncode == 0, drawn.stderr
+    assert "lives_in" in (tmp_path / "cli.html").read_text()
+    wrong = _cli(db, "draw", "--about", "Caroline", "--out", str(tmp_path / "x.html"))
+    assert wrong.returncode == 2 and "--entities" in wrong.stderr  # a usage error

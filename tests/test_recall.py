@@ -113,13 +113,15 @@ def test_presets_and_explanations(small: MemoryStore) -> None:
         assert all(hits[i].score >= hits[i + 1].score for i in range(len(hits) - 1))
     [top] = small.recall("orchard deploy", k=1, record_access=False)
     e = top.explanation
-    assert set(e.channels) <= {"fulltext", "vector", "graph"} and e.activation is not None
-    expected_fused = sum(PRESETS["default"].weights[c] / (60 + r.rank)
+    assert set(e.channels) <= {"fulltext", "vector", "graph", "time", "facts"}
+    assert e.activation is not None
+    k = PRESETS["default"].rrf_k
+    expected_fused = sum(PRESETS["default"].weights[c] / (k + r.rank)
                          for c, r in e.channels.items())
     assert e.fused == pytest.approx(expected_fused)
     assert e.final == pytest.approx(e.fused + e.activation.contribution)
     weight = PRESETS["default"].actr.weight  # type: ignore[union-attr]
-    assert e.activation.contribution == pytest.approx(weight / (60 + e.activation.rank))
+    assert e.activation.contribution == pytest.approx(weight / (k + e.activation.rank))
     assert any("fused" in line for line in e.lines())
 
 
@@ -260,8 +262,9 @@ def test_actr_breaks_ties_towards_used_memories(store: MemoryStore, clock) -> No
     assert (by_id[b.id].frequency, by_id[a.id].frequency) == (6, 0)
     assert by_id[b.id].value > by_id[a.id].value
     assert (by_id[b.id].rank, by_id[a.id].rank) == (1, 2)
-    assert by_id[b.id].contribution == pytest.approx(0.3 / 61)
-    assert by_id[a.id].contribution == pytest.approx(0.3 / 62)
+    k = PRESETS["default"].rrf_k
+    assert by_id[b.id].contribution == pytest.approx(0.3 / (k + 1))
+    assert by_id[a.id].contribution == pytest.approx(0.3 / (k + 2))
     # With the ACT-R weight at 0 the order falls back to the ids.
     off = PRESETS["default"].with_(actr={"weight": 0.0})
     assert [h.memory.id for h in store.recall("weekly sync notes", k=2, preset=off,

@@ -81,6 +81,7 @@ def test_add_many_is_batched_and_validates_first(store: MemoryStore) -> None:
     ],
 )
 def test_bad_input_names_the_field(store: MemoryStore, fields: dict, field: str) -> None:
+    fields = dict(fields)  # the parameters are shared by every run of this test
     text = fields.pop("text")
     with pytest.raises(InvalidInputError) as info:
         store.add(text, **fields)

@@ -47,7 +47,8 @@ def build_store(path: Path, clock: Clock) -> MemoryStore:
     ], session_id="ui-1", owner=NADIA)
     for query in ("which database does orchard use?", "deploy orchard"):
         hits = store.recall(query, k=3, owner=NADIA)
-        store.feedback(hits[0].memory.id, useful=True, query=query, owner=NADIA)
+        for hit in hits[:2]:
+            store.feedback(hit.memory.id, useful=True, query=query, owner=NADIA)
         store.feedback(hits[-1].memory.id, useful=False, query=query, owner=NADIA)
     return store
 
@@ -105,11 +106,12 @@ def test_files_are_served_without_a_token_and_reach_for_nothing_outside(
         assert client.get("/ui").headers["location"] == "/ui/"
         names = re.findall(r'(?:src|href)="/ui/static/([^"]+)"', page.text)
         assert {"app.js", "app.css", "icon.svg"} <= set(names)
-        for name in names:
+        bodies = {name: client.get(f"/ui/static/{name}").text for name in names}
+        for name, text in {"index.html": page.text, **bodies}.items():
             # The SVG namespace is a name, never fetched; anything else would be.
-            body = client.get(f"/ui/static/{name}").text.replace(SVG_NAMESPACE, "")
+            body = text.replace(SVG_NAMESPACE, "")
             assert not re.search(r"(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}/", body), name
-            assert "<script>" not in body and " on" + "click=" not in body
+            assert "<script>" not in body and " on" + "click=" not in body, name
         assert client.get("/ui/static/nothing.js").status_code == 404
         assert client.post("/ui/").status_code == 405
 
@@ -255,6 +257,11 @@ def test_a_decision_records_its_actor_and_undo_restores_within_the_window(
     assert store.history(promotable["id"])[-1].actor == f"dashboard:{NADIA}"
     assert admin.get("/ui/api/review").json()["decisions"] == []
     admin.act("review/decide", {"memory_id": archivable["id"], "decision": "archive"})
+    # A later transition by someone else is what undo would reverse: no undo offered.
+    admin.act("review/decide", {"memory_id": promotable["id"], "decision": "promote"})
+    store.archive(promotable["id"], owner=NADIA, actor="someone-else")
+    assert [d["memory_id"] for d in admin.get("/ui/api/review").json()["decisions"]] == [
+        archivable["id"]]
     clock.advance(days=8)
     late = admin.act("review/undo", {"memory_id": archivable["id"]}).json()
     assert not late["success"] and "restore window" in late["error"]
@@ -267,9 +274,12 @@ def test_keep_takes_a_memory_out_of_the_queue_and_changes_nothing(
     admin = browser(url, ADMIN)
     item = admin.get("/ui/api/review").json()["items"][0]
     before = store.get(item["id"])
-    assert admin.act("review/decide", {"memory_id": item["id"], "decision": "keep"}
-                     ).json()["decision"] == "keep"
+    kept = admin.act("review/decide", {"memory_id": item["id"], "decision": "keep"}).json()
+    assert kept["decision"] == "keep" and kept["recorded"] is True
     assert store.get(item["id"]) == before
+    [event] = [e for e in store.events(item["id"]) if e.event_type.value == "keep"]
+    assert event.event_id == kept["event_id"] and event.agent_id.startswith("dashboard:")
+    assert event.from_state == event.to_state == before.status.value
     assert item["id"] not in {i["id"] for i in admin.get("/ui/api/review").json()["items"]}
     assert admin.act("review/decide", {"memory_id": item["id"], "decision": "delete"}
                      ).status_code == 422
@@ -288,9 +298,10 @@ def test_pages_count_what_the_store_holds(served: tuple[MemoryStore, str, Clock]
     quality = admin.get("/ui/api/quality").json()
     conversation = [m for m in mine if m.provenance.get("source") == "conversation"]
     assert quality["conversations"]["extracted"] == len(conversation) > 0
-    assert quality["feedback"]["useful"] == sum(m.useful_count for m in mine) == 2
-    assert quality["feedback"]["ignored"] == 2 and len(quality["most_ignored"]) >= 1
-    assert sum(quality["feedback"]["over_time"]["useful"]) == 2
+    assert quality["feedback"]["useful"] == sum(m.useful_count for m in mine) == 4
+    assert quality["feedback"]["ignored"] == sum(m.ignored_count for m in mine) == 2
+    assert {m["id"] for m in quality["most_ignored"]} == {m.id for m in mine if m.ignored_count}
+    assert sum(quality["feedback"]["over_time"]["useful"]) == 4
     chained = next(m for m in mine if m.superseded_by)
     view = admin.get("/ui/api/memory", params={"id": chained.id}).json()
     assert view["memory"]["id"] == chained.id and len(view["chain"]) >= 2

@@ -59,7 +59,10 @@ def sentences(text: str) -> list[Sentence]:
     out: list[Sentence] = []
     start = 0
     for match in _BOUNDARY.finditer(text):
-        if match.group(0)[0] == "." and _ABBREVIATION.search(text, 0, match.start()):
+        # only the last few characters can hold an abbreviation: searching the whole
+        # prefix made long texts quadratic
+        if match.group(0)[0] == "." and _ABBREVIATION.search(
+                text[max(0, match.start() - 12):match.start()]):
             continue
         end = match.start() + len(match.group(0).rstrip())
         _add(out, text, start, end)

@@ -22,6 +22,7 @@ from .._engine import (
     INTERNAL_FIELDS,
     AccessRecord,
     BatchWriter,
+    ChangeFeed,
     Counts,
     CypherCapability,
     CypherResult,
@@ -164,12 +165,18 @@ class KuzuEngine:
         self.read_only = read_only
         self.recovery_note = self.db.recovery_note
         self.cypher: CypherCapability | None = KuzuCypher(self.db)
+        #: one writing process per database: no other process commits anything
+        self.changes: ChangeFeed | None = None
         # Whether any edge is marked gone (until the next purge): bulk edge scans skip
         # the filter when none is, which halves their cost at 400k edges (measured).
         self._has_gone = self.meta().get(_GONE_KEY, "0") != "0"
 
     def close(self) -> None:
         self.db.close()
+
+    def exclusive(self, name: str) -> contextlib.AbstractContextManager[None]:
+        """A no-op: the file lock keeps every other writing process out already."""
+        return contextlib.nullcontext()
 
     # -- store properties ------------------------------------------------------------
     def meta(self) -> dict[str, str]:

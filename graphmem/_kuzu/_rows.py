@@ -22,10 +22,22 @@ from .._engine import (
     FactRecord,
     MentionRecord,
     NewMemory,
-    memory_from_fields,
 )
-from .._models import LifecycleEvent, Memory, Version
-from ._schema import EVENT_TYPES, MEMORY_TYPES, VERSION_TYPES
+from .._models import LifecycleEvent, Version
+from .._records import (
+    FIELD_COLUMNS,
+    MODEL_COLUMNS,
+    aware,
+    event_from_values,
+    event_row,
+    json_dump,
+    memory_from_columns,
+    memory_row,
+    stored_value,
+    version_from_values,
+    version_row,
+)
+from ._schema import EVENT_TYPES, VERSION_TYPES
 
 __all__ = [
     "EDGE_PROPS",
@@ -33,12 +45,14 @@ __all__ = [
     "FIELD_COLUMNS",
     "MODEL_COLUMNS",
     "arrow_rows",
+    "aware",
     "column_value",
     "decode_vector",
     "edge_from_row",
     "encode_vector",
     "event_from_row",
     "event_params",
+    "json_dump",
     "memory_from_row",
     "memory_params",
     "version_from_row",
@@ -52,13 +66,6 @@ EDGE_PROPS = {
     "CO_OCCURS": ("weight", "count", "source", "at"),
     "SUPERSEDES": ("reason", "at"),
 }
-JSON_COLUMNS = ("provenance", "integrity", "ump")
-LIST_COLUMNS = ("tags", "superseded_by", "access_times", "entities", "times_from", "times_to")
-_INTERNAL = ("vec", "payload_at", "prev_status", "prev_kind", "state_changed")
-#: The columns a ``Memory`` is built from.
-MODEL_COLUMNS: tuple[str, ...] = tuple(c for c in MEMORY_TYPES if c not in _INTERNAL)
-#: graphmem field -> Kuzu column, where they differ.
-FIELD_COLUMNS = {"extra": "ump", "vector": "vec"}
 _ARROW_TYPES = {
     "STRING": pa.string(), "BOOLEAN": pa.bool_(), "DOUBLE": pa.float64(),
     "INT64": pa.int64(), "TIMESTAMP": pa.timestamp("us"),
@@ -87,99 +94,36 @@ def naive(value: Any) -> Any:
     return value
 
 
-def aware(value: Any) -> Any:
-    if isinstance(value, datetime) and value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value
-
-
-def _json_load(text: Any) -> dict[str, Any]:
-    if not text:
-        return {}
-    value = json.loads(text)
-    return value if isinstance(value, dict) else {}
-
-
-def json_dump(value: Any) -> str:
-    return json.dumps(value or {}, ensure_ascii=False, sort_keys=True, allow_nan=False)
-
-
 def column_value(name: str, value: Any) -> tuple[str, Any]:
     """A graphmem field and its value as the Kuzu column and the value it stores."""
-    column = FIELD_COLUMNS.get(name, name)
-    if column == "vec":
-        return column, encode_vector(value)
-    if column in JSON_COLUMNS:
-        return column, json_dump(value)
-    if column in LIST_COLUMNS:
-        return column, [getattr(v, "value", v) for v in (value or [])]
-    return column, getattr(value, "value", value)
+    column, stored = stored_value(name, value)
+    return column, encode_vector(stored) if column == "vec" else stored
 
 
 def memory_params(new: NewMemory) -> dict[str, Any]:
-    """The ``Memory`` node row of a new memory (field by field: a bulk insert builds one
-    per memory, and a generic loop over the model cost ~0.16 ms each)."""
-    m = new.memory
-    return {
-        "id": m.id, "owner": m.owner, "project": m.project, "visibility": m.visibility,
-        "kind": m.kind.value, "status": m.status.value, "hot": m.hot, "subject": m.subject,
-        "text": m.text, "tags": list(m.tags), "importance": m.importance,
-        "original_importance": m.original_importance, "confidence": m.confidence,
-        "created": m.created, "modified": m.modified, "observed": m.observed,
-        "valid_from": m.valid_from, "valid_to": m.valid_to, "access_count": m.access_count,
-        "last_accessed": m.last_accessed, "access_times": list(m.access_times),
-        "useful_count": m.useful_count, "ignored_count": m.ignored_count,
-        "superseded_by": list(m.superseded_by), "session": m.session,
-        "provenance": json_dump(m.provenance), "integrity": json_dump(m.integrity),
-        "ump": json_dump(m.extra), "payload": m.payload, "payload_hash": m.payload_hash,
-        "payload_at": new.payload_at, "text_sha256": m.text_sha256, "version": m.version,
-        "centrality": m.centrality, "xref_count": m.xref_count, "prev_status": None,
-        "prev_kind": None, "state_changed": None, "vec": encode_vector(new.vector),
-        "entities": list(m.entities), "context": m.context, "times_from": list(m.times_from),
-        "times_to": list(m.times_to),
-    }
+    """The ``Memory`` node row of a new memory (its vector as base64)."""
+    row = memory_row(new)
+    row["vec"] = encode_vector(new.vector)
+    return row
 
 
-def memory_from_row(row: Mapping[str, Any]) -> Memory:
-    """A ``Memory`` from a row keyed by column (missing columns take defaults)."""
-    fields = {("extra" if column == "ump" else column): aware(value) if column in (
-        "created", "modified", "observed", "valid_from", "valid_to", "last_accessed")
-        else value for column, value in row.items() if column in MODEL_COLUMNS}
-    for name in ("access_times", "times_from", "times_to"):
-        if fields.get(name):
-            fields[name] = [aware(t) for t in fields[name]]
-    return memory_from_fields(fields)
+memory_from_row = memory_from_columns
 
 
 def version_params(version: Version) -> dict[str, Any]:
-    v = version
-    return {"id": v.id, "memory_id": v.memory_id, "seq": v.seq,
-            "change_type": v.change_type.value, "at": v.at, "reason": v.reason,
-            "actor": v.actor, "text": v.text, "subject": v.subject,
-            "text_sha256": v.text_sha256, "importance": v.importance,
-            "status": v.status.value if v.status is not None else None,
-            "kind": v.kind.value if v.kind is not None else None, "redacted": v.redacted}
+    return version_row(version)
 
 
 def version_from_row(row: Sequence[Any]) -> Version:
-    data = dict(zip(VERSION_TYPES, row, strict=True))
-    data["at"] = aware(data["at"])
-    data["redacted"] = bool(data["redacted"])
-    return Version(**data)
+    return version_from_values(dict(zip(VERSION_TYPES, row, strict=True)))
 
 
 def event_params(event: LifecycleEvent) -> dict[str, Any]:
-    data = event.model_dump()
-    out = {c: getattr(data[c], "value", data[c]) for c in EVENT_TYPES}
-    out["metadata"] = json_dump(out["metadata"])
-    return out
+    return event_row(event)
 
 
 def event_from_row(row: Sequence[Any]) -> LifecycleEvent:
-    data = dict(zip(EVENT_TYPES, row, strict=True))
-    data["timestamp"] = aware(data["timestamp"])
-    data["metadata"] = _json_load(data["metadata"])
-    return LifecycleEvent(**data)
+    return event_from_values(dict(zip(EVENT_TYPES, row, strict=True)))
 
 
 def edge_params(edge: EdgeRecord) -> dict[str, Any]:

@@ -7,6 +7,7 @@ database); ``MIGRATIONS[v]`` lifts a database from ``v - 1`` to ``v``.
 from __future__ import annotations
 
 from .._errors import SchemaVersionError
+from .._records import EVENT_COLUMNS, VERSION_COLUMNS
 from ._db import Database
 
 __all__ = [
@@ -74,18 +75,11 @@ STAGE_TYPES: dict[str, str] = {
     "id": "STRING", "num": "DOUBLE", "flag": "BOOLEAN", "event_id": "STRING",
     "meta": "STRING", "reason": "STRING",
 }  # fmt: skip
-VERSION_TYPES: dict[str, str] = {
-    "id": "STRING", "memory_id": "STRING", "seq": "INT64", "change_type": "STRING",
-    "at": "TIMESTAMP", "reason": "STRING", "actor": "STRING", "text": "STRING",
-    "subject": "STRING", "text_sha256": "STRING", "importance": "DOUBLE", "status": "STRING",
-    "kind": "STRING", "redacted": "BOOLEAN",
-}  # fmt: skip
-EVENT_TYPES: dict[str, str] = {
-    "event_id": "STRING", "memory_id": "STRING", "event_type": "STRING",
-    "from_state": "STRING", "to_state": "STRING", "reason": "STRING",
-    "triggered_by": "STRING", "agent_id": "STRING", "timestamp": "TIMESTAMP",
-    "metadata": "STRING",
-}  # fmt: skip
+#: Versions and events are laid out as ``graphmem._records`` says (the one layout).
+_KUZU_TYPES = {"str": "STRING", "json": "STRING", "bool": "BOOLEAN", "float": "DOUBLE",
+               "int": "INT64", "time": "TIMESTAMP"}
+VERSION_TYPES: dict[str, str] = {c: _KUZU_TYPES[t] for c, t in VERSION_COLUMNS.items()}
+EVENT_TYPES: dict[str, str] = {c: _KUZU_TYPES[t] for c, t in EVENT_COLUMNS.items()}
 
 
 def _node_table(name: str, types: dict[str, str]) -> str:

@@ -1,6 +1,11 @@
 """Graph signals of the lifecycle, computed within each owner: PageRank centrality and
 cross-reference counts.
 
+A memory's cross-reference count is the number of distinct other memories of its owner
+with a REFERENCES edge to it (explicit links and the ones ingest derives from a rare
+shared entity, an id or a subject). Mentioning the same knowledge-graph entity is not a
+reference by itself: a speaker named by every turn would make every turn "referenced".
+
 Every owner's memories form their own graph: an edge between two owners counts for
 neither, the random walk restarts only among the owner's memories, and a dead end
 hands its mass back to them alone. So nothing one owner can observe (a centrality, an

@@ -118,17 +118,12 @@ class Lifecycle:
         """Recommend promote, archive, maintain or review for one memory (the archivist policy).
 
         Metrics include its cross-reference count (distinct memories that reference it)
-        and its centrality.
+        and its centrality. Its importance is today's: decayed as the lifecycle manager
+        would decay it before judging (``run``), so the recommendation is the report's.
         """
         memory = self._ctx.visible(memory_id, owner)
-        result = evaluate_memory_lifecycle(
-            memory_id=memory.id, importance=memory.importance,
-            age_in_days=self._age_days(memory.created, self._ctx.now()),
-            access_count=memory.access_count, type=memory.kind.value, tags=memory.tags,
-            cross_reference_count=self._graph_signals().xrefs.get(memory.id, 0),
-            centrality=self.centrality().get(memory.id, 0.0), settings=self._ctx.settings)
-        result = self._beside_forecast(result, self._forecast())
-        return result.model_copy(update={"subject": memory.short(60)})
+        [result] = self.batch_evaluate([memory.id])
+        return result
 
     def _forecast(self) -> tuple[float, Mapping[str, float]] | None:
         return self.forecaster() if self.forecaster is not None else None
@@ -163,23 +158,28 @@ class Lifecycle:
         statuses: Sequence[Status | str] = (Status.ACTIVE,),
     ) -> list[EvaluationResult]:
         """Evaluate many memories: these ``ids``, or every memory matching the filters
-        (by default the active ones)."""
+        (by default the active ones), with today's importance (see ``evaluate``)."""
         wanted_status = {parse_status(s).value for s in statuses}
         wanted_kinds = {parse_kind(k).value for k in kinds} if kinds is not None else None
         self._ctx.before_read()
-        rows = self._ctx.engine.scan(_SCAN, owner=owner).table.to_pylist()
-        if ids is not None:
-            keep = set(ids)
-            rows = [r for r in rows if r["id"] in keep]
-        else:
-            rows = [r for r in rows if r["status"] in wanted_status
-                    and (wanted_kinds is None or r["kind"] in wanted_kinds)]
-        signals = self._graph_signals()
         now = self._ctx.now()
+        table = self._ctx.engine.scan(_SCAN, owner=owner,
+                                      ids=list(ids) if ids is not None else None).table
+        rows = table.to_pylist()
+        if ids is None:
+            chosen = [i for i, r in enumerate(rows) if r["status"] in wanted_status
+                      and (wanted_kinds is None or r["kind"] in wanted_kinds)]
+        else:  # a scan by ids is not scoped to the owner: another owner's ids are unknown
+            chosen = [i for i, r in enumerate(rows) if owner is None or r["owner"] == owner]
+        view = _Columns(table, now.timestamp())
+        active = np.flatnonzero(view.active)
+        importance = _decayed(view, active, view.kind[active], self._ctx.settings)[3]
+        signals = self._graph_signals()
         forecast = self._forecast()
-        return [self._beside_forecast(self._evaluate_row(r, now, signals.xrefs,
-                                                         signals.centrality), forecast)
-                for r in rows]
+        return [self._beside_forecast(
+            self._evaluate_row({**rows[i], "importance": float(importance[i])}, now,
+                               signals.xrefs, signals.centrality), forecast)
+                for i in chosen]
 
     def _evaluate_row(self, row: Mapping[str, Any], now: datetime, xrefs: Mapping[str, int],
                       centrality: Mapping[str, float]) -> EvaluationResult:
@@ -308,6 +308,14 @@ class Lifecycle:
         and the hot set are always each owner's own: nothing one owner sees depends on
         another owner's memories.
         """
+        if apply:
+            # Processes that share the store run it one after the other: the second
+            # plans from what the first applied, and finds nothing left to do.
+            with self._ctx.engine.exclusive("lifecycle"):
+                return self._run(apply=True, owner=owner)
+        return self._run(apply=False, owner=owner)
+
+    def _run(self, *, apply: bool, owner: str | None) -> LifecycleReport:
         started = time.perf_counter()
         self._ctx.before_read()
         now = self._ctx.now()
@@ -337,24 +345,9 @@ class Lifecycle:
         """Every job's decisions, vectorised over the scanned memories."""
         s = self._ctx.settings
         act = np.flatnonzero(v.active)
-        # Decay and score recompute: importance follows original * 0.5^(idle / half-life);
-        # memories tagged critical or permanent are exempt (someone said they matter).
         idle_days = np.maximum(v.now_s - v.last[act], 0.0) / _DAY
-
-        def targets(kinds: np.ndarray) -> np.ndarray:
-            half_life = np.array([s.half_life(k) for k in kinds], dtype=float)
-            target = v.original[act] * 0.5 ** (idle_days / half_life)
-            return np.where(v.promote_tag[act], v.importance[act], target)
-
-        def moved(target: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            delta = v.importance[act] - target
-            decay, recompute = delta >= s.decay_min_drop, -delta >= s.decay_min_drop
-            importance = v.importance.copy()
-            importance[act] = np.where(decay | recompute, target, v.importance[act])
-            return decay, recompute, importance
-
-        target = targets(v.kind[act])
-        decay, recompute, importance = moved(target)
+        target, decay, recompute, importance = _decayed(v, act, v.kind[act], s)
+        judged = importance  # what the rules see, as evaluate() and the report show it
         xref = np.array([xrefs.get(v.ids[i], 0) for i in act], dtype=np.int64)
         masks = evaluate_arrays(
             importance=importance[act], age_in_days=v.age_days[act],
@@ -367,8 +360,7 @@ class Lifecycle:
             # A memory promoted now decays from now on as semantic: its score is set by
             # the semantic half-life in this run, so that the next run finds nothing to do.
             kinds = np.where(masks["promote"], Kind.SEMANTIC.value, v.kind[act])
-            target = targets(kinds)
-            decay, recompute, importance = moved(target)
+            target, decay, recompute, importance = _decayed(v, act, kinds, s)
         decisions: dict[Job, list[Decision]] = {
             "decay": [Decision(v.ids[i], number=float(t), reason=f"idle {d:.0f} days")
                       for i, t, d in zip(act[decay], target[decay], idle_days[decay],
@@ -404,6 +396,7 @@ class Lifecycle:
         decisions["payload"] = [Decision(v.ids[i], reason="payload retention") for i in old]
         return LifecyclePlan(
             decisions=decisions, masks=masks, active=act, importance=importance,
+            judged=judged,
             counts={a: int(masks[a].sum()) for a in ("promote", "archive", "maintain",
                                                      "review")},
             review_archive=review_archive, forecast=forecast, forecast_reviews=against)
@@ -445,7 +438,7 @@ class Lifecycle:
             chosen = plan.active[np.flatnonzero(plan.masks[action])][:REPORT_SAMPLE]
             for i in chosen:
                 out.append(self._beside_forecast(
-                    self._evaluate_row(v.row(i, importance=float(plan.importance[i])), now,
+                    self._evaluate_row(v.row(i, importance=float(plan.judged[i])), now,
                                        xrefs, centrality), plan.forecast))
         return out
 
@@ -473,16 +466,36 @@ class Lifecycle:
             self._signals = signals  # states changed, the graph did not
 
 
+def _decayed(v: _Columns, act: np.ndarray, kinds: np.ndarray, s: Any
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Decay and score recompute of the active memories ``act`` (scan positions) as of
+    these ``kinds``: importance follows original * 0.5^(idle days / half-life), moved only
+    by at least ``decay_min_drop``; memories tagged critical or permanent are exempt
+    (someone said they matter). Returns the targets and the decay and recompute masks
+    (over ``act``), and every scanned memory's importance after the move."""
+    idle_days = np.maximum(v.now_s - v.last[act], 0.0) / _DAY
+    half_life = np.array([s.half_life(k) for k in kinds], dtype=float)
+    target = np.where(v.promote_tag[act], v.importance[act],
+                      v.original[act] * 0.5 ** (idle_days / half_life))
+    delta = v.importance[act] - target
+    decay, recompute = delta >= s.decay_min_drop, -delta >= s.decay_min_drop
+    importance = v.importance.copy()
+    importance[act] = np.where(decay | recompute, target, v.importance[act])
+    return target, decay, recompute, importance
+
+
 @dataclass
 class LifecyclePlan:
     """What one lifecycle run decided: each job's staged decisions, the archivist's
     masks over the active memories (``active`` holds their scan positions), the
-    importance after decay, the action counts, and archives left for review."""
+    importance after decay (as the masks judged it, and as written: a memory promoted
+    now decays as semantic), the action counts, and archives left for review."""
 
     decisions: dict[Job, list[Decision]]
     masks: dict[str, np.ndarray]
     active: np.ndarray
     importance: np.ndarray
+    judged: np.ndarray
     counts: dict[str, int]
     review_archive: int
     forecast: tuple[float, Mapping[str, float]] | None = None

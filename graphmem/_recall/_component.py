@@ -19,6 +19,7 @@ from .._embed import Embedder
 from .._engine import EdgeRecord, Patch, memory_from_fields
 from .._errors import ConflictError, InvalidInputError, StoreError
 from .._kg import is_temporal_question, query_window
+from .._knowledge import ROLE_WEIGHTS
 from .._learn._features import Candidates, capture
 from .._learn._samples import Reranker, SampleLog
 from .._memories import Memories
@@ -245,6 +246,7 @@ class Recall:
         if not query.strip():
             return []
         when = to_utc(as_of) if as_of is not None else None
+        self._ctx.sync()  # what other processes committed (a shared engine)
         index = self.ensure_index()
         qvec: Future[np.ndarray] | None = None
         if config.active("vector") and index.size:
@@ -286,10 +288,12 @@ class Recall:
             channels["fulltext"] = self._resolve(index, self._fulltext(index, query, mask,
                                                                        config, group),
                                                  mask, as_of, redirected, config.candidates)
+        similarity: np.ndarray | None = None
         if config.active("vector") and qvec is not None:
-            scores = index.vectors[:n] @ qvec.result()
-            scores[~index.has_vector[:n]] = -np.inf
-            channels["vector"] = self._resolve(index, _top(scores, mask, config.candidates * 2,
+            similarity = index.vectors[:n] @ qvec.result()
+            similarity[~index.has_vector[:n]] = -np.inf
+            channels["vector"] = self._resolve(index, _top(similarity, mask,
+                                                           config.candidates * 2,
                                                            positive=False),
                                                mask, as_of, redirected, config.candidates)
         paths: dict[int, tuple[str, ...]] = {}
@@ -302,6 +306,10 @@ class Recall:
         if config.active("facts"):
             channels["facts"] = self._fact_channel(index, query, mask, as_of, redirected,
                                                    config, owner)
+        if config.active("entities"):
+            channels["entities"] = self._entity_channel(index, query, similarity, mask,
+                                                        as_of, redirected, config, group,
+                                                        owner)
         ranks = {name: competition_ranks(ranking) for name, ranking in channels.items()}
         fused = rrf_from_ranks(ranks, weights=config.weights, k=config.rrf_k)
         if not fused:
@@ -398,9 +406,7 @@ class Recall:
         named: dict[int, str] = {}
         weight: dict[int, float] = {}
         if walk_entities:
-            owners = index.owner[:n]
-            counts = {code: int(c) for code, c in zip(*np.unique(owners, return_counts=True),
-                                                      strict=True)}
+            counts = _owner_sizes(index)
 
             def informative(entity: int) -> float:
                 found = weight.get(entity)
@@ -502,6 +508,43 @@ class Recall:
                         scored[pos] = max(scored.get(pos, 0.0), score)
         ranking = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
         return self._resolve(index, ranking, mask, as_of, redirected, config.candidates)
+
+    def _entity_channel(self, index: RecallIndex, query: str,
+                        similarity: np.ndarray | None, mask: np.ndarray,
+                        as_of: datetime | None, redirected: dict[int, set[int]],
+                        config: RecallConfig, group: int | None, owner: str | None
+                        ) -> Ranking:
+        """The memories that mention (or are spoken by) the entities the query names,
+        ranked among themselves by how close they are to the query (the vector score, or
+        BM25 without vectors), plus ``graph.named_bonus`` per informative named entity they
+        mention: "what does Melanie do to relax?" searches Melanie's own turns."""
+        graph = index.entities
+        named = graph.link(query, owner, all_owners=owner is None)
+        if not named:
+            return []
+        n = index.size
+        bonus = np.zeros(n)
+        inside = np.zeros(n, dtype=bool)
+        sizes = _owner_sizes(index)
+        floor = 0.0 if config.graph.named_speakers else ROLE_WEIGHTS["speaker"]
+        for entity in named:
+            memories = graph.memories_of.get(entity)
+            if not memories:
+                continue
+            positions = np.fromiter((p for p, w in memories.items() if p < n and w > floor),
+                                    dtype=np.int64)
+            inside[positions] = True
+            code = index.owner_codes.get(graph.owner[entity], -1)
+            bonus[positions] += config.graph.named_bonus * graph.informativeness(
+                entity, sizes.get(code, n))
+        if not inside.any():
+            return []
+        base = (similarity if similarity is not None
+                else index.bm25.scores(query, n, group=group))
+        scores = np.where(inside, base + bonus, -np.inf)
+        return self._resolve(index, _top(scores, mask & inside, config.candidates * 2,
+                                         positive=False), mask, as_of, redirected,
+                             config.candidates)
 
     def _actr(self, index: RecallIndex, candidates: Sequence[int], fused: Mapping[int, float],
               config: RecallConfig, now: datetime) -> dict[int, tuple[Any, int, float]]:
@@ -712,6 +755,12 @@ def _with_entities(row: Any, graph: EntityIndex, n: int, weight: float,
         return memories, weights * (weight * scale)
 
     return both
+
+
+def _owner_sizes(index: RecallIndex) -> dict[int, int]:
+    """How many memories each owner (by code) has in the index."""
+    codes, counts = np.unique(index.owner[: index.size], return_counts=True)
+    return {int(code): int(c) for code, c in zip(codes, counts, strict=True)}
 
 
 def _owners_with_entities(index: RecallIndex, graph: EntityIndex, n: int) -> np.ndarray:

@@ -14,7 +14,9 @@ from . import (  # noqa: F401
     _recall,
     _ui,
 )
-from ._app import cli
+from ._app import add_global_options, cli
+
+add_global_options(cli)  # --db, --json ... after the subcommand too
 
 __all__ = ["cli", "main"]
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from typing import Any
 
 import click
 
-from ._app import Context, cli, echo_json, fail, parse_params, pass_ctx, table
+from ._app import Context, cli, echo_json, parse_params, pass_ctx, table, usage
 
 
 @cli.command()
@@ -33,31 +34,33 @@ def query(ctx: Context, query_text: str | None, list_queries: bool, params: tupl
       graphmem query most_referenced --param limit=5
       graphmem query "MATCH (m:Memory) RETURN m.kind, count(*)"
     """
-    from queries.library import load_queries, run_named
+    from queries.library import find_query, load_queries, run_named
 
     named = load_queries()
     if list_queries:
-        rows = [{"name": q.name, "parameters": ", ".join(
-                    f"{p.name}: {p.type}" + ("" if p.required else f" = {p.default!r}")
-                    for p in q.params), "description": q.description}
-                for q in named.values()]
+        rows = [{"name": q.name, "parameters": ", ".join(p.describe() for p in q.params),
+                 "description": q.description} for q in named.values()]
         emit_rows(rows, "json" if ctx.json else fmt)
         return
     if not query_text:
-        fail("give a query NAME or CYPHER text (or --list)")
-    if query_text in named:
+        usage("give a query NAME or CYPHER text (or --list)")
+    if query_text in named or _NAME.fullmatch(query_text):
+        find_query(query_text)  # a misspelled name: the error lists the names
         if write:
-            fail("named queries are read-only; --write is for ad-hoc Cypher")
-        store = ctx.store(read_only=True)
+            usage("named queries are read-only; --write is for ad-hoc Cypher")
+        store = ctx.api(read_only=True)
         rows = run_named(store, query_text, parse_params(params, convert=lambda _n, raw: raw))
     elif write:
-        rows = ctx.store().cypher(query_text, parse_params(params), write=True)
+        rows = ctx.store(create=False).cypher(query_text, parse_params(params), write=True)
         click.echo("note: this change bypassed the version history; it is recorded as a "
-                   "cypher_write lifecycle event",
-                   err=True)
+                   "cypher_write lifecycle event", err=True)
     else:
-        rows = ctx.store(read_only=True).cypher(query_text, parse_params(params))
+        rows = ctx.api(read_only=True).cypher(query_text, parse_params(params))
     emit_rows(rows, "json" if ctx.json else fmt)
+
+
+#: A bare word: meant as a named query (no Cypher statement is one word).
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def emit_rows(rows: list[dict[str, Any]], fmt: str) -> None:
@@ -85,30 +88,50 @@ def emit_rows(rows: list[dict[str, Any]], fmt: str) -> None:
 @click.argument("memory_id", metavar="ID", required=False)
 @click.option("--depth", default=2, show_default=True, type=click.IntRange(0, 6),
               help="Hops from the memory.")
-@click.option("--max-nodes", default=150, show_default=True, type=click.IntRange(1, 5000))
+@click.option("--max-nodes", default=150, show_default=True, type=click.IntRange(1, 5000),
+              help="At most this many nodes (with --entities the default is 40).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False),
               help="The file to write: .png or .html (interactive, self-contained).")
 @click.option("--lifecycle", "lifecycle_flow", is_flag=True,
               help="Draw the lifecycle flow (transitions between states) instead; .png.")
+@click.option("--entities", "entities", is_flag=True,
+              help="Draw the knowledge graph instead: entities (coloured by type, sized by "
+                   "mentions) and the facts between them; .png or .html.")
+@click.option("--about", default=None, metavar="NAME",
+              help="With --entities: this entity and those around it (default: the most "
+                   "central entities).")
 @click.option("--owner", default=None, help="Only this owner's memories.")
 @pass_ctx
 def draw(ctx: Context, memory_id: str | None, depth: int, max_nodes: int, out: str,
-         lifecycle_flow: bool, owner: str | None) -> None:
-    """Draw a memory's neighbourhood (or, with --lifecycle, the lifecycle flow).
+         lifecycle_flow: bool, entities: bool, about: str | None, owner: str | None
+         ) -> None:
+    """Draw a memory's neighbourhood (or the lifecycle flow, or the knowledge graph).
 
     Nodes are coloured by kind and shaped by status (hot ones outlined); references are
-    solid, co-occurrence dashed, supersedes red.
+    solid, co-occurrence dashed, supersedes red. With --entities: facts are arrows
+    labelled by predicate (dotted red once ended), co-mentions dashed grey.
     """
-    from queries.draw import draw_lifecycle_flow, draw_neighbourhood
+    from queries.draw import draw_entities, draw_lifecycle_flow, draw_neighbourhood
 
-    store = ctx.store(read_only=True)
-    if lifecycle_flow:
+    store = ctx.store(read_only=True, create=False)
+    if about is not None and not entities:
+        usage("--about names an entity to draw with --entities")
+    if entities:
+        if memory_id or lifecycle_flow:
+            usage("--entities draws the knowledge graph; leave out the ID and --lifecycle")
+        given = click.get_current_context().get_parameter_source("max_nodes")
+        limit = 40 if given is click.core.ParameterSource.DEFAULT else max_nodes
+        path = draw_entities(store, out, about=about, owner=owner, limit=limit)
+    elif lifecycle_flow:
         if memory_id:
-            fail("--lifecycle draws the whole store's flow; leave out the ID")
+            usage("--lifecycle draws the whole store's flow; leave out the ID")
         path = draw_lifecycle_flow(store, out)
     else:
         if not memory_id:
-            fail("give the ID of the memory to draw (or --lifecycle)")
+            usage("give the ID of the memory to draw (or --lifecycle)")
         path = draw_neighbourhood(store, memory_id, out, depth=depth, max_nodes=max_nodes,
                                   owner=owner)
-    click.echo(f"wrote {path}", err=True)
+    if ctx.json:
+        echo_json({"written": str(path)})
+    else:
+        click.echo(f"wrote {path}", err=True)

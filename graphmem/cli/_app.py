@@ -1,4 +1,6 @@
-"""The command-line face's plumbing: the root group, store opening, error mapping, output."""
+"""The command-line face's plumbing: the root group and its global options (accepted
+before or after the subcommand), opening the store or the sidecar that holds it, errors
+(one line, ``error:``; JSON with ``--json``; exit 2 for every usage error), output."""
 
 from __future__ import annotations
 
@@ -7,42 +9,125 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, NoReturn
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
+from click.core import ParameterSource
 
-from .._errors import GraphmemError, InvalidInputError
-from .._facade import MemoryStore
+from .._errors import GraphmemError, StoreError, StoreLockedError, error_code
 from .._settings import Settings
 from .._time import parse_iso
 
-__all__ = ["Context", "cli", "echo_json", "fail", "parse_params", "pass_ctx", "table"]
+if TYPE_CHECKING:
+    from .._facade import MemoryStore
+    from ..client import Client
+
+__all__ = ["Context", "add_global_options", "cli", "echo_json", "fail", "parse_params",
+           "pass_ctx", "table", "usage"]
 
 DEFAULT_DB = "graphmem.db"
 
 
 class Context:
-    """What every command gets: options of the root group and a lazily opened store."""
+    """What every command gets: the global options and a lazily opened store (or the
+    sidecar's client, when a sidecar holds the database)."""
 
-    def __init__(self, db: str, json_out: bool, embedder: str | None, now: datetime | None
-                 ) -> None:
+    def __init__(self, db: str, json_out: bool, embedder: str | None, now: datetime | None,
+                 *, sidecar: str | None = None, token: str | None = None) -> None:
         self.db = db
         self.json = json_out
         self.embedder = embedder
         self.now = now
-        self._store: MemoryStore | None = None
+        self.sidecar = sidecar
+        self.token = token
+        #: whether --db (or $GRAPHMEM_DB) named the database, rather than the default
+        self.db_named = "GRAPHMEM_DB" in os.environ
+        self._store: MemoryStore | Client | None = None
 
     def settings(self) -> Settings:
         return Settings.from_env()
 
-    def store(self, *, read_only: bool = False, embedder: str | None = None) -> MemoryStore:
+    @property
+    def progress(self) -> bool:
+        """Whether long commands draw progress bars: on a terminal's stderr, not with
+        --json (a log or a pipe gets the result alone)."""
+        return not self.json and _isatty(sys.stderr)
+
+    # -- opening ---------------------------------------------------------------------------
+    def api(self, *, create: bool = False, read_only: bool = False) -> MemoryStore | Client:
+        """What a command that the sidecar serves works on: the sidecar named by
+        --sidecar / $GRAPHMEM_SIDECAR_URL, or the one serving --db (it wrote
+        ``<db>.sidecar.json``), else the database itself. A database that is not there
+        is an error unless ``create``: a mistyped --db makes no new store."""
         if self._store is None:
-            now = self.now
-            clock = (lambda: now) if now is not None else None
-            self._store = MemoryStore(self.db, settings=self.settings(),
-                                      embedder=embedder or self.embedder,
-                                      read_only=read_only, clock=clock)
+            client = self._sidecar()
+            self._store = client if client is not None else self._open(
+                create=create, read_only=read_only, embedder=None)
         return self._store
+
+    def store(self, *, read_only: bool = False, embedder: str | None = None,
+              create: bool = True) -> MemoryStore:
+        """The database itself, for commands the sidecar does not serve (imports,
+        re-embedding, drawings ...): refused, saying what to do, while a sidecar holds it."""
+        from .._facade import MemoryStore
+
+        if isinstance(self._store, MemoryStore):
+            return self._store
+        client = self._sidecar()
+        if client is not None:
+            command = click.get_current_context().command_path
+            raise StoreLockedError(
+                f"`{command}` works on the database itself, and the sidecar at "
+                f"{client.url} holds it: stop the sidecar, run the command, start it again")
+        self._store = self._open(create=create, read_only=read_only, embedder=embedder)
+        return self._store
+
+    def _open(self, *, create: bool, read_only: bool, embedder: str | None) -> MemoryStore:
+        from .._facade import MemoryStore
+        from ..engines import is_postgres_url
+
+        if not create and self.db != ":memory:" and not is_postgres_url(self.db) \
+                and not Path(self.db).exists():
+            raise StoreError(f"no graphmem database at {self.db}: create one with "
+                             f"`graphmem --db {self.db} init` (or import into it), or check "
+                             "--db and $GRAPHMEM_DB")
+        now = self.now
+        clock = (lambda: now) if now is not None else None
+        try:
+            return MemoryStore(self.db, settings=self.settings(),
+                               embedder=embedder or self.embedder, read_only=read_only,
+                               clock=clock)
+        except StoreLockedError as exc:
+            raise StoreLockedError(
+                f"{exc}. If `graphmem serve` holds it, pass its URL with --sidecar URL (or "
+                "$GRAPHMEM_SIDECAR_URL) to work through it") from None
+
+    def _sidecar(self) -> Client | None:
+        """The sidecar to use: the one named, or the one that says it serves --db and
+        answers with that store's id (a stale file is ignored)."""
+        from ..client import Client, SidecarUnreachable, discover
+
+        url = self.sidecar or self.settings().sidecar_url
+        token = self.token or os.environ.get("GRAPHMEM_SIDECAR_TOKEN") or None
+        if url:
+            return Client(url, token=token)
+        found = discover(self.db)
+        if found is None:
+            return None
+        client = Client(found.url, token=token, timeout_s=30.0)
+        try:
+            served = client.whoami().get("store_id")
+        except SidecarUnreachable:
+            client.close()
+            return None
+        if served != found.store_id:
+            client.close()
+            return None
+        if not self.json:
+            click.echo(f"note: the sidecar at {found.url} holds {self.db}; working through it",
+                       err=True)
+        return client
 
     def close(self) -> None:
         if self._store is not None:
@@ -53,24 +138,14 @@ class Context:
 pass_ctx = click.make_pass_decorator(Context)
 
 
-class _Group(click.Group):
-    """Maps graphmem's errors to one line on stderr and exit code 1: no tracebacks."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except GraphmemError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
-        except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
-            sys.exit(130)
-        except OSError as exc:
-            click.echo(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
-                       err=True)
-            sys.exit(1)
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
+# -- global options, before or after the subcommand ----------------------------------------
 def _parse_now(_: click.Context, __: click.Parameter, value: str | None) -> datetime | None:
     if value is None:
         return None
@@ -80,30 +155,167 @@ def _parse_now(_: click.Context, __: click.Parameter, value: str | None) -> date
         raise click.BadParameter(str(exc)) from None
 
 
+#: (declarations, attribute of Context, option settings): the root group's options, which
+#: every command accepts too.
+GLOBAL_OPTIONS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
+    (("--db",), "db", {"metavar": "PATH", "help": "Database directory (default $GRAPHMEM_DB "
+                                                  "or ./graphmem.db)."}),
+    (("--json", "json_out"), "json", {"is_flag": True, "default": None,
+                                      "help": "Machine-readable JSON output (errors too)."}),
+    (("--embedder",), "embedder", {"metavar": "SPEC", "help": "Embedding model: minilm, "
+                                   "hashing[:DIM] or ollama:MODEL (default: the store's "
+                                   "own, or $GRAPHMEM_EMBEDDER for a new store)."}),
+    (("--now",), "now", {"metavar": "ISO", "callback": _parse_now,
+                         "help": "Pretend the current time is ISO (replays, demos, tests)."}),
+    (("--sidecar",), "sidecar", {"metavar": "URL", "help": "Work through the graphmem "
+                                 "sidecar at URL (default $GRAPHMEM_SIDECAR_URL, or the one "
+                                 "serving --db)."}),
+    (("--token",), "token", {"metavar": "TOKEN", "help": "Bearer token for the sidecar "
+                             "(default $GRAPHMEM_SIDECAR_TOKEN)."}),
+]
+
+
+def _setter(attribute: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """A callback that lets an option given after the subcommand override the root's."""
+
+    def remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is None or value is False:  # not given (a flag left out is False)
+            return None
+        if attribute == "now":
+            value = _parse_now(ctx, param, value)
+        obj = ctx.find_object(Context)
+        if obj is not None:
+            setattr(obj, attribute, value)
+            if attribute == "db":
+                obj.db_named = True
+        return value
+
+    return remember
+
+
+def add_global_options(group: click.Group) -> None:
+    """Give every command and subgroup under ``group`` the global options (not those it
+    defines itself: ``reembed --embedder`` is its target model)."""
+    for command in group.commands.values():
+        taken = {opt for p in command.params for opt in getattr(p, "opts", [])}
+        for decls, attribute, settings in GLOBAL_OPTIONS:
+            if decls[0] in taken:
+                continue
+            extra = {k: v for k, v in settings.items() if k not in ("callback", "default")}
+            command.params.append(click.Option(
+                [decls[0]], expose_value=False, callback=_setter(attribute), default=None,
+                **extra))
+        if isinstance(command, click.Group):
+            add_global_options(command)
+
+
+# -- errors ----------------------------------------------------------------------------------
+def _report(message: str, *, code: str, json_mode: bool, field: str | None = None,
+            usage_line: str | None = None) -> None:
+    if json_mode:
+        body: dict[str, Any] = {"error": code, "detail": message}
+        if field:
+            body["field"] = field
+        click.echo(json.dumps(body, ensure_ascii=False), err=True)
+        return
+    click.echo(f"error: {message}", err=True)
+    if usage_line:
+        click.echo(usage_line, err=True)
+
+
+class _Group(click.Group):
+    """The root group: every failure is one line on stderr (``error: ...``; a JSON object
+    with --json), never a traceback; exit 1 for errors, 2 for usage errors."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             **extra: Any) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        json_mode = "--json" in argv[:argv.index("--")] if "--" in argv else "--json" in argv
+        try:
+            result = super().main(argv, prog_name, complete_var, standalone_mode=False,
+                                  **extra)
+            code = result if isinstance(result, int) and not isinstance(result, bool) else 0
+        except click.UsageError as exc:
+            hint = None
+            if exc.ctx is not None:
+                hint = (exc.ctx.get_usage().replace("Usage:", "usage:", 1)
+                        + f"  (see {exc.ctx.command_path} --help)")
+            _report(exc.format_message(), code="usage", json_mode=json_mode, usage_line=hint)
+            code = 2
+        except click.ClickException as exc:
+            _report(exc.format_message(), code="error", json_mode=json_mode)
+            code = exc.exit_code
+        except GraphmemError as exc:
+            _report(str(exc), code=error_code(exc), json_mode=json_mode,
+                    field=getattr(exc, "field", None))
+            code = 1
+        except OSError as exc:
+            where = f": {exc.filename}" if exc.filename else ""
+            _report(f"{exc.strerror or exc}{where}", code="os_error", json_mode=json_mode)
+            code = 1
+        except (click.Abort, KeyboardInterrupt):
+            _report("interrupted", code="interrupted", json_mode=json_mode)
+            code = 130
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", default=lambda: os.environ.get("GRAPHMEM_DB", DEFAULT_DB),
-              show_default="$GRAPHMEM_DB or ./graphmem.db", help="Database directory.")
-@click.option("--json", "json_out", is_flag=True, help="Machine-readable JSON output.")
+              show_default="$GRAPHMEM_DB or ./graphmem.db",
+              help="Database directory, or a postgresql:// URL.")
+@click.option("--json", "json_out", is_flag=True, help="Machine-readable JSON output "
+                                                       "(errors too, on stderr).")
 @click.option("--embedder", default=None,
               help="Embedding model: minilm, hashing[:DIM] or ollama:MODEL "
                    "(default: the store's own, or $GRAPHMEM_EMBEDDER for a new store).")
 @click.option("--now", callback=_parse_now, default=None, metavar="ISO",
               help="Pretend the current time is ISO (replays, demos, tests).")
+@click.option("--sidecar", default=None, metavar="URL",
+              help="Work through the graphmem sidecar at URL (default "
+                   "$GRAPHMEM_SIDECAR_URL, or the one serving --db: `graphmem serve` "
+                   "writes <db>.sidecar.json).")
+@click.option("--token", default=None, metavar="TOKEN",
+              help="Bearer token for the sidecar (default $GRAPHMEM_SIDECAR_TOKEN).")
 @click.version_option(package_name="graphmem")
 @click.pass_context
 def cli(ctx: click.Context, db: str, json_out: bool, embedder: str | None,
-        now: datetime | None) -> None:
+        now: datetime | None, sidecar: str | None, token: str | None) -> None:
     """graphmem: an embedded, graph-centric memory store for AI agents.
 
-    Every command works on one database directory (--db). Errors print one line
-    and exit with status 1; bad arguments exit with status 2.
+    Every command works on one database directory (--db), or through the sidecar that
+    serves it. The options above are accepted after the command too. Errors print one
+    line and exit with status 1; usage errors exit with status 2.
     """
-    ctx.obj = Context(db, json_out, embedder, now)
+    ctx.obj = Context(db, json_out, embedder, now, sidecar=sidecar, token=token)
+    if ctx.get_parameter_source("db") is ParameterSource.COMMANDLINE:
+        ctx.obj.db_named = True
     ctx.call_on_close(ctx.obj.close)
 
 
 def fail(message: str) -> NoReturn:
+    """An error that is not graphmem's (exit 1)."""
     raise click.ClickException(message)
+
+
+def need_extra(extra: str, *modules: str) -> None:
+    """Fail with the install command when a face's optional dependencies are missing
+    (``graphmem[server]`` for the sidecar and the dashboard, ``graphmem[mcp]``)."""
+    import importlib
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            fail(f"this command needs the {extra!r} extra ({module} is not installed): "
+                 f"pip install 'graphmem[{extra}]'")
+
+
+def usage(message: str) -> NoReturn:
+    """A usage error: the arguments do not make sense together (exit 2)."""
+    raise click.UsageError(message, ctx=click.get_current_context(silent=True))
 
 
 def echo_json(data: Any) -> None:
@@ -142,7 +354,8 @@ def parse_params(pairs: Sequence[str], *, convert: Callable[[str, str], Any] | N
     for pair in pairs:
         name, sep, raw = pair.partition("=")
         if not sep or not name.strip():
-            raise InvalidInputError(f"--param expects NAME=VALUE, got {pair!r}", field="param")
+            raise click.BadParameter(f"expects NAME=VALUE, got {pair!r}",
+                                     param_hint="'--param'")
         name = name.strip()
         if convert is not None:
             params[name] = convert(name, raw)

@@ -1,4 +1,4 @@
-"""Backup commands: ``graphmem backup DIR`` and the backup half of ``graphmem restore``."""
+"""Backup commands: ``graphmem backup DIR`` and ``graphmem restore-backup DIR``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import click
 from .._backup import manifest_json
 from .._facade import MemoryStore
 from ._app import Context, cli, echo_json, pass_ctx
+from ._progress import working
 
 
 @cli.command()
@@ -17,22 +18,36 @@ def backup(ctx: Context, directory: str) -> None:
 
     The snapshot is Kuzu's EXPORT DATABASE (Parquet) with a manifest holding the schema
     version, the embedder fingerprint, counts and a SHA-256 of every file. Writers wait
-    while it is taken. `graphmem --db NEW restore DIRECTORY` brings it back; restoring
-    runs none of the Cypher a backup directory holds (graphmem builds its own schema and
-    loads each table's Parquet file after checking its columns).
+    while it is taken. Through a sidecar (--sidecar, or the one serving --db) the
+    snapshot is taken there and written here (the token needs the admin and all_owners
+    scopes). `graphmem --db NEW restore-backup DIRECTORY` brings it back; restoring runs
+    none of the Cypher a backup directory holds (graphmem builds its own schema and loads
+    each table's Parquet file after checking its columns).
     """
-    info = ctx.store().backup(directory)
+    store = ctx.api()
+    with working(f"backing up to {directory}", enabled=ctx.progress):
+        info = store.backup(directory)
     if ctx.json:
         echo_json(manifest_json(info))
         return
-    click.echo(f"backed up {ctx.db} to {directory}: {info.memories} memories, "
+    click.echo(f"backed up {store.path} to {directory}: {info.memories} memories, "
                f"{info.versions} versions, {info.events} events, schema v{info.schema_version}, "
                f"{len(info.files)} files, {info.size / 1e6:.1f} MB")
 
 
+@cli.command(name="restore-backup")
+@click.argument("directory", type=click.Path(file_okay=False))
+@pass_ctx
+def restore_backup_cmd(ctx: Context, directory: str) -> None:
+    """Create the database --db (new or empty) from the backup in DIRECTORY, after
+    checking its manifest and checksums; an older schema is migrated."""
+    restore_backup(ctx, directory)
+
+
 def restore_backup(ctx: Context, directory: str) -> None:
     """Create the database --db from the backup in ``directory``."""
-    info = MemoryStore.restore_backup(directory, ctx.db, settings=ctx.settings())
+    with working(f"restoring {directory}", enabled=ctx.progress):
+        info = MemoryStore.restore_backup(directory, ctx.db, settings=ctx.settings())
     if ctx.json:
         echo_json(manifest_json(info))
         return

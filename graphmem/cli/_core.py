@@ -10,7 +10,9 @@ from typing import Any
 import click
 
 from .._models import Kind, Memory
+from .._views import to_json
 from ._app import Context, cli, echo_json, pass_ctx, table
+from ._progress import working
 
 KINDS = [k.value for k in Kind]
 
@@ -43,7 +45,7 @@ def memory_lines(memory: Memory) -> list[str]:
 @pass_ctx
 def init(ctx: Context) -> None:
     """Create an empty database (or check an existing one)."""
-    store = ctx.store()
+    store = ctx.api(create=True)
     stats = store.stats()
     if ctx.json:
         echo_json({"db": store.path, "memories": stats.memories,
@@ -69,11 +71,11 @@ def add(ctx: Context, text: str, kind: str, subject: str | None, importance: flo
         confidence: float, tags: tuple[str, ...], owner: str | None, project: str | None,
         status: str) -> None:
     """Add one memory with TEXT."""
-    memory = ctx.store().add(text, kind=kind, subject=subject, importance=importance,
-                             confidence=confidence, tags=list(tags), owner=owner,
-                             project=project, status=status)
+    memory = ctx.api(create=True).add(text, kind=kind, subject=subject, importance=importance,
+                                      confidence=confidence, tags=list(tags), owner=owner,
+                                      project=project, status=status)
     if ctx.json:
-        echo_json(memory.model_dump(mode="json"))
+        echo_json(to_json(memory))
     else:
         click.echo(memory.id)
 
@@ -83,11 +85,11 @@ def add(ctx: Context, text: str, kind: str, subject: str | None, importance: flo
 @pass_ctx
 def show(ctx: Context, memory_id: str) -> None:
     """Show one memory and its edges."""
-    store = ctx.store()
+    store = ctx.api()
     memory = store.get(memory_id)
     links = store.links(memory_id)
     if ctx.json:
-        echo_json({**memory.model_dump(mode="json"), "edges": [vars(x) for x in links]})
+        echo_json({**to_json(memory), "edges": [vars(x) for x in links]})
         return
     for line in memory_lines(memory):
         click.echo(line)
@@ -101,9 +103,9 @@ def show(ctx: Context, memory_id: str) -> None:
 @pass_ctx
 def history(ctx: Context, memory_id: str) -> None:
     """Show the append-only version history of a memory."""
-    versions = ctx.store().history(memory_id)
+    versions = ctx.api().history(memory_id)
     if ctx.json:
-        echo_json([v.model_dump(mode="json") for v in versions])
+        echo_json([to_json(v) for v in versions])
         return
     rows = [(v.seq, v.at, v.change_type.value, v.status.value if v.status else "",
              f"{v.importance:.2f}" if v.importance is not None else "",
@@ -123,7 +125,9 @@ def import_ump_cmd(ctx: Context, file: str) -> None:
     """Import a UMP JSON file: all records or none; re-importing changes nothing."""
     from ingest.ump import import_ump
 
-    result = import_ump(ctx.store(), file)
+    store = ctx.store()
+    with working(f"importing {Path(file).name}", enabled=ctx.progress):
+        result = import_ump(store, file)
     summary = {"created": len(result.created), "updated": len(result.updated),
                "unchanged": len(result.unchanged), "edges": result.edges_created}
     if ctx.json:
@@ -142,20 +146,26 @@ def import_ump_cmd(ctx: Context, file: str) -> None:
 @pass_ctx
 def export(ctx: Context, fmt: str, owner: str | None, out: str | None) -> None:
     """Export memories as a UMP file or a GDPR export (JSON)."""
-    store = ctx.store()
-    if fmt == "ump":
-        from ingest.ump import memory_to_record
+    from ..client import Client
 
-        data: Any = [memory_to_record(m) for m in store.memories(owner=owner)
-                     if m.status.value != "forgotten"]
+    store = ctx.api()
+    if isinstance(store, Client):
+        data: Any = store.export(owner, format=fmt)
+    elif fmt == "ump":
+        from ingest.ump import ump_records
+
+        data = ump_records(store, owner=owner)
     else:
         data = store.export(owner=owner)
     text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
     if out is None:
         sys.stdout.write(text)
+        return
+    Path(out).write_text(text, encoding="utf-8")
+    count = len(data) if isinstance(data, list) else len(data["memories"])
+    if ctx.json:
+        echo_json({"written": out, "format": fmt, "memories": count})
     else:
-        Path(out).write_text(text, encoding="utf-8")
-        count = len(data) if isinstance(data, list) else len(data["memories"])
         click.echo(f"wrote {count} memories to {out}", err=True)
 
 
@@ -163,9 +173,9 @@ def export(ctx: Context, fmt: str, owner: str | None, out: str | None) -> None:
 @pass_ctx
 def stats(ctx: Context) -> None:
     """Counts by kind and status, edges, versions and events."""
-    data = ctx.store().stats()
+    data = ctx.api().stats()
     if ctx.json:
-        echo_json(data.model_dump())
+        echo_json(to_json(data))
         return
     click.echo(f"memories {data.memories}  (hot {data.hot}, superseded {data.superseded}, "
                f"owners {data.owners})")

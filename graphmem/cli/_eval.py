@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from .._recall import PRESETS
-from ._app import Context, cli, fail, pass_ctx
+from ._app import Context, cli, echo_json, pass_ctx, usage
 
 
 @cli.group(name="eval")
@@ -29,11 +29,18 @@ def eval_group() -> None:
               help="At most N questions (a quick run).")
 @click.option("--out", type=click.Path(file_okay=False), default="eval-out", show_default=True,
               help="Where results.json, the per-query results, the report and plots go.")
-@click.option("--ablations", is_flag=True, help="Also run the ablations (LoCoMo).")
+@click.option("--ablations", is_flag=True,
+              help="Also run the ablations (LoCoMo, LongMemEval).")
+@click.option("--split", type=click.Choice(["all", "tune", "test"]), default="all",
+              show_default=True,
+              help="One half of the corpus: tune on one, report on the other (LoCoMo: "
+                   "conversations 1-5 / 6-10; LongMemEval: questions at even / odd "
+                   "positions).")
 @click.option("--no-plots", is_flag=True, help="Skip the PNG plots.")
 @pass_ctx
 def eval_run(ctx: Context, corpus: str, file: str | None, qrels: str | None, presets: str,
-             limit: int | None, out: str, ablations: bool, no_plots: bool) -> None:
+             limit: int | None, out: str, ablations: bool, split: str, no_plots: bool
+             ) -> None:
     """Run the experiment table (and the ACT-R protocol) on a corpus."""
     from eval.report import write_outputs
     from eval.runs import run_locomo, run_longmemeval, run_ump
@@ -41,25 +48,30 @@ def eval_run(ctx: Context, corpus: str, file: str | None, qrels: str | None, pre
     names = [p.strip() for p in presets.split(",") if p.strip()]
     unknown = [p for p in names if p not in PRESETS]
     if unknown:
-        fail(f"unknown preset(s) {', '.join(unknown)}; presets are {', '.join(PRESETS)}")
+        usage(f"unknown preset(s) {', '.join(unknown)}; presets are {', '.join(PRESETS)}")
     embedder = ctx.embedder or "minilm"
     progress = not ctx.json
     if corpus == "locomo":
         results, rows = run_locomo(file, presets=names, limit=limit, embedder=embedder,
-                                   ablations=ablations, progress=progress)
+                                   ablations=ablations, progress=progress, split=split)
     elif corpus == "longmemeval":
-        if file is None:
-            fail("--corpus longmemeval needs the longmemeval_s.json (or _oracle) FILE")
         results, rows = run_longmemeval(file, presets=names, limit=limit, embedder=embedder,
-                                        progress=progress)
+                                        progress=progress, split=split, ablations=ablations)
     else:
+        if split != "all":
+            usage("--split applies to --corpus locomo and longmemeval")
         if file is None or qrels is None:
-            fail("--corpus ump needs a UMP FILE and --qrels FILE")
+            usage("--corpus ump needs a UMP FILE and --qrels FILE")
         results, rows = run_ump(file, qrels, presets=names, limit=limit, embedder=embedder,
                                 now=ctx.now, progress=progress)
     command = "graphmem " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     written = write_outputs(results, rows, Path(out), command=command, plots=not no_plots)
     presets_out = results["presets"]
+    if ctx.json:
+        echo_json({"corpus": corpus, "recall@10": {n: m["recall@10"]
+                                                   for n, m in presets_out.items()},
+                   "written": [str(p) for p in written]})
+        return
     click.echo(f"{corpus}: " + ", ".join(f"{n} R@10 {m['recall@10']:.3f}"
                                          for n, m in presets_out.items()))
     click.echo("wrote " + ", ".join(str(p) for p in written))

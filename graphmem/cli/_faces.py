@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._app import Context, cli, pass_ctx
+from ._app import Context, cli, need_extra, pass_ctx
 
 
 @cli.command()
@@ -26,6 +26,7 @@ def serve(ctx: Context, host: str, port: int, tokens_file: str | None, log_level
     GRAPHMEM_MAX_BODY_BYTES (16 MiB), GRAPHMEM_HEADER_TIMEOUT_S (10 s for a
     request's line and headers), GRAPHMEM_IDLE_TIMEOUT_S (30 s of body silence).
     """
+    need_extra("server", "fastapi", "uvicorn")
     from ..sidecar import serve as run
 
     run(ctx.db, host=host, port=port, tokens_file=tokens_file, settings=ctx.settings(),
@@ -43,9 +44,10 @@ def serve(ctx: Context, host: str, port: int, tokens_file: str | None, log_level
                    "scopes).")
 @pass_ctx
 def mcp(ctx: Context, sidecar_url: str | None, token: str | None) -> None:
-    """Run the MCP server on stdio (tools: remember, recall, feedback, forget, history,
-    lifecycle_report)."""
+    """Run the MCP server on stdio (tools: remember, recall, feedback, supersede, correct,
+    update, link, forget, history, lifecycle_report)."""
+    need_extra("mcp", "mcp")
     from ..mcpserver import run_stdio
 
-    run_stdio(ctx.db, sidecar_url=sidecar_url or ctx.settings().sidecar_url, token=token,
-              settings=ctx.settings(), embedder=ctx.embedder)
+    run_stdio(ctx.db, sidecar_url=sidecar_url or ctx.sidecar or ctx.settings().sidecar_url,
+              token=token or ctx.token, settings=ctx.settings(), embedder=ctx.embedder)

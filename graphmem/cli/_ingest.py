@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import json
-import os
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from click.core import ParameterSource
 
 from .._errors import InvalidInputError
-from ._app import Context, cli, echo_json, pass_ctx
+from .._views import to_json
+from ._app import Context, cli, echo_json, pass_ctx, usage
+from ._progress import bar, working
 
 if TYPE_CHECKING:
     from ingest.compact import Plan
@@ -30,7 +31,9 @@ def import_markdown_cmd(ctx: Context, root: str, workspace: str | None,
     """Import the daily files of ROOT/workspace*/memory/ (idempotent)."""
     from ingest.markdown import import_markdown
 
-    result = import_markdown(ctx.store(), root, workspace=workspace, owner=owner)
+    store = ctx.store()
+    with working(f"importing {root}", enabled=ctx.progress):
+        result = import_markdown(store, root, workspace=workspace, owner=owner)
     summary = {"created": len(result.created), "updated": len(result.updated),
                "unchanged": len(result.unchanged), "edges": result.edges_created}
     if ctx.json:
@@ -53,10 +56,19 @@ def import_locomo_cmd(ctx: Context, file: str | None, sample_ids: tuple[str, ...
     if sample_ids:
         conversations = [c for c in conversations if c.sample_id in sample_ids]
     store = ctx.store()
+    turns = sum(len(s.turns) for c in conversations for s in c.sessions)
+    shown = bar(turns, "importing LoCoMo", enabled=ctx.progress, unit=" turns")
     total = 0
     for conversation in conversations:
-        total += len(ingest_conversation(store, conversation, owner=conversation.sample_id))
-    click.echo(f"{len(conversations)} conversations, {total} turns")
+        shown.set_postfix_str(conversation.sample_id)
+        done = len(ingest_conversation(store, conversation, owner=conversation.sample_id))
+        total += done
+        shown.update(done)
+    shown.close()
+    if ctx.json:
+        echo_json({"conversations": len(conversations), "turns": total})
+    else:
+        click.echo(f"{len(conversations)} conversations, {total} turns")
 
 
 @import_group.command(name="conversation")
@@ -71,9 +83,11 @@ def import_conversation_cmd(ctx: Context, file: str, session_id: str,
         messages = json.loads(Path(file).read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidInputError(f"{file}: not a JSON list of messages: {exc}") from None
-    result = ctx.store().add_conversation(messages, session_id=session_id, owner=owner)
+    store = ctx.api(create=True)
+    with working(f"remembering {Path(file).name}", enabled=ctx.progress):
+        result = store.add_conversation(messages, session_id=session_id, owner=owner)
     if ctx.json:
-        echo_json(result.model_dump(mode="json"))
+        echo_json(to_json(result))
         return
     click.echo(f"created {result.memories_created}, candidates "
                f"{result.pending_candidates_buffered}, reinforced "
@@ -107,11 +121,9 @@ def compact(click_ctx: click.Context, apply_: bool, workspace: str | None, max_a
     base = Path(root)
     problem = check_arguments(base, workspace, max_age_days)
     if problem:
-        raise click.UsageError(problem)
+        usage(problem)
     # The store is touched only when one was named (--db or $GRAPHMEM_DB), not by default.
-    source = click_ctx.parent.get_parameter_source("db") if click_ctx.parent else None
-    named = source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT) or \
-        "GRAPHMEM_DB" in os.environ
+    named = ctx.db_named
     today = ctx.now.date() if ctx.now is not None else date.today()
     hook: Callable[[Plan], None] | None = None
     if apply_ and named:
@@ -120,7 +132,14 @@ def compact(click_ctx: click.Context, apply_: bool, workspace: str | None, max_a
         def hook(plan: Plan) -> None:
             archive_in_store(store, plan, base)
 
+    if not ctx.json:
+        click_ctx.exit(sweep(base, today=today, apply=apply_, workspace=workspace,
+                             max_age_days=max_age_days, include_recent=include_recent,
+                             verbose=verbose, on_written=hook))
+    out, err = io.StringIO(), io.StringIO()
     code = sweep(base, today=today, apply=apply_, workspace=workspace,
                  max_age_days=max_age_days, include_recent=include_recent, verbose=verbose,
-                 on_written=hook)
+                 on_written=hook, out=out, err=err)
+    echo_json({"applied": apply_, "exit_code": code, "lines": out.getvalue().splitlines(),
+               "problems": err.getvalue().splitlines()})
     click_ctx.exit(code)

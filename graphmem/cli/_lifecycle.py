@@ -4,11 +4,17 @@ forget."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
+from .._backup import MANIFEST
+from .._errors import ConflictError
+from .._lifecycle import ArchiveResult, LifecycleReport, PromoteResult, RestoreResult
 from .._lifecycle._component import ARCHIVE_REASONS, PROMOTE_REASONS
-from ._app import Context, cli, echo_json, fail, pass_ctx, table
+from .._views import to_json
+from ._app import Context, cli, echo_json, pass_ctx, table, usage
+from ._progress import working
 
 
 @cli.group()
@@ -21,12 +27,13 @@ def lifecycle() -> None:
 @click.option("--owner", default=None, help="Only this owner's memories.")
 @pass_ctx
 def evaluate(ctx: Context, ids: tuple[str, ...], owner: str | None) -> None:
-    """Recommend promote / archive / maintain / review (every active memory without IDs)."""
-    store = ctx.store()
+    """Recommend promote / archive / maintain / review (every active memory without IDs),
+    with today's importance: decayed as `lifecycle run` would decay it first."""
+    store = ctx.api()
     results = ([store.evaluate(i, owner=owner) for i in ids] if ids
                else store.batch_evaluate(owner=owner))
     if ctx.json:
-        echo_json([r.model_dump(mode="json", by_alias=True) for r in results])
+        echo_json([to_json(r) for r in results])
         return
     click.echo(table([(r.recommended_action, f"{r.confidence:.2f}", r.memory_id,
                        r.metrics.access_count, f"{r.metrics.importance:.2f}",
@@ -41,7 +48,9 @@ def evaluate(ctx: Context, ids: tuple[str, ...], owner: str | None) -> None:
 @pass_ctx
 def report(ctx: Context, out: str | None) -> None:
     """The Archivist Lifecycle Report of a dry run (nothing changes)."""
-    result = ctx.store().run_lifecycle(apply=False)
+    store = ctx.api()
+    with working("lifecycle report", enabled=ctx.progress):
+        result = store.run_lifecycle(apply=False)
     _emit(ctx, result, out)
 
 
@@ -53,14 +62,13 @@ def report(ctx: Context, out: str | None) -> None:
 @pass_ctx
 def run(ctx: Context, apply_: bool, out: str | None) -> None:
     """Run the lifecycle manager: decay, promotions, archive, hot set, expiry, retention."""
-    result = ctx.store().run_lifecycle(apply=apply_)
+    store = ctx.api()
+    with working("lifecycle run" + (" --apply" if apply_ else ""), enabled=ctx.progress):
+        result = store.run_lifecycle(apply=apply_)
     _emit(ctx, result, out)
 
 
-def _emit(ctx: Context, result: object, out: str | None) -> None:
-    from .._lifecycle import LifecycleReport
-
-    assert isinstance(result, LifecycleReport)
+def _emit(ctx: Context, result: LifecycleReport, out: str | None) -> None:
     text = result.to_markdown()
     if out is not None:
         Path(out).write_text(text + "\n", encoding="utf-8")
@@ -73,14 +81,36 @@ def _emit(ctx: Context, result: object, out: str | None) -> None:
                    f"{'applied' if result.applied else 'dry run'})")
 
 
-def _result(ctx: Context, result: object) -> None:
-    data = result.model_dump(mode="json", by_alias=True)  # type: ignore[attr-defined]
+def _result(ctx: Context, result: PromoteResult | ArchiveResult | RestoreResult) -> None:
+    """A transition's result: JSON, or a sentence; one that did not apply is an error."""
+    if not result.success:
+        raise ConflictError(f"{result.memory_id}: {result.error}")
     if ctx.json:
-        echo_json(data)
-    elif not data["success"]:
-        fail(data["error"])
+        echo_json(to_json(result))
     else:
-        click.echo(", ".join(f"{k}={v}" for k, v in data.items() if v is not None))
+        click.echo(sentence(result))
+
+
+def sentence(result: Any) -> str:
+    """What a transition did, as a sentence.
+
+    >>> from datetime import UTC, datetime
+    >>> at = datetime(2026, 7, 15, 12, tzinfo=UTC)
+    >>> sentence(PromoteResult(success=True, memory_id="m1", old_type="episodic",
+    ...                        reason="high_access", timestamp=at))
+    'promoted m1 from episodic to semantic (reason: high_access)'
+    >>> sentence(RestoreResult(success=True, memory_id="m1", undone="archive",
+    ...                        from_state="archived", to_state="active", timestamp=at))
+    'restored m1: undid its archive (archived -> active)'
+    """
+    if isinstance(result, PromoteResult):
+        return (f"promoted {result.memory_id} from {result.old_type} to {result.new_type} "
+                f"(reason: {result.reason})")
+    if isinstance(result, ArchiveResult):
+        line = f"archived {result.memory_id} (reason: {result.reason})"
+        return line + (f"; summary: {result.summary}" if result.summary else "")
+    return (f"restored {result.memory_id}: undid its {result.undone} "
+            f"({result.from_state} -> {result.to_state})")
 
 
 @cli.command()
@@ -90,7 +120,7 @@ def _result(ctx: Context, result: object) -> None:
 @pass_ctx
 def promote(ctx: Context, memory_id: str, reason: str) -> None:
     """Promote an episodic memory to semantic."""
-    _result(ctx, ctx.store().promote(memory_id, reason=reason))
+    _result(ctx, ctx.api().promote(memory_id, reason=reason))
 
 
 @cli.command()
@@ -101,26 +131,25 @@ def promote(ctx: Context, memory_id: str, reason: str) -> None:
 @pass_ctx
 def archive(ctx: Context, memory_id: str, reason: str, summary: bool) -> None:
     """Archive a memory (kept for audit and export, out of recall; restorable)."""
-    _result(ctx, ctx.store().archive(memory_id, reason=reason, create_summary=summary))
+    _result(ctx, ctx.api().archive(memory_id, reason=reason, create_summary=summary))
 
 
 @cli.command()
-@click.argument("target", metavar="ID|BACKUP_DIR")
+@click.argument("memory_id", metavar="ID")
 @pass_ctx
-def restore(ctx: Context, target: str) -> None:
-    """Undo a memory's latest archive, promotion or tombstone (within the window), or,
-    given a backup directory, create the database --db from that backup.
+def restore(ctx: Context, memory_id: str) -> None:
+    """Undo a memory's latest archive, promotion or tombstone (within the restore window).
 
-    \b
-    graphmem restore urn:ump:...            restore one memory
-    graphmem --db new.db restore backups/mon  restore a whole store from a backup
+    A whole store comes back from a backup with `graphmem restore-backup DIR`.
     """
-    if Path(target).is_dir():
+    if (Path(memory_id) / MANIFEST).is_file():  # a backup: the old spelling, kept a while
         from ._backup import restore_backup
 
-        restore_backup(ctx, target)
+        click.echo(f"note: `graphmem restore {memory_id}` restores a backup only for a while; "
+                   f"use `graphmem --db {ctx.db} restore-backup {memory_id}`", err=True)
+        restore_backup(ctx, memory_id)
         return
-    _result(ctx, ctx.store().restore(target))
+    _result(ctx, ctx.api().restore(memory_id))
 
 
 @cli.command()
@@ -128,8 +157,11 @@ def restore(ctx: Context, target: str) -> None:
 @pass_ctx
 def tombstone(ctx: Context, memory_id: str) -> None:
     """Delete a memory logically (kept for audit, never recalled; restorable)."""
-    memory = ctx.store().tombstone(memory_id)
-    click.echo(f"{memory.id}: {memory.status.value}")
+    memory = ctx.api().tombstone(memory_id)
+    if ctx.json:
+        echo_json(to_json(memory))
+    else:
+        click.echo(f"{memory.id}: {memory.status.value}")
 
 
 @cli.command()
@@ -139,6 +171,9 @@ def tombstone(ctx: Context, memory_id: str) -> None:
 def forget(ctx: Context, memory_id: str, yes: bool) -> None:
     """Hard-delete a memory: its text leaves the store, its indexes and the disk."""
     if not yes:
-        fail(f"forget {memory_id} deletes its text for good; add --yes to confirm")
-    ctx.store().forget(memory_id, confirm=True)
-    click.echo(f"{memory_id}: forgotten")
+        usage(f"forget {memory_id} deletes its text for good; add --yes to confirm")
+    ctx.api().forget(memory_id, confirm=True)
+    if ctx.json:
+        echo_json({"memory_id": memory_id, "status": "forgotten"})
+    else:
+        click.echo(f"{memory_id}: forgotten")

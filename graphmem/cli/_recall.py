@@ -9,7 +9,8 @@ import click
 from .._models import Kind
 from .._recall import PRESETS, Hit
 from .._time import parse_iso
-from ._app import Context, cli, echo_json, pass_ctx, table
+from .._views import to_json
+from ._app import Context, cli, echo_json, pass_ctx, table, usage
 
 
 def _as_of(_: click.Context, __: click.Parameter, value: str | None) -> datetime | None:
@@ -40,11 +41,11 @@ def recall(ctx: Context, query: str, k: int, preset: str, explain: bool, owner: 
            kinds: tuple[str, ...], as_of: datetime | None, include_archived: bool,
            no_record: bool) -> None:
     """Recall the memories that best answer QUERY."""
-    hits = ctx.store().recall(query, k=k, preset=preset, owner=owner, kinds=list(kinds) or None,
-                              as_of=as_of, include_archived=include_archived,
-                              record_access=not no_record)
+    hits = ctx.api().recall(query, k=k, preset=preset, owner=owner, kinds=list(kinds) or None,
+                            as_of=as_of, include_archived=include_archived,
+                            record_access=not no_record)
     if ctx.json:
-        echo_json([h.model_dump(mode="json") for h in hits])
+        echo_json([to_json(h) for h in hits])
         return
     if not hits:
         click.echo("(no memories)")
@@ -53,8 +54,15 @@ def recall(ctx: Context, query: str, k: int, preset: str, explain: bool, owner: 
 
 
 def hits_table(hits: list[Hit]) -> str:
+    """Rank, score, kind, id and the memory's text (a subject is shared by every version
+    of a memory; the text tells them apart)."""
     return table([(h.rank, f"{h.score:.4f}", h.memory.kind.value, h.memory.id,
-                   h.memory.short(60)) for h in hits], ["#", "score", "kind", "id", "memory"])
+                   _text(h, 70)) for h in hits], ["#", "score", "kind", "id", "text"])
+
+
+def _text(hit: Hit, width: int) -> str:
+    line = " ".join(hit.memory.text.split()) or (hit.memory.subject or "")
+    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def explain_table(hits: list[Hit]) -> str:
@@ -67,9 +75,9 @@ def explain_table(hits: list[Hit]) -> str:
         a = e.activation
         rows.append((h.rank, *ranks, f"{e.fused:.4f}", a.rank if a else "-",
                      f"{a.value:.2f}" if a else "-", a.formula if a else "-",
-                     f"{e.final:.4f}", h.memory.short(44)))
+                     f"{e.final:.4f}", _text(h, 44)))
     lines = [table(rows, ["#", *channels, "fused", "act-r", "A", "formula", "final",
-                          "memory"])]
+                          "text"])]
     lines += [f"#{h.rank} is the current version of " + ", ".join(h.explanation.redirected_from)
               for h in hits if h.explanation.redirected_from]
     return "\n".join(lines)
@@ -84,10 +92,10 @@ def explain_table(hits: list[Hit]) -> str:
 def feedback(ctx: Context, memory_id: str, useful: bool | None, query: str | None) -> None:
     """Report whether a recalled memory was useful."""
     if useful is None:
-        raise click.UsageError("say whether it helped: --useful or --ignored")
-    memory = ctx.store().feedback(memory_id, useful=useful, query=query)
+        usage("say whether it helped: --useful or --ignored")
+    memory = ctx.api().feedback(memory_id, useful=useful, query=query)
     if ctx.json:
-        echo_json(memory.model_dump(mode="json"))
+        echo_json(to_json(memory))
     else:
         click.echo(f"{memory.id}: useful {memory.useful_count}, ignored "
                    f"{memory.ignored_count}, importance {memory.importance:.2f}")
@@ -100,8 +108,8 @@ def feedback(ctx: Context, memory_id: str, useful: bool | None, query: str | Non
 @pass_ctx
 def reembed(ctx: Context, target: str, batch_size: int) -> None:
     """Re-embed every memory with another model (with a progress bar)."""
-    store = ctx.store()
-    count = store.reembed(target, batch_size=batch_size, progress=not ctx.json)
+    store = ctx.store(create=False)
+    count = store.reembed(target, batch_size=batch_size, progress=ctx.progress)
     if ctx.json:
         echo_json({"embedded": count, "embedder": store.embedder.name})
     else:

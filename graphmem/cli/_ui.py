@@ -9,7 +9,7 @@ import webbrowser
 import click
 
 from .._errors import InvalidInputError
-from ._app import Context, cli, pass_ctx
+from ._app import Context, cli, need_extra, pass_ctx
 
 
 @cli.command()
@@ -33,6 +33,7 @@ def ui(ctx: Context, host: str, port: int, tokens_file: str | None,
     playground. It is the sidecar's /ui (graphmem serve serves it too): without
     tokens, the local user sees every owner, on loopback only.
     """
+    need_extra("server", "fastapi", "uvicorn")
     import uvicorn
 
     from ..sidecar import Tokens, create_app, is_loopback, server_config

@@ -14,17 +14,7 @@ from urllib.parse import quote
 
 import httpx
 
-from .._errors import (
-    BackendUnavailableError,
-    ConfirmationRequiredError,
-    ConflictError,
-    EmbedderMismatchError,
-    GraphmemError,
-    InvalidInputError,
-    NotFoundError,
-    ReadOnlyStoreError,
-    StoreLockedError,
-)
+from .._errors import CODES, BackendUnavailableError, GraphmemError, InvalidInputError
 
 __all__ = ["AccessDeniedError", "SidecarError", "SidecarUnreachable", "Transport",
            "path_segment"]
@@ -58,15 +48,10 @@ class SidecarUnreachable(BackendUnavailableError):
         self.reason = reason or message
 
 
-_CLASSES: dict[str, type[GraphmemError]] = {
-    "not_found": NotFoundError,
-    "confirmation_required": ConfirmationRequiredError,
-    "conflict": ConflictError,
-    "embedder_mismatch": EmbedderMismatchError,
-    "read_only": ReadOnlyStoreError,
-    "store_locked": StoreLockedError,
-    "backend_unavailable": BackendUnavailableError,
-}
+#: The class of each code the sidecar answers with (``CODES`` read backwards); a generic
+#: store_error stays a SidecarError, with its status.
+_CLASSES: dict[str, type[GraphmemError]] = {code: kind for kind, code in CODES
+                                            if kind is not GraphmemError}
 
 
 def error_from(status: int, body: Any) -> GraphmemError:
@@ -80,7 +65,7 @@ def error_from(status: int, body: Any) -> GraphmemError:
         return InvalidInputError(detail, field=field if isinstance(field, str) else None)
     if code in ("unauthorized", "forbidden"):
         return AccessDeniedError(detail, code=code)
-    if code in _CLASSES:
+    if code in _CLASSES and code != "invalid_input":
         return _CLASSES[code](detail)
     return SidecarError(f"{code}: {detail}", status=status, code=code)
 

@@ -20,6 +20,7 @@ from .._facade import MemoryStore
 from .._settings import Settings
 from .._views import to_json
 from ..client import Client, SidecarUnreachable
+from ..engines import is_postgres_url
 
 __all__ = ["Backend", "EmbeddedBackend", "FallbackBackend", "SidecarBackend",
            "SidecarUnreachable"]
@@ -150,7 +151,8 @@ class EmbeddedBackend(_Tools):
         with self._lock:
             if self._store is not None:
                 return self._store.store_id
-        if str(self.db) == ":memory:" or not Path(self.db).exists():
+        if str(self.db) == ":memory:" or (not is_postgres_url(str(self.db))
+                                          and not Path(self.db).exists()):
             return None
         with MemoryStore(self.db, settings=self._settings, embedder=self._embedder,
                          read_only=True) as peek:

@@ -69,11 +69,12 @@ def announced(db: str | Path, store: MemoryStore, *, host: str, port: int,
     sidecar is (``graphmem.client.discover``), so they use it instead of failing on the
     database's lock."""
     from ..client import Discovery, forget_discovery, write_discovery
+    from ..engines import is_postgres_url
 
     local = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "localhost": "127.0.0.1"}.get(host, host)
     if ":" in local and not local.startswith("["):
         local = f"[{local}]"
-    if str(db) != ":memory:":
+    if str(db) != ":memory:" and not is_postgres_url(str(db)):  # a URL has no files
         write_discovery(db, Discovery(url=f"http://{local}:{port}", store_id=store.store_id,
                                       pid=os.getpid(),
                                       auth="tokens" if tokens is not None else "local"))

@@ -23,6 +23,7 @@ from .._errors import (
     NotFoundError,
     ReadOnlyStoreError,
     StoreLockedError,
+    error_code,
 )
 from ._guard import Refusal
 from ._schemas import ErrorOut
@@ -31,17 +32,18 @@ __all__ = ["BODY", "GATE", "ID", "error_status", "errors", "install_handlers"]
 
 log = logging.getLogger("graphmem.sidecar")
 
-#: graphmem's errors, most specific first: HTTP status and the ``error`` code.
-_STATUS: list[tuple[type[GraphmemError], int, str]] = [
-    (NotFoundError, 404, "not_found"),
-    (InvalidInputError, 422, "invalid_input"),
-    (ConfirmationRequiredError, 400, "confirmation_required"),
-    (ConflictError, 409, "conflict"),
-    (EmbedderMismatchError, 409, "embedder_mismatch"),
-    (ReadOnlyStoreError, 405, "read_only"),
-    (StoreLockedError, 503, "store_locked"),
-    (BackendUnavailableError, 503, "backend_unavailable"),
-    (GraphmemError, 500, "store_error"),
+#: graphmem's errors, most specific first, and their HTTP status (their ``error`` code is
+#: ``error_code``'s, the command line's too).
+_STATUS: list[tuple[type[GraphmemError], int]] = [
+    (NotFoundError, 404),
+    (InvalidInputError, 422),
+    (ConfirmationRequiredError, 400),
+    (ConflictError, 409),
+    (EmbedderMismatchError, 409),
+    (ReadOnlyStoreError, 405),
+    (StoreLockedError, 503),
+    (BackendUnavailableError, 503),
+    (GraphmemError, 500),
 ]
 
 _MEANING = {
@@ -74,10 +76,8 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 def error_status(exc: GraphmemError) -> tuple[int, str]:
     """The HTTP status and error code of a graphmem error."""
-    for kind, status, code in _STATUS:
-        if isinstance(exc, kind):
-            return status, code
-    return 500, "store_error"
+    status = next((status for kind, status in _STATUS if isinstance(exc, kind)), 500)
+    return status, error_code(exc)
 
 
 def _body(error: str, detail: str, **more: Any) -> dict[str, Any]:

@@ -17,20 +17,51 @@ ENGINES: dict[str, Callable[[Path], Engine]] = {
 }
 
 
-@pytest.fixture(params=sorted(ENGINES))
+@pytest.fixture(params=[*sorted(ENGINES), "postgres"])
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    opened = ENGINES[request.param](tmp_path)
+    if request.param == "postgres":
+        from graphmem._postgres import PostgresEngine
+
+        url = request.getfixturevalue("pg_url")
+        opened: Engine = PostgresEngine(url)
+    else:
+        opened = ENGINES[request.param](tmp_path)
     try:
         yield opened
     finally:
         opened.close()
 
 
-@pytest.fixture
-def disk_engine(tmp_path: Path) -> Iterator[Engine]:
-    """An engine that keeps its data in files under ``tmp_path`` (for byte checks)."""
-    opened = ENGINES["kuzu"](tmp_path)
+@pytest.fixture(params=["kuzu", "postgres"])
+def disk_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """An engine whose files can be read (for byte checks): Kuzu under ``tmp_path``,
+    PostgreSQL in its data directory."""
+    if request.param == "postgres":
+        from graphmem._postgres import PostgresEngine
+
+        opened: Engine = PostgresEngine(request.getfixturevalue("pg_url"))
+    else:
+        opened = ENGINES["kuzu"](tmp_path)
     try:
         yield opened
     finally:
         opened.close()
+
+
+def stored_files(engine: Engine, tmp_path: Path) -> list[Path]:
+    """The files that hold ``engine``'s data: Kuzu's directory, or the files of the
+    PostgreSQL tables of the store's schema (and their TOAST and indexes), after a
+    checkpoint."""
+    if engine.path.startswith("postgresql"):
+        import psycopg
+
+        url = engine.db.url  # type: ignore[attr-defined]
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CHECKPOINT")  # pages in shared buffers reach the files
+            root = Path(conn.execute("SHOW data_directory").fetchone()[0])  # type: ignore[index]
+            rows = conn.execute(
+                "SELECT pg_relation_filepath(c.oid) FROM pg_class c JOIN pg_namespace n ON "
+                "n.oid = c.relnamespace WHERE n.nspname IN (current_schema(), 'pg_toast') "
+                "AND pg_relation_filepath(c.oid) IS NOT NULL").fetchall()
+        return [p for (rel,) in rows for p in root.glob(rel + "*") if p.is_file()]
+    return [p for p in (tmp_path / "db").rglob("*") if p.is_file()]

@@ -25,6 +25,8 @@ from graphmem._engine import (
 from graphmem._models import ChangeType, EventType, Kind
 from graphmem._transitions import patch_of
 
+from .conftest import stored_files
+
 NOW = datetime(2026, 7, 15, 12, 0, tzinfo=UTC)
 EMBED = HashingEmbedder(384).embed
 
@@ -198,9 +200,9 @@ def test_erasure_removes_text_edges_and_quotes(disk_engine: Engine, tmp_path: Pa
     assert engine.events_mentioning("m:a", "PostgreSQL") == []
     assert engine.forgotten(["m:a", "m:b"]) == {"m:a"}
     engine.purge()
-    leaked = [p for p in (tmp_path / "db").rglob("*") if p.is_file()
-              and b"PostgreSQL 16" in p.read_bytes()]
-    assert leaked == []
+    files = stored_files(engine, tmp_path)
+    assert files
+    assert [p for p in files if b"PostgreSQL 16" in p.read_bytes()] == []
 
 
 def test_contexts_and_meta(engine: Engine) -> None:
@@ -263,3 +265,51 @@ def test_user_cypher_is_a_capability(engine: Engine) -> None:
     assert (result.columns, result.rows) == (["n"], [[3]])
     with pytest.raises(Exception, match="read-only"):
         capability.run("MATCH (m:Memory) SET m.text = 'x'", {}, write=False, event=None)
+
+
+def test_the_knowledge_graph_is_written_read_and_left(engine: Engine) -> None:
+    from dataclasses import replace
+
+    from graphmem._engine import EntityRecord, FactRecord, MentionRecord
+
+    _seed(engine)
+    ada = EntityRecord("e:ada", "ann", "ada", "person", ("ada",), created=NOW)
+    lisbon = EntityRecord("e:lis", "ann", "lisbon", "place", ("lisbon",), created=NOW)
+    tea = EntityRecord("e:tea", "bob", "tea", "other", ("tea",), created=NOW)
+    fact = FactRecord("f:1", "ann", "e:ada", "lives_in", "e:lis", 0.9, NOW, None, NOW,
+                      ("m:a",), "lives_in")
+    engine.commit(WriteBatch(
+        new_entities=[ada, lisbon, tea], facts=[fact],
+        mentions=[MentionRecord("m:a", "e:ada", "subject", 1.0, "Ada"),
+                  MentionRecord("m:b", "e:ada", "mention", 0.8, "ada"),
+                  MentionRecord("m:a", "e:lis", "object", 1.0, "Lisbon"),
+                  MentionRecord("m:c", "e:tea", "mention", 0.8, "tea")]))
+    assert [e.id for e in engine.entities(owner="ann")] == ["e:ada", "e:lis"]
+    assert [e.id for e in engine.entities(all_owners=True)] == ["e:ada", "e:lis", "e:tea"]
+    assert engine.entities(owner=None) == []
+    assert engine.entities(ids=["e:tea", "e:nope"]) == [tea]
+    assert sorted((m.memory_id, m.entity_id, m.role) for m in engine.mentions(
+        memory_ids=["m:a"])) == [("m:a", "e:ada", "subject"), ("m:a", "e:lis", "object")]
+    assert sorted(m.memory_id for m in engine.mentions(entity_ids=["e:ada"])) == ["m:a", "m:b"]
+    assert len(engine.mentions()) == 4
+    assert engine.facts(owner="ann") == [fact]
+    assert engine.facts(sources=["m:a"]) == [fact] and engine.facts(sources=["m:b"]) == []
+    assert engine.facts(entity_ids=["e:lis"]) == [fact]
+    assert engine.facts(owner="bob") == []
+    # a merge, an ended fact, a memory's mentions replaced, an entity that goes
+    merged = replace(ada, aliases=("ada", "ada lovelace"),
+                     merges=({"alias": "ada lovelace", "rule": "prefix"},))
+    ended = replace(fact, valid_to=NOW + timedelta(days=1), ended_by="f:2",
+                    sources=("m:a", "m:b"))
+    engine.commit(WriteBatch(changed_entities=[merged], changed_facts=[ended],
+                             unmentioned=["m:c"], gone_entities=["e:tea"]))
+    assert engine.entities(ids=["e:ada"]) == [merged]
+    assert engine.facts(sources=["m:b"]) == [ended]
+    assert engine.mentions(memory_ids=["m:c"]) == []
+    assert engine.entities(owner="bob") == []
+    # the entity comes back under its id when a memory names it again
+    engine.commit(WriteBatch(new_entities=[tea],
+                             mentions=[MentionRecord("m:c", "e:tea", "mention", 0.8, "tea")]))
+    assert engine.entities(owner="bob") == [tea]
+    engine.commit(WriteBatch(gone_facts=[ended]))
+    assert engine.facts(all_owners=True) == []

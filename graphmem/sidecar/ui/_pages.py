@@ -24,6 +24,9 @@ __all__ = ["DECISIONS", "Pages", "actor_of"]
 DECISIONS = ("promote", "archive", "keep")
 #: Undoable decisions, by the event type each one writes.
 _UNDOABLE = {EventType.PROMOTE, EventType.ARCHIVE}
+#: The transitions ``restore`` undoes (the latest one), and restores themselves.
+_TRANSITIONS = {EventType.PROMOTE, EventType.ARCHIVE, EventType.TOMBSTONE, EventType.EXPIRE,
+                EventType.RESTORE}
 _ACTOR_PREFIX = "dashboard:"
 _TOP = 20
 
@@ -94,9 +97,6 @@ class Pages:
     def __init__(self, store: MemoryStore, *, ttl_s: float = 600.0) -> None:
         self.store = store
         self._cache = _Cache(store, ttl_s)
-        #: Memories a reviewer chose to keep, per owner: out of the queue until a
-        #: restart (the store has no audited "keep" yet).
-        self._kept: dict[str | None, dict[str, str]] = defaultdict(dict)
 
     # -- overview -------------------------------------------------------------------------
     def overview(self, owner: str | None) -> dict[str, Any]:
@@ -236,7 +236,10 @@ class Pages:
         100 of each; plus this dashboard's decisions still inside the restore window."""
         report = self.store.run_lifecycle(apply=False, owner=owner)
         auto_archive = self.store.settings.auto_archive_enabled
-        kept = self._kept[owner]
+        window = timedelta(days=self.store.settings.restore_window_days)
+        kept = {e.memory_id for e in self.store.events(owner=owner,
+                                                        since=self.store.now() - window)
+                if e.event_type is EventType.KEEP}
         actions = ("review",) if auto_archive else ("review", "archive")
         items = []
         for e in report.evaluations:
@@ -258,34 +261,35 @@ class Pages:
                 "decisions": self.decisions(owner)}
 
     def decisions(self, owner: str | None) -> list[dict[str, Any]]:
-        """This dashboard's promotions and archives that can still be undone, newest first."""
+        """This dashboard's promotions and archives that undo would still reverse, newest
+        first: each is its memory's latest undoable transition (``restore`` undoes the
+        latest one only) and inside the restore window."""
         window = timedelta(days=self.store.settings.restore_window_days)
-        since = self.store.now() - window
-        events = self.store.events(owner=owner, since=since)
-        undone = {e.metadata.get("undoes") for e in events
-                  if e.event_type is EventType.RESTORE}
-        out = []
-        for e in reversed(events):
-            if (e.event_type in _UNDOABLE and e.agent_id.startswith(_ACTOR_PREFIX)
-                    and e.event_id not in undone):
-                out.append({"event_id": e.event_id, "memory_id": e.memory_id,
-                            "decision": e.event_type.value, "from": e.from_state,
-                            "to": e.to_state, "actor": e.agent_id, "at": _iso(e.timestamp),
-                            "undo_until": _iso(e.timestamp + window)})
-        return out
+        events = self.store.events(owner=owner, since=self.store.now() - window)
+        latest = {e.memory_id: e for e in events if e.event_type in _TRANSITIONS}
+        mine = sorted((e for e in latest.values() if e.event_type in _UNDOABLE
+                       and e.agent_id.startswith(_ACTOR_PREFIX)),
+                      key=lambda e: e.timestamp, reverse=True)
+        labels = {m.id: m.short(60) for m in self.store.get_many([e.memory_id for e in mine],
+                                                                 owner=owner)}
+        return [{"event_id": e.event_id, "memory_id": e.memory_id,
+                 "label": labels.get(e.memory_id, e.memory_id),
+                 "decision": e.event_type.value, "from": e.from_state, "to": e.to_state,
+                 "actor": e.agent_id, "at": _iso(e.timestamp),
+                 "undo_until": _iso(e.timestamp + window)} for e in mine]
 
     def decide(self, memory_id: str, decision: str, *, owner: str | None,
                actor: str) -> dict[str, Any]:
         """Apply a reviewer's decision as ``actor``: promote, archive (audited, with a
-        version row and an event naming the actor; restorable) or keep."""
+        version row and an event naming the actor; restorable) or keep (an event naming
+        the actor; the memory leaves the queue for the restore window)."""
         memory = self.store.get(memory_id, owner=owner)
         if decision == "keep":
-            self._kept[owner][memory.id] = actor
+            event = self.store.keep(memory.id, owner=owner, actor=actor)
             return {"success": True, "memory_id": memory.id, "decision": "keep",
-                    "recorded": False}
+                    "recorded": True, "event_id": event.event_id}
         act = self.store.promote if decision == "promote" else self.store.archive
         result = act(memory.id, owner=owner, actor=actor)
-        self._kept[owner].pop(memory.id, None)
         return {**result.model_dump(mode="json"), "decision": decision, "recorded": True}
 
     def undo(self, memory_id: str, *, owner: str | None, actor: str) -> dict[str, Any]:

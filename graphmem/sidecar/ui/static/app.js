@@ -289,7 +289,7 @@ const VERBS = {promote: "Promote", archive: "Archive", keep: "Keep"};
 async function decide(item, decision) {
   const result = await api("review/decide", {memory_id: item.id, decision});
   const label = item.subject || item.id;
-  if (decision === "keep") toast(`Kept “${label}” (out of this queue until the sidecar restarts)`);
+  if (decision === "keep") toast(`Kept “${label}” (recorded; out of this queue for the restore window)`);
   else toast(`${VERBS[decision]}d “${label}”`, {label: "Undo", run: () => undo(item.id)});
   await showReview();
   return result;
@@ -342,7 +342,7 @@ async function showReview() {
     queue(items),
     h("h2", {}, "Your recent decisions"),
     decisions.length ? table(["memory", "decision", "from → to", "actor", "at", "undo until", ""], decisions.map(d =>
-      [memoryLink(d.memory_id), d.decision, `${d.from} → ${d.to}`, d.actor, day(d.at), day(d.undo_until),
+      [memoryLink(d.memory_id, d.label), d.decision, `${d.from} → ${d.to}`, d.actor, day(d.at), day(d.undo_until),
        h("button", {type: "button", class: "undo", "data-id": d.memory_id, disabled: !admin, onclick: () => undo(d.memory_id)}, "Undo")]),
       {id: "decisions"}) : h("p", {class: "muted"}, "None within the restore window."));
 }

@@ -1,0 +1,202 @@
+"""Connections to one PostgreSQL database: a small pool, transactions, errors mapped to
+graphmem's, and pinned snapshots. The only module that imports psycopg.
+
+Every connection runs in UTC with graphmem's schema first on its search path (the
+``options=-c search_path=...`` of the URL, or ``public``), and knows pgvector's
+``vector`` type (binary: a 384-float vector is read as 1.5 kB, not as text).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import psycopg
+import psycopg.errors
+from pgvector.psycopg import register_vector
+from psycopg import sql
+from psycopg_pool import ConnectionPool
+
+from .._errors import (
+    ConflictError,
+    GraphmemError,
+    InvalidInputError,
+    ReadOnlyStoreError,
+    StoreError,
+)
+
+__all__ = ["Cursor", "Database", "Identifier", "is_postgres_url", "redacted_url"]
+
+Cursor = psycopg.Cursor
+Identifier = sql.Identifier
+_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(location: str) -> bool:
+    """Whether ``location`` names a PostgreSQL database (``postgresql://...``)."""
+    return location.startswith(_SCHEMES)
+
+
+def redacted_url(url: str) -> str:
+    """The URL without its password (for messages and ``Engine.path``)."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return url.split("@", 1)[-1]
+    if info.get("password"):
+        return url.replace(f":{info['password']}@", ":***@", 1)
+    return url
+
+
+def map_error(exc: BaseException, *, where: str) -> GraphmemError:
+    """psycopg's errors as graphmem's: a key already taken or a write that lost a
+    race is a conflict, a value PostgreSQL refuses is the caller's, the rest the store's."""
+    if isinstance(exc, GraphmemError):
+        return exc
+    if isinstance(exc, psycopg.errors.UniqueViolation):
+        detail = getattr(getattr(exc, "diag", None), "message_detail", None) or str(exc)
+        return ConflictError(f"already stored: {detail}")
+    if isinstance(exc, psycopg.errors.ForeignKeyViolation):
+        detail = getattr(getattr(exc, "diag", None), "message_detail", None) or str(exc)
+        return ConflictError(f"refers to a memory or entity that is not stored: {detail}")
+    if isinstance(exc, psycopg.errors.SerializationFailure | psycopg.errors.DeadlockDetected):
+        return ConflictError(f"another writer changed the same rows at the same time; "
+                             f"retry ({exc})")
+    if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
+        return ReadOnlyStoreError(f"{where} was opened read-only")
+    if isinstance(exc, psycopg.DataError | psycopg.errors.CheckViolation):
+        return InvalidInputError(f"PostgreSQL refused a value: {exc}")
+    if isinstance(exc, psycopg.OperationalError):
+        return StoreError(f"cannot use PostgreSQL database {where}: {exc}".strip())
+    return StoreError(f"PostgreSQL database {where} failed: {exc}".strip())
+
+
+class Database:
+    """A pool of connections to one PostgreSQL database, reads and writes."""
+
+    def __init__(self, url: str, *, read_only: bool = False, pool_size: int = 4) -> None:
+        self.url = url
+        self.where = redacted_url(url)
+        self.read_only = read_only
+        self._pinned = threading.local()
+        try:
+            self._pool = ConnectionPool(url, min_size=1, max_size=max(2, pool_size),
+                                        configure=self._configure, open=False,
+                                        kwargs={"autocommit": True})
+            self._pool.open(wait=True, timeout=15)
+        except Exception as exc:
+            raise StoreError(f"cannot connect to PostgreSQL database {self.where}: {exc}. "
+                             "Check the URL, that the server runs, and the credentials"
+                             ) from exc
+
+    def _configure(self, conn: psycopg.Connection) -> None:
+        conn.execute("SET TIME ZONE 'UTC'")
+        # pgvector lives in one schema of the database (``public`` when graphmem made
+        # it); stores in other schemas find its type through the search path.
+        found = conn.execute("SELECT extnamespace::regnamespace::text FROM pg_extension "
+                             "WHERE extname = 'vector'").fetchone()
+        if found is not None:
+            path = conn.execute("SELECT current_schemas(false)").fetchone()
+            if path is not None and found[0] not in path[0]:
+                conn.execute("SELECT set_config('search_path', "
+                             "current_setting('search_path') || ', ' || %s, false)",
+                             (sql.Identifier(found[0]).as_string(conn),))
+            register_vector(conn)
+        if self.read_only:
+            conn.execute("SET default_transaction_read_only = on")
+
+    def reconfigure(self) -> None:
+        """Drop pooled connections (after the schema created the vector type)."""
+        self._pool.drain()
+
+    def close(self) -> None:
+        self._pool.close()
+
+    # -- transactions -------------------------------------------------------------------
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        """A connection for reads: this thread's pinned snapshot if it has one."""
+        pinned = getattr(self._pinned, "conn", None)
+        if pinned is not None:
+            yield pinned
+            return
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except GraphmemError:
+            raise
+        except psycopg.Error as exc:
+            raise map_error(exc, where=self.where) from exc
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[psycopg.Cursor]:
+        """One read-write transaction: committed when the block ends, rolled back if it
+        raises (graphmem's errors pass through, psycopg's are mapped)."""
+        if self.read_only:
+            raise ReadOnlyStoreError(f"{self.where} was opened read-only; open it "
+                                     "without read_only to change it")
+        try:
+            with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+                yield cur
+        except GraphmemError:
+            raise
+        except psycopg.Error as exc:
+            raise map_error(exc, where=self.where) from exc
+
+    @contextlib.contextmanager
+    def pinned(self) -> Iterator[None]:
+        """Every read of this thread inside the block sees one snapshot (a repeatable
+        read transaction): a backup or an export is consistent while writers go on."""
+        if getattr(self._pinned, "conn", None) is not None:
+            yield
+            return
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                self._pinned.conn = conn
+                try:
+                    yield
+                finally:
+                    self._pinned.conn = None
+        except GraphmemError:
+            raise
+        except psycopg.Error as exc:
+            raise map_error(exc, where=self.where) from exc
+
+    # -- reads ---------------------------------------------------------------------------
+    def rows(self, query: str | sql.Composable, params: Sequence[Any] | Mapping[str, Any]
+             = ()) -> list[tuple[Any, ...]]:
+        with self.connection() as conn, conn.cursor() as cur:
+            try:
+                cur.execute(query, params)  # type: ignore[arg-type]
+                return cur.fetchall() if cur.description is not None else []
+            except psycopg.Error as exc:
+                raise map_error(exc, where=self.where) from exc
+
+    def dict_rows(self, query: str | sql.Composable,
+                  params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:
+        with self.connection() as conn, conn.cursor(
+                row_factory=psycopg.rows.dict_row) as cur:
+            try:
+                cur.execute(query, params)  # type: ignore[arg-type]
+                return cur.fetchall()
+            except psycopg.Error as exc:
+                raise map_error(exc, where=self.where) from exc
+
+    def run(self, query: str | sql.Composable,
+            params: Sequence[Any] | Mapping[str, Any] = ()) -> None:
+        """One statement in its own transaction (schema changes, store properties)."""
+        with self.transaction() as cur:
+            cur.execute(query, params)  # type: ignore[arg-type]
+
+
+def copy_rows(cur: psycopg.Cursor, table: str, columns: Sequence[str],
+              rows: Sequence[Sequence[Any]]) -> None:
+    """Rows into ``table`` by COPY (binary protocol types inferred from the values)."""
+    statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
+        sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns)))
+    with cur.copy(statement) as copy:
+        for row in rows:
+            copy.write_row(row)

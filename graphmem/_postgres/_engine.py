@@ -1,0 +1,628 @@
+"""The PostgreSQL engine: graphmem's port (``graphmem._engine.Engine``) over one
+PostgreSQL database (or one schema of it) with pgvector.
+
+Many processes may share it: every graphmem write is one transaction, appends what it
+changed to ``changes`` (``_changes``) so that the others refresh what they keep in
+memory, and merges where two writers may meet (an entity or a fact with the same id,
+a co-occurrence seen twice) instead of failing. Edges, mentions, facts and entities
+that leave the graph are deleted (Kuzu marks them gone; the port's reads are the same).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .._engine import (
+    EDGE_KINDS,
+    AccessRecord,
+    BatchWriter,
+    ChangeFeed,
+    Counts,
+    CypherCapability,
+    Decision,
+    EdgeArrays,
+    EdgeKind,
+    EdgeRecord,
+    EntityRecord,
+    Erasure,
+    EventQuery,
+    FactRecord,
+    Job,
+    Link,
+    MemoryScan,
+    MentionRecord,
+    Patch,
+    WriteBatch,
+)
+from .._errors import InvalidInputError, StoreError
+from .._models import LifecycleEvent, Memory, Version
+from .._records import (
+    EVENT_COLUMNS,
+    FIELD_COLUMNS,
+    MEMORY_COLUMNS,
+    MODEL_COLUMNS,
+    VERSION_COLUMNS,
+    json_dump,
+    memory_from_columns,
+    stored_value,
+)
+from . import _jobs
+from ._changes import ChangeLog, ChangeSet
+from ._db import Cursor, Database, copy_rows
+from ._rows import (
+    EDGE_COLUMNS,
+    arrow_table,
+    edge_from_values,
+    entity_from_values,
+    entity_values,
+    event_values,
+    fact_from_values,
+    fact_values,
+    memory_values,
+    mention_values,
+    vector_value,
+    version_values,
+)
+from ._schema import SCHEMA_VERSION, ensure_schema
+from ._search import SqlSearch
+
+__all__ = ["PostgresEngine"]
+
+#: Writes of more rows than this go through COPY.
+_COPY_ROWS = 64
+_MEMORY_COLS = ", ".join(f'"{c}"' for c in MEMORY_COLUMNS)
+_MODEL_COLS = ", ".join(f'"{c}"' for c in MODEL_COLUMNS)
+_VERSION_COLS = ", ".join(f'"{c}"' for c in VERSION_COLUMNS)
+_EVENT_COLS = ", ".join(f'"{c}"' for c in EVENT_COLUMNS)
+_INSERT_MEMORY = (f"INSERT INTO memories ({_MEMORY_COLS}) VALUES "
+                  f"({', '.join(['%s'] * len(MEMORY_COLUMNS))})")
+_INSERT_VERSION = (f"INSERT INTO versions ({_VERSION_COLS}) VALUES "
+                   f"({', '.join(['%s'] * len(VERSION_COLUMNS))})")
+_INSERT_EVENT = (f"INSERT INTO events ({_EVENT_COLS}) VALUES "
+                 f"({', '.join(['%s'] * len(EVENT_COLUMNS))})")
+#: New edges between stored memories (a missing end creates nothing, as in Kuzu).
+_INSERT_EDGES = (
+    "INSERT INTO edges (kind, src, dst, owner, weight, count, source, reason, at) "
+    "SELECT e.kind, e.src, e.dst, a.owner, e.weight, e.count, e.source, e.reason, e.at "
+    "FROM unnest(%s::text[], %s::text[], %s::text[], %s::float8[], %s::int8[], %s::text[], "
+    "%s::text[], %s::timestamptz[]) AS e(kind, src, dst, weight, count, source, reason, at) "
+    "JOIN memories a ON a.id = e.src JOIN memories b ON b.id = e.dst ")
+#: How a merged edge meets the one stored: references keep the larger weight,
+#: co-occurrences add up, supersedes stay as they are.
+_MERGE_EDGE = {
+    "references": "ON CONFLICT (kind, src, dst) DO UPDATE SET "
+                  "weight = GREATEST(edges.weight, excluded.weight)",
+    "co_occurs": "ON CONFLICT (kind, src, dst) DO UPDATE SET weight = edges.weight + "
+                 "excluded.weight, count = edges.count + excluded.count, at = excluded.at",
+    "supersedes": "ON CONFLICT (kind, src, dst) DO NOTHING",
+}
+_ENTITY_COLS = "id, owner, name, type, aliases, merges, created"
+_FACT_COLS = ("id, owner, subject, predicate, object, confidence, valid_from, valid_to, "
+              "recorded, sources, rule, ended_by")
+
+
+class PostgresEngine:
+    """One store in a PostgreSQL database (a ``postgresql://`` URL; its schema is the
+    first of the URL's search path)."""
+
+    def __init__(self, url: str, *, read_only: bool = False, pool_size: int = 4) -> None:
+        self.db = Database(url, read_only=read_only, pool_size=pool_size)
+        try:
+            self.schema_version = ensure_schema(self.db, target=SCHEMA_VERSION)
+            self._changes = ChangeLog(self.db)
+        except BaseException:
+            self.db.close()
+            raise
+        self.path = self.db.where
+        self.read_only = read_only
+        self.recovery_note: str | None = None
+        #: Cypher is Kuzu's; named SQL views answer the core analyst queries instead
+        self.cypher: CypherCapability | None = None
+        self.changes: ChangeFeed | None = self._changes
+        #: vector and full-text search in SQL (an engine feature, not part of the port)
+        self.search = SqlSearch(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextlib.contextmanager
+    def exclusive(self, name: str) -> Iterator[None]:
+        """Hold a session advisory lock named ``name`` (every process of every host that
+        shares the database waits for it)."""
+        key = zlib.crc32(f"graphmem:{name}".encode())
+        with self.db.connection() as conn:
+            conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+    # -- store properties ------------------------------------------------------------
+    def meta(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in self.db.rows("SELECT key, value FROM meta")}
+
+    def set_meta(self, values: Mapping[str, str]) -> None:
+        with self.writer() as writer:
+            writer.write(WriteBatch(meta=dict(values)))
+
+    # -- writes ------------------------------------------------------------------------
+    def commit(self, batch: WriteBatch) -> None:
+        """Write the batch in one transaction: all of it is committed, or none."""
+        if not batch:
+            return
+        with self.writer() as writer:
+            writer.write(batch)
+
+    @contextlib.contextmanager
+    def writer(self) -> Iterator[BatchWriter]:
+        """One transaction for several batches: committed when the block ends, with one
+        row in ``changes`` saying what changed; nothing if it raises."""
+        with self.db.transaction() as cur:
+            writer = _TxWriter(cur)
+            yield writer
+            writer.changes.record(cur, self._changes.origin)
+
+    def apply_decisions(self, job: Job, decisions: Sequence[Decision], *, now: datetime,
+                        actor: str) -> int:
+        """Apply a lifecycle job to staged decisions in one transaction (``_jobs``)."""
+        if not decisions:
+            return 0
+        with self.db.transaction() as cur:
+            _jobs.run_job(cur, job, decisions, now=now, actor=actor)
+            changes = ChangeSet()
+            changes.touch(d.memory_id for d in decisions)
+            changes.record(cur, self._changes.origin)
+        return len(decisions)
+
+    def record_access(self, records: Mapping[str, AccessRecord]) -> None:
+        """Write access counters for many memories in one transaction. Counters are
+        merged, not overwritten: another process may have recorded accesses to the same
+        memory meanwhile, so the count grows by what this process adds (its count past
+        the stored one, or its access times the stored ones lack, whichever is more)
+        and the recent times are the union of both, newest kept."""
+        if not records:
+            return
+        ids = list(records)
+        with self.db.transaction() as cur:
+            cur.executemany(
+                    "UPDATE memories m SET access_count = m.access_count + GREATEST("
+                    "%(n)s - m.access_count, (SELECT count(*) FROM unnest(%(ts)s::timestamptz[]) t "
+                    "WHERE NOT (t = ANY(COALESCE(m.access_times, '{}')))), 0), "
+                    "last_accessed = GREATEST(m.last_accessed, %(t)s), access_times = ARRAY("
+                    "SELECT t FROM (SELECT DISTINCT t FROM unnest(COALESCE(m.access_times, "
+                    "'{}') || %(ts)s::timestamptz[]) t ORDER BY t DESC LIMIT GREATEST("
+                    "%(keep)s, cardinality(m.access_times))) AS recent ORDER BY t) "
+                    "WHERE m.id = %(id)s",
+                    [{"id": memory_id, "n": n, "t": last, "ts": list(times), "keep": len(times)}
+                     for memory_id, (n, last, times) in records.items()])
+            changes = ChangeSet()
+            changes.touch(ids)
+            changes.record(cur, self._changes.origin)
+
+    def set_vectors(self, vectors: Mapping[str, np.ndarray | None]) -> None:
+        """Replace stored vectors in one transaction."""
+        with self.db.transaction() as cur:
+            cur.executemany("UPDATE memories SET vec = %s WHERE id = %s",
+                            [(vector_value(v), i) for i, v in vectors.items()])
+            changes = ChangeSet()
+            changes.touch(vectors)
+            changes.record(cur, self._changes.origin)
+
+    def purge(self) -> None:
+        """Rewrite the tables that held text (VACUUM FULL), so that erased text leaves
+        their files. PostgreSQL's write-ahead log and any replica or base backup still
+        hold it until they are recycled."""
+        with self.db.connection() as conn:
+            for table in ("memories", "versions", "events", "edges", "entities", "mentions",
+                          "facts"):
+                conn.execute(f"VACUUM FULL {table}")
+
+    def checkpoint(self) -> None:
+        """Nothing to do: PostgreSQL checkpoints by itself."""
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read of this thread inside the block sees one snapshot (writers go on)."""
+        with self.db.pinned():
+            yield
+
+    def export_files(self, directory: Path) -> None:
+        raise StoreError("a PostgreSQL store is backed up through graphmem backup (which "
+                         "copies it into a portable Kuzu backup) or pg_dump")
+
+    # -- reads -------------------------------------------------------------------------
+    def get(self, memory_id: str) -> Memory | None:
+        rows = self.db.dict_rows(f"SELECT {_MODEL_COLS} FROM memories WHERE id = %s",
+                                 (memory_id,))
+        return memory_from_columns(rows[0]) if rows else None
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, Memory]:
+        """Memories by id, in the order asked (unknown ids are left out)."""
+        wanted = list(dict.fromkeys(ids))
+        rows = self.db.dict_rows(f"SELECT {_MODEL_COLS} FROM memories WHERE id = ANY(%s)",
+                                 (wanted,))
+        found = {r["id"]: memory_from_columns(r) for r in rows}
+        return {i: found[i] for i in wanted if i in found}
+
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        rows = self.db.rows("SELECT id FROM memories WHERE id = ANY(%s)", (list(set(ids)),))
+        return {str(r[0]) for r in rows}
+
+    def forgotten(self, ids: Sequence[str]) -> set[str]:
+        rows = self.db.rows("SELECT id FROM memories WHERE id = ANY(%s) AND "
+                            "status = 'forgotten'", (list(set(ids)),))
+        return {str(r[0]) for r in rows}
+
+    def memories(self, *, owner: str | None = None) -> list[Memory]:
+        where, params = ("WHERE owner = %s ", (owner,)) if owner is not None else ("", ())
+        rows = self.db.dict_rows(f"SELECT {_MODEL_COLS} FROM memories {where}ORDER BY id",
+                                 params)
+        return [memory_from_columns(r) for r in rows]
+
+    def scan(self, fields: Sequence[str], *, owner: str | None = None,
+             ids: Sequence[str] | None = None) -> MemoryScan:
+        """Fields of every memory (of ``owner``, or these ``ids``), ordered by id; the
+        vectors as a matrix when ``vector`` is asked."""
+        columns: list[str] = []
+        for name in fields:
+            column = FIELD_COLUMNS.get(name, name)
+            if column not in MEMORY_COLUMNS:
+                raise InvalidInputError(f"not a memory field: {name}", field=name)
+            columns.append(column)
+        clauses: list[str] = []
+        params: list[Any] = []
+        if owner is not None:
+            clauses.append("owner = %s")
+            params.append(owner)
+        if ids is not None:
+            clauses.append("id = ANY(%s)")
+            params.append(list(ids))
+        where = ("WHERE " + " AND ".join(clauses) + " ") if clauses else ""
+        names = ", ".join(f'"{c}"' for c in columns)
+        with self.db.connection() as conn, conn.cursor(binary=True) as cur:
+            cur.execute(f"SELECT {names} FROM memories {where}ORDER BY id",
+                        params)
+            rows = cur.fetchall()
+        values = {c: [r[i] for r in rows] for i, c in enumerate(columns)}
+        vectors = has_vector = None
+        if "vec" in values:
+            vectors, has_vector = _matrix(values.pop("vec"))
+        renamed = {next((f for f, c in FIELD_COLUMNS.items() if c == n), n): v
+                   for n, v in values.items()}
+        kinds = {f: MEMORY_COLUMNS[FIELD_COLUMNS.get(f, f)] for f in renamed}
+        return MemoryScan(table=arrow_table(renamed, kinds), vectors=vectors,
+                          has_vector=has_vector)
+
+    def history(self, memory_id: str) -> list[Version]:
+        rows = self.db.dict_rows(f"SELECT {_VERSION_COLS} FROM versions WHERE memory_id = %s "
+                                 "ORDER BY seq", (memory_id,))
+        return [_version(r) for r in rows]
+
+    def versions(self, *, owner: str | None = None) -> list[Version]:
+        where, params = ("WHERE m.owner = %s ", (owner,)) if owner is not None else ("", ())
+        cols = ", ".join(f'v."{c}"' for c in VERSION_COLUMNS)
+        rows = self.db.dict_rows(f"SELECT {cols} FROM versions v JOIN memories m ON "
+                                 f"m.id = v.memory_id {where}ORDER BY v.memory_id, v.seq",
+                                 params)
+        return [_version(r) for r in rows]
+
+    def events(self, query: EventQuery) -> list[LifecycleEvent]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        join = ""
+        if query.memory_id is not None:
+            clauses.append("e.memory_id = %s")
+            params.append(query.memory_id)
+        if query.owner is not None:
+            join = "JOIN memories m ON m.id = e.memory_id "
+            clauses.append("m.owner = %s")
+            params.append(query.owner)
+        if query.event_type is not None:
+            clauses.append("e.event_type = %s")
+            params.append(query.event_type)
+        if query.since is not None:
+            clauses.append('e."timestamp" >= %s')
+            params.append(query.since)
+        if query.until is not None:
+            clauses.append('e."timestamp" < %s')
+            params.append(query.until)
+        where = ("WHERE " + " AND ".join(clauses) + " ") if clauses else ""
+        tail = ""
+        if query.limit is not None:
+            tail = " LIMIT %s"
+            params.append(int(query.limit))
+        cols = ", ".join(f'e."{c}"' for c in EVENT_COLUMNS)
+        rows = self.db.dict_rows(f"SELECT {cols} FROM events e {join}{where}"
+                                 f'ORDER BY e."timestamp", e.event_id{tail}', params)
+        return [_event(r) for r in rows]
+
+    def edges(self, kind: EdgeKind, *, owner: str | None = None) -> list[EdgeRecord]:
+        where = "WHERE e.kind = %s "
+        params: list[Any] = [kind]
+        if owner is not None:
+            where += "AND a.owner = %s AND b.owner = %s "
+            params += [owner, owner]
+        rows = self.db.dict_rows(f"SELECT {EDGE_COLUMNS} FROM edges e JOIN memories a ON "
+                                 f"a.id = e.src JOIN memories b ON b.id = e.dst {where}"
+                                 "ORDER BY e.src, e.dst", params)
+        return [edge_from_values(r) for r in rows]
+
+    def edge_arrays(self, kind: EdgeKind) -> EdgeArrays:
+        weight = "weight" if kind != "supersedes" else "1.0::float8"
+        rows = self.db.rows(f"SELECT src, dst, {weight} FROM edges WHERE kind = %s "
+                            "ORDER BY src, dst", (kind,))
+        return EdgeArrays(src=[r[0] for r in rows], dst=[r[1] for r in rows],
+                          weight=np.array([r[2] for r in rows], dtype=np.float64))
+
+    def links_of(self, memory_id: str) -> list[Link]:
+        rows = self.db.rows(
+            "SELECT kind, dst, 'out', CASE WHEN kind = 'supersedes' THEN 1.0 ELSE weight END "
+            "FROM edges WHERE src = %s UNION ALL "
+            "SELECT kind, src, 'in', CASE WHEN kind = 'supersedes' THEN 1.0 ELSE weight END "
+            "FROM edges WHERE dst = %s", (memory_id, memory_id))
+        return [Link(kind=k, other=o, direction=d, weight=float(w)) for k, o, d, w in rows]
+
+    def counts(self) -> Counts:
+        one = self.db.rows
+        edges = {str(k): int(n) for k, n in one("SELECT kind, count(*) FROM edges GROUP BY kind")}
+        head = one("SELECT count(*) FILTER (WHERE hot), count(*) FILTER (WHERE "
+                   "cardinality(superseded_by) > 0), count(DISTINCT owner), "
+                   "(SELECT count(*) FROM versions), (SELECT count(*) FROM events) "
+                   "FROM memories")[0]
+        return Counts(
+            by_kind={str(k): int(n) for k, n in one("SELECT kind, count(*) FROM memories "
+                                                    "GROUP BY kind ORDER BY kind")},
+            by_status={str(k): int(n) for k, n in one("SELECT status, count(*) FROM "
+                                                      "memories GROUP BY status ORDER BY status")},
+            hot=int(head[0]), superseded=int(head[1]), owners=int(head[2]),
+            edges={kind: edges.get(kind, 0) for kind in EDGE_KINDS},
+            versions=int(head[3]), events=int(head[4]))
+
+    def entities(self, *, owner: str | None = None, all_owners: bool = False,
+                 ids: Sequence[str] | None = None) -> list[EntityRecord]:
+        """The entities of ``owner`` (None: unowned ones), of every owner, or these ``ids``."""
+        if ids is not None:
+            wanted = list(dict.fromkeys(ids))
+            rows = self.db.dict_rows(f"SELECT {_ENTITY_COLS} FROM entities WHERE "
+                                     "id = ANY(%s)", (wanted,))
+            found = {r["id"]: entity_from_values(r) for r in rows}
+            return [found[i] for i in wanted if i in found]
+        where, params = _owner_clause(owner, all_owners)
+        rows = self.db.dict_rows(f"SELECT {_ENTITY_COLS} FROM entities {where}ORDER BY id",
+                                 params)
+        return [entity_from_values(r) for r in rows]
+
+    def mentions(self, *, memory_ids: Sequence[str] | None = None,
+                 entity_ids: Sequence[str] | None = None) -> list[MentionRecord]:
+        """Mentions of these memories, or of these entities, or all of them."""
+        cols = "memory_id, entity_id, role, weight, surface"
+        if memory_ids is None and entity_ids is None:
+            rows = self.db.rows(f"SELECT {cols} FROM mentions ORDER BY n")
+        else:
+            rows = self.db.rows(f"SELECT {cols} FROM mentions WHERE memory_id = ANY(%s) "
+                                f"UNION ALL SELECT {cols} FROM mentions WHERE entity_id = "
+                                "ANY(%s)", (list(memory_ids or ()), list(entity_ids or ())))
+        return [mention_values(r) for r in rows]
+
+    def facts(self, *, owner: str | None = None, all_owners: bool = False,
+              sources: Sequence[str] | None = None,
+              entity_ids: Sequence[str] | None = None) -> list[FactRecord]:
+        """Facts of ``owner`` (or every owner), or those stated by these memories, or
+        those about these entities (as subject or object), oldest recorded first."""
+        if sources is not None:
+            where, params = "WHERE sources && %s::text[] ", [list(sources)]
+        elif entity_ids is not None:
+            where = "WHERE subject = ANY(%s) OR object = ANY(%s) "
+            params = [list(entity_ids), list(entity_ids)]
+        else:
+            where, params = _owner_clause(owner, all_owners)
+        rows = self.db.dict_rows(f"SELECT {_FACT_COLS} FROM facts {where}"
+                                 "ORDER BY recorded, id", params)
+        return [fact_from_values(r) for r in rows]
+
+    def contexts_with(self, probe: str) -> list[Memory]:
+        if not probe:
+            return []
+        rows = self.db.dict_rows(f"SELECT {_MODEL_COLS} FROM memories WHERE "
+                                 "strpos(context, %s) > 0 ORDER BY id", (probe,))
+        return [memory_from_columns(r) for r in rows]
+
+    def events_mentioning(self, memory_id: str, probe: str
+                          ) -> list[tuple[str, dict[str, Any]]]:
+        clauses = ["strpos(metadata, %s) > 0"] + (["strpos(metadata, %s) > 0"] if probe else [])
+        params = [memory_id, memory_id, *([probe] if probe else [])]
+        rows = self.db.rows("SELECT event_id, metadata FROM events WHERE memory_id <> %s AND ("
+                            + " OR ".join(clauses) + ") ORDER BY event_id", params)
+        import json
+
+        return [(str(event_id), json.loads(raw) if raw else {}) for event_id, raw in rows]
+
+
+class _TxWriter:
+    """Writes batches into one open transaction (``PostgresEngine.writer``)."""
+
+    def __init__(self, cur: Cursor) -> None:
+        self._cur = cur
+        self.changes = ChangeSet()
+
+    def write(self, batch: WriteBatch) -> None:
+        if not batch:
+            return
+        cur, changes = self._cur, self.changes
+        _write_memories(cur, batch)
+        for patch in batch.patches:
+            _patch(cur, patch)
+        events = [event_values(e) for e in batch.events]
+        if len(events) > _COPY_ROWS:
+            copy_rows(cur, "events", list(EVENT_COLUMNS), events)
+        elif events:
+            cur.executemany(_INSERT_EVENT, events)
+        _write_edges(cur, batch.new_edges, merge=False)
+        _write_edges(cur, batch.merged_edges, merge=True)
+        _write_graph(cur, batch)
+        for key, value in batch.meta.items():
+            cur.execute("INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) "
+                        "DO UPDATE SET value = excluded.value", (key, value))
+        for erasure in batch.erasures:
+            _erase(cur, erasure)
+        changes.touch(n.memory.id for n in batch.memories)
+        changes.touch(p.memory_id for p in batch.patches)
+        changes.touch(batch.unmentioned)
+        changes.touch(m.memory_id for m in batch.mentions)
+        changes.edges(e for edge in (*batch.new_edges, *batch.merged_edges)
+                      for e in (edge.src, edge.dst))
+        for erasure in batch.erasures:
+            changes.removed[erasure.memory_id] = None
+            changes.touch([erasure.memory_id])
+        if any(k.startswith("embedder") for k in batch.meta):
+            changes.bulk = True
+
+
+def _write_memories(cur: Cursor, batch: WriteBatch) -> None:
+    rows = [memory_values(n) for n in batch.memories]
+    versions = [version_values(n.version) for n in batch.memories]
+    if len(rows) > _COPY_ROWS:
+        copy_rows(cur, "memories", list(MEMORY_COLUMNS), rows)
+        copy_rows(cur, "versions", list(VERSION_COLUMNS), versions)
+    elif rows:
+        cur.executemany(_INSERT_MEMORY, rows)
+        cur.executemany(_INSERT_VERSION, versions)
+
+
+def _patch(cur: Cursor, patch: Patch) -> None:
+    assignments, params = [], []
+    for name, value in patch.set.items():
+        column, stored = stored_value(name, value)
+        assignments.append(f'"{column}" = %s')
+        params.append(vector_value(stored) if column == "vec" else stored)
+    if assignments:
+        cur.execute(f"UPDATE memories SET {', '.join(assignments)} WHERE id = %s",
+                    [*params, patch.memory_id])
+    if patch.version is not None:
+        cur.execute(_INSERT_VERSION, version_values(patch.version))
+    if patch.event is not None:
+        cur.execute(_INSERT_EVENT, event_values(patch.event))
+
+
+def _write_edges(cur: Cursor, edges: Sequence[EdgeRecord], *, merge: bool) -> None:
+    if not edges:
+        return
+    if not merge:
+        cur.execute(_INSERT_EDGES + "ON CONFLICT (kind, src, dst) DO NOTHING",
+                    _edge_arrays(edges))
+        return
+    for edge in edges:  # in order: the same pair twice in a batch adds up
+        cur.execute(_INSERT_EDGES + _MERGE_EDGE[edge.kind], _edge_arrays([edge]))
+
+
+def _edge_arrays(edges: Sequence[EdgeRecord]) -> list[list[Any]]:
+    return [[e.kind for e in edges], [e.src for e in edges], [e.dst for e in edges],
+            [e.weight for e in edges], [e.count for e in edges],
+            [e.source if e.kind != "supersedes" else None for e in edges],
+            [e.reason if e.kind == "supersedes" else None for e in edges],
+            [e.at for e in edges]]
+
+
+def _write_graph(cur: Cursor, batch: WriteBatch) -> None:
+    """The knowledge-graph part of a batch: what leaves first, then what comes. An
+    entity or a fact another process created meanwhile under the same id (ids are
+    derived from the owner and the name or statement) is merged, not refused."""
+    if batch.unmentioned:
+        cur.execute("DELETE FROM mentions WHERE memory_id = ANY(%s)", (batch.unmentioned,))
+    if batch.gone_facts:
+        cur.execute("DELETE FROM facts WHERE id = ANY(%s)", ([f.id for f in batch.gone_facts],))
+    if batch.gone_entities:
+        cur.execute("DELETE FROM entities WHERE id = ANY(%s)", (batch.gone_entities,))
+    if batch.new_entities:
+        cur.executemany(
+            f"INSERT INTO entities ({_ENTITY_COLS}) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, name = excluded.name, "
+            "type = excluded.type, aliases = entities.aliases || ARRAY(SELECT a FROM "
+            "unnest(excluded.aliases) a WHERE NOT (a = ANY(entities.aliases))), "
+            "merges = excluded.merges", [entity_values(e) for e in batch.new_entities])
+    if batch.changed_entities:
+        cur.executemany("UPDATE entities SET name = %s, type = %s, aliases = %s, merges = %s "
+                        "WHERE id = %s",
+                        [(*entity_values(e)[2:6], e.id) for e in batch.changed_entities])
+    if batch.mentions:
+        m = batch.mentions
+        cur.execute(
+            "INSERT INTO mentions (memory_id, entity_id, role, weight, surface) "
+            "SELECT r.memory_id, r.entity_id, r.role, r.weight, r.surface FROM unnest(%s::text[], "
+            "%s::text[], %s::text[], %s::float8[], "
+            "%s::text[]) WITH ORDINALITY AS r(memory_id, entity_id, role, weight, surface, o) "
+            "JOIN memories mm ON mm.id = r.memory_id JOIN entities e ON e.id = r.entity_id "
+            "ORDER BY r.o ON CONFLICT (memory_id, entity_id) DO UPDATE SET role = "
+            "excluded.role, weight = excluded.weight, surface = excluded.surface",
+            ([x.memory_id for x in m], [x.entity_id for x in m], [x.role for x in m],
+             [x.weight for x in m], [x.surface for x in m]))
+    if batch.facts:
+        cur.executemany(
+            f"INSERT INTO facts ({_FACT_COLS}) VALUES "
+            "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE "
+            "SET sources = facts.sources || ARRAY(SELECT s FROM unnest(excluded.sources) s "
+            "WHERE NOT (s = ANY(facts.sources)))", [fact_values(f) for f in batch.facts])
+    if batch.changed_facts:
+        cur.executemany("UPDATE facts SET valid_to = %s, ended_by = %s, sources = %s, "
+                        "confidence = %s WHERE id = %s",
+                        [(f.valid_to, f.ended_by, list(f.sources), f.confidence, f.id)
+                         for f in batch.changed_facts])
+
+
+def _erase(cur: Cursor, erasure: Erasure) -> None:
+    memory_id = erasure.memory_id
+    for event_id, metadata in erasure.event_metadata.items():
+        cur.execute("UPDATE events SET metadata = %s WHERE event_id = %s",
+                    (json_dump(metadata), event_id))
+    cur.execute("UPDATE versions SET text = NULL, subject = NULL, redacted = true, "
+                "reason = NULL WHERE memory_id = %s", (memory_id,))
+    if erasure.version_digests:
+        cur.executemany("UPDATE versions SET text_sha256 = %s WHERE id = %s",
+                        [(d, v) for v, d in erasure.version_digests.items()])
+    cur.execute("UPDATE events SET metadata = %s WHERE memory_id = %s AND "
+                "event_type <> 'delete'", (json_dump({"redacted": True}), memory_id))
+    cur.execute("DELETE FROM edges WHERE src = %s OR dst = %s", (memory_id, memory_id))
+
+
+def _owner_clause(owner: str | None, all_owners: bool) -> tuple[str, list[Any]]:
+    if all_owners:
+        return "", []
+    if owner is None:
+        return "WHERE owner IS NULL ", []
+    return "WHERE owner = %s ", [owner]
+
+
+def _version(row: Mapping[str, Any]) -> Version:
+    from .._records import version_from_values
+
+    return version_from_values(row)
+
+
+def _event(row: Mapping[str, Any]) -> LifecycleEvent:
+    from .._records import event_from_values
+
+    return event_from_values(row)
+
+
+def _matrix(loaded: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """pgvector values as one float32 matrix (zero rows where missing) and a mask."""
+    arrays = [v.to_numpy() if v is not None else None for v in loaded]
+    dim = next((len(a) for a in arrays if a is not None), 0)
+    matrix = np.zeros((len(arrays), dim), dtype=np.float32)
+    present = np.zeros(len(arrays), dtype=bool)
+    for i, vector in enumerate(arrays):
+        if vector is not None and len(vector) == dim:
+            matrix[i] = vector
+            present[i] = True
+    return matrix, present
+
+
+assert pa is not None

@@ -1,0 +1,167 @@
+"""The store's tables in PostgreSQL, their version (kept in ``meta``) and the migrations.
+
+``SCHEMAS[v]`` is the complete DDL of version ``v``; ``MIGRATIONS[v]`` lifts a database
+from ``v - 1``. Creation and migration run in one transaction under an advisory lock,
+so that processes opening a new database together create it once.
+"""
+
+from __future__ import annotations
+
+from .._errors import SchemaVersionError, StoreError
+from .._records import EVENT_COLUMNS, MEMORY_COLUMNS, VERSION_COLUMNS
+from ._db import Database
+
+__all__ = ["SCHEMAS", "SCHEMA_VERSION", "TABLES", "ensure_schema", "sql_type"]
+
+SCHEMA_VERSION = 1
+#: graphmem's tables; a database or schema that holds any of them without ``meta`` is
+#: not graphmem's.
+TABLES = ("meta", "memories", "versions", "events", "edges", "entities", "mentions", "facts",
+          "changes")
+#: Key of the advisory lock held while the schema is created or migrated.
+_SCHEMA_LOCK = 0x6772_6D73  # "grms"
+
+_SQL_TYPES = {"str": "text", "json": "text", "bool": "boolean", "float": "double precision",
+              "int": "bigint", "time": "timestamptz", "str[]": "text[]",
+              "time[]": "timestamptz[]", "vector": "vector"}
+#: Ids sort byte-wise, as in Kuzu, whatever the database's collation.
+_C = ' COLLATE "C"'
+_ID_COLUMNS = {"id", "memory_id", "event_id"}
+
+
+def sql_type(kind: str) -> str:
+    return _SQL_TYPES[kind]
+
+
+def _table(name: str, columns: dict[str, str], key: str) -> str:
+    body = ", ".join(f'"{c}" {sql_type(t)}{_C if c in _ID_COLUMNS else ""}'
+                     + (" NOT NULL" if c == key else "") for c, t in columns.items())
+    return f'CREATE TABLE "{name}" ({body}, PRIMARY KEY ("{key}"))'
+
+
+SCHEMAS: dict[int, list[str]] = {
+    1: [
+                "CREATE TABLE meta (key text PRIMARY KEY, value text)",
+        _table("memories", MEMORY_COLUMNS, "id"),
+        "CREATE INDEX memories_owner ON memories (owner)",
+        "CREATE INDEX memories_status ON memories (status)",
+        _table("versions", VERSION_COLUMNS, "id"),
+        "ALTER TABLE versions ADD FOREIGN KEY (memory_id) REFERENCES memories (id)",
+        "CREATE INDEX versions_memory ON versions (memory_id, seq)",
+        _table("events", EVENT_COLUMNS, "event_id"),
+        "CREATE INDEX events_memory ON events (memory_id)",
+        'CREATE INDEX events_time ON events ("timestamp", event_id)',
+        # One table for every edge between memories, keyed by kind and ends; ``owner``
+        # is the source's (co-occurrences are stored once, smaller id first).
+        f"""CREATE TABLE edges (
+            kind text NOT NULL CHECK (kind IN ('references', 'co_occurs', 'supersedes')),
+            src text{_C} NOT NULL REFERENCES memories (id),
+            dst text{_C} NOT NULL REFERENCES memories (id),
+            owner text, weight double precision NOT NULL DEFAULT 1,
+            count bigint NOT NULL DEFAULT 1, source text, reason text, at timestamptz,
+            PRIMARY KEY (kind, src, dst))""",
+        "CREATE INDEX edges_dst ON edges (dst, kind)",
+        "CREATE INDEX edges_owner ON edges (owner, kind)",
+        f"""CREATE TABLE entities (
+            id text{_C} PRIMARY KEY, owner text, name text NOT NULL, type text NOT NULL,
+            aliases text[] NOT NULL DEFAULT '{{}}', merges text, created timestamptz)""",
+        "CREATE INDEX entities_owner ON entities (owner)",
+        f"""CREATE TABLE mentions (
+            n bigint GENERATED ALWAYS AS IDENTITY,
+            memory_id text{_C} NOT NULL REFERENCES memories (id),
+            entity_id text{_C} NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+            role text, weight double precision, surface text,
+            PRIMARY KEY (memory_id, entity_id))""",
+        "CREATE INDEX mentions_entity ON mentions (entity_id)",
+        f"""CREATE TABLE facts (
+            id text{_C} PRIMARY KEY, owner text, subject text{_C} NOT NULL,
+            predicate text NOT NULL, object text{_C} NOT NULL,
+            confidence double precision, valid_from timestamptz, valid_to timestamptz,
+            recorded timestamptz, sources text[] NOT NULL DEFAULT '{{}}', rule text,
+            ended_by text)""",
+        "CREATE INDEX facts_owner ON facts (owner)",
+        "CREATE INDEX facts_subject ON facts (subject)",
+        "CREATE INDEX facts_object ON facts (object)",
+        "CREATE INDEX facts_sources ON facts USING gin (sources)",
+        # What every commit changed, for the other processes (``_changes``).
+        """CREATE TABLE changes (
+            seq bigserial PRIMARY KEY, txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+            origin text NOT NULL, ids text[], edge_ends text[], removed text[],
+            bulk boolean NOT NULL DEFAULT false, at timestamptz NOT NULL DEFAULT now())""",
+        "CREATE INDEX changes_txid ON changes (txid)",
+    ],
+}
+#: version -> statements that lift a database from ``version - 1``.
+MIGRATIONS: dict[int, list[str]] = {}
+
+
+def _present(db: Database) -> set[str]:
+    rows = db.rows("SELECT table_name FROM information_schema.tables "
+                   "WHERE table_schema = current_schema() AND table_name = ANY(%s)",
+                   (list(TABLES),))
+    return {str(r[0]) for r in rows}
+
+
+def schema_version(db: Database) -> int | None:
+    """The version recorded in the database, or None for one without graphmem's tables."""
+    present = _present(db)
+    if "meta" not in present:
+        if present:
+            raise SchemaVersionError(
+                f"database {db.where} holds tables named like graphmem's "
+                f"({', '.join(sorted(present))}) but no graphmem schema; point graphmem at "
+                "its own database or schema (options=-c search_path=NAME in the URL)")
+        return None
+    rows = db.rows("SELECT value FROM meta WHERE key = 'schema_version'")
+    return int(rows[0][0]) if rows else None
+
+
+def ensure_schema(db: Database, *, target: int = SCHEMA_VERSION) -> int:
+    """Create the schema in an empty database or migrate an older one; return its version."""
+    current = schema_version(db)
+    if current == target:
+        return target
+    if current is not None and current > target:
+        raise SchemaVersionError(
+            f"database {db.where} has schema version {current}, newer than this graphmem "
+            f"understands ({target}); upgrade graphmem")
+    if db.read_only:
+        raise SchemaVersionError(
+            f"database {db.where} has no graphmem schema at version {target} and was "
+            "opened read-only; open it once read-write")
+    with db.transaction() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
+        if cur.fetchone() is None:
+            try:
+                cur.execute("CREATE EXTENSION vector SCHEMA public")
+            except Exception as exc:
+                raise StoreError(
+                    f"database {db.where} lacks the pgvector extension and this user "
+                    f"cannot create it ({exc}); have an administrator run "
+                    "CREATE EXTENSION vector") from exc
+            cur.execute("SELECT set_config('search_path', "
+                        "current_setting('search_path') || ', public', true)")
+        cur.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = "
+                    "current_schema() AND table_name = 'meta'")
+        if cur.fetchone() is None:
+            cur.execute("SELECT current_schema()")
+            found = cur.fetchone()
+            if found is None or found[0] is None:
+                raise StoreError(f"database {db.where} has no schema to create tables in; "
+                                 "create the schema named in search_path first")
+            statements = SCHEMAS[target]
+            start = target
+        else:
+            cur.execute("SELECT value FROM meta WHERE key = 'schema_version'")
+            row = cur.fetchone()
+            start = int(row[0]) if row else 0
+            statements = [s for v in range(start + 1, target + 1) for s in MIGRATIONS[v]]
+        if start != target or statements:
+            for statement in statements:
+                cur.execute(statement)
+            cur.execute("INSERT INTO meta (key, value) VALUES ('schema_version', %s) "
+                        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        (str(target),))
+    db.reconfigure()
+    return target

@@ -1,0 +1,60 @@
+"""Progress on stderr for long commands: a bar over items when the command loops over
+them, else the operation's name and the time it has taken, ticking until it ends."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["bar", "working"]
+
+
+class _Silent:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_postfix_str(self, text: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def bar(total: int | None, label: str, *, enabled: bool, unit: str = " memories") -> Any:
+    """A tqdm bar on stderr (``update(n)``, ``close()``), or one that shows nothing."""
+    if not enabled:
+        return _Silent()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=label, unit=unit, file=sys.stderr, leave=False,
+                dynamic_ncols=True)
+
+
+@contextmanager
+def working(label: str, *, enabled: bool) -> Iterator[Any]:
+    """While the block runs: ``label: 0:03`` on stderr, its time ticking every quarter of a
+    second (for one long call that reports nothing on its way), then cleared."""
+    if not enabled:
+        yield _Silent()
+        return
+    from tqdm import tqdm
+
+    shown = tqdm(total=None, desc=label, file=sys.stderr, leave=False,
+                 bar_format="{desc}: {elapsed}{postfix}")
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.wait(0.25):
+            shown.refresh()
+
+    thread = threading.Thread(target=tick, name="graphmem-progress", daemon=True)
+    thread.start()
+    try:
+        yield shown
+    finally:
+        stop.set()
+        thread.join()
+        shown.close()

@@ -1,0 +1,3 @@
+"""``tests/test_trust_forget.py`` on PostgreSQL (see ``conftest``)."""
+
+from tests.test_trust_forget import *  # noqa: F403

@@ -1,0 +1,113 @@
+"""MiniLM on ONNX Runtime: the same vectors as torch in fp32, a model of its own in int8,
+exported from the wheel (never downloaded) and run without importing torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphmem import EmbedderMismatchError, InvalidInputError, MemoryStore, MiniLMEmbedder
+from graphmem._embed import HashingEmbedder, OnnxMiniLMEmbedder, embedder_from_spec, fingerprint
+
+TEXTS = ["How do I deploy the web app?",
+         "To deploy orchard run make release then fly deploy",
+         "Biscuit the cat sleeps on the keyboard",
+         "Caroline went to the LGBTQ support group on 7 May 2023.",
+         "ok"]
+
+
+def test_specs_choose_the_runtime_and_refuse_unknown_variants() -> None:
+    assert isinstance(embedder_from_spec("minilm:torch"), MiniLMEmbedder)
+    onnx = embedder_from_spec("minilm:onnx")
+    int8 = embedder_from_spec("minilm:int8")
+    assert isinstance(onnx, OnnxMiniLMEmbedder) and isinstance(int8, OnnxMiniLMEmbedder)
+    # fp32 on either runtime is one model to a store; int8 is another
+    assert (onnx.spec, onnx.name) == ("minilm", MiniLMEmbedder().name)
+    assert int8.spec == "minilm:int8" and int8.name != onnx.name
+    with pytest.raises(InvalidInputError, match="minilm:int8"):
+        embedder_from_spec("minilm:fp16")
+
+
+def test_fingerprint_uses_reference_probes_when_an_embedder_has_them() -> None:
+    class Referenced(HashingEmbedder):
+        def __init__(self, reference: np.ndarray) -> None:
+            super().__init__(384)
+            self._reference = reference
+
+        def reference_probes(self) -> np.ndarray:
+            return self._reference
+
+    plain = HashingEmbedder(384)
+    from graphmem._embed import probe_texts
+
+    probes = plain.embed(probe_texts())
+    assert fingerprint(Referenced(probes)) == fingerprint(plain)
+    # a difference below the 4-decimal rounding does not matter; a real one does
+    assert fingerprint(Referenced(probes + 1e-7)) == fingerprint(plain)
+    assert fingerprint(Referenced(probes[::-1].copy())) != fingerprint(plain)
+
+
+@pytest.mark.model
+def test_onnx_fp32_gives_torchs_vectors_and_fingerprint() -> None:
+    torch_model, onnx = MiniLMEmbedder(), embedder_from_spec("minilm:onnx")
+    a, b = torch_model.embed(TEXTS), onnx.embed(TEXTS)
+    assert b.shape == (5, 384) and b.dtype == np.float32
+    assert float(np.abs(a - b).max()) < 1e-5
+    assert fingerprint(onnx) == fingerprint(torch_model)
+    # a batch (padded, longest first, the batch session) gives each text's own vector
+    batch = onnx.embed(TEXTS * 4)
+    assert float(np.abs(batch[:5] - b).max()) < 1e-5 and float(np.abs(batch[15:] - b).max()) < 1e-5
+
+
+@pytest.mark.model
+def test_int8_is_close_but_another_model_to_a_store(tmp_path: Path) -> None:
+    onnx, int8 = embedder_from_spec("minilm:onnx"), embedder_from_spec("minilm:int8")
+    a, b = onnx.embed(TEXTS), int8.embed(TEXTS)
+    assert np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
+    cosines = (a * b).sum(axis=1)  # measured: 0.99 for sentences, 0.95 for "ok"
+    assert float(cosines.mean()) > 0.98 and float(cosines.min()) > 0.93
+    assert fingerprint(int8) != fingerprint(onnx)
+    path = tmp_path / "db"
+    with MemoryStore(path, embedder="minilm:torch") as store:
+        store.add(TEXTS[1])
+    with MemoryStore(path, embedder="minilm:onnx") as store:  # fp32 on ONNX: the same model
+        assert store.recall("deploy the web app", k=1)[0].memory.text == TEXTS[1]
+    with pytest.raises(EmbedderMismatchError, match="reembed"):
+        MemoryStore(path, embedder="minilm:int8")
+    with MemoryStore(path) as store:
+        store.reembed("minilm:int8")
+    with MemoryStore(path) as store:
+        assert store.embedder.name == int8.name
+        assert store.recall("deploy the web app", k=1)[0].memory.text == TEXTS[1]
+
+
+@pytest.mark.model
+def test_a_query_process_on_onnx_never_imports_torch() -> None:
+    embedder_from_spec("minilm:onnx").embed(["export first, if this machine has not"])
+    code = ("import sys; from graphmem._embed import embedder_from_spec; "
+            "v = embedder_from_spec('minilm:onnx').embed(['where is the key?']); "
+            "print(v.shape, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split()[-3:] == ["384)", "False", "False"], out.stdout + out.stderr
+
+
+@pytest.mark.model
+def test_an_export_that_strays_from_torch_is_refused(tmp_path: Path) -> None:
+    from graphmem import BackendUnavailableError
+    from graphmem._embed import probe_texts
+    from graphmem._onnx import export
+
+    def wrong(texts: list[str]) -> np.ndarray:
+        vectors = MiniLMEmbedder().embed(texts)
+        vectors[:, 0] += 0.01
+        return vectors
+
+    target = tmp_path / "onnx" / "minilm"
+    with pytest.raises(BackendUnavailableError, match="differs from torch"):
+        export(target, probe_texts(), wrong)
+    assert not target.exists() and list(target.parent.iterdir()) == []
