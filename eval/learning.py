@@ -112,18 +112,21 @@ def _session_of(dia_id: str) -> int:
 
 def replay_locomo(conversation: Conversation, embedder: Any, *,
                   ranker: RankerModel | None = None,
-                  at_end: Callable[[MemoryStore], None] | None = None) -> list[Asked]:
+                  at_end: Callable[[MemoryStore], None] | None = None,
+                  sessions: int | None = None) -> list[Asked]:
     """One conversation in time order (see the module docstring). With ``ranker`` the
     ``learned`` preset is measured too. ``at_end`` sees the store after the last
-    question."""
-    sessions = [s for s in conversation.sessions if s.date is not None]
-    last = max(s.index for s in sessions)
+    question. ``sessions``: its first N dated sessions only, and the questions whose
+    evidence lies in them."""
+    dated = [s for s in conversation.sessions if s.date is not None][:sessions]
+    last = max(s.index for s in dated)
     schedule: dict[int, list[int]] = {}
     for n, q in enumerate(conversation.questions):
-        if q.evidence:
+        if q.evidence and (sessions is None
+                           or max(_session_of(e) for e in q.evidence) <= last):
             schedule.setdefault(min(max(_session_of(e) for e in q.evidence), last),
                                 []).append(n)
-    clock: list[datetime] = [sessions[0].date or datetime.now(UTC)]
+    clock: list[datetime] = [dated[0].date or datetime.now(UTC)]
     store = MemoryStore(":memory:", embedder=embedder, settings=Settings(),
                         clock=lambda: clock[0])
     if ranker is not None:
@@ -131,7 +134,7 @@ def replay_locomo(conversation: Conversation, embedder: Any, *,
     presets = PRESETS_MEASURED if ranker is not None else ("default",)
     out: list[Asked] = []
     try:
-        for session in sessions:
+        for session in dated:
             assert session.date is not None
             clock[0] = session.date
             part = Conversation(conversation.sample_id, conversation.speakers, (session,))
@@ -386,7 +389,9 @@ def _calibration(y: np.ndarray, p: np.ndarray, bins: int = 10) -> list[dict[str,
 
 # -- the runs -------------------------------------------------------------------------------
 def run_locomo(path: str | None, embedder: str, *, limit: int | None = None,
-               progress: bool = True) -> dict[str, Any]:
+               sessions: int | None = None, progress: bool = True) -> dict[str, Any]:
+    """The LoCoMo replay: ``limit`` conversations (all), each with its first ``sessions``
+    sessions (all)."""
     conversations = load_locomo(path)[:limit]
     emb = VectorCache(embedder_from_spec(embedder))
     for conversation in conversations:
@@ -399,7 +404,7 @@ def run_locomo(path: str | None, embedder: str, *, limit: int | None = None,
         def keep(store: MemoryStore, sid: str = sid) -> None:
             collected[sid] = collect(store)
 
-        first[sid] = replay_locomo(conversation, emb, at_end=keep)
+        first[sid] = replay_locomo(conversation, emb, at_end=keep, sessions=sessions)
     samples = {sid: c.samples for sid, c in collected.items()}
     models = cross_validate([c.sample_id for c in conversations], samples,
                             now=datetime.now(UTC))
@@ -408,7 +413,7 @@ def run_locomo(path: str | None, embedder: str, *, limit: int | None = None,
         model = models[conversation.sample_id]
         if model is None:
             continue
-        second = replay_locomo(conversation, emb, ranker=model)
+        second = replay_locomo(conversation, emb, ranker=model, sessions=sessions)
         for a, b in zip(first[conversation.sample_id], second, strict=True):
             if a.rankings["default"][:AGENT_K] != b.rankings["default"][:AGENT_K]:
                 raise AssertionError(f"the replay is not deterministic at {a.question!r}")
@@ -422,10 +427,13 @@ def run_locomo(path: str | None, embedder: str, *, limit: int | None = None,
 
 
 def run_longmemeval(path: str | None, embedder: str, *, limit: int | None = None,
-                    folds: int = 5, progress: bool = True) -> dict[str, Any]:
+                    every: int = 1, folds: int = 5, progress: bool = True) -> dict[str, Any]:
+    """``every``: every N-th answerable question (the file is sorted by type, so this
+    keeps every type in proportion); ``limit``: then the first N of those."""
     from ingest.longmemeval import load_longmemeval
 
     questions = [q for q in load_longmemeval(path) if not q.abstention and q.gold_sessions]
+    questions = questions[::every]
     questions = questions[:limit] if limit is not None else questions
     emb = VectorCache(embedder_from_spec(embedder))
     emb.warm(q.question for q in questions)
@@ -493,6 +501,8 @@ def main() -> None:
     parser.add_argument("--embedder", default="minilm")
     parser.add_argument("--limit", type=int, default=None,
                         help="the first N conversations (LoCoMo) or questions")
+    parser.add_argument("--every", type=int, default=1,
+                        help="LongMemEval: every N-th question (all types in proportion)")
     parser.add_argument("--out", type=Path, default=None,
                         help="write learning_<corpus>.json and learning.md here")
     args = parser.parse_args()
@@ -500,11 +510,14 @@ def main() -> None:
     if args.corpus == "locomo":
         result = run_locomo(args.path, args.embedder, limit=args.limit)
     else:
-        result = run_longmemeval(args.path, args.embedder, limit=args.limit)
+        result = run_longmemeval(args.path, args.embedder, limit=args.limit,
+                                 every=args.every)
     result["seconds"] = round(time.perf_counter() - started, 1)
     result["command"] = "python -m eval.learning " + " ".join(
         f"--{k} {v}" for k, v in (("corpus", args.corpus), ("embedder", args.embedder),
-                                  ("limit", args.limit)) if v is not None)
+                                  ("limit", args.limit),
+                                  ("every", args.every if args.every > 1 else None))
+        if v is not None)
     text = json.dumps(result, indent=2, default=str)
     if args.out is None:
         print(text)

@@ -24,6 +24,7 @@ from ._extract import OllamaExtractor, RuleExtractor, extract_entities
 from ._extract._component import AddResult
 from ._facade import MemoryStore
 from ._input import MemoryInput
+from ._learn import ForecastInfo, LearnReport, RankerInfo
 from ._lifecycle import (
     ArchiveResult,
     EvaluationResult,
@@ -67,11 +68,13 @@ __all__ = [
     "EventType",
     "Explanation",
     "Fact",
+    "ForecastInfo",
     "GraphmemError",
     "HashingEmbedder",
     "Hit",
     "InvalidInputError",
     "Kind",
+    "LearnReport",
     "LifecycleEvent",
     "LifecycleReport",
     "Link",
@@ -85,6 +88,7 @@ __all__ = [
     "OllamaEmbedder",
     "OllamaExtractor",
     "PromoteResult",
+    "RankerInfo",
     "ReadOnlyStoreError",
     "RecallConfig",
     "RecordError",

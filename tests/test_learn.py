@@ -312,6 +312,17 @@ def test_the_lifecycle_sends_strongly_contradicted_decisions_to_review(
         assert store.forecast() is None
         assert store.evaluate(wordy.id).forecast is None
         assert store.evaluate(wordy.id).recommended_action == "archive"
+        store._ctx.engine.set_meta({FORECAST_KEY: json.dumps(model.to_dict())})
+    # the command line shows the forecast beside the rule
+    shown = CliRunner().invoke(cli, ["--db", str(tmp_path / "db"), "--embedder", "hashing",
+                                     "--now", clock.now.isoformat(), "lifecycle", "evaluate",
+                                     wordy.id, terse.id])
+    assert shown.exit_code == 0, shown.output
+    header, *rows = [line for line in shown.output.splitlines() if "urn" in line
+                     or "need" in line]
+    assert "need" in header.split() and len(rows) == 2
+    assert rows[0].split()[0] == "review" and "100%" in rows[0].split()
+    assert rows[1].split()[0] == "archive" and "-" in rows[1].split()  # archived: no forecast
 
 
 def test_learn_trains_a_forecast_from_a_history_of_use(mem_store: MemoryStore,
