@@ -11,9 +11,11 @@ same). Printed: p50 / p95 per preset, the ratio, and the learned step alone (bui
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 from graphmem import MemoryStore, Settings
@@ -92,9 +94,17 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000", help="comma-separated store sizes")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--embedder", default="hashing")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="write bench_learned.json here (eval/results: learning.md "
+                             "quotes it)")
     args = parser.parse_args()
     for size in (int(s) for s in args.sizes.split(",")):
         result = run(size, args.queries, args.embedder)
+        result["command"] = (f"python -m eval.bench_learned --sizes {size} --queries "
+                             f"{args.queries} --embedder {args.embedder}")
+        if args.out is not None:
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / "bench_learned.json").write_text(json.dumps(result, indent=2) + "\n")
         print(f"{result['memories']:>7} memories, {result['queries']} queries "
               f"({result['embedder']}): default p50 {result['default_p50_ms']} ms "
               f"(p95 {result['default_p95_ms']}), learned p50 {result['learned_p50_ms']} ms "

@@ -6,13 +6,16 @@ their dates; a question is asked right after the session that completes its evid
 The agent recalls with ``default`` (k=10, accesses recorded), marks the gold turns
 useful and the other hits it was shown not useful. LongMemEval (development split): each
 question's haystack is ingested, the question asked once at its date, its answer turns
-marked useful. Both presets are measured at the moment a question is asked, on the same
-store state (without recording accesses); then the agent acts.
+marked useful. At the moment a question is asked (before the agent acts, accesses not
+recorded) ``default`` ranks it, and its 50 candidates' features are kept: what the
+``learned`` preset re-orders, on the same store state.
 
 Cross-validation: the ranker used on a conversation (LoCoMo) or a question (LongMemEval)
-was trained on the feedback of the other folds only; a fold's store gets the model with
-``use_ranker``, and the ``learned`` preset applies it only if it validated better than
-``default`` on the most recent quarter of its training feedback (as in a real store).
+was trained on the feedback of the other folds only. Its ranking of a question is the
+``learned`` preset's: the 50 candidates ordered by the model (stable), the rest of
+``default``'s hits after them; and only if the model validated better than ``default`` on
+the most recent quarter of its training feedback (as in a real store), else ``default``'s.
+The preset's cost per query is measured by ``python -m eval.bench_learned``.
 
     python -m eval.learning --corpus locomo --out eval/results
     python -m eval.learning --corpus longmemeval --out eval/results
@@ -76,9 +79,45 @@ class Asked:
     gold: list[str]
     rankings: dict[str, list[str]] = field(default_factory=dict)
     ms: dict[str, float] = field(default_factory=dict)
+    #: ``default``'s hits as ranked keys (turn or session ids), and the features of its
+    #: ranker candidates (the first rows of ``keys``)
+    keys: list[str] = field(default_factory=list)
+    features: np.ndarray | None = None
+    dedupe: bool = False
 
     def metrics(self, preset: str) -> dict[str, float]:
         return score_run(self.rankings[preset], self.gold)
+
+    def rank_with(self, model: RankerModel | None) -> None:
+        """The ``learned`` preset's ranking under ``model`` (``default``'s without a
+        model, or with one that did not validate)."""
+        order = list(range(len(self.keys)))
+        if model is not None and model.validated and self.features is not None \
+                and len(self.features):
+            n = len(self.features)
+            ranked = np.argsort(-model.model.logits(self.features), kind="stable")
+            order = [int(i) for i in ranked] + order[n:]
+        keys = [self.keys[i] for i in order]
+        self.rankings["learned"] = dedupe(keys) if self.dedupe else keys
+
+
+def _measure(store: MemoryStore, row: Asked, question: str, k: int,
+             key: Callable[[str], str], *, dedupe_keys: bool = False) -> None:
+    """``default`` on ``question`` now (accesses not recorded), and the candidates the
+    ``learned`` preset would re-order (their features built before anything changes)."""
+    start = time.perf_counter()
+    hits = store.recall(question, k=k, preset="default", record_access=False)
+    row.ms["default"] = (time.perf_counter() - start) * 1000
+    ids = [h.memory.id for h in hits]
+    row.keys = [key(i) for i in ids]
+    row.dedupe = dedupe_keys
+    row.rankings["default"] = dedupe(row.keys) if dedupe_keys else list(row.keys)
+    last = store._recall.samples.last()
+    if last is not None and ids:
+        candidate_ids, candidates = last
+        if candidate_ids != ids[: len(candidate_ids)]:
+            raise AssertionError(f"the candidates are not default's hits at {question!r}")
+        row.features = candidates.features.copy()
 
 
 class VectorCache:
@@ -111,13 +150,11 @@ def _session_of(dia_id: str) -> int:
 
 
 def replay_locomo(conversation: Conversation, embedder: Any, *,
-                  ranker: RankerModel | None = None,
                   at_end: Callable[[MemoryStore], None] | None = None,
                   sessions: int | None = None) -> list[Asked]:
-    """One conversation in time order (see the module docstring). With ``ranker`` the
-    ``learned`` preset is measured too. ``at_end`` sees the store after the last
-    question. ``sessions``: its first N dated sessions only, and the questions whose
-    evidence lies in them."""
+    """One conversation in time order (see the module docstring). ``at_end`` sees the
+    store after the last question. ``sessions``: its first N dated sessions only, and
+    the questions whose evidence lies in them."""
     dated = [s for s in conversation.sessions if s.date is not None][:sessions]
     last = max(s.index for s in dated)
     schedule: dict[int, list[int]] = {}
@@ -129,9 +166,6 @@ def replay_locomo(conversation: Conversation, embedder: Any, *,
     clock: list[datetime] = [dated[0].date or datetime.now(UTC)]
     store = MemoryStore(":memory:", embedder=embedder, settings=Settings(),
                         clock=lambda: clock[0])
-    if ranker is not None:
-        store.use_ranker(ranker)
-    presets = PRESETS_MEASURED if ranker is not None else ("default",)
     out: list[Asked] = []
     try:
         for session in dated:
@@ -146,13 +180,7 @@ def replay_locomo(conversation: Conversation, embedder: Any, *,
                 row = Asked(conversation.sample_id, n, q.question,
                             f"{q.category} {CATEGORIES.get(q.category, '')}".strip(),
                             list(q.evidence))
-                # both presets see the same state; which goes first alternates
-                for preset in presets if n % 2 else presets[::-1]:
-                    start = time.perf_counter()
-                    hits = store.recall(q.question, k=DEPTH, preset=preset,
-                                        record_access=False)
-                    row.ms[preset] = (time.perf_counter() - start) * 1000
-                    row.rankings[preset] = [dia_id_of(h.memory.id) for h in hits]
+                _measure(store, row, q.question, DEPTH, dia_id_of)
                 out.append(row)
                 gold = {memory_id(conversation, e) for e in q.evidence}
                 _agent(store, q.question, gold)
@@ -176,7 +204,7 @@ def _agent(store: MemoryStore, question: str, gold: set[str]) -> None:
 
 
 # -- LongMemEval ----------------------------------------------------------------------------
-def replay_longmemeval(question: Any, embedder: Any, *, ranker: RankerModel | None = None,
+def replay_longmemeval(question: Any, embedder: Any, *,
                        at_end: Callable[[MemoryStore], None] | None = None) -> Asked:
     """One LongMemEval question: its haystack, the question at its date, the agent's
     feedback (answer turns useful; every user turn of an answer session without one)."""
@@ -186,19 +214,12 @@ def replay_longmemeval(question: Any, embedder: Any, *, ranker: RankerModel | No
     store = MemoryStore(":memory:", embedder=embedder, settings=Settings(),
                         clock=lambda: now)
     try:
-        if ranker is not None:
-            store.use_ranker(ranker)
         session_of = ingest_question(store, question)
-        presets = PRESETS_MEASURED if ranker is not None else ("default",)
         row = Asked("lme", 0, question.question, question.question_type,
                     list(question.gold_sessions))
         row.fold = question.question_id
-        for preset in presets:
-            start = time.perf_counter()
-            hits = store.recall(question.question, k=DEPTH * 4, preset=preset,
-                                record_access=False)
-            row.ms[preset] = (time.perf_counter() - start) * 1000
-            row.rankings[preset] = dedupe([session_of[h.memory.id] for h in hits])
+        _measure(store, row, question.question, DEPTH * 4, session_of.__getitem__,
+                 dedupe_keys=True)
         _agent(store, question.question, _lme_gold(question, session_of))
         store.flush()
         if at_end is not None:
@@ -409,15 +430,10 @@ def run_locomo(path: str | None, embedder: str, *, limit: int | None = None,
     models = cross_validate([c.sample_id for c in conversations], samples,
                             now=datetime.now(UTC))
     rows: list[Asked] = []
-    for conversation in tqdm(conversations, desc="locomo learned", disable=not progress):
-        model = models[conversation.sample_id]
-        if model is None:
-            continue
-        second = replay_locomo(conversation, emb, ranker=model, sessions=sessions)
-        for a, b in zip(first[conversation.sample_id], second, strict=True):
-            if a.rankings["default"][:AGENT_K] != b.rankings["default"][:AGENT_K]:
-                raise AssertionError(f"the replay is not deterministic at {a.question!r}")
-        rows += second
+    for sid, asked in first.items():
+        for row in asked:
+            row.rank_with(models[sid])
+        rows += asked
     out = _summary("locomo", embedder, rows, models, samples)
     out["ablation"] = ablation(samples)
     out["forecast"] = forecast_cv(collected)
@@ -439,6 +455,7 @@ def run_longmemeval(path: str | None, embedder: str, *, limit: int | None = None
     emb.warm(q.question for q in questions)
     fold_of = {q.question_id: f"fold{n % folds}" for n, q in enumerate(questions)}
     samples: dict[str, list[RankingSample]] = {f"fold{n}": [] for n in range(folds)}
+    rows: list[Asked] = []
     for q in tqdm(questions, desc="longmemeval replay", disable=not progress):
 
         def keep(store: MemoryStore, q: Any = q) -> None:
@@ -446,13 +463,10 @@ def run_longmemeval(path: str | None, embedder: str, *, limit: int | None = None
                 ranking_samples(store.events(event_type="feedback"),
                                 channels_of(PRESETS["learned"])))
 
-        replay_longmemeval(q, emb, at_end=keep)
+        rows.append(replay_longmemeval(q, emb, at_end=keep))
     models = cross_validate(sorted(samples), samples, now=datetime.now(UTC))
-    rows = []
-    for q in tqdm(questions, desc="longmemeval learned", disable=not progress):
-        model = models[fold_of[q.question_id]]
-        if model is not None:
-            rows.append(replay_longmemeval(q, emb, ranker=model))
+    for row in rows:
+        row.rank_with(models[fold_of[row.fold]])
     out = _summary("longmemeval", embedder, rows, models, samples)
     out["ablation"] = ablation(samples)
     return out
@@ -462,12 +476,13 @@ def _summary(corpus: str, embedder: str, rows: Sequence[Asked],
              models: dict[str, RankerModel | None],
              samples: dict[str, list[RankingSample]]) -> dict[str, Any]:
     metric_names = ("recall@5", "recall@10", "recall_all@5", "recall_all@10", "mrr")
-    presets: dict[str, dict[str, float]] = {}
+    presets: dict[str, dict[str, float | None]] = {}
     for preset in PRESETS_MEASURED:
         scored = [r.metrics(preset) for r in rows]
         presets[preset] = {m: round(statistics.mean(s[m] for s in scored), 4)
                            for m in metric_names}
-        presets[preset]["p50_ms"] = round(statistics.median(r.ms[preset] for r in rows), 2)
+        timed = [r.ms[preset] for r in rows if preset in r.ms]
+        presets[preset]["p50_ms"] = round(statistics.median(timed), 2) if timed else None
     categories: dict[str, dict[str, Any]] = {}
     for category in sorted({r.category for r in rows}):
         chosen = [r for r in rows if r.category == category]

@@ -35,7 +35,15 @@ def _ranker(result: dict[str, Any]) -> list[str]:
         p = result["presets"][name]
         lines.append(f"| `{name}` | {p['recall@5']:.3f} | {p['recall@10']:.3f} | "
                      f"{p['recall_all@5']:.3f} | {p['recall_all@10']:.3f} | {p['mrr']:.3f} | "
-                     f"{p['p50_ms']} |")
+                     f"{p['p50_ms'] if p.get('p50_ms') is not None else 'see below'} |")
+    bench = result.get("bench")
+    if bench:
+        lines += ["", f"Cost per query (`{bench['command']}`, {bench['memories']} memories, "
+                      f"{bench['queries']} queries in alternation): `default` p50 "
+                      f"{bench['default_p50_ms']} ms, `learned` p50 {bench['learned_p50_ms']} "
+                      f"ms (ratio {bench['ratio_p50']}); the learned step alone (features "
+                      f"of 50 candidates + model) p50 {bench['learned_step_p50_ms']} ms, p95 "
+                      f"{bench['learned_step_p95_ms']} ms."]
     verdict = "met" if gain >= target else "missed"
     lines += ["", f"Target: {metric} >= `default` + {100 * target:.0f} pp. Measured "
                   f"{_pp(learned[metric], d[metric])}: **{verdict}**.", "",
@@ -141,10 +149,13 @@ def render(results: dict[str, dict[str, Any]]) -> str:
 
 def write_report(directory: Path) -> str:
     results = {}
+    bench = directory / "bench_learned.json"
     for corpus in ("locomo", "longmemeval"):
         path = directory / f"learning_{corpus}.json"
         if path.exists():
             results[corpus] = json.loads(path.read_text())
+            if bench.exists():
+                results[corpus]["bench"] = json.loads(bench.read_text())
     text = render(results)
     (directory / "learning.md").write_text(text)
     return text

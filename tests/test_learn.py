@@ -380,3 +380,23 @@ def test_learn_command(tmp_path: Path) -> None:
     assert "ranker: trained 2026-07-16T00:00:00Z on 24 recalls" in trained.output
     shown = runner.invoke(cli, ["--db", db, "--json", "learn", "--status"])
     assert json.loads(shown.output)["ranker"]["recalls"] == 24
+
+
+def test_the_replays_learned_ranking_is_the_presets(mem_store: MemoryStore) -> None:
+    """``eval.learning`` ranks each question as the ``learned`` preset would, from the
+    candidates ``default`` had at that moment: the same order, on the same store."""
+    from eval.learning import Asked, _measure
+
+    _topical(mem_store)
+    model = _ranker(True, {"kind_episodic": 2.0, "fulltext_rel": 1.0, "log_age_days": -0.5})
+    mem_store.use_ranker(model)
+    for query in ("zeta2 note", "zeta5 project", "number 7 about the project"):
+        row = Asked("fold", 0, query, "c", [])
+        _measure(mem_store, row, query, 60, str)
+        assert row.features is not None and len(row.features) == 50 < len(row.keys)
+        row.rank_with(model)
+        live = mem_store.recall(query, k=60, preset="learned", record_access=False)
+        assert row.rankings["learned"] == [h.memory.id for h in live]
+        assert row.rankings["learned"] != row.rankings["default"]
+        row.rank_with(_ranker(False, {"kind_episodic": 2.0}))  # did not validate
+        assert row.rankings["learned"] == row.rankings["default"]

@@ -65,6 +65,15 @@ class SampleLog:
         with self._lock:
             self._recent.append(entry)
 
+    def last(self) -> tuple[list[str], Candidates] | None:
+        """The latest recall's candidates: their memory ids (in the preset's order) and
+        features (None before any recall that ran ACT-R)."""
+        with self._lock:
+            if not self._recent:
+                return None
+            entry = self._recent[-1]
+        return entry.ids, entry.candidates
+
     def metadata(self, memory_id: str, *, useful: bool, query: str | None) -> dict[str, Any]:
         """The metadata of a feedback event on ``memory_id``: the query, and when a recent
         recall (of ``query``, if given) had it among its candidates, that recall's id,
