@@ -43,7 +43,8 @@ def _ranker(result: dict[str, Any]) -> list[str]:
                       f"{bench['default_p50_ms']} ms, `learned` p50 {bench['learned_p50_ms']} "
                       f"ms (ratio {bench['ratio_p50']}); the learned step alone (features "
                       f"of 50 candidates + model) p50 {bench['learned_step_p50_ms']} ms, p95 "
-                      f"{bench['learned_step_p95_ms']} ms."]
+                      f"{bench['learned_step_p95_ms']} ms"
+                      + (f" ({bench['note']})." if bench.get("note") else ".")]
     verdict = "met" if gain >= target else "missed"
     lines += ["", f"Target: {metric} >= `default` + {100 * target:.0f} pp. Measured "
                   f"{_pp(learned[metric], d[metric])}: **{verdict}**.", "",
