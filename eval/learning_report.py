@@ -29,6 +29,7 @@ def _ranker(result: dict[str, Any]) -> list[str]:
              f"ranker was trained on the other folds' feedback only. "
              f"{result['validated_folds']} of {result['folds']} fold models validated "
              "(ranked their own held-back feedback better than `default`) and were used.",
+             *(["", f"Note: {result['note']}"] if result.get("note") else []),
              "", "| preset | R@5 | R@10 | R_all@5 | R_all@10 | MRR | p50 ms |",
              "|---|---|---|---|---|---|---|"]
     for name in ("default", "learned"):
