@@ -26,7 +26,7 @@ notebook: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks
 
 lint: $(STAMP)
-	$(BIN)/ruff check $(PACKAGES) tests
+	$(BIN)/ruff check $(PACKAGES) tests examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

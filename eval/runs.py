@@ -12,14 +12,23 @@ from typing import Any
 
 from tqdm import tqdm
 
-from graphmem import PRESETS, Embedder, MemoryStore, RecallConfig, Settings, embedder_from_spec
+from graphmem import (
+    PRESETS,
+    Embedder,
+    InvalidInputError,
+    MemoryStore,
+    RecallConfig,
+    Settings,
+    embedder_from_spec,
+)
 from ingest.locomo import CATEGORIES, Conversation, Question, load_locomo, memory_id
 
 from .experiment import ROWS, CachedEmbedder, actr_summary, configs, replay, summarize
 from .locomo import DEPTH, QueryResult, build_store, run_conversation
 from .metrics import dedupe, score_run
 
-__all__ = ["SPLITS", "knowledge_graph_off", "run_locomo", "run_longmemeval", "run_ump"]
+__all__ = ["SPLITS", "ablation_groups", "knowledge_graph_off", "run_locomo", "run_longmemeval",
+           "run_ump"]
 
 #: Which part of a corpus a run uses: everything, or one of two halves: configurations are
 #: tuned on "tune" and reported on "test" (LoCoMo: conversations 1-5 / 6-10; LongMemEval:
@@ -66,28 +75,38 @@ def run_locomo(
     presets: Sequence[str] = ROWS,
     limit: int | None = None,
     embedder: str | Embedder = "minilm",
-    ablations: bool = False,
+    ablations: bool | Sequence[str] = False,
     progress: bool = True,
     ingest: Mapping[str, Any] | None = None,
     split: str = "all",
 ) -> tuple[dict[str, Any], list[QueryResult]]:
     """The experiment on LoCoMo: the table, per category, the ACT-R protocol, ablations,
-    on the conversations of ``split``.
+    on the conversations of ``split``. ``ablations`` is True (every group) or the names
+    of the groups to run (``ablation_groups()``).
 
     Returns the results (``results.json``'s content) and the per-query results.
     """
     started = time.perf_counter()
+    groups = _ablation_groups(ablations)
     plan = _limit(_split(load_locomo(path), split, alternate=False), limit)
     emb = _embedder(embedder)
     options = dict(ingest or {})
+    variations = {g: v for g, v in _recall_ablations().items() if g in groups}
+    flat = {f"{group}/{name}": cfg for group, cfgs in variations.items()
+            for name, cfg in cfgs.items()}
     total = sum(len(q) for _, q in plan)
-    bar = tqdm(total=total * len(presets), desc="locomo", unit="q", disable=not progress)
+    bar = tqdm(total=total * (len(presets) + len(flat)), desc="locomo", unit="q",
+               disable=not progress)
     rows: list[QueryResult] = []
+    extra: list[QueryResult] = []
     for conversation, asked in plan:
         store = build_store(conversation, emb, **options)
         emb.warm(q.question for _, q in asked)
         rows += run_conversation(store, conversation, configs(presets), questions=asked,
                                  on_query=lambda: bar.update(1), embed_ms=emb.ms)
+        # the recall-time ablations ask the same store
+        extra += run_conversation(store, conversation, flat, questions=asked,
+                                  on_query=lambda: bar.update(1))
         store.close()
     bar.close()
     results: dict[str, Any] = {
@@ -106,8 +125,13 @@ def run_locomo(
             for part, ids in halves.items()}
     if "default" in presets and "graph_hybrid" in presets:
         results["actr"] = locomo_actr(plan, emb, options, rows, progress=progress)
-    if ablations:
-        results["ablations"] = locomo_ablations(plan, emb, options, progress=progress)
+    if groups:
+        results["ablations"] = {
+            group: {name: _brief([r for r in extra if r.preset == f"{group}/{name}"],
+                                 _category) for name in cfgs}
+            for group, cfgs in variations.items()}
+        results["ablations"].update(locomo_ingest_ablations(
+            plan, emb, options, groups=groups, progress=progress))
     results["seconds"] = round(time.perf_counter() - started, 1)
     return results, rows
 
@@ -200,30 +224,39 @@ _INGEST_ABLATIONS: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 
-def locomo_ablations(plan: Sequence[tuple[Conversation, list[tuple[int, Question]]]],
-                     emb: Embedder, options: Mapping[str, Any], *, progress: bool
-                     ) -> dict[str, Any]:
-    """R@10 and MRR of each variation: recall-time ones on the same stores, ingest-time
-    ones (context window, co-occurrence window, entity links) on rebuilt stores."""
-    variations = _recall_ablations()
+def ablation_groups() -> list[str]:
+    """The names of the ablation groups (recall-time ones, then LoCoMo's ingest-time ones).
+
+    >>> groups = ablation_groups()
+    >>> "knowledge_graph" in groups and "context_window" in groups
+    True
+    """
+    return [*_recall_ablations(), *_INGEST_ABLATIONS]
+
+
+def _ablation_groups(ablations: bool | Sequence[str]) -> list[str]:
+    if ablations is True:
+        return ablation_groups()
+    if not ablations:
+        return []
+    known = ablation_groups()
+    unknown = [g for g in ablations if g not in known]
+    if unknown:
+        raise InvalidInputError(f"unknown ablation group(s) {', '.join(unknown)}; groups are "
+                                f"{', '.join(known)}", field="ablations")
+    return list(ablations)
+
+
+def locomo_ingest_ablations(plan: Sequence[tuple[Conversation, list[tuple[int, Question]]]],
+                            emb: Embedder, options: Mapping[str, Any], *,
+                            groups: Sequence[str], progress: bool) -> dict[str, Any]:
+    """R@10 and MRR of ``default`` on stores rebuilt with each ingest-time variation
+    (context window, co-occurrence window, entity links) among ``groups``."""
+    chosen = {g: v for g, v in _INGEST_ABLATIONS.items() if g in groups}
     results: dict[str, Any] = {}
-    flat = {f"{group}/{name}": cfg for group, cfgs in variations.items()
-            for name, cfg in cfgs.items()}
-    rows: list[QueryResult] = []
-    bar = tqdm(total=len(plan), desc="ablations (recall)", unit="conv", disable=not progress)
-    for conversation, asked in plan:
-        store = build_store(conversation, emb, **options)
-        rows += run_conversation(store, conversation, flat, questions=asked)
-        store.close()
-        bar.update(1)
-    bar.close()
-    for group, cfgs in variations.items():
-        results[group] = {name: _brief([r for r in rows if r.preset == f"{group}/{name}"],
-                                       _category)
-                          for name in cfgs}
-    bar = tqdm(total=sum(len(v) for v in _INGEST_ABLATIONS.values()) * len(plan),
+    bar = tqdm(total=sum(len(v) for v in chosen.values()) * len(plan),
                desc="ablations (ingest)", unit="store", disable=not progress)
-    for group, variants in _INGEST_ABLATIONS.items():
+    for group, variants in chosen.items():
         results[group] = {}
         for name, change in variants.items():
             found: list[QueryResult] = []
@@ -263,7 +296,8 @@ def _category(row: QueryResult) -> str:
 
 def run_longmemeval(path: str | Path | None = None, *, presets: Sequence[str] = ROWS,
                     limit: int | None = None, embedder: str | Embedder = "minilm",
-                    progress: bool = True, split: str = "all", ablations: bool = False
+                    progress: bool = True, split: str = "all",
+                    ablations: bool | Sequence[str] = False
                     ) -> tuple[dict[str, Any], list[QueryResult]]:
     """LongMemEval: each question its own haystack (user turns indexed); session-level
     gold (answer sessions); abstention questions skipped. ``recall_all@k`` is the paper's
@@ -297,10 +331,15 @@ def run_longmemeval(path: str | Path | None = None, *, presets: Sequence[str] = 
     started = time.perf_counter()
     questions = [q for q in load_longmemeval(path) if not q.abstention and q.gold_sessions]
     questions = _split(questions, split, alternate=True)
-    questions = questions[:limit] if limit is not None else questions
+    if limit is not None and limit < len(questions):
+        # evenly spaced: the file is ordered by question type, so a prefix would hold one
+        # or two types only
+        step = len(questions) / limit
+        questions = [questions[int(i * step)] for i in range(limit)]
     emb = _embedder(embedder)
     asked = configs(presets)
-    variations = _recall_ablations() if ablations else {}
+    groups = _ablation_groups(ablations)
+    variations = {g: v for g, v in _recall_ablations().items() if g in groups}
     flat = {f"{group}/{name}": cfg for group, cfgs in variations.items()
             for name, cfg in cfgs.items()}
     rows: list[QueryResult] = []
@@ -344,7 +383,7 @@ def run_longmemeval(path: str | Path | None = None, *, presets: Sequence[str] = 
                                 lambda r: str(r.extra["question_type"]), "recall_all@5")
                    for name in presets}
             for part, parity in (("tune", 0), ("test", 1))}
-    if ablations:
+    if variations:
         results["ablations"] = {
             group: {name: _brief([r for r in extra if r.preset == f"{group}/{name}"],
                                  lambda r: str(r.extra["question_type"]), "recall_all@5")

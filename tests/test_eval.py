@@ -185,3 +185,22 @@ def test_longmemeval_runner(tmp_path: Path) -> None:
     report = markdown(test_half)
     assert "the test split" in report and "| entity_walks | entities=0.5 |" in report
     assert "R_all@5" in report
+
+
+def test_ablation_groups_choose_what_runs(tmp_path: Path, locomo: Path) -> None:
+    out = tmp_path / "out"
+    base = [sys.executable, "-m", "graphmem", "--embedder", "hashing", "eval", "run",
+            "--corpus", "locomo", str(locomo), "--limit", "6", "--presets", "default",
+            "--no-plots", "--out", str(out)]
+    done = subprocess.run([*base, "--ablation-groups", "graph_share,entity_links"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    ablations = json.loads((out / "results.json").read_text())["ablations"]
+    assert set(ablations) == {"graph_share", "entity_links"}
+    assert set(ablations["graph_share"]) == {"two channels + ACT-R", "default"}
+    assert ablations["graph_share"]["default"]["n"] == 6
+    assert set(ablations["entity_links"]) == {"entities=False", "entities=True"}
+    wrong = subprocess.run([*base, "--ablation-groups", "graph_share,colour"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert wrong.returncode == 2 and "unknown ablation group(s) colour" in wrong.stderr
+    assert "Traceback" not in wrong.stderr

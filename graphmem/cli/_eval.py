@@ -26,11 +26,15 @@ def eval_group() -> None:
                                              "default"]), show_default=True,
               help="Comma-separated presets (the rows of the table).")
 @click.option("--limit", type=click.IntRange(1), default=None,
-              help="At most N questions (a quick run).")
+              help="At most N questions (a quick run; LongMemEval takes them evenly "
+                   "spaced, so that every question type is in).")
 @click.option("--out", type=click.Path(file_okay=False), default="eval-out", show_default=True,
               help="Where results.json, the per-query results, the report and plots go.")
 @click.option("--ablations", is_flag=True,
               help="Also run the ablations (LoCoMo, LongMemEval).")
+@click.option("--ablation-groups", default=None, metavar="G1,G2",
+              help="Run only these ablation groups (implies --ablations); "
+                   "`--ablation-groups list` names them.")
 @click.option("--split", type=click.Choice(["all", "tune", "test"]), default="all",
               show_default=True,
               help="One half of the corpus: tune on one, report on the other (LoCoMo: "
@@ -39,11 +43,23 @@ def eval_group() -> None:
 @click.option("--no-plots", is_flag=True, help="Skip the PNG plots.")
 @pass_ctx
 def eval_run(ctx: Context, corpus: str, file: str | None, qrels: str | None, presets: str,
-             limit: int | None, out: str, ablations: bool, split: str, no_plots: bool
-             ) -> None:
+             limit: int | None, out: str, ablations: bool, ablation_groups: str | None,
+             split: str, no_plots: bool) -> None:
     """Run the experiment table (and the ACT-R protocol) on a corpus."""
     from eval.report import write_outputs
+    from eval.runs import ablation_groups as known_groups
     from eval.runs import run_locomo, run_longmemeval, run_ump
+
+    chosen: bool | list[str] = ablations
+    if ablation_groups is not None:
+        if ablation_groups.strip() == "list":
+            click.echo("\n".join(known_groups()))
+            return
+        chosen = [g.strip() for g in ablation_groups.split(",") if g.strip()]
+        unknown_groups = [g for g in chosen if g not in known_groups()]
+        if unknown_groups:
+            usage(f"unknown ablation group(s) {', '.join(unknown_groups)}; groups are "
+                  f"{', '.join(known_groups())}")
 
     names = [p.strip() for p in presets.split(",") if p.strip()]
     unknown = [p for p in names if p not in PRESETS]
@@ -53,10 +69,10 @@ def eval_run(ctx: Context, corpus: str, file: str | None, qrels: str | None, pre
     progress = not ctx.json
     if corpus == "locomo":
         results, rows = run_locomo(file, presets=names, limit=limit, embedder=embedder,
-                                   ablations=ablations, progress=progress, split=split)
+                                   ablations=chosen, progress=progress, split=split)
     elif corpus == "longmemeval":
         results, rows = run_longmemeval(file, presets=names, limit=limit, embedder=embedder,
-                                        progress=progress, split=split, ablations=ablations)
+                                        progress=progress, split=split, ablations=chosen)
     else:
         if split != "all":
             usage("--split applies to --corpus locomo and longmemeval")
