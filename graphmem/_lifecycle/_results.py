@@ -50,8 +50,9 @@ class EvaluationResult(_Seed):
     reasons: list[str]
     metrics: EvaluationMetrics
     #: the probability that the memory is needed within the forecast's horizon (when the
-    #: store has a validated forecast of need, see ``MemoryStore.learn``)
-    forecast: float | None = None
+    #: store has a validated forecast of need, see ``MemoryStore.learn``); left out of
+    #: the specification's JSON without one
+    forecast: float | None = Field(default=None, exclude_if=lambda v: v is None)
     subject: str | None = Field(default=None, exclude=True)
 
 
