@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import typing as _typing
 
 from ._derive import embedding_text, session_contexts
 from ._embed import Embedder, HashingEmbedder, MiniLMEmbedder, OllamaEmbedder, embedder_from_spec
@@ -29,6 +29,7 @@ from ._extract import OllamaExtractor, RuleExtractor, extract_entities
 from ._extract._component import AddResult
 from ._facade import MemoryStore
 from ._input import MemoryInput
+from ._learn import ForecastInfo, LearnReport, RankerInfo
 from ._lifecycle import (
     ArchiveResult,
     EvaluationResult,
@@ -53,7 +54,7 @@ from ._recall import PRESETS, Explanation, Hit, RecallConfig
 from ._settings import Settings
 from ._time import format_iso, parse_iso
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from .client import Client
 
 __version__ = "0.1.0"
@@ -82,11 +83,13 @@ __all__ = [
     "EventType",
     "Explanation",
     "Fact",
+    "ForecastInfo",
     "GraphmemError",
     "HashingEmbedder",
     "Hit",
     "InvalidInputError",
     "Kind",
+    "LearnReport",
     "LifecycleEvent",
     "LifecycleReport",
     "Link",
@@ -100,6 +103,7 @@ __all__ = [
     "OllamaEmbedder",
     "OllamaExtractor",
     "PromoteResult",
+    "RankerInfo",
     "ReadOnlyStoreError",
     "RecallConfig",
     "RecordError",

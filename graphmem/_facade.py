@@ -4,6 +4,7 @@ shared context, and delegates each method to the component that owns it:
     memories     add, add_many, merge, get, update, supersede, link, ... (``_memories``)
     transitions  tombstone, forget, purge, verify_forgotten             (``_transitions``)
     recall       recall, feedback, reembed, flush                        (``_recall``)
+    learning     learn, learned, forecast, use_ranker                    (``_learn``)
     lifecycle    evaluate, promote, archive, restore, run_lifecycle      (``_lifecycle``)
     conversations add_conversation, correct, derive_links                 (``_extract``)
     views        export, cypher, to_networkx                             (``_views``)
@@ -28,6 +29,8 @@ from ._engine import MentionRecord as Mention
 from ._extract._component import AddResult, Conversations, Extractor
 from ._input import MemoryInput
 from ._knowledge import Knowledge
+from ._learn import LearnReport, RankerInfo, RankerModel
+from ._learn._component import Learning
 from ._lifecycle import (
     ArchiveResult,
     EvaluationResult,
@@ -126,7 +129,10 @@ class MemoryStore:
         self._transitions = Transitions(ctx, self._knowledge)
         self._memories = Memories(ctx, self._transitions, self._knowledge)
         self._recall = Recall(ctx, self._memories)
+        self._learning = Learning(ctx)
+        self._recall.reranker = self._learning.rerank
         self._lifecycle = Lifecycle(ctx, self._memories, self._transitions)
+        self._lifecycle.forecaster = self._learning.lifecycle_forecast
         self._conversations = Conversations(ctx, self._memories, self._recall,
                                             self._transitions)
         self._views = Views(ctx)
@@ -330,6 +336,25 @@ class MemoryStore:
     @_doc(Recall.drop_caches)
     def drop_caches(self) -> None:
         self._recall.drop_caches()
+
+    # -- learning from use -----------------------------------------------------------------
+    @_doc(Learning.learn)
+    def learn(self, *, ranker: bool = True, forecast: bool = True,
+              horizon_days: float = 30.0) -> LearnReport:
+        return self._learning.learn(ranker=ranker, forecast=forecast,
+                                    horizon_days=horizon_days)
+
+    @_doc(Learning.forecast)
+    def forecast(self, *, validated_only: bool = True) -> dict[str, float] | None:
+        return self._learning.forecast(validated_only=validated_only)
+
+    @_doc(Learning.status)
+    def learned(self) -> LearnReport:
+        return self._learning.status()
+
+    @_doc(Learning.use_ranker)
+    def use_ranker(self, model: RankerModel | Mapping[str, Any]) -> RankerInfo:
+        return self._learning.use_ranker(model)
 
     # -- lifecycle -------------------------------------------------------------------------
     @_doc(Lifecycle.centrality)

@@ -88,6 +88,9 @@ class EventType(StrEnum):
     CYPHER_WRITE = "cypher_write"
     #: a reviewer's decision to leave a memory as it is (``keep``): nothing changes
     KEEP = "keep"
+    #: retrieval feedback (useful or not) on a recalled memory; the learned ranker and
+    #: the forecasts of need learn from these (the state does not change)
+    FEEDBACK = "feedback"
 
 
 class TriggeredBy(StrEnum):

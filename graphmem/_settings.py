@@ -46,6 +46,11 @@ class Settings:
     payload_retention_days: float = 90.0
     candidate_expiry_days: float = 30.0
     restore_window_days: float = 7.0
+    #: the forecast of need (``learn``) against the archivist's rule: an archive of a
+    #: memory at least this likely to be needed, or a promotion of one at most this
+    #: likely, goes to review instead of applying
+    forecast_archive_review: float = 0.5
+    forecast_promote_review: float = 0.05
     access_history: int = 32
     feedback_boost: float = 0.05
     row_cache_size: int = 4096
@@ -81,6 +86,8 @@ class Settings:
         _check_range("GRAPHMEM_PAYLOAD_RETENTION_DAYS", self.payload_retention_days, 0, None)
         _check_range("GRAPHMEM_CANDIDATE_EXPIRY_DAYS", self.candidate_expiry_days, 0, None)
         _check_range("GRAPHMEM_RESTORE_WINDOW_DAYS", self.restore_window_days, 0, None)
+        _check_range("GRAPHMEM_FORECAST_ARCHIVE_REVIEW", self.forecast_archive_review, 0, 1)
+        _check_range("GRAPHMEM_FORECAST_PROMOTE_REVIEW", self.forecast_promote_review, 0, 1)
         _check_range("GRAPHMEM_ACCESS_HISTORY", self.access_history, 1, 10_000)
         _check_range("GRAPHMEM_FEEDBACK_BOOST", self.feedback_boost, 0, 1)
         _check_range("GRAPHMEM_ROW_CACHE_SIZE", self.row_cache_size, 0, None)
@@ -217,6 +224,8 @@ _ENV: dict[str, tuple[str, Any]] = {
     "GRAPHMEM_PAYLOAD_RETENTION_DAYS": ("payload_retention_days", _float),
     "GRAPHMEM_CANDIDATE_EXPIRY_DAYS": ("candidate_expiry_days", _float),
     "GRAPHMEM_RESTORE_WINDOW_DAYS": ("restore_window_days", _float),
+    "GRAPHMEM_FORECAST_ARCHIVE_REVIEW": ("forecast_archive_review", _float),
+    "GRAPHMEM_FORECAST_PROMOTE_REVIEW": ("forecast_promote_review", _float),
     "GRAPHMEM_ACCESS_HISTORY": ("access_history", _int),
     "GRAPHMEM_FEEDBACK_BOOST": ("feedback_boost", _float),
     "GRAPHMEM_ROW_CACHE_SIZE": ("row_cache_size", _int),

@@ -19,11 +19,14 @@ LOCOMO = Path(os.environ.get("GRAPHMEM_LOCOMO",
 
 @pytest.fixture
 def locomo() -> Path:
-    """The LoCoMo benchmark file (read in place, never copied into the repository).
+    """The LoCoMo benchmark file (read in place, never copied into the repository)."""
+    return need_locomo()
 
-    A clone without it skips the tests that need it, saying where to get it; where the
-    data must be there (GRAPHMEM_REQUIRE_DATA=1, as .ci/run sets) its absence fails them.
-    """
+
+def need_locomo() -> Path:
+    """The LoCoMo file. A clone without it skips the tests that need it, saying where to
+    get it; where the data must be there (GRAPHMEM_REQUIRE_DATA=1, as .ci/run sets) its
+    absence fails them."""
     if LOCOMO.is_file():
         return LOCOMO
     message = (f"LoCoMo is not at {LOCOMO}: get locomo10.json from "

@@ -13,9 +13,11 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from .conftest import ROOT
+from .conftest import ROOT, need_locomo
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+#: notebooks that replay LoCoMo (read in place: skipped, or failed, without it)
+NEEDS_LOCOMO = {"learning_from_use"}
 
 #: Run after a notebook (figures stay open under the Agg backend): the tick values of
 #: every axis that counts something, which must be whole numbers.
@@ -38,7 +40,7 @@ print("TICKS " + _json.dumps(_seen))
 
 def test_the_three_notebooks_exist() -> None:
     assert {p.name for p in NOTEBOOKS} >= {"quickstart.ipynb", "graph_analytics.ipynb",
-                                           "eval_rrf_actr.ipynb"}
+                                           "eval_rrf_actr.ipynb", "learning_from_use.ipynb"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -53,6 +55,8 @@ def test_stored_without_outputs(path: Path) -> None:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_runs_top_to_bottom_and_reads_well(path: Path, tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    if path.stem in NEEDS_LOCOMO:
+        monkeypatch.setenv("GRAPHMEM_LOCOMO", str(need_locomo()))
     monkeypatch.setenv("MPLBACKEND", "Agg")
     notebook = nbformat.read(path, as_version=4)
     notebook.cells.append(nbformat.v4.new_code_cell(_TICKS))

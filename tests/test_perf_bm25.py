@@ -133,3 +133,16 @@ def test_bulk_set_many_matches_the_oracle_and_one_by_one(seed: int) -> None:
     slow.set(5, "deploy deploy orchard", group=0)
     assert np.allclose(bulk.scores("deploy orchard", 300, group=0),
                        slow.scores("deploy orchard", 300, group=0), rtol=1e-5, atol=1e-6)
+
+
+def test_posting_lists_each_document_holding_a_token_with_its_frequency() -> None:
+    index = BM25Index()
+    index.set(0, "orchard orchard deploy")
+    index.set(1, "deploy sensor")
+    index.set(2, "orchard")
+    index.set(2, "sensor sensor sensor")  # replaced: orchard leaves document 2
+    index.remove(1)
+    assert dict(index.posting("orchard")) == {0: 2}
+    assert dict(index.posting("sensor")) == {2: 3}
+    assert dict(index.posting("deploy")) == {0: 1}
+    assert dict(index.posting("missing")) == {}

@@ -4,7 +4,7 @@ manager (``run``): plans computed over arrays, applied as set-based engine jobs.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,6 +30,7 @@ from .._models import (
 from .._ollama import OllamaGenerator
 from .._recall._actr import activation_arrays
 from .._recall._config import ActrParams
+from .._settings import Settings
 from .._time import new_event_ids, to_utc
 from .._transitions import Transitions
 from ._centrality import grouped_pagerank, grouped_reference_counts
@@ -69,6 +70,9 @@ class Lifecycle:
         self._memories = memories
         self._transitions = transitions
         self._signals: _Signals | None = None
+        #: the forecast of need (``graphmem._learn``): (horizon in days, memory id ->
+        #: probability of use), or None when the store has no validated forecast
+        self.forecaster: Callable[[], tuple[float, Mapping[str, float]] | None] | None = None
         ctx.on_change(self._on_change)
 
     def _on_change(self, change: Changed) -> None:
@@ -123,6 +127,30 @@ class Lifecycle:
         [result] = self.batch_evaluate([memory.id])
         return result
 
+    def _forecast(self) -> tuple[float, Mapping[str, float]] | None:
+        return self.forecaster() if self.forecaster is not None else None
+
+    def _beside_forecast(self, result: EvaluationResult,
+                         forecast: tuple[float, Mapping[str, float]] | None
+                         ) -> EvaluationResult:
+        """The rule's evaluation with the forecast of need beside it; an archive of a
+        memory likely to be needed, or a promotion of one unlikely to be, goes to review."""
+        if forecast is None:
+            return result
+        horizon, probabilities = forecast
+        p = probabilities.get(result.memory_id)
+        if p is None:
+            return result
+        s = self._ctx.settings
+        update: dict[str, Any] = {"forecast": round(p, 4)}
+        said = f"{p:.0%} likely to be needed within {horizon:g} days"
+        action = result.recommended_action
+        if (action == "archive" and p >= s.forecast_archive_review) or (
+                action == "promote" and p <= s.forecast_promote_review):
+            update.update(recommended_action="review", confidence=0.5, reasons=[
+                f"forecast: {said}; the rule's {action} goes to review", *result.reasons])
+        return result.model_copy(update=update)
+
     def batch_evaluate(
         self,
         ids: Sequence[str] | None = None,
@@ -149,8 +177,11 @@ class Lifecycle:
         active = np.flatnonzero(view.active)
         importance = _decayed(view, active, view.kind[active], self._ctx.settings)[3]
         signals = self._graph_signals()
-        return [self._evaluate_row({**rows[i], "importance": float(importance[i])}, now,
-                                   signals.xrefs, signals.centrality) for i in chosen]
+        forecast = self._forecast()
+        return [self._beside_forecast(
+            self._evaluate_row({**rows[i], "importance": float(importance[i])}, now,
+                               signals.xrefs, signals.centrality), forecast)
+                for i in chosen]
 
     def _evaluate_row(self, row: Mapping[str, Any], now: datetime, xrefs: Mapping[str, int],
                       centrality: Mapping[str, float]) -> EvaluationResult:
@@ -308,7 +339,9 @@ class Lifecycle:
             self._apply(plan, now)
         return LifecycleReport(generated=now, applied=apply, evaluated=int(view.active.sum()),
                                counts=plan.counts, evaluations=evaluations, jobs=jobs,
-                               seconds=time.perf_counter() - started)
+                               seconds=time.perf_counter() - started,
+                               forecast_horizon_days=plan.forecast[0] if plan.forecast
+                               else None, forecast_reviews=plan.forecast_reviews)
 
     def plan(self, v: _Columns, xrefs: Mapping[str, int], now: datetime) -> LifecyclePlan:
         """Every job's decisions, vectorised over the scanned memories."""
@@ -323,6 +356,8 @@ class Lifecycle:
             access_count=v.access[act], episodic=v.kind[act] == Kind.EPISODIC.value,
             promote_tag=v.promote_tag[act], archive_tag=v.archive_tag[act],
             cross_reference_count=xref, settings=s)
+        forecast = self._forecast()
+        against = _contradicted(masks, [v.ids[i] for i in act], forecast, s)
         if s.archivist_enabled and masks["promote"].any():
             # A memory promoted now decays from now on as semantic: its score is set by
             # the semantic half-life in this run, so that the next run finds nothing to do.
@@ -366,7 +401,7 @@ class Lifecycle:
             judged=judged,
             counts={a: int(masks[a].sum()) for a in ("promote", "archive", "maintain",
                                                      "review")},
-            review_archive=review_archive)
+            review_archive=review_archive, forecast=forecast, forecast_reviews=against)
 
     def _plan_hot(self, v: _Columns, now: datetime) -> tuple[list[Decision], list[Decision]]:
         """The hot set: each owner's ``hot_set_size`` active memories of highest ACT-R
@@ -404,8 +439,9 @@ class Lifecycle:
         for action in ("promote", "archive", "review"):
             chosen = plan.active[np.flatnonzero(plan.masks[action])][:REPORT_SAMPLE]
             for i in chosen:
-                out.append(self._evaluate_row(v.row(i, importance=float(plan.judged[i])),
-                                              now, xrefs, centrality))
+                out.append(self._beside_forecast(
+                    self._evaluate_row(v.row(i, importance=float(plan.judged[i])), now,
+                                       xrefs, centrality), plan.forecast))
         return out
 
     def _apply(self, plan: LifecyclePlan, now: datetime) -> None:
@@ -464,6 +500,28 @@ class LifecyclePlan:
     judged: np.ndarray
     counts: dict[str, int]
     review_archive: int
+    forecast: tuple[float, Mapping[str, float]] | None = None
+    forecast_reviews: int = 0
+
+
+def _contradicted(masks: dict[str, Any], ids: Sequence[str],
+                  forecast: tuple[float, Mapping[str, float]] | None, s: Settings) -> int:
+    """Move to review the rule's archives of memories the forecast finds likely to be
+    needed, and its promotions of memories it finds unlikely to be (masks change in
+    place); returns how many moved."""
+    if forecast is None or not ids:
+        return 0
+    _, probabilities = forecast
+    p = np.array([probabilities.get(i, np.nan) for i in ids])
+    with np.errstate(invalid="ignore"):
+        against = (masks["archive"] & (p >= s.forecast_archive_review)) | (
+            masks["promote"] & (p <= s.forecast_promote_review))
+    if against.any():
+        masks["archive"] = masks["archive"] & ~against
+        masks["promote"] = masks["promote"] & ~against
+        masks["review"] = masks["review"] | against
+        masks["reason"] = np.where(against, "forecast", masks["reason"])
+    return int(against.sum())
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,10 @@ class EvaluationResult(_Seed):
     confidence: float
     reasons: list[str]
     metrics: EvaluationMetrics
+    #: the probability that the memory is needed within the forecast's horizon (when the
+    #: store has a validated forecast of need, see ``MemoryStore.learn``); left out of
+    #: the specification's JSON without one
+    forecast: float | None = Field(default=None, exclude_if=lambda v: v is None)
     subject: str | None = Field(default=None, exclude=True)
 
 
@@ -138,6 +142,10 @@ class LifecycleReport(_Seed):
     evaluations: list[EvaluationResult]
     jobs: JobCounts
     seconds: float = 0.0
+    #: the forecast of need beside the rule: its horizon, and how many of the rule's
+    #: archives and promotions it contradicted strongly (sent to review instead)
+    forecast_horizon_days: float | None = None
+    forecast_reviews: int = 0
 
     def count(self, action: str) -> int:
         return self.counts.get(action, 0)
@@ -163,6 +171,10 @@ class LifecycleReport(_Seed):
         for action, label, _ in _SECTIONS:
             count, pct = summary[action]
             lines.append(f"| {label} | {count} | {pct:.1f}% |")
+        if self.forecast_horizon_days:
+            lines += ["", f"Forecast of need ({self.forecast_horizon_days:g} days) beside "
+                          f"the rule: {self.forecast_reviews} archive or promotion "
+                          "decision(s) it contradicts strongly went to review."]
         for action, _, title in _SECTIONS:
             if title is None:
                 continue
@@ -176,6 +188,10 @@ class LifecycleReport(_Seed):
                           f"   - Importance: {m.importance:.2f}",
                           f"   - Age: {m.age_in_days:.0f} days",
                           f"   - Cross-References: {m.cross_reference_count}",
+                          *([f"   - Forecast: {e.forecast:.0%} likely to be needed within "
+                             f"{self.forecast_horizon_days:g} days"]
+                            if e.forecast is not None and self.forecast_horizon_days
+                            else []),
                           f"   - Reason: {'; '.join(e.reasons)}"]
             shown = min(len(chosen), limit)
             if total > shown:

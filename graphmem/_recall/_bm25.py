@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from itertools import chain
 
@@ -314,6 +314,15 @@ class BM25Index:
             parts.append((np.flatnonzero(tail == tid) + self._sorted).astype(np.int32))
         found = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
         return found[self._live.data[found]] if self._dead else found
+
+    def posting(self, token: str) -> Mapping[int, int]:
+        """The documents that hold ``token``: position -> term frequency."""
+        tid = self._vocab.get(token)
+        if tid is None:
+            return {}
+        entries = self._entries(tid)
+        return dict(zip(self._doc.data[entries].tolist(),
+                        self._tf.data[entries].astype(np.int64).tolist(), strict=True))
 
     def idf(self, token: str, *, group: int | None = None) -> float:
         tid = self._vocab.get(token)

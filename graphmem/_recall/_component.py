@@ -15,14 +15,16 @@ import numpy as np
 
 from .._arrow import to_pylist
 from .._context import Changed, StoreContext, progress
-from .._derive import embedding_text
+from .._derive import embedding_text, lifecycle_event
 from .._embed import Embedder
 from .._engine import EdgeRecord, Patch, memory_from_fields
 from .._errors import ConflictError, InvalidInputError, StoreError
 from .._kg import is_temporal_question, query_window
 from .._knowledge import ROLE_WEIGHTS
+from .._learn._features import Candidates, capture
+from .._learn._samples import Reranker, SampleLog
 from .._memories import Memories
-from .._models import ChangeType, Kind, Memory, Status, parse_kind
+from .._models import ChangeType, EventType, Kind, Memory, Status, parse_kind
 from .._sync import Gate
 from .._time import to_utc
 from .._transitions import patch_of
@@ -32,7 +34,7 @@ from ._bm25 import tokenize
 from ._config import RecallConfig, resolve_preset
 from ._entities import EntityIndex
 from ._fusion import competition_ranks, rrf_from_ranks
-from ._hits import ActivationInfo, ChannelRank, Explanation, Hit
+from ._hits import ActivationInfo, ChannelRank, Explanation, Hit, LearnedInfo
 from ._index import ACCESS_FIELDS, INDEX_FIELDS, RecallIndex
 from ._walk import hop_expansion, local_ppr
 
@@ -77,6 +79,10 @@ class Recall:
         self._epoch = 0
         self._bulk_epoch = 0
         self._changed_at: dict[str, int] = {}
+        #: recent recalls' candidates, for the feedback that teaches the learned ranker
+        self.samples = SampleLog(_RECENT_RECALLS)
+        #: the learned ranker (``graphmem._learn``) for configurations with ``learned``
+        self.reranker: Reranker | None = None
         ctx.on_change(self._on_change)
         ctx.on_read(self._flush_pending)
 
@@ -254,33 +260,37 @@ class Recall:
             qvec = self._pool().submit(lambda: self._ctx.embed([query])[0])
         index = self.ensure_index()
         with self._index_gate.shared():
-            hits, positions = self._rank(index, query, qvec, config, k=k, owner=owner,
-                                         kinds=kind_names, as_of=when,
-                                         include_archived=include_archived)
+            hits, positions, candidates = self._rank(index, query, qvec, config, k=k,
+                                                     owner=owner, kinds=kind_names,
+                                                     as_of=when,
+                                                     include_archived=include_archived)
             if record_access and hits and not self._ctx.engine.read_only:
                 self._record(index, positions)
         self._prefetch([index.ids[pos] for pos, _ in hits])
         result = [self._hit(index, pos, rank, explanation)
                   for rank, (pos, explanation) in enumerate(hits, start=1)]
         self._recent.append(_RecallRecord(query, [h.memory.id for h in result]))
+        if candidates is not None:
+            self.samples.add(query, config, [index.ids[p] for p in candidates.positions],
+                             candidates, self._ctx.now())
         return result
 
     def _rank(self, index: RecallIndex, query: str, qvec: Future[np.ndarray] | None,
               config: RecallConfig, *, k: int, owner: str | None,
               kinds: list[str] | None, as_of: datetime | None, include_archived: bool
-              ) -> tuple[list[tuple[int, Explanation]], list[int]]:
+              ) -> tuple[list[tuple[int, Explanation]], list[int], Candidates | None]:
         n = index.size
         if n == 0:
             if qvec is not None:
                 qvec.result()
-            return [], []
+            return [], [], None
         statuses = ("active", "archived") if include_archived else ("active",)
         mask = index.mask(owner=owner, kinds=kinds, statuses=statuses, as_of=as_of,
                           now=self._ctx.now())
         if not mask.any():
             if qvec is not None:
                 qvec.result()  # surface embedding errors; never leave work running
-            return [], []
+            return [], [], None
         redirected: dict[int, set[int]] = {}
         channels: dict[str, Ranking] = {}
         group = index.owner_group(owner) if owner is not None else None
@@ -314,17 +324,27 @@ class Recall:
         ranks = {name: competition_ranks(ranking) for name, ranking in channels.items()}
         fused = rrf_from_ranks(ranks, weights=config.weights, k=config.rrf_k)
         if not fused:
-            return [], []
+            return [], [], None
         order = sorted(fused, key=lambda p: (-fused[p], index.ids[p]))
         final = dict(fused)
         activations: dict[int, tuple[Any, int, float]] = {}
+        scores = {name: dict(ranking) for name, ranking in channels.items()}
+        candidates: Candidates | None = None
+        learned: Mapping[int, LearnedInfo] = {}
         if config.actr is not None:
             activations = self._actr(index, order[: config.actr.rerank], fused, config,
                                      as_of or self._ctx.now())
             for pos, (_, _, contribution) in activations.items():
                 final[pos] += contribution
             order = sorted(final, key=lambda p: (-final[p], -fused[p], index.ids[p]))
-        scores = {name: dict(ranking) for name, ranking in channels.items()}
+            # what the learned ranker sees, and what feedback on this recall teaches it
+            candidates = capture(index, query, order[: config.actr.rerank], ranks=ranks,
+                                 scores=scores, fused=fused, final=final,
+                                 activations=activations, paths=paths, redirected=redirected,
+                                 owner=owner, group=group,
+                                 now=(as_of or self._ctx.now()).timestamp())
+            if config.learned and self.reranker is not None:
+                order, final, learned = self.reranker(candidates, order, final)
         out = []
         for pos in order[:k]:
             info = None
@@ -341,8 +361,9 @@ class Recall:
                           for name, r in ranks.items() if pos in r},
                 fused=fused[pos], activation=info, final=final[pos],
                 redirected_from=tuple(sorted(index.ids[p] for p in redirected.get(pos, ()))),
-                graph_path=paths.get(pos, ()), preset=config.name)))
-        return out, [pos for pos, _ in out]
+                graph_path=paths.get(pos, ()), learned=learned.get(pos),
+                preset=config.name)))
+        return out, [pos for pos, _ in out], candidates
 
     def _fulltext(self, index: RecallIndex, query: str, mask: np.ndarray,
                   config: RecallConfig, group: int | None) -> Ranking:
@@ -647,19 +668,27 @@ class Recall:
         if memory.status is Status.FORGOTTEN:
             raise ConflictError(f"memory {memory_id} was forgotten")
         now = ctx.now()
+        # the feedback itself, with what the learned ranker learns from (``_learn``)
+        with self._index_gate.shared():
+            sample = self.samples.metadata(memory_id, useful=useful, query=query)
+        event = lifecycle_event(memory_id, EventType.FEEDBACK, from_state=memory.status.value,
+                                to_state=memory.status.value,
+                                reason="useful" if useful else "not useful", at=now,
+                                agent_id=actor or ctx.settings.agent_id, metadata=sample)
         if useful:
             boosted = min(1.0, memory.importance + ctx.settings.feedback_boost)
             counts: dict[str, Any] = {"useful_count": memory.useful_count + 1}
-            patch = Patch(memory_id, set=counts)
+            patch = Patch(memory_id, set=counts, event=event)
             if boosted > memory.importance:
                 # The boost moves the undecayed baseline too, or decay would undo it.
                 baseline = max(memory.original_importance, boosted)
                 patch = patch_of(memory, {**counts, "importance": boosted,
                                           "original_importance": baseline},
                                  ChangeType.IMPORTANCE_BOOST, now, reason="useful feedback",
-                                 actor=actor or ctx.settings.agent_id)
+                                 actor=actor or ctx.settings.agent_id, event=event)
         else:
-            patch = Patch(memory_id, set={"ignored_count": memory.ignored_count + 1})
+            patch = Patch(memory_id, set={"ignored_count": memory.ignored_count + 1},
+                          event=event)
         partners: list[str] = []
         record = self._find_recall(memory_id, query)
         if useful and record is not None:

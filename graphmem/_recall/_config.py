@@ -88,6 +88,9 @@ class RecallConfig:
     candidates: int = 50
     graph: GraphParams = field(default_factory=GraphParams)
     actr: ActrParams | None = None
+    #: re-rank the ``actr.rerank`` best candidates with the store's learned ranker (when
+    #: it has one that validated better than this configuration without it)
+    learned: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.weights) - set(CHANNELS)
@@ -96,6 +99,9 @@ class RecallConfig:
                                     f"{', '.join(CHANNELS)}", field="weights")
         if self.rrf_k < 0 or self.candidates < 1:
             raise InvalidInputError("rrf_k must be >= 0 and candidates >= 1", field="rrf_k")
+        if self.learned and self.actr is None:
+            raise InvalidInputError("the learned ranker needs the ACT-R re-rank (its "
+                                    "activations are features): set actr", field="learned")
         if not any(self.weights.get(c, 0.0) > 0 for c in ("fulltext", "vector")):
             # the time, facts and graph channels refine what these two find
             raise InvalidInputError("a configuration needs the fulltext or the vector "
@@ -151,6 +157,8 @@ PRESETS: dict[str, RecallConfig] = {
     "default": RecallConfig(name="default", weights=dict(_THREE), rrf_k=_RRF_K,
                             graph=_KG_WALK, actr=ActrParams()),
 }
+#: ``default`` re-ranked by the ranker learned from the store's feedback (``learn``).
+PRESETS["learned"] = PRESETS["default"].with_(name="learned", learned=True)
 
 
 def resolve_preset(preset: str | RecallConfig) -> RecallConfig:

@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .._models import Memory
 
-__all__ = ["ActivationInfo", "ChannelRank", "Explanation", "Hit"]
+__all__ = ["ActivationInfo", "ChannelRank", "Explanation", "Hit", "LearnedInfo"]
 
 
 class _Value(BaseModel):
@@ -34,6 +34,16 @@ class ActivationInfo(_Value):
     contribution: float
 
 
+class LearnedInfo(_Value):
+    """How the learned ranker scored a hit: the probability that it is useful, its rank
+    among the re-ranked candidates, and the features that moved its log-odds most
+    (feature, contribution), strongest first."""
+
+    probability: float
+    rank: int
+    contributions: tuple[tuple[str, float], ...] = ()
+
+
 class Explanation(_Value):
     """Why a memory was recalled: per-channel ranks, the fused score, the activation."""
 
@@ -44,6 +54,8 @@ class Explanation(_Value):
     redirected_from: tuple[str, ...] = ()
     #: the entities a graph walk went through to reach this memory ("melanie", "sweden")
     graph_path: tuple[str, ...] = ()
+    #: the learned ranker's score and reasons (the ``learned`` preset)
+    learned: LearnedInfo | None = None
     preset: str
 
     def lines(self) -> list[str]:
@@ -69,6 +81,10 @@ class Explanation(_Value):
             out.append(f"  act-r    rank {a.rank:>3}  A={a.value:.3f} ({a.formula}: base "
                        f"{a.base_level:.3f}, age {a.age_s / 86400:.1f} d, {a.frequency} "
                        f"uses, conf term {a.confidence_term:.3f})")
+        if self.learned:
+            why = ", ".join(f"{name} {value:+.2f}" for name, value in self.learned.contributions)
+            out.append(f"  learned  rank {self.learned.rank:>3}  p={self.learned.probability:.3f}"
+                       + (f" ({why})" if why else ""))
         if self.graph_path:
             out.append("  via " + " -> ".join(self.graph_path))
         if self.redirected_from:

@@ -31,6 +31,7 @@ INDEX_FIELDS = (
     "id", "status", "kind", "owner", "hot", "created", "valid_from", "valid_to",
     "access_count", "access_times", "last_accessed", "confidence", "importance",
     "superseded_by", "subject", "text", "session", "context", "times_from", "times_to",
+    "useful_count", "ignored_count",
 )  # fmt: skip
 #: The fields a recall changes (``RecallIndex.set_access``).
 ACCESS_FIELDS = ("id", "access_count", "access_times", "last_accessed")
@@ -129,6 +130,9 @@ class RecallIndex:
         self.valid_from = np.full(capacity, math.nan)
         self.valid_to = np.full(capacity, math.nan)
         self.access_count = np.zeros(capacity, dtype=np.int64)
+        #: retrieval feedback: times marked useful, and not useful (the learned ranker)
+        self.useful = np.zeros(capacity, dtype=np.int64)
+        self.ignored = np.zeros(capacity, dtype=np.int64)
         self.confidence = np.zeros(capacity, dtype=np.float32)
         self.importance = np.zeros(capacity, dtype=np.float32)
         self.access_times: list[tuple[datetime, ...]] = []
@@ -164,7 +168,8 @@ class RecallIndex:
         for name, fill in (("has_vector", False), ("status", _FORGOTTEN), ("kind", 0),
                            ("owner", -1), ("hot", False), ("created", math.nan),
                            ("valid_from", math.nan), ("valid_to", math.nan),
-                           ("access_count", 0), ("confidence", 0.0), ("importance", 0.0)):
+                           ("access_count", 0), ("useful", 0), ("ignored", 0),
+                           ("confidence", 0.0), ("importance", 0.0)):
             old = getattr(self, name)
             grown = np.full(new, fill, dtype=old.dtype)
             grown[:capacity] = old
@@ -214,6 +219,8 @@ class RecallIndex:
             self.valid_from[pos] = _seconds(row.get("valid_from"))
             self.valid_to[pos] = _seconds(row.get("valid_to"))
             self.access_count[pos] = int(row.get("access_count") or 0)
+            self.useful[pos] = int(row.get("useful_count") or 0)
+            self.ignored[pos] = int(row.get("ignored_count") or 0)
             self.access_times[pos] = tuple(_aware(t) for t in row.get("access_times") or ())
             self.access_seconds[pos] = np.array([t.timestamp() for t in self.access_times[pos]])
             self.last_accessed[pos] = _aware(row.get("last_accessed"))

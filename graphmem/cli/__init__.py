@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from . import _analyst, _backup, _core, _eval, _faces, _ingest, _lifecycle, _recall, _ui  # noqa: F401
+from . import (  # noqa: F401
+    _analyst,
+    _backup,
+    _core,
+    _eval,
+    _faces,
+    _ingest,
+    _learn,
+    _lifecycle,
+    _recall,
+    _ui,
+)
 from ._app import add_global_options, cli
 
 add_global_options(cli)  # --db, --json ... after the subcommand too

@@ -35,11 +35,16 @@ def evaluate(ctx: Context, ids: tuple[str, ...], owner: str | None) -> None:
     if ctx.json:
         echo_json([to_json(r) for r in results])
         return
+    # the forecast of need beside the rule, when the store has a validated one (``learn``)
+    need = any(r.forecast is not None for r in results)
     click.echo(table([(r.recommended_action, f"{r.confidence:.2f}", r.memory_id,
                        r.metrics.access_count, f"{r.metrics.importance:.2f}",
                        f"{r.metrics.age_in_days:.0f}", r.metrics.cross_reference_count,
+                       *([f"{r.forecast:.0%}" if r.forecast is not None else "-"]
+                         if need else []),
                        "; ".join(r.reasons)) for r in results],
-                     ["action", "conf", "id", "uses", "imp", "age d", "xrefs", "reasons"]))
+                     ["action", "conf", "id", "uses", "imp", "age d", "xrefs",
+                      *(["need"] if need else []), "reasons"]))
 
 
 @lifecycle.command()

@@ -1,0 +1,548 @@
+"""Learning from use, measured on public data: does a ranker learned from feedback beat
+``default``, and does a forecast of need beat ACT-R?
+
+The replay. LoCoMo: each conversation's sessions arrive in order, the store's clock at
+their dates; a question is asked right after the session that completes its evidence.
+The agent recalls with ``default`` (k=10, accesses recorded), marks the gold turns
+useful and the other hits it was shown not useful. LongMemEval (development split): each
+question's haystack is ingested, the question asked once at its date, its answer turns
+marked useful. At the moment a question is asked (before the agent acts, accesses not
+recorded) ``default`` ranks it, and its 50 candidates' features are kept: what the
+``learned`` preset re-orders, on the same store state.
+
+Cross-validation: the ranker used on a conversation (LoCoMo) or a question (LongMemEval)
+was trained on the feedback of the other folds only. Its ranking of a question is the
+``learned`` preset's: the 50 candidates ordered by the model (stable), the rest of
+``default``'s hits after them; and only if the model validated better than ``default`` on
+the most recent quarter of its training feedback (as in a real store), else ``default``'s.
+The preset's cost per query is measured by ``python -m eval.bench_learned``.
+
+    python -m eval.learning --corpus locomo --out eval/results
+    python -m eval.learning --corpus longmemeval --out eval/results
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import statistics
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from graphmem import PRESETS, Embedder, GraphmemError, MemoryStore, Settings, embedder_from_spec
+from graphmem._learn import (
+    BASELINES,
+    FEATURES,
+    FORECAST_FEATURES,
+    Examples,
+    History,
+    RankerModel,
+    RankingSample,
+    channels_of,
+    cuts,
+    examples_at,
+    fit_logistic,
+    fit_ranker,
+    rank_metrics,
+    ranking_samples,
+    stack,
+)
+from ingest.locomo import CATEGORIES, Conversation, ingest_conversation, load_locomo, memory_id
+
+from .experiment import CachedEmbedder
+from .locomo import DEPTH, dia_id_of
+from .metrics import dedupe, score_run
+
+__all__ = ["Asked", "Collected", "ablation", "collect", "cross_validate", "forecast_cv",
+           "replay_locomo", "replay_longmemeval", "run_locomo", "run_longmemeval"]
+
+AGENT_K = 10
+PRESETS_MEASURED = ("default", "learned")
+
+
+@dataclass
+class Asked:
+    """One question as the replay asked it: gold, each preset's ranking and time."""
+
+    fold: str
+    index: int
+    question: str
+    category: str
+    gold: list[str]
+    rankings: dict[str, list[str]] = field(default_factory=dict)
+    ms: dict[str, float] = field(default_factory=dict)
+    #: ``default``'s hits as ranked keys (turn or session ids), and the features of its
+    #: ranker candidates (the first rows of ``keys``)
+    keys: list[str] = field(default_factory=list)
+    features: np.ndarray | None = None
+    dedupe: bool = False
+
+    def metrics(self, preset: str) -> dict[str, float]:
+        return score_run(self.rankings[preset], self.gold)
+
+    def rank_with(self, model: RankerModel | None) -> None:
+        """The ``learned`` preset's ranking under ``model`` (``default``'s without a
+        model, or with one that did not validate)."""
+        order = list(range(len(self.keys)))
+        if model is not None and model.validated and self.features is not None \
+                and len(self.features):
+            n = len(self.features)
+            ranked = np.argsort(-model.model.logits(self.features), kind="stable")
+            order = [int(i) for i in ranked] + order[n:]
+        keys = [self.keys[i] for i in order]
+        self.rankings["learned"] = dedupe(keys) if self.dedupe else keys
+
+
+def _measure(store: MemoryStore, row: Asked, question: str, k: int,
+             key: Callable[[str], str], *, dedupe_keys: bool = False) -> None:
+    """``default`` on ``question`` now (accesses not recorded), and the candidates the
+    ``learned`` preset would re-order (their features built before anything changes)."""
+    start = time.perf_counter()
+    hits = store.recall(question, k=k, preset="default", record_access=False)
+    row.ms["default"] = (time.perf_counter() - start) * 1000
+    ids = [h.memory.id for h in hits]
+    row.keys = [key(i) for i in ids]
+    row.dedupe = dedupe_keys
+    row.rankings["default"] = dedupe(row.keys) if dedupe_keys else list(row.keys)
+    last = store._recall.samples.last()
+    if last is not None and ids:
+        candidate_ids, candidates = last
+        if candidate_ids != ids[: len(candidate_ids)]:
+            raise AssertionError(f"the candidates are not default's hits at {question!r}")
+        row.features = candidates.features.copy()
+
+
+class VectorCache:
+    """An embedder that keeps every vector it made (a replay ingests each text twice)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = CachedEmbedder(inner)
+        self._kept: dict[str, np.ndarray] = {}
+
+    spec = property(lambda self: self.inner.spec)
+    name = property(lambda self: self.inner.name)
+    dim = property(lambda self: self.inner.dim)
+
+    def warm(self, texts: Iterable[str]) -> None:
+        self.inner.warm(texts)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._kept]
+        if missing:
+            for text, vector in zip(missing, self.inner.embed(missing), strict=True):
+                self._kept[text] = vector
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._kept[t] for t in texts])
+
+
+# -- LoCoMo -------------------------------------------------------------------------------
+def _session_of(dia_id: str) -> int:
+    return int(dia_id.split(":")[0][1:])
+
+
+def replay_locomo(conversation: Conversation, embedder: Any, *,
+                  at_end: Callable[[MemoryStore], None] | None = None,
+                  sessions: int | None = None) -> list[Asked]:
+    """One conversation in time order (see the module docstring). ``at_end`` sees the
+    store after the last question. ``sessions``: its first N dated sessions only, and
+    the questions whose evidence lies in them."""
+    dated = [s for s in conversation.sessions if s.date is not None][:sessions]
+    last = max(s.index for s in dated)
+    schedule: dict[int, list[int]] = {}
+    for n, q in enumerate(conversation.questions):
+        if q.evidence and (sessions is None
+                           or max(_session_of(e) for e in q.evidence) <= last):
+            schedule.setdefault(min(max(_session_of(e) for e in q.evidence), last),
+                                []).append(n)
+    clock: list[datetime] = [dated[0].date or datetime.now(UTC)]
+    store = MemoryStore(":memory:", embedder=embedder, settings=Settings(),
+                        clock=lambda: clock[0])
+    out: list[Asked] = []
+    try:
+        for session in dated:
+            assert session.date is not None
+            clock[0] = session.date
+            part = Conversation(conversation.sample_id, conversation.speakers, (session,))
+            ingest_conversation(store, part)
+            asked = [n for s, ns in schedule.items() if s == session.index for n in ns]
+            for step, n in enumerate(sorted(asked)):
+                q = conversation.questions[n]
+                clock[0] = session.date + timedelta(hours=1, minutes=step)
+                row = Asked(conversation.sample_id, n, q.question,
+                            f"{q.category} {CATEGORIES.get(q.category, '')}".strip(),
+                            list(q.evidence))
+                _measure(store, row, q.question, DEPTH, dia_id_of)
+                out.append(row)
+                gold = {memory_id(conversation, e) for e in q.evidence}
+                _agent(store, q.question, gold)
+        store.flush()
+        if at_end is not None:
+            at_end(store)
+    finally:
+        store.close()
+    return out
+
+
+def _agent(store: MemoryStore, question: str, gold: set[str]) -> None:
+    """The agent's own recall (accesses recorded), then its feedback: the gold memories
+    useful (wherever they were ranked), the other hits it was shown not useful."""
+    hits = store.recall(question, k=AGENT_K, preset="default")
+    for memory in sorted(gold):
+        store.feedback(memory, useful=True, query=question)
+    for hit in hits:
+        if hit.memory.id not in gold:
+            store.feedback(hit.memory.id, useful=False, query=question)
+
+
+# -- LongMemEval ----------------------------------------------------------------------------
+def replay_longmemeval(question: Any, embedder: Any, *,
+                       at_end: Callable[[MemoryStore], None] | None = None) -> Asked:
+    """One LongMemEval question: its haystack, the question at its date, the agent's
+    feedback (answer turns useful; every user turn of an answer session without one)."""
+    from ingest.longmemeval import ingest_question
+
+    now = question.question_date or max(s.date for s in question.sessions if s.date)
+    store = MemoryStore(":memory:", embedder=embedder, settings=Settings(),
+                        clock=lambda: now)
+    try:
+        session_of = ingest_question(store, question)
+        row = Asked("lme", 0, question.question, question.question_type,
+                    list(question.gold_sessions))
+        row.fold = question.question_id
+        _measure(store, row, question.question, DEPTH * 4, session_of.__getitem__,
+                 dedupe_keys=True)
+        _agent(store, question.question, _lme_gold(question, session_of))
+        store.flush()
+        if at_end is not None:
+            at_end(store)
+    finally:
+        store.close()
+    return row
+
+
+def _lme_gold(question: Any, session_of: dict[str, str]) -> set[str]:
+    gold_sessions = set(question.gold_sessions)
+    by_session: dict[str, list[str]] = {}
+    answers: set[str] = set()
+    for n, session in enumerate(question.sessions):
+        if session.session_id not in gold_sessions:
+            continue
+        for t, turn in enumerate(session.turns):
+            memory = f"urn:lme:{question.question_id}:{n}:{t}"
+            if memory in session_of:
+                by_session.setdefault(session.session_id, []).append(memory)
+                if turn.get("has_answer"):
+                    answers.add(memory)
+    for memories in by_session.values():
+        if not answers.intersection(memories):
+            answers.update(memories)
+    return answers
+
+
+# -- what a replay leaves behind ------------------------------------------------------------
+@dataclass
+class Collected:
+    """A replayed store's feedback (ranking samples), its history of use (for the
+    forecast), the end of its clock, and what ``learn()`` on that store alone made of it."""
+
+    samples: list[RankingSample]
+    history: History | None = None
+    end: datetime | None = None
+    own: dict[str, Any] = field(default_factory=dict)
+
+
+def collect(store: MemoryStore, *, history: bool = True) -> Collected:
+    """Read a store's feedback and history through the public API, then ``learn()``."""
+    events = store.events(event_type="feedback")
+    out = Collected(ranking_samples(events, channels_of(PRESETS["learned"])))
+    if history:
+        memories = store.memories()
+        versions = [v for m in memories for v in store.history(m.id)]
+        out.history = History.build([m.model_dump() for m in memories], events, versions,
+                                    [(x.memory_id, x.entity_id) for x in store.mentions()])
+        out.end = store.now()
+    try:
+        report = store.learn(forecast=history)
+        out.own = report.model_dump(mode="json")
+    except GraphmemError as exc:
+        out.own = {"error": str(exc)}
+    return out
+
+
+# -- the ranker, cross-validated ------------------------------------------------------------
+def cross_validate(folds: Sequence[str], samples: dict[str, list[RankingSample]],
+                   now: datetime) -> dict[str, RankerModel | None]:
+    """A ranker per fold, trained on every other fold's samples."""
+    out: dict[str, RankerModel | None] = {}
+    for fold in folds:
+        pooled = [s for other, found in samples.items() if other != fold for s in found]
+        try:
+            out[fold] = fit_ranker(pooled, now=now)
+        except ValueError:
+            out[fold] = None
+    return out
+
+
+#: feature groups of the ablation: what the memory's use says, and the rest
+USE_FEATURES = ("act_rr", "act_rel", "act_exact", "log_age_days", "log_idle_days",
+                "log_accesses", "log_useful", "log_ignored", "useful_rate", "importance",
+                "confidence", "hot")
+
+
+def ablation(samples: dict[str, list[RankingSample]]) -> dict[str, dict[str, float]]:
+    """Recall@10 and MRR of the useful candidates, cross-validated on the stored
+    samples (the ranking the ``learned`` preset would make), for the model on all
+    features, without the memories' use, and on their use alone; beside ``default``."""
+    use = [FEATURES.index(f) for f in USE_FEATURES]
+    rest = [i for i in range(len(FEATURES)) if i not in use]
+    groups = {"all features": list(range(len(FEATURES))), "without use history": rest,
+              "use history only": use}
+    out: dict[str, dict[str, float]] = {}
+    tested = [s for found in samples.values() for s in found]
+    out["default"] = rank_metrics(tested, None)
+    for name, columns in groups.items():
+        scores: list[np.ndarray] = []
+        ordered: list[RankingSample] = []
+        for fold, found in samples.items():
+            train = [s for other, f in samples.items() if other != fold for s in f]
+            if not train or not found:
+                continue
+            x = np.vstack([s.features[:, columns] for s in train])
+            y = np.concatenate([s.useful for s in train]).astype(int)
+            weight = np.concatenate([np.full(len(s.useful), 1.0 / len(s.useful))
+                                     for s in train]) * len(train)
+            model = fit_logistic(x, y, [FEATURES[i] for i in columns], sample_weight=weight)
+            for s in found:
+                ordered.append(s)
+                scores.append(model.logits(s.features[:, columns]))
+        out[name] = rank_metrics(ordered, scores)
+    return out
+
+
+# -- the forecast, cross-validated ------------------------------------------------------------
+def forecast_cv(collected: dict[str, Collected], horizon_days: float = 30.0,
+                label: str = "need") -> dict[str, Any]:
+    """The forecast trained on the other conversations' histories and tested on each
+    conversation's (every cut: history before it, need within the horizon after it),
+    beside the baselines scored on the same examples. ``label`` "use" counts any
+    recall of the memory as a use too."""
+    settings = Settings()
+    per: dict[str, Examples] = {}
+    for fold, found in collected.items():
+        if found.history is None or found.end is None:
+            continue
+        h = found.history
+        times = cuts(h, end=found.end.timestamp() - horizon_days * 86400,
+                     horizon_days=horizon_days)
+        parts = [examples_at(h, t, horizon_days=horizon_days, settings=settings,
+                             label="use" if label == "use" else "need") for t in times]
+        parts = [p for p in parts if p.size]
+        if parts:
+            per[fold] = stack(parts)
+    if len(per) < 2:
+        return {}
+    truth: list[np.ndarray] = []
+    predicted: list[np.ndarray] = []
+    baseline: dict[str, list[np.ndarray]] = {b: [] for b in BASELINES}
+    weights: dict[str, list[float]] = {}
+    for fold, test in per.items():
+        train = stack([e for other, e in per.items() if other != fold])
+        assert train.used is not None and test.used is not None
+        model = fit_logistic(train.features, train.used.astype(int), FORECAST_FEATURES,
+                             balanced=False)
+        for name, weight in model.weights():
+            weights.setdefault(name, []).append(weight)
+        truth.append(test.used)
+        predicted.append(model.probabilities(test.features))
+        for name in BASELINES:
+            baseline[name].append(_platt(train.baselines[name], train.used,
+                                         test.baselines[name]))
+    y = np.concatenate(truth)
+    probabilities = {"forecast": np.concatenate(predicted),
+                     **{b: np.concatenate(v) for b, v in baseline.items()}}
+    raw = {b: np.concatenate([per[f].baselines[b] for f in per]) for b in BASELINES}
+    from sklearn.metrics import brier_score_loss, roc_auc_score
+
+    table = {name: {"auc": round(float(roc_auc_score(y, raw.get(name, p))), 4),
+                    "brier": round(float(brier_score_loss(y, p)), 4)}
+             for name, p in probabilities.items()}
+    table["base rate"] = {"auc": 0.5, "brier": round(float(brier_score_loss(
+        y, np.full(len(y), y.mean()))), 4)}
+    top = sorted(((n, statistics.mean(w)) for n, w in weights.items()),
+                 key=lambda kv: -abs(kv[1]))[:10]
+    calibration = _calibration(y, probabilities["forecast"])
+    return {"label": label, "horizon_days": horizon_days, "examples": len(y),
+            "used": int(y.sum()), "folds": len(per), "table": table,
+            "top_features": [(n, round(w, 3)) for n, w in top],
+            "calibration": calibration}
+
+
+def _platt(train_score: np.ndarray, train_used: np.ndarray, score: np.ndarray) -> np.ndarray:
+    from sklearn.linear_model import LogisticRegression
+
+    if len(np.unique(train_score)) < 2:
+        return np.full(len(score), float(train_used.mean()))
+    fit = LogisticRegression(max_iter=1000).fit(train_score.reshape(-1, 1), train_used)
+    return np.asarray(fit.predict_proba(score.reshape(-1, 1))[:, 1])
+
+
+def _calibration(y: np.ndarray, p: np.ndarray, bins: int = 10) -> list[dict[str, float]]:
+    """Mean forecast and observed rate per probability decile."""
+    edges = np.linspace(0, 1, bins + 1)
+    out = []
+    for lo, hi in itertools.pairwise(edges):
+        inside = (p >= lo) & (p < hi if hi < 1 else p <= hi)
+        if inside.any():
+            out.append({"from": round(float(lo), 2), "to": round(float(hi), 2),
+                        "n": int(inside.sum()), "forecast": round(float(p[inside].mean()), 4),
+                        "observed": round(float(y[inside].mean()), 4)})
+    return out
+
+
+# -- the runs -------------------------------------------------------------------------------
+def run_locomo(path: str | None, embedder: str, *, limit: int | None = None,
+               sessions: int | None = None, progress: bool = True) -> dict[str, Any]:
+    """The LoCoMo replay: ``limit`` conversations (all), each with its first ``sessions``
+    sessions (all)."""
+    conversations = load_locomo(path)[:limit]
+    emb = VectorCache(embedder_from_spec(embedder))
+    for conversation in conversations:
+        emb.warm(q.question for q in conversation.questions if q.evidence)
+    collected: dict[str, Collected] = {}
+    first: dict[str, list[Asked]] = {}
+    for conversation in tqdm(conversations, desc="locomo replay", disable=not progress):
+        sid = conversation.sample_id
+
+        def keep(store: MemoryStore, sid: str = sid) -> None:
+            collected[sid] = collect(store)
+
+        first[sid] = replay_locomo(conversation, emb, at_end=keep, sessions=sessions)
+    samples = {sid: c.samples for sid, c in collected.items()}
+    models = cross_validate([c.sample_id for c in conversations], samples,
+                            now=datetime.now(UTC))
+    rows: list[Asked] = []
+    for sid, asked in first.items():
+        for row in asked:
+            row.rank_with(models[sid])
+        rows += asked
+    out = _summary("locomo", embedder, rows, models, samples)
+    out["ablation"] = ablation(samples)
+    out["forecast"] = forecast_cv(collected)
+    out["forecast_use"] = forecast_cv(collected, label="use")
+    out["own_store"] = {sid: c.own for sid, c in collected.items()}
+    return out
+
+
+def run_longmemeval(path: str | None, embedder: str, *, limit: int | None = None,
+                    every: int = 1, folds: int = 5, progress: bool = True) -> dict[str, Any]:
+    """``every``: every N-th answerable question (the file is sorted by type, so this
+    keeps every type in proportion); ``limit``: then the first N of those."""
+    from ingest.longmemeval import load_longmemeval
+
+    questions = [q for q in load_longmemeval(path) if not q.abstention and q.gold_sessions]
+    questions = questions[::every]
+    questions = questions[:limit] if limit is not None else questions
+    emb = VectorCache(embedder_from_spec(embedder))
+    emb.warm(q.question for q in questions)
+    fold_of = {q.question_id: f"fold{n % folds}" for n, q in enumerate(questions)}
+    samples: dict[str, list[RankingSample]] = {f"fold{n}": [] for n in range(folds)}
+    rows: list[Asked] = []
+    for q in tqdm(questions, desc="longmemeval replay", disable=not progress):
+
+        def keep(store: MemoryStore, q: Any = q) -> None:
+            samples[fold_of[q.question_id]].extend(
+                ranking_samples(store.events(event_type="feedback"),
+                                channels_of(PRESETS["learned"])))
+
+        rows.append(replay_longmemeval(q, emb, at_end=keep))
+    models = cross_validate(sorted(samples), samples, now=datetime.now(UTC))
+    for row in rows:
+        row.rank_with(models[fold_of[row.fold]])
+    out = _summary("longmemeval", embedder, rows, models, samples)
+    out["ablation"] = ablation(samples)
+    return out
+
+
+def _summary(corpus: str, embedder: str, rows: Sequence[Asked],
+             models: dict[str, RankerModel | None],
+             samples: dict[str, list[RankingSample]]) -> dict[str, Any]:
+    metric_names = ("recall@5", "recall@10", "recall_all@5", "recall_all@10", "mrr")
+    presets: dict[str, dict[str, float | None]] = {}
+    for preset in PRESETS_MEASURED:
+        scored = [r.metrics(preset) for r in rows]
+        presets[preset] = {m: round(statistics.mean(s[m] for s in scored), 4)
+                           for m in metric_names}
+        timed = [r.ms[preset] for r in rows if preset in r.ms]
+        presets[preset]["p50_ms"] = round(statistics.median(timed), 2) if timed else None
+    categories: dict[str, dict[str, Any]] = {}
+    for category in sorted({r.category for r in rows}):
+        chosen = [r for r in rows if r.category == category]
+        categories[category] = {"n": len(chosen), **{
+            f"{preset} {m}": round(statistics.mean(r.metrics(preset)[m] for r in chosen), 4)
+            for preset in PRESETS_MEASURED for m in ("recall@10", "recall_all@5")}}
+    trained = [m for m in models.values() if m is not None]
+    weights: dict[str, list[float]] = {}
+    for model in trained:
+        for name, weight in model.model.weights():
+            weights.setdefault(name, []).append(weight)
+    top = sorted(((n, statistics.mean(w)) for n, w in weights.items()),
+                 key=lambda kv: -abs(kv[1]))[:10]
+    return {
+        "corpus": corpus, "embedder": embedder, "questions": len(rows),
+        "samples": {fold: len(found) for fold, found in samples.items()},
+        "folds": len(models), "validated_folds": sum(1 for m in trained if m.validated),
+        "presets": presets, "per_category": categories,
+        "top_features": [(n, round(w, 3)) for n, w in top],
+        "fold_validation": {fold: dict(m.validation) if m else None
+                            for fold, m in models.items()},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", choices=("locomo", "longmemeval"), default="locomo")
+    parser.add_argument("--path", default=None, help="the corpus file (default: "
+                        "GRAPHMEM_LOCOMO / GRAPHMEM_LONGMEMEVAL)")
+    parser.add_argument("--embedder", default="minilm")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="the first N conversations (LoCoMo) or questions")
+    parser.add_argument("--every", type=int, default=1,
+                        help="LongMemEval: every N-th question (all types in proportion)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="write learning_<corpus>.json and learning.md here")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    if args.corpus == "locomo":
+        result = run_locomo(args.path, args.embedder, limit=args.limit)
+    else:
+        result = run_longmemeval(args.path, args.embedder, limit=args.limit,
+                                 every=args.every)
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    result["command"] = "python -m eval.learning " + " ".join(
+        f"--{k} {v}" for k, v in (("corpus", args.corpus), ("embedder", args.embedder),
+                                  ("limit", args.limit),
+                                  ("every", args.every if args.every > 1 else None))
+        if v is not None)
+    text = json.dumps(result, indent=2, default=str)
+    if args.out is None:
+        print(text)
+        return
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"learning_{args.corpus}.json").write_text(text + "\n")
+    from .learning_report import write_report
+
+    print(write_report(args.out))
+
+
+if __name__ == "__main__":
+    main()

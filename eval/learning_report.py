@@ -1,0 +1,163 @@
+"""``eval/results/learning.md`` from the runs of ``python -m eval.learning``
+(``learning_locomo.json``, ``learning_longmemeval.json``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["render", "write_report"]
+
+TARGETS = {"locomo": ("recall@10", 0.03), "longmemeval": ("recall_all@5", 0.02)}
+
+
+def _pp(a: float, b: float) -> str:
+    return f"{100 * (a - b):+.1f} pp"
+
+
+def _ranker(result: dict[str, Any]) -> list[str]:
+    corpus = result["corpus"]
+    metric, target = TARGETS[corpus]
+    d, learned = result["presets"]["default"], result["presets"]["learned"]
+    gain = learned[metric] - d[metric]
+    unit = "conversation" if corpus == "locomo" else "question (5 folds)"
+    lines = [f"## The learned ranker on {corpus}", "",
+             f"`{result.get('command', 'python -m eval.learning')}` "
+             f"({result.get('seconds', '?')} s); embedder {result.get('embedder')}; "
+             f"{result['questions']} questions, cross-validated by {unit}: each fold's "
+             f"ranker was trained on the other folds' feedback only. "
+             f"{result['validated_folds']} of {result['folds']} fold models validated "
+             "(ranked their own held-back feedback better than `default`) and were used.",
+             *(["", f"Note: {result['note']}"] if result.get("note") else []),
+             "", "| preset | R@5 | R@10 | R_all@5 | R_all@10 | MRR | p50 ms |",
+             "|---|---|---|---|---|---|---|"]
+    for name in ("default", "learned"):
+        p = result["presets"][name]
+        lines.append(f"| `{name}` | {p['recall@5']:.3f} | {p['recall@10']:.3f} | "
+                     f"{p['recall_all@5']:.3f} | {p['recall_all@10']:.3f} | {p['mrr']:.3f} | "
+                     f"{p['p50_ms'] if p.get('p50_ms') is not None else 'see below'} |")
+    bench = result.get("bench")
+    if bench:
+        lines += ["", f"Cost per query (`{bench['command']}`, {bench['memories']} memories, "
+                      f"{bench['queries']} queries in alternation): `default` p50 "
+                      f"{bench['default_p50_ms']} ms, `learned` p50 {bench['learned_p50_ms']} "
+                      f"ms (ratio {bench['ratio_p50']}); the learned step alone (features "
+                      f"of 50 candidates + model) p50 {bench['learned_step_p50_ms']} ms, p95 "
+                      f"{bench['learned_step_p95_ms']} ms"
+                      + (f" ({bench['note']})." if bench.get("note") else ".")]
+    verdict = "met" if gain >= target else "missed"
+    lines += ["", f"Target: {metric} >= `default` + {100 * target:.0f} pp. Measured "
+                  f"{_pp(learned[metric], d[metric])}: **{verdict}**.", "",
+              f"Per category ({metric}):", "",
+              "| category | n | `default` | `learned` | gain |", "|---|---|---|---|---|"]
+    for category, row in result["per_category"].items():
+        a, b = row[f"default {metric}"], row[f"learned {metric}"]
+        lines.append(f"| {category} | {row['n']} | {a:.3f} | {b:.3f} | {_pp(b, a)} |")
+    ablation = result.get("ablation") or {}
+    if ablation:
+        lines += ["", "What the gain comes from (the same cross-validation on the stored "
+                      "feedback: recall@10 and MRR of the useful candidates among the 50 "
+                      "the ranker re-orders):", "",
+                  "| model | recall@10 | MRR |", "|---|---|---|"]
+        for name, row in ablation.items():
+            lines.append(f"| {name} | {row['recall@10']:.3f} | {row['mrr']:.3f} |")
+    lines += ["", "Largest standardised weights (mean over folds): "
+              + ", ".join(f"`{n}` {w:+.2f}" for n, w in result["top_features"]) + ".", ""]
+    return lines
+
+
+def _forecast(result: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    for key in ("forecast", "forecast_use"):
+        f = result.get(key)
+        if not f:
+            continue
+        table = f["table"]
+        target = "needed (marked useful)" if f["label"] == "need" else \
+            "used (recalled or marked useful)"
+        lines += [f"## Forecast of need on {result['corpus']}: {target} within "
+                  f"{f['horizon_days']:g} days", "",
+                  f"Cross-validated by conversation: the model was trained on the other "
+                  f"conversations' histories; {f['examples']} examples (an active memory "
+                  f"at a cut, every {f['horizon_days'] / 2:g} days; features from before "
+                  f"the cut, the label from the horizon after it), {f['used']} positive. "
+                  "Baselines scored on the same examples; their Brier scores after a "
+                  "logistic fit of each score on the training folds.", "",
+                  "| model | ROC AUC | Brier |", "|---|---|---|"]
+        for name, row in table.items():
+            lines.append(f"| {name} | {row['auc']:.3f} | {row['brier']:.4f} |")
+        gain = table["forecast"]["auc"] - table["actr"]["auc"]
+        verdict = "met" if gain >= 0.05 else "missed"
+        lines += ["", f"Target: AUC >= ACT-R + 0.05. Measured {gain:+.3f}: **{verdict}**"
+                  + ("" if f["label"] == "need" else
+                     " (this target is not the product's: an access is not evidence of "
+                     "need; shown for comparison)") + ".", "",
+                  "Calibration (forecast probability deciles): "
+                  + "; ".join(f"{c['from']:.1f}-{c['to']:.1f}: forecast {c['forecast']:.3f}, "
+                              f"observed {c['observed']:.3f} (n={c['n']})"
+                              for c in f["calibration"]) + ".", "",
+                  "Largest standardised weights: "
+                  + ", ".join(f"`{n}` {w:+.2f}" for n, w in f["top_features"]) + ".", ""]
+    own = result.get("own_store") or {}
+    rows = [(sid, r["forecast"]["validation"]) for sid, r in own.items()
+            if isinstance(r, dict) and r.get("forecast")]
+    if rows:
+        lines += ["Each conversation's store alone (`store.learn()` after its replay: "
+                  "trained on cuts before the last 30 days, validated on them):", "",
+                  "| store | held back (needed) | forecast | ACT-R | recency | frequency | "
+                  "rule | validated |", "|---|---|---|---|---|---|---|---|"]
+        for sid, v in rows:
+            auc = v["auc"]
+            beat = all(auc["forecast"] > auc[b] for b in ("actr", "recency", "frequency",
+                                                          "rule"))
+            lines.append(f"| {sid} | {v['held_back']} ({v['held_back_used']}) | "
+                         f"{auc['forecast']:.3f} | {auc['actr']:.3f} | {auc['recency']:.3f} | "
+                         f"{auc['frequency']:.3f} | {auc['rule']:.3f} | "
+                         f"{'yes' if beat else 'no'} |")
+        missing = [sid for sid, r in own.items() if not (isinstance(r, dict)
+                                                          and r.get("forecast"))]
+        if missing:
+            lines.append("")
+            lines.append(f"No forecast for {', '.join(missing)}: too few memories marked "
+                         "useful in the held-back horizon.")
+        lines.append("")
+    return lines
+
+
+def render(results: dict[str, dict[str, Any]]) -> str:
+    lines = ["# Learning from use", "",
+             "Made by `python -m eval.learning --corpus locomo --out eval/results` and "
+             "`python -m eval.learning --corpus longmemeval --out eval/results` (the "
+             "replay protocol is in `eval/learning.py`'s docstring). LoCoMo: sessions "
+             "arrive in order, a question is asked right after the session that completes "
+             "its evidence; the agent recalls with `default`, marks the gold turns useful and "
+             "the other hits it saw not useful. LongMemEval: the development split only; "
+             "each question's haystack is ingested, the question asked at its date. Both "
+             "presets are measured at the moment a question is asked, on the same store "
+             "state. Figures here are on stores that grow over time, so `default` scores "
+             "above its figure in `locomo.md` (asked once every session is in).", ""]
+    for corpus in ("locomo", "longmemeval"):
+        if corpus in results:
+            lines += _ranker(results[corpus])
+    if "locomo" in results:
+        lines += _forecast(results["locomo"])
+    if "longmemeval" in results:
+        lines += ["## Forecast of need on LongMemEval", "",
+                  "Not measured: each question has its own store, asked once, so no "
+                  "store has a history of use to learn from or to forecast.", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_report(directory: Path) -> str:
+    results = {}
+    bench = directory / "bench_learned.json"
+    for corpus in ("locomo", "longmemeval"):
+        path = directory / f"learning_{corpus}.json"
+        if path.exists():
+            results[corpus] = json.loads(path.read_text())
+            if bench.exists():
+                results[corpus]["bench"] = json.loads(bench.read_text())
+    text = render(results)
+    (directory / "learning.md").write_text(text)
+    return text

@@ -1,0 +1,47 @@
+"""Learning from use: a ranker learned from retrieval feedback (the ``learned`` preset)
+and forecasts of which memories will be needed (beside the lifecycle's rule)."""
+
+from ._features import FEATURE_SET, FEATURES, Candidates
+from ._forecast import (
+    BASELINES,
+    FORECAST_FEATURES,
+    Examples,
+    ForecastModel,
+    History,
+    cuts,
+    examples_at,
+    fit_forecast,
+    score_baselines,
+    stack,
+)
+from ._linear import LinearModel, fit_logistic
+from ._ranker import RankerModel, fit_ranker, rank_metrics
+from ._results import ForecastInfo, LearnReport, RankerInfo
+from ._samples import RankingSample, channels_of, ranking_samples
+
+__all__ = [
+    "BASELINES",
+    "FEATURES",
+    "FEATURE_SET",
+    "FORECAST_FEATURES",
+    "Candidates",
+    "Examples",
+    "ForecastInfo",
+    "ForecastModel",
+    "History",
+    "LearnReport",
+    "LinearModel",
+    "RankerInfo",
+    "RankerModel",
+    "RankingSample",
+    "channels_of",
+    "cuts",
+    "examples_at",
+    "fit_forecast",
+    "fit_logistic",
+    "fit_ranker",
+    "rank_metrics",
+    "ranking_samples",
+    "score_baselines",
+    "stack",
+]

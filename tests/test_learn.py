@@ -1,0 +1,402 @@
+"""Learning from use against real Kuzu stores: feedback that carries what recall saw, the
+learned ranker (trained, validated, stored as data, applied, explained), the forecast of
+need (strict time split, labels under a bounded history) and the lifecycle beside it."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from graphmem import ConflictError, InvalidInputError, MemoryStore, Settings
+from graphmem._learn import (
+    FEATURES,
+    FORECAST_FEATURES,
+    History,
+    LinearModel,
+    RankerModel,
+    examples_at,
+    fit_logistic,
+    rank_metrics,
+    ranking_samples,
+)
+from graphmem._learn._component import FORECAST_KEY, RANKER_KEY
+from graphmem._learn._forecast import ForecastModel
+from graphmem.cli import cli
+from tests.conftest import Clock
+
+TOPICS = 8
+PER_TOPIC = 12
+
+
+def _topical(store: MemoryStore) -> dict[int, list[str]]:
+    """Memories about TOPICS topics; the odd ones of each topic are semantic (the ones
+    the agent will find useful), the others episodic, all alike to the text channels."""
+    records = []
+    for topic in range(TOPICS):
+        for i in range(PER_TOPIC):
+            records.append({"text": f"zeta{topic} note number {i} about the project",
+                            "kind": "semantic" if i % 2 else "episodic",
+                            "id": f"urn:t:{topic}:{i}"})
+    store.add_many(records)
+    return {t: [f"urn:t:{t}:{i}" for i in range(PER_TOPIC)] for t in range(TOPICS)}
+
+
+def _use(store: MemoryStore, clock: Clock, topics: range, rounds: int) -> None:
+    """An agent asks about each topic, marks the semantic memories useful (wherever
+    recall ranked them) and the episodic hits it was shown not useful."""
+    for _ in range(rounds):
+        for topic in topics:
+            clock.advance(minutes=5)
+            query = f"zeta{topic} project note"
+            hits = store.recall(query, k=5)
+            for i in range(1, PER_TOPIC, 2):
+                store.feedback(f"urn:t:{topic}:{i}", useful=True, query=query)
+            for hit in hits:
+                if hit.memory.kind.value == "episodic":
+                    store.feedback(hit.memory.id, useful=False, query=query)
+
+
+def test_feedback_events_carry_what_the_recall_saw(mem_store: MemoryStore) -> None:
+    _topical(mem_store)
+    hits = mem_store.recall("zeta3 project note", k=5)
+    mem_store.feedback(hits[1].memory.id, useful=True, query="zeta3 project note")
+    mem_store.feedback(hits[0].memory.id, useful=False, query="zeta3 project note")
+    mem_store.feedback("urn:t:5:1", useful=True, query="never asked")
+    first, second, third = mem_store.events(event_type="feedback")
+    rows = first.metadata["features"]["rows"]
+    assert first.memory_id == hits[1].memory.id and first.reason == "useful"
+    assert first.metadata["row"] == 1 and first.metadata["preset"] == "default"
+    assert len(rows) >= 5 and len(rows[0]) == len(FEATURES)
+    assert rows[1][FEATURES.index("fused_rr")] == 0.5  # the second of recall's order
+    # a later feedback on the same recall names it and its row, without the matrix
+    assert second.metadata["recall"] == first.metadata["recall"]
+    assert second.metadata["row"] == 0 and "features" not in second.metadata
+    assert second.metadata["useful"] is False and second.reason == "not useful"
+    # feedback on a memory no recent recall had: the event, with no features
+    assert third.metadata == {"useful": True, "query": "never asked"}
+    [sample] = ranking_samples(mem_store.events(event_type="feedback"))
+    assert sample.useful.tolist()[:2] == [False, True] and sample.ignored == {0}
+    assert mem_store.get("urn:t:5:1").useful_count == 1
+
+
+def test_learn_without_feedback_says_so_and_writes_nothing(store: MemoryStore) -> None:
+    store.add("a lonely memory")
+    with pytest.raises(ConflictError, match=r"nothing learned: ranker not trained.*needs at "
+                                            r"least 20.*feedback\(memory_id, useful=True"):
+        store.learn(forecast=False)
+    with pytest.raises(ConflictError, match="forecast not trained: the forecast needs"):
+        store.learn()
+    with pytest.raises(InvalidInputError, match="horizon_days"):
+        store.learn(horizon_days=0)
+    assert RANKER_KEY not in store._ctx.engine.meta()
+    assert FORECAST_KEY not in store._ctx.engine.meta()
+    status = store.learned()
+    assert status.ranker is None and status.forecast is None
+    assert any("no learned ranker" in n for n in status.notes)
+
+
+def test_the_learned_ranker_learns_what_feedback_says(tmp_path: Path, clock: Clock) -> None:
+    path = tmp_path / "db"
+    with MemoryStore(path, embedder="hashing", clock=clock, settings=Settings()) as store:
+        _topical(store)
+        _use(store, clock, range(TOPICS - 1), rounds=4)
+        report = store.learn(forecast=False)
+        ranker = report.ranker
+        assert ranker is not None and ranker.recalls == 4 * (TOPICS - 1)
+        assert ranker.validated
+        held = ranker.validation
+        assert held["learned"]["recall@10"] > held["default"]["recall@10"]
+        assert "kind_semantic" in dict(ranker.top_features)
+    with MemoryStore(path, clock=clock, settings=Settings()) as store:  # kept in the store
+        query = f"zeta{TOPICS - 1} project note"  # a topic no feedback was given on
+        learned = store.recall(query, k=6, preset="learned", record_access=False)
+        default = store.recall(query, k=6, preset="default", record_access=False)
+        assert all(h.memory.kind.value == "semantic" for h in learned)
+        assert sum(h.memory.kind.value == "semantic" for h in default) < 6
+        top = learned[0].explanation
+        assert top.preset == "learned" and top.learned is not None
+        assert top.learned.rank == 1 and 0 < top.learned.probability <= 1
+        assert top.final == pytest.approx(top.learned.probability, abs=1e-6)
+        assert [h.score for h in learned] == sorted((h.score for h in learned), reverse=True)
+        assert any(name == "kind_semantic" for name, _ in top.learned.contributions)
+        assert any(line.startswith("  learned  rank") for line in top.lines())
+        assert default[0].explanation.learned is None
+
+
+def _ranker(validated: bool, coef: dict[str, float]) -> RankerModel:
+    weights = np.array([coef.get(f, 0.0) for f in FEATURES])
+    model = LinearModel(FEATURES, np.zeros(len(FEATURES)), np.ones(len(FEATURES)), weights,
+                        0.0)
+    return RankerModel(model, datetime(2026, 7, 1, tzinfo=UTC), 30, 900, 40,
+                       ("fulltext", "graph", "vector"), {}, validated)
+
+
+def test_a_ranker_that_did_not_validate_changes_nothing(mem_store: MemoryStore) -> None:
+    _topical(mem_store)
+    # a model that would put episodic memories first, had it validated
+    mem_store.use_ranker(_ranker(False, {"kind_episodic": 5.0}).to_dict())
+    default = mem_store.recall("zeta2 note", k=8, record_access=False)
+    learned = mem_store.recall("zeta2 note", k=8, preset="learned", record_access=False)
+    assert [h.memory.id for h in learned] == [h.memory.id for h in default]
+    assert all(h.explanation.learned is None for h in learned)
+    info = mem_store.use_ranker(_ranker(True, {"kind_episodic": 5.0}).to_dict())
+    assert info.validated
+    learned = mem_store.recall("zeta2 note", k=6, preset="learned", record_access=False)
+    assert all(h.memory.kind.value == "episodic" for h in learned)
+
+
+def test_a_stored_model_is_data_never_code(store: MemoryStore) -> None:
+    _topical(store)
+    for bad in ({"format": "pickle", "payload": "gASVAAAA"}, [1, 2],
+                {**_ranker(True, {}).to_dict(), "coef": ["os.system('x')"] * len(FEATURES)},
+                {**_ranker(True, {}).to_dict(), "features": ["other"] * len(FEATURES)},
+                {**_ranker(True, {}).to_dict(), "feature_set": "f0"}):
+        with pytest.raises(InvalidInputError, match=r"ranker|model|feature"):
+            store.use_ranker(bad)  # type: ignore[arg-type]
+    # a store file whose property holds something else: never used, recall goes on
+    store._ctx.engine.set_meta({RANKER_KEY: json.dumps({"format": "joblib"}),
+                                FORECAST_KEY: "not json"})
+    store._learning._reload()
+    hits = store.recall("zeta1 note", k=3, preset="learned")
+    assert len(hits) == 3 and hits[0].explanation.learned is None
+    notes = " ".join(store.learned().notes)
+    assert "stored ranker is not used" in notes and "'joblib'" in notes
+    assert "stored forecast is not used" in notes
+
+
+def test_the_linear_model_is_sklearns_logistic_regression() -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(400, 3)) * [1.0, 5.0, 0.1] + [0.0, 3.0, 1.0]
+    y = (x @ [1.0, -0.3, 4.0] + rng.normal(size=400) > 1.0).astype(int)
+    ours = fit_logistic(x, y, ("a", "b", "c"), balanced=False)
+    theirs = LogisticRegression(max_iter=2000).fit((x - x.mean(0)) / x.std(0), y)
+    assert np.allclose(ours.probabilities(x),
+                       theirs.predict_proba((x - x.mean(0)) / x.std(0))[:, 1], atol=1e-6)
+    again = LinearModel.from_dict(json.loads(json.dumps(ours.to_dict())), ("a", "b", "c"))
+    assert np.allclose(again.logits(x), ours.logits(x))
+
+
+def test_rank_metrics_by_hand() -> None:
+    from graphmem._learn import RankingSample
+
+    sample = RankingSample("r", datetime(2026, 1, 1, tzinfo=UTC), np.zeros((12, 2)),
+                           np.array([False] * 10 + [True, True]), ())
+    assert rank_metrics([sample], None) == {"recall@10": 0.0, "mrr": round(1 / 11, 4),
+                                            "recalls": 1}
+    first = np.array([0.0] * 10 + [2.0, 1.0])
+    assert rank_metrics([sample], [first]) == {"recall@10": 1.0, "mrr": 1.0, "recalls": 1}
+
+
+# -- the forecast of need -----------------------------------------------------------------
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+DAY = 86400.0
+
+
+def _row(memory_id: str, *, created: datetime, access: tuple[datetime, ...] = (),
+         count: int | None = None, **fields: object) -> dict[str, object]:
+    return {"id": memory_id, "status": "active", "kind": "episodic", "importance": 0.5,
+            "confidence": 1.0, "created": created, "access_times": access,
+            "access_count": len(access) if count is None else count, "useful_count": 0,
+            "ignored_count": 0, "tags": (), "session": None, "text": "a memory", **fields}
+
+
+def test_forecast_features_come_from_before_the_cut_only() -> None:
+    settings = Settings()
+    t = (T0 + timedelta(days=40)).timestamp()
+    early = (T0 + timedelta(days=10), T0 + timedelta(days=35))
+    later = (T0 + timedelta(days=45), T0 + timedelta(days=50))
+    a = History.build([_row("a", created=T0, access=early),
+                       _row("b", created=T0 + timedelta(days=5))])
+    b = History.build([_row("a", created=T0, access=early + later),
+                       _row("b", created=T0 + timedelta(days=5), access=later)])
+    past = examples_at(a, t, horizon_days=30, settings=settings, label="use")
+    known = examples_at(b, t, horizon_days=30, settings=settings, label="use")
+    assert np.array_equal(past.features, known.features)  # what came after t is unseen
+    for name in ("actr", "recency", "frequency", "rule"):
+        assert np.array_equal(past.baselines[name], known.baselines[name])
+    assert known.used is not None and known.used.tolist() == [True, True]
+    col = FORECAST_FEATURES.index
+    assert known.features[0, col("log_accesses")] == pytest.approx(np.log1p(2))
+    assert known.features[0, col("log_idle_days")] == pytest.approx(np.log1p(5))
+    assert known.features[1, col("never_used")] == 1.0
+    assert known.baselines["frequency"].tolist() == [2.0, 0.0]
+    assert known.baselines["recency"].tolist() == pytest.approx([-5.0, -35.0])
+
+
+def test_forecast_labels_under_a_bounded_access_history() -> None:
+    settings = Settings()
+    t = (T0 + timedelta(days=40)).timestamp()
+    rows = [
+        # 50 accesses, only the last two kept, both after the window: unknown
+        _row("lost", created=T0, access=(T0 + timedelta(days=80), T0 + timedelta(days=81)),
+             count=50),
+        # truncated too, but a kept access falls inside the window: used
+        _row("seen", created=T0, access=(T0 + timedelta(days=50),), count=9),
+        # a complete history with nothing in the window: not used
+        _row("idle", created=T0, access=(T0 + timedelta(days=90),)),
+        # created after the cut: not an example yet
+        _row("new", created=T0 + timedelta(days=41)),
+        # archived before the cut (its version rows say so): not an example
+        _row("gone", created=T0, status="archived"),
+    ]
+    from graphmem._models import ChangeType, Status, Version
+
+    versions = [Version(id="gone#v1", memory_id="gone", seq=1, change_type=ChangeType.CREATED,
+                        at=T0, text_sha256="", status=Status.ACTIVE, importance=0.5),
+                Version(id="gone#v2", memory_id="gone", seq=2, change_type=ChangeType.ARCHIVED,
+                        at=T0 + timedelta(days=20), text_sha256="", status=Status.ARCHIVED)]
+    history = History.build(rows, versions=versions)
+    e = examples_at(history, t, horizon_days=30, settings=settings, label="use")
+    h_ids = ["lost", "seen", "idle", "new", "gone"]
+    assert [h_ids[int(p)] for p in e.positions] == ["seen", "idle"]
+    assert e.used is not None and e.used.tolist() == [True, False]
+    # need (marked useful): every feedback event is kept, so every label is known
+    history.useful_t = np.array([t + 10 * DAY, t + 40 * DAY])
+    history.useful_of = np.array([0, 2])
+    need = examples_at(history, t, horizon_days=30, settings=settings)
+    assert [h_ids[int(p)] for p in need.positions] == ["lost", "seen", "idle"]
+    assert need.used is not None and need.used.tolist() == [True, False, False]
+
+
+def _forecast_model(coef: dict[str, float], intercept: float, validated: bool = True
+                    ) -> ForecastModel:
+    weights = np.array([coef.get(f, 0.0) for f in FORECAST_FEATURES])
+    n = len(FORECAST_FEATURES)
+    return ForecastModel(LinearModel(FORECAST_FEATURES, np.zeros(n), np.ones(n), weights,
+                                     intercept), T0, 30.0, 500, 100, {}, validated)
+
+
+def test_the_lifecycle_sends_strongly_contradicted_decisions_to_review(
+        tmp_path: Path, clock: Clock) -> None:
+    settings = Settings(auto_archive_enabled=True, archive_age_days=30)
+    with MemoryStore(tmp_path / "db", embedder="hashing", clock=clock,
+                     settings=settings) as store:
+        wordy = store.add("an old note " + "with many many words " * 20, importance=0.1)
+        terse = store.add("an old note", importance=0.1)
+        keen = store.add("a short critical note", tags=["critical"])  # the rule promotes it
+        clock.advance(days=60)
+        assert store.evaluate(wordy.id).recommended_action == "archive"
+        # long texts likely to be used, short ones not: a forecast built by hand
+        model = _forecast_model({"log_words": 8.0}, -24.0)
+        store._ctx.engine.set_meta({FORECAST_KEY: json.dumps(model.to_dict())})
+        store._learning._reload()
+        forecast = store.forecast()
+        assert forecast is not None and forecast[wordy.id] > 0.99 > 0.01 > forecast[terse.id]
+        evaluation = store.evaluate(wordy.id)
+        assert evaluation.recommended_action == "review"
+        assert evaluation.forecast == pytest.approx(forecast[wordy.id], abs=1e-4)
+        assert evaluation.reasons[0].startswith("forecast: 100% likely to be needed within 30 "
+                                                "days; the rule's archive goes to review")
+        assert store.evaluate(terse.id).recommended_action == "archive"
+        assert store.evaluate(keen.id).recommended_action == "review"  # promote, p ~ 0
+        report = store.run_lifecycle(apply=True)
+        assert report.forecast_reviews == 2 and report.forecast_horizon_days == 30
+        assert report.count("archive") == 1 and report.count("promote") == 0
+        assert store.get(wordy.id).status.value == "active"
+        assert store.get(terse.id).status.value == "archived"
+        assert store.get(keen.id).kind.value == "episodic"
+        text = report.to_markdown()
+        assert "contradicts strongly went to review" in text and "- Forecast: 100% likely to be " \
+        "needed within 30 days" in text
+        # a forecast that did not validate is shown nowhere and changes nothing
+        store._ctx.engine.set_meta({FORECAST_KEY: json.dumps(
+            _forecast_model({"log_words": 8.0}, -24.0, validated=False).to_dict())})
+        store._learning._reload()
+        assert store.forecast() is None
+        assert store.evaluate(wordy.id).forecast is None
+        assert store.evaluate(wordy.id).recommended_action == "archive"
+        store._ctx.engine.set_meta({FORECAST_KEY: json.dumps(model.to_dict())})
+    # the command line shows the forecast beside the rule
+    shown = CliRunner().invoke(cli, ["--db", str(tmp_path / "db"), "--embedder", "hashing",
+                                     "--now", clock.now.isoformat(), "lifecycle", "evaluate",
+                                     wordy.id, terse.id])
+    assert shown.exit_code == 0, shown.output
+    header, *rows = [line for line in shown.output.splitlines() if "urn" in line
+                     or "need" in line]
+    assert "need" in header.split() and len(rows) == 2
+    assert rows[0].split()[0] == "review" and "100%" in rows[0].split()
+    assert rows[1].split()[0] == "archive" and "-" in rows[1].split()  # archived: no forecast
+
+
+def test_learn_trains_a_forecast_from_a_history_of_use(mem_store: MemoryStore,
+                                                       clock: Clock) -> None:
+    """Two topics, one asked about every week, the other rarely, each time the first
+    hit marked useful: after four months the forecast is trained, validated against
+    every baseline, and stored."""
+    ids = {t: [mem_store.add(f"topic{t} fact {i}", session=f"s{t}").id for i in range(30)]
+           for t in ("hot", "cold")}
+    quiet = [mem_store.add(f"unrelated thing {i}").id for i in range(30)]
+    assert quiet
+    for week in range(18):
+        clock.advance(days=7)
+        asked = ["topichot fact"] + (["topiccold fact"] if week % 6 == 0 else [])
+        for query in asked:
+            hits = mem_store.recall(query, k=12)
+            for hit in hits[(4 * week) % 12: (4 * week) % 12 + 4]:
+                mem_store.feedback(hit.memory.id, useful=True, query=query)
+    report = mem_store.learn(ranker=False)
+    forecast = report.forecast
+    assert forecast is not None and forecast.horizon_days == 30
+    assert forecast.examples > 100 and 0 < forecast.positives < forecast.examples
+    auc = forecast.validation["auc"]
+    assert set(auc) == {"forecast", "actr", "recency", "frequency", "rule"}
+    assert all(0 <= v <= 1 for v in auc.values())
+    assert forecast.validated == all(auc["forecast"] > auc[b]
+                                     for b in ("actr", "recency", "frequency", "rule"))
+    assert mem_store.learned().forecast == forecast
+    probabilities = mem_store.forecast(validated_only=False)
+    assert probabilities is not None and set(probabilities) == {
+        m.id for m in mem_store.memories()}
+    hot = np.mean([probabilities[i] for i in ids["hot"]])
+    cold = np.mean([probabilities[i] for i in ids["cold"]])
+    assert hot > cold
+
+
+def test_learn_command(tmp_path: Path) -> None:
+    runner = CliRunner()
+    db = str(tmp_path / "db")
+    assert runner.invoke(cli, ["--db", db, "--embedder", "hashing", "init"]).exit_code == 0
+    empty = runner.invoke(cli, ["--db", db, "learn"])
+    assert empty.exit_code == 1 and "Traceback" not in empty.output
+    assert "nothing learned: ranker not trained: 0 recalls" in empty.output
+    status = runner.invoke(cli, ["--db", db, "learn", "--status"])
+    assert status.exit_code == 0 and "no learned ranker" in status.output
+    usage = runner.invoke(cli, ["--db", db, "learn", "--no-ranker", "--no-forecast"])
+    assert usage.exit_code == 2
+    clock = Clock(datetime(2026, 7, 15, tzinfo=UTC))
+    with MemoryStore(db, clock=clock, settings=Settings()) as store:
+        _topical(store)
+        _use(store, clock, range(TOPICS), rounds=3)
+    trained = runner.invoke(cli, ["--db", db, "--now", "2026-07-16T00:00:00Z", "learn",
+                                  "--no-forecast"])
+    assert trained.exit_code == 0, trained.output
+    assert "ranker: trained 2026-07-16T00:00:00Z on 24 recalls" in trained.output
+    shown = runner.invoke(cli, ["--db", db, "--json", "learn", "--status"])
+    assert json.loads(shown.output)["ranker"]["recalls"] == 24
+
+
+def test_the_replays_learned_ranking_is_the_presets(mem_store: MemoryStore) -> None:
+    """``eval.learning`` ranks each question as the ``learned`` preset would, from the
+    candidates ``default`` had at that moment: the same order, on the same store."""
+    from eval.learning import Asked, _measure
+
+    _topical(mem_store)
+    model = _ranker(True, {"kind_episodic": 2.0, "fulltext_rel": 1.0, "log_age_days": -0.5})
+    mem_store.use_ranker(model)
+    for query in ("zeta2 note", "zeta5 project", "number 7 about the project"):
+        row = Asked("fold", 0, query, "c", [])
+        _measure(mem_store, row, query, 60, str)
+        assert row.features is not None and len(row.features) == 50 < len(row.keys)
+        row.rank_with(model)
+        live = mem_store.recall(query, k=60, preset="learned", record_access=False)
+        assert row.rankings["learned"] == [h.memory.id for h in live]
+        assert row.rankings["learned"] != row.rankings["default"]
+        row.rank_with(_ranker(False, {"kind_episodic": 2.0}))  # did not validate
+        assert row.rankings["learned"] == row.rankings["default"]
