@@ -187,7 +187,7 @@ def test_errors_as_json(sample: Path, args: list[str], code: int, error: str) ->
     ["draw", "--out", "x.png"],
     ["draw", "urn:x", "--lifecycle", "--out", "x.png"],
     ["compact", "--max-age-days", "-1"],
-    ["eval", "run", "--corpus", "longmemeval"],
+    ["eval", "run", "--corpus", "longmemeval", "--ablation-groups", "nope"],
     ["eval", "run", "--corpus", "ump", "--presets", "nope"],
     ["lifecycle", "nope"],
     ["import", "conversation", "chat.json"],
