@@ -126,6 +126,8 @@ def test_json_output_of_every_command(tmp_path: Path, sample: Path) -> None:
     seen["stats",] = j("stats")
     seen["recall",] = j("recall", "orchard demo", "-k", "2")
     seen["feedback",] = j("feedback", memory["id"], "--useful")
+    seen["learn",] = j("learn", "--status")
+    assert seen["learn",]["ranker"] is None and seen["learn",]["notes"]
     seen["lifecycle", "evaluate"] = j("lifecycle", "evaluate", memory["id"])
     seen["lifecycle", "report"] = j("lifecycle", "report")
     seen["lifecycle", "run"] = j("lifecycle", "run")
