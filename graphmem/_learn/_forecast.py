@@ -307,7 +307,7 @@ def _entity_recent(h: History, t: float) -> np.ndarray:
         return out
     entities = int(entity.max()) + 1
     df = np.bincount(entity, minlength=entities).astype(float)
-    idf = np.log1p(max(n, 1) / df)
+    idf = np.log1p(max(n, 1) / np.maximum(df, 1.0))  # an entity no memory mentions yet: unused
     recent = h.created[of] > t - 30 * _DAY
     fresh = np.bincount(entity[recent], minlength=entities)
     # another memory than this one mentions it recently
