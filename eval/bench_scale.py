@@ -44,7 +44,7 @@ from graphmem._embed import Embedder
 from graphmem._recall._index import RecallIndex
 from graphmem._recall._vectors import SignCodes, exact_top
 
-from .bench_recall import KINDS, OWNERS, percentile, vocabulary
+from .bench_recall import KINDS, OWNERS, percentile, time_recalls, vocabulary
 
 QUERY_SPEC = "minilm:onnx"
 
@@ -220,14 +220,7 @@ def measure(path: Path, n_queries: int, candidates: int, lifecycle: bool,
         saved = RecallIndex.SIGN_BITS_FROM
         for label, name, sign_bits_from in runs:
             RecallIndex.SIGN_BITS_FROM = sign_bits_from
-            times, floor = [], []
-            for q in queries:
-                start = time.perf_counter()
-                store.embed([q])
-                floor.append((time.perf_counter() - start) * 1000)
-                start = time.perf_counter()
-                store.recall(q, k=10, preset=name)
-                times.append((time.perf_counter() - start) * 1000)
+            times, floor = time_recalls(store, queries, name)
             f50, p50 = percentile(floor, 50), percentile(times, 50)
             print(f"  {label:<16} {f50:6.1f} {p50:7.1f} {percentile(times, 95):7.1f} "
                   f"{p50 / f50:7.2f}x")
