@@ -296,10 +296,16 @@ def test_a_link_flipping_during_sweeps_never_leads_outside(tmp_path: Path) -> No
             time.sleep(0.001)
 
     flipper = threading.Thread(target=flip, daemon=True)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # threads trade the interpreter often, so sweeps interleave
     flipper.start()
     written = refused = 0
     try:
-        for n in range(40):
+        # at least 40 sweeps, and on until both outcomes were seen (a slow machine may
+        # need more rounds before the link is in place at the moment a sweep looks)
+        for n in range(1000):
+            if n >= 40 and written and refused:
+                break
             for day in DAYS:
                 (memory / day).write_text(daily(day, f"round {n}"), encoding="utf-8")
             code, out, err = run(root)
@@ -310,6 +316,7 @@ def test_a_link_flipping_during_sweeps_never_leads_outside(tmp_path: Path) -> No
     finally:
         stop.set()
         flipper.join(timeout=10)
+        sys.setswitchinterval(interval)
     assert snapshot(outside) == before
     assert written and refused  # the race was run both ways
 
