@@ -7,6 +7,9 @@ REFERENCES per memory (about three edges per memory). Then, for each size:
 
 * the floor: p50 of embedding one query alone (what every vector recall must pay);
 * p50 / p95 of ``recall(q, k=10)`` per preset, with accesses recorded as in real use;
+* from ``RecallIndex.SIGN_BITS_FROM`` memories on (100k), the presets that search
+  vectors by sign bits again with exact search (the baseline), and the vector search
+  alone: sign bits with exact re-scoring against exact (p50, recall@10 and @100);
 * exact numpy search against Kuzu's HNSW index on the same vectors (build time, query
   p50, recall@10 of HNSW against the exact answer), through the public ``cypher()``.
 
@@ -20,6 +23,7 @@ import argparse
 import random
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -28,6 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from graphmem import PRESETS, Edge, MemoryStore, Settings
+from graphmem._recall._index import RecallIndex
+from graphmem._recall._vectors import SignCodes, exact_top
 from graphmem.engines import HnswProbe
 
 OWNERS = [f"did:key:owner{i}" for i in range(5)]
@@ -116,6 +122,41 @@ def hnsw_against_exact(store: MemoryStore, queries: np.ndarray, workdir: Path) -
             f"recall@10 {hits / (10 * len(queries)):.3f} against exact")
 
 
+def vector_search(matrix: np.ndarray, queries: np.ndarray, candidates: int) -> None:
+    """Exact search (the baseline) against sign bits with exact re-scoring, as the vector
+    channel uses them: its top 100 (``candidates * 2`` of the presets) and top 10."""
+    start = time.perf_counter()
+    codes = SignCodes.from_vectors(matrix)
+    build_s = time.perf_counter() - start
+    exact_ms, fast_ms, found10, found100 = [], [], 0, 0
+    for q in queries:
+        start = time.perf_counter()
+        top, _ = exact_top(matrix, q, 100)
+        exact_ms.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        got, _ = codes.search(q, matrix, k=100, candidates=candidates)
+        fast_ms.append((time.perf_counter() - start) * 1000)
+        found10 += len(set(top[:10].tolist()) & set(got[:10].tolist()))
+        found100 += len(set(top.tolist()) & set(got.tolist()))
+    e50, f50 = percentile(exact_ms, 50), percentile(fast_ms, 50)
+    print(f"  vectors: exact float32 p50 {e50:.1f} ms (baseline) | sign bits + exact "
+          f"re-scoring of {candidates}: p50 {f50:.1f} ms ({e50 / f50:.1f}x faster), "
+          f"recall@10 {found10 / (10 * len(queries)):.3f}, recall@100 "
+          f"{found100 / (100 * len(queries)):.3f} against exact; codes "
+          f"{codes.nbytes / 2**20:.0f} MB (float32 {matrix.nbytes / 2**20:.0f} MB), "
+          f"built in {build_s:.1f} s")
+
+
+def preset_runs(memories: int) -> list[tuple[str, str, int]]:
+    """(label, preset, sign-bits threshold) of each timed run: every preset as the store
+    runs it, and from the sign-bits threshold on, ``vector`` and ``default`` again with
+    exact vector search (the baseline)."""
+    runs = [(name, name, RecallIndex.SIGN_BITS_FROM) for name in PRESETS]
+    if memories >= RecallIndex.SIGN_BITS_FROM:
+        runs += [(f"{name}, exact", name, sys.maxsize) for name in ("vector", "default")]
+    return runs
+
+
 def run_size(n: int, cache: Path, n_queries: int, hnsw: bool) -> None:
     path = cache / f"bench-{n}"
     if not (path / "graph.kuzu").exists():
@@ -140,11 +181,13 @@ def run_size(n: int, cache: Path, n_queries: int, hnsw: bool) -> None:
         # ratio compares the two under the same conditions.
         print("  cold: hits' rows not cached (cache dropped before each preset); warm: the "
               "same queries again. floor: the query embedding alone, timed beside each recall")
-        print(f"  {'preset':<13} {'floor p50':>9} {'cold p50':>8} {'p95':>6} {'x floor':>8}"
+        print(f"  {'preset':<15} {'floor p50':>9} {'cold p50':>8} {'p95':>6} {'x floor':>8}"
               f"   {'warm p50':>8} {'p95':>6} {'x floor':>8}")
-        for name in PRESETS:
+        saved = RecallIndex.SIGN_BITS_FROM
+        for label, name, sign_bits_from in preset_runs(stats.memories):
+            RecallIndex.SIGN_BITS_FROM = sign_bits_from
             store.drop_caches()
-            line = f"  {name:<13}"
+            line = f"  {label:<15}"
             for phase in ("cold", "warm"):
                 times, floor = time_recalls(store, queries, name)
                 p50, p95, f50 = (percentile(times, 50), percentile(times, 95),
@@ -153,7 +196,11 @@ def run_size(n: int, cache: Path, n_queries: int, hnsw: bool) -> None:
                     line += f" {f50:9.1f}"
                 line += f" {p50:8.1f} {p95:6.1f} {p50 / f50:7.2f}x  "
             print(line)
+        RecallIndex.SIGN_BITS_FROM = saved
         store.flush()
+        _, matrix = store.vectors()
+        vector_search(matrix, store.embedder.embed(queries[:50]),
+                      RecallIndex.sign_candidates(len(matrix), 100))
         if hnsw:
             qvecs = store.embedder.embed(queries[:50])
             with tempfile.TemporaryDirectory() as work:

@@ -10,8 +10,7 @@ encoder (``minilm:onnx``, fp32), against those vectors. Then, in a fresh process
 
 * opening and the first recall (the recall index is built then) and RSS after it;
 * ``recall`` p50 / p95 per preset, each recall timed beside the embedding of its query;
-  from 200k memories on the vector channel searches sign bits (in the store only with
-  ``GRAPHMEM_SIGN_BITS_FROM`` set),
+  from 100k memories on the vector channel searches sign bits (as the store does),
   and ``vector`` and ``default`` run again with exact vectors (the baseline);
 * vector search alone: exact float32 (the baseline) against ``graphmem._recall._vectors``
   (sign bits, Hamming top candidates, exact re-scoring): p50, and recall@10 and @100
@@ -30,7 +29,6 @@ import gc
 import random
 import resource
 import shutil
-import sys
 import tempfile
 import time
 import tracemalloc
@@ -39,12 +37,19 @@ from pathlib import Path
 
 import numpy as np
 
-from graphmem import PRESETS, Edge, MemoryStore, Settings, embedder_from_spec
+from graphmem import Edge, MemoryStore, Settings, embedder_from_spec
 from graphmem._embed import Embedder
 from graphmem._recall._index import RecallIndex
-from graphmem._recall._vectors import SignCodes, exact_top
 
-from .bench_recall import KINDS, OWNERS, percentile, time_recalls, vocabulary
+from .bench_recall import (
+    KINDS,
+    OWNERS,
+    percentile,
+    preset_runs,
+    time_recalls,
+    vector_search,
+    vocabulary,
+)
 
 QUERY_SPEC = "minilm:onnx"
 
@@ -143,31 +148,6 @@ def cached_store(cache: Path, n: int) -> Path:
     return path
 
 
-def vector_search(matrix: np.ndarray, queries: np.ndarray, candidates: int) -> None:
-    """Exact search (the baseline) against sign bits with exact re-scoring, as the vector
-    channel uses them: its top 100 (``candidates * 2`` of the presets) and top 10."""
-    start = time.perf_counter()
-    codes = SignCodes.from_vectors(matrix)
-    build_s = time.perf_counter() - start
-    exact_ms, fast_ms, found10, found100 = [], [], 0, 0
-    for q in queries:
-        start = time.perf_counter()
-        top, _ = exact_top(matrix, q, 100)
-        exact_ms.append((time.perf_counter() - start) * 1000)
-        start = time.perf_counter()
-        got, _ = codes.search(q, matrix, k=100, candidates=candidates)
-        fast_ms.append((time.perf_counter() - start) * 1000)
-        found10 += len(set(top[:10].tolist()) & set(got[:10].tolist()))
-        found100 += len(set(top.tolist()) & set(got.tolist()))
-    e50, f50 = percentile(exact_ms, 50), percentile(fast_ms, 50)
-    print(f"  vectors: exact float32 p50 {e50:.1f} ms (baseline) | sign bits + exact "
-          f"re-scoring of {candidates}: p50 {f50:.1f} ms ({e50 / f50:.1f}x faster), "
-          f"recall@10 {found10 / (10 * len(queries)):.3f}, recall@100 "
-          f"{found100 / (100 * len(queries)):.3f} against exact; codes "
-          f"{codes.nbytes / 2**20:.0f} MB (float32 {matrix.nbytes / 2**20:.0f} MB), "
-          f"built in {build_s:.1f} s")
-
-
 def bm25(texts: Sequence[str], queries: Sequence[str], groups: np.ndarray) -> None:
     from graphmem._recall._bm25 import BM25Index
 
@@ -190,7 +170,7 @@ def bm25(texts: Sequence[str], queries: Sequence[str], groups: np.ndarray) -> No
           f"{percentile(times, 50):.1f} ms, p95 {percentile(times, 95):.1f} ms (owner-scoped)")
 
 
-def measure(path: Path, n_queries: int, candidates: int, lifecycle: bool,
+def measure(path: Path, n_queries: int, candidates: int | None, lifecycle: bool,
             buffer_pool_mb: int) -> None:
     settings = Settings(buffer_pool_mb=buffer_pool_mb)
     rng = random.Random(5)
@@ -212,13 +192,8 @@ def measure(path: Path, n_queries: int, candidates: int, lifecycle: bool,
             queries.append(" ".join(rng.sample(words, min(len(words), rng.randint(3, 6)))))
         print(f"  {'preset':<16} {'floor':>6} {'p50':>7} {'p95':>7} {'x floor':>8}  (ms; floor: "
               "the query's embedding)")
-        # sign bits from 200k memories on (or GRAPHMEM_SIGN_BITS_FROM), against exact
-        sign_from = min(RecallIndex.SIGN_BITS_FROM, 200_000)
-        runs = [(name, name, sign_from) for name in PRESETS]
-        if stats.memories >= sign_from:  # the baseline: exact vectors
-            runs += [(f"{name}, exact", name, sys.maxsize) for name in ("vector", "default")]
         saved = RecallIndex.SIGN_BITS_FROM
-        for label, name, sign_bits_from in runs:
+        for label, name, sign_bits_from in preset_runs(stats.memories):
             RecallIndex.SIGN_BITS_FROM = sign_bits_from
             times, floor = time_recalls(store, queries, name)
             f50, p50 = percentile(floor, 50), percentile(times, 50)
@@ -227,7 +202,8 @@ def measure(path: Path, n_queries: int, candidates: int, lifecycle: bool,
         RecallIndex.SIGN_BITS_FROM = saved
         print(f"  RSS after the presets {rss_mb():.0f} MB, peak {peak_rss_mb():.0f} MB")
         _, matrix = store.vectors()
-        vector_search(matrix, store.embedder.embed(queries[:50]), candidates)
+        vector_search(matrix, store.embedder.embed(queries[:50]),
+                      candidates or RecallIndex.sign_candidates(len(matrix), 100))
         del matrix
         gc.collect()
         all_texts = [r["text"] for r in store.cypher("MATCH (m:Memory) RETURN m.text AS text")]
@@ -257,8 +233,9 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--candidates", type=int, default=RecallIndex.SIGN_CANDIDATES,
-                        help="sign-bit candidates re-scored exactly")
+    parser.add_argument("--candidates", type=int, default=None,
+                        help="sign-bit candidates re-scored exactly (default: as the "
+                             "store does, max(4000, n/25))")
     parser.add_argument("--buffer-pool-mb", type=int, default=1024)
     parser.add_argument("--no-lifecycle", action="store_true")
     parser.add_argument("--build-only", action="store_true")

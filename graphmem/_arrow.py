@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["column_values", "numbers", "to_pylist"]
+__all__ = ["column_values", "indices", "numbers", "to_pylist"]
 
 _EPOCH = datetime(1970, 1, 1)
 _EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
@@ -81,3 +81,10 @@ def numbers(column: pa.ChunkedArray | pa.Array, dtype: Any = np.float64) -> np.n
                               bitorder="little")[array.offset:array.offset + len(array)]
         values[valid == 0] = 0
     return values
+
+
+def indices(positions: Any) -> pa.Array:
+    """Row positions as an int64 Arrow array for ``take``, made from a numpy buffer:
+    ``take`` of a Python list (or ``pa.array`` of one) imports pandas."""
+    values = np.ascontiguousarray(positions, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])

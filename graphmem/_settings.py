@@ -71,6 +71,9 @@ class Settings:
     header_timeout_s: float = 10.0
     idle_timeout_s: float = 30.0
     sidecar_timeout_s: float = 10.0
+    #: from this many memories on, vector search ranks sign bits and re-scores the best
+    #: candidates exactly (None: the index's default, 100k; 0 never: always exact)
+    sign_bits_from: int | None = None
 
     def __post_init__(self) -> None:
         _check_range("PROMOTION_ACCESS_THRESHOLD", self.promotion_access_threshold, 0, None)
@@ -107,6 +110,8 @@ class Settings:
         _check_range("GRAPHMEM_HEADER_TIMEOUT_S", self.header_timeout_s, 0.1, 3600)
         _check_range("GRAPHMEM_IDLE_TIMEOUT_S", self.idle_timeout_s, 0.1, 3600)
         _check_range("GRAPHMEM_SIDECAR_TIMEOUT_S", self.sidecar_timeout_s, 0.1, 3600)
+        if self.sign_bits_from is not None:
+            _check_range("GRAPHMEM_SIGN_BITS_FROM", self.sign_bits_from, 0, None)
         for kind, days in self.decay_half_life_days.items():
             if kind not in DEFAULT_HALF_LIVES:
                 raise InvalidInputError(
@@ -244,6 +249,7 @@ _ENV: dict[str, tuple[str, Any]] = {
     "GRAPHMEM_HEADER_TIMEOUT_S": ("header_timeout_s", _float),
     "GRAPHMEM_IDLE_TIMEOUT_S": ("idle_timeout_s", _float),
     "GRAPHMEM_SIDECAR_TIMEOUT_S": ("sidecar_timeout_s", _float),
+    "GRAPHMEM_SIGN_BITS_FROM": ("sign_bits_from", _int),
 }
 
 assert {attr for attr, _ in _ENV.values()} <= {f.name for f in fields(Settings)}

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graphmem import MemoryStore
+from graphmem import InvalidInputError, MemoryStore, Settings
 from graphmem._recall._index import RecallIndex
 from graphmem._recall._vectors import SignCodes, exact_top
 
@@ -91,3 +91,29 @@ def test_recall_over_sign_bits_with_every_candidate_is_exact_recall(
         store.forget(added.id, confirm=True)
         assert added.id not in [h.memory.id for h in
                                 store.recall("zebra quagga okapi", k=10, preset="vector")]
+
+
+def test_the_sign_bits_threshold_is_a_setting(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """``GRAPHMEM_SIGN_BITS_FROM``: a size from which the vector channel searches sign bits
+    (then it no longer scores every memory), 0 for exact search always, and a bad value
+    is an error naming the variable."""
+    assert Settings.from_env({"GRAPHMEM_SIGN_BITS_FROM": "5"}).sign_bits_from == 5
+    for bad in ("-1", "many"):
+        with pytest.raises(InvalidInputError, match="GRAPHMEM_SIGN_BITS_FROM"):
+            Settings.from_env({"GRAPHMEM_SIGN_BITS_FROM": bad})
+    searched: list[bool] = []
+    real = SignCodes.search
+
+    def spy(self: SignCodes, *args: object, **kwargs: object) -> object:
+        searched.append(True)
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SignCodes, "search", spy)
+    for threshold, expected in ((5, [True]), (0, []), (None, [])):
+        searched.clear()
+        with MemoryStore(tmp_path / f"db-{threshold}", embedder="hashing",
+                         settings=Settings(sign_bits_from=threshold)) as store:
+            store.add_many([f"memory number {i} about orchards" for i in range(10)])
+            assert store.recall("orchards", k=3, preset="vector")
+        assert searched == expected, threshold

@@ -136,7 +136,7 @@ class Recall:
     def _load_edges(self, index: RecallIndex) -> None:
         for kind in ("references", "co_occurs"):
             arrays = self._ctx.engine.edge_arrays(kind)
-            index.set_edges(kind, zip(arrays.src, arrays.dst, arrays.weight, strict=True))
+            index.set_edges(kind, arrays.src, arrays.dst, arrays.weight)
 
     def _refresh_edges(self, index: RecallIndex, ids: Sequence[str]) -> None:
         if len(ids) > _EDGE_REFRESH_LIMIT:
@@ -156,10 +156,11 @@ class Recall:
         with self._index_build:
             if self._index is None:
                 built = RecallIndex(self._ctx.vector_dim())
+                built.sign_bits_from = self._ctx.settings.sign_bits_from
                 scan = self._ctx.engine.scan([*ROW_FIELDS, "vector"])
                 built.load(scan.table.select(list(INDEX_FIELDS)), scan.vectors,
                            scan.has_vector)
-                built.rows = scan.table
+                built.set_rows(scan.table)
                 self._load_edges(built)
                 self._load_graph(built)
                 self._index = built
@@ -267,7 +268,8 @@ class Recall:
             if record_access and hits and not self._ctx.engine.read_only:
                 self._record(index, positions)
         self._prefetch([index.ids[pos] for pos, _ in hits])
-        result = [self._hit(index, pos, rank, explanation)
+        snapshot = self._from_snapshot(index, [pos for pos, _ in hits])
+        result = [self._hit(index, pos, rank, explanation, snapshot.get(pos))
                   for rank, (pos, explanation) in enumerate(hits, start=1)]
         self._recent.append(_RecallRecord(query, [h.memory.id for h in result]))
         if candidates is not None:
@@ -598,8 +600,19 @@ class Recall:
             for p in positions}
         self._access.submit(rows)
 
-    def _hit(self, index: RecallIndex, pos: int, rank: int, explanation: Explanation) -> Hit:
-        memory = self._cached(index.ids[pos])
+    def _from_snapshot(self, index: RecallIndex, positions: Sequence[int]
+                       ) -> dict[int, Memory]:
+        """The hits that neither the row cache holds nor a fetch brings, materialised
+        from the index snapshot together."""
+        with self._cache_lock:
+            wanted = [p for p in positions if index.ids[p] not in self._cache
+                      and index.ids[p] not in self._inflight]
+        return {pos: memory_from_fields(row) for pos, row in index.rows_at(wanted).items()}
+
+    def _hit(self, index: RecallIndex, pos: int, rank: int, explanation: Explanation,
+             memory: Memory | None = None) -> Hit:
+        if memory is None:
+            memory = self._cached(index.ids[pos])
         memory = memory.model_copy(update={
             "access_count": int(index.access_count[pos]),
             "last_accessed": index.last_accessed[pos],

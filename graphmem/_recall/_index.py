@@ -9,7 +9,6 @@ updates it, so a query never scans the database.
 from __future__ import annotations
 
 import math
-import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -18,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .._arrow import column_values, numbers, to_pylist
+from .._arrow import column_values, indices, numbers, to_pylist
 from .._models import Kind, Status
 from ._bm25 import BM25Index
 from ._entities import EntityIndex
@@ -65,27 +64,118 @@ def _aware(value: Any) -> Any:
     return value
 
 
+def _first_order(a: np.ndarray, b: np.ndarray, w: np.ndarray, rank: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs ``(a, b)`` made unique: weights added up in ``rank`` order, each pair at the
+    rank of its first occurrence (what a dict of dicts filled in that order holds)."""
+    order = np.lexsort((rank, b, a))
+    a, b, w, rank = a[order], b[order], w[order], rank[order]
+    if a.size == 0:
+        return a, b, w, rank
+    first = np.ones(a.size, dtype=bool)
+    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    starts = np.flatnonzero(first)
+    return a[starts], b[starts], np.add.reduceat(w, starts), rank[starts]
+
+
+class EdgeTable:
+    """Undirected weighted edges between positions, as compressed rows (two numpy
+    arrays, ~12 bytes an edge and direction; a dict of dicts took ~100) built in bulk;
+    rows changed since live in ``overlay``. A row's neighbours keep the order in which
+    their edges came, as a dict filled edge by edge would."""
+
+    def __init__(self, size: int = 0, src: np.ndarray | None = None,
+                 dst: np.ndarray | None = None, weight: np.ndarray | None = None) -> None:
+        self.overlay: dict[int, dict[int, float]] = {}
+        if src is None or dst is None or weight is None or len(src) == 0:
+            self.indptr = np.zeros(size + 1, dtype=np.int64)
+            self.indices = np.zeros(0, dtype=np.int32)
+            self.weights = np.zeros(0)
+            return
+        m = len(src)
+        a = np.empty(2 * m, dtype=np.int64)
+        b = np.empty(2 * m, dtype=np.int64)
+        a[0::2], a[1::2] = src, dst
+        b[0::2], b[1::2] = dst, src
+        w = np.repeat(np.asarray(weight, dtype=np.float64), 2)
+        valid = (a >= 0) & (b >= 0) & (a != b)
+        a, b, w = a[valid], b[valid], w[valid]
+        a, b, w, rank = _first_order(a, b, w, np.arange(a.size))
+        order = np.lexsort((rank, a))
+        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(a, minlength=size))])
+        self.indices = b[order].astype(np.int32)
+        self.weights = w[order]
+
+    def row(self, pos: int) -> tuple[np.ndarray, np.ndarray]:
+        """The neighbours of ``pos`` and the weights, as arrays."""
+        found = self.overlay.get(pos)
+        if found is not None:
+            return (np.fromiter(found, dtype=np.int64, count=len(found)),
+                    np.fromiter(found.values(), dtype=np.float64, count=len(found)))
+        if pos + 1 >= len(self.indptr):
+            return _NO_NEIGHBOURS
+        start, end = self.indptr[pos], self.indptr[pos + 1]
+        return self.indices[start:end].astype(np.int64), self.weights[start:end]
+
+    def get(self, pos: int) -> dict[int, float]:
+        """The neighbours of ``pos`` and the weights, as a new dict."""
+        found = self.overlay.get(pos)
+        if found is not None:
+            return dict(found)
+        others, weights = self.row(pos)
+        return dict(zip(others.tolist(), weights.tolist(), strict=True))
+
+    def set(self, pos: int, neighbours: dict[int, float]) -> None:
+        self.overlay[pos] = neighbours
+
+    def bulk(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every compressed row's edges (row, neighbour, weight), overlay rows left out."""
+        rows = np.repeat(np.arange(len(self.indptr) - 1, dtype=np.int64),
+                         np.diff(self.indptr))
+        keep = ~np.isin(rows, np.fromiter(self.overlay, dtype=np.int64,
+                                          count=len(self.overlay)))
+        return rows[keep], self.indices[keep].astype(np.int64), self.weights[keep]
+
+
 class Adjacency:
     """REFERENCES and CO_OCCURS combined with fixed weights, as compressed rows (the
-    ``limit`` strongest neighbours of each memory). Built once; the rows of memories
-    whose edges change later live in ``overlay``."""
+    ``limit`` strongest neighbours of each memory). Built once, in bulk; the rows of
+    memories whose edges change later live in ``overlay``."""
 
     def __init__(self, index: RecallIndex, references: float, co_occurs: float,
                  limit: int) -> None:
         self._index = index
         self.key = (references, co_occurs, limit)
-        counts = np.zeros(index.size + 1, dtype=np.int64)
-        rows = []
-        for pos in range(index.size):
-            merged = index.merged_neighbours(pos, references, co_occurs, limit)
-            rows.append(merged)
-            counts[pos + 1] = len(merged)
-        self.indptr = np.cumsum(counts)
-        self.indices = np.fromiter((k for r in rows for k in r), dtype=np.int64,
-                                   count=int(self.indptr[-1]))
-        self.weights = np.fromiter((v for r in rows for v in r.values()), dtype=np.float64,
-                                   count=int(self.indptr[-1]))
+        size = index.size
+        parts = []
+        for table_no, (scale, table) in enumerate(((references, index.references),
+                                                   (co_occurs, index.co_occurs))):
+            if scale <= 0:
+                continue
+            rows, others, weights = table.bulk()
+            # insertion rank: a reference neighbour before any co-occurrence one
+            within = np.arange(rows.size) - table.indptr[rows] if rows.size else rows
+            parts.append((rows, others, scale * weights, table_no * (1 << 32) + within))
+        if parts:
+            a, b, w, rank = _first_order(*(np.concatenate(p) for p in zip(*parts,
+                                                                         strict=True)))
+        else:
+            a = b = rank = np.zeros(0, dtype=np.int64)
+            w = np.zeros(0)
+        counts = np.bincount(a, minlength=size)
+        # rows over the limit keep their strongest (ties: the earlier), in that order;
+        # the others keep insertion order
+        big = counts[a] > limit
+        order = np.lexsort((rank, np.where(big, -w, 0.0), a))
+        a, b, w = a[order], b[order], w[order]
+        starts = np.concatenate([[0], np.cumsum(counts)])[:-1]
+        keep = (np.arange(a.size) - starts[a]) < limit if a.size else a.astype(bool)
+        a, b, w = a[keep], b[keep], w[keep]
+        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(a, minlength=size))])
+        self.indices = b
+        self.weights = w
         self.overlay: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.refresh({*index.references.overlay, *index.co_occurs.overlay})
 
     def refresh(self, positions: Iterable[int]) -> None:
         references, co_occurs, limit = self.key
@@ -109,11 +199,13 @@ class RecallIndex:
     """Positions are stable for the life of the index; ``pos[id]`` finds one."""
 
     #: From this many memories on, vector search reads the sign bits of every vector and
-    #: re-scores the ``SIGN_CANDIDATES`` nearest exactly, instead of reading every float32
-    #: vector (``nearest``; recall and speed against exact: ``eval/bench_scale.py``). Off
-    #: unless ``GRAPHMEM_SIGN_BITS_FROM`` sets a size: it finds ~0.78 of the exact top 10
-    #: on the benchmark's vectors, not yet measured on real ones.
-    SIGN_BITS_FROM = int(os.environ.get("GRAPHMEM_SIGN_BITS_FROM") or sys.maxsize)
+    #: re-scores the nearest ``candidates`` exactly, instead of reading every float32
+    #: vector (``nearest``). On the bundled MiniLM's vectors of 100k memories, 4,000
+    #: candidates kept 0.995 of the exact top 10 at half the time
+    #: (``python -m eval.bench_recall``). ``Settings.sign_bits_from``
+    #: (``GRAPHMEM_SIGN_BITS_FROM``) moves it for one store; 0 means always exact.
+    SIGN_BITS_FROM = 100_000
+    #: candidates re-scored exactly: at least this many, and at least ``n / 25``
     SIGN_CANDIDATES = 4_000
 
     def __init__(self, dim: int, capacity: int = 1024) -> None:
@@ -141,8 +233,8 @@ class RecallIndex:
         self.superseded_by: list[tuple[str, ...]] = []
         self.owner_codes: dict[str | None, int] = {}
         self.bm25 = BM25Index()
-        self.references: dict[int, dict[int, float]] = {}
-        self.co_occurs: dict[int, dict[int, float]] = {}
+        self.references = EdgeTable()
+        self.co_occurs = EdgeTable()
         # A columnar snapshot of the memories' rows as of the build (~42 MB at 100k):
         # a hit is materialised from it in ~0.2 ms instead of a ~1 ms database lookup.
         # Rows changed since are ``stale`` and come from the store instead.
@@ -154,6 +246,8 @@ class RecallIndex:
         self.entities = EntityIndex()
         #: the vectors' sign bits, built on the first search that uses them, then kept
         self._signs: SignCodes | None = None
+        #: ``Settings.sign_bits_from`` of the store (None: ``SIGN_BITS_FROM``)
+        self.sign_bits_from: int | None = None
 
     @property
     def size(self) -> int:
@@ -316,41 +410,59 @@ class RecallIndex:
 
     def row(self, pos: int) -> dict[str, Any] | None:
         """The snapshot row of ``pos`` when it is still current."""
-        if not self.has_row(pos):
-            return None
-        assert self.rows is not None
-        return to_pylist(self.rows.slice(pos, 1))[0]
+        return self.rows_at([pos]).get(pos)
 
-    def set_edges(self, kind: str, edges: Iterable[tuple[str, str, float]]) -> None:
-        """Replace every edge of ``kind`` (both directions are walked)."""
-        table: dict[int, dict[int, float]] = {}
-        for src, dst, weight in edges:
-            a, b = self.pos.get(src, -1), self.pos.get(dst, -1)
-            if a < 0 or b < 0 or a == b:
-                continue
-            table.setdefault(a, {})[b] = table.get(a, {}).get(b, 0.0) + float(weight)
-            table.setdefault(b, {})[a] = table.get(b, {}).get(a, 0.0) + float(weight)
-        setattr(self, kind, table)
+    def rows_at(self, positions: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """The snapshot rows of those ``positions`` that are still current, converted
+        together (one conversion per column, not per row and column)."""
+        current = list(dict.fromkeys(p for p in positions if self.has_row(p)))
+        if not current:
+            return {}
+        assert self.rows is not None
+        # a gather from one chunk per column (``set_rows``); ``take`` across several
+        # chunks concatenated whole columns first (~10 ms a recall at 100k)
+        return dict(zip(current, to_pylist(self.rows.take(indices(current))), strict=True))
+
+    def set_rows(self, table: pa.Table) -> None:
+        """Keep ``table`` (every memory's row, in position order) as the snapshot, each
+        column in one chunk."""
+        self.rows = table.combine_chunks()
+        self.stale.clear()
+
+    def set_edges(self, kind: str, src: Sequence[str], dst: Sequence[str],
+                  weight: np.ndarray) -> None:
+        """Replace every edge of ``kind`` (both directions are walked): ids of the
+        sources and targets, and the weights."""
+        where = self.pos.get
+        a = np.fromiter((where(i, -1) for i in src), dtype=np.int64, count=len(src))
+        b = np.fromiter((where(i, -1) for i in dst), dtype=np.int64, count=len(dst))
+        setattr(self, kind, EdgeTable(self.size, a, b, np.asarray(weight, dtype=np.float64)))
         self._adjacency.clear()
 
     def replace_edges_of(self, kind: str, memory_id: str,
                          edges: Iterable[tuple[str, float]]) -> None:
         """Refresh the ``kind`` edges touching one memory: (other id, weight) pairs."""
-        table: dict[int, dict[int, float]] = getattr(self, kind)
+        table: EdgeTable = getattr(self, kind)
         a = self.pos.get(memory_id)
         if a is None:
             return
-        old = table.pop(a, {})
+        old = table.get(a)
         for b in old:
-            table.get(b, {}).pop(a, None)
+            row = table.get(b)
+            row.pop(a, None)
+            table.set(b, row)
+        mine: dict[int, float] = {}
         touched = {a, *old}
         for other, weight in edges:
             b = self.pos.get(other, -1)
             if b < 0 or b == a:
                 continue
             touched.add(b)
-            table.setdefault(a, {})[b] = table.get(a, {}).get(b, 0.0) + weight
-            table.setdefault(b, {})[a] = table.get(b, {}).get(a, 0.0) + weight
+            mine[b] = mine.get(b, 0.0) + weight
+            row = table.get(b)
+            row[a] = row.get(a, 0.0) + weight
+            table.set(b, row)
+        table.set(a, mine)
         for adjacency in self._adjacency.values():
             adjacency.refresh(touched)
 
@@ -416,7 +528,10 @@ class RecallIndex:
         cosines, best first), and the cosine of every memory when the search computed
         them all (exact search, below ``SIGN_BITS_FROM`` memories), else None."""
         n = self.size
-        if n < self.SIGN_BITS_FROM:
+        threshold = self.SIGN_BITS_FROM
+        if self.sign_bits_from is not None:  # the store's setting; 0 turns them off
+            threshold = self.sign_bits_from or sys.maxsize
+        if n < threshold:
             similarity = self.vectors[:n] @ query
             similarity[~self.has_vector[:n]] = -np.inf
             positions, scores = top_scores(similarity, k, mask)
@@ -425,9 +540,14 @@ class RecallIndex:
         if signs is None or len(signs) < n:
             signs = self._signs = SignCodes.from_vectors(self.vectors[:n])
         positions, scores = signs.search(query, self.vectors[:n], k=k,
-                                         candidates=max(self.SIGN_CANDIDATES, k),
+                                         candidates=self.sign_candidates(n, k),
                                          mask=mask & self.has_vector[:n])
         return positions, scores, None
+
+    @classmethod
+    def sign_candidates(cls, n: int, k: int) -> int:
+        """How many sign-bit candidates a search for ``k`` among ``n`` re-scores exactly."""
+        return max(cls.SIGN_CANDIDATES, n // 25, k)
 
     def head(self, pos: int, eligible: np.ndarray, as_of: datetime | None = None) -> int:
         """The current version of ``pos``: follow superseded-by to the newest memory that
@@ -451,7 +571,7 @@ class RecallIndex:
         for weight, table in ((references, self.references), (co_occurs, self.co_occurs)):
             if weight <= 0:
                 continue
-            for other, w in table.get(pos, {}).items():
+            for other, w in table.get(pos).items():
                 out[other] = out.get(other, 0.0) + weight * w
         if len(out) > limit:
             out = dict(sorted(out.items(), key=lambda kv: -kv[1])[:limit])

@@ -47,21 +47,19 @@ def _subgraph(seeds: np.ndarray, row: Row, depth: int
             break
         nodes = np.union1d(nodes, fresh)
         frontier = fresh
-    src, dst, weight = [], [], []
-    for i, node in enumerate(nodes.tolist()):
-        others, weights = rows[node] if node in rows else row(node)
-        if others.size == 0:
-            continue
-        local = np.searchsorted(nodes, others)
-        local = np.minimum(local, len(nodes) - 1)
-        inside = nodes[local] == others
-        src.append(np.full(int(inside.sum()), i, dtype=np.int64))
-        dst.append(local[inside])
-        weight.append(weights[inside])
-    if not src:
+    gathered = [rows[node] if node in rows else row(node) for node in nodes.tolist()]
+    lengths = np.fromiter((len(others) for others, _ in gathered), dtype=np.int64,
+                          count=len(gathered))
+    if not lengths.any():
         empty = np.zeros(0, dtype=np.int64)
         return nodes, empty, empty, np.zeros(0)
-    return nodes, np.concatenate(src), np.concatenate(dst), np.concatenate(weight)
+    # every row at once: the edges of node i, in node order, kept when they end inside
+    others = np.concatenate([o for o, _ in gathered]).astype(np.int64, copy=False)
+    weights = np.concatenate([w for _, w in gathered]).astype(np.float64, copy=False)
+    src = np.repeat(np.arange(len(nodes), dtype=np.int64), lengths)
+    local = np.minimum(np.searchsorted(nodes, others), len(nodes) - 1)
+    inside = nodes[local] == others
+    return nodes, src[inside], local[inside], weights[inside]
 
 
 def local_ppr(
