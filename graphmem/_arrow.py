@@ -60,7 +60,7 @@ def column_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
     return array.to_pylist()
 
 
-def to_pylist(table: pa.Table) -> list[dict[str, Any]]:
+def to_pylist(table: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:
     """``table.to_pylist()``, the same values, without importing pandas."""
     names = table.column_names
     columns = [column_values(c) for c in table.columns]

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from graphmem import InvalidInputError, MemoryStore, Settings
+from graphmem._kuzu._rows import decode_vector, decode_vectors, encode_vector
 from graphmem._recall._index import RecallIndex
 from graphmem._recall._vectors import SignCodes, exact_top
 
@@ -117,3 +118,23 @@ def test_the_sign_bits_threshold_is_a_setting(tmp_path: Path,
             store.add_many([f"memory number {i} about orchards" for i in range(10)])
             assert store.recall("orchards", k=3, preset="vector")
         assert searched == expected, threshold
+
+
+@pytest.mark.parametrize("dim", [384, 5, 6, 1])
+def test_vectors_decoded_together_equal_one_by_one(dim: int) -> None:
+    """The bulk base64 decoding of a scan against decoding each vector alone: missing
+    ones, and another width (absent)."""
+    rng = np.random.default_rng(dim)
+    texts: list[str | None] = [encode_vector(rng.standard_normal(dim)) for _ in range(30)]
+    texts[3] = None
+    texts[7] = encode_vector(rng.standard_normal(dim + 3))
+    texts[11] = ""
+    matrix, present = decode_vectors(texts)
+    for i, text in enumerate(texts):
+        one = decode_vector(text)
+        if one is None or len(one) != dim:
+            assert not present[i] and not matrix[i].any(), i
+        else:
+            assert present[i] and np.array_equal(matrix[i], one), i
+    assert decode_vectors([None, None])[0].shape == (2, 0)
+    assert decode_vectors(texts, dim + 3)[1].tolist() == [i == 7 for i in range(30)]

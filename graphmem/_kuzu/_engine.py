@@ -55,7 +55,7 @@ from ._rows import (
     MODEL_COLUMNS,
     aware,
     column_value,
-    decode_vector,
+    decode_vectors,
     edge_from_row,
     edge_params,
     encode_vector,
@@ -504,16 +504,17 @@ class KuzuEngine:
             else:
                 found = self.db.read_arrow("MATCH (m:Memory) WHERE m.id IN $ids "
                                            "RETURN m.id AS id, m.vec AS vec", {"ids": page})
-            for memory_id, text in zip(found.column("id").to_pylist(),
-                                       found.column("vec").to_pylist(), strict=True):
-                row, vector = where.get(memory_id), decode_vector(text)
-                if row is None or vector is None:
-                    continue
-                if not matrix.shape[1]:  # the first vector sets the width, as in _matrix
-                    matrix = np.zeros((len(ids), len(vector)), dtype=np.float32)
-                if len(vector) == matrix.shape[1]:
-                    matrix[row] = vector
-                    present[row] = True
+            rows = np.fromiter((where.get(i, -1) for i in found.column("id").to_pylist()),
+                               dtype=np.int64, count=found.num_rows)
+            # the first vector sets the width, as in _matrix
+            vectors, ok = decode_vectors(found.column("vec").to_pylist(),
+                                         matrix.shape[1] or None)
+            ok &= rows >= 0
+            if ok.any():
+                if not matrix.shape[1]:
+                    matrix = np.zeros((len(ids), vectors.shape[1]), dtype=np.float32)
+                matrix[rows[ok]] = vectors[ok]
+                present[rows[ok]] = True
         return matrix, present
 
     def _arrow_scan(self, columns: Sequence[str], *, owner: str | None) -> pa.Table:
@@ -802,15 +803,7 @@ def _copy_edges(tx: Tx, kind: str, edges: Sequence[EdgeRecord]) -> None:
 
 def _matrix(encoded: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
     """base64 vectors as one float32 matrix (zero rows where missing) and a presence mask."""
-    decoded = [decode_vector(v) for v in encoded]
-    dim = next((len(v) for v in decoded if v is not None), 0)
-    matrix = np.zeros((len(decoded), dim), dtype=np.float32)
-    present = np.zeros(len(decoded), dtype=bool)
-    for i, vector in enumerate(decoded):
-        if vector is not None and len(vector) == dim:
-            matrix[i] = vector
-            present[i] = True
-    return matrix, present
+    return decode_vectors(encoded)
 
 
 def _utc(table: pa.Table) -> pa.Table:

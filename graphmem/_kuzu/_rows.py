@@ -85,6 +85,47 @@ def decode_vector(text: str | None) -> np.ndarray | None:
     return np.frombuffer(base64.b64decode(text), dtype=np.float32)
 
 
+def decode_vectors(texts: Sequence[str | None], dim: int | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """base64 vectors as rows of one float32 matrix and which rows hold one: the width is
+    ``dim``, else the first vector's; a vector of another width counts as none. Vectors
+    whose base64 has no padding (384 dimensions: 2,048 characters) are decoded in one
+    call; the rest one by one.
+
+    >>> texts = [encode_vector(np.ones(3)), None, encode_vector(np.arange(3.0))]
+    >>> matrix, present = decode_vectors(texts)
+    >>> matrix.tolist(), present.tolist()
+    ([[1.0, 1.0, 1.0], [0.0, 0.0, 0.0], [0.0, 1.0, 2.0]], [True, False, True])
+    """
+    if dim is None:
+        first = decode_vector(next((t for t in texts if t), None))
+        dim = 0 if first is None else len(first)
+    matrix = np.zeros((len(texts), dim), dtype=np.float32)
+    present = np.zeros(len(texts), dtype=bool)
+    if not dim:
+        return matrix, present
+    width = 4 * -(-dim * 4 // 3)  # base64 characters of one vector
+    whole, parts = [], []
+    for i, text in enumerate(texts):
+        if text and len(text) == width and text[-1] != "=":
+            whole.append(i)
+            parts.append(text)
+    if whole:
+        try:
+            decoded = base64.b64decode("".join(parts), validate=True)
+        except ValueError:  # a stray character: one by one, below
+            pass
+        else:
+            matrix[whole] = np.frombuffer(decoded, dtype=np.float32).reshape(len(whole), dim)
+            present[whole] = True
+    for i, text in enumerate(texts):
+        if text and not present[i]:
+            vector = decode_vector(text)
+            if vector is not None and len(vector) == dim:
+                matrix[i], present[i] = vector, True
+    return matrix, present
+
+
 def naive(value: Any) -> Any:
     """Aware datetimes as naive UTC (what Kuzu stores), recursively through lists."""
     if isinstance(value, datetime) and value.tzinfo is not None:

@@ -239,6 +239,8 @@ class RecallIndex:
         # a hit is materialised from it in ~0.2 ms instead of a ~1 ms database lookup.
         # Rows changed since are ``stale`` and come from the store instead.
         self.rows: pa.Table | None = None
+        self._row_batches: list[pa.RecordBatch] = []
+        self._row_starts = np.zeros(1, dtype=np.int64)
         self.stale: set[int] = set()
         self._adjacency: dict[tuple[float, float, int], Adjacency] = {}
         self.session: list[str | None] = []
@@ -413,20 +415,26 @@ class RecallIndex:
         return self.rows_at([pos]).get(pos)
 
     def rows_at(self, positions: Sequence[int]) -> dict[int, dict[str, Any]]:
-        """The snapshot rows of those ``positions`` that are still current, converted
-        together (one conversion per column, not per row and column)."""
-        current = list(dict.fromkeys(p for p in positions if self.has_row(p)))
-        if not current:
-            return {}
-        assert self.rows is not None
-        # a gather from one chunk per column (``set_rows``); ``take`` across several
-        # chunks concatenated whole columns first (~10 ms a recall at 100k)
-        return dict(zip(current, to_pylist(self.rows.take(indices(current))), strict=True))
+        """The snapshot rows of those ``positions`` that are still current, gathered
+        from each record batch they lie in and converted together (``take`` over the
+        whole multi-chunk table concatenated every column first: ~10 ms at 100k)."""
+        current = np.array(list(dict.fromkeys(p for p in positions if self.has_row(p))),
+                           dtype=np.int64)
+        out: dict[int, dict[str, Any]] = {}
+        if current.size == 0:
+            return out
+        which = np.searchsorted(self._row_starts, current, side="right") - 1
+        for batch in np.unique(which).tolist():
+            chosen = current[which == batch]
+            rows = self._row_batches[batch].take(indices(chosen - self._row_starts[batch]))
+            out.update(zip(chosen.tolist(), to_pylist(rows), strict=True))
+        return out
 
     def set_rows(self, table: pa.Table) -> None:
-        """Keep ``table`` (every memory's row, in position order) as the snapshot, each
-        column in one chunk."""
-        self.rows = table.combine_chunks()
+        """Keep ``table`` (every memory's row, in position order) as the snapshot."""
+        self.rows = table
+        self._row_batches = table.to_batches()
+        self._row_starts = np.cumsum([0, *(b.num_rows for b in self._row_batches)])
         self.stale.clear()
 
     def set_edges(self, kind: str, src: Sequence[str], dst: Sequence[str],
