@@ -192,3 +192,17 @@ def test_query_window() -> None:
 ])
 def test_is_temporal_question(question: str, temporal: bool) -> None:
     assert is_temporal_question(question) is temporal
+
+
+@pytest.mark.parametrize("n", ["3000", "4000", "9999", "100000", "99999999999999999999"])
+@pytest.mark.parametrize("unit", ["days", "weeks", "months", "years", "decades"])
+@pytest.mark.parametrize("template", ["{n} {u} ago", "I will go in {n} {u}",
+                                      "the {u} after {n} {u} ago",
+                                      "the week before, {n} {u} ago", "{n} {u} ago at 3 pm"])
+def test_times_beyond_the_calendar_are_left_out(n: str, unit: str, template: str) -> None:
+    """"4000 years ago" (LongMemEval has it) names no date Python can hold: the
+    expression is left out, the rest of the text is still read, nothing raises."""
+    now = datetime(2023, 5, 10, 12, 0, tzinfo=UTC)
+    text = template.format(n=n, u=unit) + "; two weeks ago we went camping."
+    assert [(t.surface, t.window.label) for t in parse_times(text, now)][-1:] == \
+        [("two weeks ago", "2023-W17")]

@@ -522,7 +522,10 @@ def _candidates(text: str, ctx: _Ctx) -> list[_Found]:
             continue
         cue = "cue" in pattern.groupindex  # words before the expression, not part of it
         for m in pattern.finditer(text):
-            result = handler(m, ctx)
+            try:
+                result = handler(m, ctx)
+            except (ValueError, OverflowError):  # "4000 years ago": no such date here
+                result = None
             if result is not None:
                 start = m.end("cue") if cue and m["cue"] else m.start()
                 out.append(_Found(start, m.end(), result[0], result[1]))
@@ -550,27 +553,37 @@ def _compose(found: list[_Found], c: _Ctx) -> list[_Found]:
     "early/mid/late" applied."""
     out: list[_Found] = []
     for i, f in enumerate(found):
-        if i + 1 < len(found):
-            _year_from_range(f, found[i + 1], c)
-        if f.anchor is not None:
-            nxt = found[i + 1] if i + 1 < len(found) else None
-            if nxt is not None and nxt.window is not None and nxt.anchor is None and \
-                    c.text[f.end:nxt.start].strip() in ("", ","):
-                f.window, f.relative = _anchored(f.anchor, nxt.window.start, c.tz), nxt.relative
-                f.end = nxt.end
-                nxt.window = None  # absorbed
-            else:
-                previous = next((g for g in reversed(out) if g.window is not None), None)
-                if previous is not None and previous.window is not None:
-                    f.window = _anchored(f.anchor, previous.window.start, c.tz)
-                elif c.now is not None:
-                    f.window = _anchored(f.anchor, c.now, c.tz)
-        if f.window is None:
+        try:
+            _resolve(found, i, out, c)
+        except (ValueError, OverflowError):  # beyond the calendar (year 1 to 9999)
             continue
-        _with_clock(f, c)
-        _with_prefix(f, c)
-        out.append(f)
+        if f.window is not None:
+            out.append(f)
     return out
+
+
+def _resolve(found: list[_Found], i: int, out: list[_Found], c: _Ctx) -> None:
+    """``found[i]`` joined to its clock time, anchored, and with its prefix applied."""
+    f = found[i]
+    if i + 1 < len(found):
+        _year_from_range(f, found[i + 1], c)
+    if f.anchor is not None:
+        nxt = found[i + 1] if i + 1 < len(found) else None
+        if nxt is not None and nxt.window is not None and nxt.anchor is None and \
+                c.text[f.end:nxt.start].strip() in ("", ","):
+            f.window, f.relative = _anchored(f.anchor, nxt.window.start, c.tz), nxt.relative
+            f.end = nxt.end
+            nxt.window = None  # absorbed
+        else:
+            previous = next((g for g in reversed(out) if g.window is not None), None)
+            if previous is not None and previous.window is not None:
+                f.window = _anchored(f.anchor, previous.window.start, c.tz)
+            elif c.now is not None:
+                f.window = _anchored(f.anchor, c.now, c.tz)
+    if f.window is None:
+        return
+    _with_clock(f, c)
+    _with_prefix(f, c)
 
 
 def _year_from_range(f: _Found, nxt: _Found, c: _Ctx) -> None:
