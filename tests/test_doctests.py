@@ -48,6 +48,7 @@ EXAMPLED = {
     "graphmem._recall._config": 7,
     "graphmem._recall._fusion": 7,
     "graphmem._recall._hits": 2,
+    "graphmem._recall._vectors": 1,
     "graphmem._recall._walk": 7,
     "graphmem._redact": 1,
     "graphmem._derive": 2,

@@ -11,7 +11,7 @@ import pytest
 from graphmem import InvalidInputError, MemoryStore, Settings
 from graphmem._kuzu._rows import decode_vector, decode_vectors, encode_vector
 from graphmem._recall._index import RecallIndex
-from graphmem._recall._vectors import SignCodes, exact_top
+from graphmem._recall._vectors import SignCodes, exact_top, nearest_codes
 
 
 def _data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -138,3 +138,19 @@ def test_vectors_decoded_together_equal_one_by_one(dim: int) -> None:
             assert present[i] and np.array_equal(matrix[i], one), i
     assert decode_vectors([None, None])[0].shape == (2, 0)
     assert decode_vectors(texts, dim + 3)[1].tolist() == [i == 7 for i in range(30)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_histogram_cut_picks_the_smallest_distances(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 3000))
+    distances = rng.integers(0, 40, n).astype(np.uint16)
+    distances[rng.random(n) < 0.2] = np.iinfo(np.uint16).max  # masked rows
+    pool = int(rng.integers(1, n + 1))
+    chosen = nearest_codes(distances, pool)
+    assert len(chosen) == pool and np.all(np.diff(chosen) > 0)
+    rest = np.setdiff1d(np.arange(n), chosen)
+    if rest.size:
+        assert distances[chosen].max() <= distances[rest].min()
+        cut = distances[chosen].max()  # ties at the cut go to the lowest positions
+        assert not np.any(rest[distances[rest] == cut] < chosen[distances[chosen] == cut].max())
