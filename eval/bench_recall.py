@@ -26,7 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -147,14 +147,31 @@ def vector_search(matrix: np.ndarray, queries: np.ndarray, candidates: int) -> N
           f"built in {build_s:.1f} s")
 
 
-def preset_runs(memories: int) -> list[tuple[str, str, int]]:
-    """(label, preset, sign-bits threshold) of each timed run: every preset as the store
-    runs it, and from the sign-bits threshold on, ``vector`` and ``default`` again with
-    exact vector search (the baseline)."""
-    runs = [(name, name, RecallIndex.SIGN_BITS_FROM) for name in PRESETS]
-    if memories >= RecallIndex.SIGN_BITS_FROM:
+def preset_runs(memories: int) -> Iterator[tuple[str, str]]:
+    """(label, preset) of each timed run, with the sign-bits threshold set for it: every
+    preset as the store runs it, and from the threshold on, ``vector`` and ``default``
+    again with exact vector search (the baseline). The threshold is restored after."""
+    saved = RecallIndex.SIGN_BITS_FROM
+    runs = [(name, name, saved) for name in PRESETS]
+    if memories >= saved:
         runs += [(f"{name}, exact", name, sys.maxsize) for name in ("vector", "default")]
-    return runs
+    try:
+        for label, name, threshold in runs:
+            RecallIndex.SIGN_BITS_FROM = threshold
+            yield label, name
+    finally:
+        RecallIndex.SIGN_BITS_FROM = saved
+
+
+def sample_queries(store: MemoryStore, n: int, rng: random.Random) -> list[str]:
+    """``n`` queries of 3-6 words drawn from the first 5,000 stored texts (by id)."""
+    texts = [r["text"] for r in store.cypher(
+        "MATCH (m:Memory) RETURN m.text AS text ORDER BY m.id LIMIT 5000")]
+    queries = []
+    for _ in range(n):
+        words = rng.choice(texts).split()
+        queries.append(" ".join(rng.sample(words, min(len(words), rng.randint(3, 6)))))
+    return queries
 
 
 def run_size(n: int, cache: Path, n_queries: int, hnsw: bool) -> None:
@@ -170,12 +187,7 @@ def run_size(n: int, cache: Path, n_queries: int, hnsw: bool) -> None:
         store.recall("warm up the index", k=1, record_access=False)
         print(f"\n{stats.memories} memories, {sum(stats.edges.values())} edges; index built "
               f"in {time.perf_counter() - start:.1f} s")
-        texts = [r["text"] for r in store.cypher(
-            "MATCH (m:Memory) RETURN m.text AS text ORDER BY m.id LIMIT 5000")]
-        queries = []
-        for _ in range(n_queries):
-            words = rng.choice(texts).split()
-            queries.append(" ".join(rng.sample(words, min(len(words), rng.randint(3, 6)))))
+        queries = sample_queries(store, n_queries, rng)
         # This VM's speed drifts (one embedding: p50 9 to 16 ms from minute to minute), so
         # each recall is timed right after the embedding of the same query alone: the
         # ratio compares the two under the same conditions.
@@ -183,9 +195,7 @@ def run_size(n: int, cache: Path, n_queries: int, hnsw: bool) -> None:
               "same queries again. floor: the query embedding alone, timed beside each recall")
         print(f"  {'preset':<15} {'floor p50':>9} {'cold p50':>8} {'p95':>6} {'x floor':>8}"
               f"   {'warm p50':>8} {'p95':>6} {'x floor':>8}")
-        saved = RecallIndex.SIGN_BITS_FROM
-        for label, name, sign_bits_from in preset_runs(stats.memories):
-            RecallIndex.SIGN_BITS_FROM = sign_bits_from
+        for label, name in preset_runs(stats.memories):
             store.drop_caches()
             line = f"  {label:<15}"
             for phase in ("cold", "warm"):
@@ -196,7 +206,6 @@ def run_size(n: int, cache: Path, n_queries: int, hnsw: bool) -> None:
                     line += f" {f50:9.1f}"
                 line += f" {p50:8.1f} {p95:6.1f} {p50 / f50:7.2f}x  "
             print(line)
-        RecallIndex.SIGN_BITS_FROM = saved
         store.flush()
         _, matrix = store.vectors()
         vector_search(matrix, store.embedder.embed(queries[:50]),

@@ -46,6 +46,7 @@ from .bench_recall import (
     OWNERS,
     percentile,
     preset_runs,
+    sample_queries,
     time_recalls,
     vector_search,
     vocabulary,
@@ -184,22 +185,14 @@ def measure(path: Path, n_queries: int, candidates: int | None, lifecycle: bool,
         print(f"{stats.memories} memories, {sum(stats.edges.values())} edges; opened in "
               f"{open_s:.1f} s, first recall (builds the recall index) {first_s:.1f} s; "
               f"RSS {rss_mb():.0f} MB (Kuzu buffer pool {buffer_pool_mb} MB)")
-        texts = [r["text"] for r in store.cypher(
-            "MATCH (m:Memory) RETURN m.text AS text ORDER BY m.id LIMIT 5000")]
-        queries = []
-        for _ in range(n_queries):
-            words = rng.choice(texts).split()
-            queries.append(" ".join(rng.sample(words, min(len(words), rng.randint(3, 6)))))
+        queries = sample_queries(store, n_queries, rng)
         print(f"  {'preset':<16} {'floor':>6} {'p50':>7} {'p95':>7} {'x floor':>8}  (ms; floor: "
               "the query's embedding)")
-        saved = RecallIndex.SIGN_BITS_FROM
-        for label, name, sign_bits_from in preset_runs(stats.memories):
-            RecallIndex.SIGN_BITS_FROM = sign_bits_from
+        for label, name in preset_runs(stats.memories):
             times, floor = time_recalls(store, queries, name)
             f50, p50 = percentile(floor, 50), percentile(times, 50)
             print(f"  {label:<16} {f50:6.1f} {p50:7.1f} {percentile(times, 95):7.1f} "
                   f"{p50 / f50:7.2f}x")
-        RecallIndex.SIGN_BITS_FROM = saved
         print(f"  RSS after the presets {rss_mb():.0f} MB, peak {peak_rss_mb():.0f} MB")
         _, matrix = store.vectors()
         vector_search(matrix, store.embedder.embed(queries[:50]),
