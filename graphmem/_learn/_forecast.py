@@ -30,7 +30,7 @@ from .._recall._actr import activation_arrays
 from .._recall._bm25 import tokenize
 from .._settings import Settings
 from .._time import format_iso, parse_iso
-from ._linear import LinearModel, ModelFormatError, fit_logistic
+from ._linear import LinearModel, ModelFormatError, check_format, fit_logistic
 
 __all__ = [
     "BASELINES",
@@ -429,10 +429,7 @@ class ForecastModel:
     @classmethod
     def from_dict(cls, data: Any) -> ForecastModel:
         """Read a stored forecast; ``ModelFormatError`` for anything else."""
-        if not isinstance(data, Mapping) or data.get("format") != FORECAST_FORMAT:
-            found = data.get("format") if isinstance(data, Mapping) else type(data).__name__
-            raise ModelFormatError(f"not a graphmem forecast of format {FORECAST_FORMAT} "
-                                   f"(found {found!r})")
+        data = check_format(data, FORECAST_FORMAT, "forecast")
         try:
             horizon = float(data["horizon_days"])
             if not math.isfinite(horizon) or horizon <= 0:

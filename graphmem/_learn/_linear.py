@@ -14,11 +14,21 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LinearModel", "ModelFormatError", "fit_logistic"]
+__all__ = ["LinearModel", "ModelFormatError", "check_format", "fit_logistic"]
 
 
 class ModelFormatError(ValueError):
     """A stored model this graphmem does not read."""
+
+
+def check_format(data: Any, expected: str, what: str) -> Mapping[str, Any]:
+    """``data`` as a mapping when it declares format ``expected``; else
+    ``ModelFormatError`` naming ``what`` was expected and what was found."""
+    if not isinstance(data, Mapping) or data.get("format") != expected:
+        found = data.get("format") if isinstance(data, Mapping) else type(data).__name__
+        raise ModelFormatError(f"not a graphmem {what} of format {expected} "
+                               f"(found {found!r})")
+    return data
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import numpy as np
 from .._recall._hits import LearnedInfo
 from .._time import format_iso, parse_iso
 from ._features import FEATURE_SET, FEATURES, Candidates
-from ._linear import LinearModel, ModelFormatError, fit_logistic
+from ._linear import LinearModel, ModelFormatError, check_format, fit_logistic
 from ._samples import RankingSample
 
 __all__ = ["RANKER_FORMAT", "RankerModel", "fit_ranker", "rank_metrics", "rerank"]
@@ -55,10 +55,7 @@ class RankerModel:
     @classmethod
     def from_dict(cls, data: Any) -> RankerModel:
         """Read a stored ranker; ``ModelFormatError`` for anything else."""
-        if not isinstance(data, Mapping) or data.get("format") != RANKER_FORMAT:
-            found = data.get("format") if isinstance(data, Mapping) else type(data).__name__
-            raise ModelFormatError(f"not a graphmem ranker of format {RANKER_FORMAT} "
-                                   f"(found {found!r})")
+        data = check_format(data, RANKER_FORMAT, "ranker")
         if data.get("feature_set") != FEATURE_SET:
             raise ModelFormatError(f"the ranker uses feature set {data.get('feature_set')!r}; "
                                    f"this graphmem computes {FEATURE_SET!r}")
