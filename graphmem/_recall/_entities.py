@@ -13,6 +13,7 @@ import numpy as np
 
 from .._engine import EntityRecord, FactRecord, MentionRecord
 from .._kg import normalize
+from ._walk import neighbour_arrays
 
 __all__ = ["EntityIndex"]
 
@@ -155,8 +156,7 @@ class EntityIndex:
         found = self.memories_of.get(entity)
         if not found:
             return _EMPTY
-        return (np.fromiter(found, dtype=np.int64, count=len(found)),
-                np.fromiter(found.values(), dtype=np.float64, count=len(found)))
+        return neighbour_arrays(found)
 
     def mentioned(self, memory: int) -> Mapping[int, float]:
         return self.of_memory.get(memory, {})

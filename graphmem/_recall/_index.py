@@ -22,6 +22,7 @@ from .._models import Kind, Status
 from ._bm25 import BM25Index
 from ._entities import EntityIndex
 from ._vectors import SignCodes, top_scores
+from ._walk import neighbour_arrays
 
 __all__ = ["INDEX_FIELDS", "RecallIndex"]
 
@@ -110,8 +111,7 @@ class EdgeTable:
         """The neighbours of ``pos`` and the weights, as arrays."""
         found = self.overlay.get(pos)
         if found is not None:
-            return (np.fromiter(found, dtype=np.int64, count=len(found)),
-                    np.fromiter(found.values(), dtype=np.float64, count=len(found)))
+            return neighbour_arrays(found)
         if pos + 1 >= len(self.indptr):
             return _NO_NEIGHBOURS
         start, end = self.indptr[pos], self.indptr[pos + 1]
@@ -128,13 +128,16 @@ class EdgeTable:
     def set(self, pos: int, neighbours: dict[int, float]) -> None:
         self.overlay[pos] = neighbours
 
-    def bulk(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every compressed row's edges (row, neighbour, weight), overlay rows left out."""
+    def bulk(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every compressed row's edges (row, neighbour, weight, place in its row),
+        overlay rows left out."""
         rows = np.repeat(np.arange(len(self.indptr) - 1, dtype=np.int64),
                          np.diff(self.indptr))
+        place = np.arange(rows.size) - self.indptr[rows]
         keep = ~np.isin(rows, np.fromiter(self.overlay, dtype=np.int64,
                                           count=len(self.overlay)))
-        return rows[keep], self.indices[keep].astype(np.int64), self.weights[keep]
+        return (rows[keep], self.indices[keep].astype(np.int64), self.weights[keep],
+                place[keep])
 
 
 class Adjacency:
@@ -152,10 +155,9 @@ class Adjacency:
                                                    (co_occurs, index.co_occurs))):
             if scale <= 0:
                 continue
-            rows, others, weights = table.bulk()
+            rows, others, weights, place = table.bulk()
             # insertion rank: a reference neighbour before any co-occurrence one
-            within = np.arange(rows.size) - table.indptr[rows] if rows.size else rows
-            parts.append((rows, others, scale * weights, table_no * (1 << 32) + within))
+            parts.append((rows, others, scale * weights, table_no * (1 << 32) + place))
         if parts:
             a, b, w, rank = _first_order(*(np.concatenate(p) for p in zip(*parts,
                                                                          strict=True)))
@@ -181,9 +183,7 @@ class Adjacency:
         references, co_occurs, limit = self.key
         for pos in positions:
             merged = self._index.merged_neighbours(pos, references, co_occurs, limit)
-            self.overlay[pos] = (np.fromiter(merged, dtype=np.int64, count=len(merged)),
-                                 np.fromiter(merged.values(), dtype=np.float64,
-                                             count=len(merged)))
+            self.overlay[pos] = neighbour_arrays(merged)
 
     def row(self, pos: int) -> tuple[np.ndarray, np.ndarray]:
         found = self.overlay.get(pos)

@@ -8,9 +8,15 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-__all__ = ["hop_expansion", "local_ppr", "rows_of"]
+__all__ = ["hop_expansion", "local_ppr", "neighbour_arrays", "rows_of"]
 
 Row = Callable[[int], tuple[np.ndarray, np.ndarray]]
+
+
+def neighbour_arrays(neighbours: Mapping[int, float]) -> tuple[np.ndarray, np.ndarray]:
+    """One row as a walk reads it: the neighbours and the weights, as two arrays."""
+    return (np.fromiter(neighbours, dtype=np.int64, count=len(neighbours)),
+            np.fromiter(neighbours.values(), dtype=np.float64, count=len(neighbours)))
 
 
 def rows_of(graph: Mapping[int, Mapping[int, float]]) -> Row:
@@ -22,9 +28,7 @@ def rows_of(graph: Mapping[int, Mapping[int, float]]) -> Row:
     """
 
     def row(node: int) -> tuple[np.ndarray, np.ndarray]:
-        nbrs = graph.get(node, {})
-        return (np.fromiter(nbrs, dtype=np.int64, count=len(nbrs)),
-                np.fromiter(nbrs.values(), dtype=np.float64, count=len(nbrs)))
+        return neighbour_arrays(graph.get(node, {}))
 
     return row
 
