@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["column_values", "indices", "numbers", "to_pylist"]
+__all__ = ["column_values", "indices", "numbers", "strings", "to_pylist"]
 
 _EPOCH = datetime(1970, 1, 1)
 _EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
@@ -88,3 +88,20 @@ def indices(positions: Any) -> pa.Array:
     ``take`` of a Python list (or ``pa.array`` of one) imports pandas."""
     values = np.ascontiguousarray(positions, dtype=np.int64)
     return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def strings(values: list[str | None]) -> pa.Array:
+    """Python strings (None: null) as an Arrow string array, built from buffers:
+    ``pa.array`` of a Python list imports pandas.
+
+    >>> strings(["ab", None, "", "é"]).to_pylist()
+    ['ab', None, '', 'é']
+    """
+    encoded = [b"" if v is None else v.encode("utf-8") for v in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    present = np.array([v is not None for v in values], dtype=bool)
+    validity = None if present.all() else pa.py_buffer(
+        np.packbits(present, bitorder="little"))
+    return pa.Array.from_buffers(pa.string(), len(encoded), [
+        validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])

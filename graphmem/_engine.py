@@ -23,6 +23,7 @@ from typing import Any, Literal, NamedTuple, Protocol
 import numpy as np
 import pyarrow as pa
 
+from ._errors import InvalidInputError
 from ._models import LifecycleEvent, Memory, Version
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "NewMemory",
     "Patch",
     "WriteBatch",
+    "check_vector_dtype",
     "memory_from_fields",
 ]
 
@@ -374,7 +376,15 @@ class Engine(Protocol):
     def forgotten(self, ids: Sequence[str]) -> set[str]: ...
     def memories(self, *, owner: str | None = None) -> list[Memory]: ...
     def scan(self, fields: Sequence[str], *, owner: str | None = None,
-             ids: Sequence[str] | None = None) -> MemoryScan: ...
+             ids: Sequence[str] | None = None,
+             vector_dtype: type[np.floating[Any]] = np.float32) -> MemoryScan:
+        """Fields of every memory (of ``owner``, or these ``ids``), ordered by id; the
+        vectors as one matrix of ``vector_dtype`` (float32 or float16) when ``vector`` is
+        asked."""
+        ...
+    def memory_count(self) -> int:
+        """How many memories the store holds, whatever their state."""
+        ...
     def history(self, memory_id: str) -> list[Version]: ...
     def versions(self, *, owner: str | None = None) -> list[Version]: ...
     def events(self, query: EventQuery) -> list[LifecycleEvent]: ...
@@ -392,6 +402,21 @@ class Engine(Protocol):
               entity_ids: Sequence[str] | None = None) -> list[FactRecord]: ...
     def events_mentioning(self, memory_id: str, probe: str
                           ) -> list[tuple[str, dict[str, Any]]]: ...
+
+
+def check_vector_dtype(dtype: Any) -> None:
+    """A scan's vectors come as float32 or float16 (half the memory); anything else is
+    refused before the store is read.
+
+    >>> check_vector_dtype(np.float16)
+    >>> check_vector_dtype(np.int8)
+    Traceback (most recent call last):
+    graphmem._errors.InvalidInputError: vector_dtype must be float32 or float16, not int8
+    """
+    if np.dtype(dtype) not in (np.dtype(np.float32), np.dtype(np.float16)):
+        raise InvalidInputError(
+            f"vector_dtype must be float32 or float16, not {np.dtype(dtype).name}",
+            field="vector_dtype")
 
 
 #: Fields a scan carries as JSON text (they hold objects).

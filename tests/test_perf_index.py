@@ -14,6 +14,7 @@ from graphmem import MemoryStore
 from graphmem._arrow import to_pylist
 from graphmem._kuzu import _engine as kuzu_engine
 from graphmem._recall._index import INDEX_FIELDS, RecallIndex
+from graphmem._recall._vectors import to_bfloat16
 
 ARRAYS = ("has_vector", "status", "kind", "owner", "hot", "created", "valid_from", "valid_to",
           "access_count", "confidence", "importance")
@@ -65,6 +66,29 @@ def test_column_load_equals_row_upsert(tmp_path: Path) -> None:
                                by_columns.bm25.scores(query, n, group=group))
 
 
+@pytest.mark.parametrize("adopt", [True, False])
+def test_a_half_index_keeps_the_scans_vectors_as_bfloat16(tmp_path: Path, adopt: bool) -> None:
+    """Where sign bits serve, the index keeps bfloat16: loaded from a float16 scan (made
+    bfloat16 in place when the matrix fits the index, copied otherwise) it holds what
+    ``upsert`` of the same rows holds."""
+    with _varied_store(tmp_path / "db") as store:
+        scan = store._ctx.engine.scan([*INDEX_FIELDS, "vector"], vector_dtype=np.float16)
+    assert scan.vectors is not None and scan.vectors.dtype == np.float16
+    dim = scan.vectors.shape[1]
+    want = to_bfloat16(scan.vectors)
+    by_rows = RecallIndex(dim, half=True)
+    by_rows.upsert(to_pylist(scan.table), scan.vectors, scan.has_vector)
+    by_columns = RecallIndex(dim, capacity=1 if adopt else 10_000, half=True)
+    by_columns.load(scan.table, scan.vectors, scan.has_vector)
+    n = by_rows.size
+    assert by_rows.vectors.dtype == by_columns.vectors.dtype == np.uint16
+    assert np.array_equal(by_rows.vectors[:n], by_columns.vectors[:n])
+    kept = by_columns.has_vector[:n]
+    assert kept.sum() > 100 and np.array_equal(by_columns.vectors[:n][kept], want[kept])
+    assert not by_columns.vectors[:n][~kept].any()
+    assert np.shares_memory(by_columns.vectors, scan.vectors) is adopt
+
+
 @pytest.mark.parametrize("page", [7, 50_000])
 def test_vectors_read_in_pages_are_those_read_at_once(tmp_path: Path, page: int,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
@@ -83,3 +107,27 @@ def test_vectors_read_in_pages_are_those_read_at_once(tmp_path: Path, page: int,
         assert some.table.column_names == ["text"]
         assert np.array_equal(some.vectors, want[rows])
         assert np.array_equal(some.has_vector, want_present[rows])
+
+
+def test_the_slimmed_snapshot_gives_every_memory_as_the_store_does(tmp_path: Path) -> None:
+    """Hits are made from the index's snapshot: with the text hashes it leaves out
+    (recomputed) it gives back each memory exactly as ``get`` does
+    (but for its use, which the index keeps apart), a forgotten memory's keyed hash
+    included."""
+    from graphmem._engine import memory_from_fields
+
+    with _varied_store(tmp_path / "db") as store:
+        index = store._recall.ensure_index()
+        assert index.rows is not None
+        assert "" in index.rows.column("text_sha256").to_pylist()  # left out
+        rows = index.rows_at(range(index.size))
+        assert len(rows) == index.size > 120
+        forgotten = 0
+        for pos, row in rows.items():
+            memory = store.get(index.ids[pos])
+            assert memory is not None
+            use = {"access_count", "last_accessed", "access_times"}  # the index's own arrays
+            got = memory_from_fields(row).model_dump(exclude=use)
+            assert got == memory.model_dump(exclude=use), index.ids[pos]
+            forgotten += memory.status == "forgotten"
+        assert forgotten == 1

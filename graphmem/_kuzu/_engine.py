@@ -41,6 +41,7 @@ from .._engine import (
     MentionRecord,
     Patch,
     WriteBatch,
+    check_vector_dtype,
 )
 from .._errors import InvalidInputError
 from .._models import LifecycleEvent, Memory, Version
@@ -452,10 +453,15 @@ class KuzuEngine:
         return [memory_from_row(row) for row in
                 to_pylist(self._arrow_scan(MODEL_COLUMNS, owner=owner))]
 
+    def memory_count(self) -> int:
+        return int(self.db.read("MATCH (m:Memory) RETURN count(*)")[0][0])
+
     def scan(self, fields: Sequence[str], *, owner: str | None = None,
-             ids: Sequence[str] | None = None) -> MemoryScan:
+             ids: Sequence[str] | None = None,
+             vector_dtype: type[np.floating[Any]] = np.float32) -> MemoryScan:
         """Fields of every memory (of ``owner``, or these ``ids``), ordered by id; the
-        vectors as a matrix when ``vector`` is asked."""
+        vectors as a matrix of ``vector_dtype`` when ``vector`` is asked."""
+        check_vector_dtype(vector_dtype)
         columns = []
         for name in fields:
             column = FIELD_COLUMNS.get(name, name)
@@ -469,6 +475,7 @@ class KuzuEngine:
                 encoded = table.column("vec").to_pylist()
                 table = table.drop_columns(["vec"])
                 vectors, has_vector = _matrix(encoded)
+                vectors = vectors.astype(vector_dtype, copy=False)
         else:
             # The vectors are read apart, a page of ids at a time, into one matrix: as
             # one Arrow column of base64 text they were 2 GB at 1M memories, and their
@@ -479,7 +486,7 @@ class KuzuEngine:
                 table = table.filter(pc.is_in(table.column("id"), value_set=pa.array(list(ids))))
             if "vec" in columns:
                 vectors, has_vector = self._vectors(column_values(table.column("id")),
-                                                    paged=ids is None)
+                                                    paged=ids is None, dtype=vector_dtype)
             table = table.select([c for c in columns if c != "vec"])
         renamed = [next((f for f, c in FIELD_COLUMNS.items() if c == n), n)
                    for n in table.column_names]
@@ -488,12 +495,14 @@ class KuzuEngine:
             table = _json_columns(table)
         return MemoryScan(table=table, vectors=vectors, has_vector=has_vector)
 
-    def _vectors(self, ids: Sequence[str], *, paged: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _vectors(self, ids: Sequence[str], *, paged: bool,
+                 dtype: type[np.floating[Any]] = np.float32
+                 ) -> tuple[np.ndarray, np.ndarray]:
         """The vectors of ``ids`` (in order) as ``_matrix`` gives them, read a page at a
         time: ranges of ``ids`` when they are every memory in id order (``paged``), else
         lists of them."""
         where = {memory_id: row for row, memory_id in enumerate(ids)}
-        matrix = np.zeros((len(ids), 0), dtype=np.float32)
+        matrix = np.zeros((len(ids), 0), dtype=dtype)
         present = np.zeros(len(ids), dtype=bool)
         for start in range(0, len(ids), _PAGE):
             page = ids[start:start + _PAGE]
@@ -512,7 +521,7 @@ class KuzuEngine:
             ok &= rows >= 0
             if ok.any():
                 if not matrix.shape[1]:
-                    matrix = np.zeros((len(ids), vectors.shape[1]), dtype=np.float32)
+                    matrix = np.zeros((len(ids), vectors.shape[1]), dtype=dtype)
                 matrix[rows[ok]] = vectors[ok]
                 present[rows[ok]] = True
         return matrix, present

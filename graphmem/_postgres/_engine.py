@@ -41,6 +41,7 @@ from .._engine import (
     MentionRecord,
     Patch,
     WriteBatch,
+    check_vector_dtype,
 )
 from .._errors import InvalidInputError, StoreError
 from .._models import LifecycleEvent, Memory, Version
@@ -267,10 +268,15 @@ class PostgresEngine:
                                  params)
         return [memory_from_columns(r) for r in rows]
 
+    def memory_count(self) -> int:
+        return int(self.db.rows("SELECT count(*) FROM memories")[0][0])
+
     def scan(self, fields: Sequence[str], *, owner: str | None = None,
-             ids: Sequence[str] | None = None) -> MemoryScan:
+             ids: Sequence[str] | None = None,
+             vector_dtype: type[np.floating[Any]] = np.float32) -> MemoryScan:
         """Fields of every memory (of ``owner``, or these ``ids``), ordered by id; the
-        vectors as a matrix when ``vector`` is asked."""
+        vectors as a matrix of ``vector_dtype`` when ``vector`` is asked."""
+        check_vector_dtype(vector_dtype)
         columns: list[str] = []
         for name in fields:
             column = FIELD_COLUMNS.get(name, name)
@@ -294,7 +300,7 @@ class PostgresEngine:
         values = {c: [r[i] for r in rows] for i, c in enumerate(columns)}
         vectors = has_vector = None
         if "vec" in values:
-            vectors, has_vector = _matrix(values.pop("vec"))
+            vectors, has_vector = _matrix(values.pop("vec"), vector_dtype)
         renamed = {next((f for f, c in FIELD_COLUMNS.items() if c == n), n): v
                    for n, v in values.items()}
         kinds = {f: MEMORY_COLUMNS[FIELD_COLUMNS.get(f, f)] for f in renamed}
@@ -612,11 +618,12 @@ def _event(row: Mapping[str, Any]) -> LifecycleEvent:
     return event_from_values(row)
 
 
-def _matrix(loaded: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """pgvector values as one float32 matrix (zero rows where missing) and a mask."""
+def _matrix(loaded: Sequence[Any], dtype: type[np.floating[Any]] = np.float32
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """pgvector values as one matrix (zero rows where missing) and a mask."""
     arrays = [v.to_numpy() if v is not None else None for v in loaded]
     dim = next((len(a) for a in arrays if a is not None), 0)
-    matrix = np.zeros((len(arrays), dim), dtype=np.float32)
+    matrix = np.zeros((len(arrays), dim), dtype=dtype)
     present = np.zeros(len(arrays), dtype=bool)
     for i, vector in enumerate(arrays):
         if vector is not None and len(vector) == dim:

@@ -155,12 +155,20 @@ class Recall:
             return index
         with self._index_build:
             if self._index is None:
-                built = RecallIndex(self._ctx.vector_dim())
+                engine = self._ctx.engine
+                # Where sign bits pick the candidates, the vectors are kept at half
+                # precision (bfloat16) and read from the store at half (float16): at 1M
+                # memories 0.7 GB instead of 1.5 GB, and never both at once.
+                half = RecallIndex.uses_sign_bits_at(engine.memory_count(),
+                                                     self._ctx.settings.sign_bits_from)
+                built = RecallIndex(self._ctx.vector_dim(), half=half)
                 built.sign_bits_from = self._ctx.settings.sign_bits_from
-                scan = self._ctx.engine.scan([*ROW_FIELDS, "vector"])
+                scan = engine.scan([*ROW_FIELDS, "vector"],
+                                   vector_dtype=np.float16 if half else np.float32)
                 built.load(scan.table.select(list(INDEX_FIELDS)), scan.vectors,
                            scan.has_vector)
                 built.set_rows(scan.table)
+                del scan
                 self._load_edges(built)
                 self._load_graph(built)
                 self._index = built
@@ -558,7 +566,7 @@ class Recall:
         elif query_vector is not None:  # search did not score them all: these only
             base = np.full(n, -np.inf, dtype=np.float32)
             named_memories = np.flatnonzero(inside & index.has_vector[:n])
-            base[named_memories] = index.vectors[named_memories] @ query_vector
+            base[named_memories] = index.cosines(named_memories, query_vector)
         else:
             base = index.bm25.scores(query, n, group=group)
         scores = np.where(inside, base + bonus, -np.inf)

@@ -1,6 +1,7 @@
 """The recall index: what ranking needs, in process memory, kept in sync with the store.
 
-Vectors (a float32 matrix; exact search, see ``eval/bench_recall.py`` for HNSW against it),
+Vectors (a float32 matrix searched exactly; from ``SIGN_BITS_FROM`` memories on, bfloat16
+rows searched by sign bits, see ``_vectors.py``; ``eval/bench_recall.py`` for HNSW),
 the fields filters and ACT-R read, the BM25 postings, and the REFERENCES / CO_OCCURS
 adjacency. Built from one scan on first use; after that every commit of this process
 updates it, so a query never scans the database.
@@ -8,6 +9,7 @@ updates it, so a query never scans the database.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -17,11 +19,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .._arrow import column_values, indices, numbers, to_pylist
+from .._arrow import column_values, indices, numbers, strings, to_pylist
 from .._models import Kind, Status
 from ._bm25 import BM25Index
 from ._entities import EntityIndex
-from ._vectors import SignCodes, top_scores
+from ._vectors import SignCodes, dot_all, dot_rows, to_bfloat16, top_scores
 from ._walk import neighbour_arrays
 
 __all__ = ["INDEX_FIELDS", "RecallIndex"]
@@ -195,6 +197,25 @@ class Adjacency:
         return self.indices[start:end], self.weights[start:end]
 
 
+def _sha256(text: str | None) -> str:
+    return hashlib.sha256((text or "").encode("utf-8")).hexdigest()
+
+
+def _slim(table: pa.Table) -> pa.Table:
+    """The snapshot as the index keeps it, the same values in less memory (65 MB less at
+    1M memories): each ``text_sha256`` that is the SHA-256 of its text is left empty
+    (``rows_at`` recomputes it; a keyed one, of a forgotten memory, stays). Dictionary
+    encoding the columns of few values would save ~40 MB more, but pyarrow's dictionary
+    arrays import pandas, which a one-shot recall must not pay for."""
+    i = table.schema.get_field_index("text_sha256")
+    if i >= 0 and "text" in table.column_names:
+        sums = column_values(table.column(i))
+        kept = ["" if s is not None and s == _sha256(t) else s
+                for t, s in zip(column_values(table.column("text")), sums, strict=True)]
+        table = table.set_column(i, "text_sha256", strings(kept))
+    return table
+
+
 class RecallIndex:
     """Positions are stable for the life of the index; ``pos[id]`` finds one."""
 
@@ -208,11 +229,13 @@ class RecallIndex:
     #: candidates re-scored exactly: at least this many, and at least ``n / 25``
     SIGN_CANDIDATES = 4_000
 
-    def __init__(self, dim: int, capacity: int = 1024) -> None:
+    def __init__(self, dim: int, capacity: int = 1024, *, half: bool = False) -> None:
         self.dim = dim
         self.ids: list[str] = []
         self.pos: dict[str, int] = {}
-        self.vectors = np.zeros((capacity, dim), dtype=np.float32)
+        #: float32 rows, or bfloat16 bit patterns (``uint16``) when the index was built
+        #: ``half`` (``half_vectors``: where sign bits choose the candidates)
+        self.vectors = np.zeros((capacity, dim), dtype=np.uint16 if half else np.float32)
         self.has_vector = np.zeros(capacity, dtype=bool)
         self.status = np.full(capacity, _FORGOTTEN, dtype=np.int8)
         self.kind = np.zeros(capacity, dtype=np.int8)
@@ -270,7 +293,7 @@ class RecallIndex:
             grown = np.full(new, fill, dtype=old.dtype)
             grown[:capacity] = old
             setattr(self, name, grown)
-        vectors = np.zeros((new, self.dim), dtype=np.float32)
+        vectors = np.zeros((new, self.dim), dtype=self.vectors.dtype)
         vectors[:capacity] = self.vectors
         self.vectors = vectors
 
@@ -328,7 +351,7 @@ class RecallIndex:
                                        or (has_vector is not None and not has_vector[n])):
                 vector = None
             self.has_vector[pos] = vector is not None
-            self.vectors[pos] = vector if vector is not None else 0.0
+            self.vectors[pos] = 0 if vector is None else self._stored(vector)
             if self._signs is not None:
                 self._signs.set(pos, vector)
             self.session[pos] = row.get("session")
@@ -337,7 +360,7 @@ class RecallIndex:
                 texts.pop(pos, None)
                 self.bm25.remove(pos)
                 self.has_vector[pos] = False
-                self.vectors[pos] = 0.0
+                self.vectors[pos] = 0
                 if self._signs is not None:
                     self._signs.set(pos, None)
             else:
@@ -394,18 +417,34 @@ class RecallIndex:
         if vectors is not None and vectors.shape == (n, self.dim):
             present = np.ones(n, dtype=bool) if has_vector is None else np.asarray(has_vector)
             self.has_vector[:n] = present & ~forgotten
-            if len(self.vectors) == n and vectors.dtype == np.float32 \
-                    and vectors.flags.c_contiguous and vectors.flags.writeable:
+            adopt = len(self.vectors) == n and vectors.flags.c_contiguous \
+                and vectors.flags.writeable
+            if adopt and vectors.dtype == self.vectors.dtype:
                 self.vectors = vectors  # the scan's matrix itself: no second copy
+            elif adopt and self.vectors.dtype == np.uint16 and vectors.dtype == np.float16:
+                # float16 to bfloat16 in place, a block at a time (both two bytes a value):
+                # the scan's matrix becomes the index's, and 1M vectors never exist twice
+                for start in range(0, n, 65_536):
+                    block = vectors[start:start + 65_536]
+                    block.view(np.uint16)[:] = to_bfloat16(block)
+                self.vectors = vectors.view(np.uint16)
             else:
-                self.vectors[:n] = vectors
-            self.vectors[:n][~self.has_vector[:n]] = 0.0
+                for start in range(0, n, 65_536):  # a block at a time: no second full copy
+                    end = min(n, start + 65_536)
+                    self.vectors[start:end] = self._stored(vectors[start:end])
+            self.vectors[:n][~self.has_vector[:n]] = 0
         texts = ((pos, f"{subject}\n{text or ''}" if subject else (text or ""), context)
                  for pos, (subject, text, context) in enumerate(zip(
                      values("subject"), values("text"), values("context"), strict=True)))
         self.bm25.set_many((pos, f"{indexed}\n{context}" if context else indexed,
                             int(self.owner[pos]))
                            for pos, indexed, context in texts if not forgotten[pos])
+
+    def _stored(self, vectors: np.ndarray) -> np.ndarray:
+        """Vectors (float32 or float16) in the form this index keeps them."""
+        if self.vectors.dtype == np.uint16:
+            return to_bfloat16(vectors)
+        return np.asarray(vectors, dtype=np.float32)
 
     def has_row(self, pos: int) -> bool:
         return self.rows is not None and pos < self.rows.num_rows and pos not in self.stale
@@ -428,10 +467,15 @@ class RecallIndex:
             chosen = current[which == batch]
             rows = self._row_batches[batch].take(indices(chosen - self._row_starts[batch]))
             out.update(zip(chosen.tolist(), to_pylist(rows), strict=True))
+        for row in out.values():
+            if row.get("text_sha256") == "":  # left out of the snapshot: the text's own
+                row["text_sha256"] = _sha256(row.get("text"))
         return out
 
     def set_rows(self, table: pa.Table) -> None:
-        """Keep ``table`` (every memory's row, in position order) as the snapshot."""
+        """Keep ``table`` (every memory's row, in position order) as the snapshot, slimmed
+        (``_slim``)."""
+        table = _slim(table)
         self.rows = table
         self._row_batches = table.to_batches()
         self._row_starts = np.cumsum([0, *(b.num_rows for b in self._row_batches)])
@@ -536,11 +580,8 @@ class RecallIndex:
         cosines, best first), and the cosine of every memory when the search computed
         them all (exact search, below ``SIGN_BITS_FROM`` memories), else None."""
         n = self.size
-        threshold = self.SIGN_BITS_FROM
-        if self.sign_bits_from is not None:  # the store's setting; 0 turns them off
-            threshold = self.sign_bits_from or sys.maxsize
-        if n < threshold:
-            similarity = self.vectors[:n] @ query
+        if not self.uses_sign_bits(n):
+            similarity = dot_all(self.vectors, n, query)
             similarity[~self.has_vector[:n]] = -np.inf
             positions, scores = top_scores(similarity, k, mask)
             return positions, scores, similarity
@@ -551,6 +592,22 @@ class RecallIndex:
                                          candidates=self.sign_candidates(n, k),
                                          mask=mask & self.has_vector[:n])
         return positions, scores, None
+
+    def uses_sign_bits(self, n: int) -> bool:
+        """Whether vector search over ``n`` memories picks its candidates by sign bits."""
+        return self.uses_sign_bits_at(n, self.sign_bits_from)
+
+    @classmethod
+    def uses_sign_bits_at(cls, n: int, sign_bits_from: int | None) -> bool:
+        """``uses_sign_bits`` for a store whose ``Settings.sign_bits_from`` is given (None:
+        ``SIGN_BITS_FROM``; 0: never)."""
+        if sign_bits_from is None:
+            return n >= cls.SIGN_BITS_FROM
+        return n >= (sign_bits_from or sys.maxsize)
+
+    def cosines(self, positions: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """The cosines of ``query`` with the vectors at ``positions``."""
+        return dot_rows(self.vectors, positions, query)
 
     @classmethod
     def sign_candidates(cls, n: int, k: int) -> int:

@@ -1,19 +1,73 @@
-"""Vector search that holds at a million memories: sign bits pick candidates, the float32
-vectors re-score them exactly.
+"""Vector search that holds at a million memories: sign bits pick candidates, the vectors
+re-score them.
 
 Exact search reads every float32 vector (1.5 GB at 1M x 384: ~40x the 100k cost). One bit a
 dimension (the sign) is 48 bytes a vector; the Hamming distance to the query's signs,
 computed with XOR and popcount over 64-bit words, ranks every vector in a fraction of that
-time, and the best ``candidates`` are scored exactly, so the scores returned are exact
-cosines and only the choice of candidates is approximate (``eval/bench_scale.py`` measures
-recall@10 against exact search).
+time, and the best ``candidates`` are scored from the vectors themselves, so only the choice
+of candidates is approximate (``eval/bench_scale.py`` measures recall@10 against exact
+search).
+
+Where sign bits serve, the vectors can be kept as bfloat16 (``to_bfloat16``: the upper half of
+each float32, rounded; half the memory, a cosine within ~1e-3 of the float32 one). Widening
+them back is an integer shift, so re-scoring them costs what float32 rows cost; numpy's own
+float16 took twice as long to widen (measured: 40,000 rows of 384, 10 ms against 20 ms).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SignCodes", "exact_top", "nearest_codes", "top_scores"]
+__all__ = ["SignCodes", "as_float32", "dot_all", "dot_rows", "exact_top", "nearest_codes",
+           "to_bfloat16", "top_scores"]
+
+#: rows re-scored at a time: the gathered block stays in cache (all 40,000 candidates at
+#: once took 15.7 ms against 9.6 ms in blocks of 4,096, float32, measured at 1M)
+_BLOCK = 4096
+
+
+def to_bfloat16(vectors: np.ndarray) -> np.ndarray:
+    """float32 values as bfloat16 bit patterns (``uint16``), rounded to nearest even.
+
+    >>> as_float32(to_bfloat16(np.array([1.0, -0.5, 0.1], dtype=np.float32))).tolist()
+    [1.0, -0.5, 0.10009765625]
+    """
+    bits = np.ascontiguousarray(vectors, dtype=np.float32).view(np.uint32)
+    rounded = bits + (np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))
+    return (rounded >> np.uint32(16)).astype(np.uint16)
+
+
+def as_float32(rows: np.ndarray) -> np.ndarray:
+    """Rows of vectors as float32: bfloat16 bit patterns (``uint16``) widened, float32 as
+    they are."""
+    if rows.dtype != np.uint16:
+        return np.asarray(rows, dtype=np.float32)
+    wide = rows.astype(np.uint32)
+    wide <<= np.uint32(16)
+    return wide.view(np.float32)
+
+
+def dot_rows(vectors: np.ndarray, positions: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The dot products of ``query`` with the rows ``positions`` of ``vectors`` (float32 or
+    bfloat16), gathered a block at a time."""
+    out = np.empty(len(positions), dtype=np.float32)
+    query = np.asarray(query, dtype=np.float32)
+    for start in range(0, len(positions), _BLOCK):
+        part = positions[start:start + _BLOCK]
+        out[start:start + len(part)] = as_float32(vectors[part]) @ query
+    return out
+
+
+def dot_all(vectors: np.ndarray, n: int, query: np.ndarray) -> np.ndarray:
+    """The dot products of ``query`` with the first ``n`` rows of ``vectors``."""
+    if vectors.dtype != np.uint16:
+        return vectors[:n] @ query
+    out = np.empty(n, dtype=np.float32)
+    query = np.asarray(query, dtype=np.float32)
+    for start in range(0, n, _BLOCK):
+        end = min(n, start + _BLOCK)
+        out[start:end] = as_float32(vectors[start:end]) @ query
+    return out
 
 
 def exact_top(vectors: np.ndarray, query: np.ndarray, k: int,
@@ -66,8 +120,8 @@ class SignCodes:
         return int(self.codes.shape[1])
 
     def encode(self, vectors: np.ndarray) -> np.ndarray:
-        """Sign bits of ``vectors`` (rows), packed into 64-bit words."""
-        vectors = np.atleast_2d(vectors)
+        """Sign bits of ``vectors`` (rows, float32 or bfloat16), packed into 64-bit words."""
+        vectors = as_float32(np.atleast_2d(vectors))
         bits = np.zeros((len(vectors), self.words * 64), dtype=bool)
         bits[:, : self.dim] = vectors > 0
         return np.packbits(bits, axis=1).view(np.uint64)
@@ -99,8 +153,9 @@ class SignCodes:
 
     def search(self, query: np.ndarray, vectors: np.ndarray, *, k: int, candidates: int,
                mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """The exact top ``k`` (positions, scores; best first) among the ``candidates``
-        rows of ``vectors`` nearest to ``query`` in sign bits, ``mask`` rows only."""
+        """The top ``k`` (positions, scores; best first) among the ``candidates`` rows of
+        ``vectors`` (float32 or bfloat16) nearest to ``query`` in sign bits, ``mask`` rows
+        only, scored from the vectors."""
         n = len(vectors)
         distances = self.hamming(query, n)
         if mask is not None:
@@ -111,7 +166,7 @@ class SignCodes:
         chosen = nearest_codes(distances, pool) if pool < n else np.arange(n)
         if mask is not None:
             chosen = chosen[mask[chosen]]
-        positions, scores = exact_top(vectors[chosen], query, k)
+        positions, scores = top_scores(dot_rows(vectors, chosen, query), k)
         return chosen[positions].astype(np.int64), scores
 
 

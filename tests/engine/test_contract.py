@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graphmem import ConflictError, HashingEmbedder, MemoryInput, Status
+from graphmem import ConflictError, HashingEmbedder, InvalidInputError, MemoryInput, Status
 from graphmem._derive import TextItem, derive_fields, lifecycle_event, new_memory
 from graphmem._engine import (
     Decision,
@@ -93,6 +93,12 @@ def test_a_patch_lands_with_its_version_and_event(engine: Engine) -> None:
     assert engine.events(EventQuery(memory_id="m:a")) == [event]
     vectors = engine.scan(["id", "vector"], ids=["m:a"]).vectors
     assert vectors is not None and float(vectors[0].sum()) == 384.0
+    assert engine.memory_count() == engine.scan(["id"]).table.num_rows == 3
+    for ids in (["m:a"], None):  # looked up, and scanned
+        half = engine.scan(["id", "vector"], ids=ids, vector_dtype=np.float16).vectors
+        assert half is not None and half.dtype == np.float16 and float(half[0].sum()) == 384.0
+    with pytest.raises(InvalidInputError, match="vector_dtype"):
+        engine.scan(["id", "vector"], vector_dtype=np.int8)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not a memory field"):
         Patch("m:a", set={"vec": None})
 
