@@ -400,3 +400,16 @@ def test_the_replays_learned_ranking_is_the_presets(mem_store: MemoryStore) -> N
         assert row.rankings["learned"] != row.rankings["default"]
         row.rank_with(_ranker(False, {"kind_episodic": 2.0}))  # did not validate
         assert row.rankings["learned"] == row.rankings["default"]
+
+
+def test_session_features_describe_the_candidates_session_as_a_whole() -> None:
+    from graphmem._learn._features import _session_features
+
+    col = FEATURES.index
+    x = np.zeros((6, len(FEATURES)))
+    x[:, col("fused_rel")] = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5]
+    _session_features(x, ["a", "b", "a", None, "b", "a"])
+    assert x[:, col("session_first")].tolist() == [1, 1, 0, 1, 0, 0]
+    assert np.allclose(x[:, col("session_size")], [0.4, 0.2, 0.4, 0.0, 0.2, 0.4])
+    assert x[:, col("session_best")].tolist() == [1.0, 0.9, 1.0, 0.7, 0.9, 1.0]
+    assert np.allclose(x[:, col("session_share")], np.array([2, 1, 2, 0, 1, 2]) / 9)

@@ -14,6 +14,7 @@ rest is read from what that recall computed.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -29,7 +30,7 @@ __all__ = ["FEATURES", "FEATURE_SET", "Candidates", "capture"]
 
 #: The version of the feature list: a model or a stored sample of another version is
 #: not mixed with this one.
-FEATURE_SET = "f1"
+FEATURE_SET = "f2"
 _KINDS = tuple(k.value for k in Kind)
 FEATURES: tuple[str, ...] = (
     *(f"{c}_{part}" for c in CHANNELS for part in ("rr", "rel")),
@@ -39,6 +40,7 @@ FEATURES: tuple[str, ...] = (
     "useful_rate", "importance", "confidence", "hot", "archived",
     *(f"kind_{k}" for k in _KINDS),
     "term_overlap", "all_terms", "entity_match", "graph_path", "redirected", "session_share",
+    "session_first", "session_size", "session_best",
 )  # fmt: skip
 _COL = {name: i for i, name in enumerate(FEATURES)}
 _DAY = 86400.0
@@ -181,12 +183,33 @@ def _finish(x: np.ndarray, positions: Sequence[int], inputs: _Inputs) -> None:
             x[row, _COL["graph_path"]] = len(path)
         if p in inputs.redirected:
             x[row, _COL["redirected"]] = 1.0
-    sessions = inputs.sessions
+    _session_features(x, inputs.sessions)
+
+
+def _session_features(x: np.ndarray, sessions: Sequence[str | None]) -> None:
+    """What the candidate's session says as a whole (a memory without a session is a
+    session of its own): ``session_share``, how many of the best ``_SESSION_TOP`` others
+    share it; ``session_first``, no better-placed candidate does; ``session_size``, the
+    share of the other candidates in it; ``session_best``, its best ``fused_rel``."""
+    n = len(sessions)
     top = [s for s in sessions[:_SESSION_TOP] if s is not None]
+    size = collections.Counter(s for s in sessions if s is not None)
+    best: dict[str, float] = {}
     for row, session in enumerate(sessions):
         if session is not None:
-            others = top.count(session) - (1 if row < _SESSION_TOP else 0)
-            x[row, _COL["session_share"]] = others / (_SESSION_TOP - 1)
+            best[session] = max(best.get(session, 0.0), float(x[row, _COL["fused_rel"]]))
+    seen: set[str] = set()
+    for row, session in enumerate(sessions):
+        if session is None:
+            x[row, _COL["session_first"]] = 1.0
+            x[row, _COL["session_best"]] = x[row, _COL["fused_rel"]]
+            continue
+        others = top.count(session) - (1 if row < _SESSION_TOP else 0)
+        x[row, _COL["session_share"]] = others / (_SESSION_TOP - 1)
+        x[row, _COL["session_first"]] = session not in seen
+        seen.add(session)
+        x[row, _COL["session_size"]] = (size[session] - 1) / max(n - 1, 1)
+        x[row, _COL["session_best"]] = best[session]
 
 
 def _query_terms(x: np.ndarray, inputs: _Inputs, positions: Sequence[int]) -> None:
