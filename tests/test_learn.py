@@ -188,10 +188,11 @@ def test_rank_metrics_by_hand() -> None:
 
     sample = RankingSample("r", datetime(2026, 1, 1, tzinfo=UTC), np.zeros((12, 2)),
                            np.array([False] * 10 + [True, True]), ())
-    assert rank_metrics([sample], None) == {"recall@10": 0.0, "mrr": round(1 / 11, 4),
-                                            "recalls": 1}
+    assert rank_metrics([sample], None) == {"ndcg@10": 0.0, "recall@10": 0.0,
+                                            "mrr": round(1 / 11, 4), "recalls": 1}
     first = np.array([0.0] * 10 + [2.0, 1.0])
-    assert rank_metrics([sample], [first]) == {"recall@10": 1.0, "mrr": 1.0, "recalls": 1}
+    assert rank_metrics([sample], [first]) == {"ndcg@10": 1.0, "recall@10": 1.0, "mrr": 1.0,
+                                               "recalls": 1}
 
 
 # -- the forecast of need -----------------------------------------------------------------
@@ -413,3 +414,25 @@ def test_session_features_describe_the_candidates_session_as_a_whole() -> None:
     assert np.allclose(x[:, col("session_size")], [0.4, 0.2, 0.4, 0.0, 0.2, 0.4])
     assert x[:, col("session_best")].tolist() == [1.0, 0.9, 1.0, 0.7, 0.9, 1.0]
     assert np.allclose(x[:, col("session_share")], np.array([2, 1, 2, 0, 1, 2]) / 9)
+
+
+def test_rank_metrics_score_the_useful_candidates_by_ndcg_recall_and_mrr() -> None:
+    """The gate's metrics on two recalls of 12 candidates, checked by hand: useful at
+    places 2 and 11 (one outside the top 10), and at place 1 alone."""
+    from graphmem._learn import RankingSample, rank_metrics
+
+    def sample(useful: list[int]) -> RankingSample:
+        flags = np.zeros(12, dtype=bool)
+        flags[useful] = True
+        return RankingSample("r", T0, np.zeros((12, len(FEATURES))), flags, ("vector",))
+
+    samples = [sample([1, 10]), sample([0])]
+    got = rank_metrics(samples, None)
+    first = (1 / np.log2(3)) / (1 + 1 / np.log2(3))  # ideal: both in the top two
+    assert got["ndcg@10"] == round((first + 1.0) / 2, 4)
+    assert got["recall@10"] == 0.75 and got["mrr"] == 0.75 and got["recalls"] == 2
+    # scores that put the second recall's useful candidate last, the first's both first
+    scores = [np.array([0, 5, *[0] * 8, 4, 0], dtype=float), np.arange(12, 0, -1) * -1.0]
+    moved = rank_metrics(samples, scores)
+    assert moved["recall@10"] == 0.5 and moved["mrr"] == round((1 + 1 / 12) / 2, 4)
+    assert moved["ndcg@10"] == 0.5

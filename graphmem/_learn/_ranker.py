@@ -73,20 +73,27 @@ class RankerModel:
 
 def rank_metrics(samples: Sequence[RankingSample], scores: Sequence[np.ndarray] | None
                  ) -> dict[str, float]:
-    """Mean recall@K and MRR of the useful candidates, ranked by ``scores`` (higher
-    first, ties in recall's order), or in recall's own order when ``scores`` is None."""
-    recalls, rrs = [], []
+    """Mean nDCG@K, recall@K and MRR of the useful candidates, ranked by ``scores``
+    (higher first, ties in recall's order), or in recall's own order when ``scores`` is
+    None."""
+    ndcgs, recalls, rrs = [], [], []
+    gains = 1.0 / np.log2(np.arange(2, K + 2))
     for n, sample in enumerate(samples):
         if scores is None:
             order = np.arange(len(sample.useful))
         else:
             order = np.argsort(-scores[n], kind="stable")
-        useful = sample.useful[order]
-        recalls.append(float(useful[:K].sum()) / float(useful.sum()))
-        first = int(np.argmax(useful))
-        rrs.append(1.0 / (first + 1))
-    return {f"recall@{K}": round(float(np.mean(recalls)), 4) if recalls else 0.0,
-            "mrr": round(float(np.mean(rrs)), 4) if rrs else 0.0, "recalls": len(samples)}
+        useful = sample.useful[order].astype(bool)
+        total = int(useful.sum())
+        top = useful[:K]
+        ndcgs.append(float(gains[: len(top)][top].sum()) / float(gains[: min(total, K)].sum()))
+        recalls.append(float(top.sum()) / float(total))
+        rrs.append(1.0 / (int(np.argmax(useful)) + 1))
+    def mean(values: list[float]) -> float:
+        return round(float(np.mean(values)), 4) if values else 0.0
+
+    return {f"ndcg@{K}": mean(ndcgs), f"recall@{K}": mean(recalls), "mrr": mean(rrs),
+            "recalls": len(samples)}
 
 
 def _fit(samples: Sequence[RankingSample], *, c: float) -> LinearModel:
@@ -110,15 +117,19 @@ def fit_ranker(samples: Sequence[RankingSample], *, now: datetime, c: float = 1.
     first = _fit(train, c=c)
     default = rank_metrics(test, None)
     learned = rank_metrics(test, [first.logits(s.features) for s in test])
-    better = (learned[f"recall@{K}"], learned["mrr"]) > (default[f"recall@{K}"],
-                                                          default["mrr"])
+    # nDCG@K weighs both what reaches the top K and how high: recall@K alone let a
+    # model that lifted every useful memory by a few places, but moved one out of the
+    # top K, count as worse
+    better = (learned[f"ndcg@{K}"], learned[f"recall@{K}"]) > (default[f"ndcg@{K}"],
+                                                                default[f"recall@{K}"])
     final = _fit(ordered, c=c)
     return RankerModel(
         model=final, trained=now, recalls=len(ordered),
         candidates=int(sum(len(s.useful) for s in ordered)),
         positives=int(sum(s.positives for s in ordered)), channels=ordered[0].channels,
         validation={"held_back": len(test), "trained_on": len(train), "default": default,
-                    "learned": learned, "metric": f"recall@{K} of useful candidates, then MRR"},
+                    "learned": learned,
+                    "metric": f"nDCG@{K} of useful candidates, then recall@{K}"},
         validated=bool(better))
 
 

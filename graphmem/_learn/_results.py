@@ -60,7 +60,9 @@ class LearnReport(_Value):
             out += [f"ranker: trained {format_iso(r.trained)} on {r.recalls} recalls "
                     f"({r.candidates} candidates, {r.positives} useful)",
                     f"  validation on the {v.get('held_back')} latest recalls: "
-                    f"recall@10 {v.get('learned', {}).get('recall@10')} learned vs "
+                    f"nDCG@10 {v.get('learned', {}).get('ndcg@10')} learned vs "
+                    f"{v.get('default', {}).get('ndcg@10')} default, "
+                    f"recall@10 {v.get('learned', {}).get('recall@10')} vs "
                     f"{v.get('default', {}).get('recall@10')} default, MRR "
                     f"{v.get('learned', {}).get('mrr')} vs {v.get('default', {}).get('mrr')}",
                     "  " + ("used by the `learned` preset" if r.validated else
