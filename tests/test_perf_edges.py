@@ -110,3 +110,17 @@ def test_an_empty_edge_table_answers_no_neighbours() -> None:
     index.set_edges("references", [], [], np.zeros(0))
     assert [a.size for a in index.references.row(1)] == [0, 0]
     assert [a.size for a in index.adjacency(1.0, 1.0).row(2)] == [0, 0]
+
+
+def test_edge_ids_are_read_in_blocks_and_shared() -> None:
+    """The Kuzu engine reads an edge table's ids a block at a time, one Python string
+    per distinct id across both ends: the same lists ``to_pylist`` gives."""
+    import pyarrow as pa
+
+    from graphmem._kuzu._engine import _shared_ids
+
+    src = pa.chunked_array([["m1", "m2", "m1"], ["m3", "m1"]])
+    dst = pa.chunked_array([["m2", "m3", "m3", "m1", "m2"]])
+    a, b = _shared_ids(src, dst, block=2)
+    assert a == src.to_pylist() and b == dst.to_pylist()
+    assert a[0] is a[2] is b[3] and a[1] is b[0] is b[4]
