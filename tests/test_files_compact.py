@@ -288,6 +288,9 @@ def test_a_link_flipping_during_sweeps_never_leads_outside(tmp_path: Path) -> No
                 if cold.is_dir() and not cold.is_symlink():
                     cold.rename(memory / f"moved-{n}")  # the sweep may hold it open
             with contextlib.suppress(OSError):
+                # a link left by a replace that failed (the sweep had made the folder
+                # again) would stop every later flip: start from none
+                (memory / "flip").unlink(missing_ok=True)
                 (memory / "flip").symlink_to(outside / "cold")
                 os.replace(memory / "flip", cold)
             time.sleep(0.001)
