@@ -109,16 +109,22 @@ def test_vectors_read_in_pages_are_those_read_at_once(tmp_path: Path, page: int,
         assert np.array_equal(some.has_vector, want_present[rows])
 
 
-def test_the_slimmed_snapshot_gives_every_memory_as_the_store_does(tmp_path: Path) -> None:
+def test_the_slimmed_snapshot_gives_every_memory_as_the_store_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Hits are made from the index's snapshot: with the text hashes it leaves out
     (recomputed) it gives back each memory exactly as ``get`` does
     (but for its use, which the index keeps apart), a forgotten memory's keyed hash
     included."""
     from graphmem._engine import memory_from_fields
 
-    with _varied_store(tmp_path / "db") as store:
+    with _varied_store(tmp_path / "db") as store:  # below the threshold: as scanned
         index = store._recall.ensure_index()
-        assert index.rows is not None
+        assert not index.half and index.rows is not None
+        assert "" not in index.rows.column("text_sha256").to_pylist()
+    monkeypatch.setattr(RecallIndex, "SIGN_BITS_FROM", 0)  # a half index: slimmed
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        index = store._recall.ensure_index()
+        assert index.half and index.rows is not None
         assert "" in index.rows.column("text_sha256").to_pylist()  # left out
         rows = index.rows_at(range(index.size))
         assert len(rows) == index.size > 120

@@ -421,17 +421,16 @@ class RecallIndex:
                 and vectors.flags.writeable
             if adopt and vectors.dtype == self.vectors.dtype:
                 self.vectors = vectors  # the scan's matrix itself: no second copy
-            elif adopt and self.vectors.dtype == np.uint16 and vectors.dtype == np.float16:
-                # float16 to bfloat16 in place, a block at a time (both two bytes a value):
-                # the scan's matrix becomes the index's, and 1M vectors never exist twice
-                for start in range(0, n, 65_536):
-                    block = vectors[start:start + 65_536]
-                    block.view(np.uint16)[:] = to_bfloat16(block)
-                self.vectors = vectors.view(np.uint16)
             else:
-                for start in range(0, n, 65_536):  # a block at a time: no second full copy
+                # a block at a time into the index's matrix, or, float16 into a half
+                # index, into the scan's matrix itself (both two bytes a value): 1M
+                # vectors never exist twice
+                target = vectors.view(np.uint16) if (
+                    adopt and self.half and vectors.dtype == np.float16) else self.vectors
+                for start in range(0, n, 65_536):
                     end = min(n, start + 65_536)
-                    self.vectors[start:end] = self._stored(vectors[start:end])
+                    target[start:end] = self._stored(vectors[start:end])
+                self.vectors = target
             self.vectors[:n][~self.has_vector[:n]] = 0
         texts = ((pos, f"{subject}\n{text or ''}" if subject else (text or ""), context)
                  for pos, (subject, text, context) in enumerate(zip(
@@ -440,9 +439,14 @@ class RecallIndex:
                             int(self.owner[pos]))
                            for pos, indexed, context in texts if not forgotten[pos])
 
+    @property
+    def half(self) -> bool:
+        """Whether the index keeps its vectors as bfloat16 (built where sign bits serve)."""
+        return bool(self.vectors.dtype == np.uint16)
+
     def _stored(self, vectors: np.ndarray) -> np.ndarray:
         """Vectors (float32 or float16) in the form this index keeps them."""
-        if self.vectors.dtype == np.uint16:
+        if self.half:
             return to_bfloat16(vectors)
         return np.asarray(vectors, dtype=np.float32)
 
@@ -474,8 +478,10 @@ class RecallIndex:
 
     def set_rows(self, table: pa.Table) -> None:
         """Keep ``table`` (every memory's row, in position order) as the snapshot, slimmed
-        (``_slim``)."""
-        table = _slim(table)
+        (``_slim``) in a half index: below the sign-bits threshold the saving is small
+        (0.6 MB at 10k) and hashing every text cost each one-shot recall ~10 ms."""
+        if self.half:
+            table = _slim(table)
         self.rows = table
         self._row_batches = table.to_batches()
         self._row_starts = np.cumsum([0, *(b.num_rows for b in self._row_batches)])
