@@ -25,6 +25,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,8 @@ def lme_sample(path: Path, every: int) -> Path:
     return out
 
 
-def quality(locomo: Path, lme: Path, lme_every: int, out: Path | None) -> None:
+def quality(locomo: Path, lme: Path, lme_every: int, out: Path | None,
+            specs: Sequence[str] = (RUNTIMES[2],)) -> None:
     from eval.runs import run_locomo, run_longmemeval
 
     results: dict[str, dict[str, Any]] = {"locomo": {}, "longmemeval": {}}
@@ -117,12 +119,12 @@ def quality(locomo: Path, lme: Path, lme_every: int, out: Path | None) -> None:
         lme = lme_sample(lme, lme_every)
     # torch and ONNX fp32 agree to 1e-6 (the speed half's cosine): LoCoMo's fp32 row is
     # torch's, LongMemEval's ONNX's, which halves the time LongMemEval takes.
-    for spec in (RUNTIMES[0], RUNTIMES[2]):
+    for spec in (RUNTIMES[0], *specs):
         started = time.perf_counter()
         summary, _ = run_locomo(locomo, presets=PRESETS, embedder=spec, progress=False)
         results["locomo"][spec] = summary["presets"]
         print(f"  locomo {spec}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
-    for spec in RUNTIMES[1:]:
+    for spec in (RUNTIMES[1], *specs) if lme_every > 0 else ():
         started = time.perf_counter()
         summary, _ = run_longmemeval(lme, presets=PRESETS, embedder=spec, progress=False)
         results["longmemeval"][spec] = summary["presets"]
@@ -156,17 +158,22 @@ def main() -> None:
     parser.add_argument("--locomo", type=Path, default=LOCOMO)
     parser.add_argument("--longmemeval", type=Path, default=LME)
     parser.add_argument("--lme-every", type=int, default=1,
-                        help="LongMemEval: every Nth answerable question (all types)")
+                        help="LongMemEval: every Nth answerable question (all types); 0: "
+                        "LoCoMo only")
     parser.add_argument("--speed", action="store_true", help="only the speed half")
     parser.add_argument("--quality", action="store_true", help="only the quality half")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batch-texts", type=int, default=2000)
     parser.add_argument("--json", type=Path, default=None, help="write quality results here")
+    parser.add_argument("--specs", default=RUNTIMES[2],
+                        help="quality: the embedder specs compared with fp32, comma-separated "
+                        "(default: %(default)s; e.g. minilm+pooled,minilm:int8+pooled)")
     args = parser.parse_args()
     if not args.quality:
         speed(args.locomo, args.rounds, args.batch_texts)
     if not args.speed:
-        quality(args.locomo, args.longmemeval, args.lme_every, args.json)
+        quality(args.locomo, args.longmemeval, args.lme_every, args.json,
+                args.specs.split(","))
 
 
 if __name__ == "__main__":

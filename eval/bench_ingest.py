@@ -8,8 +8,9 @@ it (its context), about three times the tokens.
 
 ``--embedders`` ingests once per embedder spec, the first being the baseline the others
 are compared with (default: ``minilm:torch``, what ingest ran on before, then ``minilm``,
-fp32 on ONNX Runtime, the same vectors, and ``minilm:int8``, another model whose recall
-``eval.bench_embed`` measures).
+fp32 on ONNX Runtime, the same vectors, ``minilm:int8``, another model, and each of the
+two with ``+pooled`` (each turn encoded once, its context's vector added: other vectors);
+``eval.bench_embed --quality`` measures what each does to recall).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", nargs="?", default=None, help="locomo10.json")
-    parser.add_argument("--embedders", default="minilm:torch,minilm,minilm:int8",
+    parser.add_argument("--embedders",
+                        default="minilm:torch,minilm,minilm+pooled,minilm:int8,minilm:int8+pooled",
                         help="embedder specs, comma-separated; the first is the baseline")
     args = parser.parse_args()
     conversations = load_locomo(args.file)

@@ -48,6 +48,9 @@ class CachedEmbedder:
         #: How long each cached text took to embed alone (ms): added back to the latency
         #: of every configuration that embeds the query, so rows stay comparable.
         self.ms: dict[str, float] = {}
+        pooled = getattr(inner, "embed_in_context", None)
+        if callable(pooled):  # memory vectors as the inner model makes them (``+pooled``)
+            self.embed_in_context = pooled
 
     def warm(self, texts: Iterable[str]) -> None:
         """Embed each text alone (timed) and keep it."""

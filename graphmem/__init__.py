@@ -5,7 +5,14 @@ from __future__ import annotations
 import typing as _typing
 
 from ._derive import embedding_text, session_contexts
-from ._embed import Embedder, HashingEmbedder, MiniLMEmbedder, OllamaEmbedder, embedder_from_spec
+from ._embed import (
+    ContextPooled,
+    Embedder,
+    HashingEmbedder,
+    MiniLMEmbedder,
+    OllamaEmbedder,
+    embedder_from_spec,
+)
 from ._engine import EntityRecord as Entity
 from ._engine import FactRecord as Fact
 from ._engine import Link
@@ -75,6 +82,7 @@ __all__ = [
     "ChangeType",
     "ConfirmationRequiredError",
     "ConflictError",
+    "ContextPooled",
     "Edge",
     "Embedder",
     "EmbedderMismatchError",

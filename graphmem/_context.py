@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ._derive import FactSource
-from ._embed import Embedder, embedder_from_spec, fingerprint
+from ._embed import Embedder, embed_memories, embedder_from_spec, fingerprint
 from ._engine import Engine, ForeignChange
 from ._errors import EmbedderMismatchError, InvalidInputError, NotFoundError
 from ._kg import Fact
@@ -107,6 +107,14 @@ class StoreContext:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts with the store's model (checked against the store's fingerprint)."""
         vectors = self.embedder.embed(list(texts))
+        if not self._embedder_checked:
+            self._check_fingerprint()
+        return vectors
+
+    def embed_memories(self, heads: Sequence[str],
+                       contexts: Sequence[str | None]) -> np.ndarray:
+        """Memory vectors (``embed_memories``) with the store's model, checked as ``embed``."""
+        vectors = embed_memories(self.embedder, heads, contexts)
         if not self._embedder_checked:
             self._check_fingerprint()
         return vectors

@@ -27,6 +27,7 @@ __all__ = [
     "Extraction",
     "TextItem",
     "derive_fields",
+    "embedding_head",
     "embedding_text",
     "extract",
     "lifecycle_event",
@@ -48,8 +49,13 @@ def embedding_text(subject: str | None, text: str, context: str | None = None) -
     >>> embedding_text("Orchard db", "It runs PostgreSQL 16", "we upgraded last week")
     'Orchard db\\nIt runs PostgreSQL 16\\nwe upgraded last week'
     """
-    head = f"{subject}\n{text}" if subject and subject not in text else text
+    head = embedding_head(subject, text)
     return f"{head}\n{context}" if context else head
+
+
+def embedding_head(subject: str | None, text: str) -> str:
+    """The subject line (unless the text holds it already) and the text."""
+    return f"{subject}\n{text}" if subject and subject not in text else text
 
 
 def session_contexts(texts: Sequence[str], window: int) -> list[str | None]:
@@ -115,14 +121,19 @@ def extract(text: str, *, at: datetime | None, speaker: str | None,
     return Extraction(tuple(times), tuple(mentions), tuple(found), speaker)
 
 
-def derive_fields(embed: Callable[[Sequence[str]], np.ndarray], items: Sequence[TextItem], *,
+#: Vectors of memories from their heads (``embedding_head``) and contexts.
+MemoryEmbed = Callable[[Sequence[str], Sequence[str | None]], np.ndarray]
+
+
+def derive_fields(embed: MemoryEmbed, items: Sequence[TextItem], *,
                   graph: bool = True, facts: FactSource | None = None) -> list[Derived]:
     """For each text: its hash, its entities (found in subject and text unless given),
     its vector (of subject, text and context), embedded in one batch, and with ``graph``
     what the knowledge graph takes from it (``extract``)."""
     if not items:
         return []
-    vectors = embed([embedding_text(i.subject, i.text, i.context) for i in items])
+    vectors = embed([embedding_head(i.subject, i.text) for i in items],
+                    [i.context for i in items])
     return [Derived(text_sha256=sha256(i.text),
                     entities=tuple(i.entities) if i.entities
                     else extract_entities(f"{i.subject or ''} {i.text}"),

@@ -168,7 +168,7 @@ class Memories:
         """New memories of ``items`` into ``batch``, with what they add to the graph."""
         self._ctx.sync()  # entities other processes resolved meanwhile
         now = self._ctx.now()
-        derived = derive_fields(self._ctx.embed, [
+        derived = derive_fields(self._ctx.embed_memories, [
             TextItem(i.subject, i.text, i.context, i.entities or None,
                      at=i.observed or i.created or now, speaker=_speaker(i.provenance))
             for i in items], facts=self._ctx.facts)
@@ -339,7 +339,7 @@ class Memories:
                                   update.get("context", current.context), given or None,
                                   at=current.observed or current.created,
                                   speaker=_speaker(current.provenance)))
-        return derive_fields(self._ctx.embed, items, facts=self._ctx.facts)
+        return derive_fields(self._ctx.embed_memories, items, facts=self._ctx.facts)
 
     def check_supersede_cycles(self, edges: Sequence[Edge], *,
                                index_of: Mapping[str | None, int] | None = None,
@@ -490,7 +490,7 @@ class Memories:
             return memory
         batch = WriteBatch()
         if "text" in updates or "subject" in updates:
-            fresh = derive_fields(self._ctx.embed, [TextItem(
+            fresh = derive_fields(self._ctx.embed_memories, [TextItem(
                 updates.get("subject", memory.subject), updates.get("text", memory.text),
                 memory.context, at=memory.observed or memory.created,
                 speaker=_speaker(memory.provenance))], facts=self._ctx.facts)[0]

@@ -221,9 +221,9 @@ class Transitions:
         if not found:
             return []
         contexts = [mentions.scrub(m.context or "").strip() or None for m in found]
-        derived = derive_fields(self._ctx.embed, [TextItem(m.subject, m.text, c, m.entities)
-                                                  for m, c in zip(found, contexts, strict=True)],
-                                graph=False)
+        items = [TextItem(m.subject, m.text, c, m.entities)
+                 for m, c in zip(found, contexts, strict=True)]
+        derived = derive_fields(self._ctx.embed_memories, items, graph=False)
         return [Patch(m.id, set={"context": c, "vector": d.vector})
                 for m, c, d in zip(found, contexts, derived, strict=True)]
 

@@ -15,8 +15,8 @@ import numpy as np
 
 from .._arrow import to_pylist
 from .._context import Changed, StoreContext, progress
-from .._derive import embedding_text, lifecycle_event
-from .._embed import Embedder
+from .._derive import embedding_head, lifecycle_event
+from .._embed import Embedder, embed_memories
 from .._engine import EdgeRecord, Patch, memory_from_fields
 from .._errors import ConflictError, InvalidInputError, StoreError
 from .._kg import is_temporal_question, query_window
@@ -753,8 +753,8 @@ class Recall:
         bar = progress(len(rows), "re-embedding", progress_bar)
         for start in range(0, len(rows), batch_size):
             chunk = rows[start:start + batch_size]
-            vectors = chosen.embed([embedding_text(r["subject"], r["text"], r["context"])
-                                    for r in chunk])
+            vectors = embed_memories(chosen, [embedding_head(r["subject"], r["text"])
+                                              for r in chunk], [r["context"] for r in chunk])
             with ctx.lock:
                 ctx.engine.set_vectors({r["id"]: v for r, v in zip(chunk, vectors, strict=True)})
             bar.update(len(chunk))
