@@ -24,6 +24,7 @@ The preset's cost per query is measured by ``python -m eval.bench_learned``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import statistics
@@ -37,7 +38,15 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from graphmem import PRESETS, Embedder, GraphmemError, MemoryStore, Settings, embedder_from_spec
+from graphmem import (
+    PRESETS,
+    ContextPooled,
+    Embedder,
+    GraphmemError,
+    MemoryStore,
+    Settings,
+    embedder_from_spec,
+)
 from graphmem._learn import (
     BASELINES,
     FEATURES,
@@ -142,6 +151,16 @@ class VectorCache:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self._kept[t] for t in texts])
+
+
+def cached(embedder: Embedder, warm: Iterable[str]) -> Embedder:
+    """``embedder`` behind a ``VectorCache`` holding ``warm`` already; a ``+pooled`` one
+    pools cached vectors."""
+    if isinstance(embedder, ContextPooled):
+        return ContextPooled(cached(embedder.inner, warm), embedder.weight)
+    out = VectorCache(embedder)
+    out.warm(warm)
+    return out
 
 
 # -- LoCoMo -------------------------------------------------------------------------------
@@ -410,13 +429,20 @@ def _calibration(y: np.ndarray, p: np.ndarray, bins: int = 10) -> list[dict[str,
 
 # -- the runs -------------------------------------------------------------------------------
 def run_locomo(path: str | None, embedder: str, *, limit: int | None = None,
-               sessions: int | None = None, progress: bool = True) -> dict[str, Any]:
+               sessions: int | None = None, progress: bool = True,
+               replay: Path | None = None) -> dict[str, Any]:
     """The LoCoMo replay: ``limit`` conversations (all), each with its first ``sessions``
-    sessions (all)."""
+    sessions (all). ``replay``: as in ``run_longmemeval``."""
+    key = {"corpus": "locomo", "embedder": embedder, "limit": limit, "sessions": sessions,
+           "features": list(FEATURES)}
+    if replay is not None and replay.exists():
+        saved, parts = _load_replay(replay, key)
+        return _cross_validated_locomo(embedder, saved, {
+            sid: Collected(**c) for sid, c in parts["collected"].items()}, parts["folds"])
     conversations = load_locomo(path)[:limit]
-    emb = VectorCache(embedder_from_spec(embedder))
-    for conversation in conversations:
-        emb.warm(q.question for q in conversation.questions if q.evidence)
+    emb = cached(embedder_from_spec(embedder), (
+        q.question for conversation in conversations for q in conversation.questions
+        if q.evidence))
     collected: dict[str, Collected] = {}
     first: dict[str, list[Asked]] = {}
     for conversation in tqdm(conversations, desc="locomo replay", disable=not progress):
@@ -426,14 +452,21 @@ def run_locomo(path: str | None, embedder: str, *, limit: int | None = None,
             collected[sid] = collect(store)
 
         first[sid] = replay_locomo(conversation, emb, at_end=keep, sessions=sessions)
+    folds = [c.sample_id for c in conversations]
+    rows = [row for asked in first.values() for row in asked]
+    if replay is not None:
+        _save_replay(replay, key, rows, {"folds": folds, "collected": {
+            sid: _fields(c) for sid, c in collected.items()}})
+    return _cross_validated_locomo(embedder, rows, collected, folds)
+
+
+def _cross_validated_locomo(embedder: str, rows: list[Asked],
+                            collected: dict[str, Collected], folds: list[str]
+                            ) -> dict[str, Any]:
     samples = {sid: c.samples for sid, c in collected.items()}
-    models = cross_validate([c.sample_id for c in conversations], samples,
-                            now=datetime.now(UTC))
-    rows: list[Asked] = []
-    for sid, asked in first.items():
-        for row in asked:
-            row.rank_with(models[sid])
-        rows += asked
+    models = cross_validate(folds, samples, now=datetime.now(UTC))
+    for row in rows:
+        row.rank_with(models[row.fold])
     out = _summary("locomo", embedder, rows, models, samples)
     out["ablation"] = ablation(samples)
     out["forecast"] = forecast_cv(collected)
@@ -443,16 +476,24 @@ def run_locomo(path: str | None, embedder: str, *, limit: int | None = None,
 
 
 def run_longmemeval(path: str | None, embedder: str, *, limit: int | None = None,
-                    every: int = 1, folds: int = 5, progress: bool = True) -> dict[str, Any]:
-    """``every``: every N-th answerable question (the file is sorted by type, so this
-    keeps every type in proportion); ``limit``: then the first N of those."""
+                    every: int = 1, offset: int = 0, folds: int = 5, progress: bool = True,
+                    replay: Path | None = None) -> dict[str, Any]:
+    """``every``: every N-th answerable question from the ``offset``-th (the file is
+    sorted by type, so this keeps every type in proportion; another offset is another
+    sample); ``limit``: then the first N of those. ``replay``: a
+    file keeping what the replay saw (each question's candidates and features, the
+    feedback): read when it exists (no replay), else written after the replay."""
     from ingest.longmemeval import load_longmemeval
 
+    key = {"corpus": "longmemeval", "embedder": embedder, "every": every, "offset": offset,
+           "limit": limit, "folds": folds, "features": list(FEATURES)}
+    if replay is not None and replay.exists():
+        saved, parts = _load_replay(replay, key)
+        return _cross_validated_lme(embedder, saved, parts["samples"], parts["fold_of"])
     questions = [q for q in load_longmemeval(path) if not q.abstention and q.gold_sessions]
-    questions = questions[::every]
+    questions = questions[offset::every]
     questions = questions[:limit] if limit is not None else questions
-    emb = VectorCache(embedder_from_spec(embedder))
-    emb.warm(q.question for q in questions)
+    emb = cached(embedder_from_spec(embedder), (q.question for q in questions))
     fold_of = {q.question_id: f"fold{n % folds}" for n, q in enumerate(questions)}
     samples: dict[str, list[RankingSample]] = {f"fold{n}": [] for n in range(folds)}
     rows: list[Asked] = []
@@ -464,12 +505,50 @@ def run_longmemeval(path: str | None, embedder: str, *, limit: int | None = None
                                 channels_of(PRESETS["learned"])))
 
         rows.append(replay_longmemeval(q, emb, at_end=keep))
+    if replay is not None:
+        _save_replay(replay, key, rows, {"samples": samples, "fold_of": fold_of})
+    return _cross_validated_lme(embedder, rows, samples, fold_of)
+
+
+def _cross_validated_lme(embedder: str, rows: list[Asked],
+                         samples: dict[str, list[RankingSample]],
+                         fold_of: dict[str, str]) -> dict[str, Any]:
     models = cross_validate(sorted(samples), samples, now=datetime.now(UTC))
     for row in rows:
         row.rank_with(models[fold_of[row.fold]])
     out = _summary("longmemeval", embedder, rows, models, samples)
     out["ablation"] = ablation(samples)
     return out
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+
+
+def _save_replay(path: Path, key: dict[str, Any], rows: list[Asked],
+                 parts: dict[str, Any]) -> None:
+    """What a replay saw, pickled (this script's own classes as plain fields, so the file
+    reads whether the script ran as ``-m eval.learning`` or was imported)."""
+    import pickle
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = path.with_name(path.name + ".part")
+    with scratch.open("wb") as f:
+        pickle.dump({"key": key, "rows": [_fields(r) for r in rows], **parts}, f)
+    scratch.replace(path)
+
+
+def _load_replay(path: Path, key: dict[str, Any]) -> tuple[list[Asked], dict[str, Any]]:
+    """A saved replay (a pickle this script wrote: read only files you made)."""
+    import pickle
+
+    with path.open("rb") as f:
+        saved = pickle.load(f)
+    if saved.get("key") != key:
+        differ = sorted(k for k in key if saved.get("key", {}).get(k) != key[k])
+        raise SystemExit(f"{path} was replayed with other {', '.join(differ)}; delete it "
+                         "to replay again")
+    return [Asked(**r) for r in saved.pop("rows")], saved
 
 
 def _summary(corpus: str, embedder: str, rows: Sequence[Asked],
@@ -518,20 +597,30 @@ def main() -> None:
                         help="the first N conversations (LoCoMo) or questions")
     parser.add_argument("--every", type=int, default=1,
                         help="LongMemEval: every N-th question (all types in proportion)")
+    parser.add_argument("--offset", type=int, default=0,
+                        help="LongMemEval: start the every-N-th sample at this question")
+    parser.add_argument("--replay", type=Path, default=None,
+                        help="keep what the replay saw in this file, and "
+                        "read it instead of replaying when it exists (model changes "
+                        "measured in seconds instead of half an hour)")
     parser.add_argument("--out", type=Path, default=None,
                         help="write learning_<corpus>.json and learning.md here")
     args = parser.parse_args()
     started = time.perf_counter()
+    reused = args.replay is not None and args.replay.exists()
     if args.corpus == "locomo":
-        result = run_locomo(args.path, args.embedder, limit=args.limit)
+        result = run_locomo(args.path, args.embedder, limit=args.limit, replay=args.replay)
     else:
         result = run_longmemeval(args.path, args.embedder, limit=args.limit,
-                                 every=args.every)
+                                 every=args.every, offset=args.offset, replay=args.replay)
     result["seconds"] = round(time.perf_counter() - started, 1)
+    if reused:  # the seconds are the cross-validation's, not the replay's
+        result["saved_replay"] = str(args.replay)
     result["command"] = "python -m eval.learning " + " ".join(
         f"--{k} {v}" for k, v in (("corpus", args.corpus), ("embedder", args.embedder),
                                   ("limit", args.limit),
-                                  ("every", args.every if args.every > 1 else None))
+                                  ("every", args.every if args.every > 1 else None),
+                                  ("offset", args.offset or None))
         if v is not None)
     text = json.dumps(result, indent=2, default=str)
     if args.out is None:

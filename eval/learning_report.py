@@ -24,7 +24,10 @@ def _ranker(result: dict[str, Any]) -> list[str]:
     unit = "conversation" if corpus == "locomo" else "question (5 folds)"
     lines = [f"## The learned ranker on {corpus}", "",
              f"`{result.get('command', 'python -m eval.learning')}` "
-             f"({result.get('seconds', '?')} s); embedder {result.get('embedder')}; "
+             + (f"(cross-validated from the replay saved in `{result['saved_replay']}` by "
+                f"`--replay`, {result.get('seconds', '?')} s)" if result.get("saved_replay")
+                else f"({result.get('seconds', '?')} s)")
+             + f"; embedder {result.get('embedder')}; "
              f"{result['questions']} questions, cross-validated by {unit}: each fold's "
              f"ranker was trained on the other folds' feedback only. "
              f"{result['validated_folds']} of {result['folds']} fold models validated "

@@ -26,6 +26,7 @@ from graphmem._learn import (
 )
 from graphmem._learn._component import FORECAST_KEY, RANKER_KEY
 from graphmem._learn._forecast import ForecastModel
+from graphmem._learn._ranker import CS
 from graphmem.cli import cli
 from tests.conftest import Clock
 
@@ -111,6 +112,7 @@ def test_the_learned_ranker_learns_what_feedback_says(tmp_path: Path, clock: Clo
         assert ranker.validated
         held = ranker.validation
         assert held["learned"]["recall@10"] > held["default"]["recall@10"]
+        assert held["c"] in CS  # the L2 strength that ranked the held-back feedback best
         assert "kind_semantic" in dict(ranker.top_features)
     with MemoryStore(path, clock=clock, settings=Settings()) as store:  # kept in the store
         query = f"zeta{TOPICS - 1} project note"  # a topic no feedback was given on
@@ -436,3 +438,34 @@ def test_rank_metrics_score_the_useful_candidates_by_ndcg_recall_and_mrr() -> No
     moved = rank_metrics(samples, scores)
     assert moved["recall@10"] == 0.5 and moved["mrr"] == round((1 + 1 / 12) / 2, 4)
     assert moved["ndcg@10"] == 0.5
+
+
+def test_a_saved_replay_gives_the_same_results_without_replaying(tmp_path: Path) -> None:
+    """``eval.learning --replay FILE``: the first run replays and writes FILE, the next
+    reads it (no store is opened) and cross-validates to the same figures; a file of
+    another replay is refused naming what differs."""
+    from eval import learning
+
+    saved = tmp_path / "replay.pkl"
+    first = learning.run_locomo(None, "hashing", limit=2, sessions=4, progress=False,
+                                replay=saved)
+    assert saved.exists()
+    opened: list[object] = []
+    original = learning.MemoryStore.__init__
+
+    def spy(self: MemoryStore, *args: object, **kwargs: object) -> None:
+        opened.append(args)
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    learning.MemoryStore.__init__ = spy  # type: ignore[method-assign]
+    try:
+        again = learning.run_locomo(None, "hashing", limit=2, sessions=4, progress=False,
+                                    replay=saved)
+    finally:
+        learning.MemoryStore.__init__ = original  # type: ignore[method-assign]
+    assert opened == []
+    for part in ("presets", "per_category", "fold_validation", "forecast", "samples"):
+        assert again[part] == first[part], part
+    with pytest.raises(SystemExit, match="sessions"):
+        learning.run_locomo(None, "hashing", limit=2, sessions=3, progress=False,
+                            replay=saved)
