@@ -439,6 +439,8 @@ def run_locomo(path: str | None, embedder: str, *, limit: int | None = None,
         saved, parts = _load_replay(replay, key)
         return _cross_validated_locomo(embedder, saved, {
             sid: Collected(**c) for sid, c in parts["collected"].items()}, parts["folds"])
+    if replay is not None:
+        _check_writable(replay)
     conversations = load_locomo(path)[:limit]
     emb = cached(embedder_from_spec(embedder), (
         q.question for conversation in conversations for q in conversation.questions
@@ -490,6 +492,8 @@ def run_longmemeval(path: str | None, embedder: str, *, limit: int | None = None
     if replay is not None and replay.exists():
         saved, parts = _load_replay(replay, key)
         return _cross_validated_lme(embedder, saved, parts["samples"], parts["fold_of"])
+    if replay is not None:
+        _check_writable(replay)
     questions = [q for q in load_longmemeval(path) if not q.abstention and q.gold_sessions]
     questions = questions[offset::every]
     questions = questions[:limit] if limit is not None else questions
@@ -542,13 +546,31 @@ def _load_replay(path: Path, key: dict[str, Any]) -> tuple[list[Asked], dict[str
     """A saved replay (a pickle this script wrote: read only files you made)."""
     import pickle
 
-    with path.open("rb") as f:
-        saved = pickle.load(f)
-    if saved.get("key") != key:
-        differ = sorted(k for k in key if saved.get("key", {}).get(k) != key[k])
-        raise SystemExit(f"{path} was replayed with other {', '.join(differ)}; delete it "
-                         "to replay again")
+    try:
+        with path.open("rb") as f:
+            saved = pickle.load(f)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError,
+            IndexError, TypeError, ValueError) as exc:
+        raise SystemExit(f"{path}: not a replay this script saved ({exc})") from None
+    if not isinstance(saved, dict) or not isinstance(saved.get("key"), dict) \
+            or "rows" not in saved:
+        raise SystemExit(f"{path}: not a replay this script saved")
+    if saved["key"] != key:
+        differ = ", ".join(f"{k} {saved['key'].get(k)!r} (asked: {key[k]!r})"
+                           for k in key if saved["key"].get(k) != key[k])
+        raise SystemExit(f"{path} was replayed with {differ}; delete it to replay again")
     return [Asked(**r) for r in saved.pop("rows")], saved
+
+
+def _check_writable(path: Path) -> None:
+    """Fail now, not after a half-hour replay, when ``path`` cannot be written."""
+    scratch = path.with_name(path.name + ".part")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        scratch.touch()
+        scratch.unlink()
+    except OSError as exc:
+        raise SystemExit(f"cannot write the replay to {path}: {exc}") from None
 
 
 def _summary(corpus: str, embedder: str, rows: Sequence[Asked],

@@ -102,6 +102,9 @@ class ContextPooled:
     """
 
     def __init__(self, inner: Embedder, weight: float = CONTEXT_WEIGHT) -> None:
+        if isinstance(inner, ContextPooled):
+            raise InvalidInputError("an embedder is pooled once: +pooled+pooled is not a "
+                                    "model", field="embedder")
         self.inner = inner
         self.weight = weight
 
@@ -111,7 +114,9 @@ class ContextPooled:
 
     @property
     def name(self) -> str:
-        return f"{self.inner.name}+pooled"
+        # another weight makes other vectors: another model to a store
+        suffix = "" if self.weight == CONTEXT_WEIGHT else f"@{self.weight:g}"
+        return f"{self.inner.name}+pooled{suffix}"
 
     @property
     def dim(self) -> int:
@@ -423,6 +428,9 @@ def embedder_from_spec(
     vectors and open the same stores. ``minilm:int8`` is the int8 model (ONNX Runtime).
     """
     base, plus, mode = spec.partition("+")
+    if plus and not base.strip():
+        raise InvalidInputError(f"embedder spec {spec!r} names no model before +{mode}: "
+                                "e.g. minilm+pooled", field="embedder")
     if plus:
         if mode != "pooled":
             raise InvalidInputError(

@@ -21,7 +21,7 @@ import numpy as np
 
 from ._backup import BackupInfo, backup, restore
 from ._context import StoreContext
-from ._embed import Embedder
+from ._embed import Embedder, embedder_from_spec
 from ._engine import EntityRecord as Entity
 from ._engine import FactRecord as Fact
 from ._engine import Link
@@ -109,6 +109,8 @@ class MemoryStore:
                  settings: Settings | None = None, embedder: Embedder | str | None = None,
                  read_only: bool = False, clock: Callable[[], datetime] | None = None) -> None:
         self.settings = settings or Settings.from_env()
+        if isinstance(embedder, str):  # a bad spec is refused before any file is made
+            embedder_from_spec(embedder)
         engine = open_engine(path, settings=self.settings, read_only=read_only)
         try:
             ctx = StoreContext(engine, self.settings, clock or utcnow, embedder)

@@ -466,6 +466,15 @@ def test_a_saved_replay_gives_the_same_results_without_replaying(tmp_path: Path)
     assert opened == []
     for part in ("presets", "per_category", "fold_validation", "forecast", "samples"):
         assert again[part] == first[part], part
-    with pytest.raises(SystemExit, match="sessions"):
+    with pytest.raises(SystemExit, match=r"sessions 4 \(asked: 3\)"):
         learning.run_locomo(None, "hashing", limit=2, sessions=3, progress=False,
                             replay=saved)
+    garbage = tmp_path / "garbage.pkl"
+    garbage.write_bytes(b"\xa4 not a pickle")
+    with pytest.raises(SystemExit, match="not a replay"):
+        learning.run_locomo(None, "hashing", limit=2, sessions=4, progress=False,
+                            replay=garbage)
+    (tmp_path / "a-file").write_text("x")  # refused before replaying, not after
+    with pytest.raises(SystemExit, match="cannot write the replay"):
+        learning.run_locomo(None, "hashing", limit=2, sessions=4, progress=False,
+                            replay=tmp_path / "a-file" / "replay.pkl")

@@ -3,6 +3,7 @@ open under the current code; databases it must not touch are refused, and left a
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from graphmem import ConflictError, HashingEmbedder, MemoryStore, SchemaVersionError
 from graphmem._derive import TextItem, derive_fields, new_memory, sha256
+from graphmem._embed import embed_memories
 from graphmem._input import MemoryInput
 from graphmem._kuzu import SCHEMA_VERSION, Database
 from graphmem._kuzu._rows import arrow_rows, memory_params, version_params
@@ -82,8 +84,8 @@ def _copy_memories(db: Database, records: list[dict[str, object]]) -> None:
     """Insert memories with their first version rows by COPY, as v2's ``add_many`` did."""
     embedder = HashingEmbedder(384)
     items = [MemoryInput.parse(r) for r in records]
-    derived = derive_fields(embedder.embed, [TextItem(i.subject, i.text, i.context)
-                                             for i in items])
+    derived = derive_fields(functools.partial(embed_memories, embedder),
+                            [TextItem(i.subject, i.text, i.context) for i in items])
     new = [new_memory(i, d, now=CREATED) for i, d in zip(items, derived, strict=True)]
     rows = [memory_params(n) for n in new]
     versions = [version_params(n.version) for n in new]

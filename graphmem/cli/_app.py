@@ -166,7 +166,8 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
     (("--json", "json_out"), "json", {"is_flag": True, "default": None,
                                       "help": "Machine-readable JSON output (errors too)."}),
     (("--embedder",), "embedder", {"metavar": "SPEC", "help": "Embedding model: minilm, "
-                                   "hashing[:DIM] or ollama:MODEL (default: the store's "
+                                   "minilm:int8, hashing[:DIM] or ollama:MODEL, each "
+                                   "optionally +pooled (default: the store's "
                                    "own, or $GRAPHMEM_EMBEDDER for a new store)."}),
     (("--now",), "now", {"metavar": "ISO", "callback": _parse_now,
                          "help": "Pretend the current time is ISO (replays, demos, tests)."}),
@@ -272,8 +273,9 @@ class _Group(click.Group):
 @click.option("--json", "json_out", is_flag=True, help="Machine-readable JSON output "
                                                        "(errors too, on stderr).")
 @click.option("--embedder", default=None,
-              help="Embedding model: minilm, hashing[:DIM] or ollama:MODEL "
-                   "(default: the store's own, or $GRAPHMEM_EMBEDDER for a new store).")
+              help="Embedding model: minilm, minilm:int8, hashing[:DIM] or ollama:MODEL, "
+                   "each optionally +pooled (default: the store's own, or $GRAPHMEM_EMBEDDER "
+                   "for a new store).")
 @click.option("--now", callback=_parse_now, default=None, metavar="ISO",
               help="Pretend the current time is ISO (replays, demos, tests).")
 @click.option("--sidecar", default=None, metavar="URL",

@@ -3,6 +3,7 @@ graphmem's own types. Parametrized by engine (``conftest.ENGINES``)."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from graphmem import ConflictError, HashingEmbedder, InvalidInputError, MemoryInput, Status
 from graphmem._derive import TextItem, derive_fields, lifecycle_event, new_memory
+from graphmem._embed import embed_memories
 from graphmem._engine import (
     Decision,
     EdgeRecord,
@@ -28,7 +30,7 @@ from graphmem._transitions import patch_of
 from .conftest import stored_files
 
 NOW = datetime(2026, 7, 15, 12, 0, tzinfo=UTC)
-EMBED = HashingEmbedder(384).embed
+EMBED = functools.partial(embed_memories, HashingEmbedder(384))
 
 
 def _new(*records: dict[str, object]) -> list[NewMemory]:
