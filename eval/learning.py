@@ -435,12 +435,10 @@ def run_locomo(path: str | None, embedder: str, *, limit: int | None = None,
     sessions (all). ``replay``: as in ``run_longmemeval``."""
     key = {"corpus": "locomo", "embedder": embedder, "limit": limit, "sessions": sessions,
            "features": list(FEATURES)}
-    if replay is not None and replay.exists():
-        saved, parts = _load_replay(replay, key)
+    if (reused := _reuse_replay(replay, key)) is not None:
+        saved, parts = reused
         return _cross_validated_locomo(embedder, saved, {
             sid: Collected(**c) for sid, c in parts["collected"].items()}, parts["folds"])
-    if replay is not None:
-        _check_writable(replay)
     conversations = load_locomo(path)[:limit]
     emb = cached(embedder_from_spec(embedder), (
         q.question for conversation in conversations for q in conversation.questions
@@ -489,11 +487,9 @@ def run_longmemeval(path: str | None, embedder: str, *, limit: int | None = None
 
     key = {"corpus": "longmemeval", "embedder": embedder, "every": every, "offset": offset,
            "limit": limit, "folds": folds, "features": list(FEATURES)}
-    if replay is not None and replay.exists():
-        saved, parts = _load_replay(replay, key)
+    if (reused := _reuse_replay(replay, key)) is not None:
+        saved, parts = reused
         return _cross_validated_lme(embedder, saved, parts["samples"], parts["fold_of"])
-    if replay is not None:
-        _check_writable(replay)
     questions = [q for q in load_longmemeval(path) if not q.abstention and q.gold_sessions]
     questions = questions[offset::every]
     questions = questions[:limit] if limit is not None else questions
@@ -562,8 +558,14 @@ def _load_replay(path: Path, key: dict[str, Any]) -> tuple[list[Asked], dict[str
     return [Asked(**r) for r in saved.pop("rows")], saved
 
 
-def _check_writable(path: Path) -> None:
-    """Fail now, not after a half-hour replay, when ``path`` cannot be written."""
+def _reuse_replay(path: Path | None, key: dict[str, Any]
+                  ) -> tuple[list[Asked], dict[str, Any]] | None:
+    """The replay saved in ``path`` when it exists; else None, once ``path`` (if any)
+    is known to be writable: fail now, not after a half-hour replay."""
+    if path is None:
+        return None
+    if path.exists():
+        return _load_replay(path, key)
     scratch = path.with_name(path.name + ".part")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -571,6 +573,7 @@ def _check_writable(path: Path) -> None:
         scratch.unlink()
     except OSError as exc:
         raise SystemExit(f"cannot write the replay to {path}: {exc}") from None
+    return None
 
 
 def _summary(corpus: str, embedder: str, rows: Sequence[Asked],

@@ -43,6 +43,17 @@ class Changed:
     access_only: bool = False
 
 
+def make_embedder(spec: Embedder | str, settings: Settings) -> Embedder:
+    """The embedder of ``spec`` with ``settings``' threads and Ollama host (an embedder
+    passes through); a bad spec raises ``InvalidInputError``."""
+    if not isinstance(spec, str):
+        return spec
+    return embedder_from_spec(spec, threads=settings.embed_threads,
+                              batch_threads=settings.embed_batch_threads,
+                              ollama_host=settings.ollama_host,
+                              timeout=settings.ollama_timeout_s)
+
+
 class StoreContext:
     """The engine and everything the components of one store share."""
 
@@ -106,15 +117,14 @@ class StoreContext:
     # -- embeddings ----------------------------------------------------------------------
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts with the store's model (checked against the store's fingerprint)."""
-        vectors = self.embedder.embed(list(texts))
-        if not self._embedder_checked:
-            self._check_fingerprint()
-        return vectors
+        return self._checked(self.embedder.embed(list(texts)))
 
     def embed_memories(self, heads: Sequence[str],
                        contexts: Sequence[str | None]) -> np.ndarray:
         """Memory vectors (``embed_memories``) with the store's model, checked as ``embed``."""
-        vectors = embed_memories(self.embedder, heads, contexts)
+        return self._checked(embed_memories(self.embedder, heads, contexts))
+
+    def _checked(self, vectors: np.ndarray) -> np.ndarray:
         if not self._embedder_checked:
             self._check_fingerprint()
         return vectors
@@ -126,12 +136,7 @@ class StoreContext:
             self._check_fingerprint()
 
     def make_embedder(self, spec: Embedder | str) -> Embedder:
-        if not isinstance(spec, str):
-            return spec
-        s = self.settings
-        return embedder_from_spec(spec, threads=s.embed_threads,
-                                  batch_threads=s.embed_batch_threads,
-                                  ollama_host=s.ollama_host, timeout=s.ollama_timeout_s)
+        return make_embedder(spec, self.settings)
 
     def switch_embedder(self, embedder: Embedder) -> None:
         """Make ``embedder`` the store's model (after every vector was recomputed)."""

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ._embed import joint_text
 from ._engine import NewMemory
 from ._extract._rules import extract_entities
 from ._input import MemoryInput
@@ -49,8 +50,7 @@ def embedding_text(subject: str | None, text: str, context: str | None = None) -
     >>> embedding_text("Orchard db", "It runs PostgreSQL 16", "we upgraded last week")
     'Orchard db\\nIt runs PostgreSQL 16\\nwe upgraded last week'
     """
-    head = embedding_head(subject, text)
-    return f"{head}\n{context}" if context else head
+    return joint_text(embedding_head(subject, text), context)
 
 
 def embedding_head(subject: str | None, text: str) -> str:

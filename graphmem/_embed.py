@@ -39,6 +39,7 @@ __all__ = [
     "embed_memories",
     "embedder_from_spec",
     "fingerprint",
+    "joint_text",
     "probe_texts",
 ]
 
@@ -74,15 +75,19 @@ class Embedder(Protocol):
         ...
 
 
+def joint_text(head: str, context: str | None) -> str:
+    """A memory's head and its context as the one text the default embedding encodes."""
+    return f"{head}\n{context}" if context else head
+
+
 def embed_memories(embedder: Embedder, heads: Sequence[str],
                    contexts: Sequence[str | None]) -> np.ndarray:
     """The vectors of memories: each head (subject and text) with its context, as
-    ``embedder`` combines them (one text, unless it has ``embed_in_context``)."""
+    ``embedder`` combines them (``joint_text``, unless it has ``embed_in_context``)."""
     pooled = getattr(embedder, "embed_in_context", None)
     if callable(pooled):
         return np.asarray(pooled(heads, contexts), dtype=np.float32)
-    return embedder.embed([f"{h}\n{c}" if c else h for h, c in zip(heads, contexts,
-                                                                   strict=True)])
+    return embedder.embed([joint_text(h, c) for h, c in zip(heads, contexts, strict=True)])
 
 
 #: How much a context's mean vector weighs beside the text's own in ``ContextPooled``.

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 import numpy as np
 
 from ._backup import BackupInfo, backup, restore
-from ._context import StoreContext
-from ._embed import Embedder, embedder_from_spec
+from ._context import StoreContext, make_embedder
+from ._embed import Embedder
 from ._engine import EntityRecord as Entity
 from ._engine import FactRecord as Fact
 from ._engine import Link
@@ -109,8 +109,8 @@ class MemoryStore:
                  settings: Settings | None = None, embedder: Embedder | str | None = None,
                  read_only: bool = False, clock: Callable[[], datetime] | None = None) -> None:
         self.settings = settings or Settings.from_env()
-        if isinstance(embedder, str):  # a bad spec is refused before any file is made
-            embedder_from_spec(embedder)
+        if embedder is not None:  # a bad spec is refused before any file is made
+            embedder = make_embedder(embedder, self.settings)
         engine = open_engine(path, settings=self.settings, read_only=read_only)
         try:
             ctx = StoreContext(engine, self.settings, clock or utcnow, embedder)

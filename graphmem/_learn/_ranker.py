@@ -125,8 +125,8 @@ def fit_ranker(samples: Sequence[RankingSample], *, now: datetime, c: float | No
     for strength in (c,) if c is not None else CS:
         first = _fit(train, c=strength)
         found = rank_metrics(test, [first.logits(s.features) for s in test])
-        tried.append(((found[f"ndcg@{K}"], found[f"recall@{K}"], strength), strength, found))
-    _, c, learned = max(tried, key=lambda t: t[0])
+        tried.append(((found[f"ndcg@{K}"], found[f"recall@{K}"], strength), found))
+    (_, _, c), learned = max(tried, key=lambda t: t[0])
     # nDCG@K weighs both what reaches the top K and how high: recall@K alone let a
     # model that lifted every useful memory by a few places, but moved one out of the
     # top K, count as worse
