@@ -65,6 +65,7 @@ from graphmem._learn import (
     stack,
 )
 from ingest.locomo import CATEGORIES, Conversation, ingest_conversation, load_locomo, memory_id
+from ingest.locomo import default_path as locomo_path
 
 from .experiment import CachedEmbedder
 from .locomo import DEPTH, dia_id_of
@@ -433,13 +434,16 @@ def run_locomo(path: str | None, embedder: str, *, limit: int | None = None,
                replay: Path | None = None) -> dict[str, Any]:
     """The LoCoMo replay: ``limit`` conversations (all), each with its first ``sessions``
     sessions (all). ``replay``: as in ``run_longmemeval``."""
-    key = {"corpus": "locomo", "embedder": embedder, "limit": limit, "sessions": sessions,
+    key = {"corpus": "locomo", "file": _corpus_file(path or locomo_path()),
+           "embedder": embedder, "limit": limit, "sessions": sessions,
            "features": list(FEATURES)}
     if (reused := _reuse_replay(replay, key)) is not None:
         saved, parts = reused
         return _cross_validated_locomo(embedder, saved, {
             sid: Collected(**c) for sid, c in parts["collected"].items()}, parts["folds"])
     conversations = load_locomo(path)[:limit]
+    if not conversations:
+        raise SystemExit(f"no conversation to replay (limit {limit})")
     emb = cached(embedder_from_spec(embedder), (
         q.question for conversation in conversations for q in conversation.questions
         if q.evidence))
@@ -483,9 +487,10 @@ def run_longmemeval(path: str | None, embedder: str, *, limit: int | None = None
     sample); ``limit``: then the first N of those. ``replay``: a
     file keeping what the replay saw (each question's candidates and features, the
     feedback): read when it exists (no replay), else written after the replay."""
-    from ingest.longmemeval import load_longmemeval
+    from ingest.longmemeval import default_path, load_longmemeval
 
-    key = {"corpus": "longmemeval", "embedder": embedder, "every": every, "offset": offset,
+    key = {"corpus": "longmemeval", "file": _corpus_file(path or default_path()),
+           "embedder": embedder, "every": every, "offset": offset,
            "limit": limit, "folds": folds, "features": list(FEATURES)}
     if (reused := _reuse_replay(replay, key)) is not None:
         saved, parts = reused
@@ -493,6 +498,8 @@ def run_longmemeval(path: str | None, embedder: str, *, limit: int | None = None
     questions = [q for q in load_longmemeval(path) if not q.abstention and q.gold_sessions]
     questions = questions[offset::every]
     questions = questions[:limit] if limit is not None else questions
+    if not questions:
+        raise SystemExit(f"no question to replay (every {every} from {offset}, limit {limit})")
     emb = cached(embedder_from_spec(embedder), (q.question for q in questions))
     fold_of = {q.question_id: f"fold{n % folds}" for n, q in enumerate(questions)}
     samples: dict[str, list[RankingSample]] = {f"fold{n}": [] for n in range(folds)}
@@ -519,6 +526,18 @@ def _cross_validated_lme(embedder: str, rows: list[Asked],
     out = _summary("longmemeval", embedder, rows, models, samples)
     out["ablation"] = ablation(samples)
     return out
+
+
+def _corpus_file(path: str | Path | None) -> str | None:
+    """The corpus file as a saved replay's key names it: its full path and size (a replay
+    of another file, or of this one changed, is not reused)."""
+    if path is None:
+        return None
+    resolved = Path(path).resolve()
+    try:
+        return f"{resolved} ({resolved.stat().st_size} bytes)"
+    except OSError:
+        return str(resolved)  # the loader names what is wrong with it
 
 
 def _fields(obj: Any) -> dict[str, Any]:
@@ -611,6 +630,19 @@ def _summary(corpus: str, embedder: str, rows: Sequence[Asked],
     }
 
 
+def _at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``low``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+    return parse
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -618,11 +650,11 @@ def main() -> None:
     parser.add_argument("--path", default=None, help="the corpus file (default: "
                         "GRAPHMEM_LOCOMO / GRAPHMEM_LONGMEMEVAL)")
     parser.add_argument("--embedder", default="minilm")
-    parser.add_argument("--limit", type=int, default=None,
+    parser.add_argument("--limit", type=_at_least(1), default=None,
                         help="the first N conversations (LoCoMo) or questions")
-    parser.add_argument("--every", type=int, default=1,
+    parser.add_argument("--every", type=_at_least(1), default=1,
                         help="LongMemEval: every N-th question (all types in proportion)")
-    parser.add_argument("--offset", type=int, default=0,
+    parser.add_argument("--offset", type=_at_least(0), default=0,
                         help="LongMemEval: start the every-N-th sample at this question")
     parser.add_argument("--replay", type=Path, default=None,
                         help="keep what the replay saw in this file, and "

@@ -3,8 +3,9 @@
 A UMP file is a JSON array of records::
 
     {"ump": "0.1", "id": "urn:ump:...", "kind": "procedural",
-     "body": {"subject": "...", "text": "..."},
-     "scope": {"owner": "did:key:...", "project": "...", "visibility": "private", "tags": []},
+     "body": {"subject": "...", "text": "...", "context": "..."},
+     "scope": {"owner": "did:key:...", "project": "...", "visibility": "private", "tags": [],
+               "session": "..."},
      "time": {"created": "...Z", "modified": ..., "observed": ..., "valid_from": ...,
               "valid_to": null},
      "lifecycle": {"status": "active", "confidence": 0.6},
@@ -12,7 +13,9 @@ A UMP file is a JSON array of records::
 
 ``import_ump`` validates every record before writing anything (an error names the record's
 index, id and field) and writes all of them in one transaction; importing the same file
-again changes nothing. ``superseded_by`` becomes SUPERSEDES edges (new -> old). Whatever
+again changes nothing. ``superseded_by`` becomes SUPERSEDES edges (new -> old).
+``body.context`` and ``scope.session`` are graphmem's own (``Memory.context``, the text a
+memory is indexed with besides its own, and ``Memory.session``), written when set. Whatever
 graphmem does not model (unknown keys, absent versus null, the original spelling of
 timestamps) is kept in ``Memory.extra`` so that ``export_ump`` gives the file back, up to
 key order.
@@ -57,8 +60,8 @@ __all__ = [
 UMP_VERSION = "0.1"
 UMP_STATUSES = ("active", "candidate", "archived", "tombstoned")
 _SECTIONS = {
-    "body": ("subject", "text"),
-    "scope": ("owner", "project", "visibility", "tags"),
+    "body": ("subject", "text", "context"),
+    "scope": ("owner", "project", "visibility", "tags", "session"),
     "time": ("created", "modified", "observed", "valid_from", "valid_to"),
     "lifecycle": ("status", "confidence"),
 }
@@ -67,6 +70,10 @@ _TOP = ("ump", "id", "kind", "body", "scope", "time", "lifecycle", "superseded_b
 # Paths whose exported default is not null: when the file had null there, remember it.
 _NON_NULL_DEFAULTS = {"scope.tags", "superseded_by", "provenance", "integrity",
                       "scope.visibility", "lifecycle.status", "lifecycle.confidence"}
+# graphmem's own keys beside the protocol's: the text a memory is indexed with besides its
+# own (``Memory.context``) and its conversation (``Memory.session``). Written only when
+# set, or when the file had them as null.
+_OPTIONAL = {"body.context", "scope.session"}
 
 #: The shipped sample corpus: 301 memories of a research engineer's agent.
 SAMPLE_PATH = Path(__file__).resolve().parent / "samples" / "agent_memories.ump.json"
@@ -229,7 +236,7 @@ def record_to_input(record: Any, *, index: int = 0, source: str = "<records>") -
             path = f"{name}.{key}"
             if key not in value:
                 absent.append(path)
-            elif value[key] is None and path in _NON_NULL_DEFAULTS:
+            elif value[key] is None and path in _NON_NULL_DEFAULTS | _OPTIONAL:
                 nulls.append(path)
     for key in ("superseded_by", "provenance", "integrity", "ump"):
         if key not in record:
@@ -244,6 +251,10 @@ def record_to_input(record: Any, *, index: int = 0, source: str = "<records>") -
         raise fail("must be a string", "body.subject")
     if text is not None and not isinstance(text, str):
         raise fail("must be a string", "body.text")
+    for path, value in (("body.context", body.get("context")),
+                        ("scope.session", scope.get("session"))):
+        if value is not None and not isinstance(value, str):
+            raise fail("must be a string or null", path)
     if not (text or "").strip():
         if not (subject or "").strip():
             raise fail("a memory needs body.text or body.subject", "body.text")
@@ -305,6 +316,8 @@ def record_to_input(record: Any, *, index: int = 0, source: str = "<records>") -
             "status": status,
             "subject": subject,
             "text": text,
+            "context": body.get("context"),
+            "session": scope.get("session"),
             "tags": tags,
             "owner": scope.get("owner"),
             "project": scope.get("project"),
@@ -388,7 +401,9 @@ def memory_to_record(memory: Memory, graph: Mapping[str, Any] | None = None) -> 
     values: dict[str, Any] = {
         "body.subject": memory.subject,
         "body.text": memory.text,
+        "body.context": memory.context,
         "scope.owner": memory.owner,
+        "scope.session": memory.session,
         "scope.project": memory.project,
         "scope.visibility": memory.visibility,
         "scope.tags": list(memory.tags),
@@ -408,7 +423,8 @@ def memory_to_record(memory: Memory, graph: Mapping[str, Any] | None = None) -> 
         section = dict(unknown.get(name, {}))
         for key in keys:
             path = f"{name}.{key}"
-            if path in absent:
+            if path in absent or (path in _OPTIONAL and values[path] is None
+                                  and path not in nulls):
                 continue
             section[key] = None if path in nulls else values[path]
         record[name] = section

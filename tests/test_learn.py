@@ -469,6 +469,13 @@ def test_a_saved_replay_gives_the_same_results_without_replaying(tmp_path: Path)
     with pytest.raises(SystemExit, match=r"sessions 4 \(asked: 3\)"):
         learning.run_locomo(None, "hashing", limit=2, sessions=3, progress=False,
                             replay=saved)
+    from ingest.locomo import default_path
+
+    other = tmp_path / "locomo-copy.json"  # the same conversations in another file
+    other.write_bytes(default_path().read_bytes())
+    with pytest.raises(SystemExit, match=r"file .*locomo10\.json.*\(asked: .*locomo-copy"):
+        learning.run_locomo(str(other), "hashing", limit=2, sessions=4, progress=False,
+                            replay=saved)
     garbage = tmp_path / "garbage.pkl"
     garbage.write_bytes(b"\xa4 not a pickle")
     with pytest.raises(SystemExit, match="not a replay"):

@@ -294,3 +294,36 @@ def test_reading_holds_a_block_and_a_record_not_the_file(tmp_path: Path) -> None
     tracemalloc.stop()
     assert count == 12_000
     assert peak < 6_000_000, f"reading took {peak / 1e6:.1f} MB"
+
+
+def test_context_and_session_travel_with_the_file(tmp_path: Path) -> None:
+    """A memory's context (indexed beside its text) and session come back from an export,
+    so the importing store indexes and embeds it the same; a memory without them gets no
+    such keys, and a file's explicit null is kept."""
+    with MemoryStore(tmp_path / "a", embedder="hashing+pooled") as first:
+        made = first.add("we met at the pier", session="s1",
+                         context="Ann: where?\nBo: by the water")
+        plain = first.add("a plain note")
+        export_ump(first, tmp_path / "one.json")
+        vector = dict(zip(*first.vectors(), strict=True))[made.id]
+    records = {r["id"]: r for r in json.loads((tmp_path / "one.json").read_text("utf-8"))}
+    assert records[made.id]["body"]["context"] == "Ann: where?\nBo: by the water"
+    assert records[made.id]["scope"]["session"] == "s1"
+    assert "context" not in records[plain.id]["body"]
+    assert "session" not in records[plain.id]["scope"]
+    records[plain.id]["body"]["context"] = None  # an explicit null is given back
+    (tmp_path / "one.json").write_text(json.dumps(list(records.values())), "utf-8")
+    with MemoryStore(tmp_path / "b", embedder="hashing+pooled") as other:
+        import_ump(other, tmp_path / "one.json")
+        got = other.get(made.id)
+        assert (got.context, got.session) == ("Ann: where?\nBo: by the water", "s1")
+        again = dict(zip(*other.vectors(), strict=True))[made.id]
+        assert float(again @ vector) > 0.9999
+        export_ump(other, tmp_path / "two.json")
+    two = json.loads((tmp_path / "two.json").read_text("utf-8"))
+    assert {r["id"]: r for r in two}[plain.id]["body"]["context"] is None
+    bad = [dict(records[made.id], body={"text": "x", "context": 3})]
+    (tmp_path / "bad.json").write_text(json.dumps(bad), "utf-8")
+    with MemoryStore(tmp_path / "c", embedder="hashing") as third, \
+            pytest.raises(RecordError, match=r"field body\.context"):
+        import_ump(third, tmp_path / "bad.json")
