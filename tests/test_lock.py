@@ -110,3 +110,32 @@ def test_checkpoints_wait_for_readers_instead_of_failing_commits(
         assert store.stats().memories == 240
         wal = tmp_path / "db" / "graph.kuzu.wal"
         assert not wal.exists() or wal.stat().st_size < 100_000  # checkpointed
+
+
+def _wal_after_recalls(path: Path) -> tuple[int, int]:
+    """The WAL's size and the rows written since the last checkpoint after 30 recalls
+    that each record the access of 10 memories (300 rows, one statement each)."""
+    with MemoryStore(path, embedder="hashing") as store:
+        store.add_many([{"text": f"seed note {i}"} for i in range(300)])
+        store._ctx.engine.db.checkpoint()
+        for i in range(30):
+            store.recall(f"seed note {i}", k=10)
+            store.flush()
+        wal = path / "graph.kuzu.wal"
+        return (wal.stat().st_size if wal.exists() else 0), store._ctx.engine.db.rows_written
+
+
+def test_rows_written_one_by_one_are_checkpointed(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kuzu holds every written row in memory until a checkpoint (~24 KB a recorded
+    access at 1M memories), far more than the WAL says: past ``CHECKPOINT_ROWS`` rows a
+    commit is followed by a checkpoint, however small the WAL."""
+    from graphmem._kuzu import Database
+
+    monkeypatch.setattr(Database, "CHECKPOINT_ROWS", 10**9)
+    grown, pending = _wal_after_recalls(tmp_path / "never")
+    assert pending >= 300 and grown > 0
+    monkeypatch.setattr(Database, "CHECKPOINT_ROWS", 100)
+    kept, pending = _wal_after_recalls(tmp_path / "bounded")
+    assert pending < 100
+    assert kept < grown / 2

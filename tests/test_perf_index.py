@@ -13,6 +13,7 @@ import pytest
 from graphmem import MemoryStore
 from graphmem._arrow import to_pylist
 from graphmem._kuzu import _engine as kuzu_engine
+from graphmem._recall import _index as index_module
 from graphmem._recall._index import INDEX_FIELDS, RecallIndex
 from graphmem._recall._vectors import to_bfloat16
 
@@ -42,7 +43,10 @@ def _varied_store(path: Path) -> MemoryStore:
     return store
 
 
-def test_column_load_equals_row_upsert(tmp_path: Path) -> None:
+@pytest.mark.parametrize("block", [7, 65_536])
+def test_column_load_equals_row_upsert(tmp_path: Path, block: int,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(index_module, "BLOCK_ROWS", block)  # texts read a block at a time
     with _varied_store(tmp_path / "db") as store:
         scan = store._ctx.engine.scan([*INDEX_FIELDS, "vector"])
     by_rows, by_columns = RecallIndex(scan.vectors.shape[1]), RecallIndex(scan.vectors.shape[1])
@@ -122,6 +126,7 @@ def test_the_slimmed_snapshot_gives_every_memory_as_the_store_does(
         assert not index.half and index.rows is not None
         assert "" not in index.rows.column("text_sha256").to_pylist()
     monkeypatch.setattr(RecallIndex, "SIGN_BITS_FROM", 0)  # a half index: slimmed
+    monkeypatch.setattr(index_module, "BLOCK_ROWS", 7)  # a block at a time
     with MemoryStore(tmp_path / "db", embedder="hashing") as store:
         index = store._recall.ensure_index()
         assert index.half and index.rows is not None

@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from itertools import chain
+from itertools import chain, islice
 
 import numpy as np
 import snowballstemmer
@@ -197,14 +197,16 @@ class BM25Index:
                  ) -> None:
         """``set`` each (position, text, group), the counting done by numpy a chunk at a
         time (the index of a whole store is built this way: ~3x faster than ``set``). A
-        position given twice keeps its last text."""
-        latest = {pos: (text, group) for pos, text, group in items}
-        for pos in latest:
-            self.remove(pos)
-        self._flush()
-        batch = list(latest.items())
-        for start in range(0, len(batch), chunk):
-            self._add_fresh(batch[start:start + chunk])
+        position given twice keeps its last text. ``items`` is read a chunk at a time:
+        the texts of a whole store never exist at once."""
+        iterator = iter(items)
+        while chunk_items := list(islice(iterator, chunk)):
+            latest = {pos: (text, group) for pos, text, group in chunk_items}
+            del chunk_items
+            for pos in latest:
+                self.remove(pos)
+            self._flush()
+            self._add_fresh(list(latest.items()))
 
     def _add_fresh(self, batch: Sequence[tuple[int, tuple[str, int]]]) -> None:
         """Index documents that hold no entries, with nothing pending."""

@@ -28,6 +28,7 @@ from .._models import ChangeType, EventType, Kind, Memory, Status, parse_kind
 from .._sync import Gate
 from .._time import to_utc
 from .._transitions import patch_of
+from .._trim import release_freed_memory
 from ._access import AccessRow, AccessWriter
 from ._actr import activation_s
 from ._bm25 import tokenize
@@ -45,6 +46,8 @@ __all__ = ["Recall"]
 MAX_QUERY = 10_000
 #: Edges are refreshed per memory up to this many ids; beyond, all edges are reloaded.
 _EDGE_REFRESH_LIMIT = 20
+#: an index of this many memories or more gives its build's temporaries back (``_trim``)
+_TRIM_FROM = 100_000
 _RECENT_RECALLS = 256
 #: What the index build reads: its own fields and the rest of each memory's (the rows
 #: hits are made from), then the vectors.
@@ -172,6 +175,8 @@ class Recall:
                 self._load_edges(built)
                 self._load_graph(built)
                 self._index = built
+                if built.size >= _TRIM_FROM:
+                    release_freed_memory()  # the build's temporaries
             return self._index
 
     def _load_graph(self, index: RecallIndex) -> None:
