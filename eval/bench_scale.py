@@ -10,6 +10,7 @@ encoder (``minilm:onnx``, fp32), against those vectors. Then, in a fresh process
 
 * opening and the first recall (the recall index is built then) and RSS after it;
 * ``recall`` p50 / p95 per preset, each recall timed beside the embedding of its query;
+  then ``--churn`` more recalls that record access (rows written), and RSS after them;
   from 100k memories on the vector channel searches sign bits (as the store does),
   and ``vector`` and ``default`` run again with exact vectors (the baseline);
 * vector search alone: exact float32 (the baseline) against ``graphmem._recall._vectors``
@@ -184,7 +185,7 @@ def bm25(texts: Sequence[str], queries: Sequence[str], groups: np.ndarray) -> No
 
 
 def measure(path: Path, n_queries: int, candidates: int | None, lifecycle: bool,
-            buffer_pool_mb: int) -> None:
+            buffer_pool_mb: int, churn: int = 0) -> None:
     settings = Settings(buffer_pool_mb=buffer_pool_mb)
     rng = random.Random(5)
     start = time.perf_counter()
@@ -207,6 +208,16 @@ def measure(path: Path, n_queries: int, candidates: int | None, lifecycle: bool,
             print(f"  {label:<16} {f50:6.1f} {p50:7.1f} {percentile(times, 95):7.1f} "
                   f"{p50 / f50:7.2f}x")
         print(f"  RSS after the presets {rss_mb():.0f} MB, peak {peak_rss_mb():.0f} MB")
+        if churn:
+            # each recall records its hits' access: Kuzu holds written rows in memory
+            # until a checkpoint, so RSS must stay flat here
+            start = time.perf_counter()
+            for i in range(churn):
+                store.recall(queries[i % len(queries)], k=10, preset="fulltext")
+            store.flush()
+            print(f"  {churn} more recalls recording access ({churn * 10} rows written) in "
+                  f"{time.perf_counter() - start:.0f} s: RSS {rss_mb():.0f} MB, peak "
+                  f"{peak_rss_mb():.0f} MB")
         _, matrix = store.vectors()
         vector_search(matrix, store.embedder.embed(queries[:50]),
                       candidates or RecallIndex.sign_candidates(len(matrix), 100))
@@ -255,6 +266,8 @@ def main() -> None:
                              "store does, max(4000, n/25))")
     parser.add_argument("--buffer-pool-mb", type=int, default=1024)
     parser.add_argument("--no-lifecycle", action="store_true")
+    parser.add_argument("--churn", type=int, default=2000,
+                        help="recalls recording access after the presets, RSS after them")
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument("--lifecycle-of", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--cache", type=Path,
@@ -266,7 +279,7 @@ def main() -> None:
     path = cached_store(args.cache, args.n)
     if not args.build_only:
         measure(path, args.queries, args.candidates, not args.no_lifecycle,
-                args.buffer_pool_mb)
+                args.buffer_pool_mb, args.churn)
 
 
 if __name__ == "__main__":
