@@ -153,13 +153,16 @@ class Settings:
 
 
 def _default_buffer_pool() -> int:
-    """A quarter of physical memory, between 256 MB and 2 GB (100k memories need ~1 GB;
-    Kuzu's own default, ~80% of RAM, would starve everything else)."""
+    """A quarter of physical memory, between 256 MB and 1 GB (Kuzu's own default, ~80% of
+    RAM, would starve everything else). At 1M memories every measured operation (the
+    recall index's build, recalls recording access, the lifecycle) ran in 1 GB and the
+    process stayed under 4 GB; 2 GB built the index in 116 s instead of ~150 s, at
+    4.9 GB (``eval/bench_scale.py``)."""
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
     except (ValueError, OSError, AttributeError):
         return 1024
-    return int(min(2048, max(256, total // 4)))
+    return int(min(1024, max(256, total // 4)))
 
 
 def _check_range(name: str, value: float, low: float | None, high: float | None) -> None:

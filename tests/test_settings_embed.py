@@ -73,3 +73,19 @@ def test_store_refuses_another_embedder(tmp_path) -> None:  # type: ignore[no-un
 def test_fingerprint_changes_with_the_model() -> None:
     assert fingerprint(HashingEmbedder(384)) == fingerprint(HashingEmbedder(384))
     assert fingerprint(HashingEmbedder(384)) != fingerprint(HashingEmbedder(128))
+
+
+def test_the_default_buffer_pool_is_a_quarter_of_memory_up_to_1_gb(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 1M memories a 1 GB pool kept the process under 4 GB (``eval/bench_scale.py``);
+    a small machine gets a quarter of its memory, never under 256 MB."""
+    import os
+
+    from graphmem._settings import _default_buffer_pool
+
+    for gib, want in ((24, 1024), (2, 512), (0.5, 256)):
+        pages = int(gib * 2**30 // 4096)
+        monkeypatch.setattr(os, "sysconf", lambda name, pages=pages: {
+            "SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": pages}[name])
+        assert _default_buffer_pool() == want, gib
+    assert Settings().buffer_pool_mb == 256  # read when settings are made
