@@ -10,9 +10,9 @@ encoder (``minilm:onnx``, fp32), against those vectors. Then, in a fresh process
 
 * opening and the first recall (the recall index is built then) and RSS after it;
 * ``recall`` p50 / p95 per preset, each recall timed beside the embedding of its query;
-  then ``--churn`` more recalls that record access (rows written), and RSS after them;
   from 100k memories on the vector channel searches sign bits (as the store does),
   and ``vector`` and ``default`` run again with exact vectors (the baseline);
+* ``--churn`` more recalls that record access (ten rows written each), and RSS after;
 * vector search alone: exact float32 (the baseline) against ``graphmem._recall._vectors``
   (sign bits, Hamming top candidates, exact re-scoring): p50, and recall@10 and @100
   (what the vector channel takes) against exact;
