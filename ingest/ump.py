@@ -245,16 +245,11 @@ def record_to_input(record: Any, *, index: int = 0, source: str = "<records>") -
             nulls.append(key)
 
     body, scope, times, life = (sections[n] for n in ("body", "scope", "time", "lifecycle"))
+    for key in ("subject", "text", "context"):
+        if body.get(key) is not None and not isinstance(body.get(key), str):
+            raise fail("must be a string", f"body.{key}")
     subject = body.get("subject")
     text = body.get("text")
-    if subject is not None and not isinstance(subject, str):
-        raise fail("must be a string", "body.subject")
-    if text is not None and not isinstance(text, str):
-        raise fail("must be a string", "body.text")
-    for path, value in (("body.context", body.get("context")),
-                        ("scope.session", scope.get("session"))):
-        if value is not None and not isinstance(value, str):
-            raise fail("must be a string or null", path)
     if not (text or "").strip():
         if not (subject or "").strip():
             raise fail("a memory needs body.text or body.subject", "body.text")
@@ -262,7 +257,7 @@ def record_to_input(record: Any, *, index: int = 0, source: str = "<records>") -
     tags = scope.get("tags") or []
     if not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags):
         raise fail("must be a list of non-empty strings", "scope.tags")
-    for key in ("owner", "project", "visibility"):
+    for key in ("owner", "project", "visibility", "session"):
         if scope.get(key) is not None and not isinstance(scope.get(key), str):
             raise fail("must be a string", f"scope.{key}")
     status = life.get("status") or "active"

@@ -10,7 +10,6 @@ updates it, so a query never scans the database.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import math
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -243,6 +242,18 @@ class Adjacency:
         return self.indices[start:end], self.weights[start:end]
 
 
+def _blocks(table: pa.Table) -> Iterator[tuple[int, pa.Table]]:
+    """``table`` ``BLOCK_ROWS`` rows at a time: (first row, the block)."""
+    for start in range(0, table.num_rows, BLOCK_ROWS):
+        yield start, table.slice(start, BLOCK_ROWS)
+
+
+def _indexed_text(subject: str | None, text: str | None, context: str | None) -> str:
+    """What BM25 indexes of a memory: its subject, text and context, one per line."""
+    indexed = f"{subject}\n{text or ''}" if subject else (text or "")
+    return f"{indexed}\n{context}" if context else indexed
+
+
 def _sha256(text: str | None) -> str:
     return hashlib.sha256((text or "").encode("utf-8")).hexdigest()
 
@@ -257,8 +268,7 @@ def _slim(table: pa.Table) -> pa.Table:
     if i < 0 or "text" not in table.column_names:
         return table
     chunks = []
-    for start in range(0, table.num_rows, BLOCK_ROWS):  # a block's strings at a time
-        part = table.slice(start, BLOCK_ROWS)
+    for _, part in _blocks(table):  # a block's strings at a time
         chunks.append(strings([
             "" if s is not None and s == _sha256(t) else s
             for t, s in zip(column_values(part.column("text")),
@@ -414,11 +424,8 @@ class RecallIndex:
                 if self._signs is not None:
                     self._signs.set(pos, None)
             else:
-                subject, text = row.get("subject"), row.get("text") or ""
-                context = row.get("context")
-                indexed = f"{subject}\n{text}" if subject else text
-                texts[pos] = (f"{indexed}\n{context}" if context else indexed,
-                              int(self.owner[pos]))
+                texts[pos] = (_indexed_text(row.get("subject"), row.get("text"),
+                                            row.get("context")), int(self.owner[pos]))
         self.bm25.set_many((pos, text, group) for pos, (text, group) in texts.items())
 
     def load(self, table: pa.Table, vectors: np.ndarray | None = None,
@@ -489,17 +496,12 @@ class RecallIndex:
         """What BM25 indexes of each memory of ``table`` that is not ``forgotten``
         (position, subject, text and context, owner group), converted a block of rows at
         a time (at 1M memories every text at once was ~0.2 GB more while building)."""
-        for start in range(0, table.num_rows, BLOCK_ROWS):
-            part = table.slice(start, BLOCK_ROWS)
-            for pos, subject, text, context in zip(
-                    itertools.count(start), column_values(part.column("subject")),
-                    column_values(part.column("text")),
-                    column_values(part.column("context")), strict=False):
-                if forgotten[pos]:
-                    continue
-                indexed = f"{subject}\n{text or ''}" if subject else (text or "")
-                yield (pos, f"{indexed}\n{context}" if context else indexed,
-                       int(self.owner[pos]))
+        for start, part in _blocks(table):
+            for pos, (subject, text, context) in enumerate(zip(
+                    column_values(part.column("subject")), column_values(part.column("text")),
+                    column_values(part.column("context")), strict=True), start):
+                if not forgotten[pos]:
+                    yield pos, _indexed_text(subject, text, context), int(self.owner[pos])
 
     @property
     def half(self) -> bool:
