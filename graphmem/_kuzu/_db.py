@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import shutil
 import threading
 import warnings
@@ -47,42 +46,17 @@ from .._errors import (
     StoreLockedError,
 )
 from .._sync import Gate
+from ._lexer import parameter_names
 from ._recovery import WalMark, recover
 
 __all__ = ["Database", "Tx", "check_parameters", "query_parameters"]
 
 Row = list[Any]
 
-_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
-
-
 def query_parameters(query: str) -> set[str]:
-    """Names of the ``$parameters`` a Cypher query uses, ignoring strings and comments."""
-    names: set[str] = set()
-    i, n = 0, len(query)
-    while i < n:
-        ch = query[i]
-        if ch in ("'", '"', "`"):
-            j = i + 1
-            while j < n and query[j] != ch:
-                j += 2 if query[j] == "\\" else 1
-            i = j + 1
-        elif query.startswith("//", i):
-            j = query.find("\n", i)
-            i = n if j < 0 else j + 1
-        elif query.startswith("/*", i):
-            j = query.find("*/", i + 2)
-            i = n if j < 0 else j + 2
-        elif ch == "$":
-            match = _PARAM.match(query, i)
-            if match:
-                names.add(match.group(1))
-                i = match.end()
-            else:
-                i += 1
-        else:
-            i += 1
-    return names
+    """Names of the ``$parameters`` a Cypher query uses, read as Kuzu reads it (``_lexer``:
+    strings, backquoted names and comments hold none; ``$`name``` and ``$1`` are ones)."""
+    return set(parameter_names(query))
 
 
 def check_parameters(query: str, params: Mapping[str, Any]) -> None:
