@@ -766,13 +766,13 @@ class KuzuCypher:
 
     def run(self, query: str, params: Mapping[str, Any], *, write: bool,
             event: LifecycleEvent | None) -> CypherResult:
-        check_parameters(query, params)
         checked = check_user_query(query, write=write)
+        check_parameters(query, params)
         if not checked.writes:
-            result = self._db.read_only_query(checked.text, params)
+            result = self._db.read_only_query(checked.text, params, checked.plan)
             return CypherResult(columns=result.columns, rows=result.rows)
         with self._db.write() as tx:
-            result = tx.run_user(checked.text, params)
+            result = tx.run_user(checked.text, params, checked.plan)
             if event is not None:
                 tx.run(_CREATE_EVENTS, {"rows": [event_params(event)]})
         return CypherResult(columns=result.columns, rows=result.rows)

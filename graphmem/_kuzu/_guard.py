@@ -1,37 +1,55 @@
 """The gate in front of Cypher that graphmem did not write itself (``store.cypher``, named
-queries): one statement, and only the clauses its mode allows.
+queries): one statement of bounded size, and only the clauses its mode allows.
 
 Kuzu's ``READ ONLY`` transaction is not a sandbox: a second statement after ``COMMIT``
 runs outside it, and ``COPY ... TO``, ``LOAD FROM``, ``EXPORT``/``IMPORT DATABASE``,
 ``ATTACH``, ``LOAD EXTENSION`` (native code) and ``CALL <setting>=...`` all run inside it
-(each tried against 0.11.3). So the text is checked first, by an allowlist over its
-tokens (strings, quoted names and comments left out), and a read still runs in a
-read-only transaction on its own connection as a second wall.
+(each tried against 0.11.3). So the text is checked first, by an allowlist over the
+tokens Kuzu's own lexical grammar makes of it (``_lexer``); then Kuzu's plan of the
+statement is checked (``_plan``), and a read runs in a read-only transaction on its own
+connection.
 
 Read mode: one statement made of reading clauses (MATCH, OPTIONAL MATCH, WHERE, WITH,
 UNWIND, RETURN, ORDER BY, SKIP, LIMIT, UNION) and ``CALL`` of the catalogue and index
-functions in ``READ_FUNCTIONS``. Write mode adds CREATE, MERGE, SET, DELETE, DETACH DELETE,
-REMOVE on the data tables; never DDL, file I/O, extensions, attached databases, settings,
+functions in ``READ_FUNCTIONS``. Write mode adds CREATE, MERGE, SET, REMOVE on the data
+tables; never DELETE, DDL, file I/O, extensions, attached databases, settings,
 transaction control, or a write to the append-only logs (``Version``, ``LifecycleEvent``).
+
+Kuzu's parser recurses once per nesting level and backtracks over nested lists, maps and
+CASE: measured on 0.11.3 (one process, 8 MB stack), 12,000 consecutive NOTs, 3,000
+nested parentheses or 1,000 nested function calls crash the process, 18 nested CASEs
+take 12 s and 300 nested lists over 20 s, a chain of 3,000 ``+`` 3 s. ``LIMITS`` bounds
+the tokens well below that, before Kuzu parses anything.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from .._errors import InvalidInputError, ReadOnlyStoreError
+from ._lexer import Token, lex
+from ._plan import LOG_TABLES, READ_FUNCTIONS, PlanCheck
 
-__all__ = ["LOG_TABLES", "READ_FUNCTIONS", "CheckedQuery", "check_user_query"]
+__all__ = ["LIMITS", "LOG_TABLES", "READ_FUNCTIONS", "CheckedQuery", "Limits",
+           "check_user_query"]
 
-#: Table functions a read may CALL (catalogue views and index queries; none writes).
-READ_FUNCTIONS = frozenset({
-    "show_tables", "table_info", "show_connection", "db_version", "show_functions",
-    "show_indexes", "show_macros", "show_warnings", "current_setting", "show_sequences",
-    "show_projected_graphs", "query_fts_index", "query_vector_index",
-})
-#: Tables that graphmem alone writes: the append-only history, the audit log, its own.
-LOG_TABLES = frozenset({"version", "lifecycleevent", "has_version", "meta", "stage"})
+
+@dataclass(frozen=True)
+class Limits:
+    """The size of a user statement (each far below where Kuzu's parser crashes or
+    slows down, far above the named queries' largest)."""
+
+    chars: int = 100_000
+    tokens: int = 3_000
+    #: open ``(``, ``[``, ``{`` and CASE at any point
+    depth: int = 16
+    #: open CASE at any point (each level doubles the parser's work)
+    case_depth: int = 8
+    #: NOT and unary minus in a row
+    prefix_run: int = 16
+
+
+LIMITS = Limits()
 
 _WRITE_CLAUSES = frozenset({"create", "merge", "set", "delete", "detach", "remove"})
 #: Words that never pass, in either mode (file I/O, extensions, databases, settings,
@@ -43,125 +61,159 @@ _NEVER = frozenset({
 })
 _DDL_AFTER_CREATE = frozenset({"node", "rel", "relationship", "macro", "sequence", "type",
                                "graph"})
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_OPENERS = {"(": ")", "[": "]", "{": "}"}
+_CLOSERS = frozenset(_OPENERS.values())
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+Key = tuple[str, str]
 
 
 @dataclass(frozen=True)
 class CheckedQuery:
-    """A user query that passed the gate: its text and whether it writes."""
+    """A user query that passed the gate: its text, whether it writes, and the checks
+    its plan must pass (``_plan``)."""
 
     text: str
     writes: bool
+    plan: PlanCheck
 
 
 def _refuse(message: str) -> InvalidInputError:
     return InvalidInputError(message, field="query")
 
 
-def _tokens(query: str) -> list[tuple[str, str]]:
-    """(kind, value) tokens: "word" (lowercased), "punct" (one character); strings,
-    backquoted names and comments are dropped, each leaving a "lit" placeholder."""
-    out: list[tuple[str, str]] = []
-    i, n = 0, len(query)
-    while i < n:
-        ch = query[i]
-        if ch in ("'", '"', "`"):
-            j = i + 1
-            while j < n and query[j] != ch:
-                j += 2 if query[j] == "\\" else 1
-            if j >= n:
-                raise _refuse("the query has an unterminated string or quoted name")
-            out.append(("lit", "`" if ch == "`" else "'"))
-            i = j + 1
-        elif query.startswith("//", i):
-            j = query.find("\n", i)
-            i = n if j < 0 else j + 1
-        elif query.startswith("/*", i):
-            j = query.find("*/", i + 2)
-            if j < 0:
-                raise _refuse("the query has an unterminated comment")
-            i = j + 2
-        elif ch.isspace():
-            i += 1
-        else:
-            match = _WORD.match(query, i)
-            if match:
-                out.append(("word", match.group(0).lower()))
-                i = match.end()
-            else:
-                out.append(("punct", ch))
-                i += 1
-    return out
+def _key(token: Token) -> Key:
+    """What the checks compare: keywords ASCII case-insensitive as Kuzu's are, symbols
+    with Kuzu's Unicode arrows and dashes folded; strings and numbers are literals."""
+    if token.kind == "word":
+        return "word", token.text.translate(_ASCII_LOWER)
+    if token.kind == "symbol":
+        return "punct", token.value
+    if token.kind in ("string", "number"):
+        return "lit", ""
+    return token.kind, token.value
+
+
+def _name(key: Key) -> str | None:
+    """A word or backquoted name as a table or function name (Kuzu folds ASCII case)."""
+    return key[1].translate(_ASCII_LOWER) if key[0] in ("word", "name") else None
+
+
+def check_bounds(tokens: list[Token], *, limits: Limits = LIMITS) -> None:
+    """Refuse a statement past ``limits``: a clear error instead of a crashed or stalled
+    process."""
+    if len(tokens) > limits.tokens:
+        raise _refuse(f"the query has more than {limits.tokens:,} tokens (pass long lists as "
+                      "a $parameter)")
+    stack: list[str] = []
+    cases = run = 0
+    for n, token in enumerate(tokens):
+        key = _key(token)
+        after_dot = n > 0 and _key(tokens[n - 1]) == ("punct", ".")
+        run = run + 1 if key == ("word", "not") or token.text == "-" else 0
+        if run > limits.prefix_run:
+            raise _refuse(f"more than {limits.prefix_run} NOT or unary minus in a row")
+        if key[0] == "punct" and key[1] in _OPENERS:
+            stack.append(_OPENERS[key[1]])
+        elif key == ("word", "case") and not after_dot:
+            stack.append("end")
+            cases += 1
+        elif (key[0] == "punct" and key[1] in _CLOSERS) or (
+                key == ("word", "end") and not after_dot and "end" in stack):
+            if not stack or stack[-1] != key[1]:
+                raise _refuse(f"an unmatched {token.text!r} at offset {token.start}")
+            cases -= stack.pop() == "end"
+        if len(stack) > limits.depth:
+            raise _refuse(f"the query nests brackets and CASE more than {limits.depth} deep")
+        if cases > limits.case_depth:
+            raise _refuse(f"the query nests CASE more than {limits.case_depth} deep")
 
 
 def check_user_query(query: str, *, write: bool) -> CheckedQuery:
-    """Check one user query against the mode's allowlist; a clear ``InvalidInputError``
-    names what is refused and why."""
-    tokens = _tokens(query)
-    while tokens and tokens[-1] == ("punct", ";"):
-        tokens.pop()
-    if not tokens:
+    """Check one user query against the size limits and the mode's allowlist; a clear
+    ``InvalidInputError`` names what is refused and why."""
+    if len(query) > LIMITS.chars:
+        raise _refuse(f"the query has {len(query):,} characters; the most is "
+                      f"{LIMITS.chars:,}")
+    tokens = lex(query, most=LIMITS.tokens)
+    check_bounds(tokens)
+    keys = [_key(t) for t in tokens]
+    while keys and keys[-1] == ("punct", ";"):
+        keys.pop()
+    if not keys:
         raise _refuse("the query is empty")
-    if ("punct", ";") in tokens:
+    if ("punct", ";") in keys:
         raise _refuse("one statement per query: remove the ';' and what follows it")
     writes = False
-    for n, (kind, value) in enumerate(tokens):
+    for n, (kind, value) in enumerate(keys):
         if kind != "word":
             continue
-        before = tokens[n - 1] if n else ("", "")
-        after = tokens[n + 1] if n + 1 < len(tokens) else ("", "")
-        if before in (("punct", "."), ("punct", ":"), ("punct", "$")) or after == ("punct", ":"):
-            continue  # a property, a label, a parameter or a map key: a name, not a clause
+        before = keys[n - 1] if n else ("", "")
+        after = keys[n + 1] if n + 1 < len(keys) else ("", "")
+        if before in (("punct", "."), ("punct", ":")) or after == ("punct", ":"):
+            continue  # a property, a label or a map key: a name, not a clause
         if value in _NEVER:
             raise _refuse(f"{value.upper()} is not allowed here: ad-hoc Cypher may not touch "
                           "files, extensions, other databases, settings, transactions or "
                           "the schema")
         if value == "call":
-            name = after[1] if after[0] == "word" else ""
+            name = _name(after) or ""
             if name not in READ_FUNCTIONS:
                 raise _refuse(f"CALL {name or '...'} is not allowed; the functions a query "
                               f"may call are {', '.join(sorted(READ_FUNCTIONS))}")
-            if tokens[n + 2:n + 3] != [("punct", "(")]:
+            if keys[n + 2:n + 3] != [("punct", "(")]:
                 raise _refuse(f"CALL {name} must be called with parentheses")
         if value in _WRITE_CLAUSES:
-            if value == "create" and after[0] == "word" and after[1] in _DDL_AFTER_CREATE:
-                raise _refuse("CREATE of tables, macros or sequences is not allowed: the "
-                              "schema belongs to graphmem's migrations")
-            if value in ("detach", "delete") and write:
-                raise _refuse(f"{value.upper()} is not allowed in ad-hoc writes: forget "
-                              "(hard delete) and tombstone remove memories with their "
-                              "history, and a deleted relationship corrupts Kuzu 0.11.3's "
-                              "storage")
-            if not write:
-                raise ReadOnlyStoreError(
-                    f"{value.upper()} writes, and ad-hoc Cypher is read-only unless you ask "
-                    "for a write (write=True, or --write on the command line): a write "
-                    "bypasses the version history and is recorded as an audit event")
-            writes = True
+            writes |= _check_write_clause(value, after, write=write)
+    plan = PlanCheck(query, writes)
     if writes:
-        _check_write_targets(tokens)
-    return CheckedQuery(text=query, writes=writes)
+        _check_write_targets(keys)
+    plan.check_text()
+    return CheckedQuery(text=query, writes=writes, plan=plan)
+
+
+def _check_write_clause(value: str, after: Key, *, write: bool) -> bool:
+    if value == "create" and _name(after) in _DDL_AFTER_CREATE:
+        raise _refuse("CREATE of tables, macros or sequences is not allowed: the "
+                      "schema belongs to graphmem's migrations")
+    if value in ("detach", "delete") and write:
+        raise _refuse(f"{value.upper()} is not allowed in ad-hoc writes: forget "
+                      "(hard delete) and tombstone remove memories with their "
+                      "history, and a deleted relationship corrupts Kuzu 0.11.3's "
+                      "storage")
+    if not write:
+        raise ReadOnlyStoreError(
+            f"{value.upper()} writes, and ad-hoc Cypher is read-only unless you ask "
+            "for a write (write=True, or --write on the command line): a write "
+            "bypasses the version history and is recorded as an audit event")
+    return True
 
 
 _PATTERN_START = frozenset({"match", "create", "merge"})
+_LABEL_SEPARATORS = frozenset({("punct", ":"), ("punct", "|")})
 
 
-def _check_write_targets(tokens: list[tuple[str, str]]) -> None:
+def _is_log_table(key: Key) -> bool:
+    name = _name(key)
+    return name is not None and (name in LOG_TABLES or key[1].casefold() in LOG_TABLES)
+
+
+def _check_write_targets(keys: list[Key]) -> None:
     """A write names every table it matches, and none of the log tables: an unlabelled
     ``(n)`` or ``-[r]-`` matches every table, the append-only ones too."""
-    for n, (kind, value) in enumerate(tokens):
-        if kind == "word" and value in LOG_TABLES and n \
-                and tokens[n - 1] in (("punct", ":"), ("punct", "|")):
+    for n, (kind, value) in enumerate(keys):
+        before = keys[n - 1] if n else ("", "")
+        if _is_log_table((kind, value)) and before in _LABEL_SEPARATORS:
             raise _refuse(f"{value} is graphmem's append-only history or its own "
                           "bookkeeping; ad-hoc writes may not touch it")
-        before = tokens[n - 1] if n else ("", "")
-        node = value == "(" and (before[1] in _PATTERN_START or before in (
+        path = before == ("punct", "=") and n > 2 and keys[n - 3][1] in _PATTERN_START
+        node = value == "(" and (before[1] in _PATTERN_START or path or before in (
             ("punct", ","), ("punct", "-"), ("punct", ">"), ("punct", "<")))
         rel = value == "[" and before in (("punct", "-"), ("punct", "<"))
         if kind != "punct" or not (node or rel):
             continue
-        rest = tokens[n + 1:n + 3]
-        if rest and rest[0][0] == "word":
+        rest = keys[n + 1:n + 3]
+        if rest and rest[0][0] in ("word", "name"):
             rest = rest[1:]
         if not rest or rest[0] != ("punct", ":"):
             raise _refuse("a write query must label every node and relationship it matches "
