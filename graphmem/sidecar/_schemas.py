@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._kuzu import CYPHER_LIMITS
 from .._models import Kind, Status
 
 __all__ = ["ArchiveIn", "ConversationIn", "CypherIn", "ErrorOut", "EvaluateIn", "FeedbackIn",
@@ -135,7 +136,13 @@ class NamedQueryIn(_Body):
 class CypherIn(_Body):
     """One read-only Cypher statement and its parameters (bound, never pasted)."""
 
-    query: str = Field(min_length=1, max_length=100_000)
+    query: str = Field(
+        min_length=1, max_length=CYPHER_LIMITS.chars,
+        description=(f"One Cypher statement of at most {CYPHER_LIMITS.chars:,} characters and "
+                     f"{CYPHER_LIMITS.tokens:,} tokens, with brackets and CASE nested at most "
+                     f"{CYPHER_LIMITS.depth} deep (CASE {CYPHER_LIMITS.case_depth}) and at "
+                     f"most {CYPHER_LIMITS.prefix_run} NOT or unary minus in a row; a larger "
+                     "one is refused (422, field 'query') before Kuzu parses it."))
     params: dict[str, Any] = Field(default_factory=dict)
 
 Format = Literal["json", "markdown"]
