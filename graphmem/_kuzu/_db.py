@@ -61,6 +61,9 @@ class PlanVetting(Protocol):
     def key(self) -> Hashable:
         """The statement and mode its verdict holds for (with the parameters' types)."""
 
+    def check_text(self) -> None:
+        """Raise unless the text may be planned at all."""
+
     def failed(self, message: str) -> GraphmemError | None:
         """The error for a statement Kuzu could not plan (None: ``map_error``'s)."""
 
@@ -592,6 +595,7 @@ def _run_vetted(conn: Any, query: str, bound: dict[str, Any], vet: PlanVetting,
     to ``execute`` (which runs every statement of a text). A statement whose plan passed
     before (same text, mode and parameter types) is not planned twice: the second
     planning cost 20 ms on the largest named query (of 35 ms of planning)."""
+    vet.check_text()
     statement = _prepare_user(conn, query, vet, path=path)
     key = (vet.key, tuple(sorted((name, type(value).__name__) for name, value in bound.items())))
     if key not in vetted:

@@ -165,11 +165,9 @@ def check_user_query(query: str, *, write: bool) -> CheckedQuery:
                 raise _refuse(f"CALL {name} must be called with parentheses")
         if value in _WRITE_CLAUSES:
             writes |= _check_write_clause(value, after, write=write)
-    plan = PlanCheck(query, writes)
     if writes:
         _check_write_targets(keys)
-    plan.check_text()
-    return CheckedQuery(text=query, writes=writes, plan=plan)
+    return CheckedQuery(text=query, writes=writes, plan=PlanCheck(query, writes))
 
 
 def _check_write_clause(value: str, after: Key, *, write: bool) -> bool:

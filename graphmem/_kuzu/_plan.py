@@ -87,7 +87,8 @@ class PlanCheck:
         return hashlib.blake2b(self.query.encode("utf-8"), digest_size=16).digest(), self.write
 
     def check_text(self) -> None:
-        """The checks of the raw text, made before Kuzu plans anything."""
+        """The checks of the raw text, made before Kuzu plans anything (whatever a lexer
+        made of it)."""
         if _EXPORT.search(self.query):
             raise _refuse("the query names EXPORT and DATABASE: ad-hoc Cypher may not export "
                           "the database (pass such text as a $parameter)")
