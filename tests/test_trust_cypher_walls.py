@@ -1,0 +1,248 @@
+"""The walls behind the Cypher guard, and the bounds in front of Kuzu's parser.
+
+Wall two (``_kuzu/_plan``) is attacked as if the guard had been fooled: dangerous
+statements go straight to the store's database with only the plan check in the way.
+The bounds are attacked with the statements that crash or stall Kuzu 0.11.3's parser
+(each measured: 12,000 NOTs, 3,000 nested parentheses and 1,000 nested calls crash the
+process; 18 nested CASEs and 300 nested lists take 12 s and over 20 s), through the
+Python API and through a real sidecar, which must answer the next request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from graphmem import GraphmemError, InvalidInputError, MemoryStore
+from graphmem._kuzu import CYPHER_LIMITS
+from graphmem._kuzu._guard import Limits, check_bounds
+from graphmem._kuzu._lexer import lex
+from graphmem._kuzu._plan import PlanCheck
+from queries.library import load_queries
+
+from ._servers import free_port, wait_healthy
+
+MARKER = "zq_secret_column"
+
+
+def _state(store: MemoryStore) -> str:
+    stats = store.stats()
+    return json.dumps({**store.export(), "generated": None,
+                       "counts": [stats.versions, stats.events]}, sort_keys=True, default=str)
+
+
+@pytest.fixture
+def seeded(store: MemoryStore, tmp_path: Path) -> MemoryStore:
+    store.add("The orchard runs on PostgreSQL 16", owner="ann")
+    store.add("Deploys go through fly.io", owner="ann")
+    (tmp_path / "secret.csv").write_text(f"{MARKER},tok_admin\nrow,2\n", encoding="utf-8")
+    (tmp_path / "out").mkdir()
+    return store
+
+
+def _past_the_guard(store: MemoryStore, query: str, *, write: bool) -> None:
+    """Run ``query`` as if the guard had passed it: wall two and the transaction only."""
+    check = PlanCheck(query, write)
+    db = store._ctx.engine.db  # type: ignore[attr-defined]
+    if write:
+        with db.write() as tx:
+            tx.run_user(query, {}, check)
+    else:
+        db.read_only_query(query, {}, check)
+
+
+READS = [
+    "LOAD FROM '{dir}/secret.csv' RETURN *",
+    "LOAD FROM '{dir}/secret.csv' (header=true) RETURN *",
+    "MATCH (m:Memory) LOAD FROM '{dir}/secret.csv' RETURN m.id",
+    "COPY (MATCH (m:Memory) RETURN m.text) TO '{dir}/out/leak.csv'",
+    "COPY Meta FROM '{dir}/secret.csv'",
+    "CALL threads = 1",
+    "CALL storage_info('Memory') RETURN *",
+    "ATTACH '{dir}/other' AS other (dbtype kuzu)",
+    "BEGIN TRANSACTION",
+    "CHECKPOINT",
+    "CREATE NODE TABLE Evil(id STRING, PRIMARY KEY (id))",
+    "DROP TABLE Stage",
+    "EXPORT DATABASE '{dir}/out/dump'",
+    "IMPORT DATABASE '{dir}/out'",
+    "INSTALL httpfs",
+    "LOAD EXTENSION '{dir}/secret.csv'",
+    "MATCH (m:Memory) SET m.text = 'x'",
+    "MATCH (m:Memory) DETACH DELETE m",
+    "RETURN 1; MATCH (m:Memory) SET m.text = 'x'",
+]
+WRITES = [
+    "MATCH (v:`Version`) SET v.reason = 'x'",
+    "MATCH (m:Memory) SET m.importance = 0.1 WITH m MATCH (e:LifecycleEvent) SET e.reason = 'x'",
+    "MATCH (n) SET n.text = 'x'",
+    "MATCH (m:Memory)-[r]->(v) SET m.importance = 0.1",
+    "MATCH (a:Memory)-[*1..2]->(b) SET b.text = 'x'",
+    "MATCH (m:Memory) DETACH DELETE m",
+    "MATCH (m:Memory)-[r:HAS_VERSION]->(v) DELETE r",
+    "CREATE (:Stage {id: 'x'})",
+    "MERGE (k:META {key: 'schema_version'}) SET k.value = '1'",
+    "LOAD FROM '{dir}/secret.csv' RETURN *",
+    "COPY (MATCH (m:Memory) RETURN m.text) TO '{dir}/out/leak.csv'",
+]
+
+
+@pytest.mark.parametrize(("statement", "write"), [(s, False) for s in READS]
+                         + [(s, True) for s in WRITES])
+def test_the_plan_wall_stops_what_a_fooled_guard_would_pass(
+        seeded: MemoryStore, tmp_path: Path, statement: str, write: bool) -> None:
+    before = _state(seeded)
+    with pytest.raises(GraphmemError) as caught:
+        _past_the_guard(seeded, statement.replace("{dir}", str(tmp_path)), write=write)
+    assert MARKER not in str(caught.value) and "tok_admin" not in str(caught.value)
+    assert _state(seeded) == before
+    assert list((tmp_path / "out").iterdir()) == []  # nothing written, no directory made
+    assert seeded.cypher("MATCH (m:Memory) RETURN count(*) AS n") == [{"n": 2}]
+
+
+def test_the_plan_wall_lets_reads_and_data_writes_through(seeded: MemoryStore) -> None:
+    sample = {"STRING": "x", "TIMESTAMP": "2026-01-01T00:00:00Z"}
+    for query in load_queries().values():  # every operator they plan is allowed
+        params = query.bind({p.name: sample[p.type] for p in query.params if p.required},
+                            seeded)
+        seeded._ctx.engine.db.read_only_query(  # type: ignore[attr-defined]
+            query.text, params, PlanCheck(query.text, False))
+    _past_the_guard(seeded, "MATCH (m:Memory) WHERE m.text CONTAINS 'fly' "
+                            "SET m.importance = 0.9", write=True)
+    _past_the_guard(seeded, "MATCH (a:Memory), (b:Memory) WHERE a.id < b.id "
+                            "MERGE (a)-[:REFERENCES {weight: 1.0}]->(b)", write=True)
+    assert seeded.cypher("MATCH (:Memory)-[r:REFERENCES]->(:Memory) RETURN count(r) AS n") \
+        == [{"n": 1}]
+
+
+def test_a_refusal_never_tells_whether_a_file_exists(seeded: MemoryStore,
+                                                     tmp_path: Path) -> None:
+    """Binding LOAD FROM reads the file: neither its content nor its existence may show."""
+    messages = set()
+    for path in (tmp_path / "secret.csv", tmp_path / "missing.csv", tmp_path):
+        for tail in ("RETURN *", f"RETURN {MARKER}", "RETURN nosuch", "(header=true) RETURN x"):
+            with pytest.raises(InvalidInputError) as caught:
+                _past_the_guard(seeded, f"LOAD FROM '{path}' {tail}", write=False)
+            messages.add(str(caught.value))
+    assert len(messages) == 1 and MARKER not in messages.pop()
+    # a statement that mentions no file keeps Kuzu's own message
+    with pytest.raises(InvalidInputError, match="Cannot find property nosuch"):
+        seeded.cypher("MATCH (m:Memory) RETURN m.nosuch")
+
+
+# -- bounds ----------------------------------------------------------------------------
+def _nested(opener: str, closer: str, depth: int, core: str = "1") -> str:
+    return "RETURN " + opener * depth + core + closer * depth + " AS x"
+
+
+#: Statements that crash or stall Kuzu 0.11.3's parser (measured in a subprocess).
+CRASHERS = {
+    "20,000 NOTs (segfault)": "RETURN " + "NOT " * 20_000 + "true",
+    "3,000 nested parentheses (segfault)": _nested("(", ")", 3000),
+    "1,000 nested calls (segfault)": _nested("abs(", ")", 1000),
+    "300 nested lists (over 20 s)": _nested("[", "]", 300),
+    "100 nested maps (4 s)": _nested("{a: ", "}", 100),
+    "20 nested CASE (over 20 s)": _nested("CASE WHEN true THEN ", " ELSE 0 END", 20),
+    "10,000 ^ in a row (segfault)": "RETURN " + " ^ ".join(["1"] * 10_000),
+    "10,000 list indexes (segfault)": "RETURN [1]" + "[1]" * 10_000,
+    "300 nested COUNT subqueries (17 s)": "MATCH (m0:Memory) WHERE " + "".join(
+        f"COUNT {{ MATCH (m{i + 1}:Memory) WHERE " for i in range(300)) + "true"
+        + " } > 0" * 300 + " RETURN count(*)",
+    "3,000 + in a row (3 s)": "RETURN " + " + ".join(["1"] * 3000),
+}
+
+
+@pytest.mark.parametrize("name", list(CRASHERS))
+def test_statements_that_crash_kuzu_are_refused_quickly(seeded: MemoryStore,
+                                                        name: str) -> None:
+    started = time.perf_counter()
+    with pytest.raises(InvalidInputError) as caught:
+        seeded.cypher(CRASHERS[name])
+    assert time.perf_counter() - started < 1.0
+    assert caught.value.field == "query"
+    assert "the most is" in str(caught.value) or "more than" in str(caught.value)
+    assert seeded.cypher("MATCH (m:Memory) RETURN count(*) AS n") == [{"n": 2}]
+
+
+def test_the_limits_are_exact_and_generous(seeded: MemoryStore) -> None:
+    """At each limit a statement runs; one step past it is refused. The named queries
+    stay far inside."""
+    limits = CYPHER_LIMITS
+    at_limit = [
+        _nested("[", "]", limits.depth - 1, "[1]"),
+        _nested("CASE WHEN true THEN ", " ELSE 0 END", limits.case_depth),
+        "RETURN " + "NOT " * limits.prefix_run + "true AS x",
+        "RETURN size([" + ",".join(["1"] * ((limits.tokens - 7) // 2)) + "]) AS x",
+    ]
+    past = [
+        _nested("[", "]", limits.depth, "[1]"),
+        _nested("CASE WHEN true THEN ", " ELSE 0 END", limits.case_depth + 1),
+        "RETURN " + "NOT " * (limits.prefix_run + 1) + "true AS x",
+        "RETURN size([" + ",".join(["1"] * ((limits.tokens - 7) // 2 + 1)) + "]) AS x",
+        "RETURN '" + "x" * limits.chars + "' AS x",
+    ]
+    for statement in at_limit:
+        assert len(seeded.cypher(statement)) == 1
+    for statement in past:
+        with pytest.raises(InvalidInputError, match=r"the most is|more than"):
+            seeded.cypher(statement)
+    tight = Limits(chars=limits.chars // 5, tokens=limits.tokens // 5, depth=limits.depth // 3,
+                   case_depth=limits.case_depth // 3, prefix_run=limits.prefix_run // 3)
+    for query in load_queries().values():
+        check_bounds(lex(query.text), limits=tight)
+
+
+# -- a real sidecar --------------------------------------------------------------------
+@pytest.fixture
+def sidecar(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``graphmem serve`` in its own process: a crash would end it, not the tests."""
+    db = tmp_path / "db"
+    with MemoryStore(db, embedder="hashing") as store:
+        store.add("The orchard runs on PostgreSQL 16", owner="ann")
+    port = free_port()
+    env = {**os.environ, "GRAPHMEM_EMBEDDER": "hashing"}
+    server = subprocess.Popen([sys.executable, "-m", "graphmem", "--db", str(db), "serve",
+                               "--port", str(port), "--log-level", "warning"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, server)
+        yield url, server
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)
+
+
+def test_the_sidecar_refuses_crashers_and_answers_the_next_request(
+        sidecar: tuple[str, subprocess.Popen[bytes]]) -> None:
+    url, server = sidecar
+    statements = [s for s in CRASHERS.values() if len(s) <= CYPHER_LIMITS.chars]
+    statements.append("RETURN '\ud800' AS x")  # a lone surrogate, as JSON can carry one
+    with httpx.Client(base_url=url, timeout=30) as http:
+        for statement in statements:
+            started = time.perf_counter()
+            body = json.dumps({"query": statement}, ensure_ascii=True)
+            answer = http.post("/v1/cypher", content=body,
+                               headers={"content-type": "application/json"})
+            assert answer.status_code == 422, answer.text
+            assert answer.json()["field"] in ("query", "body")  # body: the surrogate
+            assert time.perf_counter() - started < 2.0
+            assert server.poll() is None
+            ok = http.post("/v1/cypher", json={"query": "MATCH (m:Memory) RETURN count(*) AS n"})
+            assert ok.status_code == 200 and ok.json()["rows"] == [{"n": 1}]
+        schema = http.get("/openapi.json").json()["components"]["schemas"]["CypherIn"]
+    described = schema["properties"]["query"]["description"]
+    for figure in (f"{CYPHER_LIMITS.chars:,}", f"{CYPHER_LIMITS.tokens:,}",
+                   f"nested at most {CYPHER_LIMITS.depth} deep",
+                   f"CASE {CYPHER_LIMITS.case_depth}", f"{CYPHER_LIMITS.prefix_run} NOT"):
+        assert figure in described, figure
+    assert schema["properties"]["query"]["maxLength"] == CYPHER_LIMITS.chars
