@@ -181,8 +181,9 @@ def _guard_passes(text: str, *, write: bool) -> bool:
 @FAST
 @given(template=reads())
 @example(template=f"MATCH (`x\\`) LOAD FROM '{CSV}' RETURN * // `")  # the reported bypass
-@example(template=f"RETURN '\\\\' AS a LOAD FROM '{CSV}' RETURN 1 // '")
-@example(template=f"RETURN 1 AS a /* **/ */ LOAD FROM '{CSV}' RETURN 2 AS b")
+@example(template=f"WITH '\\\\' AS a LOAD FROM '{CSV}' RETURN 1 AS b // '")
+@example(template=f"WITH 1 AS a /* /* */ LOAD FROM '{CSV}' RETURN '*/' AS b")
+@example(template=f"WITH 1 AS a // x\u2028 LOAD FROM '{CSV}'\nRETURN 2 AS b")
 @example(template="RETURN 1 AS a; // x\r\nCALL threads = 1")
 @example(template="RETURN 1 AS `a``b`; CALL threads = 1 // `")
 def test_a_read_the_guard_passes_holds_no_live_danger(kuzu: Kuzu, template: str) -> None:
@@ -190,6 +191,37 @@ def test_a_read_the_guard_passes_holds_no_live_danger(kuzu: Kuzu, template: str)
     view = kuzu.view(text)
     if _guard_passes(text, write=False):
         assert not view.dangerous and not view.writes, (text, view.kind)
+
+
+#: One piece that may open a region a lexer hides, before the clause; one that may close
+#: it, after: every pair, in every slot of its kind (name, literal, whitespace/comment).
+HIDING = "MATCH (m:Memory) WITH {x} AS {y}{g1}{danger}{g2}RETURN {u} AS {v}{g3}"
+PLAIN = {"x": "1", "y": "a", "g1": " ", "g2": " ", "u": "2", "v": "b", "g3": ""}
+DANGERS = [f"LOAD FROM '{CSV}'", "RETURN 1 AS c; CALL threads = 1;"]
+
+
+def _hiding_pairs() -> Iterator[str]:
+    for danger in DANGERS:
+        for before, openers in (("x", LITERALS), ("y", NAMES), ("g1", GAPS)):
+            for opener in openers:
+                for after, closers in (("u", LITERALS), ("v", NAMES), ("g2", GAPS),
+                                       ("g3", GAPS)):
+                    for closer in closers:
+                        slots = {**PLAIN, before: opener, after: closer}
+                        yield HIDING.format(danger=danger, **slots)
+
+
+def test_no_pair_of_pieces_hides_a_clause_kuzu_runs(kuzu: Kuzu) -> None:
+    """Every opener and closer around a live clause: wherever the guard passes the
+    statement, Kuzu does not run the clause either."""
+    passed = 0
+    for template in _hiding_pairs():
+        text = kuzu.text(template)
+        if _guard_passes(text, write=False):
+            passed += 1
+            view = kuzu.view(text)
+            assert not view.dangerous and not view.writes, text
+    assert passed  # some pairs do hide the clause from Kuzu too, and pass
 
 
 @FAST
