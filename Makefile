@@ -37,7 +37,7 @@ test: lint typecheck
 # Every fault trial (20+ kill -9 per operation) and 300 hostile inputs per entry point.
 test-faults: $(STAMP)
 	GRAPHMEM_HOSTILE_EXAMPLES=300 $(BIN)/python -m pytest -q tests/faults tests/test_hostile.py \
-		tests/test_forget_complete.py
+		tests/test_forget_complete.py tests/test_trust_cypher_kuzu.py
 
 clean:
 	rm -rf $(VENV) graphmem.db .pytest_cache .mypy_cache .ruff_cache
