@@ -180,12 +180,16 @@ def test_cli_query_is_read_only(tmp_path: Path) -> None:
     with MemoryStore(db, embedder="hashing") as store:
         store.add("secret plans", owner="ann")
     leak = tmp_path / "leak.csv"
+    secret = tmp_path / "secret.csv"
+    secret.write_text("zq_secret_column,admin\n", encoding="utf-8")
     for statement in (f"COPY (MATCH (m:Memory) RETURN m.text) TO '{leak}'",
+                      f"MATCH (`x\\`) LOAD FROM '{secret}' RETURN * // `",
                       "RETURN 1; COMMIT; MATCH (m:Memory) SET m.text = 'x'",
                       "MATCH (m:Memory) SET m.text = 'x'"):
         result = _gm(db, "query", statement)
         assert result.returncode == 1, result.stderr
         assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+        assert "zq_secret_column" not in result.stdout + result.stderr
     assert not leak.exists()
     written = _gm(db, "query", "--write", "MATCH (m:Memory) SET m.importance = 0.7")
     assert written.returncode == 0, written.stderr

@@ -259,9 +259,13 @@ def sidecar(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
 
 
 def test_the_sidecar_refuses_crashers_and_answers_the_next_request(
-        sidecar: tuple[str, subprocess.Popen[bytes]]) -> None:
+        sidecar: tuple[str, subprocess.Popen[bytes]], tmp_path: Path) -> None:
     url, server = sidecar
+    secret = tmp_path / "tokens.csv"
+    secret.write_text(f"{MARKER},admin\n", encoding="utf-8")
     statements = [s for s in CRASHERS.values() if len(s) <= CYPHER_LIMITS.chars]
+    # the reported bypass: a backslash in a backquoted name hid LOAD FROM from the guard
+    statements.append(f"MATCH (`x\\`) LOAD FROM '{secret}' RETURN * // `")
     statements.append("RETURN '\ud800' AS x")  # a lone surrogate, as JSON can carry one
     with httpx.Client(base_url=url, timeout=30) as http:
         for statement in statements:
@@ -271,6 +275,7 @@ def test_the_sidecar_refuses_crashers_and_answers_the_next_request(
                                headers={"content-type": "application/json"})
             assert answer.status_code == 422, answer.text
             assert answer.json()["field"] in ("query", "body")  # body: the surrogate
+            assert MARKER not in answer.text
             assert time.perf_counter() - started < 2.0
             assert server.poll() is None
             ok = http.post("/v1/cypher", json={"query": "MATCH (m:Memory) RETURN count(*) AS n"})
