@@ -93,6 +93,9 @@ class MemoryStore:
         the store's is refused; ``reembed`` switches.
     read_only : bool
         Open without write access (several read-only processes may share a database).
+    create : bool
+        Create the store when ``path`` holds none yet (the default); with False that is
+        an error (``StoreError``), and nothing is created.
     clock : callable, optional
         Returns the current time; tests and replays pass their own.
 
@@ -107,11 +110,12 @@ class MemoryStore:
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *,
                  settings: Settings | None = None, embedder: Embedder | str | None = None,
-                 read_only: bool = False, clock: Callable[[], datetime] | None = None) -> None:
+                 read_only: bool = False, clock: Callable[[], datetime] | None = None,
+                 create: bool = True) -> None:
         self.settings = settings or Settings.from_env()
         if embedder is not None:  # a bad spec is refused before any file is made
             embedder = make_embedder(embedder, self.settings)
-        engine = open_engine(path, settings=self.settings, read_only=read_only)
+        engine = open_engine(path, settings=self.settings, read_only=read_only, create=create)
         try:
             ctx = StoreContext(engine, self.settings, clock or utcnow, embedder)
             meta = engine.meta()
