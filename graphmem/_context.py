@@ -72,9 +72,15 @@ class StoreContext:
         #: facts from an Ollama model (checked, rules as fallback), or None: the rules
         self.facts: FactSource | None = _fact_source(settings)
 
-    # -- time and change notification -------------------------------------------------
+    # -- time, actor and change notification ------------------------------------------
     def now(self) -> datetime:
         return to_utc(self._clock())
+
+    def actor(self, given: str | None) -> str:
+        """Who a change is recorded under, in its version rows and events: the caller
+        the face names (a token's owner), else the local user, the store's agent id
+        (``GRAPHMEM_AGENT_ID``)."""
+        return given or self.settings.agent_id
 
     def on_change(self, listener: Callable[[Changed], None]) -> None:
         """Call ``listener`` after every commit (in registration order)."""

@@ -93,6 +93,9 @@ class MemoryStore:
         the store's is refused; ``reembed`` switches.
     read_only : bool
         Open without write access (several read-only processes may share a database).
+    create : bool
+        Create the store when ``path`` holds none yet (the default); with False that is
+        an error (``StoreError``), and nothing is created.
     clock : callable, optional
         Returns the current time; tests and replays pass their own.
 
@@ -107,11 +110,12 @@ class MemoryStore:
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *,
                  settings: Settings | None = None, embedder: Embedder | str | None = None,
-                 read_only: bool = False, clock: Callable[[], datetime] | None = None) -> None:
+                 read_only: bool = False, clock: Callable[[], datetime] | None = None,
+                 create: bool = True) -> None:
         self.settings = settings or Settings.from_env()
         if embedder is not None:  # a bad spec is refused before any file is made
             embedder = make_embedder(embedder, self.settings)
-        engine = open_engine(path, settings=self.settings, read_only=read_only)
+        engine = open_engine(path, settings=self.settings, read_only=read_only, create=create)
         try:
             ctx = StoreContext(engine, self.settings, clock or utcnow, embedder)
             meta = engine.meta()
@@ -264,8 +268,9 @@ class MemoryStore:
 
     @_doc(Memories.supersede)
     def supersede(self, old_id: str, new: Memory | str, *, reason: str = "conflict_update",
-                  owner: str | None = None, **fields: Any) -> Memory:
-        return self._memories.supersede(old_id, new, reason=reason, owner=owner, **fields)
+                  owner: str | None = None, actor: str | None = None, **fields: Any) -> Memory:
+        return self._memories.supersede(old_id, new, reason=reason, owner=owner, actor=actor,
+                                        **fields)
 
     @_doc(Memories.link)
     def link(self, a: str, b: str, *, kind: str = "references", weight: float = 1.0,
@@ -395,24 +400,25 @@ class MemoryStore:
                                        actor=actor)
 
     @_doc(Lifecycle.run)
-    def run_lifecycle(self, *, apply: bool = False, owner: str | None = None
-                      ) -> LifecycleReport:
-        return self._lifecycle.run(apply=apply, owner=owner)
+    def run_lifecycle(self, *, apply: bool = False, owner: str | None = None,
+                      actor: str | None = None) -> LifecycleReport:
+        return self._lifecycle.run(apply=apply, owner=owner, actor=actor)
 
     # -- conversations ---------------------------------------------------------------------
     @_doc(Conversations.add_conversation)
     def add_conversation(self, messages: Sequence[Mapping[str, Any] | str], *,
                          session_id: str, owner: str | None = None,
                          timestamp: datetime | None = None, extractor: Extractor | None = None,
-                         cooccur_window: int = 2) -> AddResult:
+                         cooccur_window: int = 2, actor: str | None = None) -> AddResult:
         return self._conversations.add_conversation(
             messages, session_id=session_id, owner=owner, timestamp=timestamp,
-            extractor=extractor, cooccur_window=cooccur_window)
+            extractor=extractor, cooccur_window=cooccur_window, actor=actor)
 
     @_doc(Conversations.correct)
     def correct(self, memory_id: str, new_text: str, *, owner: str | None = None,
-                **fields: Any) -> Memory:
-        return self._conversations.correct(memory_id, new_text, owner=owner, **fields)
+                actor: str | None = None, **fields: Any) -> Memory:
+        return self._conversations.correct(memory_id, new_text, owner=owner, actor=actor,
+                                           **fields)
 
     @_doc(Conversations.derive_links)
     def derive_links(self, ids: Sequence[str] | None = None, *, max_df: int | None = None,

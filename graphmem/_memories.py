@@ -172,7 +172,7 @@ class Memories:
             TextItem(i.subject, i.text, i.context, i.entities or None,
                      at=i.observed or i.created or now, speaker=_speaker(i.provenance))
             for i in items], facts=self._ctx.facts)
-        new = [new_memory(item, d, now=now, reason=reason, actor=actor)
+        new = [new_memory(item, d, now=now, reason=reason, actor=self._ctx.actor(actor))
                for item, d in zip(items, derived, strict=True)]
         batch.memories += new
         carried = [(n.memory, i.graph) for n, i in zip(new, items, strict=True) if i.graph]
@@ -314,7 +314,7 @@ class Memories:
                                   by_id[memory_id].modified or existing[memory_id].modified)
                 batch.patches.append(patch_of(existing[memory_id], update,
                                               ChangeType.MANUAL_EDIT, now, reason=reason,
-                                              actor=actor))
+                                              actor=ctx.actor(actor)))
                 result.updated.append(memory_id)
             new_items = [r for r in records if r.id not in existing and r.id not in gone]
             created = self._new(new_items, batch, reason=reason, actor=actor)
@@ -502,7 +502,7 @@ class Memories:
             # A deliberate new importance is the new baseline that decay starts from.
             updates["original_importance"] = updates["importance"]
         batch.patches.append(patch_of(memory, updates, change_type, self._ctx.now(),
-                                      reason=change_type.value, actor=actor))
+                                      reason=change_type.value, actor=self._ctx.actor(actor)))
         self.commit(batch, changed=[memory_id])
         return self._ctx.engine.get(memory_id) or memory
 
@@ -557,9 +557,9 @@ class Memories:
                         actor: str | None = None) -> tuple[Patch, EdgeRecord]:
         """What recording "``new_id`` replaces ``old``" writes: the old memory's change
         (superseded-by, a version row, a ``supersede`` event) and the SUPERSEDES edge."""
+        actor = self._ctx.actor(actor)
         event = lifecycle_event(old.id, EventType.SUPERSEDE, from_state="current",
-                                to_state="superseded", reason=reason, at=at,
-                                agent_id=actor or self._ctx.settings.agent_id,
+                                to_state="superseded", reason=reason, at=at, agent_id=actor,
                                 metadata={"supersededBy": new_id})
         patch = patch_of(old, {"superseded_by": [*old.superseded_by, new_id]},
                          ChangeType.CONFLICT_UPDATE, at, reason=reason, actor=actor,

@@ -98,7 +98,7 @@ class Views:
         if write:
             event = lifecycle_event("", EventType.CYPHER_WRITE, from_state="", to_state="",
                                     reason="ad-hoc Cypher write (bypasses versions)",
-                                    at=ctx.now(), agent_id=actor or ctx.settings.agent_id,
+                                    at=ctx.now(), agent_id=ctx.actor(actor),
                                     metadata={"query": query, "params": sorted(params or {})})
         with ctx.lock:
             result = capability.run(query, params or {}, write=write, event=event)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from ._engine import Engine
+from ._errors import StoreError
 from ._kuzu import KuzuEngine
 from ._kuzu._hnsw import HnswProbe
 from ._settings import Settings
@@ -28,12 +29,17 @@ def is_postgres_url(location: str | os.PathLike[str]) -> bool:
 
 
 def open_engine(location: str | os.PathLike[str], *, settings: Settings,
-                read_only: bool = False) -> Engine:
+                read_only: bool = False, create: bool = True) -> Engine:
     """The engine for ``location``: a ``postgresql://`` URL (PostgreSQL), or a store
-    directory or ``":memory:"`` (Kuzu)."""
+    directory or ``":memory:"`` (Kuzu). Without ``create`` a location that holds no
+    store yet is an error (``StoreError``) and stays as it was."""
     if is_postgres_url(location):
         from ._postgres import PostgresEngine
 
-        return PostgresEngine(str(location), read_only=read_only)
-    return KuzuEngine(os.fspath(location), buffer_pool_mb=settings.buffer_pool_mb,
+        return PostgresEngine(str(location), read_only=read_only, create=create)
+    path = os.fspath(location)
+    if not create and path != ":memory:" and not os.path.exists(path):
+        raise StoreError(f"no graphmem database at {path}: open it for writing once to "
+                         f"create it (`graphmem --db {path} init`, or MemoryStore(path))")
+    return KuzuEngine(path, buffer_pool_mb=settings.buffer_pool_mb,
                       read_only=read_only)

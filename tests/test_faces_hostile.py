@@ -1,5 +1,6 @@
-"""Hostile input at the faces' new entry points (property-based): the Host header of a
-sidecar without tokens, the Authorization header, odd Content-Length values, chunked
+"""Hostile input at the faces' new entry points (property-based): the Host header and
+the site a change comes from (Origin, Sec-Fetch-Site) at a sidecar without tokens, the
+Authorization header, odd Content-Length values, chunked
 bodies around the cap, and the MCP tools with a token (or none) and a dead sidecar.
 
 Each property compares the answer with an oracle written independently of the code, and
@@ -139,6 +140,63 @@ def test_host_header(store: MemoryStore, local_url: str, values: list[bytes],
         assert SECRET.encode() not in answer.body
         if answer.headers.get("content-type") == "application/json":  # else: h11's own 400
             assert answer.json()["error"] == "invalid_host"
+        assert _state(store) == before
+    _alive(local_url)
+
+
+# -- Origin and Sec-Fetch-Site (a sidecar without tokens) -----------------------------------
+def site_oracle(origins: list[bytes], sites: list[bytes], own: bytes) -> bool:
+    """A change is taken unless a browser says it comes from elsewhere: at most one
+    Sec-Fetch-Site, exactly same-origin; at most one Origin, exactly the sidecar's own
+    (scheme and Host header). Surrounding spaces and tabs are not part of a value."""
+    sites = [v.strip(b" \t") for v in sites]
+    origins = [v.strip(b" \t") for v in origins]
+    if len(sites) > 1 or len(origins) > 1 or (sites and sites[0] != b"same-origin"):
+        return False
+    return not origins or origins[0] == own
+
+
+def _origin_values(port: int) -> st.SearchStrategy[bytes]:
+    own = b"http://127.0.0.1:%d" % port
+    return st.one_of(
+        st.sampled_from([own, own + b"/", own + b" ", own.upper(), b"https" + own[4:],
+                         b"http://127.0.0.1", b"http://localhost:%d" % port,
+                         b"http://127.0.0.1:%d" % (port + 1), own + b".evil.example",
+                         b"http://evil.example", b"null", b"", b"http://[::1]:%d" % port]),
+        st.binary(max_size=24).filter(lambda b: not set(b) & {0, 10, 13}))
+
+
+fetch_site = st.one_of(
+    st.sampled_from([b"same-origin", b"cross-site", b"same-site", b"none", b"Same-Origin",
+                     b" same-origin", b"same-origin,cross-site", b""]),
+    st.binary(max_size=16).filter(lambda b: not set(b) & {0, 10, 13}))
+
+
+@FAST
+@given(data=st.data(), sites=st.lists(fetch_site, max_size=2),
+       content_type=st.sampled_from([b"application/json", b"text/plain",
+                                     b"application/x-www-form-urlencoded"]))
+def test_origin_of_a_change(store: MemoryStore, local_url: str, data: st.DataObject,
+                            sites: list[bytes], content_type: bytes) -> None:
+    port = int(local_url.rsplit(":", 1)[1])
+    origins = data.draw(st.lists(_origin_values(port), max_size=2))
+    body = b'{"text": "planted by a web page"}'
+    headers = ([b"Host: 127.0.0.1:%d" % port] + [b"Origin: " + v for v in origins]
+               + [b"Sec-Fetch-Site: " + v for v in sites]
+               + [b"Content-Type: " + content_type, b"Content-Length: %d" % len(body)])
+    before = _state(store)
+    answer = raw_request(local_url, _head("POST", "/v1/memories", headers), [body])
+    assert answer.status is not None
+    if site_oracle(origins, sites, b"http://127.0.0.1:%d" % port):
+        if content_type == b"application/json":
+            assert answer.status == 201, (origins, sites, answer)
+            store.forget(answer.json()["id"], confirm=True, purge=False)
+        else:  # FastAPI reads a JSON body only when it says it is JSON
+            assert answer.status == 422, (origins, sites, answer)
+    else:
+        assert answer.status in (400, 403), (origins, sites, answer)  # 400: h11's own
+        if answer.status == 403:
+            assert answer.json()["error"] == "cross_site"
         assert _state(store) == before
     _alive(local_url)
 

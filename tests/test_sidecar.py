@@ -509,6 +509,55 @@ def test_without_tokens_only_loopback_hosts_are_served(store: MemoryStore) -> No
     assert [m.id for m in store.memories()] == [secret.id]
 
 
+def test_without_tokens_changes_from_another_site_are_refused(store: MemoryStore) -> None:
+    """A page on any site can make the browser send a POST to a loopback sidecar (a
+    text/plain or form body needs no CORS preflight); the browser says where it comes
+    from (Origin, Sec-Fetch-Site), and a change from anywhere but the sidecar's own pages
+    is refused before its body is read, whatever the content type or the route."""
+    note = store.add("The greenhouse pump runs at dusk.", owner="ann")
+    with running_sidecar(store) as url:
+        port = int(url.rsplit(":", 1)[1])
+        path = f"/v1/memories/{quote(note.id, safe='')}"
+        changes = [("POST", "/v1/memories", {"text": "planted by a web page"}),
+                   ("POST", "/v1/conversations", {"session_id": "web", "messages": [
+                       {"speaker": "ann", "text": "I moved the vault code to 9911."}]}),
+                   ("PATCH", path, {"importance": 0.01}),
+                   ("POST", f"{path}/archive", None), ("POST", f"{path}/promote", None),
+                   ("POST", "/v1/feedback", {"memory_id": note.id, "useful": False}),
+                   ("DELETE", path, None), ("POST", "/v1/lifecycle/run", {"apply": True}),
+                   ("POST", "/ui/api/login", None)]
+        elsewhere = [{"Origin": "http://evil.example"}, {"Origin": "null"},
+                     {"Sec-Fetch-Site": "cross-site"},
+                     {"Origin": f"http://localhost:{port + 1}", "Sec-Fetch-Site": "same-site"},
+                     {"Origin": f"http://127.0.0.1:{port}.evil.example"},
+                     {"Origin": url, "Sec-Fetch-Site": "cross-site"},
+                     {"Sec-Fetch-Site": "same-site"}]
+        before = store.export()
+        for method, route, body in changes:
+            for headers in elsewhere:
+                for content_type in ("text/plain", "application/json",
+                                     "application/x-www-form-urlencoded"):
+                    answer = httpx.request(method, url + route, headers={
+                        **headers, "Content-Type": content_type},
+                        content=json.dumps(body) if body is not None else b"")
+                    assert answer.status_code == 403, (method, route, headers, answer.text)
+                    assert answer.json()["error"] in ("cross_site", "forbidden")
+        after = store.export()
+        assert after["memories"] == before["memories"] and after["events"] == before["events"]
+        # the sidecar's own pages, and clients that are not browsers (they send neither)
+        for headers in ({"Origin": url, "Sec-Fetch-Site": "same-origin"}, {"Origin": url},
+                        {"Sec-Fetch-Site": "same-origin"}, {}):
+            made = httpx.post(f"{url}/v1/memories", headers=headers,
+                              json={"text": "The pump moved to the north bed."})
+            assert made.status_code == 201, (headers, made.text)
+            changed = httpx.patch(url + path, headers=headers, json={"importance": 0.7})
+            assert changed.status_code == 200, (headers, changed.text)
+        # reading from another site is not refused here: without CORS the page cannot
+        # read the answer, and a read changes nothing
+        assert httpx.get(url + path, headers={"Origin": "http://evil.example"}
+                         ).status_code == 200
+
+
 # -- supersede and PATCH errors --------------------------------------------------------------
 @pytest.mark.parametrize(("method", "suffix", "body", "status", "field", "says"), [
     ("patch", "", {}, 422, "body", "nothing to change"),

@@ -384,3 +384,14 @@ def test_inserts_after_an_edit_of_indexed_text(store: MemoryStore) -> None:
     store.update(first.id, text="The greenhouse pump runs at noon")
     store.add("Still writable")
     assert found("marigolds") == set()
+
+
+def test_opening_without_create_makes_no_store(tmp_path: Path) -> None:
+    missing = tmp_path / "typo"
+    with pytest.raises(StoreError, match=f"no graphmem database at {missing}"):
+        MemoryStore(missing, embedder="hashing", create=False)
+    assert not missing.exists()
+    with MemoryStore(missing, embedder="hashing") as store:
+        store.add("made on purpose")
+    with MemoryStore(missing, embedder="hashing", create=False) as store:
+        assert len(store.memories()) == 1

@@ -158,17 +158,38 @@ def test_login_from_another_site_or_by_get_is_refused(
         assert client.get("/ui/api/login", headers=auth).status_code == 403
 
 
-def test_sessions_end_when_idle_too_long_and_the_oldest_go_first() -> None:
-    sessions = Sessions(idle_s=0.05, limit=2)
+def test_sessions_end_when_idle_too_long_and_the_oldest_of_a_token_go_first() -> None:
+    sessions = Sessions(idle_s=0.05, per_token=2)
     a = sessions.create(token=None, owner=None, scopes=frozenset({"read"}))
     assert sessions.get(a.sid) is a
     import time
 
     time.sleep(0.1)
     assert sessions.get(a.sid) is None
-    b, c, d = (sessions.create(token=None, owner=None, scopes=frozenset()) for _ in range(3))
-    assert sessions.get(b.sid) is None and sessions.get(d.sid) is d and len(sessions) == 2
+    admin = sessions.create(token=ADMIN, owner=NADIA, scopes=frozenset({"admin"}))
+    b, c, d = (sessions.create(token=OTHER, owner=TOMAS, scopes=frozenset())
+               for _ in range(3))
+    assert sessions.get(b.sid) is None and sessions.get(d.sid) is d and len(sessions) == 3
+    assert sessions.get(admin.sid) is admin  # another token's logins did not end it
     assert c.csrf != d.csrf and c.sid != d.sid
+    sessions.drop(c.sid)
+    assert sessions.get(c.sid) is None and len(sessions) == 2
+
+
+def test_one_owner_s_logins_never_end_another_s_session(
+        served: tuple[MemoryStore, str, Clock]) -> None:
+    """More logins by another owner (and by the same owner's other token) than a token
+    may hold sessions: the administrator's session lives on, theirs turn over."""
+    _, url, _ = served
+    admin = browser(url, ADMIN)
+    crowd = [browser(url, OTHER) for _ in range(Sessions().per_token + 6)]
+    crowd += [browser(url, READER) for _ in range(Sessions().per_token + 1)]
+    assert admin.get("/ui/api/overview").status_code == 200
+    assert admin.get("/ui/api/session").json()["scopes"] == ["admin", "read", "write"]
+    assert crowd[0].get("/ui/api/overview").status_code == 401  # the oldest of its token
+    assert crowd[-1].get("/ui/api/overview").status_code == 200
+    for client in (admin, *crowd):
+        client.close()
 
 
 # -- CSRF -----------------------------------------------------------------------------------

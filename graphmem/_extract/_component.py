@@ -104,6 +104,7 @@ class Conversations:
         timestamp: datetime | None = None,
         extractor: Extractor | None = None,
         cooccur_window: int = 2,
+        actor: str | None = None,
     ) -> AddResult:
         """Remember what a conversation says (the lifecycle model's ``add()``).
 
@@ -117,7 +118,7 @@ class Conversations:
         (a REFERENCES edge to the candidate, which it supersedes). Memories of one call
         CO_OCCUR (adjacent ones weighted 1, then 1/2 ...); shared rare entities become
         REFERENCES. Each memory is indexed with the messages around it (``context``).
-        Everything is written in one transaction.
+        Everything is written in one transaction, recorded under ``actor``.
         """
         if not isinstance(session_id, str) or not session_id.strip():
             raise InvalidInputError("session_id must be a non-empty string", field="session_id")
@@ -190,11 +191,11 @@ class Conversations:
         edges += [Edge("references", new, old, source="reinforcement")
                   for new, old in lineage]
         batch, result, new_memories = self._memories.plan_merge(
-            records, edges=edges, reason=f"conversation {session_id}")
+            records, edges=edges, reason=f"conversation {session_id}", actor=actor)
         for new, old in lineage:  # the candidate is kept, superseded by its confirmation
             candidate = ctx.visible(old, owner)
             patch, edge = self._memories.supersede_patch(candidate, new, reason="reinforced",
-                                                         at=ctx.now())
+                                                         at=ctx.now(), actor=actor)
             batch.patches.append(patch)
             batch.new_edges.append(edge)
             self._memories.knowledge.plan_supersede(

@@ -297,7 +297,8 @@ class Lifecycle:
                 "ageInDays": round(self._age_days(memory.created, now), 2)}
 
     # -- the lifecycle manager -------------------------------------------------------------
-    def run(self, *, apply: bool = False, owner: str | None = None) -> LifecycleReport:
+    def run(self, *, apply: bool = False, owner: str | None = None,
+            actor: str | None = None) -> LifecycleReport:
         """The lifecycle manager: graph signals, decay (memories tagged
         critical or permanent do not decay), score recompute,
         promotions, auto-archive (only with ``AUTO_ARCHIVE_ENABLED``, else listed for
@@ -308,16 +309,17 @@ class Lifecycle:
         a second run on the same day changes nothing. With ``owner`` only that owner's
         memories are evaluated and changed. Graph signals (centrality, cross-references)
         and the hot set are always each owner's own: nothing one owner sees depends on
-        another owner's memories.
+        another owner's memories. What it applies is recorded under ``actor`` (by
+        default the store's agent id).
         """
         if apply:
             # Processes that share the store run it one after the other: the second
             # plans from what the first applied, and finds nothing left to do.
             with self._ctx.engine.exclusive("lifecycle"):
-                return self._run(apply=True, owner=owner)
-        return self._run(apply=False, owner=owner)
+                return self._run(apply=True, owner=owner, actor=actor)
+        return self._run(apply=False, owner=owner, actor=actor)
 
-    def _run(self, *, apply: bool, owner: str | None) -> LifecycleReport:
+    def _run(self, *, apply: bool, owner: str | None, actor: str | None) -> LifecycleReport:
         started = time.perf_counter()
         self._ctx.before_read()
         now = self._ctx.now()
@@ -336,7 +338,7 @@ class Lifecycle:
             hot_removed=size["cool"], candidates_expired=size["expire"],
             payloads_redacted=size["payload"])
         if apply:
-            self._apply(plan, now)
+            self._apply(plan, now, self._ctx.actor(actor))
         return LifecycleReport(generated=now, applied=apply, evaluated=int(view.active.sum()),
                                counts=plan.counts, evaluations=evaluations, jobs=jobs,
                                seconds=time.perf_counter() - started,
@@ -444,7 +446,7 @@ class Lifecycle:
                                        xrefs, centrality), plan.forecast))
         return out
 
-    def _apply(self, plan: LifecyclePlan, now: datetime) -> None:
+    def _apply(self, plan: LifecyclePlan, now: datetime, actor: str) -> None:
         ctx = self._ctx
         touched: set[str] = set()
         with ctx.lock:
@@ -456,8 +458,7 @@ class Lifecycle:
                     decisions = [d._replace(event_id=e) for d, e in
                                  zip(decisions, new_event_ids(now, len(decisions)), strict=True)]
                 if decisions:
-                    ctx.engine.apply_decisions(job, decisions, now=now,
-                                               actor=ctx.settings.agent_id)
+                    ctx.engine.apply_decisions(job, decisions, now=now, actor=actor)
                     if job != "signals":  # stored signals are read by no derived state
                         touched.update(d.memory_id for d in decisions)
             signals = self._signals

@@ -112,12 +112,14 @@ _FACT_COLS = ("id, owner, subject, predicate, object, confidence, valid_from, va
 
 class PostgresEngine:
     """One store in a PostgreSQL database (a ``postgresql://`` URL; its schema is the
-    first of the URL's search path)."""
+    first of the URL's search path, which must exist). Without ``create`` a schema that
+    holds no store is an error instead of getting the tables."""
 
-    def __init__(self, url: str, *, read_only: bool = False, pool_size: int = 4) -> None:
+    def __init__(self, url: str, *, read_only: bool = False, pool_size: int = 4,
+                 create: bool = True) -> None:
         self.db = Database(url, read_only=read_only, pool_size=pool_size)
         try:
-            self.schema_version = ensure_schema(self.db, target=SCHEMA_VERSION)
+            self.schema_version = ensure_schema(self.db, target=SCHEMA_VERSION, create=create)
             self._changes = ChangeLog(self.db)
         except BaseException:
             self.db.close()

@@ -11,7 +11,7 @@ from .._errors import SchemaVersionError, StoreError
 from .._records import EVENT_COLUMNS, MEMORY_COLUMNS, VERSION_COLUMNS
 from ._db import Database
 
-__all__ = ["SCHEMAS", "SCHEMA_VERSION", "TABLES", "ensure_schema", "sql_type"]
+__all__ = ["SCHEMAS", "SCHEMA_VERSION", "TABLES", "ensure_schema", "sql_type", "store_schema"]
 
 SCHEMA_VERSION = 2
 #: graphmem's tables; a database or schema that holds any of them without ``meta`` is
@@ -99,6 +99,49 @@ MIGRATIONS: dict[int, list[str]] = {
 SCHEMAS[2] = [*SCHEMAS[1], *MIGRATIONS[2]]
 
 
+def search_path_entries(setting: str) -> list[str]:
+    """The entries of a ``search_path`` setting as written (quotes kept), in order: a
+    comma inside a quoted name does not end it."""
+    entries, current, quoted = [], "", False
+    for char in setting:
+        if char == '"':
+            quoted = not quoted  # a doubled quote inside a name toggles twice
+        if char == "," and not quoted:
+            entries.append(current.strip())
+            current = ""
+        else:
+            current += char
+    entries.append(current.strip())
+    return [e for e in entries if e]
+
+
+def store_schema(db: Database) -> str:
+    """The schema that holds the store: the first one the search path names, which must
+    exist. PostgreSQL itself skips a missing schema and creates tables in the next one
+    (``public``, where pgvector lives), so a mistyped or not yet created schema would
+    quietly put one group's memories into another's store; here it is an error.
+    ``$user`` is skipped when the role has no schema of its name, as PostgreSQL does
+    (the default search path is ``"$user", public``)."""
+    setting = str(db.rows("SELECT current_setting('search_path')")[0][0])
+    for entry in search_path_entries(setting):
+        if entry in ("$user", '"$user"'):
+            own = db.rows("SELECT to_regnamespace(quote_ident(current_user))::text")[0][0]
+            if own is not None:
+                return str(own)
+            continue
+        found = db.rows("SELECT to_regnamespace(%s)::text", (entry,))[0][0]
+        if found is None:
+            raise StoreError(
+                f"schema {entry} does not exist in database {db.where}: it is the first on "
+                "the search path (options=-c search_path=... in the URL, or the role's "
+                "setting), and graphmem keeps a store only in that schema. Create it "
+                f"(CREATE SCHEMA {entry}; a user with CREATE on the database can) or fix "
+                "the search path")
+        return str(found)
+    raise StoreError(f"database {db.where} has no schema on its search path to keep a "
+                     "store in; name one with options=-c search_path=NAME in the URL")
+
+
 def _present(db: Database) -> set[str]:
     rows = db.rows("SELECT table_name FROM information_schema.tables "
                    "WHERE table_schema = current_schema() AND table_name = ANY(%s)",
@@ -120,8 +163,11 @@ def schema_version(db: Database) -> int | None:
     return int(rows[0][0]) if rows else None
 
 
-def ensure_schema(db: Database, *, target: int = SCHEMA_VERSION) -> int:
-    """Create the schema in an empty database or migrate an older one; return its version."""
+def ensure_schema(db: Database, *, target: int = SCHEMA_VERSION, create: bool = True) -> int:
+    """Create the tables in an empty schema (only with ``create``, never read-only) or
+    migrate an older store; return its version. The schema itself must exist
+    (``store_schema``)."""
+    schema = store_schema(db)
     current = schema_version(db)
     if current == target:
         return target
@@ -129,6 +175,11 @@ def ensure_schema(db: Database, *, target: int = SCHEMA_VERSION) -> int:
         raise SchemaVersionError(
             f"database {db.where} has schema version {current}, newer than this graphmem "
             f"understands ({target}); upgrade graphmem")
+    if current is None and (db.read_only or not create):
+        raise StoreError(
+            f"there is no graphmem store in schema {schema} of database {db.where} (no "
+            "graphmem tables): reading creates none; open it for writing once to create "
+            "it (`graphmem --db URL init`, or MemoryStore(URL))")
     if db.read_only:
         raise SchemaVersionError(
             f"database {db.where} has no graphmem schema at version {target} and was "
@@ -149,11 +200,11 @@ def ensure_schema(db: Database, *, target: int = SCHEMA_VERSION) -> int:
         cur.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = "
                     "current_schema() AND table_name = 'meta'")
         if cur.fetchone() is None:
-            cur.execute("SELECT current_schema()")
+            cur.execute("SELECT quote_ident(current_schema())")
             found = cur.fetchone()
-            if found is None or found[0] is None:
-                raise StoreError(f"database {db.where} has no schema to create tables in; "
-                                 "create the schema named in search_path first")
+            if found is None or found[0] != schema:  # dropped since store_schema looked
+                raise StoreError(f"schema {schema} of database {db.where} is gone; create "
+                                 f"it again (CREATE SCHEMA {schema})")
             statements = SCHEMAS[target]
             start = target
         else:

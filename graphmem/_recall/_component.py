@@ -700,7 +700,7 @@ class Recall:
         event = lifecycle_event(memory_id, EventType.FEEDBACK, from_state=memory.status.value,
                                 to_state=memory.status.value,
                                 reason="useful" if useful else "not useful", at=now,
-                                agent_id=actor or ctx.settings.agent_id, metadata=sample)
+                                agent_id=ctx.actor(actor), metadata=sample)
         if useful:
             boosted = min(1.0, memory.importance + ctx.settings.feedback_boost)
             counts: dict[str, Any] = {"useful_count": memory.useful_count + 1}
@@ -711,7 +711,7 @@ class Recall:
                 patch = patch_of(memory, {**counts, "importance": boosted,
                                           "original_importance": baseline},
                                  ChangeType.IMPORTANCE_BOOST, now, reason="useful feedback",
-                                 actor=actor or ctx.settings.agent_id, event=event)
+                                 actor=ctx.actor(actor), event=event)
         else:
             patch = Patch(memory_id, set={"ignored_count": memory.ignored_count + 1},
                           event=event)

@@ -97,7 +97,7 @@ class Context:
         try:
             return MemoryStore(self.db, settings=self.settings(),
                                embedder=embedder or self.embedder, read_only=read_only,
-                               clock=clock)
+                               clock=clock, create=create)
         except StoreLockedError as exc:
             raise StoreLockedError(
                 f"{exc}. If `graphmem serve` holds it, pass its URL with --sidecar URL (or "

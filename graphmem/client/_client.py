@@ -161,7 +161,8 @@ class Client:
     def add_conversation(self, messages: Sequence[Mapping[str, Any] | str], *,
                          session_id: str, owner: str | None = None,
                          timestamp: datetime | None = None, extractor: Any = None,
-                         cooccur_window: int = 2) -> AddResult:
+                         cooccur_window: int = 2, actor: str | None = None) -> AddResult:
+        _no_actor(actor)
         if extractor is not None:
             raise InvalidInputError("the sidecar extracts with its own extractor; leave "
                                     "extractor out", field="extractor")
@@ -314,10 +315,11 @@ class Client:
         return self._http.call("POST", self._memory(memory_id, f"/{name}"), json=body,
                                results_of={409})
 
-    def run_lifecycle(self, *, apply: bool = False, owner: str | None = None
-                      ) -> LifecycleReport:
+    def run_lifecycle(self, *, apply: bool = False, owner: str | None = None,
+                      actor: str | None = None) -> LifecycleReport:
         """The lifecycle manager: a dry run (the report; read scope), or with ``apply``
         the changes (admin scope)."""
+        _no_actor(actor)
         if not apply:
             return _report(self._http.call("GET", "/v1/lifecycle/report", params=_owner(owner)))
         return _report(self._http.call("POST", "/v1/lifecycle/run",

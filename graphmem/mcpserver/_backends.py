@@ -143,7 +143,7 @@ class EmbeddedBackend(_Tools):
         return {"owner": self.owner}
 
     def _changes(self) -> dict[str, Any]:
-        return {"owner": self.owner, "actor": self.owner or self.store.settings.agent_id}
+        return {"owner": self.owner, "actor": self.owner}  # None: the store's agent id
 
     def store_id(self) -> str | None:
         """The id of the store at ``db``, read without creating or changing anything:

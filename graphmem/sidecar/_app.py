@@ -93,7 +93,7 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
         result = store.add_conversation(body.messages, session_id=body.session_id,
                                         owner=scoped_owner(who, body.owner),
                                         timestamp=body.timestamp,
-                                        cooccur_window=body.cooccur_window)
+                                        cooccur_window=body.cooccur_window, actor=who.owner)
         return to_json(result)
 
     @app.post("/v1/memories/retrieve", tags=["recall"], responses=adding)
@@ -258,7 +258,8 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
     def lifecycle_run(who: Admin, body: LifecycleRunIn | None = None) -> Any:
         """The lifecycle manager over the caller's memories (a dry run unless apply)."""
         body = body or LifecycleRunIn()
-        report = store.run_lifecycle(apply=body.apply, owner=scoped_owner(who, body.owner))
+        report = store.run_lifecycle(apply=body.apply, owner=scoped_owner(who, body.owner),
+                                     actor=who.owner)
         return to_json(report)
 
     @app.get("/v1/lifecycle/report", tags=["lifecycle"], responses=errors(*GATE, 422))

@@ -52,7 +52,8 @@ _MEANING = {
     400: "The Host header is not loopback (a sidecar without tokens), or the path or a "
          "header is malformed.",
     401: "No bearer token, or an unknown one (the sidecar has a tokens file).",
-    403: "The token lacks the scope this route needs.",
+    403: "The token lacks the scope this route needs; or, without tokens, a change came "
+         "from another site's page (Origin, Sec-Fetch-Site).",
     404: "No such memory for this caller (another owner's memory looks the same).",
     408: "The request body stalled for longer than GRAPHMEM_IDLE_TIMEOUT_S.",
     409: "The change conflicts with the memory's state, or the embedding model differs.",

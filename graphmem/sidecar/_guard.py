@@ -2,10 +2,12 @@
 parses a byte of it.
 
 In order: the Host header (loopback only when there are no tokens: DNS rebinding), the
-path (split on its raw slashes, so ``%2F`` inside an id never becomes a separator), the
-bearer token and the route's scope, then the body, read with a size cap and an idle
-timeout. A refusal is answered here, with the same ``{"error", "detail"}`` body as every
-other error; nothing behind the gate sees a refused request.
+site a change comes from (without tokens a browser's request from another site is
+refused: a web page must not act as the local user), the path (split on its raw slashes,
+so ``%2F`` inside an id never becomes a separator), the bearer token and the route's
+scope, then the body, read with a size cap and an idle timeout. A refusal is answered
+here, with the same ``{"error", "detail"}`` body as every other error; nothing behind
+the gate sees a refused request.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from starlette.routing import BaseRoute, Match
 
 from ._auth import LOCAL, Principal, Tokens
 
-__all__ = ["PRINCIPAL", "PUBLIC_PATHS", "Guard", "Refusal", "canonical_path",
-           "is_loopback_host", "needs_of"]
+__all__ = ["PRINCIPAL", "PUBLIC_PATHS", "SAFE_METHODS", "Guard", "Refusal",
+           "canonical_path", "is_loopback_host", "needs_of", "same_origin"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -34,6 +36,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 PRINCIPAL = "graphmem.principal"
 #: Paths served without a token: they say nothing about anyone's memories.
 PUBLIC_PATHS = frozenset({"/healthz", "/openapi.json"})
+#: Methods that change nothing; every other one may.
+SAFE_METHODS = frozenset({"GET", "HEAD"})
 
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
 _HOST = re.compile(r"(?P<name>\[[^\]]*\]|[^:\[\]]*)(?::(?P<port>[0-9]{1,5}))?")
@@ -74,6 +78,21 @@ def is_loopback_host(value: str | None) -> bool:
     if match is None or match.group("name") not in _LOOPBACK_NAMES:
         return False
     return match.group("port") is None or int(match.group("port")) <= 65535
+
+
+def same_origin(scope: Scope, headers: list[tuple[str, str]]) -> bool:
+    """Whether the request comes from this server's own pages, or from a client that is
+    not a browser: ``Sec-Fetch-Site`` (when sent) is ``same-origin`` and ``Origin`` (when
+    sent) is this server's, each sent once at most. Browsers send one or both with every
+    cross-origin request, whatever its content type; ``same-site`` is refused too, since
+    another port of the same host (any local web server) is the same site."""
+    sites = [v for k, v in headers if k == "sec-fetch-site"]
+    origins = [v for k, v in headers if k == "origin"]
+    if len(sites) > 1 or len(origins) > 1 or sites not in ([], ["same-origin"]):
+        return False
+    host = _one(headers, "host")
+    return not origins or (host is not None
+                           and origins[0] == f"{scope.get('scheme', 'http')}://{host}")
 
 
 def canonical_path(scope: Scope) -> str:
@@ -131,6 +150,12 @@ class Guard:
                               "page could otherwise reach it through a DNS name it "
                               "controls); serve with --tokens FILE to accept other names",
                               field="host")
+            if self.tokens is None and scope["method"] not in SAFE_METHODS \
+                    and not same_origin(scope, headers):
+                raise Refusal(403, "cross_site", "without tokens this sidecar takes changes "
+                              "only from its own pages or from clients that are not "
+                              "browsers: this request came from another site's page "
+                              "(Origin, Sec-Fetch-Site)")
             scope = {**scope, "path": canonical_path(scope)}
             if scope["path"] not in PUBLIC_PATHS:
                 principal = self._authenticate(headers)

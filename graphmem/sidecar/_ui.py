@@ -210,7 +210,7 @@ def _router(pages: Pages, sessions: Sessions, tokens: Tokens | None) -> APIRoute
     @router.post("/feedback")
     def feedback(body: FeedbackIn, principal: Writer) -> dict[str, Any]:
         memory = store.feedback(body.memory_id, useful=body.useful, query=body.query,
-                                owner=principal.owner)
+                                owner=principal.owner, actor=actor_of(principal.owner))
         return {"memory_id": memory.id, "useful_count": memory.useful_count,
                 "ignored_count": memory.ignored_count, "importance": memory.importance,
                 "status": memory.status.value}

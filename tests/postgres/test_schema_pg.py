@@ -1,17 +1,23 @@
 """The PostgreSQL schema's versions: a migration lifts an older database in place
 keeping its rows, a newer database or a schema holding other tables is refused and left
-as it was, and processes creating a new store together create it once."""
+as it was, and processes creating a new store together create it once. Where the store
+lives: the schema the search path names, which must exist (never ``public`` instead),
+and only an open for writing creates the tables."""
 
 from __future__ import annotations
 
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
 import pytest
+from click.testing import CliRunner
 
-from graphmem import MemoryStore, SchemaVersionError
+from graphmem import MemoryStore, SchemaVersionError, StoreError
 from graphmem._postgres import _schema
 from graphmem._postgres._db import Database
+from graphmem.cli import cli
+from tests._postgres import fresh_schema, with_schema
 
 
 def _version(url: str) -> str:
@@ -90,3 +96,83 @@ def test_stores_opened_together_create_the_schema_once(pg_url: str) -> None:
     with MemoryStore(pg_url, embedder="hashing") as store:
         assert {m.id for m in store.memories()} == ids and len(ids) == 4
     assert _version(pg_url) == str(_schema.SCHEMA_VERSION)
+
+
+def _graphmem_tables(server: str) -> dict[str, int]:
+    """How many of graphmem's tables each schema of the server holds."""
+    with psycopg.connect(server) as conn:
+        rows = conn.execute("SELECT table_schema, count(*) FROM information_schema.tables "
+                            "WHERE table_name = ANY(%s) GROUP BY 1",
+                            (list(_schema.TABLES),)).fetchall()
+    return {str(schema): int(n) for schema, n in rows}
+
+
+def _gm(url: str, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["--db", url, "--embedder", "hashing", *args])
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("path", ["{missing}", '"$user",{missing}', '"{missing}",public'])
+def test_a_missing_schema_is_an_error_that_names_it(pg_server: str, path: str) -> None:
+    missing = "gm_missing_" + uuid.uuid4().hex[:8]
+    url = with_schema(pg_server, path.format(missing=missing))
+    before = _graphmem_tables(pg_server)
+    for opening in ({}, {"read_only": True}, {"create": False}):
+        with pytest.raises(StoreError, match=rf"schema \"?{missing}\"? does not exist in "
+                                             rf"database .*CREATE SCHEMA \"?{missing}"):
+            MemoryStore(url, embedder="hashing", **opening)
+    code, output = _gm(url, "init")
+    assert code == 1 and f"schema {missing} does not exist" in output.replace('"', "")
+    code, output = _gm(url, "add", "Team A's pump runs at dusk")
+    assert code == 1 and "CREATE SCHEMA" in output
+    assert _graphmem_tables(pg_server) == before  # nothing went to public, nor anywhere
+
+
+def test_search_path_entries_keep_quoted_names_whole() -> None:
+    assert _schema.search_path_entries('"$user", team_a,"Team, B" ,') == [
+        '"$user"', "team_a", '"Team, B"']
+
+
+def test_the_store_lives_in_the_named_schema_only(pg_server: str) -> None:
+    mixed = "Gm_Team_" + uuid.uuid4().hex[:6]
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{mixed}"')
+    try:
+        before = _graphmem_tables(pg_server)
+        with MemoryStore(with_schema(pg_server, f'"$user","{mixed}"'),
+                         embedder="hashing") as store:
+            store.add("Team B waters the north bed", owner="b")
+        after = _graphmem_tables(pg_server)
+        assert after.pop(mixed) == len(_schema.TABLES)
+        assert after == before
+        # the unquoted name is another (lower-case) schema, which does not exist
+        with pytest.raises(StoreError, match=f"schema {mixed} does not exist"):
+            MemoryStore(with_schema(pg_server, mixed), embedder="hashing")
+    finally:
+        with psycopg.connect(pg_server, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{mixed}" CASCADE')
+
+
+#: Commands that only read, each on a schema that holds no store.
+READING = [("show", "urn:graphmem:x"), ("history", "urn:graphmem:x"), ("stats",),
+           ("recall", "pump"), ("export",), ("lifecycle", "report"),
+           ("lifecycle", "evaluate"), ("query", "MATCH (m:Memory) RETURN m.id"),
+           ("learn", "--status")]
+
+
+def test_reading_an_empty_schema_creates_nothing(pg_server: str) -> None:
+    with fresh_schema(pg_server) as url:
+        schema = url.rsplit("%3D", 1)[1]
+        for opening in ({"read_only": True}, {"create": False}):
+            with pytest.raises(StoreError, match=f"no graphmem store in schema {schema} "
+                                                 ".*reading creates none"):
+                MemoryStore(url, embedder="hashing", **opening)
+        for command in READING:
+            code, output = _gm(url, *command)
+            assert code == 1, (command, output)
+            assert f"no graphmem store in schema {schema}" in output, (command, output)
+        assert schema not in _graphmem_tables(pg_server)
+        code, output = _gm(url, "init")  # opening for writing creates it
+        assert code == 0, output
+        assert _graphmem_tables(pg_server)[schema] == len(_schema.TABLES)
+        assert _gm(url, "--json", "stats")[0] == 0

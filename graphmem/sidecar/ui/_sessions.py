@@ -24,7 +24,7 @@ from http.cookies import SimpleCookie
 from typing import Any
 
 from .._auth import Tokens
-from .._guard import ASGIApp, Receive, Scope, Send, is_loopback_host
+from .._guard import SAFE_METHODS, ASGIApp, Receive, Scope, Send, is_loopback_host, same_origin
 
 __all__ = ["API", "LOGIN", "PAGE_HEADERS", "SESSION", "Session", "SessionGate", "Sessions",
            "cookie_name", "session_cookie"]
@@ -34,7 +34,6 @@ SESSION = "graphmem.ui.session"
 #: The dashboard's data routes; everything else under /ui is static.
 API = "/ui/api/"
 LOGIN = "/ui/api/login"
-_SAFE = frozenset({"GET", "HEAD"})
 
 
 @dataclass
@@ -53,23 +52,30 @@ class Session:
 
 class Sessions:
     """Sessions in memory (a restart logs everyone out), each ending after ``idle_s``
-    without use or ``max_age_s`` in all; at most ``limit`` (the least recently used go)."""
+    without use or ``max_age_s`` in all. Each token keeps at most ``per_token`` (its
+    least recently used go first): logins with one token, however many, never end a
+    session opened with another, such as an administrator's. Tokens come from the
+    tokens file, so memory stays bounded (without tokens, the local user is one key)."""
 
     def __init__(self, *, idle_s: float = 2 * 3600, max_age_s: float = 12 * 3600,
-                 limit: int = 1024) -> None:
-        self.idle_s, self.max_age_s, self.limit = idle_s, max_age_s, limit
+                 per_token: int = 64) -> None:
+        self.idle_s, self.max_age_s, self.per_token = idle_s, max_age_s, per_token
         self._by_id: dict[str, Session] = {}
+        self._by_token: dict[str | None, dict[str, Session]] = {}
         self._lock = threading.Lock()
 
     def create(self, *, token: str | None, owner: str | None,
                scopes: frozenset[str]) -> Session:
         session = Session(sid=secrets.token_urlsafe(32), token=token,
                           csrf=secrets.token_urlsafe(32), owner=owner, scopes=scopes)
+        now = time.monotonic()
         with self._lock:
-            while len(self._by_id) >= self.limit:
-                oldest = min(self._by_id.values(), key=lambda s: s.seen)
-                del self._by_id[oldest.sid]
-            self._by_id[session.sid] = session
+            mine = self._by_token.setdefault(token, {})
+            for old in [s for s in mine.values() if self._ended(s, now)]:
+                self._remove(old)
+            while len(mine) >= self.per_token:
+                self._remove(min(mine.values(), key=lambda s: s.seen))
+            mine[session.sid] = self._by_id[session.sid] = session
         return session
 
     def get(self, sid: str | None) -> Session | None:
@@ -80,18 +86,27 @@ class Sessions:
             session = self._by_id.get(sid)
             if session is None:
                 return None
-            if now - session.seen > self.idle_s or now - session.created > self.max_age_s:
-                del self._by_id[sid]
+            if self._ended(session, now):
+                self._remove(session)
                 return None
             session.seen = now
             return session
 
     def drop(self, sid: str) -> None:
         with self._lock:
-            self._by_id.pop(sid, None)
+            session = self._by_id.get(sid)
+            if session is not None:
+                self._remove(session)
 
     def __len__(self) -> int:
         return len(self._by_id)
+
+    def _ended(self, session: Session, now: float) -> bool:
+        return now - session.seen > self.idle_s or now - session.created > self.max_age_s
+
+    def _remove(self, session: Session) -> None:
+        del self._by_id[session.sid]
+        del self._by_token[session.token][session.sid]
 
 
 def cookie_name(scope: Scope) -> str:
@@ -142,7 +157,7 @@ class SessionGate:
         morsel = cookies.get(cookie_name(scope))
         session = self.sessions.get(morsel.value if morsel else None)
         if path == LOGIN:
-            if scope["method"] != "POST" or not _same_origin(scope, headers):
+            if scope["method"] != "POST" or not same_origin(scope, headers):
                 await _json(send, 403, "forbidden", "log in from the dashboard's own page")
                 return
             await self.app(scope, receive, send)
@@ -151,9 +166,9 @@ class SessionGate:
             await _json(send, 401, "unauthorized", "log in first (the session ended or "
                                                    "there is none)")
             return
-        if scope["method"] not in _SAFE:
+        if scope["method"] not in SAFE_METHODS:
             sent = _one(headers, "x-csrf-token") or ""
-            if not (_same_origin(scope, headers)
+            if not (same_origin(scope, headers)
                     and hmac.compare_digest(sent.encode(), session.csrf.encode())):
                 await _json(send, 403, "csrf", "a change must come from the dashboard's "
                                                "page, with its X-CSRF-Token")
@@ -166,7 +181,7 @@ class SessionGate:
         await self.app(scope, receive, send)
 
     async def _static(self, scope: Scope, send: Send, path: str) -> None:
-        if scope["method"] not in _SAFE:
+        if scope["method"] not in SAFE_METHODS:
             await _json(send, 405, "method_not_allowed", "the dashboard's files are read only")
             return
         if path == "/ui":
@@ -186,18 +201,6 @@ class SessionGate:
 def _one(headers: list[tuple[str, str]], name: str) -> str | None:
     values = [v for k, v in headers if k == name]
     return values[0] if len(values) == 1 else None
-
-
-def _same_origin(scope: Scope, headers: list[tuple[str, str]]) -> bool:
-    """Whether the browser says the request comes from this server's own pages:
-    ``Sec-Fetch-Site`` (when sent) is same-origin and ``Origin`` (when sent) is ours."""
-    site = _one(headers, "sec-fetch-site")
-    if site is not None and site != "same-origin":
-        return False
-    origin = _one(headers, "origin")
-    host = _one(headers, "host")
-    return origin is None or (host is not None
-                              and origin == f"{scope.get('scheme', 'http')}://{host}")
 
 
 async def _send(send: Send, status: int, body: bytes, content_type: str,
