@@ -1,18 +1,21 @@
 """A real sidecar on 127.0.0.1 for tests (uvicorn in a thread of the test process, set
-up as ``graphmem serve`` sets it up), and raw HTTP exchanges for what clients refuse to
-send."""
+up as ``graphmem serve`` sets it up, or ``graphmem serve`` itself in a process of its
+own), and raw HTTP exchanges for what clients refuse to send."""
 
 from __future__ import annotations
 
 import json
 import select
+import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -41,6 +44,37 @@ def wait_healthy(url: str, process: subprocess.Popen[Any], seconds: float = 60) 
             pass
         assert process.poll() is None and time.monotonic() < deadline, process.stderr
         time.sleep(0.1)
+
+
+@contextmanager
+def serve_process(db: Path, *options: str, env: Mapping[str, str]
+                  ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``graphmem --db DB serve`` with ``options`` in a process of its own (a crash or a
+    statement that never ends stays there, out of the tests); yields its base URL and the
+    process once it answers, then stops it (Ctrl-C, killed if it does not end)."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "graphmem", "--db", str(db), "serve",
+                               "--port", str(port), "--log-level", "warning", *options],
+                              env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, server)
+        yield url, server
+    finally:
+        interrupt(server)
+
+
+def interrupt(process: subprocess.Popen[Any], seconds: float = 60) -> bool:
+    """Ctrl-C to ``process``, then wait for it to end; kill it when it has not within
+    ``seconds``. Whether it ended by itself."""
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=seconds)
+        return True
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        return False
 
 
 @contextmanager

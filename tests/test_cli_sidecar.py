@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,7 +22,7 @@ from graphmem.client._discovery import discovery_path
 from graphmem.sidecar import Tokens
 from ingest.ump import SAMPLE_PATH, import_ump
 
-from ._servers import free_port, running_sidecar, wait_healthy
+from ._servers import free_port, running_sidecar, serve_process
 
 ENV = {**os.environ, "GRAPHMEM_EMBEDDER": "hashing"}
 for name in ("GRAPHMEM_SIDECAR_URL", "GRAPHMEM_SIDECAR_TOKEN", "GRAPHMEM_DB"):
@@ -52,17 +50,8 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     db = tmp_path / "db"
     with MemoryStore(db, embedder="hashing") as store:
         import_ump(store, SAMPLE_PATH)
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "graphmem", "--db", str(db), "serve",
-                               "--port", str(port), "--log-level", "warning"], env=ENV,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    wait_healthy(url, server)
-    try:
+    with serve_process(db, env=ENV) as (url, _):
         yield db, url
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(timeout=60)
 
 
 def test_commands_find_the_sidecar_that_holds_the_database(served: tuple[Path, str],

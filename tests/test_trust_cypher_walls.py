@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ from graphmem._kuzu._lexer import lex
 from graphmem._kuzu._plan import PlanCheck
 from queries.library import load_queries
 
-from ._servers import free_port, wait_healthy
+from ._servers import serve_process
 
 MARKER = "zq_secret_column"
 
@@ -244,18 +243,8 @@ def sidecar(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     db = tmp_path / "db"
     with MemoryStore(db, embedder="hashing") as store:
         store.add("The orchard runs on PostgreSQL 16", owner="ann")
-    port = free_port()
-    env = {**os.environ, "GRAPHMEM_EMBEDDER": "hashing"}
-    server = subprocess.Popen([sys.executable, "-m", "graphmem", "--db", str(db), "serve",
-                               "--port", str(port), "--log-level", "warning"], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, server)
-        yield url, server
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(timeout=60)
+    with serve_process(db, env={**os.environ, "GRAPHMEM_EMBEDDER": "hashing"}) as served:
+        yield served
 
 
 def test_the_sidecar_refuses_crashers_and_answers_the_next_request(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -14,6 +13,8 @@ from click.testing import CliRunner
 
 from graphmem import MemoryStore
 from graphmem.cli import cli
+
+from ._servers import interrupt
 
 
 def test_ui_serves_the_dashboard_of_the_store_until_interrupted(tmp_path: Path) -> None:
@@ -38,12 +39,8 @@ def test_ui_serves_the_dashboard_of_the_store_until_interrupted(tmp_path: Path) 
             overview = client.get(base + "/ui/api/overview").json()
             assert overview["memories"] == 2 and set(overview["by_owner"]) == {"nadia", "tomas"}
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            raise
+        ended = interrupt(process, 30)
+    assert ended, "the dashboard did not end on Ctrl-C"
     assert process.returncode == 130  # interrupted, as every command reports Ctrl-C
     with MemoryStore(db, embedder="hashing") as store:  # the lock was released
         assert store.stats().memories == 2
