@@ -301,10 +301,11 @@ class CypherResult:
 
 class CypherCapability(Protocol):
     """User Cypher, for engines that speak it: one reading statement, or with ``write``
-    one data-changing statement committed with ``event`` (its audit record)."""
+    one data-changing statement committed with ``event`` (its audit record), stopped
+    after ``timeout_s`` seconds (a stopped write changes nothing)."""
 
     def run(self, query: str, params: Mapping[str, Any], *, write: bool,
-            event: LifecycleEvent | None) -> CypherResult: ...
+            event: LifecycleEvent | None, timeout_s: float) -> CypherResult: ...
 
 
 class BatchWriter(Protocol):

@@ -80,8 +80,10 @@ class Views:
         MERGE, SET, DELETE, REMOVE on memories and their edges) bypasses the version
         history: it is committed together with a ``cypher_write`` lifecycle event that
         records the statement and ``actor``. Parameters are bound by Kuzu, never pasted
-        into the text, and every ``$name`` in the query must have a value. Returns a list
-        of dicts (column -> value), or a pandas DataFrame with ``as_dataframe=True``.
+        into the text, and every ``$name`` in the query must have a value. A statement
+        still running after ``GRAPHMEM_CYPHER_TIMEOUT_S`` (10 s) is stopped with an
+        ``InvalidInputError`` (a stopped write changes nothing). Returns a list of dicts
+        (column -> value), or a pandas DataFrame with ``as_dataframe=True``.
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("the query is empty", field="query")
@@ -100,10 +102,17 @@ class Views:
                                     reason="ad-hoc Cypher write (bypasses versions)",
                                     at=ctx.now(), agent_id=ctx.actor(actor),
                                     metadata={"query": query, "params": sorted(params or {})})
-        with ctx.lock:
-            result = capability.run(query, params or {}, write=write, event=event)
-            if write:
+        timeout_s = ctx.settings.cypher_timeout_s
+        if write:
+            with ctx.lock:  # one writer at a time; listeners hear of it before the next
+                result = capability.run(query, params or {}, write=True, event=event,
+                                        timeout_s=timeout_s)
                 ctx.changed(Changed([], bulk=True))
+        else:
+            # A read takes no store lock: it runs in a read-only transaction on its own
+            # connection, and writers (a recall recording access) go on meanwhile.
+            result = capability.run(query, params or {}, write=False, event=None,
+                                    timeout_s=timeout_s)
         rows = [dict(zip(result.columns, row, strict=True)) for row in result.rows]
         if as_dataframe:
             import pandas as pd

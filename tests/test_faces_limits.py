@@ -152,6 +152,8 @@ def test_a_kept_alive_connection_serves_then_idles_out(url: str) -> None:
     ("GRAPHMEM_HEADER_TIMEOUT_S", "0", "must be >= 0.1"),
     ("GRAPHMEM_IDLE_TIMEOUT_S", "nan", "expected a finite number"),
     ("GRAPHMEM_SIDECAR_TIMEOUT_S", "-1", "must be >= 0.1"),
+    ("GRAPHMEM_CYPHER_TIMEOUT_S", "0", "must be >= 0.001"),
+    ("GRAPHMEM_CYPHER_TIMEOUT_S", "soon", "expected a number"),
 ])
 def test_limit_settings_are_checked(name: str, raw: str, message: str) -> None:
     with pytest.raises(InvalidInputError, match=message) as caught:

@@ -10,6 +10,12 @@ Kuzu 0.11.3 traps handled here (each reproduced on this machine):
 * aware datetimes lose their offset instead of being converted: parameters are
   converted to naive UTC here;
 * the default buffer pool is ~80% of RAM: it is always set explicitly;
+* a statement runs as long as it takes (a legal five-way cross product over 200
+  memories: ~35 min): user Cypher runs under Kuzu's query timeout, which ends its
+  transaction (nothing of a stopped write is kept). Kuzu checks it between batches of
+  rows: scans, joins and walks stop within 0.05 s of the limit (measured), but one
+  expression that builds a huge value (``repeat('x', 500000000)``: 49 s, 3 GB) runs on
+  until it is built;
 * replaying a WAL whose last record was torn by ``kill -9`` can segfault the opening
   process: ``_recovery`` probes such opens in a child and cuts the torn tail;
 * the automatic checkpoint at a commit waits for every open read transaction and fails
@@ -176,16 +182,20 @@ class Tx:
         self.copied = True
         self._db._copy(self._conn, table, rows)
 
-    def run_user(self, query: str, params: Mapping[str, Any], vet: PlanVetting
-                 ) -> _Materialised:
+    def run_user(self, query: str, params: Mapping[str, Any], vet: PlanVetting, *,
+                 timeout_s: float | None = None) -> _Materialised:
         """Run user Cypher (already through ``_guard``) as one statement of this
-        transaction once ``vet`` passed its plan; its errors are the caller's to fix."""
+        transaction once ``vet`` passed its plan, stopped after ``timeout_s`` (None: no
+        limit), which ends the transaction; its errors are the caller's to fix."""
         check_parameters(query, params)
+        self._conn.set_query_timeout(_timeout_ms(timeout_s))
         try:
             return _run_vetted(self._conn, query, _bind(params), vet, self._db._vetted,
                                path=self._db.path)
         except RuntimeError as exc:
-            raise map_error(exc, path=self._db.path, user=True) from exc
+            raise _user_error(exc, path=self._db.path, timeout_s=timeout_s) from exc
+        finally:
+            self._conn.set_query_timeout(0)  # graphmem's own statements have no limit
 
     def run_many(self, query: str, param_sets: Sequence[Mapping[str, Any]]) -> None:
         """Run one statement for each parameter set, planned once (0.2 ms a row at 100k
@@ -386,14 +396,18 @@ class Database:
             except RuntimeError as exc:
                 raise map_error(exc, path=self.path) from exc
 
-    def read_only_query(self, query: str, params: Mapping[str, Any], vet: PlanVetting
-                        ) -> Any:
+    def read_only_query(self, query: str, params: Mapping[str, Any], vet: PlanVetting, *,
+                        timeout_s: float | None = None) -> Any:
         """Run user Cypher (already through ``_guard``) in a READ ONLY transaction on a
-        connection of its own once ``vet`` passed its plan; returns the materialised
-        result."""
+        connection of its own once ``vet`` passed its plan, stopped after ``timeout_s``
+        (None: no limit); returns the materialised result.
+
+        It takes no write lock: writes go on meanwhile. A checkpoint waits for it (and
+        holds new reads), which the timeout bounds."""
         check_parameters(query, params)
         with self._gate.shared():
             conn = kuzu.Connection(self._db)
+            conn.set_query_timeout(_timeout_ms(timeout_s))
             try:
                 conn.execute("BEGIN TRANSACTION READ ONLY")
                 try:
@@ -403,7 +417,7 @@ class Database:
                     with contextlib.suppress(RuntimeError):
                         conn.execute("ROLLBACK")
             except RuntimeError as exc:
-                raise map_error(exc, path=self.path, user=True) from exc
+                raise _user_error(exc, path=self.path, timeout_s=timeout_s) from exc
             finally:
                 with contextlib.suppress(Exception):
                     conn.close()
@@ -605,6 +619,8 @@ def _run_vetted(conn: Any, query: str, bound: dict[str, Any], vet: PlanVetting,
         try:
             plan = conn.execute(explain, bound).get_next()[0]
         except RuntimeError as exc:
+            if _interrupted(exc):
+                raise  # the time limit, which the caller names
             raise vet.failed(str(exc)) or map_error(exc, path=path, user=True) from exc
         vet.check(plan)
         if len(vetted) >= _VETTED:
@@ -616,6 +632,27 @@ def _run_vetted(conn: Any, query: str, bound: dict[str, Any], vet: PlanVetting,
 
 #: Plan verdicts kept per database (keys hold a digest of the text, not the text).
 _VETTED = 512
+
+
+def _timeout_ms(timeout_s: float | None) -> int:
+    """Kuzu's query timeout in milliseconds for ``timeout_s`` (0: none)."""
+    return 0 if timeout_s is None else max(1, round(timeout_s * 1000))
+
+
+def _interrupted(exc: RuntimeError) -> bool:
+    """Whether Kuzu stopped the statement (its query timeout; graphmem never calls
+    ``interrupt()``)."""
+    return str(exc).startswith("Interrupted")
+
+
+def _user_error(exc: RuntimeError, *, path: str, timeout_s: float | None) -> GraphmemError:
+    """The error of a user statement that failed while running."""
+    if timeout_s is not None and _interrupted(exc):
+        return InvalidInputError(
+            f"the query ran longer than {timeout_s:g} s (GRAPHMEM_CYPHER_TIMEOUT_S) and was "
+            "stopped; nothing was changed. Narrow it (a LIMIT, fewer hops, a label and a "
+            "WHERE on each node) or raise GRAPHMEM_CYPHER_TIMEOUT_S", field="query")
+    return map_error(exc, path=path, user=True)
 
 
 def _prepare_user(conn: Any, query: str, vet: PlanVetting, *, path: str) -> Any:

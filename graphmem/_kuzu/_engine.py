@@ -765,14 +765,15 @@ class KuzuCypher:
         self._db = db
 
     def run(self, query: str, params: Mapping[str, Any], *, write: bool,
-            event: LifecycleEvent | None) -> CypherResult:
+            event: LifecycleEvent | None, timeout_s: float) -> CypherResult:
         checked = check_user_query(query, write=write)
         check_parameters(query, params)
         if not checked.writes:
-            result = self._db.read_only_query(checked.text, params, checked.plan)
+            result = self._db.read_only_query(checked.text, params, checked.plan,
+                                              timeout_s=timeout_s)
             return CypherResult(columns=result.columns, rows=result.rows)
         with self._db.write() as tx:
-            result = tx.run_user(checked.text, params, checked.plan)
+            result = tx.run_user(checked.text, params, checked.plan, timeout_s=timeout_s)
             if event is not None:
                 tx.run(_CREATE_EVENTS, {"rows": [event_params(event)]})
         return CypherResult(columns=result.columns, rows=result.rows)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -269,10 +270,18 @@ def test_user_cypher_is_a_capability(engine: Engine) -> None:
     if capability is None:
         pytest.skip("this engine does not speak Cypher")
     result = capability.run("MATCH (m:Memory) RETURN count(*) AS n", {}, write=False,
-                            event=None)
+                            event=None, timeout_s=10)
     assert (result.columns, result.rows) == (["n"], [[3]])
     with pytest.raises(Exception, match="read-only"):
-        capability.run("MATCH (m:Memory) SET m.text = 'x'", {}, write=False, event=None)
+        capability.run("MATCH (m:Memory) SET m.text = 'x'", {}, write=False, event=None,
+                       timeout_s=10)
+    # 10^10 rows, ~100 s unbounded: stopped at its limit
+    started = time.perf_counter()
+    with pytest.raises(InvalidInputError, match="GRAPHMEM_CYPHER_TIMEOUT_S"):
+        capability.run("UNWIND range(1, 100000) AS i UNWIND range(1, 100000) AS j "
+                       "WITH i, j WHERE i + j < 0 RETURN count(*) AS n", {}, write=False,
+                       event=None, timeout_s=0.5)
+    assert time.perf_counter() - started < 3
 
 
 def test_the_knowledge_graph_is_written_read_and_left(engine: Engine) -> None:
