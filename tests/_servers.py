@@ -19,9 +19,23 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
+from starlette.routing import BaseRoute
 
 from graphmem import MemoryStore
 from graphmem.sidecar import Tokens, create_app, server_config
+
+
+def every_route(routes: Iterable[BaseRoute]) -> Iterator[BaseRoute]:
+    """Every route of an app, those of included routers and mounted routers too (FastAPI
+    keeps an included router as one entry that holds the original router); a mounted
+    app that lists no routes stands as its mount."""
+    for route in routes:
+        router = getattr(route, "original_router", None)
+        inner = router.routes if router is not None else getattr(route, "routes", None)
+        if inner:
+            yield from every_route(inner)
+        else:
+            yield route
 
 
 def free_port() -> int:
@@ -78,12 +92,15 @@ def interrupt(process: subprocess.Popen[Any], seconds: float = 60) -> bool:
 
 
 @contextmanager
-def running_sidecar(store: MemoryStore, tokens: Tokens | None = None) -> Iterator[str]:
+def running_sidecar(store: MemoryStore, tokens: Tokens | None = None, *,
+                    app: Any = None) -> Iterator[str]:
     """Serve ``store`` on a free loopback port, configured as ``graphmem serve`` does
-    (limits and deadlines from ``store.settings``); yields the base URL."""
+    (limits and deadlines from ``store.settings``), or ``app`` made from it by
+    ``create_app``; yields the base URL."""
     port = free_port()
-    config = server_config(create_app(store, tokens=tokens), host="127.0.0.1", port=port,
-                           settings=store.settings, log_level="warning", lifespan="off")
+    config = server_config(app or create_app(store, tokens=tokens), host="127.0.0.1",
+                           port=port, settings=store.settings, log_level="warning",
+                           lifespan="off")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

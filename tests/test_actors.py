@@ -29,7 +29,7 @@ from graphmem.cli import cli
 from graphmem.mcpserver import build_server
 from graphmem.sidecar import Tokens, create_app
 
-from ._servers import running_sidecar
+from ._servers import every_route, running_sidecar
 from .conftest import SAMPLE, Clock
 from .test_compact import DAILY
 
@@ -88,14 +88,8 @@ def _ok(response: httpx.Response) -> Any:
 
 # -- the sidecar and its dashboard ------------------------------------------------------------
 def api_routes(routes: Iterable[BaseRoute]) -> Iterator[APIRoute]:
-    """Every route, those of included routers too (FastAPI keeps an included router as
-    one entry that holds the original)."""
-    for route in routes:
-        inner = getattr(route, "original_router", None)
-        if inner is not None:
-            yield from api_routes(inner.routes)
-        elif isinstance(route, APIRoute):
-            yield route
+    """Every API route, those of included routers too."""
+    return (route for route in every_route(routes) if isinstance(route, APIRoute))
 
 
 def write_routes(store: MemoryStore) -> set[str]:

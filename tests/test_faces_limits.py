@@ -5,17 +5,25 @@ streaming), stalled heads and bodies are ended, and the settings behind it parse
 from __future__ import annotations
 
 import json
+import re
 import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 
 from graphmem import InvalidInputError, MemoryStore, Settings
-from graphmem.sidecar import Tokens
+from graphmem.sidecar import Tokens, create_app
+from graphmem.sidecar._auth import SCOPES
+from graphmem.sidecar._deps import _Need
+from graphmem.sidecar._guard import needs_of
 
-from ._servers import raw_request, read_response, running_sidecar
+from ._servers import every_route, raw_request, read_response, running_sidecar
 
 WRITER, READER = "tok-limits-writer-0123", "tok-limits-reader-0123"
 TOKENS = {WRITER: {"owner": "alice", "scopes": ["read", "write"]},
@@ -56,6 +64,113 @@ def test_the_token_is_checked_before_the_body_is_read(url: str) -> None:
     # the same, with a body that is not even JSON: refused for the token, not the body
     bad = raw_request(url, head("POST", "/v1/memories", "Content-Length: 9"), [b"{not json"])
     assert bad.status == 401 and bad.headers["www-authenticate"] == "Bearer"
+
+
+#: Routes that declare no scope, and why.
+_NO_SCOPE = {
+    "GET /healthz": "public: says nothing about anyone's memories",
+    "GET /openapi.json": "public: the API's description",
+    "POST /ui/api/logout": "ends the caller's own session",
+    "DELETE /v1/memories/{memory_id}": "no body; the route needs write, or admin with "
+                                       "hard=true",
+}
+#: One token per scope, holding every scope but that one.
+_LACKING = {scope: f"tok-lacks-{scope}-0123456789" for scope in SCOPES}
+
+
+def test_every_route_checks_its_scopes_before_the_body(tmp_path: Path) -> None:
+    """Every route of the app, those of included routers (the dashboard's) too: a token
+    without a scope the route declares is refused (403, naming the scope) at once, for a
+    body announced and never sent; reading the body first would stall until the idle
+    timeout. A route that declares no scope must be one of ``_NO_SCOPE``."""
+    tokens = Tokens.from_mapping({token: {"owner": "alice", "scopes": sorted(set(SCOPES) - {s})}
+                                  for s, token in _LACKING.items()})
+    with MemoryStore(tmp_path / "db", embedder="hashing", settings=LIMITS) as store:
+        routes = list(every_route(create_app(store, tokens=tokens).routes))
+        checked = set()
+        with running_sidecar(store, tokens) as served:
+            host = served.removeprefix("http://")
+            sessions = {scope: _login(served, token) for scope, token in _LACKING.items()
+                        if scope != "read"}  # a session needs read to exist
+            for route in routes:
+                methods = sorted(getattr(route, "methods", None) or {"?"})
+                for method in (m for m in methods if m != "HEAD"):
+                    name = f"{method} {getattr(route, 'path', route)}"
+                    assert isinstance(route, APIRoute) or name in _NO_SCOPE, \
+                        f"{name}: the gate cannot read its scopes"
+                    needs = needs_of(route) if isinstance(route, APIRoute) else set()
+                    assert needs or name in _NO_SCOPE, f"{name} declares no scope"
+                    path = re.sub(r"\{[^}]+\}", "m1", route.path)  # type: ignore[attr-defined]
+                    for need in sorted(needs):
+                        if path.startswith("/ui/api/") and path != "/ui/api/login":
+                            if need not in sessions:
+                                continue
+                            who = [f"Cookie: {sessions[need][0]}",
+                                   f"X-CSRF-Token: {sessions[need][1]}"]
+                        else:
+                            who = [bearer(_LACKING[need])]
+                        started = time.monotonic()
+                        answer = raw_request(served, "\r\n".join([
+                            f"{method} {path} HTTP/1.1", f"Host: {host}",
+                            f"Origin: http://{host}", "Sec-Fetch-Site: same-origin", *who,
+                            "Content-Type: application/json", "Content-Length: 5000", "", ""
+                        ]).encode(), timeout=0.8)
+                        assert answer.status == 403, (name, need, answer)
+                        assert answer.json()["detail"] == f"this token lacks the {need} scope"
+                        assert answer.closed and time.monotonic() - started < 0.8
+                        checked.add((name, need))
+    assert {("POST /ui/api/review/decide", "admin"), ("POST /ui/api/feedback", "write"),
+            ("POST /ui/api/login", "read"), ("POST /v1/cypher", "all_owners"),
+            ("POST /v1/memories", "write")} <= checked
+
+
+def test_a_route_added_later_is_gated_or_refused(tmp_path: Path) -> None:
+    """A router included with a scope of its own is checked before the body like any
+    route; a route whose scopes the gate cannot read (no FastAPI dependencies) is refused
+    for everyone, and never runs."""
+    ran: list[str] = []
+
+    async def plain(request: Request) -> JSONResponse:
+        ran.append("plain")
+        return JSONResponse({})
+
+    extra = APIRouter(prefix="/v1/extra")
+
+    @extra.post("/thing")
+    def thing(body: dict[str, int]) -> dict[str, int]:
+        ran.append("thing")
+        return body
+
+    tokens = Tokens.from_mapping({WRITER: TOKENS[WRITER],
+                                  "tok-limits-admin-01234": {"owner": "alice",
+                                                             "scopes": ["admin"]}})
+    with MemoryStore(tmp_path / "db", embedder="hashing", settings=LIMITS) as store:
+        app = create_app(store, tokens=tokens)
+        app.include_router(extra, dependencies=[Depends(_Need("admin"))])
+        app.add_route("/v1/plain", plain, methods=["POST"])
+        with running_sidecar(store, app=app) as served:
+            started = time.monotonic()
+            lacking = raw_request(served, head("POST", "/v1/extra/thing", bearer(WRITER),
+                                               "Content-Length: 5000"), timeout=0.8)
+            assert lacking.status == 403 and time.monotonic() - started < 0.8
+            assert lacking.json()["detail"] == "this token lacks the admin scope"
+            allowed = httpx.post(served + "/v1/extra/thing", json={"n": 1},
+                                 headers={"Authorization": "Bearer tok-limits-admin-01234"})
+            assert allowed.status_code == 200 and allowed.json() == {"n": 1}
+            for token in (WRITER, "tok-limits-admin-01234"):
+                refused = httpx.post(served + "/v1/plain", json={},
+                                     headers={"Authorization": f"Bearer {token}"})
+                assert refused.status_code == 500 and refused.json()["error"] == "internal"
+    assert ran == ["thing"]
+
+
+def _login(url: str, token: str) -> tuple[str, str]:
+    """A dashboard session of ``token``: its cookie (``name=value``) and CSRF token."""
+    with httpx.Client(base_url=url, headers={"Origin": url}) as client:
+        answer = client.post("/ui/api/login", headers={"Authorization": f"Bearer {token}"})
+        assert answer.status_code == 200, answer.text
+        [(name, value)] = client.cookies.items()
+        return f"{name}={value}", answer.json()["csrf"]
 
 
 def test_an_announced_body_over_the_cap_is_refused_unread(url: str) -> None:
