@@ -34,12 +34,12 @@ CROSS = ("MATCH (a:Memory), (b:Memory), (c:Memory), (d:Memory), (e:Memory) WHERE
          "a.importance + b.importance + c.importance + d.importance + e.importance < 0 "
          "RETURN count(*) AS n")
 WALK = "MATCH p = (a:Memory)-[:REFERENCES*1..12]->(b:Memory) RETURN count(*) AS n"
-#: a data write over the same cross product: every memory's importance would change
+#: a data write over the same cross product (unbounded, it ends on a full buffer pool)
 CROSS_WRITE = ("MATCH (a:Memory), (b:Memory), (c:Memory), (d:Memory), (e:Memory) WHERE "
                "a.importance + b.importance + c.importance + d.importance + e.importance "
                ">= 0 SET a.importance = 0.123")
 LIMIT_S = 1.0
-#: how far past the limit a stopped statement may end (measured: 0.01-0.05 s on these
+#: how far past the limit a stopped statement may end (measured: 0.01-0.08 s on these
 #: statements; the rest is a busy shared machine's slack)
 SLACK_S = 2.5
 ANALYST, WRITER = "tok-analyst-0123456789", "tok-writer-01234567890"

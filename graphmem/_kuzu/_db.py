@@ -13,7 +13,7 @@ Kuzu 0.11.3 traps handled here (each reproduced on this machine):
 * a statement runs as long as it takes (a legal five-way cross product over 200
   memories: ~35 min): user Cypher runs under Kuzu's query timeout, which ends its
   transaction (nothing of a stopped write is kept). Kuzu checks it between batches of
-  rows: scans, joins and walks stop within 0.05 s of the limit (measured), but one
+  rows: scans, joins and walks stop within 0.1 s of the limit (measured), but one
   expression that builds a huge value (``repeat('x', 500000000)``: 49 s, 3 GB) runs on
   until it is built;
 * replaying a WAL whose last record was torn by ``kill -9`` can segfault the opening
