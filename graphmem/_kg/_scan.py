@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 __all__ = ["CONTEXT", "Meter", "disjoint", "ending_at", "finditer", "metered", "search",
@@ -32,11 +32,14 @@ CONTEXT = 100
 
 @dataclass(slots=True)
 class Meter:
-    """What the regex engine was handed while the meter was active: ``calls`` and the
-    characters of their spans (``chars``)."""
+    """What the regex engine was handed while the meter was active: the calls, the
+    characters of their spans, and per pattern and way of use (``True``: scanning a span;
+    ``False``: one position or window) the characters and the sum of their squares (what a
+    pattern that reads to the end of the span from every position would cost)."""
 
     calls: int = 0
     chars: int = 0
+    spans: dict[tuple[re.Pattern[str], bool], tuple[int, int]] = field(default_factory=dict)
 
 
 _METER: ContextVar[Meter | None] = ContextVar("graphmem_scan_meter", default=None)
@@ -53,11 +56,14 @@ def metered() -> Iterator[Meter]:
         _METER.reset(token)
 
 
-def _charge(chars: int) -> None:
+def _charge(pattern: re.Pattern[str], chars: int, scanning: bool) -> None:
     meter = _METER.get()
     if meter is not None:
+        chars = max(chars, 0)
         meter.calls += 1
-        meter.chars += max(chars, 0)
+        meter.chars += chars
+        total, squares = meter.spans.get((pattern, scanning), (0, 0))
+        meter.spans[pattern, scanning] = (total + chars, squares + chars * chars)
 
 
 def finditer(pattern: re.Pattern[str], text: str, start: int = 0,
@@ -65,7 +71,7 @@ def finditer(pattern: re.Pattern[str], text: str, start: int = 0,
     """The matches of ``pattern`` in ``text[start:end]``, left to right (``finditer``; what
     stands before ``start`` is seen by lookbehinds and ``\\b``)."""
     end = len(text) if end is None else end
-    _charge(end - start)
+    _charge(pattern, end - start, True)
     return pattern.finditer(text, start, end)
 
 
@@ -73,7 +79,7 @@ def search(pattern: re.Pattern[str], text: str, start: int = 0,
            end: int | None = None) -> re.Match[str] | None:
     """The first match of ``pattern`` in ``text[start:end]``."""
     end = len(text) if end is None else end
-    _charge(end - start)
+    _charge(pattern, end - start, True)
     return pattern.search(text, start, end)
 
 
@@ -86,7 +92,7 @@ def ending_at(pattern: re.Pattern[str], text: str, position: int,
     <re.Match object; span=(5, 9), match='not '>
     """
     low = max(start, position - CONTEXT)
-    _charge(position - low)
+    _charge(pattern, position - low, False)
     return pattern.search(text, low, position)
 
 
@@ -95,7 +101,7 @@ def starting_at(pattern: re.Pattern[str], text: str, position: int,
     """``pattern`` matched at ``position``, seeing at most ``CONTEXT`` characters (none at or
     after ``end``)."""
     high = min(len(text) if end is None else end, position + CONTEXT)
-    _charge(high - position)
+    _charge(pattern, high - position, False)
     return pattern.match(text, position, high)
 
 
