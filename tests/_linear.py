@@ -415,3 +415,22 @@ def name_uses(trees: list[ast.Module]) -> dict[str, set[str]]:
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
                 uses.setdefault(node.attr, set()).add("other")
     return uses
+
+
+_METHODS = {"search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split"}
+
+
+def direct_calls(names: list[str]) -> set[tuple[str, str, str]]:
+    """(module, pattern name or ``re``, method) of each regex call the modules make on a
+    compiled pattern of theirs, or through the ``re`` module, rather than through
+    ``graphmem._kg._scan`` (whose meter would count it)."""
+    found: set[tuple[str, str, str]] = set()
+    for name in names:
+        module = importlib.import_module(name)
+        patterns = {k for k, v in vars(module).items() if isinstance(v, re.Pattern)} | {"re"}
+        for node in ast.walk(ast.parse(inspect.getsource(module))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in _METHODS and isinstance(node.func.value, ast.Name) and \
+                    node.func.value.id in patterns:
+                found.add((name.removeprefix("graphmem."), node.func.value.id, node.func.attr))
+    return found

@@ -29,7 +29,7 @@ from eval.bench_extract import FAMILIES, PLAIN, cpu_seconds, extract_all, repeat
 from graphmem._kg import EntityResolver
 from graphmem._kg._scan import metered
 
-from ._linear import Compiled, module_patterns, name_uses, problems
+from ._linear import Compiled, direct_calls, module_patterns, name_uses, problems
 from ._servers import free_port, wait_healthy
 
 MODULES = sorted({f"{package.__name__}.{info.name}"
@@ -86,6 +86,31 @@ def test_a_pattern_counts_as_anchored_only_when_every_use_is() -> None:
     assert uses["_A"] == {"anchored"} and uses["_B"] == {"anchored"}
     assert uses["_C"] == {"other"} and uses["_D"] == {"anchored", "other"}
     assert uses["_E"] == {"other"}
+
+
+#: Regex calls the meter does not see, and why each is bounded.
+UNMETERED = {
+    ("_kg._entities", "_CAMEL", "search"): "one word",
+    ("_kg._entities", "_CONNECTOR_WORD", "fullmatch"): "one word",
+    ("_kg._patterns", "_CONTRACTION", "search"): "one word, anchored",
+    ("_kg._text", "_POSSESSIVE", "sub"): "one name",
+    ("_kg._text", "_TITLE", "sub"): "one name, anchored",
+    ("_kg._time", "_RANGE", "fullmatch"): "the gap between two consecutive time expressions",
+    ("_kg._time", "_BETWEEN_CLOCK_DATE", "fullmatch"): "within 16 characters of a date",
+    ("_kg._time", "_BETWEEN_DATE_CLOCK", "fullmatch"): "within 16 characters of a date",
+    ("_kg._ollama", "re", "sub"): "one name from the model's answer, anchored",
+    ("_kg._ollama", "re", "search"): "a name's words (escaped) once per triple, at most 50",
+    ("_extract._rules", "_SENTENCE", "split"): "once per message",
+    ("_extract._links", "_PHRASE_WORD", "findall"): "once per memory",
+    ("_extract._links", "_NUMERIC", "fullmatch"): "one entity",
+    ("_time", "_ISO", "match"): "one timestamp, anchored",
+    ("_time", "re", "sub"): "one timestamp",
+}
+
+
+def test_regex_calls_outside_the_meter_are_the_known_bounded_ones() -> None:
+    # everything else goes through graphmem._kg._scan, which windows and meters it
+    assert direct_calls(MODULES) == set(UNMETERED)
 
 
 # -- work on generated hostile texts ---------------------------------------------------------
