@@ -195,7 +195,6 @@ def test_resolving_new_people_works_in_proportion_to_their_number() -> None:
 
 # -- time on 200,000 characters --------------------------------------------------------------
 
-HOSTILE = ("run of '!'", "was at", "Aa-", "near-miss code", "dates between verbs")
 
 
 @pytest.fixture(scope="module")
@@ -205,7 +204,7 @@ def plain_seconds() -> float:
     return seconds
 
 
-@pytest.mark.parametrize("family", HOSTILE)
+@pytest.mark.parametrize("family", FAMILIES)
 def test_200000_hostile_characters_take_about_as_long_as_plain_ones(
         family: str, plain_seconds: float) -> None:
     # CPU time of this process, which other processes' load barely moves
