@@ -35,6 +35,7 @@ EXAMPLED = {
     "graphmem._kg._ollama": 4,
     "graphmem._kg._patterns": 5,
     "graphmem._kg._resolve": 10,
+    "graphmem._kg._scan": 2,
     "graphmem._kg._text": 5,
     "graphmem._kg._time": 12,
     "graphmem._kuzu._rows": 3,

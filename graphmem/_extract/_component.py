@@ -156,15 +156,21 @@ class Conversations:
         records: list[MemoryInput] = []
         candidates: list[str] = []
         lineage: list[tuple[str, str]] = []
-        kept_vectors: list[np.ndarray] = []
+        kept = np.empty_like(vectors)  # rows 0 .. n_kept - 1: the texts kept so far
+        n_kept = 0
         for n, (index, message, item) in enumerate(found):
             if n in duplicates:
                 dropped.append((index, f"duplicate of {duplicates[n]}"))
                 continue
-            if any(float(vectors[n] @ v) >= DUPLICATE for v in kept_vectors):
+            # every kept vector in one call (a Python loop over them took 12 s of 2,000
+            # messages' 39); einsum, as BLAS threads contending on 2 busy cores made one
+            # such product of 4,000 rows take 14-36 ms instead of 0.3
+            similar = np.einsum("ij,j->i", kept[:n_kept], vectors[n])
+            if n_kept and float(similar.max()) >= DUPLICATE:
                 dropped.append((index, "duplicate within the conversation"))
                 continue
-            kept_vectors.append(vectors[n])
+            kept[n_kept] = vectors[n]
+            n_kept += 1
             memory_id = new_memory_id()
             status = Status.ACTIVE if item.strength >= strong or n in reinforced \
                 else Status.CANDIDATE

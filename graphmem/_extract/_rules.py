@@ -3,10 +3,12 @@ entities and key phrases they mention. Plain rules, no model, the same answer ev
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 from dataclasses import dataclass, field
 
+from .._kg._scan import finditer, search
 from .._recall._bm25 import STOPWORDS
 
 __all__ = ["Extracted", "RuleExtractor", "extract_entities", "is_filler", "signal_strength"]
@@ -14,13 +16,18 @@ __all__ = ["Extracted", "RuleExtractor", "extract_entities", "is_filler", "signa
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+(?:[.,:/]\d+)*")
 _CAPITALISED = re.compile(r"\b[A-Z][a-zA-Z'’-]+(?:\s+(?:of\s+|the\s+)?[A-Z][a-zA-Z'’-]+)*")
-_NUMBER = re.compile(r"\b\d+(?:[.,:/-]\d+)*\b")
+#: A number ends where a word character does not follow (what a final \b said), checked after
+#: each part, so a run of parts is read once and never given back.
+_NUMBER = re.compile(r"\b\d++(?!\w)(?:[.,:/-]\d++(?!\w))*+")
 #: Codes mixing letters and digits: bed-18, v1.9.0, r51, p95, ISO-8601.
-_CODE = re.compile(r"\b[A-Za-z]+-?\d+(?:[.-]?[A-Za-z0-9]+)*\b")
+#: Each part is the whole run of letters and digits after a separator: parts that could be cut
+#: anywhere ("(?:[.-]?[A-Za-z0-9]+)*") made "a1", 24 digits and "_" take 4 s, and each two
+#: more digits four times as long.
+_CODE = re.compile(r"\b[A-Za-z]+-?\d++[A-Za-z0-9]*+(?!\w)(?:[.-][A-Za-z0-9]++(?!\w))*+")
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
 _MONTH = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b",
                     re.IGNORECASE)
-_WIKI = re.compile(r"\[(wiki/[^\]\s]+)\]")
+_WIKI = re.compile(r"\[(wiki/[^\[\]\s]+)\]")
 _URN = re.compile(r"\burn:[a-z0-9-]+:[A-Za-z0-9:._-]+", re.IGNORECASE)
 _FIRST_PERSON = {"i", "i'm", "i've", "i'd", "i'll", "my", "me", "mine", "we", "we're", "our",
                  "us", "myself"}
@@ -68,7 +75,7 @@ class Extracted:
 
 
 def _words(text: str) -> list[str]:
-    return [w.lower().strip("'’") for w in _WORD.findall(text)]
+    return [m.group(0).lower().strip("'’") for m in finditer(_WORD, text)]
 
 
 def is_filler(text: str) -> bool:
@@ -93,19 +100,20 @@ def extract_entities(text: str) -> tuple[str, ...]:
     ('bed-18', 'v1.9.0', '2026-04-01', '120', '9:30')
     """
     out: list[str] = []
-    for match in _CAPITALISED.finditer(text):
-        span = match.group(0)
-        words = span.split()
-        while words and words[0] in _COMMON_CAPITALISED:
-            words = words[1:]
-        if words:
-            out.append(" ".join(words).lower())
-    out += [m.group(0).lower() for m in _MONTH.finditer(text)]
-    codes = list(_CODE.finditer(text))
+    for match in finditer(_CAPITALISED, text):
+        words = match.group(0).split()
+        common = next((i for i, w in enumerate(words) if w not in _COMMON_CAPITALISED),
+                      len(words))
+        if words[common:]:
+            out.append(" ".join(words[common:]).lower())
+    out += [m.group(0).lower() for m in finditer(_MONTH, text)]
+    codes = list(finditer(_CODE, text))
     out += [m.group(0).lower() for m in codes]
-    out += [m.group(0) for m in _NUMBER.finditer(text) if _meaningful_number(m, codes)]
-    out += [m.group(1).lower() for m in _WIKI.finditer(text)]
-    out += [m.group(0) for m in _URN.finditer(text)]
+    code_starts = [c.start() for c in codes]
+    out += [m.group(0) for m in finditer(_NUMBER, text)
+            if _meaningful_number(m, codes, code_starts)]
+    out += [m.group(1).lower() for m in finditer(_WIKI, text)]
+    out += [m.group(0) for m in finditer(_URN, text)]
     out += [f"{a} {b}" for a, b in itertools.pairwise(_words(text))
             if _phrase_word(a) and _phrase_word(b)]
     seen: dict[str, None] = {}
@@ -116,11 +124,14 @@ def extract_entities(text: str) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def _meaningful_number(match: re.Match[str], codes: list[re.Match[str]]) -> bool:
+def _meaningful_number(match: re.Match[str], codes: list[re.Match[str]],
+                       code_starts: list[int]) -> bool:
     """Years, dates, times, versions and numbers of three digits or more; not the small
     bare numbers (14, 18) that mean different things in every sentence, nor the digits
-    of a code."""
-    if any(c.start() <= match.start() < c.end() for c in codes):
+    of a code (codes do not overlap: the one starting last before the number is the only
+    one that can hold it)."""
+    i = bisect.bisect_right(code_starts, match.start()) - 1
+    if i >= 0 and match.start() < codes[i].end():
         return False
     number = match.group(0)
     return len(number) >= 3
@@ -160,7 +171,7 @@ def signal_strength(sentence: str) -> tuple[float, tuple[str, ...]]:
     if names:
         score += 0.15
         reasons.append("names")
-    if _NUMBER.search(sentence) or _MONTH.search(sentence):
+    if search(_NUMBER, sentence) or search(_MONTH, sentence):
         score += 0.15
         reasons.append("numbers or dates")
     score += 0.2 * min(len(content) / 8.0, 1.0)
@@ -193,7 +204,7 @@ class RuleExtractor:
         if is_filler(text):
             return []
         out = []
-        for sentence in _SENTENCE.split(" ".join(text.split())):
+        for sentence in _SENTENCE.split(" ".join(text.split())):  # one space between words
             strength, reasons = signal_strength(sentence)
             if strength >= self.weak:
                 out.append(Extracted(sentence, strength, extract_entities(sentence), reasons))

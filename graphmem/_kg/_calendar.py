@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Literal
 
+from ._scan import search
+
 __all__ = ["Granularity", "Tense", "TimeWindow", "day", "decade", "month", "month_shift",
            "season", "season_of", "tense", "week", "weekend", "year"]
 
@@ -189,8 +191,8 @@ def tense(sentence: str) -> Tense:
     >>> tense("I'm excited for the conference")
     'present'
     """
-    if _PAST.search(sentence):
+    if search(_PAST, sentence):
         return "past"
-    if _FUTURE.search(sentence):
+    if search(_FUTURE, sentence):
         return "future"
     return "present"

@@ -25,6 +25,7 @@ from ._calendar import (
     year,
 )
 from ._lexicon import HOLIDAYS
+from ._scan import disjoint, finditer, search, starting_at
 from ._text import Sentence, sentences
 
 __all__ = ["TimeMention", "is_temporal_question", "parse_times", "query_window"]
@@ -78,8 +79,8 @@ _PART_BEFORE = re.compile(r"\b(?P<p>early|mid|late|the\s+(?:beginning|start|end|
                           r"(?:the\s+)?(?:early|late|mid))[\s-]+$", re.IGNORECASE)
 _CLOCK = re.compile(r"\b(?P<h>\d{1,2})(?::(?P<mi>[0-5]\d))?\s*(?P<ap>[ap])\.?m\b\.?|"
                     r"\b(?P<h24>[01]?\d|2[0-3]):(?P<mi24>[0-5]\d)\b", re.IGNORECASE)
-_BETWEEN_CLOCK_DATE = re.compile(r"\s*(?:on|,)?\s*", re.IGNORECASE)
-_BETWEEN_DATE_CLOCK = re.compile(r"\s*(?:at|,)?\s*", re.IGNORECASE)
+_BETWEEN_CLOCK_DATE = re.compile(r"\s*+(?:(?:on|,)\s*+)?", re.IGNORECASE)
+_BETWEEN_DATE_CLOCK = re.compile(r"\s*+(?:(?:at|,)\s*+)?", re.IGNORECASE)
 _EPOCH = datetime(1900, 1, 1, tzinfo=UTC)
 _COARSE: list[Granularity] = ["minute", "hour", "day", "weekend", "week", "month", "season",
                               "year", "decade"]
@@ -183,7 +184,7 @@ def _dmy(m: re.Match[str], c: _Ctx) -> _Result:
 
 def _tense(m: re.Match[str], c: _Ctx) -> Tense:
     """The tense a year-less date is read in: "since March" is always a past March."""
-    if _SINCE_BEFORE.search(c.text, max(0, m.start() - 12), m.start()):
+    if search(_SINCE_BEFORE, c.text, max(0, m.start() - 12), m.start()):
         return "past"
     return c.tense_at(m.start())
 
@@ -212,18 +213,18 @@ def _mod_month(m: re.Match[str], c: _Ctx) -> _Result:
 
 def _month_alone(m: re.Match[str], c: _Ctx) -> _Result:
     before = c.text[max(0, m.start() - 16):m.start()]
-    if c.now is None or _EVERY_BEFORE.search(before):
+    if c.now is None or search(_EVERY_BEFORE, before):
         return None
     word = m["mon"]
-    if word in ("May", "March", "August") and not _CUE_BEFORE.search(before):
+    if word in ("May", "March", "August") and not search(_CUE_BEFORE, before):
         return None
     return _pick_month(_month_of(m), c, _tense(m, c)), True
 
 
 def _weekday(m: re.Match[str], c: _Ctx) -> _Result:
     before = c.text[max(0, m.start() - 20):m.start()]
-    if c.now is None or m["pl"] or _EVERY_BEFORE.search(before) or \
-            _PLURAL_PART.match(c.text, m.end()):
+    if c.now is None or m["pl"] or search(_EVERY_BEFORE, before) or \
+            starting_at(_PLURAL_PART, c.text, m.end()):
         return None
     mod = " ".join((m["mod"] or "").lower().split())
     if not mod and not m["wd"][0].isupper():
@@ -329,7 +330,7 @@ def _season(m: re.Match[str], c: _Ctx) -> _Result:
 
 
 def _year(m: re.Match[str], c: _Ctx) -> _Result:
-    if _UNIT_AFTER.match(c.text, m.end()):
+    if starting_at(_UNIT_AFTER, c.text, m.end()):
         return None
     return year(int(m["y"]), c.tz), False
 
@@ -484,14 +485,14 @@ def parse_times(text: str, now: datetime | None = None) -> list[TimeMention]:
     >>> parse_times("the week before", None)
     []
     """
-    if not _GATE.search(text):
+    if not search(_GATE, text):
         return []
     if now is not None and now.tzinfo is None:
         now = now.replace(tzinfo=UTC)
     ctx = _Ctx(text, now, now.tzinfo if now is not None and now.tzinfo else UTC,
                _tense_lookup(text))
     found = _candidates(text, ctx)
-    found = _select(found)
+    found = _select(found, len(text))
     found = _compose(found, ctx)
     return [TimeMention(text[f.start:f.end], f.start, f.end, f.window, f.relative)
             for f in found if f.window is not None]
@@ -521,7 +522,7 @@ def _candidates(text: str, ctx: _Ctx) -> list[_Found]:
         if not any(g in lower for g in gate):
             continue
         cue = "cue" in pattern.groupindex  # words before the expression, not part of it
-        for m in pattern.finditer(text):
+        for m in finditer(pattern, text):
             try:
                 result = handler(m, ctx)
             except (ValueError, OverflowError):  # "4000 years ago": no such date here
@@ -532,19 +533,17 @@ def _candidates(text: str, ctx: _Ctx) -> list[_Found]:
     anchored = "the " in lower and any(w in lower for w in ("before", "after", "next",
                                                              "following", "previous"))
     for pattern in _ANCHORED if anchored else ():
-        for m in pattern.finditer(text):
+        for m in finditer(pattern, text):
             direction = -1 if m["dir"].lower() in ("before", "previous") else 1
             unit = "day" if m["u"].lower() == "morning" else m["u"].lower()
             out.append(_Found(m.start(), m.end(), None, True, (unit, direction)))
     return out
 
 
-def _select(found: list[_Found]) -> list[_Found]:
+def _select(found: list[_Found], size: int) -> list[_Found]:
     """Longest first, then leftmost; no two chosen expressions overlap."""
-    chosen: list[_Found] = []
-    for f in sorted(found, key=lambda f: (f.start - f.end, f.start)):
-        if all(f.end <= g.start or g.end <= f.start for g in chosen):
-            chosen.append(f)
+    chosen = disjoint(sorted(found, key=lambda f: (f.start - f.end, f.start)),
+                      lambda f: (f.start, f.end), size)
     return sorted(chosen, key=lambda f: f.start)
 
 
@@ -618,7 +617,7 @@ def _with_clock(f: _Found, c: _Ctx) -> None:
     assert f.window is not None
     if f.window.granularity != "day":
         return
-    for m in _CLOCK.finditer(c.text, max(0, f.start - 16), min(len(c.text), f.end + 16)):
+    for m in finditer(_CLOCK, c.text, max(0, f.start - 16), min(len(c.text), f.end + 16)):
         if m.end() <= f.start and _BETWEEN_CLOCK_DATE.fullmatch(c.text, m.end(), f.start):
             f.start = m.start()
         elif m.start() >= f.end and _BETWEEN_DATE_CLOCK.fullmatch(c.text, f.end, m.start()):
@@ -638,13 +637,13 @@ def _with_prefix(f: _Found, c: _Ctx) -> None:
     assert f.window is not None
     before = c.text[max(0, f.start - 24):f.start]
     w = f.window
-    since = _SINCE_BEFORE.search(before)
+    since = search(_SINCE_BEFORE, before)
     if since and c.now is not None and w.start < c.now:
         f.start -= len(before) - since.start()
         f.window = TimeWindow(w.start, max(c.now, w.end), w.granularity)
         f.relative = True
         return
-    part = _PART_BEFORE.search(before)
+    part = search(_PART_BEFORE, before)
     if part and w.granularity in ("month", "season", "year", "decade"):
         word = part["p"].lower()
         third = (w.end - w.start) / 3
@@ -695,9 +694,9 @@ def query_window(query: str, now: datetime) -> TimeWindow | None:
     windows: list[TimeWindow] = []
     for t in parse_times(query, now):
         w, before = t.window, query[max(0, t.start - 16):t.start]
-        if _BEFORE_Q.search(before):
+        if search(_BEFORE_Q, before):
             w = TimeWindow(_EPOCH.astimezone(w.start.tzinfo), w.start, w.granularity)
-        elif _AFTER_Q.search(before) and now > w.end:
+        elif search(_AFTER_Q, before) and now > w.end:
             w = TimeWindow(w.end, now, w.granularity)
         windows.append(w)
     if not windows:
@@ -727,4 +726,4 @@ def is_temporal_question(query: str) -> bool:
     ...  "How many days between the wedding and the party?", "What does Mel like?")]
     [True, True, True, True, False]
     """
-    return _TEMPORAL.search(query) is not None
+    return search(_TEMPORAL, query) is not None
