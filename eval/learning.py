@@ -770,6 +770,8 @@ def main() -> None:
                         help="keep what the replay saw in this file, and "
                         "read it instead of replaying when it exists (model changes "
                         "measured in seconds instead of half an hour)")
+    parser.add_argument("--note", default=None,
+                        help="a sentence the report prints under the run's command")
     parser.add_argument("--out", type=Path, default=None,
                         help="write learning_<corpus>.json and learning.md here")
     args = parser.parse_args()
@@ -781,6 +783,8 @@ def main() -> None:
         result = run_longmemeval(args.path, args.embedder, limit=args.limit,
                                  every=args.every, offset=args.offset, replay=args.replay)
     result["seconds"] = round(time.perf_counter() - started, 1)
+    if args.note:
+        result["note"] = args.note
     if reused:  # the seconds are the cross-validation's, not the replay's
         result["saved_replay"] = str(args.replay)
     result["command"] = "python -m eval.learning " + " ".join(

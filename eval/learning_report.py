@@ -171,9 +171,10 @@ def _forecast(result: dict[str, Any]) -> list[str]:
 
 
 def render(results: dict[str, dict[str, Any]]) -> str:
+    made = " and ".join(f"`{r.get('command', 'python -m eval.learning')} --out "
+                        "eval/results`" for r in results.values())
     lines = ["# Learning from use", "",
-             "Made by `python -m eval.learning --corpus locomo --out eval/results` and "
-             "`python -m eval.learning --corpus longmemeval --out eval/results` (the "
+             f"Made by {made or '`python -m eval.learning`'} (the "
              "replay protocol is in `eval/learning.py`'s docstring). No gold label "
              "decides when a question is asked: LoCoMo's questions come after every "
              "session is in, in a seeded permutation, one a day; LongMemEval (the "
