@@ -27,7 +27,7 @@ marked useful for an earlier question of the same store) and on those about memo
 never used. The preset's cost per query is measured by ``python -m eval.bench_learned``.
 
     python -m eval.learning --corpus locomo --out eval/results
-    python -m eval.learning --corpus longmemeval --every 3 --out eval/results
+    python -m eval.learning --corpus longmemeval --every 9 --out eval/results
 """
 
 from __future__ import annotations
@@ -81,8 +81,9 @@ from .experiment import CachedEmbedder
 from .locomo import DEPTH, dia_id_of
 from .metrics import dedupe, score_run
 
-__all__ = ["Asked", "Collected", "ablation", "collect", "cross_validate", "forecast_cv",
-           "replay_locomo", "replay_longmemeval", "run_locomo", "run_longmemeval"]
+__all__ = ["Asked", "Collected", "ablation", "collect", "cross_validate", "evidence_folds",
+           "forecast_cv", "question_order", "replay_locomo", "replay_longmemeval",
+           "run_locomo", "run_longmemeval"]
 
 #: the hits the agent is shown (and gives feedback on): recall's default k, the ten a
 #: prompt holds, and the cut-off of LoCoMo's R@10
