@@ -264,3 +264,20 @@ def test_ablation_groups_choose_what_runs(tmp_path: Path, locomo: Path) -> None:
                            cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert wrong.returncode == 2 and "unknown ablation group(s) colour" in wrong.stderr
     assert "Traceback" not in wrong.stderr
+
+
+def test_the_tuning_grid_varies_the_vector_weight_and_rrf_k_together() -> None:
+    """``vector_x_rrf_k``: every pair of vector weight and rrf_k, the rest of
+    ``default`` unchanged (the grid the README's tuning claim is read from)."""
+    from eval.runs import _recall_ablations
+    from graphmem import PRESETS
+
+    grid = _recall_ablations()["vector_x_rrf_k"]
+    pairs = {(c.weights["vector"], c.rrf_k) for c in grid.values()}
+    assert pairs == {(w, float(k)) for w in (0.15, 0.3, 0.5) for k in (10, 30, 60)}
+    base = PRESETS["default"]
+    for name, config in grid.items():
+        assert name == f"vector={config.weights['vector']},k={int(config.rrf_k)}"
+        assert {c: w for c, w in config.weights.items() if c != "vector"} == {
+            c: w for c, w in base.weights.items() if c != "vector"}
+        assert config.graph == base.graph and config.actr == base.actr
