@@ -341,9 +341,10 @@ def evidence_folds(questions: Sequence[Any], folds: int) -> dict[str, str]:
 
     >>> from types import SimpleNamespace as Q
     >>> qs = [Q(question_id="a", gold_sessions=("s1",)), Q(question_id="b",
-    ...       gold_sessions=("s2",)), Q(question_id="c", gold_sessions=("s3", "s1"))]
+    ...       gold_sessions=("s2",)), Q(question_id="c", gold_sessions=("s3", "s2")),
+    ...       Q(question_id="d", gold_sessions=("s4",))]
     >>> evidence_folds(qs, 2)
-    {'a': 'fold0', 'b': 'fold1', 'c': 'fold0'}
+    {'a': 'fold0', 'b': 'fold1', 'c': 'fold1', 'd': 'fold0'}
     """
     parent: dict[str, str] = {}
 
