@@ -45,7 +45,12 @@ def eval_group() -> None:
 def eval_run(ctx: Context, corpus: str, file: str | None, qrels: str | None, presets: str,
              limit: int | None, out: str, ablations: bool, ablation_groups: str | None,
              split: str, no_plots: bool) -> None:
-    """Run the experiment table (and the ACT-R protocol) on a corpus."""
+    """Run the experiment table (and the ACT-R protocol) on a corpus.
+
+    LongMemEval is reported under its official protocol (user turns alone as keys,
+    `noans` answer sessions, questions without a user answer turn skipped) and under
+    graphmem's own ingest, each row labelled.
+    """
     from eval.report import write_outputs
     from eval.runs import ablation_groups as known_groups
     from eval.runs import run_locomo, run_longmemeval, run_ump
