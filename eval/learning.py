@@ -1,24 +1,33 @@
 """Learning from use, measured on public data: does a ranker learned from feedback beat
-``default``, and does a forecast of need beat ACT-R?
+``default`` and the trivial rules beside it, and does a forecast of need beat ACT-R,
+the turn's length and "marked useful so far"?
 
-The replay. LoCoMo: each conversation's sessions arrive in order, the store's clock at
-their dates; a question is asked right after the session that completes its evidence.
-The agent recalls with ``default`` (k=10, accesses recorded), marks the gold turns
-useful and the other hits it was shown not useful. LongMemEval (development split): each
-question's haystack is ingested, the question asked once at its date, its answer turns
-marked useful. At the moment a question is asked (before the agent acts, accesses not
-recorded) ``default`` ranks it, and its 50 candidates' features are kept: what the
-``learned`` preset re-orders, on the same store state.
+The replay, an agent's use that no gold label schedules. LoCoMo: each conversation's
+sessions are ingested in order (the store's clock at their dates); then its questions
+are asked in a permutation seeded by ``SEED`` and the conversation's id (it reads how
+many questions there are, nothing else), one a day after the last session. LongMemEval
+(development split): each question's haystack is ingested and the question asked once,
+at its own date. Each time the agent recalls with ``default`` (k=``AGENT_K``, accesses
+recorded) and gives feedback on the hits it was shown, and on nothing else: a shown gold
+turn is useful, a shown other turn not useful, a gold turn it was not shown gets
+nothing. At the moment a question is asked (before the agent acts, accesses not
+recorded) ``default`` ranks it and its 50 candidates' features are kept: what the
+``learned`` preset and the trivial rules (newest first, longest first, most marked
+useful so far) re-order, on the same store state.
 
-Cross-validation: the ranker used on a conversation (LoCoMo) or a question (LongMemEval)
-was trained on the feedback of the other folds only. Its ranking of a question is the
-``learned`` preset's: the 50 candidates ordered by the model (stable), the rest of
-``default``'s hits after them; and only if the model validated better than ``default`` on
-the most recent quarter of its training feedback (as in a real store), else ``default``'s.
-The preset's cost per query is measured by ``python -m eval.bench_learned``.
+Cross-validation: the ranker used on a question was trained on the feedback of the
+other folds only, and no two folds share evidence (LoCoMo: a fold is a conversation;
+LongMemEval: questions are dealt to 5 folds in the file's order, those whose answer
+sessions overlap kept together). Its ranking of a question is the ``learned`` preset's:
+the 50 candidates ordered by the model (stable), the rest of ``default``'s hits after
+them; and only if the model validated better than ``default`` on the most recent
+quarter of its training feedback (as in a real store), else ``default``'s. Every gain is
+reported twice: on the questions whose evidence was used before (a turn of it shown and
+marked useful for an earlier question of the same store) and on those about memories
+never used. The preset's cost per query is measured by ``python -m eval.bench_learned``.
 
     python -m eval.learning --corpus locomo --out eval/results
-    python -m eval.learning --corpus longmemeval --out eval/results
+    python -m eval.learning --corpus longmemeval --every 9 --out eval/results
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import argparse
 import dataclasses
 import itertools
 import json
+import random
 import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -71,16 +81,31 @@ from .experiment import CachedEmbedder
 from .locomo import DEPTH, dia_id_of
 from .metrics import dedupe, score_run
 
-__all__ = ["Asked", "Collected", "ablation", "collect", "cross_validate", "forecast_cv",
-           "replay_locomo", "replay_longmemeval", "run_locomo", "run_longmemeval"]
+__all__ = ["Asked", "Collected", "ablation", "collect", "cross_validate", "evidence_folds",
+           "forecast_cv", "question_order", "replay_locomo", "replay_longmemeval",
+           "run_locomo", "run_longmemeval"]
 
+#: the hits the agent is shown (and gives feedback on): recall's default k, the ten a
+#: prompt holds, and the cut-off of LoCoMo's R@10
 AGENT_K = 10
+#: the seed of the order LoCoMo's questions are asked in
+SEED = 0
+#: LoCoMo: the time between two questions, after the last session
+QUESTION_EVERY = timedelta(days=1)
+#: what a saved replay was made under (a replay of an older protocol is not reused)
+PROTOCOL = "seeded order, feedback on shown hits/1"
 PRESETS_MEASURED = ("default", "learned")
+#: rules that re-order the same candidates with no learning
+RULES = ("newest first", "length", "useful so far")
+RANKINGS = ("default", *RULES, "learned")
+#: the two kinds of question every gain is reported on
+GROUPS = ("evidence used before", "memories never used")
 
 
 @dataclass
 class Asked:
-    """One question as the replay asked it: gold, each preset's ranking and time."""
+    """One question as the replay asked it: gold, each ranking, time, and whether its
+    evidence had been used before (one of its turns shown and marked useful)."""
 
     fold: str
     index: int
@@ -94,21 +119,43 @@ class Asked:
     keys: list[str] = field(default_factory=list)
     features: np.ndarray | None = None
     dedupe: bool = False
+    #: per hit: when it was created (POSIX s), its words, times marked useful so far
+    created: list[float] = field(default_factory=list)
+    words: list[int] = field(default_factory=list)
+    useful: list[int] = field(default_factory=list)
+    at: str = ""
+    used_before: bool = False
 
     def metrics(self, preset: str) -> dict[str, float]:
         return score_run(self.rankings[preset], self.gold)
 
+    def _rank(self, name: str, head: Sequence[int]) -> None:
+        """``name``'s ranking: the candidates in the order ``head``, the rest after."""
+        order = [*head, *range(len(head), len(self.keys))]
+        keys = [self.keys[i] for i in order]
+        self.rankings[name] = dedupe(keys) if self.dedupe else keys
+
+    def _candidates(self) -> int:
+        return len(self.features) if self.features is not None else 0
+
     def rank_with(self, model: RankerModel | None) -> None:
         """The ``learned`` preset's ranking under ``model`` (``default``'s without a
         model, or with one that did not validate)."""
-        order = list(range(len(self.keys)))
-        if model is not None and model.validated and self.features is not None \
-                and len(self.features):
-            n = len(self.features)
-            ranked = np.argsort(-model.model.logits(self.features), kind="stable")
-            order = [int(i) for i in ranked] + order[n:]
-        keys = [self.keys[i] for i in order]
-        self.rankings["learned"] = dedupe(keys) if self.dedupe else keys
+        n = self._candidates()
+        head: list[int] = list(range(n))
+        if model is not None and model.validated and self.features is not None and n:
+            head = [int(i) for i in np.argsort(-model.model.logits(self.features),
+                                               kind="stable")]
+        self._rank("learned", head)
+
+    def rank_rules(self) -> None:
+        """The trivial rules on the same candidates (ties in ``default``'s order)."""
+        n = self._candidates()
+        rules: tuple[tuple[str, Sequence[float]], ...] = (
+            ("newest first", self.created), ("length", self.words),
+            ("useful so far", self.useful))
+        for name, values in rules:
+            self._rank(name, sorted(range(n), key=values.__getitem__, reverse=True))
 
 
 def _measure(store: MemoryStore, row: Asked, question: str, k: int,
@@ -120,6 +167,9 @@ def _measure(store: MemoryStore, row: Asked, question: str, k: int,
     row.ms["default"] = (time.perf_counter() - start) * 1000
     ids = [h.memory.id for h in hits]
     row.keys = [key(i) for i in ids]
+    row.created = [h.memory.created.timestamp() for h in hits]
+    row.words = [len(h.memory.text.split()) for h in hits]
+    row.useful = [h.memory.useful_count for h in hits]
     row.dedupe = dedupe_keys
     row.rankings["default"] = dedupe(row.keys) if dedupe_keys else list(row.keys)
     last = store._recall.samples.last()
@@ -169,41 +219,56 @@ def _session_of(dia_id: str) -> int:
     return int(dia_id.split(":")[0][1:])
 
 
+def question_order(count: int, key: str, seed: int = SEED) -> list[int]:
+    """The order ``count`` questions are asked in: a permutation seeded by ``seed`` and
+    ``key`` (a conversation's id). It is given nothing but the count.
+
+    >>> question_order(5, "conv-26") == question_order(5, "conv-26")
+    True
+    >>> sorted(question_order(5, "conv-26"))
+    [0, 1, 2, 3, 4]
+    """
+    order = list(range(count))
+    random.Random(f"{seed}:{key}").shuffle(order)
+    return order
+
+
 def replay_locomo(conversation: Conversation, embedder: Any, *,
                   at_end: Callable[[MemoryStore], None] | None = None,
                   sessions: int | None = None) -> list[Asked]:
-    """One conversation in time order (see the module docstring). ``at_end`` sees the
-    store after the last question. ``sessions``: its first N dated sessions only, and
-    the questions whose evidence lies in them."""
+    """One conversation (see the module docstring): every session, then the questions
+    in ``question_order``. ``at_end`` sees the store after the last question.
+    ``sessions``: its first N dated sessions only, and the questions answerable from
+    them."""
     dated = [s for s in conversation.sessions if s.date is not None][:sessions]
     last = max(s.index for s in dated)
-    schedule: dict[int, list[int]] = {}
-    for n, q in enumerate(conversation.questions):
-        if q.evidence and (sessions is None
-                           or max(_session_of(e) for e in q.evidence) <= last):
-            schedule.setdefault(min(max(_session_of(e) for e in q.evidence), last),
-                                []).append(n)
+    answerable = [n for n, q in enumerate(conversation.questions)
+                  if q.evidence and (sessions is None
+                                     or max(_session_of(e) for e in q.evidence) <= last)]
+    order = [answerable[i] for i in question_order(len(answerable), conversation.sample_id)]
     clock: list[datetime] = [dated[0].date or datetime.now(UTC)]
     store = MemoryStore(":memory:", embedder=embedder, settings=Settings(),
                         clock=lambda: clock[0])
     out: list[Asked] = []
+    used: set[str] = set()
     try:
         for session in dated:
             assert session.date is not None
             clock[0] = session.date
             part = Conversation(conversation.sample_id, conversation.speakers, (session,))
             ingest_conversation(store, part)
-            asked = [n for s, ns in schedule.items() if s == session.index for n in ns]
-            for step, n in enumerate(sorted(asked)):
-                q = conversation.questions[n]
-                clock[0] = session.date + timedelta(hours=1, minutes=step)
-                row = Asked(conversation.sample_id, n, q.question,
-                            f"{q.category} {CATEGORIES.get(q.category, '')}".strip(),
-                            list(q.evidence))
-                _measure(store, row, q.question, DEPTH, dia_id_of)
-                out.append(row)
-                gold = {memory_id(conversation, e) for e in q.evidence}
-                _agent(store, q.question, gold)
+        end = clock[0]
+        for step, n in enumerate(order, start=1):
+            q = conversation.questions[n]
+            clock[0] = end + step * QUESTION_EVERY
+            gold = {memory_id(conversation, e) for e in q.evidence}
+            row = Asked(conversation.sample_id, n, q.question,
+                        f"{q.category} {CATEGORIES.get(q.category, '')}".strip(),
+                        list(q.evidence), at=clock[0].isoformat(),
+                        used_before=bool(gold & used))
+            _measure(store, row, q.question, DEPTH, dia_id_of)
+            out.append(row)
+            used |= _agent(store, q.question, gold)
         store.flush()
         if at_end is not None:
             at_end(store)
@@ -212,22 +277,23 @@ def replay_locomo(conversation: Conversation, embedder: Any, *,
     return out
 
 
-def _agent(store: MemoryStore, question: str, gold: set[str]) -> None:
-    """The agent's own recall (accesses recorded), then its feedback: the gold memories
-    useful (wherever they were ranked), the other hits it was shown not useful."""
+def _agent(store: MemoryStore, question: str, gold: set[str]) -> set[str]:
+    """The agent's own recall (accesses recorded), then its feedback on the ``AGENT_K``
+    hits it was shown and on nothing else: a gold one useful, another not useful.
+    Returns the gold memories it was shown."""
     hits = store.recall(question, k=AGENT_K, preset="default")
-    for memory in sorted(gold):
-        store.feedback(memory, useful=True, query=question)
-    for hit in hits:
-        if hit.memory.id not in gold:
-            store.feedback(hit.memory.id, useful=False, query=question)
+    shown = [h.memory.id for h in hits]
+    for memory in shown:
+        store.feedback(memory, useful=memory in gold, query=question)
+    return gold.intersection(shown)
 
 
 # -- LongMemEval ----------------------------------------------------------------------------
 def replay_longmemeval(question: Any, embedder: Any, *,
                        at_end: Callable[[MemoryStore], None] | None = None) -> Asked:
     """One LongMemEval question: its haystack, the question at its date, the agent's
-    feedback (answer turns useful; every user turn of an answer session without one)."""
+    feedback on the hits it was shown (a turn of an answer session useful: the turn
+    marked ``has_answer``, or any user turn of a session without one)."""
     from ingest.longmemeval import ingest_question
 
     now = question.question_date or max(s.date for s in question.sessions if s.date)
@@ -236,7 +302,7 @@ def replay_longmemeval(question: Any, embedder: Any, *,
     try:
         session_of = ingest_question(store, question)
         row = Asked("lme", 0, question.question, question.question_type,
-                    list(question.gold_sessions))
+                    list(question.gold_sessions), at=now.isoformat())
         row.fold = question.question_id
         _measure(store, row, question.question, DEPTH * 4, session_of.__getitem__,
                  dedupe_keys=True)
@@ -266,6 +332,37 @@ def _lme_gold(question: Any, session_of: dict[str, str]) -> set[str]:
         if not answers.intersection(memories):
             answers.update(memories)
     return answers
+
+
+def evidence_folds(questions: Sequence[Any], folds: int) -> dict[str, str]:
+    """Question id -> fold: questions dealt to ``folds`` folds in the file's order,
+    except that questions whose answer sessions overlap (directly or through others)
+    go to one fold together, so no evidence is on both sides of a split.
+
+    >>> from types import SimpleNamespace as Q
+    >>> qs = [Q(question_id="a", gold_sessions=("s1",)), Q(question_id="b",
+    ...       gold_sessions=("s2",)), Q(question_id="c", gold_sessions=("s3", "s2")),
+    ...       Q(question_id="d", gold_sessions=("s4",))]
+    >>> evidence_folds(qs, 2)
+    {'a': 'fold0', 'b': 'fold1', 'c': 'fold1', 'd': 'fold0'}
+    """
+    parent: dict[str, str] = {}
+
+    def root(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for q in questions:
+        first, *rest = [f"q:{q.question_id}", *(f"s:{s}" for s in q.gold_sessions)]
+        for other in rest:
+            parent[root(other)] = root(first)
+    dealt: dict[str, str] = {}
+    out: dict[str, str] = {}
+    for q in questions:
+        group = root(f"q:{q.question_id}")
+        out[q.question_id] = dealt.setdefault(group, f"fold{len(dealt) % folds}")
+    return out
 
 
 # -- what a replay leaves behind ------------------------------------------------------------
@@ -436,7 +533,8 @@ def run_locomo(path: str | None, embedder: str, *, limit: int | None = None,
     sessions (all). ``replay``: as in ``run_longmemeval``."""
     key = {"corpus": "locomo", "file": _corpus_file(path or locomo_path()),
            "embedder": embedder, "limit": limit, "sessions": sessions,
-           "features": list(FEATURES)}
+           "features": list(FEATURES), "protocol": PROTOCOL, "seed": SEED,
+           "shown": AGENT_K}
     if (reused := _reuse_replay(replay, key)) is not None:
         saved, parts = reused
         return _cross_validated_locomo(embedder, saved, {
@@ -471,6 +569,7 @@ def _cross_validated_locomo(embedder: str, rows: list[Asked],
     models = cross_validate(folds, samples, now=datetime.now(UTC))
     for row in rows:
         row.rank_with(models[row.fold])
+        row.rank_rules()
     out = _summary("locomo", embedder, rows, models, samples)
     out["ablation"] = ablation(samples)
     out["forecast"] = forecast_cv(collected)
@@ -484,14 +583,16 @@ def run_longmemeval(path: str | None, embedder: str, *, limit: int | None = None
                     replay: Path | None = None) -> dict[str, Any]:
     """``every``: every N-th answerable question from the ``offset``-th (the file is
     sorted by type, so this keeps every type in proportion; another offset is another
-    sample); ``limit``: then the first N of those. ``replay``: a
+    sample); ``limit``: then the first N of those; ``folds``: see ``evidence_folds``.
+    ``replay``: a
     file keeping what the replay saw (each question's candidates and features, the
     feedback): read when it exists (no replay), else written after the replay."""
     from ingest.longmemeval import default_path, load_longmemeval
 
     key = {"corpus": "longmemeval", "file": _corpus_file(path or default_path()),
            "embedder": embedder, "every": every, "offset": offset,
-           "limit": limit, "folds": folds, "features": list(FEATURES)}
+           "limit": limit, "folds": folds, "features": list(FEATURES),
+           "protocol": PROTOCOL, "shown": AGENT_K}
     if (reused := _reuse_replay(replay, key)) is not None:
         saved, parts = reused
         return _cross_validated_lme(embedder, saved, parts["samples"], parts["fold_of"])
@@ -501,7 +602,7 @@ def run_longmemeval(path: str | None, embedder: str, *, limit: int | None = None
     if not questions:
         raise SystemExit(f"no question to replay (every {every} from {offset}, limit {limit})")
     emb = cached(embedder_from_spec(embedder), (q.question for q in questions))
-    fold_of = {q.question_id: f"fold{n % folds}" for n, q in enumerate(questions)}
+    fold_of = evidence_folds(questions, folds)
     samples: dict[str, list[RankingSample]] = {f"fold{n}": [] for n in range(folds)}
     rows: list[Asked] = []
     for q in tqdm(questions, desc="longmemeval replay", disable=not progress):
@@ -523,6 +624,7 @@ def _cross_validated_lme(embedder: str, rows: list[Asked],
     models = cross_validate(sorted(samples), samples, now=datetime.now(UTC))
     for row in rows:
         row.rank_with(models[fold_of[row.fold]])
+        row.rank_rules()
     out = _summary("longmemeval", embedder, rows, models, samples)
     out["ablation"] = ablation(samples)
     return out
@@ -595,22 +697,31 @@ def _reuse_replay(path: Path | None, key: dict[str, Any]
     return None
 
 
+def _mean(rows: Sequence[Asked], ranking: str, metric: str) -> float | None:
+    return round(statistics.mean(r.metrics(ranking)[metric] for r in rows), 4) \
+        if rows else None
+
+
 def _summary(corpus: str, embedder: str, rows: Sequence[Asked],
              models: dict[str, RankerModel | None],
              samples: dict[str, list[RankingSample]]) -> dict[str, Any]:
     metric_names = ("recall@5", "recall@10", "recall_all@5", "recall_all@10", "mrr")
     presets: dict[str, dict[str, float | None]] = {}
-    for preset in PRESETS_MEASURED:
-        scored = [r.metrics(preset) for r in rows]
-        presets[preset] = {m: round(statistics.mean(s[m] for s in scored), 4)
-                           for m in metric_names}
-        timed = [r.ms[preset] for r in rows if preset in r.ms]
-        presets[preset]["p50_ms"] = round(statistics.median(timed), 2) if timed else None
+    for ranking in RANKINGS:
+        presets[ranking] = {m: _mean(rows, ranking, m) for m in metric_names}
+        timed = [r.ms[ranking] for r in rows if ranking in r.ms]
+        presets[ranking]["p50_ms"] = round(statistics.median(timed), 2) if timed else None
+    groups = {"all questions": list(rows),
+              GROUPS[0]: [r for r in rows if r.used_before],
+              GROUPS[1]: [r for r in rows if not r.used_before]}
+    by_use = {name: {"n": len(chosen), **{
+        ranking: {m: _mean(chosen, ranking, m) for m in ("recall@10", "recall_all@5", "mrr")}
+        for ranking in RANKINGS}} for name, chosen in groups.items()}
     categories: dict[str, dict[str, Any]] = {}
     for category in sorted({r.category for r in rows}):
         chosen = [r for r in rows if r.category == category]
         categories[category] = {"n": len(chosen), **{
-            f"{preset} {m}": round(statistics.mean(r.metrics(preset)[m] for r in chosen), 4)
+            f"{preset} {m}": _mean(chosen, preset, m)
             for preset in PRESETS_MEASURED for m in ("recall@10", "recall_all@5")}}
     trained = [m for m in models.values() if m is not None]
     weights: dict[str, list[float]] = {}
@@ -621,9 +732,10 @@ def _summary(corpus: str, embedder: str, rows: Sequence[Asked],
                  key=lambda kv: -abs(kv[1]))[:10]
     return {
         "corpus": corpus, "embedder": embedder, "questions": len(rows),
+        "protocol": PROTOCOL, "shown": AGENT_K,
         "samples": {fold: len(found) for fold, found in samples.items()},
         "folds": len(models), "validated_folds": sum(1 for m in trained if m.validated),
-        "presets": presets, "per_category": categories,
+        "presets": presets, "by_use": by_use, "per_category": categories,
         "top_features": [(n, round(w, 3)) for n, w in top],
         "fold_validation": {fold: dict(m.validation) if m else None
                             for fold, m in models.items()},
@@ -660,6 +772,8 @@ def main() -> None:
                         help="keep what the replay saw in this file, and "
                         "read it instead of replaying when it exists (model changes "
                         "measured in seconds instead of half an hour)")
+    parser.add_argument("--note", default=None,
+                        help="a sentence the report prints under the run's command")
     parser.add_argument("--out", type=Path, default=None,
                         help="write learning_<corpus>.json and learning.md here")
     args = parser.parse_args()
@@ -671,6 +785,8 @@ def main() -> None:
         result = run_longmemeval(args.path, args.embedder, limit=args.limit,
                                  every=args.every, offset=args.offset, replay=args.replay)
     result["seconds"] = round(time.perf_counter() - started, 1)
+    if args.note:
+        result["note"] = args.note
     if reused:  # the seconds are the cross-validation's, not the replay's
         result["saved_replay"] = str(args.replay)
     result["command"] = "python -m eval.learning " + " ".join(

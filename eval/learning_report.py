@@ -16,30 +16,66 @@ def _pp(a: float, b: float) -> str:
     return f"{100 * (a - b):+.1f} pp"
 
 
+RULE_NOTES = {"default": "the preset, no learning",
+              "newest first": "the candidates by creation time, newest first",
+              "length": "the candidates by their text's length, longest first",
+              "useful so far": "the candidates by times marked useful so far",
+              "learned": "the ranker, trained on the other folds' feedback"}
+
+
+def _cell(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
 def _ranker(result: dict[str, Any]) -> list[str]:
     corpus = result["corpus"]
     metric, target = TARGETS[corpus]
     d, learned = result["presets"]["default"], result["presets"]["learned"]
     gain = learned[metric] - d[metric]
-    unit = "conversation" if corpus == "locomo" else "question (5 folds)"
+    unit = "conversation" if corpus == "locomo" else \
+        f"question ({result['folds']} folds, no answer session in two)"
     lines = [f"## The learned ranker on {corpus}", "",
              f"`{result.get('command', 'python -m eval.learning')}` "
              + (f"(cross-validated from the replay saved in `{result['saved_replay']}` by "
                 f"`--replay`, {result.get('seconds', '?')} s)" if result.get("saved_replay")
                 else f"({result.get('seconds', '?')} s)")
-             + f"; embedder {result.get('embedder')}; "
+             + f"; embedder {result.get('embedder')}; protocol \"{result.get('protocol')}\" "
+             f"(feedback on the top {result.get('shown')} hits shown); "
              f"{result['questions']} questions, cross-validated by {unit}: each fold's "
              f"ranker was trained on the other folds' feedback only. "
              f"{result['validated_folds']} of {result['folds']} fold models validated "
              "(ranked their own held-back feedback better than `default`) and were used.",
-             *(["", f"Note: {result['note']}"] if result.get("note") else []),
-             "", "| preset | R@5 | R@10 | R_all@5 | R_all@10 | MRR | p50 ms |",
-             "|---|---|---|---|---|---|---|"]
-    for name in ("default", "learned"):
-        p = result["presets"][name]
-        lines.append(f"| `{name}` | {p['recall@5']:.3f} | {p['recall@10']:.3f} | "
-                     f"{p['recall_all@5']:.3f} | {p['recall_all@10']:.3f} | {p['mrr']:.3f} | "
-                     f"{p['p50_ms'] if p.get('p50_ms') is not None else 'see below'} |")
+             *(["", f"Note: {result['note']}"] if result.get("note") else []), ""]
+    by_use = result.get("by_use") or {}
+    if by_use:
+        rankings = [r for r in RULE_NOTES if r in result["presets"]]
+        lines += [f"{metric} by question, each ranking re-ordering the same 50 candidates "
+                  "of `default` at the moment the question was asked ("
+                  + "; ".join(f"{r}: {RULE_NOTES[r]}" for r in rankings) + "). "
+                  "\"Evidence used before\": one of its evidence turns was shown to the "
+                  "agent and marked useful for an earlier question of the same store.", "",
+                  "| questions | n | " + " | ".join(f"`{r}`" if r == "default" or
+                                                    r == "learned" else r
+                                                    for r in rankings)
+                  + " | `learned` - `default` |",
+                  "|---|---|" + "---|" * (len(rankings) + 1)]
+        for group, row in by_use.items():
+            if not row["n"]:
+                lines.append(f"| {group} | 0 |" + " |" * (len(rankings) + 1))
+                continue
+            values = [row[r][metric] for r in rankings]
+            lines.append(f"| {group} | {row['n']} | "
+                         + " | ".join(_cell(v) for v in values) + " | "
+                         + _pp(row["learned"][metric], row["default"][metric]) + " |")
+        lines.append("")
+    lines += ["All questions, every measure:", "",
+              "| ranking | R@5 | R@10 | R_all@5 | R_all@10 | MRR | p50 ms |",
+              "|---|---|---|---|---|---|---|"]
+    for name, p in result["presets"].items():
+        lines.append(f"| {name} | {_cell(p['recall@5'])} | {_cell(p['recall@10'])} | "
+                     f"{_cell(p['recall_all@5'])} | {_cell(p['recall_all@10'])} | "
+                     f"{_cell(p['mrr'])} | "
+                     f"{p['p50_ms'] if p.get('p50_ms') is not None else ''} |")
     bench = result.get("bench")
     if bench:
         lines += ["", f"Cost per query (`{bench['command']}`, {bench['memories']} memories, "
@@ -60,8 +96,8 @@ def _ranker(result: dict[str, Any]) -> list[str]:
     ablation = result.get("ablation") or {}
     if ablation:
         lines += ["", "What the gain comes from (the same cross-validation on the stored "
-                      "feedback: recall@10 and MRR of the useful candidates among the 50 "
-                      "the ranker re-orders):", "",
+                      "feedback: recall@10 and MRR of the candidates marked useful among "
+                      "the 50 the ranker re-orders; only shown hits were marked):", "",
                   "| model | recall@10 | MRR |", "|---|---|---|"]
         for name, row in ablation.items():
             lines.append(f"| {name} | {row['recall@10']:.3f} | {row['mrr']:.3f} |")
@@ -85,17 +121,22 @@ def _forecast(result: dict[str, Any]) -> list[str]:
                   f"conversations' histories; {f['examples']} examples (an active memory "
                   f"at a cut, every {f['horizon_days'] / 2:g} days; features from before "
                   f"the cut, the label from the horizon after it), {f['used']} positive. "
-                  "Baselines scored on the same examples; their Brier scores after a "
-                  "logistic fit of each score on the training folds.", "",
+                  "Baselines scored on the same examples (`length`: the turn's words; "
+                  "`useful_so_far`: times marked useful before the cut); their Brier "
+                  "scores after a logistic fit of each score on the training folds.", "",
                   "| model | ROC AUC | Brier |", "|---|---|---|"]
         for name, row in table.items():
             lines.append(f"| {name} | {row['auc']:.3f} | {row['brier']:.4f} |")
         gain = table["forecast"]["auc"] - table["actr"]["auc"]
         verdict = "met" if gain >= 0.05 else "missed"
+        best = max((n for n in table if n not in ("forecast", "base rate")),
+                   key=lambda n: table[n]["auc"])
+        margin = table["forecast"]["auc"] - table[best]["auc"]
         lines += ["", f"Target: AUC >= ACT-R + 0.05. Measured {gain:+.3f}: **{verdict}**"
                   + ("" if f["label"] == "need" else
                      " (this target is not the product's: an access is not evidence of "
-                     "need; shown for comparison)") + ".", "",
+                     "need; shown for comparison)") + f". Against the best trivial score "
+                  f"(`{best}`, AUC {table[best]['auc']:.3f}): {margin:+.3f}.", "",
                   "Calibration (forecast probability deciles): "
                   + "; ".join(f"{c['from']:.1f}-{c['to']:.1f}: forecast {c['forecast']:.3f}, "
                               f"observed {c['observed']:.3f} (n={c['n']})"
@@ -109,15 +150,16 @@ def _forecast(result: dict[str, Any]) -> list[str]:
         lines += ["Each conversation's store alone (`store.learn()` after its replay: "
                   "trained on cuts before the last 30 days, validated on them):", "",
                   "| store | held back (needed) | forecast | ACT-R | recency | frequency | "
-                  "rule | validated |", "|---|---|---|---|---|---|---|---|"]
+                  "rule | length | useful so far | validated |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for sid, v in rows:
             auc = v["auc"]
-            beat = all(auc["forecast"] > auc[b] for b in ("actr", "recency", "frequency",
-                                                          "rule"))
+            beat = all(auc["forecast"] > auc[b] for b in auc if b != "forecast")
             lines.append(f"| {sid} | {v['held_back']} ({v['held_back_used']}) | "
-                         f"{auc['forecast']:.3f} | {auc['actr']:.3f} | {auc['recency']:.3f} | "
-                         f"{auc['frequency']:.3f} | {auc['rule']:.3f} | "
-                         f"{'yes' if beat else 'no'} |")
+                         + " | ".join(_cell(auc.get(b)) for b in (
+                             "forecast", "actr", "recency", "frequency", "rule", "length",
+                             "useful_so_far"))
+                         + f" | {'yes' if beat else 'no'} |")
         missing = [sid for sid, r in own.items() if not (isinstance(r, dict)
                                                           and r.get("forecast"))]
         if missing:
@@ -129,17 +171,18 @@ def _forecast(result: dict[str, Any]) -> list[str]:
 
 
 def render(results: dict[str, dict[str, Any]]) -> str:
+    made = " and ".join(f"`{r.get('command', 'python -m eval.learning')} --out "
+                        "eval/results`" for r in results.values())
     lines = ["# Learning from use", "",
-             "Made by `python -m eval.learning --corpus locomo --out eval/results` and "
-             "`python -m eval.learning --corpus longmemeval --out eval/results` (the "
-             "replay protocol is in `eval/learning.py`'s docstring). LoCoMo: sessions "
-             "arrive in order, a question is asked right after the session that completes "
-             "its evidence; the agent recalls with `default`, marks the gold turns useful and "
-             "the other hits it saw not useful. LongMemEval: the development split only; "
-             "each question's haystack is ingested, the question asked at its date. Both "
-             "presets are measured at the moment a question is asked, on the same store "
-             "state. Figures here are on stores that grow over time, so `default` scores "
-             "above its figure in `locomo.md` (asked once every session is in).", ""]
+             f"Made by {made or '`python -m eval.learning`'} (the "
+             "replay protocol is in `eval/learning.py`'s docstring). No gold label "
+             "decides when a question is asked: LoCoMo's questions come after every "
+             "session is in, in a seeded permutation, one a day; LongMemEval (the "
+             "development split) asks each question once over its own haystack, at its "
+             "date. The agent recalls with `default` and gives feedback only on the hits "
+             "it was shown: a shown evidence turn is useful, a shown other turn not "
+             "useful, an evidence turn it was not shown gets nothing. Every ranking is "
+             "measured at the moment a question is asked, on the same store state.", ""]
     for corpus in ("locomo", "longmemeval"):
         if corpus in results:
             lines += _ranker(results[corpus])

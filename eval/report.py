@@ -49,15 +49,16 @@ def _fmt(value: Any) -> str:
 
 
 def _splits(by_split: dict[str, Any], corpus: str) -> list[str]:
-    """The table per half of the corpus: configurations were tuned on "tune" only."""
+    """The table per half of the run's file (no claim of what was tuned on it)."""
     lme = corpus == "longmemeval"
     keys = ["recall_all@5", "recall_all@10", "mrr"] if lme else ["recall@5", "recall@10", "mrr"]
     heads = ["R_all@5", "R_all@10", "MRR"] if lme else ["R@5", "R@10", "MRR"]
     part = ("questions at even positions (tune) and odd positions (test)" if lme
             else "conversations 1-5 (tune) and 6-10 (test)")
     lines = ["", "## Tune and test halves", "",
-             f"The presets were tuned on the tune half alone ({part}); the test half was "
-             "not looked at while tuning.", "",
+             f"This run's file in two halves: {part}. What graphmem's presets were chosen "
+             "on is stated in `graphmem/_recall/_config.py`; this run does not know "
+             "whether its file is that one.", "",
              "| half | preset | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(heads)]
     for half, presets in by_split.items():
         for name, m in presets.items():
@@ -65,6 +66,29 @@ def _splits(by_split: dict[str, Any], corpus: str) -> list[str]:
                 lines.append(f"| {half} | `{name}` | "
                              + " | ".join(_fmt(m.get(k, "-")) for k in keys) + " |")
     return lines
+
+
+def _protocols(results: dict[str, Any]) -> list[str]:
+    """LongMemEval under the official protocol first, then under graphmem's own ingest
+    (the rest of the report is graphmem's)."""
+    official = results.get("official")
+    if not official:
+        return [f"Protocol: {results.get('protocol', 'graphmem own ingest')}.", ""]
+    lines = ["## Two protocols", "",
+             f"- **official**: {official['protocol']} ({official['questions']} questions, "
+             f"{official['skipped']} skipped).",
+             f"- **graphmem**: {results['protocol']} ({results['questions']} questions; "
+             "the tables after this one are of this protocol).", "",
+             "| preset | protocol | n | R_all@5 | R_all@10 | MRR |", "|---|---|---|---|---|---|"]
+    for name, m in results["presets"].items():
+        strict = official["presets"].get(name) or {}
+        if strict:
+            lines.append(f"| `{name}` | official | {strict['n']} | "
+                         f"{_fmt(strict['recall_all@5'])} | {_fmt(strict['recall_all@10'])} | "
+                         f"{_fmt(strict['mrr'])} |")
+        lines.append(f"| `{name}` | graphmem | {m['n']} | {_fmt(m['recall_all@5'])} | "
+                     f"{_fmt(m['recall_all@10'])} | {_fmt(m['mrr'])} |")
+    return [*lines, ""]
 
 
 def _ablations(ablations: dict[str, Any], corpus: str) -> list[str]:
@@ -114,9 +138,9 @@ def markdown(results: dict[str, Any]) -> str:
         part = "" if split == "all" else (
             f", the {split} split (the answerable questions at "
             f"{'even' if split == 'tune' else 'odd'} positions)")
-        lines += [f"{count} answerable questions of the development split{part}; each "
-                  "question its own haystack (user turns indexed, the turns around each as "
-                  "its context), session-level gold.", ""]
+        lines += [f"{count} answerable questions of the file{part}; each question its "
+                  "own haystack, session-level gold.", ""]
+        lines += _protocols(results)
     elif count is not None:
         lines += [f"{count} queries.", ""]
     wins = results.get("unique_wins", {})

@@ -27,8 +27,8 @@ from .experiment import ROWS, CachedEmbedder, actr_summary, configs, replay, sum
 from .locomo import DEPTH, QueryResult, build_store, run_conversation
 from .metrics import dedupe, score_run
 
-__all__ = ["SPLITS", "ablation_groups", "knowledge_graph_off", "run_locomo", "run_longmemeval",
-           "run_ump"]
+__all__ = ["LME_PROTOCOLS", "SPLITS", "ablation_groups", "knowledge_graph_off", "official_gold",
+           "run_locomo", "run_longmemeval", "run_ump"]
 
 #: Which part of a corpus a run uses: everything, or one of two halves: configurations are
 #: tuned on "tune" and reported on "test" (LoCoMo: conversations 1-5 / 6-10; LongMemEval:
@@ -208,6 +208,11 @@ def _recall_ablations() -> dict[str, dict[str, RecallConfig]]:
         "graph_weight": weight("graph", (0.0, 0.2, 0.4, 0.6, 1.0)),
         "rrf_k": {f"k={k}": base.with_(rrf_k=float(k)) for k in (10, 30, 60, 100)},
         "vector_weight": weight("vector", (0.0, 0.15, 0.3, 0.5, 1.0)),
+        # the grid the vector weight and rrf_k are chosen on, jointly (run it on the tune
+        # half: --split tune)
+        "vector_x_rrf_k": {f"vector={w},k={k}": base.with_(
+            weights={**weights, "vector": w}, rrf_k=float(k))
+            for w in (0.15, 0.3, 0.5) for k in (10, 30, 60)},
         "graph_depth": {f"depth={d}": base.with_(graph={"depth": d}) for d in (1, 2, 3)},
         "graph_method": {m: base.with_(graph={"method": m}) for m in ("ppr", "hops")},
         "actr_weight": {f"actr={w}": base.with_(actr={"weight": w})
@@ -294,15 +299,48 @@ def _category(row: QueryResult) -> str:
     return f"{row.category} {CATEGORIES.get(row.category, '')}".strip()
 
 
+#: LongMemEval's two protocols, as a run's report labels them
+LME_PROTOCOLS = {
+    "official": "the official protocol (src/retrieval of the LongMemEval repository): "
+                "each user turn alone is a key; the gold is the answer sessions with a user "
+                "turn marked has_answer (the others are renamed noans); abstention questions "
+                "and questions with no such turn are skipped",
+    "graphmem": "graphmem's own ingest: each user turn a memory with the turns around it "
+                "(any role) as its context; the gold is every answer session; abstention "
+                "questions are skipped",
+}
+
+
+def official_gold(question: Any) -> tuple[str, ...]:
+    """The answer sessions LongMemEval's official retrieval code counts as gold: those
+    with a user turn marked ``has_answer`` (it renames the others' turns ``noans``).
+
+    >>> from ingest.longmemeval import LMEQuestion, LMESession
+    >>> q = LMEQuestion("q", "t", "?", "", None, (
+    ...     LMESession("answer_a", None, ({"role": "user", "content": "x",
+    ...                                    "has_answer": True},)),
+    ...     LMESession("answer_b", None, ({"role": "user", "content": "y"},
+    ...                                   {"role": "assistant", "content": "z",
+    ...                                    "has_answer": True}))), ("answer_a", "answer_b"))
+    >>> official_gold(q)
+    ('answer_a',)
+    """
+    return tuple(s.session_id for s in question.sessions if "answer" in s.session_id
+                 and any(t.get("has_answer") for t in s.turns if t.get("role") == "user"))
+
+
 def run_longmemeval(path: str | Path | None = None, *, presets: Sequence[str] = ROWS,
                     limit: int | None = None, embedder: str | Embedder = "minilm",
                     progress: bool = True, split: str = "all",
-                    ablations: bool | Sequence[str] = False
+                    ablations: bool | Sequence[str] = False, official: bool = True
                     ) -> tuple[dict[str, Any], list[QueryResult]]:
     """LongMemEval: each question its own haystack (user turns indexed); session-level
     gold (answer sessions); abstention questions skipped. ``recall_all@k`` is the paper's
     Recall@k. ``split`` takes one half of the answerable questions (``SPLITS``); with
     ``ablations`` every recall-time variation of ``default`` is asked of the same stores.
+    With ``official`` the same questions are also asked under the official protocol
+    (``LME_PROTOCOLS``), as ``results["official"]``; the rest of the results are
+    graphmem's own ingest.
 
     Examples
     --------
@@ -326,7 +364,7 @@ def run_longmemeval(path: str | Path | None = None, *, presets: Sequence[str] = 
     >>> results["questions"], rows[0].ranking, rows[0].metrics["recall_all@5"]
     (1, ['answer_b_1'], 1.0)
     """
-    from ingest.longmemeval import ingest_question, load_longmemeval
+    from ingest.longmemeval import load_longmemeval
 
     started = time.perf_counter()
     questions = [q for q in load_longmemeval(path) if not q.abstention and q.gold_sessions]
@@ -344,23 +382,14 @@ def run_longmemeval(path: str | Path | None = None, *, presets: Sequence[str] = 
             for name, cfg in cfgs.items()}
     rows: list[QueryResult] = []
     extra: list[QueryResult] = []
+    strict: list[QueryResult] = []
     for q in tqdm(questions, desc="longmemeval", unit="q", disable=not progress):
-        now = q.question_date or datetime.now(UTC)
-        with MemoryStore(":memory:", embedder=emb, settings=Settings(),
-                         clock=_fixed(now)) as store:
-            session_of = ingest_question(store, q)
-            for name, config in {**asked, **flat}.items():
-                start = time.perf_counter()
-                hits = store.recall(q.question, k=DEPTH * 4, preset=config,
-                                    record_access=False)
-                ms = (time.perf_counter() - start) * 1000
-                ranking = dedupe([session_of[h.memory.id] for h in hits])
-                row = QueryResult("lme", len(rows) + len(extra), q.question, 0,
-                                  list(q.gold_sessions), name, ranking,
-                                  score_run(ranking, q.gold_sessions), ms,
-                                  {"question_id": q.question_id,
-                                   "question_type": q.question_type})
-                (rows if name in asked else extra).append(row)
+        found = _ask_lme(q, emb, {**asked, **flat}, q.gold_sessions, len(rows) + len(extra))
+        rows += [r for r in found if r.preset in asked]
+        extra += [r for r in found if r.preset not in asked]
+        gold = official_gold(q)
+        if official and gold:
+            strict += _ask_lme(q, emb, asked, gold, len(strict), context_window=0)
     summary = summarize(rows, list(presets))
     by_type: dict[str, dict[str, Any]] = {}
     for name in presets:
@@ -388,8 +417,39 @@ def run_longmemeval(path: str | Path | None = None, *, presets: Sequence[str] = 
             group: {name: _brief([r for r in extra if r.preset == f"{group}/{name}"],
                                  lambda r: str(r.extra["question_type"]), "recall_all@5")
                     for name in cfgs} for group, cfgs in variations.items()}
+    if official:
+        results["official"] = {
+            "protocol": LME_PROTOCOLS["official"], "questions": len(strict) // len(presets),
+            "skipped": len(questions) - len(strict) // len(presets),
+            "presets": {name: _brief([r for r in strict if r.preset == name],
+                                     lambda r: str(r.extra["question_type"]),
+                                     "recall_all@5") for name in presets}}
+        results["protocol"] = LME_PROTOCOLS["graphmem"]
     results["seconds"] = round(time.perf_counter() - started, 1)
     return results, rows
+
+
+def _ask_lme(q: Any, emb: Embedder, configs_: Mapping[str, RecallConfig],
+             gold: Sequence[str], first: int, *, context_window: int = 1
+             ) -> list[QueryResult]:
+    """``q`` asked of its own haystack with each configuration, scored against ``gold``
+    sessions; ``context_window`` 0 indexes each user turn alone."""
+    from ingest.longmemeval import ingest_question
+
+    out: list[QueryResult] = []
+    with MemoryStore(":memory:", embedder=emb, settings=Settings(),
+                     clock=_fixed(q.question_date or datetime.now(UTC))) as store:
+        session_of = ingest_question(store, q, context_window=context_window)
+        for name, config in configs_.items():
+            start = time.perf_counter()
+            hits = store.recall(q.question, k=DEPTH * 4, preset=config, record_access=False)
+            ms = (time.perf_counter() - start) * 1000
+            ranking = dedupe([session_of[h.memory.id] for h in hits])
+            out.append(QueryResult("lme", first + len(out), q.question, 0, list(gold), name,
+                                   ranking, score_run(ranking, gold), ms,
+                                   {"question_id": q.question_id,
+                                    "question_type": q.question_type}))
+    return out
 
 
 def _fixed(moment: datetime) -> Callable[[], datetime]:

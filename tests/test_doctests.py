@@ -24,6 +24,7 @@ SKIP = {"graphmem.__main__"}
 #: Modules whose docstrings hold examples, and the least number of examples each runs.
 EXAMPLED = {
     "eval.kg_extraction": 10,
+    "eval.learning": 3,
     "eval.metrics": 10,
     "eval.runs": 12,
     "graphmem._extract._rules": 9,

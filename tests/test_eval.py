@@ -8,6 +8,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -187,6 +188,65 @@ def test_longmemeval_runner(tmp_path: Path) -> None:
     assert "R_all@5" in report
 
 
+def test_longmemeval_runs_the_official_protocol_beside_graphmems(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The official protocol indexes each user turn alone, counts as gold only the answer
+    sessions with a user turn marked has_answer, and skips a question without one;
+    graphmem's own ingest keeps it (its answer is in an assistant turn)."""
+    import ingest.longmemeval
+    from eval.report import markdown
+    from eval.runs import run_longmemeval
+
+    def turns(user: str, assistant: str, answer_in: str | None) -> list[dict]:
+        return [{"role": "user", "content": user, "has_answer": answer_in == "user"},
+                {"role": "assistant", "content": assistant,
+                 "has_answer": answer_in == "assistant"}]
+
+    def question(n: int, kind: str, sessions: list[tuple[str, list[dict]]]) -> dict:
+        return {"question_id": f"q{n}", "question_type": kind,
+                "question": "Which city did I move to?", "answer": "Ibadan",
+                "question_date": "2023/06/01 (Thu) 10:00",
+                "haystack_session_ids": [s for s, _ in sessions],
+                "haystack_dates": ["2023/05/01 (Mon) 09:00"] * len(sessions),
+                "haystack_sessions": [t for _, t in sessions],
+                "answer_session_ids": [s for s, _ in sessions if "answer" in s]}
+
+    filler = ("s_x", turns("The weather is nice.", "Indeed.", None))
+    data = [question(0, "single-session-user", [
+                filler, ("answer_a", turns("I moved to Ibadan.", "Nice.", "user"))]),
+            question(1, "single-session-assistant", [
+                filler, ("answer_b", turns("Where should I move?", "Try Ibadan.",
+                                           "assistant"))]),
+            question(2, "multi-session", [
+                filler, ("answer_c", turns("I moved to Ibadan.", "Nice.", "user")),
+                ("answer_d", turns("Tell me a joke.", "Ibadan is big.", None))])]
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps(data))
+    windows: list[int] = []
+    original = ingest.longmemeval.ingest_question
+
+    def spy(store: object, q: object, **kwargs: Any) -> dict[str, str]:
+        windows.append(kwargs.get("context_window", 1))
+        return original(store, q, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ingest.longmemeval, "ingest_question", spy)
+    results, rows = run_longmemeval(path, presets=["fulltext"], embedder="hashing",
+                                    progress=False)
+    assert windows == [1, 0, 1, 1, 0]  # q1 is not asked under the official protocol
+    official = results["official"]
+    assert official["questions"] == 2 and official["skipped"] == 1
+    assert results["questions"] == 3 and [r.gold for r in rows][2] == ["answer_c", "answer_d"]
+    # answer_d shares no term with the question: BM25 never finds it, and only the
+    # official gold leaves it out
+    assert official["presets"]["fulltext"]["per_category"] == {
+        "multi-session": 1.0, "single-session-user": 1.0}
+    assert results["per_category"]["fulltext"]["multi-session"]["recall_all@5"] == 0.0
+    report = markdown(results)
+    table = report[report.index("## Two protocols"):]
+    assert table.index("| `fulltext` | official | 2 |") < table.index(
+        "| `fulltext` | graphmem | 3 |")
+
+
 def test_ablation_groups_choose_what_runs(tmp_path: Path, locomo: Path) -> None:
     out = tmp_path / "out"
     base = [sys.executable, "-m", "graphmem", "--embedder", "hashing", "eval", "run",
@@ -204,3 +264,20 @@ def test_ablation_groups_choose_what_runs(tmp_path: Path, locomo: Path) -> None:
                            cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert wrong.returncode == 2 and "unknown ablation group(s) colour" in wrong.stderr
     assert "Traceback" not in wrong.stderr
+
+
+def test_the_tuning_grid_varies_the_vector_weight_and_rrf_k_together() -> None:
+    """``vector_x_rrf_k``: every pair of vector weight and rrf_k, the rest of
+    ``default`` unchanged (the grid the README's tuning claim is read from)."""
+    from eval.runs import _recall_ablations
+    from graphmem import PRESETS
+
+    grid = _recall_ablations()["vector_x_rrf_k"]
+    pairs = {(c.weights["vector"], c.rrf_k) for c in grid.values()}
+    assert pairs == {(w, float(k)) for w in (0.15, 0.3, 0.5) for k in (10, 30, 60)}
+    base = PRESETS["default"]
+    for name, config in grid.items():
+        assert name == f"vector={config.weights['vector']},k={int(config.rrf_k)}"
+        assert {c: w for c, w in config.weights.items() if c != "vector"} == {
+            c: w for c, w in base.weights.items() if c != "vector"}
+        assert config.graph == base.graph and config.actr == base.actr

@@ -233,6 +233,29 @@ def test_forecast_features_come_from_before_the_cut_only() -> None:
     assert known.baselines["recency"].tolist() == pytest.approx([-5.0, -35.0])
 
 
+def test_the_forecasts_trivial_baselines_are_length_and_useful_before_the_cut() -> None:
+    """``length`` scores a memory by its words, ``useful_so_far`` by the times it was
+    marked useful before the cut (a mark after it is the label, never a score)."""
+    from graphmem import EventType, LifecycleEvent
+    from graphmem._models import TriggeredBy
+
+    def useful(memory_id: str, days: int) -> LifecycleEvent:
+        return LifecycleEvent(event_id=f"e{memory_id}{days}", memory_id=memory_id,
+                              event_type=EventType.FEEDBACK, from_state="active",
+                              to_state="active", reason="", triggered_by=TriggeredBy.MANUAL,
+                              agent_id="", timestamp=T0 + timedelta(days=days),
+                              metadata={"useful": True, "query": "q"})
+
+    h = History.build([_row("a", created=T0, text="one two three four"),
+                       _row("b", created=T0, text="one")],
+                      [useful("a", 5), useful("a", 10), useful("b", 45)])
+    got = examples_at(h, (T0 + timedelta(days=40)).timestamp(), horizon_days=30,
+                      settings=Settings())
+    assert got.baselines["length"].tolist() == pytest.approx(np.log1p([4.0, 1.0]).tolist())
+    assert got.baselines["useful_so_far"].tolist() == [2.0, 0.0]
+    assert got.used is not None and got.used.tolist() == [False, True]
+
+
 def test_forecast_labels_under_a_bounded_access_history() -> None:
     settings = Settings()
     t = (T0 + timedelta(days=40)).timestamp()
@@ -349,10 +372,11 @@ def test_learn_trains_a_forecast_from_a_history_of_use(mem_store: MemoryStore,
     assert forecast is not None and forecast.horizon_days == 30
     assert forecast.examples > 100 and 0 < forecast.positives < forecast.examples
     auc = forecast.validation["auc"]
-    assert set(auc) == {"forecast", "actr", "recency", "frequency", "rule"}
+    assert set(auc) == {"forecast", "actr", "recency", "frequency", "rule", "length",
+                        "useful_so_far"}
     assert all(0 <= v <= 1 for v in auc.values())
-    assert forecast.validated == all(auc["forecast"] > auc[b]
-                                     for b in ("actr", "recency", "frequency", "rule"))
+    assert forecast.validated == all(auc["forecast"] > auc[b] for b in auc
+                                     if b != "forecast")
     assert mem_store.learned().forecast == forecast
     probabilities = mem_store.forecast(validated_only=False)
     assert probabilities is not None and set(probabilities) == {
@@ -485,3 +509,82 @@ def test_a_saved_replay_gives_the_same_results_without_replaying(tmp_path: Path)
     with pytest.raises(SystemExit, match="cannot write the replay"):
         learning.run_locomo(None, "hashing", limit=2, sessions=4, progress=False,
                             replay=tmp_path / "a-file" / "replay.pkl")
+
+
+def _conversation(questions: list[tuple[str, tuple[str, ...]]]) -> object:
+    """A small LoCoMo conversation: three dated sessions (a harbour, a garden, a kitchen),
+    then ``questions`` (text, evidence)."""
+    from ingest.locomo import Conversation, Question, Session, Turn
+
+    topics = (("harbour", "the red lighthouse by the harbour wall"),
+              ("garden", "the tomato plants in the back garden"),
+              ("kitchen", "the copper pans in the kitchen"))
+    sessions = []
+    for s, (name, thing) in enumerate(topics, start=1):
+        turns = [Turn(f"D{s}:{t}", ("Ana", "Ben")[t % 2], f"{thing} again, note {t}")
+                 for t in range(1, 26)]
+        turns.append(Turn(f"D{s}:26", "Ana", f"I paid the {name} bill on Friday"))
+        sessions.append(Session(s, f"{s} May 2023", datetime(2023, 5, s * 7, tzinfo=UTC),
+                                tuple(turns)))
+    return Conversation("conv-t", ("Ana", "Ben"), tuple(sessions), tuple(
+        Question(text, "", 4, evidence) for text, evidence in questions))
+
+
+def test_the_replays_schedule_reads_no_label() -> None:
+    """``eval.learning`` asks LoCoMo's questions after every session, in an order and at
+    times that the evidence does not change: the same questions with their evidence
+    swapped around are asked in the same order at the same times."""
+    from dataclasses import replace
+
+    from eval.learning import replay_locomo
+
+    questions = [("what is by the harbour wall", ("D1:3",)),
+                 ("which plants are in the garden", ("D2:4",)),
+                 ("what hangs in the kitchen", ("D3:5",)),
+                 ("what is red", ("D1:7", "D3:2")),
+                 ("what grows", ("D2:9",))]
+    original = _conversation(questions)
+    evidence = [e for _, e in questions]
+    swapped = replace(original, questions=tuple(  # type: ignore[type-var]
+        replace(q, evidence=evidence[(n + 2) % len(evidence)])
+        for n, q in enumerate(original.questions)))  # type: ignore[attr-defined]
+    asked = [[(row.index, row.question, row.at) for row in replay_locomo(c, "hashing")]
+             for c in (original, swapped)]
+    assert asked[0] == asked[1]
+    assert sorted(i for i, _, _ in asked[0]) == list(range(len(questions)))
+    last_session = datetime(2023, 5, 21, tzinfo=UTC)
+    assert all(datetime.fromisoformat(at) > last_session for _, _, at in asked[0])
+
+
+def test_the_replays_agent_gives_feedback_only_on_the_hits_it_was_shown() -> None:
+    """A shown evidence turn is marked useful, a shown other turn not useful, and an
+    evidence turn the agent was not shown gets no feedback; a later question about
+    evidence marked useful counts as "evidence used before", one about a turn never
+    shown does not."""
+    from eval.learning import AGENT_K, replay_locomo
+    from ingest.locomo import memory_id
+
+    question = "where is the red lighthouse by the harbour wall"
+    conversation = _conversation([(question, ("D1:3", "D2:26")), (question, ("D1:3",)),
+                                  ("who paid the garden bill", ("D2:26",))])
+    events: list[object] = []
+    rows = replay_locomo(conversation, "hashing",
+                         at_end=lambda store: events.extend(
+                             store.events(event_type="feedback")))
+    first = next(r for r in rows if r.index == 0)
+    shown = [memory_id(conversation, d) for d in first.rankings["default"][:AGENT_K]]
+    seen, unseen = memory_id(conversation, "D1:3"), memory_id(conversation, "D2:26")
+    assert seen in shown and unseen not in shown
+    marks = {(e.memory_id, e.metadata["useful"]) for e in events  # type: ignore[attr-defined]
+             if e.metadata.get("query") == question}  # type: ignore[attr-defined]
+    assert (seen, True) in marks
+    assert {m for m, _ in marks} <= set(shown) | {
+        memory_id(conversation, d) for r in rows if r.question == question
+        for d in r.rankings["default"][:AGENT_K]}
+    assert not [m for m, _ in marks if m == unseen]
+    assert all(not useful for m, useful in marks if m != seen)
+    by_index = {r.index: r for r in rows}
+    order = [r.index for r in rows]
+    assert order.index(1) > order.index(0) and order.index(2) > order.index(0)
+    assert by_index[1].used_before  # D1:3, shown and marked useful for question 0
+    assert not by_index[2].used_before  # D2:26 was never shown before it

@@ -137,9 +137,9 @@ class Learning:
         Forecast: the probability that an active memory is needed (marked useful after
         a recall) within ``horizon_days``. Trained on cuts before ``now - horizon_days``
         (what happened before each cut, labelled by the horizon after it), validated on
-        the last horizon against ACT-R activation, recency, frequency and the
-        archivist's rule, then trained on every cut. The lifecycle uses it only when it
-        beat all four there.
+        the last horizon against ACT-R activation, recency, frequency, the
+        archivist's rule, the text's length and the times marked useful so far, then
+        trained on every cut. The lifecycle uses it only when it beat all six there.
 
         Each model is stored with its training date, data size and validation. A model
         that cannot be trained (too little feedback or history) is left as it was and

@@ -5,8 +5,9 @@ Everything is computed as of a cut ``t`` from what happened before it (accesses,
 feedback, the version rows that say what a memory's importance, kind and status were),
 and labelled by what happened in ``(t, t + horizon]``: a strict time split. The
 baselines are scored on the same examples: ACT-R activation at ``t``, recency (time
-since last use), frequency (uses so far), and the archivist's rule (archive < maintain
-or review < promote).
+since last use), frequency (uses so far), the archivist's rule (archive < maintain
+or review < promote), the text's length (longer turns hold more to need), and the times
+marked useful so far (what was needed tends to be needed again).
 
 Access history is bounded (the latest ``access_history`` times per memory): where the
 dropped accesses could fall in a label window of "use" the example is left out (feedback
@@ -59,7 +60,9 @@ FORECAST_FEATURES: tuple[str, ...] = (
 )  # fmt: skip
 _COL = {name: i for i, name in enumerate(FORECAST_FEATURES)}
 Label = Literal["need", "use"]
-BASELINES = ("actr", "recency", "frequency", "rule")
+#: the trivial scores a forecast must beat; "length" and "useful_so_far" need no model
+#: and came close to it on a LoCoMo replay (eval/results/learning.md)
+BASELINES = ("actr", "recency", "frequency", "rule", "length", "useful_so_far")
 #: fewest examples (and of each class) a forecast is trained or validated on
 MIN_EXAMPLES = 40
 MIN_CLASS = 8
@@ -259,7 +262,8 @@ def examples_at(h: History, t: float, *, horizon_days: float, settings: Settings
                         settings=settings)
     positions = np.flatnonzero(eligible)
     baselines = {"actr": activation[positions], "recency": -idle[positions],
-                 "frequency": accesses[positions].astype(float), "rule": rule[positions]}
+                 "frequency": accesses[positions].astype(float), "rule": rule[positions],
+                 "length": h.words[positions], "useful_so_far": useful[positions]}
     out = Examples(t, positions, x[positions], baselines)
     if not current:
         used, known = _labels(h, t, horizon, kept, label)

@@ -31,9 +31,9 @@ MIN_HELD_BACK = 5
 #: the cut-off of the validation metric (recall@K among the candidates)
 K = 10
 #: L2 strengths tried (scikit-learn's C: smaller is stronger); the one that ranks the
-#: held-back feedback best is kept. One fixed C did not fit every store: on LongMemEval
-#: (about 100 recalls a fold) C=1 over-fitted (R_all@5 +1.6 pp against +2.4 pp at 0.01
-#: to 0.001), while C=0.01 left a store of 36 recalls too weak to learn a plain rule.
+#: held-back feedback best is kept: one fixed C does not suit every amount of feedback
+#: (C=0.01 left a store of 36 recalls too weak to learn a plain rule, while C=1 can
+#: over-fit a hundred recalls of many candidates each).
 CS = (1.0, 0.1, 0.01, 0.001)
 
 

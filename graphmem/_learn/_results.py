@@ -33,7 +33,8 @@ class RankerInfo(_Value):
 class ForecastInfo(_Value):
     """The forecast of need: the probability that an active memory is needed (marked
     useful after a recall) within ``horizon_days``; trained on the store's history before a cut,
-    validated on what happened after it, beside ACT-R, recency, frequency and the rule."""
+    validated on what happened after it, beside ACT-R, recency, frequency, the rule, the
+    text's length and the times marked useful so far."""
 
     trained: datetime
     horizon_days: float

@@ -45,7 +45,12 @@ def eval_group() -> None:
 def eval_run(ctx: Context, corpus: str, file: str | None, qrels: str | None, presets: str,
              limit: int | None, out: str, ablations: bool, ablation_groups: str | None,
              split: str, no_plots: bool) -> None:
-    """Run the experiment table (and the ACT-R protocol) on a corpus."""
+    """Run the experiment table (and the ACT-R protocol) on a corpus.
+
+    LongMemEval is reported under its official protocol (user turns alone as keys,
+    `noans` answer sessions, questions without a user answer turn skipped) and under
+    graphmem's own ingest, each row labelled.
+    """
     from eval.report import write_outputs
     from eval.runs import ablation_groups as known_groups
     from eval.runs import run_locomo, run_longmemeval, run_ump
@@ -86,8 +91,20 @@ def eval_run(ctx: Context, corpus: str, file: str | None, qrels: str | None, pre
     if ctx.json:
         echo_json({"corpus": corpus, "recall@10": {n: m["recall@10"]
                                                    for n, m in presets_out.items()},
+                   **({"official": {n: m["recall_all@5"] for n, m in
+                                    results["official"]["presets"].items() if m}}
+                      if results.get("official") else {}),
                    "written": [str(p) for p in written]})
         return
-    click.echo(f"{corpus}: " + ", ".join(f"{n} R@10 {m['recall@10']:.3f}"
-                                         for n, m in presets_out.items()))
+    official = results.get("official")
+    if official:  # LongMemEval: the official protocol first, each row labelled
+        click.echo(f"{corpus}, official protocol ({official['questions']} questions): "
+                   + ", ".join(f"{n} R_all@5 {m['recall_all@5']:.3f}"
+                               for n, m in official["presets"].items() if m))
+        click.echo(f"{corpus}, graphmem's ingest ({results['questions']} questions): "
+                   + ", ".join(f"{n} R_all@5 {m['recall_all@5']:.3f}"
+                               for n, m in presets_out.items()))
+    else:
+        click.echo(f"{corpus}: " + ", ".join(f"{n} R@10 {m['recall@10']:.3f}"
+                                             for n, m in presets_out.items()))
     click.echo("wrote " + ", ".join(str(p) for p in written))
