@@ -123,6 +123,7 @@ class PostgresEngine:
             self.db.close()
             raise
         self.path = self.db.where
+        self.secrets_location = f"table secrets of {self.db.where}"
         self.read_only = read_only
         self.recovery_note: str | None = None
         #: Cypher is Kuzu's; named SQL views answer the core analyst queries instead
@@ -153,6 +154,18 @@ class PostgresEngine:
     def set_meta(self, values: Mapping[str, str]) -> None:
         with self.writer() as writer:
             writer.write(WriteBatch(meta=dict(values)))
+
+    # -- secret keys -------------------------------------------------------------------
+    def secrets(self) -> list[tuple[str, str]]:
+        """The store's keys, from their own table (``_schema``: no read of the port, no
+        export and no backup selects from it)."""
+        return [(str(p), str(v)) for p, v in
+                self.db.rows("SELECT purpose, value FROM secrets ORDER BY n")]
+
+    def add_secret(self, purpose: str, value: str) -> None:
+        with self.db.transaction() as cur:
+            cur.execute("INSERT INTO secrets (purpose, value) VALUES (%s, %s) "
+                        "ON CONFLICT DO NOTHING", (purpose, value))
 
     # -- writes ------------------------------------------------------------------------
     def commit(self, batch: WriteBatch) -> None:
@@ -223,7 +236,7 @@ class PostgresEngine:
         hold it until they are recycled."""
         with self.db.connection() as conn:
             for table in ("memories", "versions", "events", "edges", "entities", "mentions",
-                          "facts"):
+                          "facts", "meta"):
                 conn.execute(f"VACUUM FULL {table}")
 
     def checkpoint(self) -> None:
@@ -577,10 +590,10 @@ def _write_graph(cur: Cursor, batch: WriteBatch) -> None:
             "SET sources = facts.sources || ARRAY(SELECT s FROM unnest(excluded.sources) s "
             "WHERE NOT (s = ANY(facts.sources)))", [fact_values(f) for f in batch.facts])
     if batch.changed_facts:
-        cur.executemany("UPDATE facts SET valid_to = %s, ended_by = %s, sources = %s, "
-                        "confidence = %s WHERE id = %s",
-                        [(f.valid_to, f.ended_by, list(f.sources), f.confidence, f.id)
-                         for f in batch.changed_facts])
+        cur.executemany("UPDATE facts SET valid_from = %s, valid_to = %s, recorded = %s, "
+                        "ended_by = %s, sources = %s, confidence = %s WHERE id = %s",
+                        [(f.valid_from, f.valid_to, f.recorded, f.ended_by, list(f.sources),
+                          f.confidence, f.id) for f in batch.changed_facts])
 
 
 def _erase(cur: Cursor, erasure: Erasure) -> None:

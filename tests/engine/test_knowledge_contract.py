@@ -103,3 +103,11 @@ def test_a_failed_batch_leaves_no_graph_behind(engine: Engine) -> None:
         engine.commit(batch)
     assert (engine.entities(all_owners=True), _mentions(engine),
             engine.facts(all_owners=True)) == before
+
+
+def test_secret_keys_are_kept_apart_from_meta(engine: Engine) -> None:
+    assert engine.secrets() == []
+    engine.add_secret("forget", "ab" * 32)
+    engine.add_secret("ids", "cd" * 32)
+    assert engine.secrets() == [("forget", "ab" * 32), ("ids", "cd" * 32)]
+    assert not {"ab" * 32, "cd" * 32} & set(engine.meta().values())
