@@ -413,6 +413,11 @@ class Engine(Protocol):
               entity_ids: Sequence[str] | None = None) -> list[FactRecord]: ...
     def events_mentioning(self, memory_id: str, probe: str
                           ) -> list[tuple[str, dict[str, Any]]]: ...
+    def graph_owners(self, *, entities: Sequence[str] = (), facts: Sequence[str] = ()
+                     ) -> dict[str, str | None]:
+        """The owner of each of these entity and fact ids the store holds, gone ones
+        too (an id stays its owner's); ids it does not hold are left out."""
+        ...
 
 
 def check_vector_dtype(dtype: Any) -> None:

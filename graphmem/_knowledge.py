@@ -14,11 +14,12 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from ._context import Changed, StoreContext
 from ._derive import Extraction, extract
 from ._engine import EntityRecord, FactRecord, MemoryScan, MentionRecord, Patch, WriteBatch
-from ._errors import InvalidInputError, NotFoundError
+from ._errors import InvalidInputError, NotFoundError, RecordError
 from ._graph_leave import (
     entity_of,
     fact_id,
@@ -219,15 +220,18 @@ class Knowledge:
                 if extraction is not None:
                     self._add(batch, memory, extraction)
 
-    def plan_import(self, batch: WriteBatch, memory: Memory, graph: Mapping[str, object]
-                    ) -> None:
+    def plan_import(self, batch: WriteBatch, memory: Memory, graph: Mapping[str, Any], *,
+                    source: str | None = None, index: int | None = None) -> None:
         """What a memory brings from a file that carries its graph (``Memory`` records of
         a UMP file exported by graphmem): its entities as they were (ids, forms, merges),
-        its mentions, and its facts with their validity; nothing is extracted again."""
+        its mentions, and its facts with their validity; nothing is extracted again.
+        Nothing in it may name another owner's entity, fact or memory: that is a
+        ``RecordError`` naming the record and the field (``source``, ``index``)."""
         with self._lock:
+            self._check_import(batch, memory, graph, source=source, index=index)
             engine = self._ctx.engine
             planned = {e.id for e in batch.new_entities}
-            for mention in graph.get("mentions", ()):  # type: ignore[attr-defined]
+            for mention in graph.get("mentions", ()):
                 entity = mention["entity"]
                 if entity["id"] not in planned and not engine.entities(ids=[entity["id"]]):
                     batch.new_entities.append(EntityRecord(
@@ -240,7 +244,7 @@ class Knowledge:
                     float(mention.get("weight", 1.0)), mention.get("surface", "")))
             stored = {f.id: f for f in engine.facts(owner=memory.owner)}
             planned_facts = {f.id: f for f in batch.facts}
-            for raw in graph.get("facts", ()):  # type: ignore[attr-defined]
+            for raw in graph.get("facts", ()):
                 fact = FactRecord(
                     id=raw["id"], owner=memory.owner, subject=raw["subject"],
                     predicate=raw["predicate"], object=raw["object"],
@@ -262,6 +266,57 @@ class Knowledge:
                                           if f is not known]
             self._resolvers.pop(memory.owner, None)
             self._facts.pop(memory.owner, None)
+
+    def _check_import(self, batch: WriteBatch, memory: Memory, graph: Mapping[str, Any], *,
+                      source: str | None, index: int | None) -> None:
+        """Every id a graph section names is the record owner's, or new: its entities
+        (and the ends of its facts), its fact ids and what ended them, the memories that
+        state its facts. Held ids (gone ones too) and ids this import already gave to
+        another owner count."""
+        owner = memory.owner
+        engine = self._ctx.engine
+        mentions: list[dict[str, Any]] = list(graph.get("mentions", ()))
+        facts: list[dict[str, Any]] = list(graph.get("facts", ()))
+
+        def refuse(what: str, field: str) -> RecordError:
+            return RecordError(f"{what}; a memory's graph may name only its own owner's "
+                               f"({owner!r}) entities, facts and memories", source=source,
+                               index=index, record_id=memory.id, field=f"graph.{field}")
+
+        entity_ids = [m["entity"]["id"] for m in mentions]
+        ends = [f[key] for f in facts for key in ("subject", "object")]
+        entities = engine.graph_owners(entities=[*entity_ids, *ends])
+        entities.update({e.id: e.owner for e in batch.new_entities})
+        fact_ids = [f["id"] for f in facts] + [f["ended_by"] for f in facts if f.get("ended_by")]
+        held = engine.graph_owners(facts=fact_ids)
+        held.update({f.id: f.owner for f in batch.facts})
+        memories = {i: m.owner for i, m in engine.get_many(
+            [s for f in facts for s in f.get("sources", ())]
+            + [f["ended_by"].removeprefix("memory:") for f in facts
+               if str(f.get("ended_by")).startswith("memory:")]).items()}
+        memories.update({n.memory.id: n.memory.owner for n in batch.memories})
+        for n, entity_id in enumerate(entity_ids):
+            if entity_id in entities and entities[entity_id] != owner:
+                raise refuse(f"entity {entity_id} belongs to another owner",
+                             f"mentions[{n}].entity.id")
+        own = {i for i, o in entities.items() if o == owner} | set(entity_ids)
+        for n, fact in enumerate(facts):
+            if fact["id"] in held and held[fact["id"]] != owner:
+                raise refuse(f"fact {fact['id']} belongs to another owner", f"facts[{n}].id")
+            for key in ("subject", "object"):
+                if fact[key] not in own:
+                    raise refuse(f"{fact[key]} is not an entity of this memory or its owner",
+                                 f"facts[{n}].{key}")
+            for source_id in fact.get("sources", ()):
+                if source_id in memories and memories[source_id] != owner:
+                    raise refuse(f"memory {source_id} belongs to another owner",
+                                 f"facts[{n}].sources")
+            ended_by = fact.get("ended_by") or ""
+            by_memory = ended_by.removeprefix("memory:")
+            if (ended_by in held and held[ended_by] != owner) or (
+                    ended_by.startswith("memory:") and by_memory in memories
+                    and memories[by_memory] != owner):
+                raise refuse(f"{ended_by} belongs to another owner", f"facts[{n}].ended_by")
 
     def sections(self, memory_ids: Sequence[str], *, owner: str | None = None
                  ) -> dict[str, dict[str, list[dict[str, object]]]]:

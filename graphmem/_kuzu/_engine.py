@@ -43,7 +43,7 @@ from .._engine import (
     WriteBatch,
     check_vector_dtype,
 )
-from .._errors import InvalidInputError
+from .._errors import ConflictError, InvalidInputError
 from .._models import LifecycleEvent, Memory, Version
 from . import _jobs
 from ._db import Database, Tx, check_parameters
@@ -132,13 +132,18 @@ _CREATE_ENTITIES = (
     "UNWIND $rows AS r CREATE (:Entity {"
     + ", ".join(f"{c}: {_typed(f'r.{c}', t)}" for c, t in ENTITY_TYPES.items()) + "})"
 )
+#: A memory mentions only entities of its own owner (imports are checked before; this is
+#: the second wall).
 _CREATE_MENTIONS = (
     "UNWIND $rows AS r MATCH (m:Memory {id: r.from}), (e:Entity {id: r.to}) "
+    "WHERE coalesce(m.owner, '') = coalesce(e.owner, '') "
     "CREATE (m)-[:MENTIONS {"
     + ", ".join(f"{c}: {_typed(f'r.{c}', t)}" for c, t in MENTION_TYPES.items()) + "}]->(e)"
 )
 _CREATE_FACTS = (
     "UNWIND $rows AS r MATCH (a:Entity {id: r.from}), (b:Entity {id: r.to}) "
+    "WHERE coalesce(a.owner, '') = coalesce(r.owner, '') "
+    "AND coalesce(b.owner, '') = coalesce(r.owner, '') "
     "CREATE (a)-[:FACT {"
     + ", ".join(f"{c}: {_typed(f'r.{c}', t)}" for c, t in FACT_TYPES.items()) + "}]->(b)"
 )
@@ -309,6 +314,11 @@ class KuzuEngine:
             # An entity that went (its last mention was forgotten) comes back under its
             # old id when a new memory names it again.
             returning = self._existing_entities([e["id"] for e in entities])
+            owners = self.graph_owners(entities=sorted(returning))
+            taken = [e["id"] for e in entities if e["id"] in owners
+                     and owners[e["id"]] != e["owner"]]
+            if taken:  # an id is its owner's for good, even once the entity went
+                raise ConflictError(f"entity {taken[0]} belongs to another owner")
             if returning:
                 tx.run_many("MATCH (e:Entity {id: $id}) SET e.owner = $owner, e.name = $name, "
                             "e.type = $type, e.aliases = CAST($aliases AS STRING[]), "
@@ -755,6 +765,20 @@ class KuzuEngine:
             fact = fact_from_row(row)
             seen.setdefault(fact.id, fact)
         return sorted(seen.values(), key=lambda f: (f.recorded, f.id))
+
+    def graph_owners(self, *, entities: Sequence[str] = (), facts: Sequence[str] = ()
+                     ) -> dict[str, str | None]:
+        """Owners of entity and fact ids, gone ones too (imports check them)."""
+        found: dict[str, str | None] = {}
+        for entity_id in dict.fromkeys(entities):
+            for owner, in self.db.read_prepared("MATCH (e:Entity {id: $id}) RETURN e.owner",
+                                                {"id": entity_id}):
+                found[entity_id] = owner
+        if facts:
+            rows = self.db.read("MATCH ()-[f:FACT]->() WHERE f.id IN $ids "
+                                "RETURN f.id, f.owner", {"ids": list(dict.fromkeys(facts))})
+            found.update({str(fact_id): owner for fact_id, owner in rows})
+        return found
 
     def contexts_with(self, probe: str) -> list[Memory]:
         if not probe:
