@@ -89,6 +89,8 @@ def test_stores_opened_together_create_the_schema_once(pg_url: str) -> None:
         ids = set(pool.map(open_and_add, range(4)))
     with MemoryStore(pg_url, embedder="hashing") as store:
         assert {m.id for m in store.memories()} == ids and len(ids) == 4
+        # the id key too was made once, under a lock every process takes
+        assert [p for p, _ in store._ctx.engine.secrets()] == ["ids"]
     assert _version(pg_url) == str(_schema.SCHEMA_VERSION)
 
 
