@@ -8,7 +8,6 @@ changes, tombstones, and the hard delete (``forget``).
 from __future__ import annotations
 
 import hmac
-import secrets
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -16,10 +15,11 @@ from typing import Any
 from ._context import Changed, StoreContext
 from ._derive import TextItem, derive_fields, lifecycle_event, version_of
 from ._engine import Erasure, Patch, WriteBatch
-from ._errors import ConfirmationRequiredError, ConflictError
+from ._errors import ConfirmationRequiredError, ConflictError, StoreError
+from ._keys import FORGET, key_id
 from ._knowledge import Knowledge
 from ._models import ChangeType, EventType, Kind, LifecycleEvent, Memory, Status, TriggeredBy
-from ._redact import Mentions, keyed_digest
+from ._redact import Mentions, digest_key_id, keyed_digest
 
 __all__ = ["Transitions", "patch_of"]
 
@@ -147,9 +147,10 @@ class Transitions:
             return
         now = ctx.now()
         actor = actor or ctx.settings.agent_id
-        key = self._forget_key()
+        key = ctx.keys.current(FORGET)
+        tag = key_id(key)
         history = ctx.engine.history(memory_id)
-        digest = keyed_digest(key, memory.text)
+        digest = keyed_digest(key, memory.text, key_id=tag)
         blank: dict[str, Any] = {
             "text": "", "subject": None, "tags": [], "vector": None, "payload": None,
             "payload_hash": None, "context": None, "entities": [],
@@ -173,7 +174,7 @@ class Transitions:
         batch = WriteBatch(
             patches=[*scrubbed, Patch(memory_id, set=blank, version=version, event=event)],
             erasures=[Erasure(memory_id,
-                              version_digests={v.id: keyed_digest(key, v.text)
+                              version_digests={v.id: keyed_digest(key, v.text, key_id=tag)
                                                for v in history},
                               event_metadata=self._scrub_events(memory_id, mentions, quoted))])
         self._knowledge.plan_forget(batch, memory)
@@ -184,6 +185,9 @@ class Transitions:
                 self._knowledge.reset()
                 raise
             ctx.changed(Changed([memory_id], removed=True))
+            remention = sorted(set(batch.unmentioned) - {memory_id})
+            if remention:  # their entities moved to keyed ids
+                ctx.changed(Changed(remention))
             if scrubbed:
                 ctx.changed(Changed([p.memory_id for p in scrubbed],
                                     vectors={p.memory_id: p.set["vector"] for p in scrubbed}))
@@ -198,19 +202,25 @@ class Transitions:
 
     def verify_forgotten(self, memory_id: str, text: str) -> bool:
         """Whether ``text`` is what the forgotten memory ``memory_id`` said (its keyed
-        digest matches): proof of a deletion without keeping what was deleted."""
-        memory = self._ctx.visible(memory_id, None)
+        digest matches): proof of a deletion without keeping what was deleted. The
+        forget key that made the digest must be in the store: a backup does not carry
+        it, so a restored store needs the original store's key back first."""
+        ctx = self._ctx
+        memory = ctx.visible(memory_id, None)
         if memory.status is not Status.FORGOTTEN:
             raise ConflictError(f"memory {memory_id} is not forgotten")
-        return hmac.compare_digest(memory.text_sha256, keyed_digest(self._forget_key(), text))
-
-    def _forget_key(self) -> str:
-        """The store's secret for digests of forgotten texts (made on first use)."""
-        key = self._ctx.engine.meta().get("forget_key")
-        if key is None:
-            key = secrets.token_hex(32)
-            self._ctx.engine.set_meta({"forget_key": key})
-        return key
+        keys = ctx.keys.forget_keys()
+        tag = digest_key_id(memory.text_sha256)
+        if (tag is not None and tag not in keys) or not keys:
+            raise StoreError(
+                f"memory {memory_id} was forgotten under the forget key "
+                f"{tag or 'of an older graphmem'}, which this store does not hold (a backup "
+                f"never carries it): give the original store's key back in "
+                f"{ctx.engine.secrets_location} to check a text against it")
+        candidates = [keys[tag]] if tag is not None else list(keys.values())
+        return any(hmac.compare_digest(memory.text_sha256,
+                                       keyed_digest(key, text, key_id=tag or ""))
+                   for key in candidates)
 
     def _scrub_contexts(self, mentions: Mentions) -> list[Patch]:
         """The forgotten texts leave the contexts of the memories indexed with them

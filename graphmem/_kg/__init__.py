@@ -21,6 +21,8 @@ from ._resolve import (
     Resolution,
     entity_weights,
     informativeness,
+    new_entity_id,
+    restrict,
 )
 from ._text import normalize
 from ._time import TimeMention, is_temporal_question, parse_times, query_window
@@ -49,9 +51,11 @@ __all__ = [
     "extract_mentions",
     "informativeness",
     "is_temporal_question",
+    "new_entity_id",
     "normalize",
     "normalize_predicate",
     "parse_times",
     "query_window",
+    "restrict",
     "supersedes",
 ]

@@ -132,7 +132,7 @@ class Recall:
                 else:
                     scan = self._ctx.engine.scan([*INDEX_FIELDS, "vector"], ids=list(ids))
                     index.upsert(to_pylist(scan.table), scan.vectors, scan.has_vector)
-                self._refresh_graph(index, ids)
+                self._refresh_graph(index, ids, reread=change.removed)
             if change.edges_only or change.removed:
                 self._refresh_edges(index, ids)
 
@@ -187,8 +187,11 @@ class Recall:
         graph.add_mentions(engine.mentions(), index.pos)
         graph.set_facts(engine.facts(all_owners=True))
 
-    def _refresh_graph(self, index: RecallIndex, ids: Sequence[str]) -> None:
-        """The mentions of these memories again, entities they bring, facts."""
+    def _refresh_graph(self, index: RecallIndex, ids: Sequence[str], *,
+                       reread: bool = False) -> None:
+        """The mentions of these memories again, entities they bring, facts; with
+        ``reread`` (they were forgotten) the entities they mentioned are read again too,
+        as forget leaves them their other memories' names alone."""
         engine = self._ctx.engine
         graph = index.entities
         if len(ids) > _EDGE_REFRESH_LIMIT:  # many changed: load it all again
@@ -208,6 +211,8 @@ class Recall:
             if pos is not None:
                 graph.set_mentions(pos, [(graph.pos[m.entity_id], m.weight) for m in mentions
                                          if m.memory_id == memory_id and m.entity_id in graph.pos])
+        if reread and before:
+            graph.add_entities(engine.entities(ids=[graph.ids[e] for e in sorted(before)]))
         for entity in before:
             if not graph.memories_of.get(entity):  # no memory mentions it any more
                 graph.remove_entity(graph.ids[entity])

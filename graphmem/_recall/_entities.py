@@ -49,7 +49,11 @@ class EntityIndex:
 
     # -- building and updating ---------------------------------------------------------
     def add_entities(self, records: Iterable[EntityRecord]) -> None:
-        for record in records:
+        # New entities take positions in the order of their owner and name, not of their
+        # ids: ids are keyed by each store's own secret, and the sums of a graph walk
+        # must not depend on how they are spelt (two stores that hold the same memories
+        # give the same scores, to the last bit).
+        for record in sorted(records, key=lambda r: (r.owner or "", r.name, r.type, r.id)):
             pos = self.pos.get(record.id)
             if pos is None:
                 pos = self.pos[record.id] = len(self.ids)
@@ -72,6 +76,7 @@ class EntityIndex:
         pos = self.pos.get(entity_id)
         if pos is not None:
             self._unlist(pos)
+            self.names[pos] = ""  # it may be all that is left of a forgotten text
             for memory in self.memories_of.pop(pos, {}):
                 self.of_memory.get(memory, {}).pop(pos, None)
             self.facts_of.pop(pos, None)
