@@ -62,22 +62,26 @@ class Mentions:
 
     def __init__(self, texts: Iterable[str | None]) -> None:
         parts = []
-        words_seen: list[str] = []
+        texts_seen: list[str] = []
         for text in texts:
             words = (text or "").split()
             if not words:
                 continue
-            words_seen.extend(words)
+            texts_seen.append(text or "")
             body = r"\s+".join(re.escape(w) for w in words)
             if len(" ".join(words)) >= _ANYWHERE:
                 parts.append(body)
             else:
                 parts.append(rf"(?:(?<=\n)|^)[ \t]*{body}[ \t]*(?=\n|$)")
         self._pattern = re.compile("|".join(parts)) if parts else None
-        #: the longest run of letters and digits: every copy, in any whitespace and in
-        #: JSON, contains it verbatim (a cheap pre-filter for the database)
-        runs = [run for word in words_seen for run in re.findall(r"\w+", word)]
-        self.probe = max(runs, key=len) if runs else ""
+        #: per text, its longest run of letters and digits: every copy of that text, in any
+        #: whitespace and in JSON, contains it verbatim (a cheap pre-filter for the
+        #: database); one per text, as a place may hold one text and not another (a reply
+        #: indexed with one sentence of a forgotten message)
+        self.probes = tuple(dict.fromkeys(
+            max(runs, key=len) for runs in (
+                [run for word in (text or "").split() for run in re.findall(r"\w+", word)]
+                for text in texts_seen) if runs))
 
     def __bool__(self) -> bool:
         return self._pattern is not None

@@ -226,8 +226,9 @@ class Transitions:
         """The forgotten texts leave the contexts of the memories indexed with them
         (matched up to whitespace); their vectors are derived again (an embedding can give
         its text away)."""
-        found = [m for m in self._ctx.engine.contexts_with(mentions.probe)
-                 if mentions.found_in(m.context)]
+        candidates = {m.id: m for probe in mentions.probes
+                      for m in self._ctx.engine.contexts_with(probe)}
+        found = [m for m in candidates.values() if mentions.found_in(m.context)]
         if not found:
             return []
         contexts = [mentions.scrub(m.context or "").strip() or None for m in found]
@@ -243,7 +244,7 @@ class Transitions:
         summary built from it (``summaryFrom``) goes whole, and any other string that
         holds its text (or subject) is blanked, the blanked fields listed."""
         out: dict[str, dict[str, Any]] = {}
-        probes = [p for p in (mentions.probe, quoted.probe) if p]
+        probes = list(dict.fromkeys([*mentions.probes, *quoted.probes]))
         found = {event_id: meta for probe in probes or [""]
                  for event_id, meta in self._ctx.engine.events_mentioning(memory_id, probe)}
         for event_id, meta in found.items():
