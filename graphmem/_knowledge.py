@@ -30,7 +30,7 @@ from ._graph_leave import (
     replayed,
     set_changed,
 )
-from ._kg import FUNCTIONAL_PREDICATES, Entity, EntityResolver, normalize
+from ._kg import FUNCTIONAL_PREDICATES, ROLE_WEIGHTS, Entity, EntityResolver, normalize
 from ._models import Memory
 from ._time import format_iso, parse_iso, to_utc
 
@@ -38,8 +38,6 @@ __all__ = ["Knowledge", "fact_id"]
 
 #: Mentions of these types are times, not entities: they live in ``Memory.times_*``.
 _NOT_ENTITIES = frozenset({"date"})
-#: How much a mention counts for, by its role in the text.
-ROLE_WEIGHTS = {"subject": 1.0, "object": 1.0, "mention": 0.8, "speaker": 0.3}
 
 
 class Knowledge:

@@ -15,6 +15,7 @@ from ._ollama import FactExtraction, FactGenerator, OllamaFactExtractor
 from ._patterns import extract_facts
 from ._resolve import (
     MERGE_RULES,
+    ROLE_WEIGHTS,
     Entity,
     EntityResolver,
     Merge,
@@ -33,6 +34,7 @@ __all__ = [
     "MERGE_RULES",
     "PREDICATES",
     "RELATION_PREDICATES",
+    "ROLE_WEIGHTS",
     "Entity",
     "EntityResolver",
     "EntityType",

@@ -15,8 +15,12 @@ from ._gazetteer import ALIASES
 from ._lexicon import NICKNAMES, words
 from ._text import normalize
 
-__all__ = ["MERGE_RULES", "Entity", "EntityResolver", "Merge", "Resolution", "entity_weights",
-           "informativeness", "new_entity_id", "restrict"]
+__all__ = ["MERGE_RULES", "ROLE_WEIGHTS", "Entity", "EntityResolver", "Merge", "Resolution",
+           "entity_weights", "informativeness", "new_entity_id", "restrict"]
+
+#: How much a mention counts for, by its role in the text (a speaker's own turns mention
+#: the speaker, weakly).
+ROLE_WEIGHTS = {"subject": 1.0, "object": 1.0, "mention": 0.8, "speaker": 0.3}
 
 #: The rules that merge a surface form into an existing entity, in the order they are tried.
 MERGE_RULES = ("known_alias", "nickname", "prefix", "token_subset", "org_suffix")
