@@ -557,16 +557,18 @@ class Memories:
         return ctx.engine.get(new_id)  # type: ignore[return-value]
 
     def supersede_patch(self, old: Memory, new_id: str, *, reason: str, at: datetime,
-                        actor: str | None = None) -> tuple[Patch, EdgeRecord]:
+                        actor: str | None = None,
+                        change_type: ChangeType = ChangeType.CONFLICT_UPDATE
+                        ) -> tuple[Patch, EdgeRecord]:
         """What recording "``new_id`` replaces ``old``" writes: the old memory's change
-        (superseded-by, a version row, a ``supersede`` event) and the SUPERSEDES edge."""
+        (superseded-by, a version row of ``change_type``, a ``supersede`` event) and the
+        SUPERSEDES edge."""
         actor = self._ctx.actor(actor)
         event = lifecycle_event(old.id, EventType.SUPERSEDE, from_state="current",
                                 to_state="superseded", reason=reason, at=at, agent_id=actor,
                                 metadata={"supersededBy": new_id})
         patch = patch_of(old, {"superseded_by": [*old.superseded_by, new_id]},
-                         ChangeType.CONFLICT_UPDATE, at, reason=reason, actor=actor,
-                         event=event)
+                         change_type, at, reason=reason, actor=actor, event=event)
         return patch, EdgeRecord(kind="supersedes", src=new_id, dst=old.id, reason=reason, at=at)
 
     def patch(self, patches: Sequence[Patch], *, merged_edges: Sequence[EdgeRecord] = ()

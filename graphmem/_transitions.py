@@ -77,9 +77,34 @@ class Transitions:
         actor: str | None = None,
     ) -> Memory:
         """Move one memory to a new status and/or kind, audited."""
+        patch = self.transition_patch(memory, event_type=event_type, change_type=change_type,
+                                      reason=reason, status=status, kind=kind,
+                                      triggered_by=triggered_by, metadata=metadata,
+                                      extra_sets=extra_sets, actor=actor)
+        ctx = self._ctx
+        with ctx.lock:
+            ctx.engine.commit(WriteBatch(patches=[patch]))
+            ctx.changed(Changed([memory.id]))
+        return ctx.engine.get(memory.id) or memory
+
+    def transition_patch(
+        self,
+        memory: Memory,
+        *,
+        event_type: EventType,
+        change_type: ChangeType,
+        reason: str,
+        status: Status | None = None,
+        kind: Kind | None = None,
+        triggered_by: TriggeredBy = TriggeredBy.MANUAL,
+        metadata: Mapping[str, Any] | None = None,
+        extra_sets: Mapping[str, Any] | None = None,
+        actor: str | None = None,
+    ) -> Patch:
+        """What ``transition`` commits, for a caller that writes it with more."""
         ctx = self._ctx
         now = ctx.now()
-        actor = actor or ctx.settings.agent_id
+        actor = ctx.actor(actor)
         updates: dict[str, Any] = dict(extra_sets or {})
         from_state = to_state = memory.status.value
         if status is not None:
@@ -92,8 +117,8 @@ class Transitions:
         event = lifecycle_event(memory.id, event_type, from_state=from_state,
                                 to_state=to_state, reason=reason, at=now, agent_id=actor,
                                 triggered_by=triggered_by, metadata=dict(metadata or {}))
-        return self.apply(memory, updates, change_type, reason=reason, actor=actor,
-                          event=event)
+        return patch_of(memory, updates, change_type, now, reason=reason, actor=actor,
+                        event=event)
 
     def tombstone(self, memory_id: str, *, reason: str = "manual", owner: str | None = None,
                   triggered_by: TriggeredBy = TriggeredBy.MANUAL,
@@ -117,7 +142,7 @@ class Transitions:
             raise ConflictError(f"memory {memory_id} is {memory.status.value}: nothing to keep")
         event = lifecycle_event(memory.id, EventType.KEEP, from_state=memory.status.value,
                                 to_state=memory.status.value, reason=reason, at=ctx.now(),
-                                agent_id=actor or ctx.settings.agent_id,
+                                agent_id=ctx.actor(actor),
                                 triggered_by=TriggeredBy.MANUAL,
                                 metadata={"kind": memory.kind.value})
         with ctx.lock:
@@ -146,7 +171,7 @@ class Transitions:
         if memory.status is Status.FORGOTTEN:
             return
         now = ctx.now()
-        actor = actor or ctx.settings.agent_id
+        actor = ctx.actor(actor)
         key = ctx.keys.current(FORGET)
         tag = key_id(key)
         history = ctx.engine.history(memory_id)
