@@ -32,9 +32,11 @@ def main() -> None:
             ChatMessage(role="assistant", content="Noted."),
             ChatMessage(role="user", content="My sister Ana is a nurse in Porto."),
             ChatMessage(role="assistant", content="Thanks."),
+            ChatMessage(role="user", content="Maybe I'll try baking bread someday."),
+            ChatMessage(role="assistant", content="Thanks."),
             ChatMessage(role="user", content="What should I cook tonight?")])
-        # a weak signal is kept as a candidate: recalled once a later session or
-        # feedback confirms it
+        # a hedge is kept as a candidate: recalled once a later session or feedback
+        # confirms it
         for memory in sorted(memories.memories(owner="alice"), key=lambda m: m.text):
             print(f"remembered: {memory.text} ({memory.status.value})")
         later = Memory.from_defaults(

@@ -316,7 +316,7 @@ class MemoryStore:
     def recall(self, query: str, *, k: int = 10, preset: str | RecallConfig = "default",
                owner: str | None = None, kinds: Sequence[Kind | str] | None = None,
                as_of: datetime | None = None, include_archived: bool = False,
-               record_access: bool = True) -> list[Hit]:
+               record_access: bool = False) -> list[Hit]:
         return self._recall.recall(query, k=k, preset=preset, owner=owner, kinds=kinds,
                                    as_of=as_of, include_archived=include_archived,
                                    record_access=record_access)

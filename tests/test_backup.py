@@ -160,7 +160,7 @@ def test_a_backup_right_after_a_recall_holds_its_accesses(store: MemoryStore,
     """Recall counts accesses in the background; a backup writes them first (it used to
     wait 30 s for a writer blocked by its own lock, then leave them out)."""
     first = store.add("orchard deploys on fridays").id
-    store.recall("orchard", k=1)
+    store.recall("orchard", k=1, record_access=True)
     started = time.perf_counter()
     store.backup(tmp_path / "b")
     assert time.perf_counter() - started < 10

@@ -136,7 +136,10 @@ def test_recall_command(sample_db: Path) -> None:
                                         code=2).output
     [used] = json.loads(cli_run(sample_db, "--json", "recall", query, "-k", "1").stdout)
     shown = json.loads(cli_run(sample_db, "--json", "show", used["memory"]["id"]).stdout)
-    assert shown["access_count"] == 1  # recall records an access unless --no-record
+    assert shown["access_count"] == 0  # a recall changes nothing ...
+    cli_run(sample_db, "--json", "recall", query, "-k", "1", "--record-access")
+    shown = json.loads(cli_run(sample_db, "--json", "show", used["memory"]["id"]).stdout)
+    assert shown["access_count"] == 1  # ... unless asked to record an access
 
 
 def test_feedback_command(sample_db: Path) -> None:
@@ -268,10 +271,12 @@ def test_import_conversation_command(tmp_path: Path) -> None:
     later.write_text(json.dumps(["I might try oat milk sometime."]), encoding="utf-8")
     result = json.loads(cli_run(db, "--json", "import", "conversation", str(later),
                                 "--session", "s2", "--owner", "nadia").stdout)
-    assert (result["memories_created"], len(result["reinforced_ids"])) == (1, 1)
+    # said again later: the candidate itself becomes active (no second memory)
+    assert (result["memories_created"], len(result["reinforced_ids"])) == (0, 1)
     memories = json.loads(cli_run(db, "--json", "export", "--format", "gdpr",
                                   "--owner", "nadia").stdout)["memories"]
-    assert {m["session"] for m in memories} == {"s1", "s2"}
+    assert {m["session"] for m in memories} == {"s1"}
+    assert {m["status"] for m in memories} == {"active"}
     broken = tmp_path / "broken.json"
     broken.write_text("[{", encoding="utf-8")
     assert "not a JSON list of messages" in cli_run(db, "import", "conversation", str(broken),

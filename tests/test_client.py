@@ -232,11 +232,13 @@ def test_a_token_is_the_owner_and_the_actor(tmp_path: Path, clock: Clock) -> Non
             bob.recall("spare key", owner="alice")
         with pytest.raises(InvalidInputError, match="owner"):
             bob.add("mine now", owner="alice")
-        # a read token reads, and changes nothing
-        assert [h.memory.id for h in reader.recall("spare key mailbox")] == [newer.id]
+        # a read token reads, and changes nothing, even when it asks to record access
+        used = store.get(newer.id).access_count  # 1: alice's useful feedback
+        assert [h.memory.id for h in reader.recall("spare key mailbox",
+                                                   record_access=True)] == [newer.id]
         with pytest.raises(AccessDeniedError, match="write"):
             reader.add("a new memory")
-        assert store.get(newer.id).access_count == 0
+        assert store.get(newer.id).access_count == used == 1
         with pytest.raises(AccessDeniedError) as unknown:
             graphmem.connect(url, token="tok-nobody-000000000").stats()
         assert unknown.value.code == "unauthorized"

@@ -236,7 +236,7 @@ def _populate(store: MemoryStore, clock) -> dict[str, str]:
     }
     clock.now = start
     for _ in range(12):
-        store.recall("deploy checklist", k=1, preset="fulltext")
+        store.recall("deploy checklist", k=1, preset="fulltext", record_access=True)
     store.flush()
     return ids
 
@@ -308,7 +308,7 @@ def test_apply_runs_every_job_and_is_idempotent(tmp_path: Path, clock) -> None:
 def test_decay_does_not_undo_feedback_or_edits(store: MemoryStore, clock) -> None:
     memory = store.add("Orchard deploy checklist")
     for _ in range(4):
-        store.recall("orchard deploy checklist", k=1)
+        store.recall("orchard deploy checklist", k=1, record_access=True)
         store.feedback(memory.id, useful=True)
     boosted = store.get(memory.id)
     assert boosted.importance == pytest.approx(0.7)
@@ -442,7 +442,8 @@ def test_the_hot_set_turns_over(tmp_path: Path, clock) -> None:
             for _ in range(5):
                 clock.advance(minutes=10)
                 for name in names:
-                    store.recall(f"{name} planning", k=1, preset="fulltext")
+                    store.recall(f"{name} planning", k=1, preset="fulltext",
+                                 record_access=True)
             store.flush()
 
         def hot() -> set[str]:
@@ -514,7 +515,7 @@ def test_batch_evaluate_agrees_with_evaluate_and_filters(store: MemoryStore, clo
     clock.now = start
     used = store.add("Nadia's deploy checklist", owner="nadia").id
     for _ in range(10):
-        store.recall("deploy checklist", k=1, preset="fulltext")
+        store.recall("deploy checklist", k=1, preset="fulltext", record_access=True)
     store.flush()
     results = {r.memory_id: r for r in store.batch_evaluate()}
     assert set(results) == {old, fact, theirs, used}  # active memories, every owner

@@ -119,7 +119,7 @@ def _wal_after_recalls(path: Path) -> tuple[int, int]:
         store.add_many([{"text": f"seed note {i}"} for i in range(300)])
         store._ctx.engine.db.checkpoint()
         for i in range(30):
-            store.recall(f"seed note {i}", k=10)
+            store.recall(f"seed note {i}", k=10, record_access=True)
             store.flush()
         wal = path / "graph.kuzu.wal"
         return (wal.stat().st_size if wal.exists() else 0), store._ctx.engine.db.rows_written

@@ -206,7 +206,7 @@ def test_access_is_recorded_in_one_batched_write(small: MemoryStore, clock,
     original = small._ctx.engine.record_access
     monkeypatch.setattr(small._ctx.engine, "record_access",
                         lambda rows: (calls.append(len(rows)), original(rows))[1])
-    hits = small.recall("orchard", k=3)
+    hits = small.recall("orchard", k=3, record_access=True)
     small.flush()
     assert calls == [3]
     for hit in hits:
@@ -215,7 +215,7 @@ def test_access_is_recorded_in_one_batched_write(small: MemoryStore, clock,
         assert stored.last_accessed == clock.now
         assert stored.access_times == (clock.now,)
     clock.advance(hours=1)
-    again = small.recall("orchard", k=3)
+    again = small.recall("orchard", k=3, record_access=True)
     assert [h.memory.id for h in again] == [h.memory.id for h in hits]
     assert [h.memory.access_count for h in again] == [2, 2, 2]
     assert again[0].memory.access_times == (clock.now - timedelta(hours=1), clock.now)
@@ -230,7 +230,7 @@ def test_access_history_is_bounded(tmp_path: Path, clock) -> None:
         memory = store.add("bounded history")
         for _ in range(5):
             clock.advance(minutes=1)
-            store.recall("bounded history", k=1)
+            store.recall("bounded history", k=1, record_access=True)
         stored = store.get(memory.id)
         assert stored.access_count == 5 and len(stored.access_times) == 3
         [hit] = store.recall("bounded history", k=1, record_access=False)
@@ -245,7 +245,8 @@ def test_actr_breaks_ties_towards_used_memories(store: MemoryStore, clock) -> No
     for _ in range(6):
         clock.advance(minutes=5)
         store.get(a.id)  # reading a memory is not a use of it ...
-        [used] = store.recall("weekly sync", k=2, kinds=["note"])  # ... recalling b is
+        # ... recalling b is
+        [used] = store.recall("weekly sync", k=2, kinds=["note"], record_access=True)
         assert used.memory.id == b.id
     assert (store.get(a.id).access_count, store.get(b.id).access_count) == (0, 6)
     clock.advance(minutes=5)
@@ -276,7 +277,7 @@ def test_actr_weight_decides_how_much_use_counts(store: MemoryStore, clock) -> N
     b = store.add("quarterly planning notes beta")
     for _ in range(8):
         clock.advance(minutes=5)
-        store.recall("planning notes beta", k=1, preset="hybrid")
+        store.recall("planning notes beta", k=1, preset="hybrid", record_access=True)
     strong = PRESETS["default"].with_(actr={"weight": 3.0})
     hits = store.recall("quarterly planning notes", k=2, preset=strong, record_access=False)
     by_id = {h.memory.id: h for h in hits}

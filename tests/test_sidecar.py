@@ -373,7 +373,8 @@ def test_a_read_token_changes_nothing(served: tuple[MemoryStore, str], alice: Ap
             assert response.status_code in allowed, (method, path, response.text)
             if response.status_code in (200, 501):
                 answered.add(path)
-        hits = reader.post("/v1/memories/retrieve", json={"query": "tea"}).json()
+        hits = reader.post("/v1/memories/retrieve",
+                           json={"query": "tea", "record_access": True}).json()
         assert hits["count"] == 4 and hits["record_access"] is False
     assert answered == {"/v1/memories/retrieve", f"/v1/memories/{memory}",
                         f"/v1/memories/{memory}/history", "/v1/export",
@@ -383,7 +384,8 @@ def test_a_read_token_changes_nothing(served: tuple[MemoryStore, str], alice: Ap
                         "/v1/queries/recent_memories"}
     assert _state(store) == before
     # the same recall with a write token does record accesses: the check above can fail
-    assert alice.post("/v1/memories/retrieve", json={"query": "tea"}).json()["count"] == 4
+    assert alice.post("/v1/memories/retrieve",
+                      json={"query": "tea", "record_access": True}).json()["count"] == 4
     assert _state(store) != before
     assert store.get(first["id"]).access_count == 1
 
@@ -469,7 +471,8 @@ def test_without_tokens_the_local_user_sees_every_owner(store: MemoryStore) -> N
         assert local.get("/v1/store").json() == {
             "store_id": store.store_id, "version": graphmem.__version__, "auth": "local",
             "owner": None, "scopes": ["admin", "all_owners", "read", "write"]}
-        hits = local.post("/v1/memories/retrieve", json={"query": "spare key", "k": 5})
+        hits = local.post("/v1/memories/retrieve",
+                          json={"query": "spare key", "k": 5, "record_access": True})
         assert {h["memory"]["id"] for h in hits.json()["hits"]} == {alices.id, bobs.id}
         assert hits.json()["record_access"] is True
         assert {m["owner"] for m in _export(local)["memories"]} == {"alice", "bob"}

@@ -252,7 +252,7 @@ class Recall:
         kinds: Sequence[Kind | str] | None = None,
         as_of: datetime | None = None,
         include_archived: bool = False,
-        record_access: bool = True,
+        record_access: bool = False,
     ) -> list[Hit]:
         """The memories that best answer ``query``, each with its explanation.
 
@@ -261,7 +261,10 @@ class Recall:
         hot) memories come back, archived ones too with ``include_archived``; never
         candidates, tombstoned, forgotten or superseded ones (their current version comes
         back instead). ``owner`` and ``kinds`` filter; ``as_of`` returns what was valid
-        and current then. Recalled memories get an access recorded.
+        and current then. A recall changes nothing unless ``record_access`` asks it to
+        record an access for each hit (ACT-R's uses, the lifecycle's access counts);
+        useful ``feedback`` records one for the memory that helped. Measured on repeated
+        questions (eval/results/conversations.md), recording every hit did not help recall.
         """
         config = resolve_preset(preset)
         query = _check_query(query)
@@ -712,10 +715,11 @@ class Recall:
                  owner: str | None = None, actor: str | None = None) -> Memory:
         """Report whether a recalled memory helped (retrieval feedback).
 
-        Useful: the useful count grows and importance rises by ``feedback_boost`` (a
-        version row ``importance_boost``); memories of the same recall marked useful
-        gain or strengthen a CO_OCCURS edge. Not useful: the ignored count grows. All of
-        it in one transaction.
+        Useful: the useful count grows, an access is recorded (a use, for ACT-R and the
+        lifecycle), and importance rises by ``feedback_boost`` (a version row
+        ``importance_boost``); memories of the same recall marked useful gain or
+        strengthen a CO_OCCURS edge. Not useful: the ignored count grows. All of it in
+        one transaction.
         """
         ctx = self._ctx
         if not isinstance(useful, bool):
@@ -733,7 +737,11 @@ class Recall:
                                 agent_id=ctx.actor(actor), metadata=sample)
         if useful:
             boosted = min(1.0, memory.importance + ctx.settings.feedback_boost)
-            counts: dict[str, Any] = {"useful_count": memory.useful_count + 1}
+            history = ctx.settings.access_history
+            counts: dict[str, Any] = {
+                "useful_count": memory.useful_count + 1,
+                "access_count": memory.access_count + 1, "last_accessed": now,
+                "access_times": [*memory.access_times, now][-history:]}
             patch = Patch(memory_id, set=counts, event=event)
             if boosted > memory.importance:
                 # The boost moves the undecayed baseline too, or decay would undo it.

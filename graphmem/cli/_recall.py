@@ -35,15 +35,17 @@ def _as_of(_: click.Context, __: click.Parameter, value: str | None) -> datetime
 @click.option("--as-of", callback=_as_of, default=None, metavar="ISO",
               help="What was valid and current at this time.")
 @click.option("--include-archived", is_flag=True, help="Archived memories too.")
-@click.option("--no-record", is_flag=True, help="Do not record an access for the hits.")
+@click.option("--record-access/--no-record", default=False,
+              help="Record an access for each hit (ACT-R's uses, the lifecycle's access "
+                   "counts). Off by default: a recall changes nothing.")
 @pass_ctx
 def recall(ctx: Context, query: str, k: int, preset: str, explain: bool, owner: str | None,
            kinds: tuple[str, ...], as_of: datetime | None, include_archived: bool,
-           no_record: bool) -> None:
+           record_access: bool) -> None:
     """Recall the memories that best answer QUERY."""
     hits = ctx.api().recall(query, k=k, preset=preset, owner=owner, kinds=list(kinds) or None,
                             as_of=as_of, include_archived=include_archived,
-                            record_access=not no_record)
+                            record_access=record_access)
     if ctx.json:
         echo_json([to_json(h) for h in hits])
         return

@@ -245,7 +245,7 @@ class Client:
     def recall(self, query: str, *, k: int = 10, preset: str | RecallConfig = "default",
                owner: str | None = None, kinds: Sequence[Kind | str] | None = None,
                as_of: datetime | None = None, include_archived: bool = False,
-               record_access: bool = True) -> list[Hit]:
+               record_access: bool = False) -> list[Hit]:
         if not isinstance(preset, str):
             raise InvalidInputError("the sidecar recalls with a named preset (default, "
                                     "hybrid ...), not a RecallConfig", field="preset")

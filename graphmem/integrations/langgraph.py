@@ -96,8 +96,8 @@ class GraphmemStore(BaseStore):
         tombstoning it (reversible, kept for audit).
     record_access : bool
         A search with a query counts as a use of what it returns (graphmem's recall:
-        used memories rank higher later). Without it, repeated searches, and so the
-        pages of one search, rank alike.
+        used memories rank higher later). Off by default, as in graphmem: repeated
+        searches, and so the pages of one search, rank alike.
 
     Examples
     --------
@@ -118,7 +118,7 @@ class GraphmemStore(BaseStore):
     def __init__(self, store: Memories, *, owner_label: int | None = None,
                  owner: str | None = None, fields: Sequence[str] | None = None,
                  kind: str = "semantic", preset: str = "default", erase: bool = False,
-                 record_access: bool = True) -> None:
+                 record_access: bool = False) -> None:
         if owner_label is not None and (isinstance(owner_label, bool)
                                         or not isinstance(owner_label, int) or owner_label < 0):
             raise InvalidInputError(f"owner_label must be a label index >= 0, got "

@@ -79,11 +79,13 @@ def build_server(db: str | Path, *, sidecar_url: str | None = None, token: str |
         return {"memory": memory, **meta}
 
     @server.tool()
-    def recall(query: str, k: int = 5, preset: str = "default",
-               explain: bool = True) -> dict[str, Any]:
+    def recall(query: str, k: int = 5, preset: str = "default", explain: bool = True,
+               record_access: bool = False) -> dict[str, Any]:
         """The memories that best answer the query, best first, each with why it came
-        back (its rank in each channel and its ACT-R activation)."""
-        hits, meta = run(lambda b: b.recall(query, k, preset, explain))
+        back (its rank in each channel and its ACT-R activation). A recall changes
+        nothing unless record_access is true; say which memories helped with feedback."""
+        hits, meta = run(lambda b: b.recall(query, k, preset, explain, record_access),
+                         changes=record_access)
         return {"query": query, "hits": hits, **meta}
 
     @server.tool()

@@ -46,7 +46,8 @@ class Backend(Protocol):
     name: str
 
     def remember(self, fields: dict[str, Any]) -> dict[str, Any]: ...
-    def recall(self, query: str, k: int, preset: str, explain: bool) -> list[dict[str, Any]]: ...
+    def recall(self, query: str, k: int, preset: str, explain: bool,
+               record_access: bool) -> list[dict[str, Any]]: ...
     def feedback(self, memory_id: str, useful: bool, query: str | None) -> dict[str, Any]: ...
     def forget(self, memory_id: str, hard: bool) -> dict[str, Any]: ...
     def history(self, memory_id: str) -> list[dict[str, Any]]: ...
@@ -79,8 +80,10 @@ class _Tools:
         memory = self.store.add(**fields, **self._changes())
         return compact_memory(to_json(memory))
 
-    def recall(self, query: str, k: int, preset: str, explain: bool) -> list[dict[str, Any]]:
-        hits = self.store.recall(query, k=k, preset=preset, **self._scope())
+    def recall(self, query: str, k: int, preset: str, explain: bool,
+               record_access: bool) -> list[dict[str, Any]]:
+        hits = self.store.recall(query, k=k, preset=preset, record_access=record_access,
+                                 **self._scope())
         return [compact_hit(to_json(h.memory), h.score, h.rank,
                             h.explanation.lines() if explain else None) for h in hits]
 

@@ -99,8 +99,8 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
     @app.post("/v1/memories/retrieve", tags=["recall"], responses=adding)
     def retrieve(body: RetrieveIn, who: Reader) -> dict[str, Any]:
         """Recall: full text, vectors and graph walks fused by RRF, re-ranked by ACT-R.
-        Recalled memories get an access recorded (``record_access``), except for a token
-        without the write scope: reading changes nothing it could not change itself."""
+        A recall changes nothing unless ``record_access`` asks for an access to be recorded
+        for each hit, and never for a token without the write scope."""
         record = body.record_access and who.allows("write")
         hits = store.recall(body.query, k=body.k, preset=body.preset,
                             owner=scoped_owner(who, body.owner), kinds=body.kinds,

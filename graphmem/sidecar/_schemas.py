@@ -68,7 +68,8 @@ class RetrieveIn(_Body):
     kinds: list[Kind] | None = None
     as_of: datetime | None = None
     include_archived: bool = False
-    record_access: bool = True
+    #: record an access for each hit (off: a recall changes nothing)
+    record_access: bool = False
     explain: bool = True
     owner: str | None = _owner()
 

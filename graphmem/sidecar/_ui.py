@@ -201,11 +201,10 @@ def _router(pages: Pages, sessions: Sessions, tokens: Tokens | None) -> APIRoute
 
     @router.post("/recall")
     def recall(body: RecallIn, principal: Reader) -> dict[str, Any]:
-        """Recall as ``/v1/memories/retrieve`` does: accesses are recorded only for a
-        token that may write."""
+        """Recall as ``/v1/memories/retrieve`` does; browsing records no access."""
         return pages.recall(body.query, owner=principal.owner, preset=body.preset,
                             k=body.k, kinds=[k.value for k in body.kinds or []],
-                            record_access=principal.allows("write"))
+                            record_access=False)
 
     @router.post("/feedback")
     def feedback(body: FeedbackIn, principal: Writer) -> dict[str, Any]:

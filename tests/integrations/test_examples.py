@@ -16,7 +16,10 @@ EXPECTED = {
         "bob [friday] 'what is Alice allergic to?' -> I know nothing about that"],
     "llamaindex_chat.py": [
         "remembered: I am allergic to peanuts and I live in Lisbon. (active)",
-        "<graphmem>\n- I am allergic to peanuts and I live in Lisbon.\n</graphmem>",
+        "remembered: Maybe I'll try baking bread someday. (candidate)",
+        "remembered: My sister Ana is a nurse in Porto. (active)",
+        "<graphmem>\n- I am allergic to peanuts and I live in Lisbon.\n"
+        "- My sister Ana is a nurse in Porto.\n</graphmem>",
         "retrieved: I am allergic to peanuts and I live in Lisbon.  (preset"],
     "pydantic_ai_agent.py": [
         "alice 'what is Alice allergic to?' -> Alice is allergic to peanuts  (preset",

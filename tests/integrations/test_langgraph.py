@@ -202,12 +202,17 @@ def _search_is_recall(memories: MemoryStore) -> None:
     assert top.explanation.lines()[0].startswith("preset default")
     assert [h.key for h in store.search(("memories",), query="ramen",
                                         filter={"kind": "food"})] == ["lunch"]
-    # searches count as uses of what they return (graphmem's recall) ...
+    # searches count as uses of what they return only when asked (graphmem's recall) ...
     memories.flush()
     uses = {m.id: m.access_count for m in memories.memories()}
-    assert uses[top.memory_id] >= 1
-    # ... unless told not to: then the pages of one search agree
-    paging = GraphmemStore(memories, owner_label=1, record_access=False)
+    assert uses[top.memory_id] == 0
+    counting = GraphmemStore(memories, owner_label=1, record_access=True)
+    counting.search(("memories",), query="ramen")
+    memories.flush()
+    assert memories.get(top.memory_id).access_count >= 1
+    uses = {m.id: m.access_count for m in memories.memories()}
+    # ... by default not: then the pages of one search agree
+    paging = GraphmemStore(memories, owner_label=1)
     everything = paging.search(("memories",), query="Alice", limit=10)
     assert len(everything) == 4
     assert [h.key for h in paging.search(("memories",), query="Alice", limit=2, offset=1)] \

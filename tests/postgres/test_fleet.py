@@ -195,7 +195,7 @@ def test_a_recall_in_one_process_counts_in_the_others(pg_url: str) -> None:
             return hit.explanation.activation.frequency
 
         before = frequency()
-        one.recall("green tea", owner="ann", k=1)
+        one.recall("green tea", owner="ann", k=1, record_access=True)
         one.flush()
         assert frequency() == before + 1
         assert two.get(tea.id).access_count == 1
