@@ -150,7 +150,8 @@ def test_json_output_of_every_command(tmp_path: Path, sample: Path) -> None:
     assert all(seen.values())
     assert seen["promote",]["new_type"] == "semantic"  # snake_case, as everywhere
     assert seen["forget",] == {"memory_id": other, "status": "forgotten"}
-    assert seen["compact",]["lines"][0].startswith("[PLAN] workspace-main/memory/2026-07-01.md")
+    assert seen["compact",]["files"][0]["file"] == "workspace-main/memory/2026-07-01.md"
+    assert seen["compact",]["files"][0]["status"] == "planned"
     assert seen["compact",]["applied"] is False and seen["compact",]["exit_code"] == 0
 
 
