@@ -52,6 +52,7 @@ __all__ = [
     "export_ump",
     "import_ump",
     "iter_records",
+    "json_type",
     "memory_to_record",
     "record_to_input",
     "ump_records",
@@ -147,7 +148,20 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, Any]]:
 
         skip_space()
         if text[pos:pos + 1] != "[":
-            raise RecordError("a UMP file is a JSON array of records", source=source)
+            while len(text) - pos <= MAX_RECORD_BYTES and fill():
+                pass  # what the file holds instead, to say so
+            try:
+                value, _ = decoder.raw_decode(text, pos)
+            except json.JSONDecodeError as broken:
+                raise RecordError(
+                    "the file is empty; a UMP file is a JSON array of records"
+                    if pos >= len(text) else
+                    f"not valid JSON: {broken.msg} at {where(broken.pos)}",
+                    source=source) from None
+            except RecursionError:
+                raise RecordError("JSON nested too deeply", source=source) from None
+            raise RecordError("a UMP file is a JSON array of records; this one holds a JSON "
+                              f"{json_type(value)}", source=source)
         pos += 1
         index = 0
         skip_space()
@@ -194,6 +208,12 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, Any]]:
                                   "not valid JSON: the array is not closed", source=source)
             pos += 1
             skip_space()
+
+
+def json_type(value: Any) -> str:
+    kinds = ((dict, "object"), (str, "string"), (bool, "boolean"), (int, "number"),
+             (float, "number"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), "null")
 
 
 def _fail(message: str, *, source: str, index: int, record: Any, field: str) -> RecordError:

@@ -274,8 +274,13 @@ def test_import_conversation_command(tmp_path: Path) -> None:
     assert {m["session"] for m in memories} == {"s1", "s2"}
     broken = tmp_path / "broken.json"
     broken.write_text("[{", encoding="utf-8")
-    assert "not a JSON list of messages" in cli_run(db, "import", "conversation", str(broken),
-                                                    "--session", "s3", code=1).stderr
+    assert "broken.json: not valid JSON: Expecting property name enclosed in double quotes " \
+        "at line 1 column 3" in cli_run(db, "import", "conversation", str(broken),
+                                        "--session", "s3", code=1).stderr
+    broken.write_text('{"speaker": "Nadia", "text": "hi"}', encoding="utf-8")
+    assert "a conversation is a JSON array of messages ({speaker|role, text, timestamp?}); " \
+        "this one holds a JSON object" in cli_run(db, "import", "conversation", str(broken),
+                                                  "--session", "s3", code=1).stderr
     assert "Missing option '--session'" in cli_run(db, "import", "conversation", str(chat),
                                                    code=2).output
 

@@ -3,10 +3,14 @@
 when it stops.
 
 The file says where the sidecar listens (a loopback URL: the file is for clients on this
-machine), which store it serves, and its process id. It holds no secret. A client trusts
-it only when it belongs to the user running the client and nobody else may write it
-(a planted file could otherwise send that user's token elsewhere), when its URL is a
-loopback one, and, once it asks, when the sidecar there serves the same ``store_id``.
+machine), which store it serves, and its process id. A sidecar started for a store
+(``serve --auto``: what ``graphmem mcp`` and ``graphmem.connect(path)`` start) also
+writes the secret it wants from its clients, and then the file is readable by its user
+alone: whoever may open the database may use its sidecar, and nobody else on the
+machine. A client trusts the file only when it belongs to the user running the client
+and nobody else may write it (a planted file could otherwise send that user's token
+elsewhere), when its URL is a loopback one, and, once it asks, when the sidecar there
+serves the same ``store_id``.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-__all__ = ["Discovery", "discover", "discovery_path", "forget_discovery", "write_discovery"]
+__all__ = ["Discovery", "discover", "discovery_path", "forget_discovery", "held_by",
+           "write_discovery"]
 
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -32,6 +37,8 @@ class Discovery:
     store_id: str | None
     pid: int
     auth: str
+    #: the bearer token a sidecar started for this store wants (``auth == "secret"``)
+    secret: str | None = None
 
 
 def discovery_path(db: str | os.PathLike[str]) -> Path:
@@ -41,13 +48,20 @@ def discovery_path(db: str | os.PathLike[str]) -> Path:
 
 
 def write_discovery(db: str | os.PathLike[str], found: Discovery) -> Path | None:
-    """Write the discovery file of ``db`` (atomically); None when the directory beside
-    the database is not writable (clients then need --sidecar)."""
+    """Write the discovery file of ``db`` (atomically; only its user may read it when it
+    holds a secret); None when the directory beside the database is not writable
+    (clients then need --sidecar)."""
     target = discovery_path(db)
     tmp = target.with_name(f".{target.name}.{os.getpid()}")
+    data = {k: v for k, v in asdict(found).items() if k != "secret" or v is not None}
+    mode = 0o600 if found.secret else 0o644
     try:
-        tmp.write_text(json.dumps(asdict(found), indent=2) + "\n", encoding="utf-8")
-        os.chmod(tmp, 0o644)
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+            out.write(json.dumps(data, indent=2) + "\n")
+        os.chmod(tmp, mode)
         os.replace(tmp, target)
     except OSError:
         with contextlib.suppress(OSError):
@@ -82,14 +96,18 @@ def discover(db: str | os.PathLike[str]) -> Discovery | None:
     found = _read(target)
     if found is None or not _alive(found.pid):
         return None
+    if found.secret and info.st_mode & (stat.S_IRGRP | stat.S_IROTH):
+        return None  # a secret others could read is no secret: not this sidecar's file
     return found
 
 
 def _read(path: Path) -> Discovery | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+        secret = data.get("secret")
         found = Discovery(url=str(data["url"]), store_id=data.get("store_id"),
-                          pid=int(data["pid"]), auth=str(data.get("auth", "local")))
+                          pid=int(data["pid"]), auth=str(data.get("auth", "local")),
+                          secret=str(secret) if secret else None)
     except (OSError, ValueError, KeyError, TypeError):
         return None
     parts = urlsplit(found.url)
@@ -106,3 +124,16 @@ def _alive(pid: int) -> bool:
     except (PermissionError, OverflowError, ValueError):
         return True  # alive, someone else's: the store_id check decides
     return True
+
+
+def held_by(db: str | os.PathLike[str]) -> str:
+    """Who holds the locked database ``db`` and how to share it, as a sentence for the
+    lock error: the sidecar serving it (its URL), else a process that does not serve it."""
+    found = discover(db)
+    if found is not None:
+        return (f"the graphmem sidecar at {found.url} (process {found.pid}) holds it: work "
+                f"through it with graphmem.connect({str(db)!r}) (the same API) or `graphmem "
+                f"--db {db} COMMAND`")
+    return ("no sidecar serves it: a process holds it alone (a MemoryStore in a notebook or "
+            "script, `graphmem mcp --embedded`, a running command). Close it there, or open "
+            f"it there with graphmem.connect({str(db)!r}) so that others can share it")
