@@ -66,7 +66,7 @@ def eval_run(ctx: Context, corpus: str, file: str | None, qrels: str | None, pre
     if unknown:
         usage(f"unknown preset(s) {', '.join(unknown)}; presets are {', '.join(PRESETS)}")
     embedder = ctx.embedder or "minilm"
-    progress = not ctx.json
+    progress = ctx.progress  # bars on a terminal only: never into a pipe or a log
     if corpus == "locomo":
         results, rows = run_locomo(file, presets=names, limit=limit, embedder=embedder,
                                    ablations=chosen, progress=progress, split=split)
