@@ -176,3 +176,23 @@ def test_reading_an_empty_schema_creates_nothing(pg_server: str) -> None:
         assert code == 0, output
         assert _graphmem_tables(pg_server)[schema] == len(_schema.TABLES)
         assert _gm(url, "--json", "stats")[0] == 0
+
+
+def test_a_mistyped_database_fails_at_once_with_the_cause(pg_server: str) -> None:
+    """Not after the pool's 15 s of retries with raw driver lines, and not without the
+    server's reason."""
+    import subprocess
+    import sys
+    import time
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(pg_server)
+    wrong = urlunsplit(parts._replace(path="/graphmme_typo"))
+    started = time.monotonic()
+    with pytest.raises(StoreError, match='database "graphmme_typo" does not exist'):
+        MemoryStore(wrong, embedder="hashing")
+    assert time.monotonic() - started < 5
+    out = subprocess.run([sys.executable, "-m", "graphmem", "--db", wrong, "stats"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and len(out.stderr.splitlines()) == 1, out.stderr
+    assert 'database "graphmme_typo" does not exist' in out.stderr
