@@ -24,7 +24,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 __all__ = ["Discovery", "discover", "discovery_path", "forget_discovery", "held_by",
-           "write_discovery"]
+           "process_alive", "write_discovery"]
 
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -94,7 +94,7 @@ def discover(db: str | os.PathLike[str]) -> Discovery | None:
     if hasattr(os, "getuid") and info.st_uid != os.getuid():
         return None
     found = _read(target)
-    if found is None or not _alive(found.pid):
+    if found is None or not process_alive(found.pid):
         return None
     if found.secret and info.st_mode & (stat.S_IRGRP | stat.S_IROTH):
         return None  # a secret others could read is no secret: not this sidecar's file
@@ -116,13 +116,14 @@ def _read(path: Path) -> Discovery | None:
     return found
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process of this id exists (another user's counts: it is not ours to judge)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except (PermissionError, OverflowError, ValueError):
-        return True  # alive, someone else's: the store_id check decides
+        return True  # someone else's process (a discovery file's store_id check decides)
     return True
 
 
