@@ -26,7 +26,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 import graphmem
-from graphmem import MemoryStore, StoreLockedError
+from graphmem import MemoryStore, StoreError, StoreLockedError
 from graphmem._discovery import discover, discovery_path
 from graphmem.client import AccessDeniedError, Client, find_or_start
 from graphmem.client._autostart import sidecar_log
@@ -149,6 +149,7 @@ def test_two_mcp_servers_and_commands_share_one_store(db: Path, tmp_path: Path) 
 def test_the_started_sidecar_admits_its_user_alone_and_exits_when_idle(
         db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GRAPHMEM_SIDECAR_IDLE_S", "3")
+    MemoryStore(db).close()
     store = graphmem.connect(db)  # a notebook sharing the store: its sidecar is started
     memory = store.add("Nadia prefers green tea")
     found = discover(db)
@@ -228,3 +229,10 @@ def test_the_local_user_names_its_actor_and_a_token_may_not(tmp_path: Path) -> N
                                          "X-Graphmem-Actor": "mallory"})
             assert answer.status_code == 400 and answer.json()["field"] == "actor"
             assert json.loads(answer.text)["error"] == "invalid_input"
+
+
+def test_a_sidecar_that_cannot_start_is_reported_with_its_log(db: Path) -> None:
+    MemoryStore(db).close()  # embedded with hashing-384: another model cannot serve it
+    with pytest.raises(StoreError, match=r"failed 3 times: .*reembed.*sidecar\.log"):
+        find_or_start(db, embedder="hashing:64", timeout_s=120)
+    assert _sidecars_of(db) == [] and not discovery_path(db).exists()

@@ -28,6 +28,8 @@ __all__ = ["LOCKED_EXIT", "find_or_start", "sidecar_log"]
 
 #: The exit status of ``serve --auto`` when another process holds the store (EX_TEMPFAIL).
 LOCKED_EXIT = 75
+#: Starts that may fail for another reason before the failure is reported.
+_ATTEMPTS = 3
 
 
 def sidecar_log(db: str | os.PathLike[str]) -> Path:
@@ -47,13 +49,18 @@ def find_or_start(db: str | os.PathLike[str], *, embedder: str | None = None,
     deadline = time.monotonic() + timeout_s
     child: subprocess.Popen[bytes] | None = None
     spawned_at = float("-inf")
+    failures = 0  # starts that failed for another reason than the lock
     while True:
         found = _answering(path)
         if found is not None:
             return found, child is not None and found.pid == child.pid
         if child is not None and child.poll() is not None and child.returncode != LOCKED_EXIT:
-            raise StoreError(f"the graphmem sidecar started for {path} exited with status "
-                             f"{child.returncode}: {_tail(sidecar_log(path))}")
+            # Once may be a store another process is creating at that moment; three times
+            # is the store or the installation.
+            failures, child = failures + 1, None
+            if failures >= _ATTEMPTS:
+                raise StoreError(f"the graphmem sidecar started for {path} failed {failures} "
+                                 f"times: {_tail(sidecar_log(path))}")
         idle = child is None or child.poll() is not None
         if idle and time.monotonic() - spawned_at >= 1.0:  # a holder that is not serving:
             if time.monotonic() >= deadline:                # try again each second
