@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os as _os
 import typing as _typing
 
 from ._derive import embedding_text, session_contexts
@@ -67,12 +68,15 @@ if _typing.TYPE_CHECKING:
 __version__ = "0.1.0"
 
 
-def connect(url: str, *, token: str | None = None, timeout_s: float = 30.0) -> Client:
-    """A client of the graphmem sidecar at ``url`` (``graphmem.client.connect``, imported
-    on first use: a process that never talks HTTP does not load the HTTP stack)."""
+def connect(url: str | _os.PathLike[str], *, token: str | None = None,
+            timeout_s: float = 30.0, actor: str | None = None) -> Client:
+    """A client of the graphmem sidecar at ``url``, or of the sidecar serving the database
+    directory ``url`` (found, or started: how several processes share one store); see
+    ``graphmem.client.connect``, imported on first use: a process that never talks HTTP
+    does not load the HTTP stack."""
     from .client import connect as _connect
 
-    return _connect(url, token=token, timeout_s=timeout_s)
+    return _connect(url, token=token, timeout_s=timeout_s, actor=actor)
 
 __all__ = [
     "PRESETS",

@@ -32,6 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from ._discovery import process_alive
 from ._engine import Engine
 from ._errors import SchemaVersionError, StoreError
 from ._kuzu import SCHEMA_VERSION, Database, KuzuEngine
@@ -408,18 +409,10 @@ def _remove_stale(parent: Path, prefix: str) -> None:
     with contextlib.suppress(OSError):
         for entry in parent.iterdir():
             pid = entry.name.removeprefix(prefix)
-            if entry.name.startswith(prefix) and pid.isdigit() and not _alive(int(pid)):
+            if entry.name.startswith(prefix) and pid.isdigit() and not process_alive(int(pid)):
                 _remove(entry)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, ValueError):
-        return True  # someone else's process, or a name that is not ours to judge
-    return True
 
 
 def _check_new(path: Path, *, what: str) -> None:

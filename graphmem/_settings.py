@@ -75,6 +75,9 @@ class Settings:
     #: /v1/cypher``) may run before Kuzu stops it: a legal statement can run for hours
     #: (a five-way cross product over 200 memories: ~35 min)
     cypher_timeout_s: float = 10.0
+    #: a sidecar started for a store (``graphmem mcp``, ``graphmem.connect(path)``) exits
+    #: after this long without a request
+    sidecar_idle_s: float = 600.0
     #: from this many memories on, vector search ranks sign bits and re-scores the best
     #: candidates exactly (None: the index's default, 100k; 0 never: always exact)
     sign_bits_from: int | None = None
@@ -115,6 +118,7 @@ class Settings:
         _check_range("GRAPHMEM_IDLE_TIMEOUT_S", self.idle_timeout_s, 0.1, 3600)
         _check_range("GRAPHMEM_SIDECAR_TIMEOUT_S", self.sidecar_timeout_s, 0.1, 3600)
         _check_range("GRAPHMEM_CYPHER_TIMEOUT_S", self.cypher_timeout_s, 0.001, 86_400)
+        _check_range("GRAPHMEM_SIDECAR_IDLE_S", self.sidecar_idle_s, 1, None)
         if self.sign_bits_from is not None:
             _check_range("GRAPHMEM_SIGN_BITS_FROM", self.sign_bits_from, 0, None)
         for kind, days in self.decay_half_life_days.items():
@@ -258,6 +262,7 @@ _ENV: dict[str, tuple[str, Any]] = {
     "GRAPHMEM_IDLE_TIMEOUT_S": ("idle_timeout_s", _float),
     "GRAPHMEM_SIDECAR_TIMEOUT_S": ("sidecar_timeout_s", _float),
     "GRAPHMEM_CYPHER_TIMEOUT_S": ("cypher_timeout_s", _float),
+    "GRAPHMEM_SIDECAR_IDLE_S": ("sidecar_idle_s", _float),
     "GRAPHMEM_SIGN_BITS_FROM": ("sign_bits_from", _int),
 }
 

@@ -30,11 +30,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from graphmem import MemoryStore, RecordError
 
 from .markdown import (
+    DAILY,
     Daily,
     UnsafePathError,
     bullet_id,
@@ -165,6 +166,18 @@ def plan_files(root: Path, *, today: date, workspace: str | None = None,
     return plans, problems
 
 
+def grows(plan: Plan) -> bool:
+    """Whether compacting would only make the file longer: no line of it would go (every
+    bullet is kept) and the markers and the footer would be added. Such a file is left
+    as it is. (A short file that loses a bullet may still gain lines: what leaves it for
+    cold storage is the point.)"""
+    if plan.done or plan.lines_after < plan.lines_before:
+        return False
+    output = {line.strip() for line in plan.output.splitlines()}
+    original = plan.original.decode("utf-8", errors="replace").splitlines()
+    return all(line.strip() in output for line in original if line.strip())
+
+
 def write(plan: Plan) -> None:
     """Back up (once), then replace the daily file atomically. Everything happens
     through descriptors opened from the root without following links: a link is
@@ -260,29 +273,42 @@ def _write_tmp(dir_fd: int, name: str, data: bytes) -> str:
 def sweep(root: Path, *, today: date, apply: bool, workspace: str | None = None,
           max_age_days: int = 7, include_recent: bool = False, verbose: bool = False,
           out: TextIO | None = None, err: TextIO | None = None,
-          on_written: Callable[[Plan], None] | None = None) -> int:
+          on_written: Callable[[Plan], None] | None = None,
+          files: list[dict[str, Any]] | None = None) -> int:
     """Plan (and with ``apply`` write) every due file; returns the exit code.
 
     ``on_written(plan)`` runs after each file is written (the store's archiving), and
     with ``apply`` also for files an earlier sweep compacted, so that a sweep interrupted
-    between a file and its follow-up is completed by the next one.
+    between a file and its follow-up is completed by the next one. ``files`` receives
+    one dict per file (what ``--json`` prints): its plan and what became of it.
     """
     stdout = out or sys.stdout
     stderr = err or sys.stderr
+    record = files if files is not None else []
     found, problems = plan_files(root, today=today, workspace=workspace,
                                  max_age_days=max_age_days, include_recent=include_recent,
                                  include_done=apply and on_written is not None)
-    plans = [p for p in found if not p.done]
+    plans = [p for p in found if not p.done and not grows(p)]
     for problem in problems:
         _report(problem, stderr)
+        record.append({"file": problem.source, "status": _word(problem),
+                       "problem": str(problem)})
+    for plan in (p for p in found if grows(p)):
+        print(f"[SKIP] {plan.display}  lines {plan.lines_before}→{plan.lines_after}: "
+              "nothing would go, so it stays as it is", file=stdout)
+        record.append({**_fields(plan), "status": "skipped"})
     for plan in plans:
         print(plan.line(), file=stdout)
         if verbose:
             for line in plan.output.splitlines()[:PREVIEW_LINES]:
                 print(f"    {line}", file=stdout)
     if not apply:
-        if not plans and not problems:
-            print("[memory-compact] nothing to compact", file=stdout)
+        record += [{**_fields(plan), "status": "planned"} for plan in plans]
+        before = sum(p.lines_before for p in plans)
+        after = sum(p.lines_after for p in plans)
+        print(f"[memory-compact] dry run: would compact {len(plans)} file"
+              f"{'' if len(plans) == 1 else 's'} (lines {before}→{after}), "
+              f"{len(problems)} failed; nothing written (--apply writes)", file=stdout)
         return 0
     if on_written is not None:
         for plan in found:
@@ -295,13 +321,17 @@ def sweep(root: Path, *, today: date, apply: bool, workspace: str | None = None,
         except RecordError as exc:
             failed += 1
             _report(exc, stderr, about=plan.display)
+            record.append({**_fields(plan), "status": _word(exc), "problem": str(exc)})
             continue
         except OSError as exc:
             failed += 1
             print(f"[memory-compact] failed: {plan.display}: {exc.strerror or exc}",
                   file=stderr)
+            record.append({**_fields(plan), "status": "failed",
+                           "problem": str(exc.strerror or exc)})
             continue
         written += 1
+        record.append({**_fields(plan), "status": "written"})
         if on_written is not None:
             on_written(plan)
     print(f"[memory-compact] applied: written={written} failed={failed}",
@@ -309,10 +339,20 @@ def sweep(root: Path, *, today: date, apply: bool, workspace: str | None = None,
     return 1 if failed and not written else 0
 
 
+def _fields(plan: Plan) -> dict[str, Any]:
+    return {"file": plan.display, "age_days": plan.age, "lines_before": plan.lines_before,
+            "lines_after": plan.lines_after, "bullets_kept": plan.kept,
+            "bullets_dropped": plan.dropped}
+
+
+def _word(problem: RecordError) -> str:
+    return "refused" if isinstance(problem, UnsafePathError) else "failed"
+
+
 def _report(problem: RecordError, stream: TextIO, *, about: str | None = None) -> None:
     """One line per file: ``refused`` for a link, ``failed`` for anything else; a problem
     found on the way to a file (its cold-storage folder) names the file first."""
-    word = "refused" if isinstance(problem, UnsafePathError) else "failed"
+    word = _word(problem)
     where = f"{about}: " if about and problem.source != about else ""
     print(f"[memory-compact] {word}: {where}{problem}", file=stream)
 
@@ -371,9 +411,24 @@ def _parser() -> argparse.ArgumentParser:
                         help="preview the first 20 lines of each planned output")
     parser.add_argument("--root", type=Path, default=Path("."),
                         help="where the workspace*/memory folders are (default: .)")
-    parser.add_argument("--today", type=date.fromisoformat, default=None, metavar="YYYY-MM-DD",
-                        help="the date to compact as of (backfills, tests)")
+    parser.add_argument("--now", "--today", dest="now", type=_day, default=None,
+                        metavar="ISO", help="the date to compact as of, as graphmem's --now "
+                        "(YYYY-MM-DD or a time; backfills, tests)")
     return parser
+
+
+def _day(value: str) -> date:
+    from graphmem import parse_iso
+
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        pass
+    try:
+        return parse_iso(value).date()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date or an ISO 8601 time: {value!r}"
+                                         ) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -383,7 +438,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem:
         print(f"memory-compact-sweep: error: {problem}", file=sys.stderr)
         return 2
-    return sweep(args.root, today=args.today or date.today(), apply=args.apply,
+    return sweep(args.root, today=args.now or date.today(), apply=args.apply,
                  workspace=args.workspace, max_age_days=args.max_age_days,
                  include_recent=args.include_recent, verbose=args.verbose)
 
@@ -393,6 +448,15 @@ def check_arguments(root: Path, workspace: str | None, max_age_days: int) -> str
         return f"--root {root} is not a directory"
     if max_age_days < 0:
         return "--max-age-days must be >= 0"
+    if workspace is None:
+        try:
+            if not scan(root).names:
+                flat = any(DAILY.match(name) for name in os.listdir(root))
+                return (f"no workspace*/memory folder under --root {root}" + (
+                    f": {root} holds daily files itself; --root is the folder that holds "
+                    "the workspace*/memory/ folders" if flat else ""))
+        except OSError as exc:
+            return f"cannot read --root {root}: {exc.strerror or exc}"
     if workspace is not None:
         try:
             if workspace not in scan(root, workspace).names:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import codecs
 import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -52,6 +52,7 @@ __all__ = [
     "export_ump",
     "import_ump",
     "iter_records",
+    "json_type",
     "memory_to_record",
     "record_to_input",
     "ump_records",
@@ -147,7 +148,20 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, Any]]:
 
         skip_space()
         if text[pos:pos + 1] != "[":
-            raise RecordError("a UMP file is a JSON array of records", source=source)
+            while len(text) - pos <= MAX_RECORD_BYTES and fill():
+                pass  # what the file holds instead, to say so
+            try:
+                value, _ = decoder.raw_decode(text, pos)
+            except json.JSONDecodeError as broken:
+                raise RecordError(
+                    "the file is empty; a UMP file is a JSON array of records"
+                    if pos >= len(text) else
+                    f"not valid JSON: {broken.msg} at {where(broken.pos)}",
+                    source=source) from None
+            except RecursionError:
+                raise RecordError("JSON nested too deeply", source=source) from None
+            raise RecordError("a UMP file is a JSON array of records; this one holds a JSON "
+                              f"{json_type(value)}", source=source)
         pos += 1
         index = 0
         skip_space()
@@ -194,6 +208,12 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, Any]]:
                                   "not valid JSON: the array is not closed", source=source)
             pos += 1
             skip_space()
+
+
+def json_type(value: Any) -> str:
+    kinds = ((dict, "object"), (str, "string"), (bool, "boolean"), (int, "number"),
+             (float, "number"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), "null")
 
 
 def _fail(message: str, *, source: str, index: int, record: Any, field: str) -> RecordError:
@@ -330,18 +350,23 @@ def record_to_input(record: Any, *, index: int = 0, source: str = "<records>") -
 
 
 def import_ump(store: MemoryStore, path: str | Path, *, actor: str | None = None,
-               chunk: int = 2000) -> MergeResult:
+               chunk: int = 2000,
+               progress: Callable[[str, int, int | None], None] | None = None) -> MergeResult:
     """Import a UMP file: all records or none; a second import of the same file is a no-op.
 
     The file is read twice, one record at a time: first every record is validated (an
     error names the record's index, id and field, and nothing is written), then the
     records are merged ``chunk`` at a time into one transaction. Memory holds a chunk,
-    not the file.
+    not the file. ``progress(phase, done, total)`` is told how far each phase is:
+    ``checking`` (the total is not known yet), ``importing`` and ``linking``.
     """
     source = str(path)
     index_of: dict[str | None, int] = {}
     edges: list[Edge] = []
+    tell = progress or (lambda phase, done, total: None)
     for index, record in iter_records(path):
+        if index % 1000 == 0:
+            tell("checking", index, None)
         item = record_to_input(record, index=index, source=source)
         if item.id in index_of:
             raise _fail(f"duplicate id (also record {index_of[item.id]})", source=source,
@@ -350,14 +375,21 @@ def import_ump(store: MemoryStore, path: str | Path, *, actor: str | None = None
         edges += [Edge("supersedes", src=new, dst=item.id or "", reason="superseded_by")
                   for new in item.superseded_by]
 
+    total = len(index_of)
+    tell("checking", total, total)
+
     def chunks() -> Iterator[list[MemoryInput]]:
         batch: list[MemoryInput] = []
+        done = 0
+        tell("importing", 0, total)
         for index, record in iter_records(path):
             item = record_to_input(record, index=index, source=source)
             batch.append(item.model_copy(update={"entities": extract_entities(
                 f"{item.subject or ''} {item.text}")}))
             if len(batch) >= chunk:
                 yield batch
+                done += len(batch)  # asked for the next one: this one is merged
+                tell("importing", done, total)
                 batch = []
         if batch:
             yield batch
@@ -365,10 +397,13 @@ def import_ump(store: MemoryStore, path: str | Path, *, actor: str | None = None
     result = store.merge_chunks(chunks(), edges=edges, index_of=index_of,
                                 reason=f"ump import {Path(path).name}", actor=actor,
                                 source=source)
+    tell("importing", total, total)
     # Id and subject mentions, rare shared entities. Over every record of the file, not
     # only the new ones: an import interrupted between its two transactions is completed
     # by running it again (existing edges are skipped).
+    tell("linking", 0, total)
     store.derive_links([i for i in index_of if i])
+    tell("linking", total, total)
     return result
 
 

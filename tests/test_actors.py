@@ -244,7 +244,7 @@ async def _mcp_script(server: Any, rec: Recorder, actor: str) -> None:
 
 def test_every_mcp_tool_on_the_embedded_store_records_the_agent(tmp_path: Path) -> None:
     server = build_server(tmp_path / "db", settings=Settings(agent_id=AGENT),
-                          embedder="hashing")
+                          embedder="hashing", embedded=True)
     try:
         rec = Recorder(lambda: ledger(server.graphmem_embedded.store))
         asyncio.run(asyncio.wait_for(_mcp_script(server, rec, AGENT), timeout=120))

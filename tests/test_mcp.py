@@ -98,7 +98,7 @@ def test_every_tool_on_the_embedded_store(tmp_path: Path) -> None:
         empty = await call("remember", {"text": "   "})
         assert empty.is_error and "text" in empty.content[0].text
 
-    _with_mcp(tmp_path / "db", script)
+    _with_mcp(tmp_path / "db", script, "--embedded")
     with MemoryStore(tmp_path / "db", read_only=True) as store:
         assert store.stats().by_status == {"active": 1, "forgotten": 1}
 

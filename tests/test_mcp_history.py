@@ -67,7 +67,7 @@ def test_history_tools_on_the_embedded_store_record_the_agent(tmp_path: Path) ->
     async def script(call: Session) -> None:
         seen.update(await _history_script(call))
 
-    _with_mcp(db, script, env={"GRAPHMEM_AGENT_ID": "agent-7"})
+    _with_mcp(db, script, "--embedded", env={"GRAPHMEM_AGENT_ID": "agent-7"})
     with MemoryStore(db, read_only=True) as store:
         _check_history(store, seen, "agent-7")
 

@@ -133,7 +133,7 @@ def map_error(exc: BaseException, *, path: str, user: bool = False) -> GraphmemE
     if "could not set lock" in lowered:
         return StoreLockedError(
             f"database {path} is in use by another process (Kuzu allows one writer "
-            "process); stop it, or talk to it through its HTTP sidecar"
+            "process)"
         )
     if "duplicated primary key" in lowered:
         key = message.rsplit("value", 1)[-1].split(",")[0].strip()

@@ -81,6 +81,7 @@ class Database:
         self.where = redacted_url(url)
         self.read_only = read_only
         self._pinned = threading.local()
+        self._probe()
         try:
             self._pool = ConnectionPool(url, min_size=1, max_size=max(2, pool_size),
                                         configure=self._configure, open=False,
@@ -90,6 +91,19 @@ class Database:
             raise StoreError(f"cannot connect to PostgreSQL database {self.where}: {exc}. "
                              "Check the URL, that the server runs, and the credentials"
                              ) from exc
+
+    def _probe(self) -> None:
+        """One connection before the pool: the pool retries a refused one for its whole
+        timeout (15 s), logging each try, and then reports the timeout without the cause
+        (a mistyped database name, a wrong password). One try says why, at once."""
+        try:
+            psycopg.connect(self.url, connect_timeout=10, autocommit=True).close()
+        except psycopg.Error as exc:
+            cause = " ".join(str(exc).split())  # the server's message, on one line
+            raise StoreError(f"cannot connect to PostgreSQL database {self.where}: {cause}. "
+                             "Check the URL (host, port, database name), that the server "
+                             "runs, and the credentials; create a missing database with "
+                             "createdb or CREATE DATABASE") from None
 
     def _configure(self, conn: psycopg.Connection) -> None:
         conn.execute("SET TIME ZONE 'UTC'")

@@ -22,11 +22,11 @@ from ._app import Context, cli, echo_json, parse_params, pass_ctx, table, usage
 @click.option("--write", is_flag=True,
               help="Allow one data-changing statement (CREATE, MERGE, SET, DELETE, REMOVE). "
                    "It bypasses the version history and is recorded as a cypher_write event.")
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
-              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default=None,
+              help="Output format (default: table; json with --json).")
 @pass_ctx
 def query(ctx: Context, query_text: str | None, list_queries: bool, params: tuple[str, ...],
-          write: bool, fmt: str) -> None:
+          write: bool, fmt: str | None) -> None:
     """Run a named query (see --list) or ad-hoc Cypher (read-only unless --write).
 
     \b
@@ -36,11 +36,15 @@ def query(ctx: Context, query_text: str | None, list_queries: bool, params: tupl
     """
     from queries.library import find_query, load_queries, run_named
 
+    if ctx.json and fmt not in (None, "json"):
+        usage(f"--json prints JSON and --format {fmt} asks for {fmt.upper()}: give one of "
+              "them")
+    fmt = fmt or ("json" if ctx.json else "table")
     named = load_queries()
     if list_queries:
         rows = [{"name": q.name, "parameters": ", ".join(p.describe() for p in q.params),
                  "description": q.description} for q in named.values()]
-        emit_rows(rows, "json" if ctx.json else fmt)
+        emit_rows(rows, fmt)
         return
     if not query_text:
         usage("give a query NAME or CYPHER text (or --list)")
@@ -56,7 +60,7 @@ def query(ctx: Context, query_text: str | None, list_queries: bool, params: tupl
                    "cypher_write lifecycle event", err=True)
     else:
         rows = ctx.api(read_only=True).cypher(query_text, parse_params(params))
-    emit_rows(rows, "json" if ctx.json else fmt)
+    emit_rows(rows, fmt)
 
 
 #: A bare word: meant as a named query (no Cypher statement is one word).

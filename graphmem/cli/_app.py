@@ -58,12 +58,19 @@ class Context:
     def api(self, *, create: bool = False, read_only: bool = False) -> MemoryStore | Client:
         """What a command that the sidecar serves works on: the sidecar named by
         --sidecar / $GRAPHMEM_SIDECAR_URL, or the one serving --db (it wrote
-        ``<db>.sidecar.json``), else the database itself. A database that is not there
-        is an error unless ``create``: a mistyped --db makes no new store."""
+        ``<db>.sidecar.json``), else the database itself; while another command holds
+        the database, its sidecar once one starts. A database that is not there is an
+        error unless ``create``: a mistyped --db makes no new store."""
         if self._store is None:
-            client = self._sidecar()
-            self._store = client if client is not None else self._open(
-                create=create, read_only=read_only, embedder=None)
+            found: MemoryStore | Client | None = self._sidecar()
+            if found is None:
+                try:
+                    found = self._open(create=create, read_only=read_only, embedder=None)
+                except StoreLockedError:
+                    found = self._wait_for_sidecar()
+                    if found is None:
+                        raise
+            self._store = found
         return self._store
 
     def store(self, *, read_only: bool = False, embedder: str | None = None,
@@ -94,19 +101,28 @@ class Context:
                              "--db and $GRAPHMEM_DB")
         now = self.now
         clock = (lambda: now) if now is not None else None
-        try:
-            return MemoryStore(self.db, settings=self.settings(),
-                               embedder=embedder or self.embedder, read_only=read_only,
-                               clock=clock, create=create)
-        except StoreLockedError as exc:
-            raise StoreLockedError(
-                f"{exc}. If `graphmem serve` holds it, pass its URL with --sidecar URL (or "
-                "$GRAPHMEM_SIDECAR_URL) to work through it") from None
+        return MemoryStore(self.db, settings=self.settings(),
+                           embedder=embedder or self.embedder, read_only=read_only,
+                           clock=clock, create=create)
+
+    def _wait_for_sidecar(self, timeout_s: float = 15.0) -> Client | None:
+        """While another process holds the database: the sidecar it is starting (a sidecar
+        holds the store for a moment before it announces itself), or None."""
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            client = self._sidecar()
+            if client is not None:
+                return client
+        return None
 
     def _sidecar(self) -> Client | None:
         """The sidecar to use: the one named, or the one that says it serves --db and
-        answers with that store's id (a stale file is ignored)."""
-        from ..client._discovery import discover  # the HTTP client only when needed
+        answers with that store's id (a stale file is ignored). --now is refused there:
+        the sidecar keeps its own clock."""
+        from .._discovery import discover  # the HTTP client only when needed
 
         url = self.sidecar or self.settings().sidecar_url
         token = self.token or os.environ.get("GRAPHMEM_SIDECAR_TOKEN") or None
@@ -115,10 +131,13 @@ class Context:
             return None
         from ..client import Client, SidecarUnreachable
 
+        # the local user records its agent id as the actor; a token's owner is its actor
+        actor = None if token else self.settings().agent_id
         if url:
-            return Client(url, token=token)
+            self._refuse_now(url)
+            return Client(url, token=token, actor=actor)
         assert found is not None
-        client = Client(found.url, token=token, timeout_s=30.0)
+        client = Client(found.url, token=token or found.secret, timeout_s=30.0, actor=actor)
         try:
             served = client.whoami().get("store_id")
         except SidecarUnreachable:
@@ -127,10 +146,22 @@ class Context:
         if served != found.store_id:
             client.close()
             return None
+        self._refuse_now(found.url, client)
         if not self.json:
             click.echo(f"note: the sidecar at {found.url} holds {self.db}; working through it",
                        err=True)
         return client
+
+    def _refuse_now(self, url: str, client: Client | None = None) -> None:
+        if self.now is None:
+            return
+        if client is not None:
+            client.close()
+        raise click.UsageError(
+            f"--now pretends the time in this process, and the sidecar at {url} (which "
+            f"holds {self.db}) keeps its own clock: leave --now out, or stop the sidecar "
+            "to run the command on the database itself",
+            ctx=click.get_current_context(silent=True))
 
     def close(self) -> None:
         if self._store is not None:
@@ -241,10 +272,9 @@ class _Group(click.Group):
                                   **extra)
             code = result if isinstance(result, int) and not isinstance(result, bool) else 0
         except click.UsageError as exc:
-            hint = None
-            if exc.ctx is not None:
-                hint = (exc.ctx.get_usage().replace("Usage:", "usage:", 1)
-                        + f"  (see {exc.ctx.command_path} --help)")
+            ctx = exc.ctx or self._context_of(argv, prog_name or "graphmem")
+            hint = (ctx.get_usage().replace("Usage:", "usage:", 1)
+                    + f"  (see {ctx.command_path} --help)")
             _report(exc.format_message(), code="usage", json_mode=json_mode, usage_line=hint)
             code = 2
         except click.ClickException as exc:
@@ -264,6 +294,18 @@ class _Group(click.Group):
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+    def _context_of(self, argv: Sequence[str], prog_name: str) -> click.Context:
+        """The context of the command ``argv`` names, for an error click raised before it
+        had one (an option missing its value: ``graphmem stats --db``)."""
+        command: click.Command = self
+        path = [prog_name]
+        for token in argv:
+            if isinstance(command, click.Group) and token in command.commands:
+                command = command.commands[token]
+                path.append(token)
+        return click.Context(command, info_name=" ".join(path))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

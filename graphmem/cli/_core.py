@@ -12,7 +12,7 @@ import click
 from .._models import Kind, Memory
 from .._views import to_json
 from ._app import Context, cli, echo_json, pass_ctx, table
-from ._progress import working
+from ._progress import phases
 
 KINDS = [k.value for k in Kind]
 
@@ -126,8 +126,8 @@ def import_ump_cmd(ctx: Context, file: str) -> None:
     from ingest.ump import import_ump
 
     store = ctx.store()
-    with working(f"importing {Path(file).name}", enabled=ctx.progress):
-        result = import_ump(store, file)
+    with phases(Path(file).name, enabled=ctx.progress, unit=" records") as report:
+        result = import_ump(store, file, progress=report)
     summary = {"created": len(result.created), "updated": len(result.updated),
                "unchanged": len(result.unchanged), "edges": result.edges_created}
     if ctx.json:

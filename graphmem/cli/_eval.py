@@ -75,7 +75,7 @@ def eval_run(ctx: Context, corpus: str, file: str | None, qrels: str | None, pre
     if unknown:
         usage(f"unknown preset(s) {', '.join(unknown)}; presets are {', '.join(PRESETS)}")
     embedder = ctx.embedder or "minilm"
-    progress = not ctx.json
+    progress = ctx.progress  # bars on a terminal only: never into a pipe or a log
     if corpus == "conversations":
         _run_conversations(ctx, file, names, embedder, Path(out), split)
         return

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+from collections import Counter
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -81,8 +82,17 @@ def import_conversation_cmd(ctx: Context, file: str, session_id: str,
     """Remember a conversation: FILE is a JSON list of {speaker|role, text, timestamp?}."""
     try:
         messages = json.loads(Path(file).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidInputError(f"{file}: not a JSON list of messages: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{file}: not UTF-8 (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"{file}: not valid JSON: {exc.msg} at line {exc.lineno} "
+                                f"column {exc.colno}") from None
+    if not isinstance(messages, list):
+        from ingest.ump import json_type
+
+        raise InvalidInputError(f"{file}: a conversation is a JSON array of messages "
+                                "({speaker|role, text, timestamp?}); this one holds a JSON "
+                                f"{json_type(messages)}")
     store = ctx.api(create=True)
     with working(f"remembering {Path(file).name}", enabled=ctx.progress):
         result = store.add_conversation(messages, session_id=session_id, owner=owner)
@@ -136,10 +146,12 @@ def compact(click_ctx: click.Context, apply_: bool, workspace: str | None, max_a
         click_ctx.exit(sweep(base, today=today, apply=apply_, workspace=workspace,
                              max_age_days=max_age_days, include_recent=include_recent,
                              verbose=verbose, on_written=hook))
-    out, err = io.StringIO(), io.StringIO()
+    files: list[dict[str, Any]] = []
     code = sweep(base, today=today, apply=apply_, workspace=workspace,
                  max_age_days=max_age_days, include_recent=include_recent, verbose=verbose,
-                 on_written=hook, out=out, err=err)
-    echo_json({"applied": apply_, "exit_code": code, "lines": out.getvalue().splitlines(),
-               "problems": err.getvalue().splitlines()})
+                 on_written=hook, out=io.StringIO(), err=io.StringIO(), files=files)
+    count = Counter(f["status"] for f in files)
+    echo_json({"applied": apply_, "exit_code": code, "files": files,
+               "summary": {status: count.get(status, 0) for status in
+                           ("planned", "written", "skipped", "failed", "refused")}})
     click_ctx.exit(code)

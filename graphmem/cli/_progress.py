@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["bar", "working"]
+__all__ = ["bar", "phases", "working"]
 
 
 class _Silent:
@@ -58,3 +58,31 @@ def working(label: str, *, enabled: bool) -> Iterator[Any]:
         stop.set()
         thread.join()
         shown.close()
+
+
+@contextmanager
+def phases(label: str, *, enabled: bool, unit: str = " items"
+           ) -> Iterator[Callable[[str, int, int | None], None]]:
+    """A ``progress(phase, done, total)`` callback that shows one bar per phase (``phase
+    label: done/total``, with a rate and the time left once the total is known), each
+    replaced by the next; cleared when the block ends."""
+    shown: dict[str, Any] = {}
+    counted: dict[str, int] = {}
+
+    def report(phase: str, done: int, total: int | None) -> None:
+        current = shown.get(phase)
+        if current is None or (total is not None and getattr(current, "total", total) is None):
+            for old in shown.values():
+                old.close()
+            shown.clear()
+            current = shown[phase] = bar(total, f"{phase} {label}", enabled=enabled,
+                                         unit=unit)
+            counted[phase] = 0
+        current.update(done - counted[phase])
+        counted[phase] = done
+
+    try:
+        yield report
+    finally:
+        for old in shown.values():
+            old.close()

@@ -11,24 +11,26 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .._discovery import Discovery, discover, forget_discovery, write_discovery
+    from ._autostart import find_or_start
     from ._client import Client, connect
-    from ._discovery import Discovery, discover, forget_discovery, write_discovery
     from ._transport import AccessDeniedError, SidecarError, SidecarUnreachable, path_segment
 
-_HOMES = {"Client": "_client", "connect": "_client", "Discovery": "_discovery",
-          "discover": "_discovery", "forget_discovery": "_discovery",
-          "write_discovery": "_discovery", "AccessDeniedError": "_transport",
-          "SidecarError": "_transport", "SidecarUnreachable": "_transport",
-          "path_segment": "_transport"}
+_HOMES = {"Client": "._client", "connect": "._client", "Discovery": ".._discovery",
+          "discover": ".._discovery", "forget_discovery": ".._discovery",
+          "write_discovery": ".._discovery", "AccessDeniedError": "._transport",
+          "SidecarError": "._transport", "SidecarUnreachable": "._transport",
+          "path_segment": "._transport", "find_or_start": "._autostart"}
 
 __all__ = ["AccessDeniedError", "Client", "Discovery", "SidecarError", "SidecarUnreachable",
-           "connect", "discover", "forget_discovery", "path_segment", "write_discovery"]
+           "connect", "discover", "find_or_start", "forget_discovery", "path_segment",
+           "write_discovery"]
 
 
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    value = getattr(importlib.import_module(home, __name__), name)
     globals()[name] = value
     return value

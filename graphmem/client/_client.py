@@ -35,30 +35,38 @@ from .._lifecycle import (
     PromoteResult,
     RestoreResult,
 )
-from .._memories import DEFAULT
+from .._memories import DEFAULT, parse_records
 from .._models import ChangeType, Kind, Memory, Stats, Status, Version
 from .._recall import Hit, RecallConfig
 from ._transport import Transport, path_segment
 
-__all__ = ["Client", "connect"]
+__all__ = ["Client", "connect", "for_database"]
 
 #: The most memories one request of the sidecar takes (``MemoriesIn``).
 _REQUEST_RECORDS = 5000
 
 
-def connect(url: str, *, token: str | None = None, timeout_s: float = 30.0) -> Client:
+def connect(url: str | os.PathLike[str], *, token: str | None = None,
+            timeout_s: float = 30.0, actor: str | None = None) -> Client:
     """A client of the graphmem sidecar at ``url``, with the same methods and return
     types as ``MemoryStore`` for what the sidecar serves.
 
     Parameters
     ----------
-    url : str
-        The sidecar's base URL, e.g. ``"http://127.0.0.1:4380"``.
+    url : str or os.PathLike
+        The sidecar's base URL, e.g. ``"http://127.0.0.1:4380"``; or a database
+        directory, whose sidecar is found, or started when there is none (a detached
+        ``graphmem serve`` that exits after ``GRAPHMEM_SIDECAR_IDLE_S`` without a
+        request): how a notebook, agents and commands share one store.
     token : str, optional
         A bearer token from the sidecar's tokens file; without one, a sidecar that has
         no tokens serves this machine as its local user.
     timeout_s : float
         How long one request may take.
+    actor : str, optional
+        As the local user, the actor the changes record (default ``GRAPHMEM_AGENT_ID``
+        for a database directory; the sidecar's own otherwise). A token's owner is always
+        its actor.
 
     Examples
     --------
@@ -67,7 +75,26 @@ def connect(url: str, *, token: str | None = None, timeout_s: float = 30.0) -> C
     >>> store.add("Nadia prefers green tea", kind="semantic").owner  # doctest: +SKIP
     'alice'
     """
-    return Client(url, token=token, timeout_s=timeout_s)
+    if isinstance(url, str) and url.startswith(("http://", "https://")):
+        return Client(url, token=token, timeout_s=timeout_s, actor=actor)
+    if not isinstance(url, str | os.PathLike) or not Path(url).is_dir():
+        raise InvalidInputError(f"{url!r} is neither a sidecar URL (http://HOST:PORT) nor a "
+                                "graphmem database directory (create one with MemoryStore("
+                                "path) or `graphmem --db PATH init`)", field="url")
+    return for_database(url, token=token, timeout_s=timeout_s, actor=actor)
+
+
+def for_database(db: str | os.PathLike[str], *, token: str | None = None,
+                 timeout_s: float = 30.0, actor: str | None = None,
+                 embedder: str | None = None) -> Client:
+    """A client of the sidecar serving the database directory ``db``, started when there
+    is none (``find_or_start``); its secret is the token unless one is given."""
+    from .._settings import Settings
+    from ._autostart import find_or_start
+
+    found, _ = find_or_start(db, embedder=embedder)
+    return Client(found.url, token=token or found.secret, timeout_s=timeout_s,
+                  actor=actor or Settings.from_env().agent_id)
 
 
 class Client:
@@ -77,9 +104,9 @@ class Client:
     what it does not (bulk merges, re-embedding, ad-hoc writes) is not here.
     """
 
-    def __init__(self, url: str, *, token: str | None = None, timeout_s: float = 30.0
-                 ) -> None:
-        self._http = Transport(url, token=token, timeout_s=timeout_s)
+    def __init__(self, url: str, *, token: str | None = None, timeout_s: float = 30.0,
+                 actor: str | None = None) -> None:
+        self._http = Transport(url, token=token, timeout_s=timeout_s, actor=actor)
         self._store: dict[str, Any] | None = None
 
     # -- the object ----------------------------------------------------------------------
@@ -146,8 +173,7 @@ class Client:
         """Add many memories; every record is checked here first, then each request of
         up to 5,000 records is one transaction on the sidecar (all or none of it)."""
         _no_actor(actor)
-        items = [_record_json(MemoryInput.parse(r, where=f"record {i}: "))
-                 for i, r in enumerate(records)]
+        items = [_record_json(item) for item in parse_records(records)]
         bar = progress_bar(len(items), "adding", progress)
         out: list[Memory] = []
         for start in range(0, len(items), _REQUEST_RECORDS):

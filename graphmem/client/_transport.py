@@ -70,6 +70,16 @@ def error_from(status: int, body: Any) -> GraphmemError:
     return SidecarError(f"{code}: {detail}", status=status, code=code)
 
 
+def _named(error: GraphmemError, url: str) -> GraphmemError:
+    """A refusal for want of a token, saying which sidecar wants one and how to give it."""
+    if not isinstance(error, AccessDeniedError) or error.code != "unauthorized":
+        return error
+    return AccessDeniedError(
+        f"the graphmem sidecar at {url} needs a token from its tokens file ({error}): pass "
+        "--token TOKEN or set GRAPHMEM_SIDECAR_TOKEN (in Python: graphmem.connect(url, "
+        "token=...))", code="unauthorized")
+
+
 def path_segment(memory_id: str) -> str:
     """``memory_id`` as one URL path segment: every reserved character percent-encoded
     (``/``, ``#``, ``?`` and ``%`` too), and the dot segments that HTTP clients collapse
@@ -83,12 +93,15 @@ def path_segment(memory_id: str) -> str:
 class Transport:
     """One HTTP connection pool to the sidecar at ``url``, with a bearer ``token``."""
 
-    def __init__(self, url: str, *, token: str | None = None, timeout_s: float = 10.0) -> None:
+    def __init__(self, url: str, *, token: str | None = None, timeout_s: float = 10.0,
+                 actor: str | None = None) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise InvalidInputError(f"a sidecar URL starts with http:// or https://, got "
                                     f"{url!r}", field="url")
         self.url, self.timeout_s = url.rstrip("/"), timeout_s
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        if actor:  # the local user's agent, recorded as the actor of its changes
+            headers["X-Graphmem-Actor"] = actor
         self._client = httpx.Client(
             base_url=self.url, headers=headers,
             timeout=httpx.Timeout(timeout_s, connect=min(2.0, timeout_s)))
@@ -118,7 +131,7 @@ class Transport:
                         body = response.json()
                     except ValueError:
                         body = None
-                    raise error_from(response.status_code, body)
+                    raise _named(error_from(response.status_code, body), self.url)
                 yield response
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise self._unreachable(f"cannot connect ({_why(exc)})", False) from exc

@@ -3,21 +3,27 @@
 Tools: remember, recall (explained), feedback, supersede, correct, update, link, forget,
 history, lifecycle_report. Changes keep the memory's history: a supersede or correction
 keeps the old version (linked by SUPERSEDES), every change writes a version row, and the
-actor recorded is the token's owner (through a sidecar) or the agent id. With a
-sidecar URL they call the HTTP sidecar. With a token too, the sidecar alone answers (it
-alone knows the token's owner and scopes); without one, the embedded store answers when
-the sidecar cannot be reached, if it is the same store. Every result says which path
-answered (``answered_by``).
+actor recorded is the token's owner (through a sidecar with tokens) or the agent id.
+On a Kuzu store directory they go through the store's own sidecar, found or started
+(``SharedBackend``), so that several MCP servers, commands and notebooks share it;
+``embedded=True`` opens it in this process alone. With a sidecar URL they call that
+sidecar. With a token too, the sidecar alone answers (it alone knows the token's owner
+and scopes); without one, the embedded store answers when the sidecar cannot be
+reached, if it is the same store. Every result says which path answered
+(``answered_by``).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
 from typing import Any
 
 from .._errors import GraphmemError, InvalidInputError
 from .._settings import Settings
-from ._backends import EmbeddedBackend, FallbackBackend, SidecarBackend
+from ..engines import is_postgres_url
+from ._backends import EmbeddedBackend, FallbackBackend, SharedBackend, SidecarBackend
 
 __all__ = ["build_server", "run_stdio"]
 
@@ -31,8 +37,22 @@ INSTRUCTIONS = (
     "related memories. `forget` tombstones a memory (hard=true erases it).")
 
 
+def shareable(db: str | Path) -> bool:
+    """Whether the store at ``db`` is shared through a sidecar: a Kuzu directory (one
+    writing process; PostgreSQL takes many, ``:memory:`` is this process's alone), where
+    the sidecar's dependencies (``graphmem[server]``) are installed."""
+    if str(db) == ":memory:" or is_postgres_url(str(db)):
+        return False
+    return all(importlib.util.find_spec(m) is not None for m in ("fastapi", "uvicorn"))
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)  # stdout is the MCP stream
+
+
 def build_server(db: str | Path, *, sidecar_url: str | None = None, token: str | None = None,
-                 settings: Settings | None = None, embedder: str | None = None) -> Any:
+                 settings: Settings | None = None, embedder: str | None = None,
+                 embedded: bool = False) -> Any:
     """The MCP server (an ``MCPServer`` of the ``mcp`` SDK) and its tools."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
@@ -45,19 +65,24 @@ def build_server(db: str | Path, *, sidecar_url: str | None = None, token: str |
             "a token is for the sidecar, which enforces its owner and scopes: pass --sidecar "
             "URL (or set GRAPHMEM_SIDECAR_URL), or leave the token out to use the store at "
             f"{db} directly as its local user", field="token")
-    embedded = EmbeddedBackend(db, settings=settings, embedder=embedder)
-    fallback = None
+    local = EmbeddedBackend(db, settings=settings, embedder=embedder)
+    fallback: FallbackBackend | SharedBackend | None = None
     if sidecar_url:
         sidecar = SidecarBackend(sidecar_url, token=token,
                                  timeout_s=settings.sidecar_timeout_s)
-        fallback = FallbackBackend(sidecar, None if token else embedded, db=db)
+        fallback = FallbackBackend(sidecar, None if token else local, db=db)
+    elif not embedded and shareable(db):
+        fallback = SharedBackend(db, settings=settings, embedder=embedder, say=_say)
+    elif not embedded and str(db) != ":memory:" and not is_postgres_url(str(db)):
+        _say(f"graphmem mcp: {db} is opened in this process alone (install graphmem[server] "
+             "to share it with other MCP servers and commands through its sidecar)")
     server: Any = MCPServer("graphmem", version=__version__, instructions=INSTRUCTIONS,
                             log_level="WARNING")
 
     def run(operation: Any, *, changes: bool = False) -> tuple[Any, dict[str, Any]]:
         try:
             if fallback is None:
-                return operation(embedded), {"answered_by": "embedded"}
+                return operation(local), {"answered_by": "embedded"}
             result, path, why = fallback.call(operation, changes=changes)
         except GraphmemError as exc:
             raise ToolError(str(exc)) from None
@@ -156,16 +181,18 @@ def build_server(db: str | Path, *, sidecar_url: str | None = None, token: str |
         report, meta = run(lambda b: b.lifecycle_report())
         return {"report": report, **meta}
 
-    server.graphmem_embedded = embedded
-    server.graphmem_sidecar = fallback.primary if fallback else None
+    server.graphmem_embedded = local
+    server.graphmem_sidecar = fallback.primary if isinstance(fallback, FallbackBackend) \
+        else fallback
     return server
 
 
 def run_stdio(db: str | Path, *, sidecar_url: str | None = None, token: str | None = None,
-              settings: Settings | None = None, embedder: str | None = None) -> None:
+              settings: Settings | None = None, embedder: str | None = None,
+              embedded: bool = False) -> None:
     """Serve the tools on stdin/stdout until the client closes them."""
     server = build_server(db, sidecar_url=sidecar_url, token=token, settings=settings,
-                          embedder=embedder)
+                          embedder=embedder, embedded=embedded)
     try:
         server.run("stdio")
     finally:

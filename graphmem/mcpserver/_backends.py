@@ -22,7 +22,7 @@ from .._views import to_json
 from ..client import Client, SidecarUnreachable
 from ..engines import is_postgres_url
 
-__all__ = ["Backend", "EmbeddedBackend", "FallbackBackend", "SidecarBackend",
+__all__ = ["Backend", "EmbeddedBackend", "FallbackBackend", "SharedBackend", "SidecarBackend",
            "SidecarUnreachable"]
 
 
@@ -175,9 +175,10 @@ class SidecarBackend(_Tools):
 
     name = "sidecar"
 
-    def __init__(self, url: str, *, token: str | None = None, timeout_s: float = 10.0) -> None:
+    def __init__(self, url: str, *, token: str | None = None, timeout_s: float = 10.0,
+                 actor: str | None = None) -> None:
         try:
-            self._client = Client(url, token=token, timeout_s=timeout_s)
+            self._client = Client(url, token=token, timeout_s=timeout_s, actor=actor)
         except InvalidInputError:
             raise InvalidInputError(f"sidecar URL must start with http:// or https://, got "
                                     f"{url!r}", field="sidecar") from None
@@ -265,3 +266,58 @@ class FallbackBackend:
                 f"{where} The store at {self.db} ({found}) is not the one the sidecar "
                 f"serves (store {known}), so it is not used in its place. Pass the "
                 f"sidecar's database as --db, or start the sidecar.")
+
+
+class SharedBackend:
+    """The store at ``db`` shared with other processes through its sidecar, found or
+    started on first use (``graphmem.client.find_or_start``) and again when it has gone
+    (it exits when idle): the local user's tools as embedded (every owner, the agent id
+    as the actor), answered by the one process that holds the store. Says on stderr which
+    sidecar it works through."""
+
+    name = "sidecar"
+
+    def __init__(self, db: str | Path, *, settings: Settings, embedder: str | None = None,
+                 say: Callable[[str], None] | None = None) -> None:
+        self.db, self._settings, self._embedder = db, settings, embedder
+        self._say = say or (lambda line: None)
+        self._sidecar: SidecarBackend | None = None
+        self._lock = threading.Lock()
+
+    def _backend(self, *, again: bool = False) -> SidecarBackend:
+        from ..client import find_or_start
+
+        with self._lock:
+            if self._sidecar is not None and not again:
+                return self._sidecar
+            if self._sidecar is not None:
+                self._sidecar.close()
+                self._sidecar = None
+            found, started = find_or_start(self.db, embedder=self._embedder)
+            self._sidecar = SidecarBackend(found.url, token=found.secret,
+                                           timeout_s=self._settings.sidecar_timeout_s,
+                                           actor=self._settings.agent_id)
+            how = "started by this server" if started else "already running"
+            self._say(f"graphmem mcp: {self.db} is shared through the graphmem sidecar at "
+                      f"{found.url} (process {found.pid}, {how}); working through it")
+            return self._sidecar
+
+    def call(self, operation: Callable[[Backend], Any], *, changes: bool
+             ) -> tuple[Any, str, str | None]:
+        """(result, path, None), through the sidecar; one that went away (it exits when
+        idle) is found or started again, and the call repeated unless it was a change
+        that may have reached it."""
+        try:
+            return operation(self._backend()), self.name, None
+        except SidecarUnreachable as exc:
+            if changes and exc.maybe_applied:
+                raise BackendUnavailableError(
+                    f"{exc} The change may have been made there, so it is not repeated: "
+                    "check with recall or history, then repeat it if needed.") from None
+            return operation(self._backend(again=True)), self.name, None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._sidecar is not None:
+                self._sidecar.close()
+                self._sidecar = None

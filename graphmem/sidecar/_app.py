@@ -82,7 +82,7 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
     def add_memories(body: MemoryIn | MemoriesIn, who: Writer) -> dict[str, Any]:
         """Add one memory, or several (``{"memories": [...]}``) in bulk."""
         items = body.memories if isinstance(body, MemoriesIn) else [body]
-        created = store.add_many([new_input(who, item) for item in items], actor=who.owner)
+        created = store.add_many([new_input(who, item) for item in items], actor=who.acting)
         if isinstance(body, MemoriesIn):
             return {"memories": [to_json(m) for m in created], "count": len(created)}
         return to_json(created[0])
@@ -93,7 +93,7 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
         result = store.add_conversation(body.messages, session_id=body.session_id,
                                         owner=scoped_owner(who, body.owner),
                                         timestamp=body.timestamp,
-                                        cooccur_window=body.cooccur_window, actor=who.owner)
+                                        cooccur_window=body.cooccur_window, actor=who.acting)
         return to_json(result)
 
     @app.post("/v1/memories/retrieve", tags=["recall"], responses=adding)
@@ -150,7 +150,7 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
         if not fields:
             raise InvalidInputError("nothing to change: give at least one field", field="body")
         memory = store.update(memory_id, **fields, reason=reason, owner=who.owner,
-                              actor=who.owner)
+                              actor=who.acting)
         return to_json(memory)
 
     @app.post("/v1/memories/{memory_id}/supersede", status_code=201, tags=["memories"],
@@ -164,17 +164,17 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
         fields = body.model_dump(exclude_none=True, exclude={"text", "new_id", "reason"})
         if body.new_id is not None:
             new = store.supersede(memory_id, store.get(body.new_id, owner=who.owner),
-                                  reason=body.reason, owner=who.owner, actor=who.owner)
+                                  reason=body.reason, owner=who.owner, actor=who.acting)
         else:
             new = store.supersede(memory_id, str(body.text), reason=body.reason,
-                                  owner=who.owner, actor=who.owner, **fields)
+                                  owner=who.owner, actor=who.acting, **fields)
         return to_json(new)
 
     @app.post("/v1/feedback", tags=["recall"], responses=errors(*GATE, *BODY, 404, 409))
     def feedback(body: FeedbackIn, who: Writer) -> dict[str, Any]:
         """Whether a recalled memory helped: counts, importance, co-occurrence."""
         memory = store.feedback(body.memory_id, useful=body.useful, query=body.query,
-                                owner=who.owner, actor=who.owner)
+                                owner=who.owner, actor=who.acting)
         return {"memory_id": memory.id, "useful_count": memory.useful_count,
                 "ignored_count": memory.ignored_count, "importance": memory.importance,
                 "memory": to_json(memory)}
@@ -194,7 +194,7 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
     def promote(memory_id: MemoryId, who: Writer, body: PromoteIn | None = None) -> Any:
         body = body or PromoteIn()
         return transition(store.promote(memory_id, reason=body.reason, owner=who.owner,
-                                        actor=who.owner))
+                                        actor=who.acting))
 
     @app.post("/v1/memories/{memory_id}/archive", tags=["lifecycle"],
               responses=changes_by_id)
@@ -202,12 +202,12 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
         body = body or ArchiveIn()
         return transition(store.archive(memory_id, reason=body.reason,
                                         create_summary=body.create_summary, owner=who.owner,
-                                        actor=who.owner))
+                                        actor=who.acting))
 
     @app.post("/v1/memories/{memory_id}/restore", tags=["lifecycle"],
               responses=errors(*GATE, *ID, 409))
     def restore(memory_id: MemoryId, who: Writer) -> Any:
-        return transition(store.restore(memory_id, owner=who.owner, actor=who.owner))
+        return transition(store.restore(memory_id, owner=who.owner, actor=who.acting))
 
     @app.delete("/v1/memories/{memory_id}", tags=["memories"],
                 responses=errors(*GATE, *ID, 409))
@@ -221,9 +221,9 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
             raise Refusal(403, "forbidden", f"this token lacks the {need} scope")
         if hard:
             store.forget(memory_id, confirm=True, reason=reason, owner=who.owner,
-                         actor=who.owner)
+                         actor=who.acting)
             return {"memory_id": memory_id, "status": "forgotten"}
-        memory = store.tombstone(memory_id, reason=reason, owner=who.owner, actor=who.owner)
+        memory = store.tombstone(memory_id, reason=reason, owner=who.owner, actor=who.acting)
         return {"memory_id": memory.id, "status": memory.status.value,
                 "memory": to_json(memory)}
 
@@ -259,7 +259,7 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
         """The lifecycle manager over the caller's memories (a dry run unless apply)."""
         body = body or LifecycleRunIn()
         report = store.run_lifecycle(apply=body.apply, owner=scoped_owner(who, body.owner),
-                                     actor=who.owner)
+                                     actor=who.acting)
         return to_json(report)
 
     @app.get("/v1/lifecycle/report", tags=["lifecycle"], responses=errors(*GATE, 422))

@@ -30,13 +30,22 @@ _VISIBLE = re.compile(r"[!-~]+")
 
 @dataclass(frozen=True)
 class Principal:
-    """Who is calling: their owner (``None``: the local user, every owner) and scopes."""
+    """Who is calling: their owner (``None``: the local user, every owner) and scopes;
+    the local user may name the actor its changes record (``X-Graphmem-Actor``: an
+    agent working through the store's sidecar records itself, as it would embedded)."""
 
     owner: str | None
     scopes: frozenset[str]
+    actor: str | None = None
 
     def allows(self, scope: str) -> bool:
         return scope in self.scopes
+
+    @property
+    def acting(self) -> str | None:
+        """The actor of this caller's changes: the named one, else the token's owner
+        (``None``: the store's agent id)."""
+        return self.actor or self.owner
 
 
 LOCAL = Principal(owner=None, scopes=frozenset(SCOPES))

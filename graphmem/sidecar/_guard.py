@@ -20,6 +20,7 @@ import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 from urllib.parse import quote, unquote_to_bytes
 
@@ -27,7 +28,7 @@ from starlette.routing import BaseRoute, Match
 
 from ._auth import LOCAL, Principal, Tokens
 
-__all__ = ["PRINCIPAL", "PUBLIC_PATHS", "SAFE_METHODS", "Guard", "Refusal",
+__all__ = ["ACTOR_HEADER", "PRINCIPAL", "PUBLIC_PATHS", "SAFE_METHODS", "Guard", "Refusal",
            "canonical_path", "gated_routes", "is_loopback_host", "needs_of", "same_origin"]
 
 Scope = MutableMapping[str, Any]
@@ -46,6 +47,9 @@ SAFE_METHODS = frozenset({"GET", "HEAD"})
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
 _HOST = re.compile(r"(?P<name>\[[^\]]*\]|[^:\[\]]*)(?::(?P<port>[0-9]{1,5}))?")
 _BEARER = re.compile(r"[Bb][Ee][Aa][Rr][Ee][Rr] +([!-~]+)")
+_ACTOR = re.compile(r"[!-~](?:[ -~]{0,198}[!-~])?")
+#: The header in which the local user names the actor of its changes (``Principal``).
+ACTOR_HEADER = "x-graphmem-actor"
 _DIGITS = re.compile(r"[0-9]{1,20}")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
@@ -196,6 +200,20 @@ class Guard:
         await self.app(scope, _replay(body, receive), send)
 
     def _authenticate(self, headers: list[tuple[str, str]]) -> Principal:
+        principal = self._bearer(headers)
+        named = [v for k, v in headers if k == ACTOR_HEADER]
+        if not named:
+            return principal
+        if principal.owner is not None:
+            raise Refusal(400, "invalid_input", "a token's changes record its owner as the "
+                          f"actor: leave the {ACTOR_HEADER} header out", field="actor")
+        actor = named[0].strip(" \t")
+        if len(named) != 1 or not _ACTOR.fullmatch(actor):
+            raise Refusal(400, "invalid_input", f"{ACTOR_HEADER}: one name of 1 to 200 "
+                          "visible characters", field="actor")
+        return replace(principal, actor=actor)
+
+    def _bearer(self, headers: list[tuple[str, str]]) -> Principal:
         if self.tokens is None:
             return LOCAL
         challenge = [("www-authenticate", "Bearer")]

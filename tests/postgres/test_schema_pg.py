@@ -203,3 +203,23 @@ def test_a_version_2_store_moves_its_forget_key_out_of_meta(pg_url: str) -> None
         assert store.verify_forgotten(gone.id, "PIN 4071")
         assert legacy not in repr(store.export())
     assert _version(pg_url) == "3"
+
+
+def test_a_mistyped_database_fails_at_once_with_the_cause(pg_server: str) -> None:
+    """Not after the pool's 15 s of retries with raw driver lines, and not without the
+    server's reason."""
+    import subprocess
+    import sys
+    import time
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(pg_server)
+    wrong = urlunsplit(parts._replace(path="/graphmme_typo"))
+    started = time.monotonic()
+    with pytest.raises(StoreError, match='database "graphmme_typo" does not exist'):
+        MemoryStore(wrong, embedder="hashing")
+    assert time.monotonic() - started < 5
+    out = subprocess.run([sys.executable, "-m", "graphmem", "--db", wrong, "stats"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and len(out.stderr.splitlines()) == 1, out.stderr
+    assert 'database "graphmme_typo" does not exist' in out.stderr
