@@ -193,7 +193,15 @@ def test_a_store_held_for_a_moment_is_waited_for(db: Path) -> None:
     """A command holds the store for a second or two: the sidecar started meanwhile
     fails on the lock, and another is started once the store is free."""
     holder = MemoryStore(db)
-    releaser = threading.Timer(4.0, holder.close)
+
+    def release_once_refused() -> None:  # however slowly the sidecar starts
+        log, deadline = sidecar_log(db), time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+                log.is_file() and "in use by another process" in log.read_text(encoding="utf-8")):
+            time.sleep(0.1)
+        holder.close()
+
+    releaser = threading.Thread(target=release_once_refused)
     releaser.start()
     try:
         found, started = find_or_start(db, timeout_s=60)

@@ -60,7 +60,7 @@ def test_a_version_1_store_is_migrated_and_keeps_its_memories(pg_url: str) -> No
     with MemoryStore(pg_url, embedder="hashing") as one, \
             MemoryStore(pg_url, embedder="hashing") as two:
         two.recall("tea", owner="ann", record_access=False)
-        one.recall("green tea", owner="ann")
+        one.recall("green tea", owner="ann", record_access=True)
         one.flush()
         assert two.get(memory.id).access_count == 1
     assert _version(pg_url) == str(_schema.SCHEMA_VERSION)
