@@ -26,7 +26,7 @@ __all__ = [
     "schema_version",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 FTS_INDEX = "memory_fts"
 
 #: Column -> Kuzu type of each table (DDL and casts come from here). v1's Memory columns
@@ -163,6 +163,11 @@ SCHEMAS[5] = [
     *SCHEMAS[4][2:],
     *_KG_TABLES,
 ]
+# v6: the same tables. The forget key leaves ``Meta`` for the key file beside the database
+# (``KuzuEngine._move_forget_key``), and the store repairs the knowledge graph once
+# (``kg_repair``): validities that a forgotten fact ended, and names only forgotten
+# memories gave.
+SCHEMAS[6] = SCHEMAS[5]
 #: version -> statements that lift a database from ``version - 1``.
 MIGRATIONS: dict[int, list[str]] = {
     2: [
@@ -178,6 +183,7 @@ MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE Memory ADD times_to TIMESTAMP[]",
         *_KG_TABLES,
         "MERGE (m:Meta {key: 'kg_pending'}) SET m.value = '1'"],
+    6: ["MERGE (m:Meta {key: 'kg_repair'}) SET m.value = '1'"],
 }
 
 
