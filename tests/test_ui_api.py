@@ -54,18 +54,10 @@ def build_store(where: str | Path, clock: Clock) -> MemoryStore:
     return store
 
 
-@pytest.fixture(params=["kuzu", "postgres"])
-def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Where a test's store lives: a Kuzu directory, or a schema of the test PostgreSQL."""
-    if request.param == "postgres":
-        return str(request.getfixturevalue("pg_url"))
-    return str(tmp_path / "db")
-
-
 @pytest.fixture
-def served(where: str) -> Iterator[tuple[MemoryStore, str, Clock]]:
+def served(store_location: str) -> Iterator[tuple[MemoryStore, str, Clock]]:
     clock = Clock(NOW)
-    store = build_store(where, clock)
+    store = build_store(store_location, clock)
     try:
         with running_sidecar(store, Tokens.from_mapping(TOKENS)) as url:
             yield store, url, clock
@@ -357,8 +349,8 @@ def test_pages_count_what_the_store_holds(served: tuple[MemoryStore, str, Clock]
 
 # -- a sidecar without tokens ---------------------------------------------------------------
 def test_without_tokens_the_local_user_logs_in_and_the_host_must_be_loopback(
-        where: str) -> None:
-    with MemoryStore(where, embedder="hashing") as store:
+        store_location: str) -> None:
+    with MemoryStore(store_location, embedder="hashing") as store:
         store.add("a local memory", owner="someone")
         with running_sidecar(store) as url:
             local = browser(url, None)
