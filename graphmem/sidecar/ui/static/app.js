@@ -170,12 +170,14 @@ function columnChart(labels, series, opts = {}) {
       s("polyline", {points, fill: "none", stroke: "#444", "stroke-width": 1.5}, svg);
       s("text", {x: width - right, y: 12, "text-anchor": "end", class: "tick"}, svg).textContent = `total ${lineMax}`;
     }
-    // the labels under the columns: every k-th that fits, the last one rather than the one
-    // before it, none past the chart's edges
+    // the labels under the columns: a category's each, shortened to its column's width;
+    // of a time line every k-th that fits, the last one rather than the one before it;
+    // none past the chart's edges
     const placed = [];
     const place = i => {
       const x = left + i * step + step / 2;
-      const node = fit(s("text", {x, y: height - 8, "text-anchor": "middle", class: "tick"}, svg), labels[i], width);
+      const node = fit(s("text", {x, y: height - 8, "text-anchor": "middle", class: "tick column"}, svg), labels[i],
+        opts.categories ? Math.max(12, step - 10) : width);
       const w = node.getComputedTextLength();
       node.setAttribute("x", Math.min(Math.max(x, w / 2 + 1), width - w / 2 - 1));
       return node;
@@ -356,7 +358,7 @@ async function showQuality() {
     h("div", {class: "grid"},
       h("div", {class: "panel"}, h("h2", {}, "By kind"),
         columnChart(kinds, [{name: "useful", values: kinds.map(k => f.by_kind[k].useful), colour: "#54A24B"},
-          {name: "ignored", values: kinds.map(k => f.by_kind[k].ignored), colour: "#E45756"}], {title: "feedback by kind"}),
+          {name: "ignored", values: kinds.map(k => f.by_kind[k].ignored), colour: "#E45756"}], {title: "feedback by kind", categories: true}),
         legend([["useful", "#54A24B"], ["ignored", "#E45756"]])),
       h("div", {class: "panel", id: "over-time"}, h("h2", {}, "Over time"),
         columnChart(f.over_time.labels, [{name: "useful", values: f.over_time.useful, colour: "#54A24B"},
