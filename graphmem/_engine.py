@@ -6,7 +6,7 @@ properties, and answers the reads the store makes. Methods take and return ``Mem
 name or a driver object. Each engine is one package that alone imports its driver and
 owns its schema and migrations (``graphmem._kuzu`` today), and passes the contract
 suite in ``tests/engine/``. User Cypher is a capability an engine may offer
-(``Engine.cypher``), not part of the port.
+(``Engine.cypher``), and so is read-only SQL (``Engine.sql``), not part of the port.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ __all__ = [
     "MentionRecord",
     "NewMemory",
     "Patch",
+    "SqlCapability",
     "WriteBatch",
     "check_vector_dtype",
     "memory_from_fields",
@@ -309,6 +310,15 @@ class CypherCapability(Protocol):
             event: LifecycleEvent | None, timeout_s: float) -> CypherResult: ...
 
 
+class SqlCapability(Protocol):
+    """Read-only SQL, for engines that speak it: one statement in a read-only
+    transaction, parameters bound by the database (``%(name)s``), stopped after
+    ``timeout_s`` seconds."""
+
+    def run(self, query: str, params: Mapping[str, Any], *, timeout_s: float
+            ) -> CypherResult: ...
+
+
 class BatchWriter(Protocol):
     """Batches written into one open transaction (``Engine.writer``)."""
 
@@ -345,6 +355,8 @@ class Engine(Protocol):
     schema_version: int
     #: user Cypher, or None when the engine does not speak it
     cypher: CypherCapability | None
+    #: read-only SQL, or None when the engine does not speak it
+    sql: SqlCapability | None
     #: what crash recovery did when the store opened (None: nothing to do)
     recovery_note: str | None
     #: the commits of other processes, or None when no other process can write

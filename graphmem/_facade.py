@@ -7,7 +7,7 @@ shared context, and delegates each method to the component that owns it:
     learning     learn, learned, forecast, use_ranker                    (``_learn``)
     lifecycle    evaluate, promote, archive, restore, run_lifecycle      (``_lifecycle``)
     conversations add_conversation, correct, derive_links                 (``_extract``)
-    views        export, cypher, to_networkx                             (``_views``)
+    views        export, cypher, sql, to_networkx                        (``_views``)
 """
 
 from __future__ import annotations
@@ -164,6 +164,12 @@ class MemoryStore:
     @property
     def embedder(self) -> Embedder:
         return self._ctx.embedder
+
+    @property
+    def query_language(self) -> str:
+        """What the store's engine answers statements in: ``"cypher"`` (Kuzu,
+        ``cypher``) or ``"sql"`` (PostgreSQL, ``sql``); the named queries have both."""
+        return "cypher" if self._ctx.engine.cypher is not None else "sql"
 
     @property
     def store_id(self) -> str | None:
@@ -474,6 +480,11 @@ class MemoryStore:
                actor: str | None = None) -> Any:
         return self._views.cypher(query, params, write=write, as_dataframe=as_dataframe,
                                   actor=actor)
+
+    @_doc(Views.sql)
+    def sql(self, query: str, params: Mapping[str, Any] | None = None, *,
+            as_dataframe: bool = False) -> Any:
+        return self._views.sql(query, params, as_dataframe=as_dataframe)
 
     @_doc(Views.vectors)
     def vectors(self, *, owner: str | None = None) -> tuple[list[str], np.ndarray]:

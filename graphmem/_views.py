@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from ._context import Changed, StoreContext
 from ._derive import lifecycle_event
-from ._engine import EDGE_KINDS, EdgeRecord, EventQuery
+from ._engine import EDGE_KINDS, CypherResult, EdgeRecord, EventQuery
 from ._errors import InvalidInputError, UnsupportedError
 from ._lifecycle import EvaluationResult, LifecycleReport
 from ._models import EventType, LifecycleEvent, Status
@@ -85,16 +85,14 @@ class Views:
         ``InvalidInputError`` (a stopped write changes nothing). Returns a list of dicts
         (column -> value), or a pandas DataFrame with ``as_dataframe=True``.
         """
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("the query is empty", field="query")
-        if params is not None and not isinstance(params, Mapping):
-            raise InvalidInputError("params must be a mapping of name -> value", field="params")
+        _check_statement(query, params)
         ctx = self._ctx
         capability = ctx.engine.cypher
         if capability is None:
-            raise UnsupportedError(f"Cypher, ad-hoc or through the named queries, needs the Kuzu "
-                             f"engine; {ctx.engine.path} is not a Kuzu store. Use export or "
-                             "to_networkx, or query its tables in SQL")
+            raise UnsupportedError(
+                f"ad-hoc Cypher needs the Kuzu engine; {ctx.engine.path} is a PostgreSQL "
+                "store. Run a named query there (graphmem query --list; "
+                "queries.library.run_named), or read-only SQL (MemoryStore.sql)")
         ctx.before_read()
         event = None
         if write:
@@ -113,12 +111,27 @@ class Views:
             # connection, and writers (a recall recording access) go on meanwhile.
             result = capability.run(query, params or {}, write=False, event=None,
                                     timeout_s=timeout_s)
-        rows = [dict(zip(result.columns, row, strict=True)) for row in result.rows]
-        if as_dataframe:
-            import pandas as pd
+        return _result_rows(result, as_dataframe)
 
-            return pd.DataFrame(rows, columns=result.columns)
-        return rows
+    def sql(self, query: str, params: Mapping[str, Any] | None = None, *,
+            as_dataframe: bool = False) -> Any:
+        """Run one read-only SQL statement on a PostgreSQL store's tables (``memories``,
+        ``versions``, ``events``, ``edges``, ``entities``, ``mentions``, ``facts``), as
+        the named queries do there. Parameters are ``%(name)s``, bound by PostgreSQL,
+        never pasted into the text (a literal ``%`` is written ``%%``). It runs in a
+        read-only transaction of its own, which is rolled back, and is stopped after
+        ``GRAPHMEM_CYPHER_TIMEOUT_S`` (10 s) with an ``InvalidInputError``. It reads every
+        owner's rows: it is for people who hold the database's credentials (the sidecar
+        never runs it). Returns a list of dicts (column -> value), or a pandas DataFrame
+        with ``as_dataframe=True``; a Kuzu store answers ``UnsupportedError``."""
+        _check_statement(query, params)
+        ctx = self._ctx
+        capability = ctx.engine.sql
+        if capability is None:
+            raise UnsupportedError(f"SQL needs the PostgreSQL engine; {ctx.engine.path} is a "
+                                   "Kuzu store: use MemoryStore.cypher or a named query")
+        result = capability.run(query, params or {}, timeout_s=ctx.settings.cypher_timeout_s)
+        return _result_rows(result, as_dataframe)
 
     def vectors(self, *, owner: str | None = None) -> tuple[list[str], np.ndarray]:
         """The stored vectors (of ``owner``'s memories) as a float32 matrix, row ``i``
@@ -211,6 +224,23 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _EXPORTED = {"references": ("source", "weight", "at"),
              "co_occurs": ("weight", "count", "source", "at"),
              "supersedes": ("reason", "at")}
+
+
+def _check_statement(query: Any, params: Any) -> None:
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInputError("the query is empty", field="query")
+    if params is not None and not isinstance(params, Mapping):
+        raise InvalidInputError("params must be a mapping of name -> value", field="params")
+
+
+def _result_rows(result: CypherResult, as_dataframe: bool) -> Any:
+    """A statement's rows as dicts (column -> value), or as a DataFrame."""
+    rows = [dict(zip(result.columns, row, strict=True)) for row in result.rows]
+    if as_dataframe:
+        import pandas as pd
+
+        return pd.DataFrame(rows, columns=result.columns)
+    return rows
 
 
 def _edge_json(edge: EdgeRecord) -> dict[str, Any]:

@@ -38,7 +38,9 @@ WITH m, references, kept,
                  WHEN "procedural" THEN $half_life_procedural
                  WHEN "identity" THEN $half_life_identity ELSE $half_life_note END AS half_life
 WITH m, references, kept, CASE WHEN age > 0.0 THEN age ELSE 0.0 END AS age,
-     CASE WHEN kept THEN m.importance
+     // "WHEN kept = true": a bare boolean variable as a CASE's condition made Kuzu 0.11
+     // mix up rows (measured: 4 of 167 ids repeated, kept memories decayed)
+     CASE WHEN kept = true THEN m.importance
           ELSE m.original_importance * pow(0.5, CASE WHEN idle > 0.0 THEN idle ELSE 0.0 END
                                                 / half_life) END AS target
 WITH m, references, kept, age,

@@ -1,4 +1,5 @@
-"""Named Cypher queries: ``queries/*.cypher`` files with a header that declares them.
+"""Named queries: ``queries/*.cypher`` files with a header that declares them, and
+beside each its SQL text (``NAME.sql``) for the PostgreSQL engine.
 
     // name: most_referenced
     // description: The memories the most other memories point to.
@@ -10,8 +11,16 @@ Parameter types: STRING, INT64, DOUBLE, BOOLEAN, TIMESTAMP (ISO 8601). A paramet
 without a default is required. A default may come from the store: ``now`` (its clock) or
 ``settings.NAME`` (its configuration, e.g. ``settings.archive_age_days``;
 ``settings.half_life.KIND`` for a decay half-life), so a query applies the same rules as
-the store. Values are always bound by Kuzu, never pasted into the query, and the queries
-run read-only.
+the store. Values are always bound by the database, never pasted into the query, and the
+queries run read-only.
+
+One query, two texts. The header (name, description, typed parameters and their
+defaults) is written once, in the ``.cypher`` file; the ``.sql`` file is the same query
+over the PostgreSQL engine's tables, with the same parameters as ``%(name)s`` (a Cypher
+keyword keeps its ``_``: ``%(end_)s``) and the same columns. A store runs the text of its
+engine (``MemoryStore.query_language``); the rows come back in one form (timestamps as
+naive UTC, as Kuzu gives them). The tests hold the two texts to each other: the same
+parameters and constants in both, and the same rows on both engines for every query.
 
 A query with an ``owner`` parameter is *owner-scoped*: given an owner it sees only that
 owner's memories, entities and facts (every node and fact it matches is filtered by it,
@@ -27,11 +36,12 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from graphmem import InvalidInputError, MemoryStore, parse_iso
+from graphmem import InvalidInputError, MemoryStore, UnsupportedError, parse_iso
 
 __all__ = ["NamedQuery", "Param", "find_query", "load_queries", "run_named"]
 
@@ -100,9 +110,12 @@ class Param:
 class NamedQuery:
     name: str
     description: str
+    #: the Cypher text (with its header), for Kuzu
     text: str
     path: Path
     params: tuple[Param, ...] = field(default_factory=tuple)
+    #: the SQL text, for PostgreSQL (None: the query has none yet)
+    sql: str | None = None
 
     @property
     def owner_scoped(self) -> bool:
@@ -198,7 +211,9 @@ def parse(path: Path) -> NamedQuery:
         raise ValueError(f"{path}: a named query needs '// name:' and '// description:'")
     counts = set(_COUNT_PARAM.findall(text))
     params = [replace(p, minimum=0) if cypher_name(p.name) in counts else p for p in params]
-    return NamedQuery(name, description, text, path, tuple(params))
+    sql_path = path.with_suffix(".sql")
+    sql = sql_path.read_text(encoding="utf-8") if sql_path.is_file() else None
+    return NamedQuery(name, description, text, path, tuple(params), sql)
 
 
 def _check_store_default(raw: str, path: Path) -> None:
@@ -256,4 +271,25 @@ def run_named(store: Any, name: str, values: Mapping[str, Any] | None = None, *,
 
             return pd.DataFrame(rows)
         return rows
-    return store.cypher(query.text, query.bind(values, store), as_dataframe=as_dataframe)
+    bound = query.bind(values, store)
+    if store.query_language == "cypher":
+        return store.cypher(query.text, bound, as_dataframe=as_dataframe)
+    if query.sql is None:
+        raise UnsupportedError(f"{name} has no SQL text ({query.path.with_suffix('.sql')}): "
+                               f"it runs on Kuzu stores only")
+    if as_dataframe:
+        import pandas as pd
+
+        frame = store.sql(query.sql, bound, as_dataframe=True)
+        for column in frame.columns:
+            if isinstance(frame[column].dtype, pd.DatetimeTZDtype):
+                frame[column] = frame[column].dt.tz_convert("UTC").dt.tz_localize(None)
+        return frame
+    return [{k: _naive_utc(v) for k, v in row.items()} for row in store.sql(query.sql, bound)]
+
+
+def _naive_utc(value: Any) -> Any:
+    """A timestamp as Kuzu gives it (naive UTC); anything else as it is."""
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value.astimezone(UTC).replace(tzinfo=None)
+    return value

@@ -11,4 +11,4 @@ WHERE $owner = "" OR m.owner = $owner
 RETURN e.timestamp AS timestamp, e.event_type AS event_type, e.memory_id AS memory_id,
        e.from_state AS from_state, e.to_state AS to_state, e.reason AS reason,
        e.triggered_by AS triggered_by
-ORDER BY timestamp, memory_id
+ORDER BY timestamp, memory_id, e.event_id

@@ -6,4 +6,4 @@
 MATCH (m:Memory)
 WHERE m.created >= $start AND m.created < $end_ AND ($owner = "" OR m.owner = $owner)
 RETURN m.id AS id, m.created AS created, m.kind AS kind, m.status AS status, m.text AS text
-ORDER BY created
+ORDER BY created, id

@@ -5,5 +5,5 @@
 MATCH (m:Memory)
 WHERE m.status <> "forgotten" AND ($owner = "" OR m.owner = $owner)
 RETURN m.id AS id, m.created AS created, m.kind AS kind, m.status AS status, m.text AS text
-ORDER BY created DESC
+ORDER BY created DESC, id
 LIMIT $limit

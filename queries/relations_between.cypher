@@ -13,4 +13,4 @@ WHERE f.gone IS NULL
 RETURN s.name AS subject, f.predicate AS predicate, o.name AS object,
        f.valid_from AS valid_from, f.valid_to AS valid_to, f.valid_to IS NULL AS current,
        f.sources AS sources
-ORDER BY valid_from
+ORDER BY valid_from, f.id

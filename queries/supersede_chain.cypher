@@ -14,4 +14,4 @@ UNWIND others + [m] AS v
 WITH DISTINCT v
 RETURN v.id AS id, v.created AS created, v.status AS status,
        size(v.superseded_by) = 0 AS current, v.text AS text
-ORDER BY created
+ORDER BY created, id

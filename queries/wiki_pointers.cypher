@@ -4,5 +4,5 @@
 MATCH (a:Memory)-[r:REFERENCES]->(w:Memory)
 WHERE r.source = "wiki" AND r.gone IS NULL
   AND ($owner = "" OR (a.owner = $owner AND w.owner = $owner))
-RETURN w.subject AS page, count(*) AS pointers, collect(a.id) AS from_memories
+RETURN w.subject AS page, count(*) AS pointers, list_sort(collect(a.id)) AS from_memories
 ORDER BY pointers DESC, page

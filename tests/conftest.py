@@ -68,6 +68,15 @@ def pg_url(pg_server: str) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(params=["kuzu", "postgres"])
+def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a test's store lives, once on each engine: a Kuzu directory, or an empty
+    schema of the test PostgreSQL."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("pg_url"))
+    return str(tmp_path / "db")
+
+
 @pytest.fixture
 def clock() -> Clock:
     return Clock(datetime(2026, 7, 15, 12, 0, tzinfo=UTC))

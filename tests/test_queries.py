@@ -45,9 +45,12 @@ DEPLOY = "urn:ump:qiwl24cv2sejkhrndb56r6dvhz"  # "Deploy orchard": the most refe
 
 @pytest.fixture(scope="module")
 def analyst_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_analyst(tmp_path_factory.mktemp("analyst"))
+
+
+def build_analyst(root: Path) -> Path:
     """The sample corpus plus a conversation, a Markdown daily with a wiki pointer, a
-    recall, and one applied lifecycle run."""
-    root = tmp_path_factory.mktemp("analyst")
+    recall, and one applied lifecycle run, in the Kuzu store ``root/db``."""
     daily = root / "notes" / "workspace-main" / "memory"
     daily.mkdir(parents=True)
     (daily / "2026-07-10.md").write_text(

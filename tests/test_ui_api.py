@@ -1,6 +1,7 @@
 """The dashboard over HTTP (no browser): its files, login and sessions, CSRF, scopes,
-owner isolation, review decisions recorded with their actor, and undo. A real sidecar on
-127.0.0.1 over the sample corpus."""
+owner isolation, review decisions recorded with their actor, archives approved together,
+undo, the finder and the pages' figures. A real sidecar on 127.0.0.1 over the sample
+corpus, in Kuzu and in PostgreSQL."""
 
 from __future__ import annotations
 
@@ -33,12 +34,12 @@ SVG_NAMESPACE = "http://www.w3.org/2000/svg"
 NOW = datetime(2026, 7, 15, 18, tzinfo=UTC)
 
 
-def build_store(path: Path, clock: Clock) -> MemoryStore:
+def build_store(where: str | Path, clock: Clock) -> MemoryStore:
     """The sample corpus, with a conversation and some feedback so that every page has
-    something to show."""
+    something to show, in a Kuzu directory or a PostgreSQL URL."""
     from ingest.ump import import_ump
 
-    store = MemoryStore(path, embedder="hashing", clock=clock, settings=Settings())
+    store = MemoryStore(where, embedder="hashing", clock=clock, settings=Settings())
     import_ump(store, SAMPLE)
     store.add_conversation([
         {"speaker": "Nadia", "text": "Hi!"},
@@ -54,9 +55,9 @@ def build_store(path: Path, clock: Clock) -> MemoryStore:
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[MemoryStore, str, Clock]]:
+def served(store_location: str) -> Iterator[tuple[MemoryStore, str, Clock]]:
     clock = Clock(NOW)
-    store = build_store(tmp_path / "db", clock)
+    store = build_store(store_location, clock)
     try:
         with running_sidecar(store, Tokens.from_mapping(TOKENS)) as url:
             yield store, url, clock
@@ -348,8 +349,8 @@ def test_pages_count_what_the_store_holds(served: tuple[MemoryStore, str, Clock]
 
 # -- a sidecar without tokens ---------------------------------------------------------------
 def test_without_tokens_the_local_user_logs_in_and_the_host_must_be_loopback(
-        tmp_path: Path) -> None:
-    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store_location: str) -> None:
+    with MemoryStore(store_location, embedder="hashing") as store:
         store.add("a local memory", owner="someone")
         with running_sidecar(store) as url:
             local = browser(url, None)
@@ -359,3 +360,113 @@ def test_without_tokens_the_local_user_logs_in_and_the_host_must_be_loopback(
                 answer = raw_request(url, b"GET " + path + b" HTTP/1.1\r\n"
                                      b"Host: evil.example\r\n\r\n")
                 assert answer.status == 400
+
+
+# -- an operator's day ----------------------------------------------------------------------
+def test_the_feedback_chart_adds_up_to_the_totals(served: tuple[MemoryStore, str, Clock]
+                                                  ) -> None:
+    """Every mark is dated by its feedback event, also once importance is at its top and
+    a mark writes no version row (the demo's twelve useful marks on one memory)."""
+    store, url, clock = served
+    target = store.recall("deploy orchard", k=1, owner=NADIA)[0].memory
+    clock.advance(days=1)
+    for _ in range(12):
+        store.feedback(target.id, useful=True, owner=NADIA)
+    store.feedback(target.id, useful=False, owner=NADIA)
+    assert store.get(target.id).importance == 1.0
+    feedback = browser(url, ADMIN).get("/ui/api/quality").json()["feedback"]
+    over_time = feedback["over_time"]
+    assert feedback["useful"] == 4 + 12 and feedback["ignored"] == 2 + 1
+    assert sum(over_time["useful"]) == feedback["useful"]
+    assert sum(over_time["ignored"]) == feedback["ignored"]
+    assert over_time["undated"] == {"useful": 0, "ignored": 0}
+    assert over_time["labels"] == ["2026-07-15", "2026-07-16"]
+    assert (over_time["useful"], over_time["ignored"]) == ([4, 12], [2, 1])
+
+
+def test_counts_without_events_are_undated(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        memory = store.add("a note that came with its counts", owner="ann")
+        store.feedback(memory.id, useful=True, owner="ann")
+        store.cypher("MATCH (m:Memory {id: $id}) SET m.useful_count = 5, m.ignored_count = 2",
+                     {"id": memory.id}, write=True)
+        with running_sidecar(store) as url:
+            feedback = browser(url, None).get("/ui/api/quality").json()["feedback"]
+    assert (feedback["useful"], feedback["ignored"]) == (5, 2)
+    assert sum(feedback["over_time"]["useful"]) == 1
+    assert feedback["over_time"]["undated"] == {"useful": 4, "ignored": 2}
+
+
+def test_the_finder_finds_every_version(served: tuple[MemoryStore, str, Clock]) -> None:
+    """Words find the current version, the versions it replaced, and candidates: what
+    recall alone never returns."""
+    store, url, _ = served
+    mine = store.memories(owner=NADIA)
+    chained = next(m for m in mine if m.superseded_by and not store.get(
+        m.superseded_by[0]).superseded_by)
+    versions = [v for v in mine if v.subject == chained.subject]
+    assert len(versions) >= 2
+    admin = browser(url, ADMIN)
+    found = admin.get("/ui/api/memories", params={"q": chained.subject}).json()["memories"]
+    assert {v.id for v in versions} <= {m["id"] for m in found}
+    assert any(m["current"] is False for m in found)
+    # a word of the current version alone: the versions it replaced come with it
+    current = next(v for v in versions if v.is_current)
+    texts = [" ".join(m.text.lower().replace(".", " ").split()) for m in mine]
+    word = min((w for w in current.text.lower().replace(".", " ").split() if len(w) > 3),
+               key=lambda w: sum(w in t.split() for t in texts))
+    assert sum(word in t.split() for t in texts) == 1, word
+    found = admin.get("/ui/api/memories", params={"q": word}).json()["memories"]
+    assert {v.id for v in versions} <= {m["id"] for m in found}, word
+    candidate = next(m for m in mine if m.status is Status.CANDIDATE)
+    words = " ".join(candidate.text.split()[:6])
+    assert candidate.id not in {h.memory.id for h in store.recall(
+        words, k=30, preset="fulltext", owner=NADIA, include_archived=True,
+        record_access=False)}
+    found = admin.get("/ui/api/memories", params={"q": words}).json()["memories"]
+    assert candidate.id in {m["id"] for m in found}
+    theirs = browser(url, OTHER).get("/ui/api/memories", params={"q": words}).json()
+    assert not owner_ids(store, NADIA) & {m["id"] for m in theirs["memories"]}
+
+
+def test_a_chain_numbers_and_dates_its_versions(served: tuple[MemoryStore, str, Clock]
+                                                ) -> None:
+    store, url, _ = served
+    chained = next(m for m in store.memories(owner=NADIA) if m.superseded_by)
+    chain = browser(url, ADMIN).get("/ui/api/memory", params={"id": chained.id}).json()["chain"]
+    assert [c["version"] for c in chain] == list(range(1, len(chain) + 1))
+    assert [c["created"] for c in chain] == sorted(c["created"] for c in chain)
+    assert len({c["excerpt"] for c in chain}) == len(chain) > 1  # told apart by their text
+    assert [c["current"] for c in chain] == [False] * (len(chain) - 1) + [True]
+    assert [c["this"] for c in chain].count(True) == 1
+
+
+def test_archives_are_approved_together_and_undone_one_by_one(
+        served: tuple[MemoryStore, str, Clock]) -> None:
+    store, url, _ = served
+    admin = browser(url, ADMIN)
+    queue = admin.get("/ui/api/review").json()
+    archives = [i["id"] for i in queue["items"] if i["action"] == "archive"]
+    review = next(i["id"] for i in queue["items"] if i["action"] == "review")
+    assert len(archives) > 10
+    assert all(i["text"] and i["created"] and i["owner"] == NADIA for i in queue["items"])
+    theirs = sorted(owner_ids(store, TOMAS))[0]
+    body = {"memory_ids": [*archives, review, theirs]}
+    assert browser(url, READER).act("review/approve-archives", body).status_code == 403
+    assert admin.post("/ui/api/review/approve-archives", json=body).status_code == 403  # CSRF
+    before = store.get(theirs)
+    answer = admin.act("review/approve-archives", body).json()
+    assert answer["archived"] == archives
+    assert [x["id"] for x in answer["skipped"]] == [review, theirs]
+    assert "now recommends review" in answer["skipped"][0]["why"]
+    assert store.get(theirs) == before and store.get(review).status is Status.ACTIVE
+    for memory_id in archives:
+        assert store.get(memory_id).status is Status.ARCHIVED
+        assert store.events(memory_id)[-1].agent_id == f"dashboard:{NADIA}"
+    queue = admin.get("/ui/api/review").json()
+    assert not set(archives) & {i["id"] for i in queue["items"]}
+    assert {d["memory_id"] for d in queue["decisions"]} == set(archives)
+    assert admin.act("review/undo", {"memory_id": archives[0]}).json()["success"]
+    assert store.get(archives[0]).status is Status.ACTIVE
+    assert store.get(archives[1]).status is Status.ARCHIVED
+    assert admin.act("review/approve-archives", {"memory_ids": []}).status_code == 422

@@ -1,4 +1,4 @@
-"""``graphmem ui``: a dashboard on a local store, as a real process."""
+"""``graphmem ui``: a dashboard on a local store (Kuzu or PostgreSQL), as a real process."""
 
 from __future__ import annotations
 
@@ -17,13 +17,14 @@ from graphmem.cli import cli
 from ._servers import interrupt
 
 
-def test_ui_serves_the_dashboard_of_the_store_until_interrupted(tmp_path: Path) -> None:
-    db = tmp_path / "db"
+def test_ui_serves_the_dashboard_of_the_store_until_interrupted(store_location: str
+                                                               ) -> None:
+    db = store_location
     with MemoryStore(db, embedder="hashing") as store:
         store.add("the orchard runs on PostgreSQL", owner="nadia")
         store.add("tomas keeps bees", owner="tomas")
     env = {**os.environ, "GRAPHMEM_EMBEDDER": "hashing", "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen([sys.executable, "-m", "graphmem", "--db", str(db), "ui",
+    process = subprocess.Popen([sys.executable, "-m", "graphmem", "--db", db, "ui",
                                 "--no-open"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, env=env)
     try:

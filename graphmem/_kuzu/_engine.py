@@ -40,6 +40,7 @@ from .._engine import (
     MemoryScan,
     MentionRecord,
     Patch,
+    SqlCapability,
     WriteBatch,
     check_vector_dtype,
 )
@@ -182,6 +183,7 @@ class KuzuEngine:
             self._move_forget_key()
         self.recovery_note = self.db.recovery_note
         self.cypher: CypherCapability | None = KuzuCypher(self.db)
+        self.sql: SqlCapability | None = None
         #: one writing process per database: no other process commits anything
         self.changes: ChangeFeed | None = None
         # Whether any edge is marked gone (until the next purge): bulk edge scans skip

@@ -73,6 +73,31 @@ def map_error(exc: BaseException, *, where: str) -> GraphmemError:
     return StoreError(f"PostgreSQL database {where} failed: {exc}".strip())
 
 
+def _statement_error(exc: psycopg.Error, *, where: str, timeout_s: float) -> GraphmemError:
+    """The error of a statement graphmem did not write: its own mistakes (syntax, names,
+    values, a write) are the caller's, with PostgreSQL's message."""
+    if isinstance(exc, psycopg.errors.QueryCanceled):
+        return InvalidInputError(
+            f"the statement ran longer than {timeout_s:g} s (GRAPHMEM_CYPHER_TIMEOUT_S) and "
+            "was stopped. Narrow it (a LIMIT, a WHERE on an indexed column) or raise "
+            "GRAPHMEM_CYPHER_TIMEOUT_S", field="query")
+    if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
+        return ReadOnlyStoreError(
+            "SQL through graphmem is read-only; change memories through the store's API "
+            f"(PostgreSQL said: {exc})")
+    state = getattr(getattr(exc, "diag", None), "sqlstate", None) or ""
+    if not state and isinstance(exc, psycopg.ProgrammingError):  # psycopg's own check
+        return InvalidInputError(f"the statement's parameters do not match it: {exc}; name "
+                                 "each %(name)s, give every one a value, and write a "
+                                 "literal % as %%", field="params")
+    # 42: syntax errors, unknown tables and columns; 22: bad values; 21: cardinality
+    if state[:2] in ("42", "22", "21"):
+        return InvalidInputError(
+            "SQL error (graphmem runs one read-only statement: SELECT, WITH ... SELECT, "
+            f"VALUES or TABLE): {exc}".strip(), field="query")
+    return map_error(exc, where=where)
+
+
 class Database:
     """A pool of connections to one PostgreSQL database, reads and writes."""
 
@@ -198,6 +223,31 @@ class Database:
                 return cur.fetchall()
             except psycopg.Error as exc:
                 raise map_error(exc, where=self.where) from exc
+
+    def read_statement(self, query: str, params: Mapping[str, Any], *, timeout_s: float
+                       ) -> tuple[list[str], list[list[Any]]]:
+        """A statement graphmem did not write (a named query's SQL, ``store.sql``): one
+        reading statement in a read-only transaction of its own, stopped after
+        ``timeout_s`` seconds, its errors the caller's. Returns the column names and the
+        rows.
+
+        It runs as a server-side cursor, which PostgreSQL declares only for one query
+        that returns rows (SELECT, WITH ... SELECT, VALUES, TABLE): "COMMIT; DELETE ..."
+        is refused, never run outside the transaction, as the simple protocol would. The
+        transaction is rolled back, so a ``set_config`` in it does not outlive it on the
+        pooled connection."""
+        try:
+            with self._pool.connection() as conn, conn.transaction(force_rollback=True):
+                conn.execute("SET TRANSACTION READ ONLY")
+                conn.execute("SELECT set_config('statement_timeout', %s, true)",
+                             (f"{max(1, round(timeout_s * 1000))}ms",))
+                with conn.cursor(name="graphmem_statement") as cur:
+                    cur.execute(query, dict(params))
+                    rows = cur.fetchall()
+                    names = [c.name for c in cur.description or ()]
+                return names, [list(r) for r in rows]
+        except psycopg.Error as exc:
+            raise _statement_error(exc, where=self.where, timeout_s=timeout_s) from exc
 
     def run(self, query: str | sql.Composable,
             params: Sequence[Any] | Mapping[str, Any] = ()) -> None:

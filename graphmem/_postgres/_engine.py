@@ -40,6 +40,7 @@ from .._engine import (
     MemoryScan,
     MentionRecord,
     Patch,
+    SqlCapability,
     WriteBatch,
     check_vector_dtype,
 )
@@ -74,6 +75,7 @@ from ._rows import (
 )
 from ._schema import SCHEMA_VERSION, ensure_schema
 from ._search import SqlSearch
+from ._sql import PostgresSql
 
 __all__ = ["PostgresEngine"]
 
@@ -128,8 +130,9 @@ class PostgresEngine:
         self.secrets_location = f"table secrets of {self.db.where}"
         self.read_only = read_only
         self.recovery_note: str | None = None
-        #: Cypher is Kuzu's; named SQL views answer the core analyst queries instead
+        #: Cypher is Kuzu's; the named queries' SQL texts (and ``store.sql``) run here
         self.cypher: CypherCapability | None = None
+        self.sql: SqlCapability | None = PostgresSql(self.db)
         self.changes: ChangeFeed | None = self._changes
         #: vector and full-text search in SQL (an engine feature, not part of the port)
         self.search = SqlSearch(self.db)

@@ -109,9 +109,11 @@ def add_live_routes(app: FastAPI, store: MemoryStore) -> None:
     @app.post("/v1/cypher", tags=["analysis"], responses=errors(*GATE, *BODY, 501))
     def cypher(body: CypherIn, who: Reader, _: AllOwners) -> dict[str, Any]:
         """One read-only Cypher statement over every owner's memories (hence the
-        all_owners scope). Writes are refused: change memories through their routes. A
-        statement still running after GRAPHMEM_CYPHER_TIMEOUT_S (10 s unless the sidecar
-        sets it) is stopped: 422, field 'query'; other requests are served meanwhile."""
+        all_owners scope), on a Kuzu store: a PostgreSQL store answers 501 (the named
+        queries answer on both). Writes are refused: change memories through their
+        routes. A statement still running after GRAPHMEM_CYPHER_TIMEOUT_S (10 s unless
+        the sidecar sets it) is stopped: 422, field 'query'; other requests are served
+        meanwhile."""
         rows = store.cypher(body.query, body.params)
         return {"count": len(rows), "rows": _plain(rows)}
 

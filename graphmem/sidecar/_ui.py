@@ -79,6 +79,12 @@ class UndoIn(_In):
     memory_id: str = Field(min_length=1)
 
 
+class ApproveIn(_In):
+    #: the archives to approve (the queue holds at most 100 of them)
+    memory_ids: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1,
+                                                                  max_length=500)
+
+
 class RecallIn(_In):
     query: str = Field(min_length=1, max_length=2000)
     preset: str = "default"
@@ -163,6 +169,12 @@ def _router(pages: Pages, sessions: Sessions, tokens: Tokens | None) -> APIRoute
     def decide(body: DecisionIn, principal: Admin) -> dict[str, Any]:
         return pages.decide(body.memory_id, body.decision, owner=principal.owner,
                             actor=actor_of(principal.owner))
+
+    @router.post("/review/approve-archives")
+    def approve_archives(body: ApproveIn, principal: Admin) -> dict[str, Any]:
+        """Archive those of these memories the archivist still recommends archiving."""
+        return pages.approve_archives(body.memory_ids, owner=principal.owner,
+                                      actor=actor_of(principal.owner))
 
     @router.post("/review/undo")
     def undo(body: UndoIn, principal: Admin) -> dict[str, Any]:

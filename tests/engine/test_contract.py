@@ -284,6 +284,25 @@ def test_user_cypher_is_a_capability(engine: Engine) -> None:
     assert time.perf_counter() - started < 3
 
 
+def test_read_only_sql_is_a_capability(engine: Engine) -> None:
+    """An engine speaks Cypher or SQL (the named queries have a text for each)."""
+    _seed(engine)
+    assert (engine.cypher is None) != (engine.sql is None)
+    capability = engine.sql
+    if capability is None:
+        pytest.skip("this engine does not speak SQL")
+    result = capability.run("SELECT count(*) AS n FROM memories WHERE owner = %(o)s",
+                            {"o": "ann"}, timeout_s=10)
+    assert (result.columns, result.rows) == (["n"], [[2]])
+    with pytest.raises(Exception, match="read-only"):
+        capability.run("UPDATE memories SET text = 'x'", {}, timeout_s=10)
+    assert engine.get("m:a").text == "Orchard runs on PostgreSQL 16"  # type: ignore[union-attr]
+    started = time.perf_counter()
+    with pytest.raises(InvalidInputError, match="GRAPHMEM_CYPHER_TIMEOUT_S"):
+        capability.run("SELECT pg_sleep(30)", {}, timeout_s=0.5)
+    assert time.perf_counter() - started < 3
+
+
 def test_the_knowledge_graph_is_written_read_and_left(engine: Engine) -> None:
     from dataclasses import replace
 

@@ -38,7 +38,6 @@ KUZU_ONLY = {
     "test_cypher_is_read_only_and_checks_parameters": "Cypher is Kuzu's",
     "test_tombstone_then_forget": "inspects the graph through Cypher",
     "test_feedback_counts_boosts_and_pairs": "inspects the graph through Cypher",
-    "test_named_queries_over_entities_and_facts": "named Cypher queries",
 }
 
 

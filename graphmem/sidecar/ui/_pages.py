@@ -15,8 +15,10 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..._errors import GraphmemError
 from ..._facade import MemoryStore
 from ..._models import EventType, Memory, Status
+from ..._recall._bm25 import tokenize
 
 __all__ = ["DECISIONS", "Pages", "actor_of"]
 
@@ -204,29 +206,12 @@ class Pages:
                 "ignored": sum(m.ignored_count for m in memories),
                 "corrections": len(corrections),
                 "by_kind": feedback_by_kind,
-                "over_time": self._feedback_over_time(memories, corrections),
+                "over_time": _feedback_over_time(memories, by_type.get("feedback", []),
+                                                 corrections),
             },
             "most_ignored": [{**_brief(m), "useful": m.useful_count,
                               "ignored": m.ignored_count} for m in ignored],
         }
-
-    def _feedback_over_time(self, memories: Sequence[Memory],
-                            corrections: Sequence[Any]) -> dict[str, Any]:
-        """Useful feedback and corrections per day. Useful feedback is dated by the
-        ``importance_boost`` version rows it writes (of the most useful memories, at most
-        200 histories read); ignored feedback is only counted, never dated."""
-        days: dict[str, Counter[str]] = defaultdict(Counter)
-        useful = sorted((m for m in memories if m.useful_count),
-                        key=lambda m: -m.useful_count)[:200]
-        for memory in useful:
-            for version in self.store.history(memory.id, owner=memory.owner):
-                if version.reason == "useful feedback":
-                    days[version.at.strftime("%Y-%m-%d")]["useful"] += 1
-        for event in corrections:
-            days[event.timestamp.strftime("%Y-%m-%d")]["corrections"] += 1
-        labels = sorted(days)
-        return {"labels": labels, "useful": [days[d]["useful"] for d in labels],
-                "corrections": [days[d]["corrections"] for d in labels]}
 
     # -- review queue ---------------------------------------------------------------------
     def review(self, owner: str | None) -> dict[str, Any]:
@@ -241,15 +226,21 @@ class Pages:
                                                         since=self.store.now() - window)
                 if e.event_type is EventType.KEEP}
         actions = ("review",) if auto_archive else ("review", "archive")
+        queued = [e for e in report.evaluations
+                  if e.recommended_action in actions and e.memory_id not in kept]
+        held = {m.id: m for m in self.store.get_many([e.memory_id for e in queued],
+                                                     owner=owner)}
         items = []
-        for e in report.evaluations:
-            if e.recommended_action not in actions or e.memory_id in kept:
-                continue
+        for e in queued:
             choices = ["promote", "archive", "keep"] if e.recommended_action == "review" \
                 else ["archive", "keep"]
             if e.current_state != "episodic" and "promote" in choices:
                 choices.remove("promote")
+            memory = held.get(e.memory_id)
             items.append({"id": e.memory_id, "subject": e.subject,
+                          "text": _label(None, memory.text, 280) if memory else "",
+                          "created": _iso(memory.created) if memory else None,
+                          "owner": memory.owner if memory else None,
                           "action": e.recommended_action, "kind": e.current_state,
                           "confidence": e.confidence, "reasons": e.reasons,
                           "metrics": e.metrics.model_dump(mode="json"),
@@ -292,6 +283,35 @@ class Pages:
         result = act(memory.id, owner=owner, actor=actor)
         return {**result.model_dump(mode="json"), "decision": decision, "recorded": True}
 
+    def approve_archives(self, memory_ids: Sequence[str], *, owner: str | None,
+                         actor: str) -> dict[str, Any]:
+        """Archive, as ``actor``, each of these memories that the archivist still
+        recommends archiving (evaluated again now, together); the others are left as
+        they are and listed with the reason. Each archive is restorable as one."""
+        ids = list(dict.fromkeys(memory_ids))
+        found = {e.memory_id: e for e in self.store.batch_evaluate(ids, owner=owner)}
+        archived: list[str] = []
+        skipped: list[dict[str, str]] = []
+        for memory_id in ids:
+            evaluation = found.get(memory_id)
+            if evaluation is None:
+                skipped.append({"id": memory_id, "why": f"no active memory {memory_id}"})
+                continue
+            if evaluation.recommended_action != "archive":
+                skipped.append({"id": memory_id, "why": "the archivist now recommends "
+                                                        f"{evaluation.recommended_action}"})
+                continue
+            try:
+                result = self.store.archive(memory_id, owner=owner, actor=actor)
+            except GraphmemError as exc:  # changed meanwhile: the rest go on
+                skipped.append({"id": memory_id, "why": str(exc)})
+                continue
+            if result.success:
+                archived.append(memory_id)
+            else:
+                skipped.append({"id": memory_id, "why": result.error or "not archived"})
+        return {"archived": archived, "skipped": skipped}
+
     def undo(self, memory_id: str, *, owner: str | None, actor: str) -> dict[str, Any]:
         """Restore a memory's last promotion or archive, within the restore window."""
         result = self.store.restore(memory_id, owner=owner, actor=actor)
@@ -325,32 +345,42 @@ class Pages:
             **self._knowledge(memory.id, owner),
         }
 
-    def _chain(self, memory: Memory, owner: str | None, limit: int = 25) -> list[Any]:
-        """The supersede chain through ``memory``, oldest first (SUPERSEDES points from
-        the newer memory to the one it replaces)."""
-        store = self.store
+    def _chain(self, memory: Memory, owner: str | None) -> list[Any]:
+        """The supersede chain through ``memory``, oldest first, each version numbered
+        and dated with its own text (the versions of a chain often share a subject)."""
+        older, newer = self._older(memory, owner), self._newer(memory, owner)
+        if not older and not newer:
+            return []
+        return [{**_brief(m), "version": n, "created": _iso(m.created),
+                 "excerpt": _label(None, m.text, 160), "this": m.id == memory.id}
+                for n, m in enumerate([*reversed(older), memory, *newer], 1)]
+
+    def _older(self, memory: Memory, owner: str | None, limit: int = 25) -> list[Memory]:
+        """The versions ``memory`` replaced, newest first (SUPERSEDES points from the
+        newer memory to the one it replaces)."""
         older: list[Memory] = []
         current = memory
         while len(older) < limit:
-            replaced = [x.other for x in store.links(current.id, owner=owner)
+            replaced = [x.other for x in self.store.links(current.id, owner=owner)
                         if x.kind == "supersedes" and x.direction == "out"]
-            found = store.get_many(replaced[:1], owner=owner)
+            found = self.store.get_many(replaced[:1], owner=owner)
             if not found or found[0].id in {m.id for m in older} | {memory.id}:
                 break
             current = found[0]
             older.append(current)
+        return older
+
+    def _newer(self, memory: Memory, owner: str | None, limit: int = 25) -> list[Memory]:
+        """The versions that replaced ``memory``, oldest first."""
         newer: list[Memory] = []
         current = memory
         while current.superseded_by and len(newer) < limit:
-            found = store.get_many(current.superseded_by[:1], owner=owner)
+            found = self.store.get_many(current.superseded_by[:1], owner=owner)
             if not found or found[0].id in {m.id for m in newer} | {memory.id}:
                 break
             current = found[0]
             newer.append(current)
-        if not older and not newer:
-            return []
-        return [{**_brief(m), "created": _iso(m.created), "this": m.id == memory.id}
-                for m in [*reversed(older), memory, *newer]]
+        return newer
 
     def _knowledge(self, memory_id: str, owner: str | None) -> dict[str, Any]:
         """The entities a memory mentions and the facts it states, with entity names."""
@@ -367,20 +397,54 @@ class Pages:
                       for f in section["facts"]],
         }
 
-    def find(self, query: str, owner: str | None, *, limit: int = 20) -> list[dict[str, Any]]:
-        """Memories to open: full-text matches of ``query`` (archived ones too, no access
-        recorded), or the newest ones when it is empty."""
-        if query.strip():
-            hits = self.store.recall(query, k=limit, preset="fulltext", owner=owner,
-                                     include_archived=True, record_access=False)
-            return [_brief(h.memory) for h in hits]
-        graph = self._cache.get(("nodes", owner),
-                                lambda: self.store.to_networkx(owner=owner, edge_kinds=()))
-        newest = sorted(graph.nodes(data=True), key=lambda item: item[1]["created"],
-                        reverse=True)[:limit]
-        return [{"id": n, "label": _label(d["subject"], d["label"]), "kind": d["kind"],
-                 "status": d["status"], "hot": d["hot"], "owner": d["owner"],
-                 "importance": round(d["importance"], 3)} for n, d in newest]
+    def find(self, query: str, owner: str | None, *, limit: int = 30
+             ) -> list[dict[str, Any]]:
+        """Memories to open. For words: recall's full-text matches (current versions,
+        archived ones too, no access recorded) and the versions recall never returns
+        (candidates, superseded and tombstoned ones) that hold at least half of the
+        words, most of the words first, each followed by the other versions of its
+        supersede chain. With no words: the newest memories, whatever their state."""
+        if not query.strip():
+            graph = self._cache.get(("nodes", owner),
+                                    lambda: self.store.to_networkx(owner=owner, edge_kinds=()))
+            newest = sorted(graph.nodes(data=True), key=lambda item: item[1]["created"],
+                            reverse=True)[:limit]
+            return [{"id": n, "label": _label(d["subject"], d["label"]), "kind": d["kind"],
+                     "status": d["status"], "hot": d["hot"], "owner": d["owner"],
+                     "importance": round(d["importance"], 3), "created": _iso(d["created"]),
+                     "found": "newest"} for n, d in newest]
+        words = set(tokenize(query)) or {query.lower()}
+        hits = [(len(words & _terms(hit.memory)) / len(words), hit.memory)
+                for hit in self.store.recall(query, k=limit, preset="fulltext", owner=owner,
+                                             include_archived=True, record_access=False)]
+        hidden = sorted(((len(words & terms) / len(words), memory)
+                         for memory, terms in self._hidden(owner)),
+                        key=lambda m: -m[1].created.timestamp())
+        # most of the words first; among equals, recall's rank, then the newest
+        matches = sorted([*hits, *(m for m in hidden if m[0] >= 0.5)], key=lambda m: -m[0])
+        found: dict[str, dict[str, Any]] = {}
+        for _, memory in matches:
+            if len(found) >= limit:
+                break
+            if memory.id in found:
+                continue
+            found[memory.id] = {**_brief(memory), "created": _iso(memory.created),
+                                "found": "words"}
+            for other in [*self._older(memory, owner), *self._newer(memory, owner)]:
+                found.setdefault(other.id, {**_brief(other), "created": _iso(other.created),
+                                            "found": f"a version of {memory.id}"})
+        return list(found.values())[:limit]
+
+    def _hidden(self, owner: str | None) -> list[tuple[Memory, frozenset[str]]]:
+        """The versions recall never returns, each with its words (cached until the
+        store changes)."""
+        def build() -> list[tuple[Memory, frozenset[str]]]:
+            return [(m, _terms(m)) for m in self.memories(owner)
+                    if m.status in (Status.CANDIDATE, Status.TOMBSTONED)
+                    or (m.superseded_by and m.status is not Status.FORGOTTEN)]
+
+        value: list[tuple[Memory, frozenset[str]]] = self._cache.get(("hidden", owner), build)
+        return value
 
     # -- recall ---------------------------------------------------------------------------
     def recall(self, query: str, *, owner: str | None, preset: str, k: int,
@@ -393,3 +457,32 @@ class Pages:
                               h.explanation.model_dump(mode="json"),
                           "why": h.explanation.lines()} for h in hits]}
 
+
+def _terms(memory: Memory) -> frozenset[str]:
+    """The words of a memory's subject and text, as full-text search sees them."""
+    return frozenset(tokenize(f"{memory.subject or ''} {memory.text}"))
+
+
+def _feedback_over_time(memories: Sequence[Memory], feedback: Sequence[Any],
+                        corrections: Sequence[Any]) -> dict[str, Any]:
+    """Useful and ignored feedback and corrections per day. Every mark writes a feedback
+    event, which dates it; a memory whose counters exceed its events (counts that came
+    with an import) has the rest as ``undated``, so that the days and the undated add up
+    to the totals the page shows."""
+    counters = {m.id: {"useful": m.useful_count, "ignored": m.ignored_count}
+                for m in memories}
+    days: dict[str, Counter[str]] = defaultdict(Counter)
+    left = {memory_id: dict(counts) for memory_id, counts in counters.items()}
+    for event in sorted(feedback, key=lambda e: e.timestamp, reverse=True):
+        mark = "useful" if event.reason == "useful" else "ignored"
+        if left.get(event.memory_id, {}).get(mark, 0) > 0:  # the newest ones, as counted
+            left[event.memory_id][mark] -= 1
+            days[event.timestamp.strftime("%Y-%m-%d")][mark] += 1
+    for event in corrections:
+        days[event.timestamp.strftime("%Y-%m-%d")]["corrections"] += 1
+    labels = sorted(days)
+    return {"labels": labels, "useful": [days[d]["useful"] for d in labels],
+            "ignored": [days[d]["ignored"] for d in labels],
+            "corrections": [days[d]["corrections"] for d in labels],
+            "undated": {mark: sum(c[mark] for c in left.values())
+                        for mark in ("useful", "ignored")}}
