@@ -75,7 +75,7 @@ def test_readme_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPa
             expected = comment[1:-1] if comment[:1] == comment[-1:] == '"' else comment
             assert shown == [expected], f"{name}, line {first}: the README says {comment}"
             checked.append(expected)
-    assert {"1 1", "promote", "# Archivist Lifecycle Report",
+    assert {"2 1", "promote", "# Archivist Lifecycle Report",
             "['created', 'importance_boost']", "True"} <= set(checked)
     assert not list(tmp_path.glob("ingest")) and (tmp_path / "roundtrip.json").is_file()
 

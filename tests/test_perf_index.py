@@ -38,7 +38,7 @@ def _varied_store(path: Path) -> MemoryStore:
     store.supersede(old.id, "the greenhouse sensor reads moisture and heat")
     doomed = store.add("a note to forget about the orchard", owner="ben")
     store.forget(doomed.id, confirm=True)
-    store.recall("orchard deploy", k=5, owner="ana")  # access times
+    store.recall("orchard deploy", k=5, owner="ana", record_access=True)  # access times
     store.flush()
     return store
 
