@@ -175,3 +175,31 @@ def test_the_readme_counts_the_default_presets_channels() -> None:
     assert said is not None, "the tour no longer says how many channels recall fuses"
     channels = [c for c, w in graphmem.PRESETS["default"].weights.items() if w > 0]
     assert words[said.group(1)] == len(channels) == len(re.split(r", | and ", said.group(2)))
+
+
+def _configuration_table() -> set[str]:
+    section = README.split("## Configuration\n", 1)[1].split("\n## ", 1)[0]
+    return {name for row in section.splitlines() if row.startswith("| `")
+            for name in re.findall(r"`([A-Z][A-Z0-9_]+)`", row.split("|")[1])}
+
+
+def test_the_configuration_table_names_every_variable_and_no_other() -> None:
+    """One reference for every setting: each variable the code reads is a row, and each
+    row is a variable the code reads."""
+    from graphmem._settings import _ENV
+
+    read = set(_ENV) | {"GRAPHMEM_DB", "GRAPHMEM_SIDECAR_TOKEN", "OLLAMA_HOST",
+                        "GRAPHMEM_LOCOMO", "GRAPHMEM_LONGMEMEVAL"}
+    code = "\n".join(p.read_text(encoding="utf-8") for folder in ("graphmem", "ingest")
+                     for p in (ROOT / folder).rglob("*.py"))
+    assert set(re.findall(r"\"(GRAPHMEM_[A-Z0-9_]+)\"", code)) <= read
+    assert _configuration_table() == read
+
+
+def test_the_contents_list_every_section() -> None:
+    contents = README.split("## Contents\n", 1)[1].split("\n## ", 1)[0]
+    linked = re.findall(r"\[([^]]+)\]\(#([a-z0-9-]+)\)", contents)
+    headings = [h for h in re.findall(r"^## (.+)$", README, re.M) if h != "Contents"]
+    assert [title for title, _ in linked] == headings
+    assert all(anchor == re.sub(r"[^a-z0-9 -]", "", title.lower()).replace(" ", "-")
+               for title, anchor in linked)
