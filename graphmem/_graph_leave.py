@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -33,16 +33,25 @@ _KEYED = re.compile(r"^(?:ent_[0-9a-f]{16}|fact_[0-9a-f]{24})(?:_\d+)?$")
 
 
 def fact_id(owner: str | None, subject: str, predicate: str, obj: str,
-            since: datetime | None, *, key: bytes = b"") -> str:
+            since: datetime | None, *, key: bytes = b"", taken: Container[str] = ()) -> str:
     """A stable id for a fact: the same statement of the same time is the same fact.
-    Keyed by the store's id key (24 hex digits; 16 without a key).
+    Keyed by the store's id key (24 hex digits; 16 without a key), with ``_2``, ``_3``
+    ... while ``taken`` has it (a fact whose start changed keeps the id it had).
 
     >>> len(fact_id("ann", "ent_1", "lives_in", "ent_2", None, key=b"k" * 32))
     29
+    >>> first = fact_id("ann", "ent_1", "lives_in", "ent_2", None)
+    >>> fact_id("ann", "ent_1", "lives_in", "ent_2", None, taken={first}) == first + "_2"
+    True
     """
     text = "\x1f".join([owner or "", subject, predicate, obj, since.isoformat() if since else ""])
-    return "fact_" + hashlib.blake2b(text.encode(), key=key,
-                                     digest_size=12 if key else 8).hexdigest()
+    found = "fact_" + hashlib.blake2b(text.encode(), key=key,
+                                      digest_size=12 if key else 8).hexdigest()
+    identifier, n = found, 1
+    while identifier in taken:
+        n += 1
+        identifier = f"{found}_{n}"
+    return identifier
 
 
 def keyed_id(identifier: str) -> bool:

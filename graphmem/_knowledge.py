@@ -47,7 +47,7 @@ class Knowledge:
         self._ctx = ctx
         self._lock = threading.RLock()
         self._resolvers: dict[str | None, EntityResolver] = {}
-        #: owner -> (subject entity, predicate) -> its live facts
+        #: owner -> (subject entity, predicate) -> its facts (ended ones too)
         self._facts: dict[str | None, dict[tuple[str, str], list[FactRecord]]] = {}
         #: the last ``recorded`` given: facts are recorded in a strict order, which forget
         #: replays (a frozen or coarse clock would give many the same time)
@@ -538,16 +538,20 @@ class Knowledge:
                 if roles.get(entity_id, ("speaker",))[0] in ("speaker", "mention"):
                     roles[entity_id] = (role, roles.get(entity_id, (role, surface))[1])
             since = fact.valid_from or (fact.when.start if fact.when else None) or at
-            same = [f for f in facts.get((subject, fact.predicate), ())
-                    if f.object == obj and f.valid_to is None]
-            if same:  # stated again: one more source
+            group = facts.get((subject, fact.predicate), [])
+            # stated again: one more source of the live fact of that value, else of the
+            # one of the same start (the same statement of the same time, ended since)
+            same = [f for f in group if f.object == obj and f.valid_to is None] or \
+                [f for f in group if f.object == obj and f.valid_from == since]
+            if same:
                 if memory.id not in same[0].sources:
                     more = _replace(same[0], sources=(*same[0].sources, memory.id))
                     batch.changed_facts.append(more)
                     self._swap(owner, same[0], more)
                 continue
             new = FactRecord(id=fact_id(owner, subject, fact.predicate, obj, since,
-                                        key=self._ctx.keys.id_key()),
+                                        key=self._ctx.keys.id_key(),
+                                        taken={f.id for f in group}),
                              owner=owner, subject=subject, predicate=fact.predicate,
                              object=obj, confidence=fact.confidence, valid_from=since,
                              valid_to=fact.valid_to, recorded=self._next_recorded(),
@@ -606,7 +610,7 @@ class Knowledge:
             return
         group = facts.get((old.subject, old.predicate), [])
         group[:] = [f for f in group if f.id != old.id]
-        if new is not None and new.valid_to is None:
+        if new is not None:
             group.append(new)
 
     # -- migration ---------------------------------------------------------------------
