@@ -2,10 +2,12 @@
 planned into the same ``WriteBatch`` as the rest of the change.
 
 - The facts that shared a subject and predicate with a leaving fact are written again as
-  if what left had never been (``replayed``): a fact the leaving one ended is valid
+  if what left had never been (``replayed``), statement by statement (each source of a
+  fact is one, made when its memory was written): a fact the leaving one ended is valid
   again unless a fact or a supersede that stays would have ended it (then that one ends
   it), a fact the leaving memory stated first starts when the memory that stays stated
-  it, and a later statement of a fact valid again joins it.
+  it, a later statement of a fact valid again joins it, and a statement that joined a
+  fact which is no longer valid by then starts one of its own.
 - An entity keeps only the forms the memories that still mention it use, and its name is
   chosen again among them; one that no memory mentions any more goes (``rebuilt``).
 - An entity whose forms changed and whose id is a plain hash of a name (made before ids
@@ -17,8 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from ._engine import EdgeRecord, Engine, EntityRecord, FactRecord, WriteBatch
@@ -33,16 +35,25 @@ _KEYED = re.compile(r"^(?:ent_[0-9a-f]{16}|fact_[0-9a-f]{24})(?:_\d+)?$")
 
 
 def fact_id(owner: str | None, subject: str, predicate: str, obj: str,
-            since: datetime | None, *, key: bytes = b"") -> str:
+            since: datetime | None, *, key: bytes = b"", taken: Container[str] = ()) -> str:
     """A stable id for a fact: the same statement of the same time is the same fact.
-    Keyed by the store's id key (24 hex digits; 16 without a key).
+    Keyed by the store's id key (24 hex digits; 16 without a key), with ``_2``, ``_3``
+    ... while ``taken`` has it (a fact whose start changed keeps the id it had).
 
     >>> len(fact_id("ann", "ent_1", "lives_in", "ent_2", None, key=b"k" * 32))
     29
+    >>> first = fact_id("ann", "ent_1", "lives_in", "ent_2", None)
+    >>> fact_id("ann", "ent_1", "lives_in", "ent_2", None, taken={first}) == first + "_2"
+    True
     """
     text = "\x1f".join([owner or "", subject, predicate, obj, since.isoformat() if since else ""])
-    return "fact_" + hashlib.blake2b(text.encode(), key=key,
-                                     digest_size=12 if key else 8).hexdigest()
+    found = "fact_" + hashlib.blake2b(text.encode(), key=key,
+                                      digest_size=12 if key else 8).hexdigest()
+    identifier, n = found, 1
+    while identifier in taken:
+        n += 1
+        identifier = f"{found}_{n}"
+    return identifier
 
 
 def keyed_id(identifier: str) -> bool:
@@ -61,49 +72,125 @@ def set_changed(batch: WriteBatch, fact: FactRecord) -> None:
 
 
 # -- validity -----------------------------------------------------------------------------
-def replayed(facts: Sequence[FactRecord], supersedes: Sequence[EdgeRecord]
-             ) -> tuple[list[FactRecord], dict[str, str]]:
-    """The facts of one owner's subject and predicate that stay, as the writes that made
-    them leave them when replayed in the order they were recorded, without what left:
-    a newer value of a functional predicate ends the live ones that began no later
-    (``Knowledge._add``); a supersede ends the live facts of the memory it replaces that
-    the new memory does not state (``Knowledge.plan_supersede``); a statement of a live
-    fact again is one more source of it. An end given by the text itself stays.
+@dataclass(frozen=True)
+class _Statement:
+    """One memory's statement of a fact, as the replay meets it: ``fact`` is the stored
+    fact it was recorded under; ``made_it`` when it made that fact (its start and end)."""
 
-    Returns the facts as they end up (those merged into another left out) and, for each
-    merged fact, the id of the fact it joined."""
-    events: list[tuple[datetime, int, str, FactRecord | EdgeRecord]] = [
-        (f.recorded, 0, f.id, f) for f in facts]
-    for edge in supersedes:
-        if edge.at is not None:  # after the new memory's own facts, as it was written
-            after = [f.recorded for f in facts if f.sources and f.sources[0] == edge.src]
-            events.append((max([edge.at, *after]), 1, edge.src, edge))
-    live: dict[str, FactRecord] = {}
-    out: dict[str, FactRecord] = {}
-    merged: dict[str, str] = {}
-    for _, _, _, item in sorted(events, key=lambda e: e[:3]):
+    memory: str
+    fact: FactRecord
+    made_it: bool
+
+
+def replayed(facts: Sequence[FactRecord], supersedes: Sequence[EdgeRecord], *,
+             creators: Mapping[str, str], when: Mapping[str, datetime],
+             stated: Callable[[str, FactRecord], FactRecord], id_key: bytes = b"",
+             taken: Collection[str] = ()) -> list[FactRecord]:
+    """The facts of one owner's subject and predicate that stay, as the writes that made
+    them leave them when replayed in the order they were made, without what left.
+
+    Each source of a fact is one statement, made at ``when`` its memory wrote (the one
+    that made the fact, its ``creators`` entry, at the fact's ``recorded``): a statement
+    of a live value joins it as one more source, else one of the same value and start
+    (the same statement of the same time), else it starts a fact of its own, as its
+    memory states it (``stated``, under the stored fact's id while that is free);
+    a new value of a functional predicate ends the live ones that began no later
+    (``Knowledge._add``); a supersede ends the live facts of the memory it replaces that
+    the new memory does not state (``Knowledge.plan_supersede``). An end given by the
+    text itself stays. Returns the facts as they end up; a stored fact missing from
+    them joined another."""
+    replay = _Replay(stated, id_key, {*taken, *(f.id for f in facts)})
+    for at, item in _events(facts, supersedes, creators, when):
         if isinstance(item, EdgeRecord):
-            for fact in [f for f in live.values()
-                         if item.dst in f.sources and item.src not in f.sources]:
-                out[fact.id] = replace(fact, valid_to=item.at, ended_by=f"memory:{item.src}")
-                del live[fact.id]
-            continue
-        new = item if item.ended_by is None else replace(item, valid_to=None, ended_by=None)
-        same = next((f for f in live.values() if f.object == new.object), None)
-        if same is not None:
-            joined = replace(same, sources=tuple(dict.fromkeys((*same.sources, *new.sources))))
-            out[same.id] = live[same.id] = joined
-            merged[new.id] = same.id
-            continue
+            replay.supersede(item)
+        else:
+            replay.state(item, at)
+    return list(replay.out.values())
+
+
+def _events(facts: Sequence[FactRecord], supersedes: Sequence[EdgeRecord],
+            creators: Mapping[str, str], when: Mapping[str, datetime]
+            ) -> list[tuple[datetime, _Statement | EdgeRecord]]:
+    """The statements and supersedes in the order they were written. A fact's sources
+    were added in order, none before the fact was recorded; a supersede comes after the
+    new memory's own statements, as it was written."""
+    events: list[tuple[datetime, int, int, _Statement | EdgeRecord]] = []
+    times: dict[str, list[datetime]] = {}
+    for fact in sorted(facts, key=lambda f: (f.recorded, f.id)):
+        previous = fact.recorded
+        for n, memory in enumerate(fact.sources):
+            made = n == 0 and creators.get(fact.id) == memory
+            at = previous if made else max(when.get(memory, previous), previous)
+            events.append((at, 0, len(events), _Statement(memory, fact, made)))
+            times.setdefault(memory, []).append(at)
+            previous = at
+    for edge in supersedes:
+        if edge.at is not None:
+            events.append((max([edge.at, *times.get(edge.src, ())]), 1, len(events), edge))
+    return [(at, item) for at, _, _, item in sorted(events, key=lambda e: e[:3])]
+
+
+class _Replay:
+    """The facts of one subject and predicate as the replay leaves them so far."""
+
+    def __init__(self, stated: Callable[[str, FactRecord], FactRecord], id_key: bytes,
+                 taken: set[str]) -> None:
+        self.live: dict[str, FactRecord] = {}
+        self.out: dict[str, FactRecord] = {}
+        self._stated = stated
+        self._id_key = id_key
+        self._taken = taken
+
+    def supersede(self, edge: EdgeRecord) -> None:
+        for fact in [f for f in self.live.values()
+                     if edge.dst in f.sources and edge.src not in f.sources]:
+            self.out[fact.id] = replace(fact, valid_to=edge.at, ended_by=f"memory:{edge.src}")
+            del self.live[fact.id]
+
+    def state(self, statement: _Statement, at: datetime) -> None:
+        value = statement.fact.object
+        same = next((f for f in self.live.values() if f.object == value), None)
+        if same is None:
+            new = self._as_stated(statement, at)
+            same = next((f for f in self.out.values()
+                         if f.object == value and f.valid_from == new.valid_from), None)
+            if same is None:
+                self._start(new)
+                return
+        if statement.memory not in same.sources:
+            joined = replace(same, sources=(*same.sources, statement.memory))
+            self.out[same.id] = joined
+            if same.id in self.live:
+                self.live[same.id] = joined
+
+    def _as_stated(self, statement: _Statement, at: datetime) -> FactRecord:
+        """The fact ``statement`` would start: the stored one when it made it, else as
+        its memory's text states it, recorded when it was made; under the stored fact's
+        id while that is free (and does not hash a start that changed: a plain hash of
+        a forgotten start would give it back), else a new keyed one."""
+        fact, memory = statement.fact, statement.memory
+        if statement.made_it:
+            own_end = fact.valid_to if fact.ended_by is None else None
+            return replace(fact, valid_to=own_end, ended_by=None, sources=(memory,))
+        said = self._stated(memory, fact)
+        identifier = fact.id
+        if identifier in self.out or not (keyed_id(identifier)
+                                          or said.valid_from == fact.valid_from):
+            identifier = fact_id(fact.owner, fact.subject, fact.predicate, fact.object,
+                                 said.valid_from, key=self._id_key,
+                                 taken=self._taken | set(self.out))
+            self._taken.add(identifier)
+        return replace(said, id=identifier, recorded=at, ended_by=None, sources=(memory,))
+
+    def _start(self, new: FactRecord) -> None:
         if new.predicate in FUNCTIONAL_PREDICATES and new.valid_from is not None:
-            for old in [f for f in live.values() if f.object != new.object and (
+            for old in [f for f in self.live.values() if f.object != new.object and (
                     f.valid_from is None or f.valid_from <= new.valid_from)]:
-                out[old.id] = replace(old, valid_to=new.valid_from, ended_by=new.id)
-                del live[old.id]
-        out[new.id] = new
+                self.out[old.id] = replace(old, valid_to=new.valid_from, ended_by=new.id)
+                del self.live[old.id]
+        self.out[new.id] = new
         if new.valid_to is None:
-            live[new.id] = new
-    return list(out.values()), merged
+            self.live[new.id] = new
 
 
 # -- names --------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ class Knowledge:
         self._ctx = ctx
         self._lock = threading.RLock()
         self._resolvers: dict[str | None, EntityResolver] = {}
-        #: owner -> (subject entity, predicate) -> its live facts
+        #: owner -> (subject entity, predicate) -> its facts (ended ones too)
         self._facts: dict[str | None, dict[tuple[str, str], list[FactRecord]]] = {}
         #: the last ``recorded`` given: facts are recorded in a strict order, which forget
         #: replays (a frozen or coarse clock would give many the same time)
@@ -379,74 +379,85 @@ class Knowledge:
     def _replay(self, batch: WriteBatch, owner: str | None, groups: set[tuple[str, str]], *,
                 dropped: str | None, forgotten: bool) -> None:
         """The facts of ``owner`` about these (subject, predicate) groups, replayed as if
-        what leaves in ``batch`` had never been (``_graph_leave.replayed``). When
-        ``dropped`` is ``forgotten``, its supersedes leave too, and a fact it stated first
-        that another memory states too starts when that one stated it. A fact
-        whose start changes and whose id is a plain hash moves to a keyed id."""
+        what leaves in ``batch`` had never been (``_graph_leave.replayed``): each source
+        that stays is a statement made when its memory was written. When ``dropped`` is
+        ``forgotten``, its supersedes leave too. A fact the replay leaves out (it joined
+        another) goes; one it starts anew is new."""
         if not groups:
             return
         engine = self._ctx.engine
         gone = {f.id for f in batch.gone_facts}
         pending = {f.id: f for f in batch.changed_facts}
-        stored = {f.id: f for f in engine.facts(entity_ids=sorted({s for s, _ in groups}))
-                  if f.owner == owner and (f.subject, f.predicate) in groups
-                  and f.id not in gone}
+        stored = [f for f in engine.facts(entity_ids=sorted({s for s, _ in groups}))
+                  if f.owner == owner and (f.subject, f.predicate) in groups]
+        current = {f.id: pending.get(f.id, f) for f in stored if f.id not in gone}
+        creators = {f.id: f.sources[0] for f in stored if f.id in current and f.sources
+                    and f.sources[0] in current[f.id].sources}
         supersedes = [e for e in engine.edges("supersedes", owner=owner)
                       if not forgotten or dropped not in (e.src, e.dst)]
-        origin: dict[str, FactRecord] = {}  # id in the replay -> the stored fact
         grouped: dict[tuple[str, str], list[FactRecord]] = {}
-        for fact in stored.values():
-            current = pending.get(fact.id, fact)
-            if forgotten and fact.sources and fact.sources[0] == dropped and current.sources:
-                current = self._restated(current, owner)
-                if current.valid_from != fact.valid_from and not keyed_id(fact.id):
-                    current = replace(current, id=fact_id(
-                        owner, fact.subject, fact.predicate, fact.object, current.valid_from,
-                        key=self._ctx.keys.id_key()))
-            origin[current.id] = fact
-            grouped.setdefault((fact.subject, fact.predicate), []).append(current)
+        for fact in current.values():
+            grouped.setdefault((fact.subject, fact.predicate), []).append(fact)
+        when = self._written(current.values(), creators)
+        stated = functools.partial(self._stated, owner=owner)
         for group in grouped.values():
-            result, merged = replayed(group, supersedes)
+            result = replayed(group, supersedes, creators=creators, when=when, stated=stated,
+                              id_key=self._ctx.keys.id_key(), taken=[f.id for f in stored])
             for fact in result:
-                before = origin[fact.id]
-                if fact.id != before.id:  # moved to a keyed id
-                    self._unchange(batch, before)
-                    batch.gone_facts.append(before)
+                before = current.get(fact.id)
+                if before is None:
                     batch.facts.append(fact)
-                elif fact != pending.get(fact.id, before):
+                elif fact != before:
                     set_changed(batch, fact)
-                self._swap(owner, before, fact)
-            for merged_id in merged:
-                self._unchange(batch, origin[merged_id])
-                batch.gone_facts.append(origin[merged_id])
-                self._swap(owner, origin[merged_id], None)
+                self._swap(owner, before or fact, fact)
+            kept = {f.id for f in result}
+            for fact in group:
+                if fact.id not in kept:
+                    self._unchange(batch, fact)
+                    batch.gone_facts.append(fact)
+                    self._swap(owner, fact, None)
+
+    def _written(self, facts: Iterable[FactRecord], creators: Mapping[str, str]
+                 ) -> dict[str, datetime]:
+        """When each memory that states ``facts`` was written: when the first of these
+        facts it made was recorded, else its creation time."""
+        when: dict[str, datetime] = {}
+        sources: set[str] = set()
+        for fact in facts:
+            sources.update(fact.sources)
+            maker = creators.get(fact.id)
+            if maker is not None:
+                when[maker] = min(when.get(maker, fact.recorded), fact.recorded)
+        rest = sorted(sources - set(when))
+        if rest:
+            scan = self._ctx.engine.scan(["id", "created"], ids=rest).table.to_pydict()
+            when.update({memory_id: to_utc(created) for memory_id, created
+                         in zip(scan["id"], scan["created"], strict=True) if created})
+        return when
 
     @staticmethod
     def _unchange(batch: WriteBatch, fact: FactRecord) -> None:
         batch.changed_facts[:] = [f for f in batch.changed_facts if f.id != fact.id]
 
-    def _restated(self, fact: FactRecord, owner: str | None) -> FactRecord:
-        """``fact`` as its first source states it (its start, by the text of that memory
-        as extraction reads it, else the memory's time; recorded when that memory's own
-        facts were, else no earlier than the memory itself)."""
-        engine = self._ctx.engine
-        first = engine.get(fact.sources[0])
-        if first is None:
-            return fact
-        at = first.observed or first.created
-        speaker = _provenance(first.provenance).get("speaker")
-        since = at
+    def _stated(self, memory_id: str, fact: FactRecord, *, owner: str | None) -> FactRecord:
+        """``fact`` as the memory ``memory_id`` states it by itself: the start (and an
+        end) its text gives as extraction reads it, else the memory's time; the rule and
+        confidence it was found with; that memory its only source."""
+        memory = self._ctx.engine.get(memory_id)
+        if memory is None:
+            return replace(fact, sources=(memory_id,))
+        at = memory.observed or memory.created
+        speaker = _provenance(memory.provenance).get("speaker")
         resolver = self.resolver(owner)
-        for said in extract(first.text, at=at, speaker=speaker if isinstance(speaker, str)
+        for said in extract(memory.text, at=at, speaker=speaker if isinstance(speaker, str)
                             else None, facts=self._ctx.facts).facts:
             if said.predicate == fact.predicate \
                     and resolver_lookup(resolver, said.subject) == fact.subject \
                     and resolver_lookup(resolver, said.object) == fact.object:
-                since = said.valid_from or (said.when.start if said.when else None) or at
-                break
-        own = [f.recorded for f in engine.facts(sources=[first.id]) if f.sources[0] == first.id]
-        return replace(fact, valid_from=since,
-                       recorded=min(own) if own else max(fact.recorded, first.created))
+                return replace(fact, valid_from=said.valid_from or (
+                    said.when.start if said.when else None) or at, valid_to=said.valid_to,
+                    confidence=said.confidence, rule=said.rule, sources=(memory_id,))
+        return replace(fact, valid_from=at, valid_to=None, sources=(memory_id,))
 
     def _rebuild(self, batch: WriteBatch, owner: str | None, records: Sequence[EntityRecord],
                  *, leaving: Collection[str],
@@ -538,16 +549,20 @@ class Knowledge:
                 if roles.get(entity_id, ("speaker",))[0] in ("speaker", "mention"):
                     roles[entity_id] = (role, roles.get(entity_id, (role, surface))[1])
             since = fact.valid_from or (fact.when.start if fact.when else None) or at
-            same = [f for f in facts.get((subject, fact.predicate), ())
-                    if f.object == obj and f.valid_to is None]
-            if same:  # stated again: one more source
+            group = facts.get((subject, fact.predicate), [])
+            # stated again: one more source of the live fact of that value, else of the
+            # one of the same start (the same statement of the same time, ended since)
+            same = [f for f in group if f.object == obj and f.valid_to is None] or \
+                [f for f in group if f.object == obj and f.valid_from == since]
+            if same:
                 if memory.id not in same[0].sources:
                     more = _replace(same[0], sources=(*same[0].sources, memory.id))
                     batch.changed_facts.append(more)
                     self._swap(owner, same[0], more)
                 continue
             new = FactRecord(id=fact_id(owner, subject, fact.predicate, obj, since,
-                                        key=self._ctx.keys.id_key()),
+                                        key=self._ctx.keys.id_key(),
+                                        taken={f.id for f in group}),
                              owner=owner, subject=subject, predicate=fact.predicate,
                              object=obj, confidence=fact.confidence, valid_from=since,
                              valid_to=fact.valid_to, recorded=self._next_recorded(),
@@ -606,7 +621,7 @@ class Knowledge:
             return
         group = facts.get((old.subject, old.predicate), [])
         group[:] = [f for f in group if f.id != old.id]
-        if new is not None and new.valid_to is None:
+        if new is not None:
             group.append(new)
 
     # -- migration ---------------------------------------------------------------------

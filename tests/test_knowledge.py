@@ -77,6 +77,19 @@ def test_a_newer_fact_ends_the_older_one(tmp_path: Path) -> None:
         assert lives["lisbon"].valid_to is None
 
 
+def test_the_same_statement_of_the_same_time_is_the_same_fact(store: MemoryStore) -> None:
+    """Said again once a newer value ended it, a statement with its own start is one more
+    source of the fact it names (one id, one row), not a second fact valid again."""
+    first = store.add("Caroline moved to Ibadan in January 2015", owner="ann")
+    store.add("Caroline moved to Lisbon in March 2016", owner="ann")
+    again = store.add("Caroline moved to Ibadan in January 2015", owner="ann")
+    facts = [f for f in store._ctx.engine.facts(owner="ann") if f.predicate == "lives_in"]
+    assert len({f.id for f in facts}) == len(facts) == 2
+    assert [(f[2], f[3]) for f in _facts(store, "ann") if f[1] == "lives_in"] == [
+        ("ibadan", False), ("lisbon", True)]
+    assert [f.sources for f in facts if f.valid_to is not None] == [(first.id, again.id)]
+
+
 def test_forget_takes_mentions_facts_and_lonely_entities(tmp_path: Path) -> None:
     db = tmp_path / "db"
     with MemoryStore(db, embedder="hashing") as store:

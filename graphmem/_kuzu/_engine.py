@@ -352,11 +352,13 @@ class KuzuEngine:
         if batch.changed_facts:
             tx.run_many(_LOCATE_FACT + "SET f.valid_from = $valid_from, f.valid_to = $valid_to, "
                         "f.recorded = $recorded, f.ended_by = $ended_by, "
-                        "f.sources = CAST($sources AS STRING[]), f.confidence = $confidence",
+                        "f.sources = CAST($sources AS STRING[]), f.confidence = $confidence, "
+                        "f.rule = $rule",
                         [{"s": f.subject, "o": f.object, "id": f.id,
                           "valid_from": f.valid_from, "valid_to": f.valid_to,
                           "recorded": f.recorded, "ended_by": f.ended_by,
-                          "sources": list(f.sources), "confidence": f.confidence}
+                          "sources": list(f.sources), "confidence": f.confidence,
+                          "rule": f.rule}
                          for f in batch.changed_facts])
 
     def _existing_entities(self, ids: Sequence[str]) -> set[str]:

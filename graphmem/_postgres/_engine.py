@@ -620,9 +620,9 @@ def _write_graph(cur: Cursor, batch: WriteBatch) -> None:
             [fact_values(f) for f in batch.facts])
     if batch.changed_facts:
         cur.executemany("UPDATE facts SET valid_from = %s, valid_to = %s, recorded = %s, "
-                        "ended_by = %s, sources = %s, confidence = %s WHERE id = %s",
+                        "ended_by = %s, sources = %s, confidence = %s, rule = %s WHERE id = %s",
                         [(f.valid_from, f.valid_to, f.recorded, f.ended_by, list(f.sources),
-                          f.confidence, f.id) for f in batch.changed_facts])
+                          f.confidence, f.rule, f.id) for f in batch.changed_facts])
 
 
 def _erase(cur: Cursor, erasure: Erasure) -> None:

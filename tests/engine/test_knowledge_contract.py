@@ -64,7 +64,7 @@ def test_entities_mentions_and_facts_read_back(engine: Engine) -> None:
 def test_changes_and_removals(engine: Engine) -> None:
     _graph(engine)
     ended = replace(LIVES, valid_to=NOW + timedelta(days=3), ended_by="fact:2",
-                    sources=("m:1", "m:2"), confidence=0.7)
+                    sources=("m:1", "m:2"), confidence=0.7, rule="lives_in")
     renamed = replace(ANN_MEL, aliases=("melanie",), merges=())
     engine.commit(WriteBatch(changed_facts=[ended], changed_entities=[renamed],
                              unmentioned=["m:2"]))
