@@ -17,9 +17,17 @@ import numpy as np
 
 from ._embed import joint_text
 from ._engine import NewMemory
-from ._extract._rules import extract_entities
+from ._extract._rules import entities_of
 from ._input import MemoryInput
-from ._kg import Fact, Mention, TimeMention, extract_facts, extract_mentions, parse_times
+from ._kg import (
+    Fact,
+    Mention,
+    TimeMention,
+    extract_facts,
+    extract_mentions,
+    parse_times,
+    person_speaker,
+)
 from ._models import ChangeType, EventType, LifecycleEvent, Memory, TriggeredBy, Version
 from ._time import new_event_id, new_memory_id
 
@@ -113,7 +121,9 @@ FactSource = Callable[[str, str | None, datetime | None], Sequence[Fact]]
 def extract(text: str, *, at: datetime | None, speaker: str | None,
             facts: FactSource | None = None) -> Extraction:
     """Times, mentions and facts of one text (deterministic rules, ~0.2 ms a text; the
-    facts from ``facts`` instead when given, e.g. an Ollama model's checked triples)."""
+    facts from ``facts`` instead when given, e.g. an Ollama model's checked triples). A
+    speaker who is a chat's role ("assistant") is nobody: no person, no first-person facts."""
+    speaker = person_speaker(speaker)
     times = parse_times(text, now=at)
     mentions = extract_mentions(text, now=at, times=times)
     found = (facts(text, speaker, at) if facts is not None else
@@ -127,20 +137,23 @@ MemoryEmbed = Callable[[Sequence[str], Sequence[str | None]], np.ndarray]
 
 def derive_fields(embed: MemoryEmbed, items: Sequence[TextItem], *,
                   graph: bool = True, facts: FactSource | None = None) -> list[Derived]:
-    """For each text: its hash, its entities (found in subject and text unless given),
-    its vector (of subject, text and context), embedded in one batch, and with ``graph``
-    what the knowledge graph takes from it (``extract``)."""
+    """For each text: its hash, its entities (unless given: the names the knowledge graph
+    resolves from it and its keys to other memories, ``entities_of``), its vector (of
+    subject, text and context), embedded in one batch, and with ``graph`` what the
+    knowledge graph takes from it (``extract``)."""
     if not items:
         return []
     vectors = embed([embedding_head(i.subject, i.text) for i in items],
                     [i.context for i in items])
-    return [Derived(text_sha256=sha256(i.text),
-                    entities=tuple(i.entities) if i.entities
-                    else extract_entities(f"{i.subject or ''} {i.text}"),
-                    vector=vectors[n],
-                    extraction=extract(i.text, at=i.at, speaker=i.speaker, facts=facts)
-                    if graph else None)
-            for n, i in enumerate(items)]
+    out = []
+    for n, i in enumerate(items):
+        found = extract(i.text, at=i.at, speaker=i.speaker, facts=facts) \
+            if graph or not i.entities else None
+        entities = tuple(i.entities) if i.entities else () if found is None \
+            else entities_of(i.text, found.mentions, found.facts, found.speaker)
+        out.append(Derived(text_sha256=sha256(i.text), entities=entities, vector=vectors[n],
+                           extraction=found if graph else None))
+    return out
 
 
 def new_memory(item: MemoryInput, derived: Derived, *, now: datetime,

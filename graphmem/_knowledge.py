@@ -30,14 +30,19 @@ from ._graph_leave import (
     replayed,
     set_changed,
 )
-from ._kg import FUNCTIONAL_PREDICATES, ROLE_WEIGHTS, Entity, EntityResolver, normalize
+from ._kg import (
+    FUNCTIONAL_PREDICATES,
+    NOT_ENTITIES,
+    ROLE_WEIGHTS,
+    Entity,
+    EntityResolver,
+    entity_names,
+    normalize,
+)
 from ._models import Memory
 from ._time import format_iso, parse_iso, to_utc
 
 __all__ = ["Knowledge", "fact_id"]
-
-#: Mentions of these types are times, not entities: they live in ``Memory.times_*``.
-_NOT_ENTITIES = frozenset({"date"})
 
 
 class Knowledge:
@@ -534,7 +539,7 @@ class Knowledge:
             roles.setdefault(resolve(extraction.speaker, "person"), ("speaker",
                                                                       extraction.speaker))
         for mention in extraction.mentions:
-            if mention.type in _NOT_ENTITIES:
+            if mention.type in NOT_ENTITIES:
                 continue
             entity_id = resolve(mention.surface, mention.type)
             if roles.get(entity_id, ("speaker",))[0] == "speaker":
@@ -609,10 +614,7 @@ class Knowledge:
     def _entities_of(self, memory: Memory, extraction: Extraction) -> set[str]:
         """The entities a text would name, without creating any (what a new text keeps)."""
         resolver = self.resolver(memory.owner)
-        forms = [m.surface for m in extraction.mentions if m.type not in _NOT_ENTITIES]
-        forms += [f.subject for f in extraction.facts] + [f.object for f in extraction.facts]
-        if extraction.speaker:
-            forms.append(extraction.speaker)
+        forms = entity_names(extraction.mentions, extraction.facts, extraction.speaker)
         return {found for form in forms if (found := resolver_lookup(resolver, form))}
 
     def _swap(self, owner: str | None, old: FactRecord, new: FactRecord | None) -> None:

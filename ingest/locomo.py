@@ -194,7 +194,7 @@ def ingest_conversation(
     CO_OCCURS between turns of a session up to ``cooccur_window`` apart (weight
     1/distance), and REFERENCES between turns that share a rare entity. Returns the
     memory ids in turn order. Re-ingesting changes nothing."""
-    from graphmem import extract_entities, session_contexts
+    from graphmem import session_contexts
 
     records: list[MemoryInput] = []
     edges: list[Edge] = []
@@ -209,7 +209,6 @@ def ingest_conversation(
                 id=memory, text=text, context=context, kind=Kind.EPISODIC, owner=owner,
                 session=f"{conversation.sample_id}:S{session.index}",
                 created=session.date, observed=session.date,
-                entities=(turn.speaker.lower(), *extract_entities(text)),
                 provenance={"source": "locomo", "sample_id": conversation.sample_id,
                             "dia_id": turn.dia_id, "speaker": turn.speaker,
                             "session": session.index, "date": session.date_text}))

@@ -41,7 +41,6 @@ from graphmem import (
     MergeResult,
     RecordError,
     Status,
-    extract_entities,
     format_iso,
     parse_iso,
 )
@@ -384,8 +383,9 @@ def import_ump(store: MemoryStore, path: str | Path, *, actor: str | None = None
         tell("importing", 0, total)
         for index, record in iter_records(path):
             item = record_to_input(record, index=index, source=source)
-            batch.append(item.model_copy(update={"entities": extract_entities(
-                f"{item.subject or ''} {item.text}")}))
+            # a file's entity lists are not kept: a memory's entities are its knowledge
+            # graph's, found in its text
+            batch.append(item.model_copy(update={"entities": ()}))
             if len(batch) >= chunk:
                 yield batch
                 done += len(batch)  # asked for the next one: this one is merged

@@ -156,12 +156,12 @@ def cooccurrence_clusters(store: MemoryStore, *, min_weight: float = 0.0,
     >>> from graphmem import MemoryStore
     >>> store = MemoryStore(":memory:", embedder="hashing")
     >>> a, b, c, d = (store.add(t).id for t in (
-    ...     "Greenhouse pump check", "Greenhouse valve oiled", "Greenhouse log", "Biscuit"))
+    ...     "Ada checked the pump", "Ada oiled the valve", "Ada wrote the log", "Biscuit"))
     >>> store.link(a, b, kind="co_occurs", weight=2.0)
     >>> store.link(b, c, kind="co_occurs", weight=0.5)
     >>> clusters = cooccurrence_clusters(store)
     >>> clusters["size"].tolist(), clusters.loc[0, "top_entities"][0]
-    ([3], 'greenhouse')
+    ([3], 'ada')
     >>> cooccurrence_clusters(store, min_weight=1.0)["members"].tolist() == [sorted([a, b])]
     True
     >>> store.close()

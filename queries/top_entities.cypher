@@ -1,5 +1,5 @@
 // name: top_entities
-// description: The entities and key phrases mentioned by the most memories, without stop words (to, the, prof ...) and fragments (a phrase that begins or ends with a stop word or a hyphen, or holds an article or pronoun).
+// description: The entities (and codes, ids, wiki pages) mentioned by the most memories, without stop words (to, the, prof ...) and fragments (a phrase that begins or ends with a stop word or a hyphen, or holds an article or pronoun).
 // param: limit INT64 = 20
 // param: owner STRING = ""
 MATCH (m:Memory)

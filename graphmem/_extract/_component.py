@@ -316,13 +316,11 @@ class Conversations:
         message, item = f.message, f.item
         speaker = message["speaker"]
         by_assistant = message["role"] == "assistant"
-        # the assistant is not a person of the user's world: no speaker entity for it
-        entities = tuple(dict.fromkeys(
-            ([speaker.lower()] if speaker and not by_assistant else []) + list(item.entities)))
         provenance: dict[str, Any] = {"source": "conversation", "session": session_id,
                                       "message": f.index, "extractor": extractor,
                                       "strength": round(item.strength, 3)}
         if by_assistant:
+            # the assistant is not a person of the user's world: not its memory's speaker
             provenance["role"] = "assistant"
             provenance["assistant"] = speaker
         else:
@@ -336,7 +334,7 @@ class Conversations:
             id=memory_id, text=item.text, context=context, kind=Kind.EPISODIC, status=status,
             tags=(ASSISTANT_TAG,) if by_assistant else (),
             owner=owner, session=session_id, observed=when, created=when,
-            confidence=round(min(1.0, 0.5 + item.strength / 2), 3), entities=entities,
+            confidence=round(min(1.0, 0.5 + item.strength / 2), 3),
             provenance=provenance, payload=message["text"])
 
     def _similarity(self, vector: np.ndarray, recent: Sequence[Statement],

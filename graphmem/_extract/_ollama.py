@@ -62,9 +62,8 @@ class OllamaExtractor:
             except (json.JSONDecodeError, ValidationError) as exc:
                 problem = str(exc).splitlines()[0]
                 continue
-            return [Extracted(m.text, m.strength,
-                              tuple(e.lower() for e in m.entities) or extract_entities(m.text),
-                              ("ollama",))
+            # the memory's entities are its knowledge graph's, whatever the model named
+            return [Extracted(m.text, m.strength, extract_entities(m.text), ("ollama",))
                     for m in answer.memories]
         self.last_warning = (f"Ollama answered malformed JSON twice ({problem}); used the rule "
                              "extractor")

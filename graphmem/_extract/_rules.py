@@ -1,24 +1,29 @@
 """Deterministic extraction: which sentences of a message are worth remembering, and the
-entities and key phrases they mention. Plain rules, no model, the same answer every time."""
+entities they name (the knowledge graph's). Plain rules, no model, the same answer every time."""
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
+from .._kg._entities import Mention, extract_mentions
+from .._kg._facts import Fact, entity_names
+from .._kg._patterns import extract_facts
 from .._kg._scan import finditer, search, starting_at
+from .._kg._text import person_speaker
+from .._kg._time import parse_times
 from .._recall._bm25 import STOPWORDS
 
-__all__ = ["Extracted", "RuleExtractor", "assistant_statements", "extract_entities", "is_filler",
-           "is_hedge", "is_question", "needs_context", "sentences", "signal_strength"]
+__all__ = ["Extracted", "RuleExtractor", "assistant_statements", "entities_of",
+           "extract_entities", "is_filler", "is_hedge", "is_question", "needs_context",
+           "reference_keys", "sentences", "signal_strength"]
 
 #: Where a sentence ends: after ".", "!", "?" or "…" and before a space (the text's
 #: whitespace is single spaces when it is split).
 _SENTENCE_END = re.compile(r"(?<=[.!?…]) ")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+(?:[.,:/]\d+)*")
-_CAPITALISED = re.compile(r"\b[A-Z][a-zA-Z'’-]+(?:\s+(?:of\s+|the\s+)?[A-Z][a-zA-Z'’-]+)*")
 #: A number ends where a word character does not follow (what a final \b said), checked after
 #: each part, so a run of parts is read once and never given back.
 _NUMBER = re.compile(r"\b\d++(?!\w)(?:[.,:/-]\d++(?!\w))*+")
@@ -27,7 +32,6 @@ _NUMBER = re.compile(r"\b\d++(?!\w)(?:[.,:/-]\d++(?!\w))*+")
 #: anywhere ("(?:[.-]?[A-Za-z0-9]+)*") made "a1", 24 digits and "_" take 4 s, and each two
 #: more digits four times as long.
 _CODE = re.compile(r"\b[A-Za-z]+-?\d++[A-Za-z0-9]*+(?!\w)(?:[.-][A-Za-z0-9]++(?!\w))*+")
-_YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
 _MONTH = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b",
                     re.IGNORECASE)
 _WIKI = re.compile(r"\[(wiki/[^\[\]\s]+)\]")
@@ -55,24 +59,6 @@ _FILLER = {"hi", "hello", "hey", "yo", "thanks", "thank", "thx", "ok", "okay", "
            "wonderful", "super", "sweet", "fab", "cheers", "ta", "legend", "hero", "idea",
            "makes", "sense", "noted", "got", "will", "do", "done", "pls", "plz", "ty",
            "lot", "lots", "mil", "million", "bunch", "again", "everything", "glad", "happy"}
-_COMMON_CAPITALISED = {"I", "I'm", "I've", "I'd", "I'll", "The", "A", "An", "It", "It's",
-                       "We", "My", "You", "Yes", "No", "Oh", "So", "And", "But", "That",
-                       "This", "What", "When", "Where", "Why", "How", "Hey", "Hi", "Thanks",
-                       "Wow", "Also", "Just", "Then", "There", "They", "He", "She", "Our",
-                       "Your", "If", "Well", "Sure", "Yeah", "Maybe", "Haha", "Lol", "Ok",
-                       "Okay", "Great", "Cool", "Nice", "Awesome", "Congrats", "Definitely",
-                       "Totally", "Absolutely", "Thank", "Sounds", "Glad", "Good", "Love",
-                       "Let", "Let's", "Do", "Did", "Is", "Are", "Was", "Were", "Can",
-                       "Could", "Would", "Should", "Will", "Have", "Has", "Had", "Not"}
-
-
-_TIME_WORDS = {"yesterday", "today", "tomorrow", "last", "next", "year", "years", "week",
-               "weeks", "month", "months", "time", "times", "ago", "soon", "later", "also",
-               "just", "still", "even", "much", "very", "really", "went", "going", "said",
-               "told", "thing", "things", "something", "anything", "everything", "lots",
-               "little", "pretty", "maybe", "kind", "sort", "make", "made", "take", "took",
-               "know", "think", "feel", "felt", "want", "wanted"}
-
 
 @dataclass(frozen=True)
 class Extracted:
@@ -104,58 +90,49 @@ def is_filler(text: str) -> bool:
     return not content or (len(content) < 2 and not says_something)
 
 
-def extract_entities(text: str) -> tuple[str, ...]:
-    """Names, dates, numbers, wiki pages, memory ids and two-word key phrases, lowercased.
+def extract_entities(text: str, *, speaker: str | None = None,
+                     now: datetime | None = None) -> tuple[str, ...]:
+    """A text's entities as its knowledge graph names them (``entity_names``: its speaker
+    when a person, names of people, places, organisations, products and events, never a
+    date), then the keys by which it points at other memories (``reference_keys``). What
+    a memory written with this text and ``speaker`` holds as ``Memory.entities``.
 
-    >>> extract_entities("Caroline went to the LGBTQ support group in May 2023")
-    ('caroline', 'lgbtq', 'may', '2023', 'lgbtq support', 'support group')
-    >>> extract_entities("2026-04-01: moved bed-18 to 14% after v1.9.0, 120 ms at 9:30")
-    ('bed-18', 'v1.9.0', '2026-04-01', '120', '9:30')
+    >>> extract_entities("Alice's cat is called Miso")
+    ('alice', 'miso')
+    >>> extract_entities("Bob's manager is Carol. Carol works at Acme")
+    ('bob', 'carol', 'acme')
+    >>> extract_entities("Great, thanks! I moved to Lagos in May 2023", speaker="Nadia")
+    ('nadia', 'lagos')
+    >>> extract_entities("2026-04-01: moved bed-18 to 14% after v1.9.0, see [wiki/ops]")
+    ('wiki/ops', 'bed-18', 'v1.9.0')
     """
-    out: list[str] = []
-    for match in finditer(_CAPITALISED, text):
-        words = match.group(0).split()
-        common = next((i for i, w in enumerate(words) if w not in _COMMON_CAPITALISED),
-                      len(words))
-        if words[common:]:
-            out.append(" ".join(words[common:]).lower())
-    out += [m.group(0).lower() for m in finditer(_MONTH, text)]
-    codes = list(finditer(_CODE, text))
-    out += [m.group(0).lower() for m in codes]
-    code_starts = [c.start() for c in codes]
-    out += [m.group(0) for m in finditer(_NUMBER, text)
-            if _meaningful_number(m, codes, code_starts)]
+    times = parse_times(text, now)
+    mentions = extract_mentions(text, now=now, times=times)
+    facts = extract_facts(text, speaker=person_speaker(speaker), now=now, mentions=mentions,
+                          times=times)
+    return entities_of(text, mentions, facts, speaker)
+
+
+def entities_of(text: str, mentions: Sequence[Mention], facts: Sequence[Fact],
+                speaker: str | None) -> tuple[str, ...]:
+    """``extract_entities`` of a text whose mentions and facts are already extracted."""
+    return tuple(dict.fromkeys((*entity_names(mentions, facts, speaker),
+                                *reference_keys(text))))
+
+
+def reference_keys(text: str) -> tuple[str, ...]:
+    """What a text names that is no entity but links memories: memory ids (a memory that
+    names another's id references it), wiki pages, and codes that mix letters and digits
+    (bed-18, v1.9.0, INC-4411), lowercased. Dates, times and bare numbers are not keys: a
+    memory keeps its times apart, and sharing a day or a number is no cross-reference.
+
+    >>> reference_keys("see urn:ump:mem:7 and [wiki/Ops]; bed-18 at 9:30 on 2026-04-01")
+    ('urn:ump:mem:7', 'wiki/ops', 'bed-18')
+    """
+    out = [m.group(0) for m in finditer(_URN, text)]
     out += [m.group(1).lower() for m in finditer(_WIKI, text)]
-    out += [m.group(0) for m in finditer(_URN, text)]
-    out += [f"{a} {b}" for a, b in itertools.pairwise(_words(text))
-            if _phrase_word(a) and _phrase_word(b)]
-    seen: dict[str, None] = {}
-    for entity in out:
-        entity = entity.strip(" .,'’")
-        if len(entity) >= 2:
-            seen.setdefault(entity, None)
-    return tuple(seen)
-
-
-def _meaningful_number(match: re.Match[str], codes: list[re.Match[str]],
-                       code_starts: list[int]) -> bool:
-    """Years, dates, times, versions and numbers of three digits or more; not the small
-    bare numbers (14, 18) that mean different things in every sentence, nor the digits
-    of a code (codes do not overlap: the one starting last before the number is the only
-    one that can hold it)."""
-    i = bisect.bisect_right(code_starts, match.start()) - 1
-    if i >= 0 and match.start() < codes[i].end():
-        return False
-    number = match.group(0)
-    return len(number) >= 3
-
-
-def _phrase_word(word: str) -> bool:
-    """A word that can be half of a key phrase (a content word, not a verb form or a
-    word about time)."""
-    return (len(word) >= 4 and word not in STOPWORDS and not word[0].isdigit()
-            and not word.endswith(("ed", "ly")) and word not in _TIME_WORDS
-            and word not in _FILLER and word not in _CUES)
+    out += [m.group(0).lower() for m in finditer(_CODE, text)]
+    return tuple(dict.fromkeys(out))
 
 
 #: Hedges and hypotheticals: what a person may do, not what is (a candidate, not a fact).
@@ -296,11 +273,13 @@ def needs_context(sentence: str) -> bool:
     return words[0] in _POINTING or len(content) <= 2
 
 
-def signal_strength(sentence: str) -> tuple[float, tuple[str, ...]]:
+def signal_strength(sentence: str, entities: Sequence[str] | None = None
+                    ) -> tuple[float, tuple[str, ...]]:
     """How memorable a sentence is, in [0, 1], and why. A statement with content is
     worth keeping (0.6, more with first person, cues, names, numbers); a hedge or
     hypothetical is weak (0.45); a question that says nothing about its asker, and
-    filler, are not memories (0).
+    filler, are not memories (0). ``entities``: the sentence's (``extract_entities``), when
+    already found.
 
     >>> strength, reasons = signal_strength("I moved to Ibadan in March 2026 for lab work.")
     >>> round(strength, 3), reasons
@@ -330,8 +309,7 @@ def signal_strength(sentence: str) -> tuple[float, tuple[str, ...]]:
     if any(w in _CUES for w in words):
         score += 0.1
         reasons.append("preference, plan or event")
-    names = [e for e in extract_entities(sentence) if " " not in e and not e[0].isdigit()]
-    if names:
+    if extract_entities(sentence) if entities is None else entities:
         score += 0.1
         reasons.append("names")
     if search(_NUMBER, sentence) or search(_MONTH, sentence):
@@ -381,8 +359,9 @@ class RuleExtractor:
             for sentence in _clauses(whole):
                 if not sentence:
                     continue
-                strength, reasons = signal_strength(sentence)
-                found = Extracted(sentence, strength, extract_entities(sentence), reasons)
+                entities = extract_entities(sentence)
+                strength, reasons = signal_strength(sentence, entities)
+                found = Extracted(sentence, strength, entities, reasons)
                 if strength >= self.strong:
                     kept.append(found)
                 elif strength >= self.weak:

@@ -5,9 +5,11 @@ from ._calendar import Granularity, TimeWindow
 from ._entities import ENTITY_TYPES, EntityType, Mention, extract_mentions
 from ._facts import (
     FUNCTIONAL_PREDICATES,
+    NOT_ENTITIES,
     PREDICATES,
     RELATION_PREDICATES,
     Fact,
+    entity_names,
     normalize_predicate,
     supersedes,
 )
@@ -25,15 +27,17 @@ from ._resolve import (
     new_entity_id,
     restrict,
 )
-from ._text import normalize
+from ._text import ROLE_SPEAKERS, normalize, person_speaker
 from ._time import TimeMention, is_temporal_question, parse_times, query_window
 
 __all__ = [
     "ENTITY_TYPES",
     "FUNCTIONAL_PREDICATES",
     "MERGE_RULES",
+    "NOT_ENTITIES",
     "PREDICATES",
     "RELATION_PREDICATES",
+    "ROLE_SPEAKERS",
     "ROLE_WEIGHTS",
     "Entity",
     "EntityResolver",
@@ -48,6 +52,7 @@ __all__ = [
     "Resolution",
     "TimeMention",
     "TimeWindow",
+    "entity_names",
     "entity_weights",
     "extract_facts",
     "extract_mentions",
@@ -57,6 +62,7 @@ __all__ = [
     "normalize",
     "normalize_predicate",
     "parse_times",
+    "person_speaker",
     "query_window",
     "restrict",
     "supersedes",

@@ -28,7 +28,7 @@ from ._lexicon import (
     words,
 )
 from ._scan import disjoint, ending_at, finditer, search, starting_at
-from ._text import normalize, speaker_label
+from ._text import normalize, person_speaker, speaker_label
 from ._time import TimeMention, parse_times
 
 __all__ = ["ENTITY_TYPES", "EntityType", "Mention", "extract_mentions"]
@@ -222,7 +222,7 @@ def _speakers(text: str) -> list[Mention]:
     offset = 0
     for line in text.split("\n"):
         found = speaker_label(line)
-        if found is not None:
+        if found is not None and person_speaker(found[0]):  # "Assistant:" is no person
             name, start, end = found
             out.append(Mention(name, offset + start, offset + end, "person", normalize(name)))
         offset += len(line) + 1

@@ -3,15 +3,20 @@ the predicates graphmem knows, which are functional, and when a newer fact ends 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from ._calendar import TimeWindow
-from ._entities import EntityType
+from ._entities import EntityType, Mention
 from ._lexicon import RELATION_NOUNS
+from ._text import normalize, person_speaker
 
-__all__ = ["FUNCTIONAL_PREDICATES", "PREDICATES", "RELATION_PREDICATES", "Fact",
-           "normalize_predicate", "supersedes"]
+__all__ = ["FUNCTIONAL_PREDICATES", "NOT_ENTITIES", "PREDICATES", "RELATION_PREDICATES", "Fact",
+           "entity_names", "normalize_predicate", "supersedes"]
+
+#: Mentions of these types are times, not entities (a memory keeps them as its times).
+NOT_ENTITIES = frozenset({"date"})
 
 #: Family and social relations: ``(x, "sister", y)`` says y is x's sister.
 RELATION_PREDICATES = frozenset(RELATION_NOUNS.values())
@@ -131,3 +136,24 @@ def supersedes(old: Fact, new: Fact) -> bool:
         return False
     return not (old.valid_from is not None and new.valid_from is not None
                 and new.valid_from < old.valid_from)
+
+
+def entity_names(mentions: Sequence[Mention], facts: Sequence[Fact],
+                 speaker: str | None) -> tuple[str, ...]:
+    """The names under which a text names its entities, in the resolver's normal form: its
+    speaker when a person, its mentions but dates, and the two ends of its facts; each
+    once, in that order. They are what the knowledge graph resolves to entities, so each
+    is an alias of an entity the text mentions (its name unless merged with another).
+
+    Examples
+    --------
+    >>> from ._entities import extract_mentions
+    >>> entity_names(extract_mentions("Bob's manager is Carol. Carol works at Acme on Monday"),
+    ...              [], "Assistant")
+    ('bob', 'carol', 'acme')
+    """
+    person = person_speaker(speaker)
+    names = [normalize(person)] if person else []
+    names += [m.normalized for m in mentions if m.type not in NOT_ENTITIES]
+    names += [normalize(end) for f in facts for end in (f.subject, f.object)]
+    return tuple(dict.fromkeys(n for n in names if n))

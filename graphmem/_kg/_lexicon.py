@@ -110,6 +110,7 @@ Whoa Whole Whom Whose Why Will With Within Without Won't Wonderful Would Wouldn'
 Yeah Yep Yes Yesterday Yet You You'd You'll You're You've Your Yours Yourself Yup
 Note Notes Update Edit Todo Idea Ideas Tip Reminder Summary Question Answer Example Warning
 Step Steps
+Met Saw Took Sent Paid Bought Found Came Gave Told Called Asked
 Add Ask Avoid Book Bring Buy Call Cancel Check Close Come Consider Email Find Fix Follow Get
 Give Help Hold Install Keep Leave Let Meet Move Open Pick Ping Put Read Remind Review Run Say
 Schedule Send Set Show Start Stop Tell Text Turn Use Visit Wait Watch Write

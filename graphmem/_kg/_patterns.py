@@ -14,7 +14,7 @@ from ._entities import EntityType, Mention, extract_mentions
 from ._facts import Fact
 from ._lexicon import FUNCTION_WORDS, PET_NOUNS, RELATION_NOUNS, ROLE_STUDY_WORDS, words
 from ._scan import CONTEXT, ending_at, finditer, search, starting_at
-from ._text import Sentence, normalize, sentences, speaker_label
+from ._text import Sentence, normalize, person_speaker, sentences, speaker_label
 from ._time import TimeMention, parse_times
 
 __all__ = ["extract_facts", "sentence_validity"]
@@ -259,14 +259,14 @@ def extract_facts(text: str, *, speaker: str | None = None, now: datetime | None
                               and m.start not in labels])
     times = sorted(times, key=lambda t: t.start)
     time_starts = [t.start for t in times]
-    default = normalize(speaker) if speaker else None
     out: list[Fact] = []
     for sentence in sentences(text):
         if sentence.text.rstrip("\"')").endswith("?"):
             continue
         line = line_starts[bisect.bisect_right(line_starts, sentence.start) - 1]
         label = speakers.get(line)
-        scope = _Scope(text, sentence, normalize(label[0]) if label else default, persons,
+        said_by = person_speaker(label[0] if label else speaker)  # an assistant's "I": nobody
+        scope = _Scope(text, sentence, normalize(said_by) if said_by else None, persons,
                        labels, times[bisect.bisect_left(time_starts, sentence.start):
                              bisect.bisect_left(time_starts, sentence.end)],
                        by_start, by_end)

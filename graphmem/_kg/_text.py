@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from ._lexicon import COMMON_STARTERS
 from ._scan import finditer, search, starting_at
 
-__all__ = ["Sentence", "normalize", "sentences", "speaker_label"]
+__all__ = ["ROLE_SPEAKERS", "Sentence", "normalize", "person_speaker", "sentences",
+           "speaker_label"]
 
 _TITLE = re.compile(r"^(?:mr|mrs|ms|dr|prof|professor|aunt|auntie|uncle|grandma|grandpa)\.?\s+")
 _POSSESSIVE = re.compile(r"(?<=\w)['’]s\b|(?<=s)['’](?=\s|$)")
@@ -21,6 +22,9 @@ _EDGE = " \t\n.,;:!?\"'“”‘’()[]{}"
 _BOUNDARY = re.compile(r"(?<![.!?])[.!?]+[\"')\]]*\s+|\n+")
 _ABBREVIATION = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|St|vs|e\.g|i\.e|etc)|(?<!\w)[A-Z])$")
 _SPEAKER = re.compile(r"\s*([A-Z][\w'’.-]*(?:\s[A-Z][\w'’.-]*){0,2})\s*:\s")
+#: Speakers that are a chat's roles, not people: no person entity, and their "I" is nobody
+#: of the user's world.
+ROLE_SPEAKERS = frozenset({"assistant", "ai", "bot", "system", "tool"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,3 +106,16 @@ def speaker_label(line: str) -> tuple[str, int, int] | None:
     if name.split()[0] in COMMON_STARTERS:
         return None
     return name, match.start(1), match.end(1)
+
+
+def person_speaker(name: str | None) -> str | None:
+    """``name`` when the speaker it names is a person; None for a chat role.
+
+    Examples
+    --------
+    >>> person_speaker("Nadia"), person_speaker("Assistant"), person_speaker("AI")
+    ('Nadia', None, None)
+    """
+    if not name or normalize(name) in ROLE_SPEAKERS:
+        return None
+    return name
