@@ -11,6 +11,8 @@ import pytest
 
 from graphmem import InvalidInputError, MemoryStore, Settings, embedder_from_spec
 
+from .conftest import Clock
+
 MAY = datetime(2026, 5, 1, tzinfo=UTC)
 JUNE = datetime(2026, 6, 1, tzinfo=UTC)
 JULY = datetime(2026, 7, 1, tzinfo=UTC)
@@ -39,6 +41,17 @@ def test_since_is_inclusive_and_until_exclusive(store: MemoryStore,
         == set()
     assert _ids(store, "garden beds", since="2026-05-31T23:00:00Z") == {dated["June"],
                                                                         dated["July"]}
+
+
+def test_a_superseded_memory_leads_to_its_newest_version_in_the_range(
+        store: MemoryStore) -> None:
+    old = store.add("Orchard stores data in PostgreSQL 14", created=MAY)
+    new = store.add("Orchard database is PostgreSQL 16", created=JULY)
+    store.supersede(old.id, new.id)
+    assert [h.memory.id for h in store.recall("PostgreSQL 14")] == [new.id]
+    assert [h.memory.id for h in store.recall("PostgreSQL 14", until=JUNE)] == [old.id]
+    [hit] = store.recall("PostgreSQL 14", since=JUNE)
+    assert hit.memory.id == new.id and hit.explanation.redirected_from == (old.id,)
 
 
 def test_a_time_range_holds_on_every_channel(store: MemoryStore,
@@ -146,3 +159,13 @@ def test_min_similarity_on_the_everyday_chats(tmp_path: Path) -> None:
     assert answered == len(chats) * len(OFF_TOPIC)  # off by default
     assert kept >= found - 4
     assert empty >= 0.85 * len(chats) * len(OFF_TOPIC)
+
+
+def test_the_options_on_both_engines(store_location: str, clock: Clock) -> None:
+    with MemoryStore(store_location, embedder="hashing", clock=clock) as store:
+        june = store.add("watered the garden beds in June", created=JUNE)
+        store.add("watered the garden beds in May", created=MAY)
+        assert [h.memory.id for h in store.recall("garden beds", since=JUNE)] == [june.id]
+        assert store.recall("garden beds", until=MAY) == []
+        assert store.recall("submarine ballast tanks")
+        assert store.recall("submarine ballast tanks", min_similarity=0.3) == []
