@@ -329,10 +329,13 @@ class MemoryStore:
     def recall(self, query: str, *, k: int = 10, preset: str | RecallConfig = "default",
                owner: str | None = None, kinds: Sequence[Kind | str] | None = None,
                as_of: datetime | None = None, include_archived: bool = False,
-               record_access: bool = False) -> list[Hit]:
+               record_access: bool = False, since: datetime | str | None = None,
+               until: datetime | str | None = None, min_similarity: float | None = None,
+               min_relative: float | None = None) -> list[Hit]:
         return self._recall.recall(query, k=k, preset=preset, owner=owner, kinds=kinds,
                                    as_of=as_of, include_archived=include_archived,
-                                   record_access=record_access)
+                                   record_access=record_access, since=since, until=until,
+                                   min_similarity=min_similarity, min_relative=min_relative)
 
     def feedback(self, memory_id: str, *, useful: bool, query: str | None = None,
                  owner: str | None = None, actor: str | None = None) -> Memory:

@@ -22,8 +22,8 @@ from ._errors import InvalidInputError
 from ._models import Kind, Status
 from ._time import parse_iso, to_utc
 
-__all__ = ["MAX_TAG", "MAX_TAGS", "MAX_TEXT", "MemoryInput", "check_tags", "check_text",
-           "check_unit", "check_validity", "validation_message"]
+__all__ = ["MAX_TAG", "MAX_TAGS", "MAX_TEXT", "MemoryInput", "RecallWindow", "check_tags",
+           "check_text", "check_unit", "check_validity", "recall_window", "validation_message"]
 
 #: Longest memory text accepted (characters); longer input is an error, not a truncation.
 MAX_TEXT = 200_000
@@ -171,6 +171,29 @@ def _time(value: Any, field: str) -> datetime | None:
         except ValueError as exc:
             raise ValueError(f"{field}: {exc}") from None
     raise ValueError(f"{field} must be a datetime or an ISO 8601 string")
+
+
+#: a recall's time range: ``since`` (inclusive) and ``until`` (exclusive), each optional
+RecallWindow = tuple[datetime | None, datetime | None]
+
+
+def recall_window(since: Any, until: Any) -> RecallWindow:
+    """A recall's time range from datetimes or ISO 8601 strings (either may be None),
+    refused with the field named when a time is not one or ``until`` is not after
+    ``since``."""
+    start, end = _moment(since, "since"), _moment(until, "until")
+    if start is not None and end is not None and end <= start:
+        raise InvalidInputError(f"until ({end.isoformat()}) must be after since "
+                                f"({start.isoformat()})", field="until")
+    return start, end
+
+
+def _moment(value: Any, name: str) -> datetime | None:
+    try:
+        return _time(value, name)
+    except ValueError as exc:
+        raise InvalidInputError(f"{exc} (e.g. 2026-05-01 or 2026-05-01T09:30:00Z)",
+                                field=name) from None
 
 
 def _json_safe(value: Any, field: str) -> dict[str, Any]:

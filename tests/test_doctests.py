@@ -69,6 +69,7 @@ EXAMPLED = {
     "graphmem.integrations.langgraph": 8,
     "graphmem.integrations.llamaindex": 17,
     "graphmem.integrations.pydantic_ai": 11,
+    "graphmem.mcpserver._backends": 2,
     "ingest.locomo": 8,
     "ingest.longmemeval": 4,
     "queries.analytics": 32,

@@ -317,7 +317,7 @@ def test_the_embedded_backend_scopes_every_call_to_its_owner(store: MemoryStore,
     try:
         mine = alice.remember({"text": "Alice keeps the spare key under the pot."})
         assert mine["owner"] == "alice"
-        assert [h["id"] for h in alice.recall("spare key", 5, "default", False, False)] == [
+        assert [h["id"] for h in alice.recall("spare key", 5, "default", False, False, {})] == [
             mine["id"]]
         for call in (lambda: alice.feedback(bobs.id, True, None),
                      lambda: alice.forget(bobs.id, False),

@@ -19,6 +19,7 @@ from .._derive import embedding_head, lifecycle_event
 from .._embed import Embedder, embed_memories
 from .._engine import EdgeRecord, Patch, memory_from_fields
 from .._errors import ConflictError, InvalidInputError, StoreError
+from .._input import RecallWindow, check_unit, recall_window
 from .._kg import ROLE_WEIGHTS, is_temporal_question, query_window
 from .._learn._features import Candidates, capture
 from .._learn._samples import Reranker, SampleLog
@@ -253,6 +254,10 @@ class Recall:
         as_of: datetime | None = None,
         include_archived: bool = False,
         record_access: bool = False,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        min_similarity: float | None = None,
+        min_relative: float | None = None,
     ) -> list[Hit]:
         """The memories that best answer ``query``, each with its explanation.
 
@@ -265,12 +270,27 @@ class Recall:
         record an access for each hit (ACT-R's uses, the lifecycle's access counts);
         useful ``feedback`` records one for the memory that helped. Measured on repeated
         questions (eval/results/conversations.md), recording every hit did not help recall.
+
+        ``since`` / ``until`` (datetimes or ISO 8601 strings) keep the memories whose time
+        (``created``: when it was said or recorded, the time ``as_of`` and the time channel
+        go by) is at or after ``since`` and before ``until``. ``min_similarity`` lets recall
+        answer "nothing relevant": when no memory's cosine similarity to the query reaches
+        it, the answer is empty (else unchanged). ``min_relative`` drops the hits whose
+        score is below that share of the best hit's.
         """
         config = resolve_preset(preset)
         query = _check_query(query)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
             raise InvalidInputError(f"k must be an integer in 1..1000, got {k!r}", field="k")
         kind_names = _check_kinds(kinds)
+        window = recall_window(since, until)
+        if min_similarity is not None:
+            min_similarity = check_unit(min_similarity, field="min_similarity")
+        if min_relative is not None:
+            min_relative = check_unit(min_relative, field="min_relative")
+        if min_similarity is not None and not config.active("vector"):
+            raise InvalidInputError(f"min_similarity needs a vector channel, which preset "
+                                    f"{config.name!r} does not have", field="min_similarity")
         if not query.strip():
             return []
         when = to_utc(as_of) if as_of is not None else None
@@ -285,7 +305,10 @@ class Recall:
             hits, positions, candidates = self._rank(index, query, qvec, config, k=k,
                                                      owner=owner, kinds=kind_names,
                                                      as_of=when,
-                                                     include_archived=include_archived)
+                                                     include_archived=include_archived,
+                                                     window=window,
+                                                     min_similarity=min_similarity,
+                                                     min_relative=min_relative)
             if record_access and hits and not self._ctx.engine.read_only:
                 self._record(index, positions)
         self._prefetch([index.ids[pos] for pos, _ in hits])
@@ -300,7 +323,9 @@ class Recall:
 
     def _rank(self, index: RecallIndex, query: str, qvec: Future[np.ndarray] | None,
               config: RecallConfig, *, k: int, owner: str | None,
-              kinds: list[str] | None, as_of: datetime | None, include_archived: bool
+              kinds: list[str] | None, as_of: datetime | None, include_archived: bool,
+              window: RecallWindow = (None, None), min_similarity: float | None = None,
+              min_relative: float | None = None,
               ) -> tuple[list[tuple[int, Explanation]], list[int], Candidates | None]:
         n = index.size
         if n == 0:
@@ -309,7 +334,7 @@ class Recall:
             return [], [], None
         statuses = ("active", "archived") if include_archived else ("active",)
         mask = index.mask(owner=owner, kinds=kinds, statuses=statuses, as_of=as_of,
-                          now=self._ctx.now())
+                          now=self._ctx.now(), since=window[0], until=window[1])
         if not mask.any():
             if qvec is not None:
                 qvec.result()  # surface embedding errors; never leave work running
@@ -330,6 +355,9 @@ class Recall:
             channels["vector"] = self._resolve(
                 index, list(zip(positions.tolist(), cosines.tolist(), strict=True)), mask,
                 as_of, redirected, config.candidates)
+            if min_similarity is not None and (
+                    not channels["vector"] or channels["vector"][0][1] < min_similarity):
+                return [], [], None  # nothing stored is about what the query asks
         paths: dict[int, tuple[str, ...]] = {}
         if config.active("graph"):
             channels["graph"] = self._graph_channel(index, query, channels, mask, as_of,
@@ -379,6 +407,9 @@ class Recall:
                                  now=(as_of or self._ctx.now()).timestamp())
             if config.learned and self.reranker is not None:
                 order, final, learned = self.reranker(candidates, order, final)
+        if min_relative is not None and final[order[0]] > 0:
+            floor = min_relative * final[order[0]]
+            order = [pos for pos in order if final[pos] >= floor]
         out = []
         for pos in order[:k]:
             info = None

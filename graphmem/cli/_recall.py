@@ -34,18 +34,29 @@ def _as_of(_: click.Context, __: click.Parameter, value: str | None) -> datetime
               help="Only these kinds (repeat).")
 @click.option("--as-of", callback=_as_of, default=None, metavar="ISO",
               help="What was valid and current at this time.")
+@click.option("--since", callback=_as_of, default=None, metavar="ISO",
+              help="Only memories created at or after this time.")
+@click.option("--until", callback=_as_of, default=None, metavar="ISO",
+              help="Only memories created before this time.")
+@click.option("--min-similarity", type=click.FloatRange(0, 1), default=None, metavar="X",
+              help="Answer nothing when no memory's cosine similarity to QUERY reaches X "
+                   "(0.25 suits MiniLM).")
+@click.option("--min-relative", type=click.FloatRange(0, 1), default=None, metavar="X",
+              help="Drop hits scoring below X times the best hit's score.")
 @click.option("--include-archived", is_flag=True, help="Archived memories too.")
 @click.option("--record-access/--no-record", default=False,
               help="Record an access for each hit (ACT-R's uses, the lifecycle's access "
                    "counts). Off by default: a recall changes nothing.")
 @pass_ctx
 def recall(ctx: Context, query: str, k: int, preset: str, explain: bool, owner: str | None,
-           kinds: tuple[str, ...], as_of: datetime | None, include_archived: bool,
-           record_access: bool) -> None:
+           kinds: tuple[str, ...], as_of: datetime | None, since: datetime | None,
+           until: datetime | None, min_similarity: float | None, min_relative: float | None,
+           include_archived: bool, record_access: bool) -> None:
     """Recall the memories that best answer QUERY."""
     hits = ctx.api().recall(query, k=k, preset=preset, owner=owner, kinds=list(kinds) or None,
                             as_of=as_of, include_archived=include_archived,
-                            record_access=record_access)
+                            record_access=record_access, since=since, until=until,
+                            min_similarity=min_similarity, min_relative=min_relative)
     if ctx.json:
         echo_json([to_json(h) for h in hits])
         return

@@ -27,7 +27,7 @@ from .._errors import (
     StoreError,
 )
 from .._extract._component import AddResult
-from .._input import MemoryInput
+from .._input import MemoryInput, check_unit, recall_window
 from .._lifecycle import (
     ArchiveResult,
     EvaluationResult,
@@ -271,7 +271,9 @@ class Client:
     def recall(self, query: str, *, k: int = 10, preset: str | RecallConfig = "default",
                owner: str | None = None, kinds: Sequence[Kind | str] | None = None,
                as_of: datetime | None = None, include_archived: bool = False,
-               record_access: bool = False) -> list[Hit]:
+               record_access: bool = False, since: datetime | str | None = None,
+               until: datetime | str | None = None, min_similarity: float | None = None,
+               min_relative: float | None = None) -> list[Hit]:
         if not isinstance(preset, str):
             raise InvalidInputError("the sidecar recalls with a named preset (default, "
                                     "hybrid ...), not a RecallConfig", field="preset")
@@ -283,6 +285,13 @@ class Client:
             body["kinds"] = [_plain(kind) for kind in kinds]
         if as_of is not None:
             body["as_of"] = as_of.isoformat()
+        # checked here as the store checks them: the same errors, before any request
+        for name, moment in zip(("since", "until"), recall_window(since, until), strict=True):
+            if moment is not None:
+                body[name] = moment.isoformat()
+        for name, share in (("min_similarity", min_similarity), ("min_relative", min_relative)):
+            if share is not None:
+                body[name] = check_unit(share, field=name)
         answer = self._http.call("POST", "/v1/memories/retrieve", json=body)
         return [Hit.model_validate({k: h[k] for k in ("memory", "score", "rank",
                                                         "explanation")})

@@ -23,7 +23,13 @@ from typing import Any
 from .._errors import GraphmemError, InvalidInputError
 from .._settings import Settings
 from ..engines import is_postgres_url
-from ._backends import EmbeddedBackend, FallbackBackend, SharedBackend, SidecarBackend
+from ._backends import (
+    EmbeddedBackend,
+    FallbackBackend,
+    SharedBackend,
+    SidecarBackend,
+    within_budget,
+)
 
 __all__ = ["build_server", "run_stdio"]
 
@@ -105,13 +111,29 @@ def build_server(db: str | Path, *, sidecar_url: str | None = None, token: str |
 
     @server.tool()
     def recall(query: str, k: int = 5, preset: str = "default", explain: bool = True,
-               record_access: bool = False) -> dict[str, Any]:
+               record_access: bool = False, since: str | None = None,
+               until: str | None = None, min_similarity: float | None = None,
+               min_relative: float | None = None,
+               max_chars: int | None = None) -> dict[str, Any]:
         """The memories that best answer the query, best first, each with why it came
         back (its rank in each channel and its ACT-R activation). A recall changes
-        nothing unless record_access is true; say which memories helped with feedback."""
-        hits, meta = run(lambda b: b.recall(query, k, preset, explain, record_access),
-                         changes=record_access)
-        return {"query": query, "hits": hits, **meta}
+        nothing unless record_access is true; say which memories helped with feedback.
+        since / until (ISO 8601, e.g. 2026-05-01): only memories created in that range
+        (until excluded). min_similarity (0..1, 0.25 suits the default model): answer
+        nothing when no memory is that similar to the query. min_relative (0..1): drop
+        hits scoring below that share of the best. max_chars: at most that many
+        characters of hit text, best hits first (left_out says how many did not fit)."""
+        if max_chars is not None and (isinstance(max_chars, bool) or max_chars < 1):
+            raise ToolError(f"max_chars must be a positive number of characters, got "
+                            f"{max_chars!r}")
+        options = {name: value for name, value in (
+            ("since", since), ("until", until), ("min_similarity", min_similarity),
+            ("min_relative", min_relative)) if value is not None}
+        hits, meta = run(lambda b: b.recall(query, k, preset, explain, record_access,
+                                            options), changes=record_access)
+        hits, left_out = within_budget(hits, max_chars)
+        budget = {} if max_chars is None else {"max_chars": max_chars, "left_out": left_out}
+        return {"query": query, "hits": hits, **budget, **meta}
 
     @server.tool()
     def feedback(memory_id: str, useful: bool, query: str | None = None) -> dict[str, Any]:

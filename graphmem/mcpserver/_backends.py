@@ -23,7 +23,7 @@ from ..client import Client, SidecarUnreachable
 from ..engines import is_postgres_url
 
 __all__ = ["Backend", "EmbeddedBackend", "FallbackBackend", "SharedBackend", "SidecarBackend",
-           "SidecarUnreachable"]
+           "SidecarUnreachable", "within_budget"]
 
 
 def compact_hit(memory: dict[str, Any], score: float, rank: int,
@@ -34,6 +34,32 @@ def compact_hit(memory: dict[str, Any], score: float, rank: int,
     if why is not None:
         out["why"] = why
     return out
+
+
+def within_budget(hits: list[dict[str, Any]], max_chars: int | None
+                  ) -> tuple[list[dict[str, Any]], int]:
+    """The hits, best first, whose texts fit in ``max_chars`` characters together (the
+    first that does not fit is cut to what is left, marked ``truncated``), and how many
+    were left out.
+
+    >>> hits = [{"text": "a" * 6}, {"text": "b" * 6}, {"text": "c" * 6}]
+    >>> kept, left_out = within_budget(hits, 10)
+    >>> [h["text"] for h in kept], kept[1]["truncated"], left_out
+    (['aaaaaa', 'bbbb'], True, 1)
+    """
+    if max_chars is None:
+        return hits, 0
+    kept: list[dict[str, Any]] = []
+    room = max_chars
+    for hit in hits:
+        if room <= 0:
+            break
+        text = hit["text"]
+        if len(text) > room:
+            hit = {**hit, "text": text[:room], "truncated": True}
+        kept.append(hit)
+        room -= len(hit["text"])
+    return kept, len(hits) - len(kept)
 
 
 def compact_memory(memory: dict[str, Any]) -> dict[str, Any]:
@@ -47,7 +73,7 @@ class Backend(Protocol):
 
     def remember(self, fields: dict[str, Any]) -> dict[str, Any]: ...
     def recall(self, query: str, k: int, preset: str, explain: bool,
-               record_access: bool) -> list[dict[str, Any]]: ...
+               record_access: bool, options: dict[str, Any]) -> list[dict[str, Any]]: ...
     def feedback(self, memory_id: str, useful: bool, query: str | None) -> dict[str, Any]: ...
     def forget(self, memory_id: str, hard: bool) -> dict[str, Any]: ...
     def history(self, memory_id: str) -> list[dict[str, Any]]: ...
@@ -81,9 +107,10 @@ class _Tools:
         return compact_memory(to_json(memory))
 
     def recall(self, query: str, k: int, preset: str, explain: bool,
-               record_access: bool) -> list[dict[str, Any]]:
+               record_access: bool, options: dict[str, Any]) -> list[dict[str, Any]]:
+        """``options``: recall's filters and cuts (since, until, min_similarity ...)."""
         hits = self.store.recall(query, k=k, preset=preset, record_access=record_access,
-                                 **self._scope())
+                                 **options, **self._scope())
         return [compact_hit(to_json(h.memory), h.score, h.rank,
                             h.explanation.lines() if explain else None) for h in hits]
 

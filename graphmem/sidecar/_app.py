@@ -105,7 +105,9 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
         hits = store.recall(body.query, k=body.k, preset=body.preset,
                             owner=scoped_owner(who, body.owner), kinds=body.kinds,
                             as_of=body.as_of, include_archived=body.include_archived,
-                            record_access=record)
+                            record_access=record, since=body.since, until=body.until,
+                            min_similarity=body.min_similarity,
+                            min_relative=body.min_relative)
         out = []
         for hit in hits:
             item = {"memory": to_json(hit.memory), "score": hit.score, "rank": hit.rank}

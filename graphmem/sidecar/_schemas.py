@@ -67,6 +67,13 @@ class RetrieveIn(_Body):
     preset: str = "default"
     kinds: list[Kind] | None = None
     as_of: datetime | None = None
+    #: only memories created at or after ``since`` and before ``until``
+    since: datetime | None = None
+    until: datetime | None = None
+    #: answer nothing when no memory's cosine similarity to the query reaches this
+    min_similarity: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    #: drop hits scoring below this share of the best hit's score
+    min_relative: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
     include_archived: bool = False
     #: record an access for each hit (off: a recall changes nothing)
     record_access: bool = False
