@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import Any, Self
+from typing import Any, Self, Unpack
 
 from .._backup import MANIFEST, BackupInfo, _staged, read_manifest
 from .._context import progress as progress_bar
@@ -27,7 +27,7 @@ from .._errors import (
     StoreError,
 )
 from .._extract._component import AddResult
-from .._input import MemoryInput
+from .._input import MemoryInput, UpdateFields, update_changes
 from .._lifecycle import (
     ArchiveResult,
     EvaluationResult,
@@ -35,7 +35,7 @@ from .._lifecycle import (
     PromoteResult,
     RestoreResult,
 )
-from .._memories import DEFAULT, parse_records
+from .._memories import parse_records
 from .._models import ChangeType, Kind, Memory, Stats, Status, Version
 from .._recall import Hit, RecallConfig
 from ._transport import Transport, path_segment
@@ -199,26 +199,15 @@ class Client:
         return AddResult.model_validate(self._http.call("POST", "/v1/conversations",
                                                         json=body))
 
-    def update(self, memory_id: str, *, text: str | None = None, subject: Any = DEFAULT,
-               importance: float | None = None, confidence: float | None = None,
-               tags: Sequence[str] | None = None, kind: Kind | str | None = None,
-               project: Any = DEFAULT, visibility: str | None = None,
-               valid_from: Any = DEFAULT, valid_to: Any = DEFAULT,
-               provenance: Mapping[str, Any] | None = None,
-               reason: ChangeType | str = ChangeType.MANUAL_EDIT, actor: str | None = None,
-               owner: str | None = None) -> Memory:
+    def update(self, memory_id: str, *, reason: ChangeType | str = ChangeType.MANUAL_EDIT,
+               actor: str | None = None, owner: str | None = None,
+               **fields: Unpack[UpdateFields]) -> Memory:
         _no_actor(actor)
         _only_own(owner, self)
-        if provenance is not None:
+        changes = update_changes(fields)
+        if "provenance" in changes:
             raise InvalidInputError("the sidecar does not change provenance", field="provenance")
-        given = {"text": text, "importance": importance, "confidence": confidence,
-                 "tags": list(tags) if tags is not None else None,
-                 "kind": kind, "visibility": visibility}
-        body: dict[str, Any] = {k: _plain(v) for k, v in given.items() if v is not None}
-        for name, value in (("subject", subject), ("project", project),
-                            ("valid_from", valid_from), ("valid_to", valid_to)):
-            if value is not DEFAULT:
-                body[name] = _plain(value)
+        body = {k: _plain(v) for k, v in changes.items()}
         body["reason"] = _plain(reason)
         return Memory.model_validate(self._http.call("PATCH", self._memory(memory_id),
                                                      json=body))

@@ -74,6 +74,9 @@ class RetrieveIn(_Body):
     owner: str | None = _owner()
 
 class PatchIn(_Body):
+    """``UpdateFields`` (graphmem/_input.py) as JSON, less provenance, which only the
+    store's own callers change; a test holds the two to the same names."""
+
     text: str | None = None
     subject: str | None = None
     importance: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
