@@ -7,7 +7,7 @@ shared context, and delegates each method to the component that owns it:
     learning     learn, learned, forecast, use_ranker                    (``_learn``)
     lifecycle    evaluate, promote, archive, restore, run_lifecycle      (``_lifecycle``)
     conversations add_conversation, correct, derive_links                 (``_extract``)
-    views        export, cypher, sql, to_networkx                        (``_views``)
+    views        export, cypher, sql, to_networkx, named_query           (``_views``)
 """
 
 from __future__ import annotations
@@ -477,6 +477,16 @@ class MemoryStore:
     def sql(self, query: str, params: Mapping[str, Any] | None = None, *,
             as_dataframe: bool = False) -> Any:
         return self._views.sql(query, params, as_dataframe=as_dataframe)
+
+    def named_query(self, name: str, params: Mapping[str, Any] | None = None, *,
+                    as_dataframe: bool = False, owner: str | None = None) -> Any:
+        """Run one of the named queries of ``queries/`` (``graphmem query --list``) with
+        its parameters bound, read-only, in the store's query language; with ``owner``,
+        an owner-scoped query confined to that owner. Rows are dicts (column -> value),
+        or a DataFrame with ``as_dataframe=True``."""
+        from queries.library import run_named  # the analyst's library, installed alongside
+
+        return run_named(self, name, params, as_dataframe=as_dataframe, owner=owner)
 
     @_doc(Views.vectors)
     def vectors(self, *, owner: str | None = None) -> tuple[list[str], np.ndarray]:

@@ -11,8 +11,8 @@ from .._kuzu import CYPHER_LIMITS
 from .._models import Kind, Status
 
 __all__ = ["ArchiveIn", "ConversationIn", "CypherIn", "ErrorOut", "EvaluateIn", "FeedbackIn",
-           "LifecycleRunIn", "LinkIn", "MemoriesIn", "MemoryIn", "NamedQueryIn", "PatchIn",
-           "PromoteIn", "RetrieveIn", "SupersedeIn"]
+           "KeepIn", "LearnIn", "LifecycleRunIn", "LinkIn", "MemoriesIn", "MemoryIn",
+           "NamedQueryIn", "PatchIn", "PromoteIn", "RetrieveIn", "SupersedeIn"]
 
 
 def _owner() -> Any:
@@ -120,6 +120,14 @@ class ArchiveIn(_Body):
     reason: str = "manual"
     create_summary: bool = False
 
+class KeepIn(_Body):
+    reason: str = "kept on review"
+
+class LearnIn(_Body):
+    ranker: bool = True
+    forecast: bool = True
+    horizon_days: float = 30.0  # checked by the store, which says what is allowed
+
 class LifecycleRunIn(_Body):
     apply: bool = False
     owner: str | None = _owner()
@@ -136,6 +144,7 @@ class NamedQueryIn(_Body):
     """The parameters of a named query (typed by its header; strings are converted)."""
 
     params: dict[str, Any] = Field(default_factory=dict)
+    owner: str | None = _owner()
 
 class CypherIn(_Body):
     """One read-only Cypher statement and its parameters (bound, never pasted)."""
