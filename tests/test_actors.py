@@ -384,7 +384,7 @@ API_NOT_DRIVEN = {
     "get", "get_many", "memories", "links", "history", "events", "stats", "now", "embed",
     "verify_forgotten", "forecast", "learned", "centrality", "evaluate", "batch_evaluate",
     "entities", "find_entities", "facts", "mentions", "graph_sections", "export",
-    "vectors", "to_networkx", "sql", "close", "warm", "drop_caches", "flush",
+    "vectors", "to_networkx", "named_query", "sql", "close", "warm", "drop_caches", "flush",
     # changes without a version row or event: vectors, models (training needs weeks of
     # use), the entity graph, a new store from a backup
     "reembed", "learn", "use_ranker", "split_entity", "restore_backup",
