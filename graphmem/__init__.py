@@ -5,6 +5,7 @@ from __future__ import annotations
 import os as _os
 import typing as _typing
 
+from ._api import MemoryAPI
 from ._derive import embedding_text, session_contexts
 from ._embed import (
     ContextPooled,
@@ -106,6 +107,7 @@ __all__ = [
     "LifecycleReport",
     "Link",
     "Memory",
+    "MemoryAPI",
     "MemoryInput",
     "MemoryStore",
     "Mention",

@@ -7,7 +7,7 @@ shared context, and delegates each method to the component that owns it:
     learning     learn, learned, forecast, use_ranker                    (``_learn``)
     lifecycle    evaluate, promote, archive, restore, run_lifecycle      (``_lifecycle``)
     conversations add_conversation, correct, derive_links                 (``_extract``)
-    views        export, cypher, sql, to_networkx                        (``_views``)
+    views        export, cypher, sql, to_networkx, named_query           (``_views``)
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from ._engine import Link
 from ._engine import MentionRecord as Mention
 from ._errors import StoreLockedError
 from ._extract._component import AddResult, Conversations, Extractor
-from ._input import MemoryInput
+from ._input import MemoryInput, UpdateFields
 from ._knowledge import Knowledge
 from ._learn import LearnReport, RankerInfo, RankerModel
 from ._learn._component import Learning
@@ -40,7 +40,7 @@ from ._lifecycle import (
     RestoreResult,
 )
 from ._lifecycle._component import Lifecycle
-from ._memories import DEFAULT, Edge, Memories, MergeResult
+from ._memories import Edge, Memories, MergeResult
 from ._models import (
     ChangeType,
     EventType,
@@ -268,19 +268,11 @@ class MemoryStore:
                                            reason=reason, actor=actor, source=source)
 
     @_doc(Memories.update)
-    def update(self, memory_id: str, *, text: str | None = None, subject: Any = DEFAULT,
-               importance: float | None = None, confidence: float | None = None,
-               tags: Sequence[str] | None = None, kind: Kind | str | None = None,
-               project: Any = DEFAULT, visibility: str | None = None,
-               valid_from: Any = DEFAULT, valid_to: Any = DEFAULT,
-               provenance: Mapping[str, Any] | None = None,
-               reason: ChangeType | str = ChangeType.MANUAL_EDIT, actor: str | None = None,
-               owner: str | None = None) -> Memory:
-        return self._memories.update(
-            memory_id, text=text, subject=subject, importance=importance,
-            confidence=confidence, tags=tags, kind=kind, project=project,
-            visibility=visibility, valid_from=valid_from, valid_to=valid_to,
-            provenance=provenance, reason=reason, actor=actor, owner=owner)
+    def update(self, memory_id: str, *, reason: ChangeType | str = ChangeType.MANUAL_EDIT,
+               actor: str | None = None, owner: str | None = None,
+               **fields: Unpack[UpdateFields]) -> Memory:
+        return self._memories.update(memory_id, reason=reason, actor=actor, owner=owner,
+                                     **fields)
 
     @_doc(Memories.supersede)
     def supersede(self, old_id: str, new: Memory | str, *, reason: str = "conflict_update",
@@ -488,6 +480,16 @@ class MemoryStore:
     def sql(self, query: str, params: Mapping[str, Any] | None = None, *,
             as_dataframe: bool = False) -> Any:
         return self._views.sql(query, params, as_dataframe=as_dataframe)
+
+    def named_query(self, name: str, params: Mapping[str, Any] | None = None, *,
+                    as_dataframe: bool = False, owner: str | None = None) -> Any:
+        """Run one of the named queries of ``queries/`` (``graphmem query --list``) with
+        its parameters bound, read-only, in the store's query language; with ``owner``,
+        an owner-scoped query confined to that owner. Rows are dicts (column -> value),
+        or a DataFrame with ``as_dataframe=True``."""
+        from queries.library import run_named  # the analyst's library, installed alongside
+
+        return run_named(self, name, params, as_dataframe=as_dataframe, owner=owner)
 
     @_doc(Views.vectors)
     def vectors(self, *, owner: str | None = None) -> tuple[list[str], np.ndarray]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import (
     BaseModel,
@@ -22,8 +22,9 @@ from ._errors import InvalidInputError
 from ._models import Kind, Status
 from ._time import parse_iso, to_utc
 
-__all__ = ["MAX_TAG", "MAX_TAGS", "MAX_TEXT", "MemoryInput", "RecallWindow", "check_tags",
-           "check_text", "check_unit", "check_validity", "recall_window", "validation_message"]
+__all__ = ["MAX_TAG", "MAX_TAGS", "MAX_TEXT", "MemoryInput", "RecallWindow", "UpdateFields",
+           "check_tags", "check_text", "check_unit", "check_validity", "recall_window",
+           "update_changes", "validation_message"]
 
 #: Longest memory text accepted (characters); longer input is an error, not a truncation.
 MAX_TEXT = 200_000
@@ -35,6 +36,39 @@ MAX_TAG = 200
 MAX_LIST = 256
 #: A visibility is a short label ("private", "team", ...).
 MAX_VISIBILITY = 200
+
+
+class UpdateFields(TypedDict, total=False):
+    """The fields ``update`` changes, written once for the store, its client and the
+    sidecar's PATCH body. A field left out stays as it is; so does one given as None,
+    except ``subject``, ``project``, ``valid_from`` and ``valid_to``, which None clears."""
+
+    text: str | None
+    subject: str | None
+    importance: float | None
+    confidence: float | None
+    tags: Sequence[str] | None
+    kind: Kind | str | None
+    project: str | None
+    visibility: str | None
+    #: a datetime or ISO 8601 text
+    valid_from: datetime | str | None
+    valid_to: datetime | str | None
+    provenance: Mapping[str, Any] | None
+
+
+#: The fields of ``UpdateFields`` that None clears (for the others None means unchanged).
+_CLEARABLE = frozenset({"subject", "project", "valid_from", "valid_to"})
+
+
+def update_changes(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``UpdateFields`` given that change something (None left out, except where it
+    clears); a name that is not one of them is refused."""
+    unknown = sorted(set(fields) - set(UpdateFields.__annotations__))
+    if unknown:
+        raise InvalidInputError(f"update has no field {unknown[0]!r}; it changes "
+                                + ", ".join(UpdateFields.__annotations__), field=unknown[0])
+    return {k: v for k, v in fields.items() if v is not None or k in _CLEARABLE}
 
 
 def check_text(value: Any, *, field: str, max_len: int = MAX_TEXT, allow_empty: bool = False

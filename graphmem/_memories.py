@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
@@ -20,10 +20,12 @@ from ._errors import ConflictError, InvalidInputError, RecordError
 from ._input import (
     MAX_VISIBILITY,
     MemoryInput,
+    UpdateFields,
     check_tags,
     check_text,
     check_unit,
     check_validity,
+    update_changes,
 )
 from ._knowledge import Knowledge
 from ._models import (
@@ -39,10 +41,8 @@ from ._models import (
 )
 from ._transitions import Transitions, patch_of
 
-__all__ = ["DEFAULT", "Edge", "Memories", "MergeResult", "parse_records"]
+__all__ = ["Edge", "Memories", "MergeResult", "parse_records"]
 
-#: "leave this field as it is" (where None is a value: a subject, a project, a time)
-DEFAULT: Any = object()
 #: Past this many changed memories, derived state is rebuilt rather than patched.
 _REFRESH_LIMIT = 1000
 
@@ -457,43 +457,17 @@ class Memories:
         self.commit(WriteBatch(merged_edges=[edge]), edges=[a, b])
 
     # -- editing -------------------------------------------------------------------------
-    def update(self, memory_id: str, *, text: str | None = None, subject: Any = DEFAULT,
-               importance: float | None = None, confidence: float | None = None,
-               tags: Sequence[str] | None = None, kind: Any = None, project: Any = DEFAULT,
-               visibility: str | None = None, valid_from: Any = DEFAULT,
-               valid_to: Any = DEFAULT, provenance: Mapping[str, Any] | None = None,
-               reason: ChangeType | str = ChangeType.MANUAL_EDIT, actor: str | None = None,
-               owner: str | None = None) -> Memory:
-        """Change fields of a memory; writes one version row with change type ``reason``."""
+    def update(self, memory_id: str, *, reason: ChangeType | str = ChangeType.MANUAL_EDIT,
+               actor: str | None = None, owner: str | None = None,
+               **fields: Unpack[UpdateFields]) -> Memory:
+        """Change fields of a memory (``UpdateFields``: text, subject, importance,
+        confidence, tags, kind, project, visibility, valid_from, valid_to, provenance);
+        writes one version row with change type ``reason``."""
         memory = self._ctx.visible(memory_id, owner)
         if memory.status is Status.FORGOTTEN:
             raise ConflictError(f"memory {memory_id} was forgotten and cannot be edited")
         change_type = parse_change_type(reason)
-        updates: dict[str, Any] = {}
-        if text is not None:
-            updates["text"] = check_text(text, field="text")
-        if subject is not DEFAULT:
-            updates["subject"] = None if subject is None else check_text(
-                subject, field="subject", max_len=2000)
-        if importance is not None:
-            updates["importance"] = check_unit(importance, field="importance")
-        if confidence is not None:
-            updates["confidence"] = check_unit(confidence, field="confidence")
-        if tags is not None:
-            updates["tags"] = check_tags(tags)
-        if kind is not None:
-            updates["kind"] = parse_kind(kind).value
-        if project is not DEFAULT:
-            updates["project"] = project
-        if visibility is not None:
-            updates["visibility"] = check_text(visibility, field="visibility",
-                                               max_len=MAX_VISIBILITY)
-        if provenance is not None:
-            updates["provenance"] = MemoryInput.parse({"text": "x",
-                                                       "provenance": provenance}).provenance
-        for name, value in (("valid_from", valid_from), ("valid_to", valid_to)):
-            if value is not DEFAULT:
-                updates[name] = getattr(MemoryInput.parse({"text": "x", name: value}), name)
+        updates = _checked_updates(fields)
         check_validity(updates.get("valid_from", memory.valid_from),
                        updates.get("valid_to", memory.valid_to))
         updates = {k: v for k, v in updates.items() if getattr(memory, k, None) != v
@@ -587,6 +561,35 @@ class Memories:
         ends = [e.src for e in merged_edges] + [e.dst for e in merged_edges]
         self.commit(WriteBatch(patches=list(patches), merged_edges=list(merged_edges)),
                      changed=ids, edges=ends)
+
+
+def _checked_updates(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``update``'s fields checked and normalised (what each sets), before they are
+    compared with the memory; unknown names are refused."""
+    given = update_changes(fields)
+    updates: dict[str, Any] = {}
+    if "text" in given:
+        updates["text"] = check_text(given["text"], field="text")
+    if "subject" in given:
+        subject = given["subject"]
+        updates["subject"] = None if subject is None else check_text(
+            subject, field="subject", max_len=2000)
+    for name in ("importance", "confidence"):
+        if name in given:
+            updates[name] = check_unit(given[name], field=name)
+    if "tags" in given:
+        updates["tags"] = check_tags(given["tags"])
+    if "kind" in given:
+        updates["kind"] = parse_kind(given["kind"]).value
+    if "project" in given:
+        updates["project"] = given["project"]
+    if "visibility" in given:
+        updates["visibility"] = check_text(given["visibility"], field="visibility",
+                                           max_len=MAX_VISIBILITY)
+    for name in ("provenance", "valid_from", "valid_to"):
+        if name in given:
+            updates[name] = getattr(MemoryInput.parse({"text": "x", name: given[name]}), name)
+    return updates
 
 
 def _times(derived: Derived) -> dict[str, list[datetime]]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import asdict
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -12,7 +14,7 @@ from pydantic import BaseModel
 
 from ._context import Changed, StoreContext
 from ._derive import lifecycle_event
-from ._engine import EDGE_KINDS, CypherResult, EdgeRecord, EventQuery
+from ._engine import EDGE_KINDS, CypherResult, EdgeRecord, EntityRecord, EventQuery, FactRecord
 from ._errors import InvalidInputError, UnsupportedError
 from ._lifecycle import EvaluationResult, LifecycleReport
 from ._models import EventType, LifecycleEvent, Status
@@ -183,9 +185,10 @@ class Views:
         return graph
 
 
-def to_json(value: BaseModel) -> dict[str, Any]:
-    """A graphmem value (memory, version, event, hit, result, report) as JSON data, with
-    snake_case keys: the one casing of the command line, the sidecar and the exports.
+def to_json(value: BaseModel | EntityRecord | FactRecord) -> dict[str, Any]:
+    """A graphmem value (memory, version, event, hit, result, report, entity, fact) as
+    JSON data, with snake_case keys: the one casing of the command line, the sidecar and
+    the exports; times in ISO 8601.
     Lifecycle events and the archivist's results keep their camelCase names for Python
     callers who ask (``model_dump(by_alias=True)``); their JSON is snake_case too, the
     metadata of events included (older events recorded it in camelCase).
@@ -200,6 +203,8 @@ def to_json(value: BaseModel) -> dict[str, Any]:
     >>> data["event_type"], data["metadata"]
     ('archive', {'access_count': 0, 'age_in_days': 41.5})
     """
+    if isinstance(value, EntityRecord | FactRecord):
+        return {k: _json_field(v) for k, v in asdict(value).items()}
     data: dict[str, Any] = value.model_dump(mode="json")
     if isinstance(value, LifecycleEvent):
         data["metadata"] = snake_keys(data["metadata"])
@@ -210,6 +215,14 @@ def to_json(value: BaseModel) -> dict[str, Any]:
         for evaluation, out in zip(value.evaluations, data["evaluations"], strict=True):
             out["subject"] = evaluation.subject
     return data
+
+
+def _json_field(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return format_iso(value)
+    if isinstance(value, tuple | list):
+        return [_json_field(v) for v in value]
+    return value
 
 
 def snake_keys(data: dict[str, Any]) -> dict[str, Any]:

@@ -106,6 +106,7 @@ SIDECAR_NO_HISTORY = {
     "POST /v1/lifecycle/evaluate": "nothing: a read with a body",
     "POST /v1/queries/{name}": "nothing: a read with a body",
     "POST /v1/cypher": "nothing: read-only Cypher",
+    "POST /v1/learn": "the learned models (store metadata)",
     "POST /ui/api/login": "a session",
     "POST /ui/api/logout": "a session",
     "POST /ui/api/recall": "access counts",
@@ -170,6 +171,11 @@ def test_every_sidecar_and_dashboard_route_records_its_actor(
     v1("POST /v1/memories/{memory_id}/promote", "POST", one(newer, "/promote"))
     v1("POST /v1/memories/{memory_id}/archive", "POST", one(deploy, "/archive"))
     v1("POST /v1/memories/{memory_id}/restore", "POST", one(deploy, "/restore"))
+    v1("POST /v1/memories/{memory_id}/keep", "POST", one(pump, "/keep"), {"reason": "in use"})
+    # too little feedback to train on: a 409 that writes nothing
+    learned = rec("POST /v1/learn", actor, lambda: api.post("/v1/learn", json={}),
+                  writes=False)
+    assert learned.status_code == 409, learned.text
     v1("POST /v1/lifecycle/evaluate", "POST", "/v1/lifecycle/evaluate", {}, writes=False)
     clock.advance(days=200)  # decay, expiry, the hot set: the run has work to apply
     v1("POST /v1/lifecycle/run", "POST", "/v1/lifecycle/run", {"apply": True})
@@ -378,7 +384,7 @@ API_NOT_DRIVEN = {
     "get", "get_many", "memories", "links", "history", "events", "stats", "now", "embed",
     "verify_forgotten", "forecast", "learned", "centrality", "evaluate", "batch_evaluate",
     "entities", "find_entities", "facts", "mentions", "graph_sections", "export",
-    "vectors", "to_networkx", "sql", "close", "warm", "drop_caches", "flush",
+    "vectors", "to_networkx", "named_query", "sql", "close", "warm", "drop_caches", "flush",
     # changes without a version row or event: vectors, models (training needs weeks of
     # use), the entity graph, a new store from a backup
     "reembed", "learn", "use_ranker", "split_entity", "restore_backup",

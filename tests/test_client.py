@@ -30,7 +30,8 @@ from ._servers import free_port, running_sidecar
 from .conftest import SAMPLE as SAMPLE_PATH
 from .conftest import Clock
 
-_IDS = re.compile(r"urn:graphmem:[0-9a-z]+|evt-[0-9]{4}-[0-9]{2}-[0-9]{2}-[0-9a-z]+")
+_IDS = re.compile(r"urn:graphmem:[0-9a-z]+|evt-[0-9]{4}-[0-9]{2}-[0-9]{2}-[0-9a-z]+"
+                  r"|ent_[0-9a-f]+|fact_[0-9a-f]+")
 #: Digests keyed by each store's own secret (forget's hmac): equal only within a store.
 _KEYED = re.compile(r"hmac-sha256:[0-9a-f:]+")
 
@@ -47,7 +48,7 @@ class Trace:
         if hasattr(value, "model_dump"):
             value = value.model_dump(mode="json")
         elif isinstance(value, list):
-            value = [self._plain(v) for v in value]
+            value = [self._plain(v, name_new=name_new) for v in value]
         elif hasattr(value, "__dataclass_fields__"):
             value = vars(value)
         text = _KEYED.sub("<hmac>", json.dumps(value, sort_keys=True, default=str))
@@ -74,6 +75,13 @@ class Trace:
         error = caught.value
         self.steps.append((step, type(error).__name__, _IDS.sub("<id>", str(error))))
         return error
+
+
+def _graph(graph: Any) -> list[Any]:
+    """A networkx graph as comparable data: nodes with their attributes, then edges."""
+    return [*([node, attrs] for node, attrs in graph.nodes(data=True)),
+            *([src, dst, key, data] for src, dst, key, data in graph.edges(keys=True,
+                                                                            data=True))]
 
 
 def _undirected(value: Any) -> Any:
@@ -133,6 +141,25 @@ def scenario(store: Any, clock: Clock) -> Trace:
     t.see("feedback", store.feedback(hits[0].memory.id, useful=True,
                                      query="which database does orchard use"))
     t.see("feedback ignored", store.feedback(runbook.id, useful=False))
+    t.see("update fields", store.update(runbook.id, project="orchard", visibility="team",
+                                        valid_from="2026-01-01T00:00:00Z", text=None))
+    t.see("update clears", store.update(runbook.id, project=None, valid_from=None))
+    t.fails("update unknown field", lambda: store.update(runbook.id, colour="red"))
+    t.see("keep", store.keep(runbook.id, reason="still the runbook"))
+    t.see("events", store.events(runbook.id))
+    t.see("events of a type", store.events(event_type="keep"))
+    t.see("memories", store.memories(), unordered=True)
+    t.see("entities", store.entities(), unordered=True)
+    t.see("facts", store.facts(), unordered=True)
+    t.see("facts about", store.facts(about="Nadia", current=True), unordered=True)
+    t.see("named_query", store.named_query("kinds_by_status"), unordered=True)
+    t.see("named_query params", store.named_query("most_mentioned_entities", {"limit": 3}))
+    t.see("named_query owner", store.named_query("most_mentioned_entities", owner="nobody"))
+    t.fails("named_query unknown", lambda: store.named_query("most_mentioned"))
+    t.see("to_networkx", _graph(store.to_networkx()), unordered=True)
+    t.see("to_networkx edges", _graph(store.to_networkx(edge_kinds=["co_occurs"],
+                                                        statuses=["active"])), unordered=True)
+    t.fails("learn", lambda: store.learn())
     t.see("history", store.history(runbook.id))
     t.see("evaluate", store.evaluate(runbook.id))
     t.see("batch_evaluate", store.batch_evaluate(), unordered=True)
@@ -244,6 +271,49 @@ def test_a_token_is_the_owner_and_the_actor(tmp_path: Path, clock: Clock) -> Non
         assert unknown.value.code == "unauthorized"
         with pytest.raises(InvalidInputError, match="actor"):
             alice.add("x", actor="mallory")
+
+
+def test_a_token_reads_its_owners_graph_and_events_only(tmp_path: Path, clock: Clock) -> None:
+    with MemoryStore(tmp_path / "db", embedder="hashing", clock=clock) as store, \
+            running_sidecar(store, Tokens.from_mapping(TOKENS)) as url, \
+            graphmem.connect(url, token="tok-alice-0123456789") as alice, \
+            graphmem.connect(url, token="tok-bob-0123456789abc") as bob, \
+            graphmem.connect(url, token="tok-reader-alice-01234") as reader:
+        store.add_conversation([{"speaker": "Nadia", "text": "I moved to Ibadan in March "
+                                 "2026 for lab work."}], session_id="s1", owner="alice")
+        store.add_conversation([{"speaker": "Tunde", "text": "I moved to Lagos in May "
+                                 "2026 for a new job."}], session_id="s2", owner="bob")
+        mine = store.memories(owner="alice")
+        assert [m.id for m in alice.memories()] == [m.id for m in mine] != []
+        assert alice.entities() == store.entities(owner="alice") != []
+        assert alice.facts() == store.facts(owner="alice") != []
+        assert alice.events() == store.events(owner="alice")
+        assert set(alice.to_networkx()) == {m.id for m in mine}
+        assert alice.named_query("most_mentioned_entities") == \
+            store.named_query("most_mentioned_entities", owner="alice") != []
+        assert {e.name for e in bob.entities()} & {e.name for e in alice.entities()} == set()
+        for call in (lambda: bob.entities(owner="alice"), lambda: bob.memories(owner="alice"),
+                     lambda: bob.named_query("most_mentioned_entities", owner="alice")):
+            with pytest.raises(InvalidInputError, match="owner"):
+                call()
+        for call in (lambda: bob.events(mine[0].id), lambda: bob.keep(mine[0].id)):
+            with pytest.raises(NotFoundError):
+                call()
+        with pytest.raises(AccessDeniedError, match="write"):
+            reader.keep(mine[0].id)
+        with pytest.raises(AccessDeniedError, match="admin"):
+            alice.learn()
+        kept = alice.keep(mine[0].id, reason="still true")
+        assert (kept.agent_id, kept.reason) == ("alice", "still true")
+        assert store.events(mine[0].id)[-1] == kept
+
+
+def test_the_patch_body_is_the_update_fields() -> None:
+    from graphmem._input import UpdateFields
+    from graphmem.sidecar._schemas import PatchIn
+
+    assert set(PatchIn.model_fields) == \
+        set(UpdateFields.__annotations__) - {"provenance"} | {"reason"}
 
 
 def test_an_unreachable_sidecar_says_so(tmp_path: Path) -> None:

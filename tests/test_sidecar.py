@@ -356,6 +356,13 @@ def test_a_read_token_changes_nothing(served: tuple[MemoryStore, str], alice: Ap
         ("post", "/v1/queries/{name}"): {"json": {"params": {"limit": 3}}},
         ("post", "/v1/cypher"): {"json": {"query": "MATCH (m:Memory) RETURN count(*)"}},
         ("get", "/v1/backup"): {},
+        ("get", "/v1/memories"): {},
+        ("get", "/v1/events"): {"params": {"memory_id": first["id"]}},
+        ("post", "/v1/memories/{memory_id}/keep"): {"json": {"reason": "still true"}},
+        ("get", "/v1/entities"): {},
+        ("get", "/v1/facts"): {"params": {"current": "true"}},
+        ("get", "/v1/graph"): {"params": {"edge_kinds": ["references", "co_occurs"]}},
+        ("post", "/v1/learn"): {"json": {}},
     }
     served_routes = {(method, path) for path, ops in
                      httpx.get(f"{url}/openapi.json").json()["paths"].items()
@@ -378,7 +385,8 @@ def test_a_read_token_changes_nothing(served: tuple[MemoryStore, str], alice: Ap
                         "/v1/lifecycle/report", "/v1/store", "/healthz",
                         f"/v1/memories/{memory}/links", f"/v1/memories/{memory}/evaluation",
                         "/v1/lifecycle/evaluate", "/v1/stats", "/v1/queries",
-                        "/v1/queries/recent_memories"}
+                        "/v1/queries/recent_memories", "/v1/memories", "/v1/events",
+                        "/v1/entities", "/v1/facts", "/v1/graph"}
     assert _state(store) == before
     # the same recall with a write token does record accesses: the check above can fail
     assert alice.post("/v1/memories/retrieve",

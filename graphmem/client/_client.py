@@ -15,10 +15,12 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self, Unpack
 
 from .._backup import MANIFEST, BackupInfo, _staged, read_manifest
 from .._context import progress as progress_bar
+from .._engine import EntityRecord as Entity
+from .._engine import FactRecord as Fact
 from .._engine import Link
 from .._errors import (
     ConfirmationRequiredError,
@@ -27,7 +29,8 @@ from .._errors import (
     StoreError,
 )
 from .._extract._component import AddResult
-from .._input import MemoryInput, check_unit, recall_window
+from .._input import MemoryInput, UpdateFields, check_unit, recall_window, update_changes
+from .._learn import LearnReport
 from .._lifecycle import (
     ArchiveResult,
     EvaluationResult,
@@ -35,10 +38,23 @@ from .._lifecycle import (
     PromoteResult,
     RestoreResult,
 )
-from .._memories import DEFAULT, parse_records
-from .._models import ChangeType, Kind, Memory, Stats, Status, Version
+from .._memories import parse_records
+from .._models import (
+    ChangeType,
+    EventType,
+    Kind,
+    LifecycleEvent,
+    Memory,
+    Stats,
+    Status,
+    Version,
+)
 from .._recall import Hit, RecallConfig
+from .._time import parse_iso
 from ._transport import Transport, path_segment
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["Client", "connect", "for_database"]
 
@@ -101,7 +117,8 @@ class Client:
     """An agent's memories in a store served by ``graphmem serve``.
 
     The methods are ``MemoryStore``'s (see there) for everything the sidecar serves;
-    what it does not (bulk merges, re-embedding, ad-hoc writes) is not here.
+    both are a ``graphmem.MemoryAPI``. What it does not serve (bulk merges, re-embedding,
+    ad-hoc writes) is not here.
     """
 
     def __init__(self, url: str, *, token: str | None = None, timeout_s: float = 30.0,
@@ -164,6 +181,19 @@ class Client:
         """The store's counts (a token's: its owner's own)."""
         return Stats.model_validate(self._http.call("GET", "/v1/stats"))
 
+    def memories(self, *, owner: str | None = None) -> list[Memory]:
+        body = self._http.call("GET", "/v1/memories", params=_owner(owner))
+        return [Memory.model_validate(m) for m in body["memories"]]
+
+    def events(self, memory_id: str | None = None, *, event_type: EventType | str | None = None,
+               since: datetime | None = None, until: datetime | None = None,
+               limit: int | None = None, owner: str | None = None) -> list[LifecycleEvent]:
+        given = {"memory_id": memory_id, "event_type": event_type, "since": since,
+                 "until": until, "limit": limit, "owner": owner}
+        body = self._http.call("GET", "/v1/events", params={
+            k: _plain(v) for k, v in given.items() if v is not None})
+        return [LifecycleEvent.model_validate(e) for e in body["events"]]
+
     def add(self, text: str, *, actor: str | None = None, **fields: Any) -> Memory:
         return self.add_many([{"text": text, **fields}], actor=actor)[0]
 
@@ -199,26 +229,15 @@ class Client:
         return AddResult.model_validate(self._http.call("POST", "/v1/conversations",
                                                         json=body))
 
-    def update(self, memory_id: str, *, text: str | None = None, subject: Any = DEFAULT,
-               importance: float | None = None, confidence: float | None = None,
-               tags: Sequence[str] | None = None, kind: Kind | str | None = None,
-               project: Any = DEFAULT, visibility: str | None = None,
-               valid_from: Any = DEFAULT, valid_to: Any = DEFAULT,
-               provenance: Mapping[str, Any] | None = None,
-               reason: ChangeType | str = ChangeType.MANUAL_EDIT, actor: str | None = None,
-               owner: str | None = None) -> Memory:
+    def update(self, memory_id: str, *, reason: ChangeType | str = ChangeType.MANUAL_EDIT,
+               actor: str | None = None, owner: str | None = None,
+               **fields: Unpack[UpdateFields]) -> Memory:
         _no_actor(actor)
         _only_own(owner, self)
-        if provenance is not None:
+        changes = update_changes(fields)
+        if "provenance" in changes:
             raise InvalidInputError("the sidecar does not change provenance", field="provenance")
-        given = {"text": text, "importance": importance, "confidence": confidence,
-                 "tags": list(tags) if tags is not None else None,
-                 "kind": kind, "visibility": visibility}
-        body: dict[str, Any] = {k: _plain(v) for k, v in given.items() if v is not None}
-        for name, value in (("subject", subject), ("project", project),
-                            ("valid_from", valid_from), ("valid_to", valid_to)):
-            if value is not DEFAULT:
-                body[name] = _plain(value)
+        body = {k: _plain(v) for k, v in changes.items()}
         body["reason"] = _plain(reason)
         return Memory.model_validate(self._http.call("PATCH", self._memory(memory_id),
                                                      json=body))
@@ -237,10 +256,10 @@ class Client:
             "POST", self._memory(old_id, "/supersede"), json=body))
 
     def correct(self, memory_id: str, new_text: str, *, owner: str | None = None,
-                **fields: Any) -> Memory:
+                actor: str | None = None, **fields: Any) -> Memory:
         """A user correction: a supersede with reason ``conflict_update``."""
         return self.supersede(memory_id, new_text, reason="conflict_update", owner=owner,
-                              **fields)
+                              actor=actor, **fields)
 
     def link(self, a: str, b: str, *, kind: str = "references", weight: float = 1.0,
              source: str = "explicit", owner: str | None = None) -> None:
@@ -266,6 +285,13 @@ class Client:
                 "confirm=True (or --yes on the command line)")
         self._http.call("DELETE", self._memory(memory_id),
                         params={"hard": "true", "reason": reason})
+
+    def keep(self, memory_id: str, *, reason: str = "kept on review",
+             owner: str | None = None, actor: str | None = None) -> LifecycleEvent:
+        _no_actor(actor)
+        _only_own(owner, self)
+        return LifecycleEvent.model_validate(self._http.call(
+            "POST", self._memory(memory_id, "/keep"), json={"reason": reason}))
 
     # -- recall --------------------------------------------------------------------------
     def recall(self, query: str, *, k: int = 10, preset: str | RecallConfig = "default",
@@ -304,6 +330,13 @@ class Client:
         body = self._http.call("POST", "/v1/feedback",
                                json={"memory_id": memory_id, "useful": useful, "query": query})
         return Memory.model_validate(body["memory"])
+
+    def learn(self, *, ranker: bool = True, forecast: bool = True,
+              horizon_days: float = 30.0) -> LearnReport:
+        """Train the store's ranker and forecast (the token needs the admin and
+        all_owners scopes: the models learn from, and serve, every owner)."""
+        return LearnReport.model_validate(self._http.call("POST", "/v1/learn", json={
+            "ranker": ranker, "forecast": forecast, "horizon_days": horizon_days}))
 
     # -- lifecycle -----------------------------------------------------------------------
     def evaluate(self, memory_id: str, *, owner: str | None = None) -> EvaluationResult:
@@ -378,12 +411,46 @@ class Client:
         return _rows(body["rows"], as_dataframe)
 
     def named_query(self, name: str, params: Mapping[str, Any] | None = None, *,
-                    as_dataframe: bool = False) -> Any:
+                    as_dataframe: bool = False, owner: str | None = None) -> Any:
         """Run one of ``queries/``'s named queries on the sidecar (within the token's
         owner). ``queries.library.run_named(client, ...)`` calls this."""
         body = self._http.call("POST", f"/v1/queries/{path_segment(name)}",
-                               json={"params": _plain(dict(params or {}))})
+                               json={"params": _plain(dict(params or {})), **_owner(owner)})
         return _rows(body["rows"], as_dataframe)
+
+    def entities(self, *, owner: str | None = None) -> list[Entity]:
+        body = self._http.call("GET", "/v1/entities", params=_owner(owner))
+        return [_entity(e) for e in body["entities"]]
+
+    def facts(self, *, owner: str | None = None, about: str | None = None,
+              as_of: datetime | None = None, current: bool = False) -> list[Fact]:
+        params: dict[str, Any] = {"current": current, **_owner(owner)}
+        if about is not None:
+            params["about"] = about
+        if as_of is not None:
+            params["as_of"] = as_of.isoformat()
+        body = self._http.call("GET", "/v1/facts", params=params)
+        return [_fact(f) for f in body["facts"]]
+
+    def to_networkx(self, *, owner: str | None = None,
+                    edge_kinds: Iterable[str] = ("references", "co_occurs", "supersedes"),
+                    statuses: Iterable[str] | None = None) -> nx.MultiDiGraph:
+        import networkx as nx
+
+        params: dict[str, Any] = {"edge_kinds": list(edge_kinds), **_owner(owner)}
+        if statuses is not None:
+            params["statuses"] = list(statuses)
+        body = self._http.call("GET", "/v1/graph", params=params)
+        graph = nx.MultiDiGraph()
+        for node in body["nodes"]:
+            attrs = dict(node)
+            if attrs.get("created") is not None:
+                attrs["created"] = parse_iso(attrs["created"])
+            graph.add_node(attrs.pop("id"), **attrs)
+        for edge in body["edges"]:
+            graph.add_edge(edge["src"], edge["dst"], key=edge["kind"], kind=edge["kind"],
+                           weight=edge["weight"])
+        return graph
 
     def named_queries(self) -> list[dict[str, Any]]:
         """The named queries the sidecar knows, with their parameters."""
@@ -468,6 +535,20 @@ def _record_json(item: MemoryInput) -> dict[str, Any]:
     data: dict[str, Any] = item.model_dump(mode="json", exclude_defaults=True)
     data["text"] = item.text
     return data
+
+
+def _times(data: dict[str, Any], *names: str) -> dict[str, Any]:
+    return {name: None if data[name] is None else parse_iso(data[name]) for name in names}
+
+
+def _entity(data: dict[str, Any]) -> Entity:
+    return Entity(**{**data, "aliases": tuple(data["aliases"]), "merges": tuple(data["merges"]),
+                     **_times(data, "created", "first_seen", "last_seen")})
+
+
+def _fact(data: dict[str, Any]) -> Fact:
+    return Fact(**{**data, "sources": tuple(data["sources"]),
+                   **_times(data, "valid_from", "valid_to", "recorded")})
 
 
 def _evaluation(data: dict[str, Any]) -> EvaluationResult:

@@ -9,6 +9,7 @@ named queries, Cypher, backups) is in ``_live``. JSON keys are snake_case throug
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Query
@@ -18,9 +19,10 @@ from .. import __version__
 from .._errors import InvalidInputError
 from .._facade import MemoryStore
 from .._input import MemoryInput
+from .._models import LifecycleEvent
 from .._views import to_json
 from ._auth import Principal, Tokens
-from ._deps import Admin, Caller, MemoryId, Reader, Writer, scoped_owner
+from ._deps import Admin, AllOwners, Caller, MemoryId, OwnerParam, Reader, Writer, scoped_owner
 from ._errors import BODY, GATE, ID, error_status, errors, install_handlers
 from ._guard import Guard, Refusal
 from ._live import add_live_routes
@@ -29,6 +31,8 @@ from ._schemas import (
     ConversationIn,
     EvaluateIn,
     FeedbackIn,
+    KeepIn,
+    LearnIn,
     LifecycleRunIn,
     LinkIn,
     MemoriesIn,
@@ -41,11 +45,6 @@ from ._schemas import (
 from ._ui import mount_ui
 
 __all__ = ["create_app", "error_status"]
-
-#: ``?owner=``: for the local user, one owner's memories only; a token may repeat its own.
-OwnerParam = Annotated[str | None, Query(description="Only this owner's memories (the local "
-                                                     "user); a token may only give its own.")]
-
 
 def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
                max_body_bytes: int | None = None,
@@ -123,6 +122,12 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
                    ) -> dict[str, Any]:
         return to_json(store.get(memory_id, owner=scoped_owner(who, owner)))
 
+    @app.get("/v1/memories", tags=["memories"], responses=errors(*GATE, 422))
+    def list_memories(who: Reader, owner: OwnerParam = None) -> dict[str, Any]:
+        """Every memory the caller sees (a token: its owner's), whatever its status."""
+        found = store.memories(owner=scoped_owner(who, owner))
+        return {"count": len(found), "memories": [to_json(m) for m in found]}
+
     @app.get("/v1/memories/{memory_id}/history", tags=["memories"], responses=by_id)
     def history(memory_id: MemoryId, who: Reader, owner: OwnerParam = None
                 ) -> dict[str, Any]:
@@ -181,6 +186,11 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
                 "ignored_count": memory.ignored_count, "importance": memory.importance,
                 "memory": to_json(memory)}
 
+    def recorded(event: LifecycleEvent) -> dict[str, Any]:
+        """An event with its metadata as the store holds it: a client's events equal the
+        store's (``to_json`` spells the metadata's keys snake_case, for people)."""
+        return event.model_dump(mode="json")
+
     def transition(result: Any) -> Any:
         """A transition's result; one that did not apply is a 409 that carries it."""
         data = to_json(result)
@@ -205,6 +215,14 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
         return transition(store.archive(memory_id, reason=body.reason,
                                         create_summary=body.create_summary, owner=who.owner,
                                         actor=who.acting))
+
+    @app.post("/v1/memories/{memory_id}/keep", tags=["lifecycle"], responses=changes_by_id)
+    def keep(memory_id: MemoryId, who: Writer, body: KeepIn | None = None) -> dict[str, Any]:
+        """A reviewer leaves the memory as it is: it does not change, a keep event
+        records who decided and why."""
+        body = body or KeepIn()
+        return recorded(store.keep(memory_id, reason=body.reason, owner=who.owner,
+                                   actor=who.acting))
 
     @app.post("/v1/memories/{memory_id}/restore", tags=["lifecycle"],
               responses=errors(*GATE, *ID, 409))
@@ -255,6 +273,25 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
         results = store.batch_evaluate(body.ids, owner=scoped_owner(who, body.owner),
                                        kinds=body.kinds, statuses=body.statuses)
         return {"count": len(results), "evaluations": [to_json(r) for r in results]}
+
+    @app.get("/v1/events", tags=["lifecycle"], responses=errors(*GATE, *ID))
+    def events(who: Reader, owner: OwnerParam = None, memory_id: str | None = None,
+               event_type: str | None = None, since: datetime | None = None,
+               until: datetime | None = None,
+               limit: Annotated[int | None, Query(ge=0)] = None) -> dict[str, Any]:
+        """Lifecycle events, oldest first: of one memory, or of every memory the caller
+        sees; each with its metadata as recorded (the archivist's camelCase keys)."""
+        found = store.events(memory_id, event_type=event_type, since=since, until=until,
+                             limit=limit, owner=scoped_owner(who, owner))
+        return {"count": len(found), "events": [recorded(e) for e in found]}
+
+    @app.post("/v1/learn", tags=["lifecycle"], responses=errors(*GATE, *BODY, 409))
+    def learn(who: Admin, _: AllOwners, body: LearnIn | None = None) -> dict[str, Any]:
+        """Train the ranker and the forecast of need from every owner's feedback and
+        use (hence the all_owners scope); the models serve every owner's recalls."""
+        body = body or LearnIn()
+        return to_json(store.learn(ranker=body.ranker, forecast=body.forecast,
+                                   horizon_days=body.horizon_days))
 
     @app.post("/v1/lifecycle/run", tags=["lifecycle"], responses=adding)
     def lifecycle_run(who: Admin, body: LifecycleRunIn | None = None) -> Any:

@@ -7,14 +7,15 @@ from __future__ import annotations
 from typing import Annotated
 from urllib.parse import unquote
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from .._errors import InvalidInputError
 from ._auth import Principal
 from ._guard import PRINCIPAL, Refusal
 
-__all__ = ["Admin", "AllOwners", "Caller", "MemoryId", "Reader", "Writer", "scoped_owner"]
+__all__ = ["Admin", "AllOwners", "Caller", "MemoryId", "OwnerParam", "Reader", "Writer",
+           "scoped_owner"]
 
 _BEARER = HTTPBearer(
     scheme_name="bearer", auto_error=False,
@@ -69,3 +70,6 @@ Admin = Annotated[Principal, Depends(_Need("admin"))]
 #: A second dependency of routes that read every owner's memories (Cypher, backups).
 AllOwners = Annotated[Principal, Depends(_Need("all_owners"))]
 MemoryId = Annotated[str, Depends(_memory_id)]
+#: ``?owner=``: for the local user, one owner's memories only; a token may repeat its own.
+OwnerParam = Annotated[str | None, Query(description="Only this owner's memories (the local "
+                                                     "user); a token may only give its own.")]

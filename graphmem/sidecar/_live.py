@@ -2,6 +2,9 @@
 while the sidecar holds the database (Kuzu lets one process write it).
 
     GET  /v1/stats             counts; a token's are its owner's own            read
+    GET  /v1/entities          the knowledge graph's entities, the token's owner's read
+    GET  /v1/facts             its facts (about an entity, as of a time)         read
+    GET  /v1/graph             the memory graph, as ``to_networkx`` builds it    read
     GET  /v1/queries           the named queries, and which are owner-scoped     read
     POST /v1/queries/{name}    one named query, run within the token's owner     read
     POST /v1/cypher            one read-only Cypher statement, across owners     read + all_owners
@@ -24,18 +27,19 @@ import tempfile
 from collections import Counter
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Query
 from fastapi.responses import FileResponse
 from starlette.background import BackgroundTask
 
+from .._engine import EDGE_KINDS
 from .._facade import MemoryStore
 from .._models import Stats
 from .._time import format_iso
 from .._views import to_json
 from ._auth import Principal
-from ._deps import Admin, AllOwners, Reader
+from ._deps import Admin, AllOwners, OwnerParam, Reader, scoped_owner
 from ._errors import BODY, GATE, errors
 from ._guard import Refusal
 from ._schemas import CypherIn, NamedQueryIn
@@ -43,6 +47,7 @@ from ._schemas import CypherIn, NamedQueryIn
 __all__ = ["BACKUP_MEDIA_TYPE", "add_live_routes", "owner_stats"]
 
 BACKUP_MEDIA_TYPE = "application/x-tar"
+_EDGE_KINDS: list[str] = list(EDGE_KINDS)
 
 
 def owner_stats(store: MemoryStore, owner: str) -> Stats:
@@ -76,6 +81,34 @@ def add_live_routes(app: FastAPI, store: MemoryStore) -> None:
         for the local user or an all_owners token, else the token's owner's."""
         return to_json(stats_of(who))
 
+    @app.get("/v1/entities", tags=["analysis"], responses=errors(*GATE, 422))
+    def entities(who: Reader, owner: OwnerParam = None) -> dict[str, Any]:
+        """The entities the caller's memories mention, with aliases and mention counts."""
+        found = store.entities(owner=scoped_owner(who, owner))
+        return {"count": len(found), "entities": [to_json(e) for e in found]}
+
+    @app.get("/v1/facts", tags=["analysis"], responses=errors(*GATE, 422))
+    def facts(who: Reader, owner: OwnerParam = None, about: str | None = None,
+              as_of: datetime | None = None, current: bool = False) -> dict[str, Any]:
+        """Facts between entities: ``about`` one (an id or a name), valid ``as_of`` a
+        time, or ``current`` ones only."""
+        found = store.facts(owner=scoped_owner(who, owner), about=about, as_of=as_of,
+                            current=current)
+        return {"count": len(found), "facts": [to_json(f) for f in found]}
+
+    @app.get("/v1/graph", tags=["analysis"], responses=errors(*GATE, 422))
+    def graph(who: Reader, owner: OwnerParam = None,
+              edge_kinds: Annotated[list[str], Query()] = _EDGE_KINDS,
+              statuses: Annotated[list[str] | None, Query()] = None) -> dict[str, Any]:
+        """The memory graph (``MemoryStore.to_networkx``): nodes with their attributes,
+        edges with their kind and weight."""
+        found = store.to_networkx(owner=scoped_owner(who, owner), edge_kinds=edge_kinds,
+                                  statuses=statuses)
+        return {"nodes": _plain([{"id": node, **attrs}
+                                 for node, attrs in found.nodes(data=True)]),
+                "edges": [{"src": src, "dst": dst, "kind": kind, "weight": data["weight"]}
+                          for src, dst, kind, data in found.edges(keys=True, data=True)]}
+
     @app.get("/v1/queries", tags=["analysis"], responses=errors(*GATE))
     def list_queries(who: Reader) -> dict[str, Any]:
         """The named queries: parameters, description, and whether this caller may run
@@ -94,16 +127,18 @@ def add_live_routes(app: FastAPI, store: MemoryStore) -> None:
     def named_query(name: str, who: Reader, body: NamedQueryIn | None = None
                     ) -> dict[str, Any]:
         """Run a named query: within the token's owner, or for the local user and an
-        all_owners token as asked. A query that reads across owners needs all_owners."""
-        from queries.library import find_query, run_named
+        all_owners token as asked (``owner``: within that one). A query that reads across
+        owners needs all_owners."""
+        from queries.library import find_query
 
         query = find_query(name)
-        values = dict((body or NamedQueryIn()).params)
-        owner = None if who.owner is None or who.allows("all_owners") else who.owner
-        if owner is not None and not query.owner_scoped:
+        body = body or NamedQueryIn()
+        wide = who.owner is None or who.allows("all_owners")
+        owner = body.owner if wide else scoped_owner(who, body.owner)
+        if not wide and not query.owner_scoped:
             raise Refusal(403, "forbidden", f"{name} reads across owners; this token needs "
                                             "the all_owners scope to run it")
-        rows = run_named(store, name, values, owner=owner)
+        rows = store.named_query(name, body.params, owner=owner)
         return {"name": name, "count": len(rows), "rows": _plain(rows)}
 
     @app.post("/v1/cypher", tags=["analysis"], responses=errors(*GATE, *BODY, 501))

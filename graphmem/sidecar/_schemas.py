@@ -11,8 +11,8 @@ from .._kuzu import CYPHER_LIMITS
 from .._models import Kind, Status
 
 __all__ = ["ArchiveIn", "ConversationIn", "CypherIn", "ErrorOut", "EvaluateIn", "FeedbackIn",
-           "LifecycleRunIn", "LinkIn", "MemoriesIn", "MemoryIn", "NamedQueryIn", "PatchIn",
-           "PromoteIn", "RetrieveIn", "SupersedeIn"]
+           "KeepIn", "LearnIn", "LifecycleRunIn", "LinkIn", "MemoriesIn", "MemoryIn",
+           "NamedQueryIn", "PatchIn", "PromoteIn", "RetrieveIn", "SupersedeIn"]
 
 
 def _owner() -> Any:
@@ -81,6 +81,9 @@ class RetrieveIn(_Body):
     owner: str | None = _owner()
 
 class PatchIn(_Body):
+    """``UpdateFields`` (graphmem/_input.py) as JSON, less provenance, which only the
+    store's own callers change; a test holds the two to the same names."""
+
     text: str | None = None
     subject: str | None = None
     importance: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
@@ -124,6 +127,14 @@ class ArchiveIn(_Body):
     reason: str = "manual"
     create_summary: bool = False
 
+class KeepIn(_Body):
+    reason: str = "kept on review"
+
+class LearnIn(_Body):
+    ranker: bool = True
+    forecast: bool = True
+    horizon_days: float = 30.0  # checked by the store, which says what is allowed
+
 class LifecycleRunIn(_Body):
     apply: bool = False
     owner: str | None = _owner()
@@ -140,6 +151,7 @@ class NamedQueryIn(_Body):
     """The parameters of a named query (typed by its header; strings are converted)."""
 
     params: dict[str, Any] = Field(default_factory=dict)
+    owner: str | None = _owner()
 
 class CypherIn(_Body):
     """One read-only Cypher statement and its parameters (bound, never pasted)."""
