@@ -199,6 +199,10 @@ def test_every_sidecar_and_dashboard_route_records_its_actor(
     dashboard("POST /ui/api/review/decide", {"memory_id": pump, "decision": "keep"})
     dashboard("POST /ui/api/review/decide", {"memory_id": pump, "decision": "archive"})
     dashboard("POST /ui/api/review/undo", {"memory_id": pump})
+    # what the archivist still recommends archiving, of every memory the store holds
+    approved = dashboard("POST /ui/api/review/approve-archives",
+                         {"memory_ids": [m.id for m in store.memories()]})
+    assert approved
     dashboard("POST /ui/api/logout", {}, writes=False)
     api.close()
     ui.close()
