@@ -89,7 +89,7 @@ def test_every_endpoint(served: tuple[MemoryStore, str], alice: Api) -> None:
             {"speaker": "Nadia", "text": "I moved the greenhouse sensors to bed-07 today."}]})
     assert conversation.status_code == 201
     assert conversation.json()["memories_created"] == 1
-    hits = alice.post("/v1/memories/retrieve", json={"query": "what tea does Nadia like",
+    hits = alice.post("/v1/memories/retrieve", json={"query": "green tea in the afternoon",
                                                      "k": 3}).json()
     assert hits["hits"][0]["memory"]["id"] == one["id"]
     assert set(hits["hits"][0]["explanation"]["channels"]) >= {"fulltext", "vector"}
