@@ -1,17 +1,20 @@
 """Every hit carries when it was said (a conversation turn: its session's time) and the
 times its text names, resolved against that time: in the library, the CLI, the HTTP
-sidecar and the MCP tools."""
+sidecar and the MCP tools. The window a query names reaches the memories dated just after
+it when asked (``time_after``)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+import pytest
 from click.testing import CliRunner
 
-from graphmem import MemoryStore
+from graphmem import InvalidInputError, MemoryStore, RecallConfig
 from graphmem.cli import cli
 from graphmem.mcpserver._backends import EmbeddedBackend
 
@@ -75,3 +78,39 @@ def test_every_face_shows_the_date_of_a_hit(tmp_path: Path) -> None:
         tools.close()
     assert answered["id"] == turn and _iso(answered["when"]) == "2023-05-08T13:56:00Z"
     assert [[_iso(t) for t in span] for span in answered["speaks_of"]] == [YESTERDAY]
+
+
+def _in_time_channel(store: MemoryStore, query: str, config: RecallConfig) -> set[str]:
+    return {h.memory.text.split(":")[0] for h in store.recall(query, k=10, preset=config)
+            if "time" in h.explanation.channels}
+
+
+@pytest.fixture
+def autumn_store(tmp_path: Path) -> Iterator[MemoryStore]:
+    """A store whose clock reads 1 December 2023."""
+    now = datetime(2023, 12, 1, tzinfo=UTC)
+    with MemoryStore(tmp_path / "db", embedder="hashing", clock=lambda: now) as store:
+        yield store
+
+
+def test_a_window_reaches_the_memories_dated_just_after_it(autumn_store: MemoryStore
+                                                          ) -> None:
+    store = autumn_store
+    for label, day in (("inside", 12), ("after", 17)):
+        store.add(f"{label}: John met his teammates again after the trip.",
+                  observed=datetime(2023, 8, day, 19, tzinfo=UTC),
+                  created=datetime(2023, 8, day, 19, tzinfo=UTC))
+    store.add("late: John met his teammates again after the trip.",
+              created=datetime(2023, 9, 30, tzinfo=UTC))
+    query = "Where was John between August 11 and August 15 2023?"
+    plain = RecallConfig(name="t", weights={"fulltext": 1.0, "time": 1.0})
+    assert _in_time_channel(store, query, plain) == {"inside"}
+    # a window of five days reaches five days past its end (17 August, not 30 September)
+    assert _in_time_channel(store, query, plain.with_(time_after=1.0)) == {"inside", "after"}
+    hits = store.recall(query, k=3, preset=plain.with_(time_after=1.0))
+    assert [h.memory.text.split(":")[0] for h in hits][:2] == ["inside", "after"]
+    # an open window ("before") reaches a month past its end at most
+    before = "What did John do before August 11 2023?"
+    assert _in_time_channel(store, before, plain.with_(time_after=1.0)) == {"inside", "after"}
+    with pytest.raises(InvalidInputError, match="time_after"):
+        plain.with_(time_after=-1.0)

@@ -49,6 +49,9 @@ _EDGE_REFRESH_LIMIT = 20
 #: an index of this many memories or more gives its build's temporaries back (``_trim``)
 _TRIM_FROM = 100_000
 _RECENT_RECALLS = 256
+#: the longest window length ``time_after`` stretches (31 days, in seconds): an open window
+#: ("before March") would otherwise reach everything after it
+_MONTH_S = 31 * 86400.0
 #: What the index build reads: its own fields and the rest of each memory's (the rows
 #: hits are made from), then the vectors.
 ROW_FIELDS = [*INDEX_FIELDS, *(f for f in Memory.model_fields if f not in INDEX_FIELDS)]
@@ -521,9 +524,11 @@ class Recall:
                     inside[pos] = True
             text = index.bm25.scores(query, n, group=group)
             scores = np.where(inside & mask, text + 1.0, -np.inf)
-            return self._resolve(index, _top(scores, mask, config.candidates * 2,
-                                             positive=True), mask, as_of, redirected,
-                                 config.candidates)
+            ranking = _top(scores, mask, config.candidates * 2, positive=True)
+            if config.time_after > 0:
+                ranking += self._after_window(index, text, inside, mask, start, end,
+                                              config, config.candidates * 2 - len(ranking))
+            return self._resolve(index, ranking, mask, as_of, redirected, config.candidates)
         if not is_temporal_question(query):
             return []
         fused = rrf_from_ranks({name: competition_ranks(r) for name, r in channels.items()},
@@ -532,6 +537,22 @@ class Recall:
         dated = [(p, s) for p, s in sorted(fused.items(), key=lambda kv: -kv[1])
                  if p in graph.times and s >= floor]
         return dated[: config.candidates]
+
+    def _after_window(self, index: RecallIndex, text: np.ndarray, inside: np.ndarray,
+                      mask: np.ndarray, start: float, end: float, config: RecallConfig,
+                      room: int) -> Ranking:
+        """The memories dated just after a window (``time_after`` of its length, a month
+        at most), best text matches first, to follow the window's own: what is said of a
+        time is mostly said soon after it."""
+        if room <= 0:
+            return []
+        n = index.size
+        reach = end + config.time_after * min(end - start, _MONTH_S)
+        with np.errstate(invalid="ignore"):
+            after = (index.created[:n] >= end) & (index.created[:n] < reach)
+        after &= mask[:n] & ~inside
+        scores = np.where(after, text + 1.0, -np.inf)
+        return _top(scores, after, room, positive=True)
 
     def _fact_channel(self, index: RecallIndex, query: str, mask: np.ndarray,
                       as_of: datetime | None, redirected: dict[int, set[int]],

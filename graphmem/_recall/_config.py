@@ -95,6 +95,11 @@ class RecallConfig:
     #: a question about time naming no window favours the fused hits that speak of a
     #: time, of those scoring at least this share of the best fused score
     time_floor: float = 0.0
+    #: a query naming a window ("between August 11 and 15") also finds, after the memories
+    #: dated in it, those dated up to this many window lengths (of at most a month) after
+    #: it: reports of it that name it in words the parser does not resolve ("on the 15th
+    #: after my trip"); 0: the window's own memories alone
+    time_after: float = 0.0
     #: what the assistant of a conversation said (a suggestion, a reminder it set) counts
     #: this much of its fused score, unless the query asks what the assistant did
     #: ("what did I suggest ...?"): a user's memories are first of all what they said
@@ -112,6 +117,8 @@ class RecallConfig:
                                     f"{', '.join(CHANNELS)}", field="weights")
         if self.rrf_k < 0 or self.candidates < 1:
             raise InvalidInputError("rrf_k must be >= 0 and candidates >= 1", field="rrf_k")
+        if self.time_after < 0:
+            raise InvalidInputError("time_after must be >= 0", field="time_after")
         if not 0.0 < self.assistant <= 1.0:
             raise InvalidInputError("assistant must be in (0, 1]", field="assistant")
         if self.learned and self.actr is None:
