@@ -586,14 +586,24 @@ def _resolve(found: list[_Found], i: int, out: list[_Found], c: _Ctx) -> None:
 
 
 def _year_from_range(f: _Found, nxt: _Found, c: _Ctx) -> None:
-    """"March and April 2023", "May to July 2022": the first month takes the year of the
-    second (the year before when it comes later in the calendar)."""
+    """"March and April 2023", "May to July 2022", "August 11 and August 15 2023": the
+    first month or day takes the year of the second (the year before when it comes later
+    in the calendar)."""
     if f.window is None or nxt.window is None or not f.relative or nxt.relative or \
-            f.window.granularity != "month" or nxt.window.granularity != "month" or \
+            f.window.granularity != nxt.window.granularity or \
+            f.window.granularity not in ("month", "day") or \
             not _RANGE.fullmatch(c.text, f.end, nxt.start):
         return
-    mon, last = f.window.start.month, nxt.window.start
-    f.window = month(last.year if mon <= last.month else last.year - 1, mon, c.tz)
+    first, last = f.window.start, nxt.window.start
+    later = (first.month, first.day) > (last.month, last.day)
+    y = last.year - 1 if later else last.year
+    if f.window.granularity == "month":
+        f.window = month(y, first.month, c.tz)
+    else:
+        found = _safe_date(y, first.month, first.day)
+        if found is None:  # 29 February of a year that has none
+            return
+        f.window = day(found, c.tz)
     f.relative = False
 
 
