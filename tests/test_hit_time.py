@@ -114,3 +114,23 @@ def test_a_window_reaches_the_memories_dated_just_after_it(autumn_store: MemoryS
     assert _in_time_channel(store, before, plain.with_(time_after=1.0)) == {"inside", "after"}
     with pytest.raises(InvalidInputError, match="time_after"):
         plain.with_(time_after=-1.0)
+
+
+def test_a_question_asking_when_favours_dated_hits_from_its_own_floor(
+        autumn_store: MemoryStore) -> None:
+    store = autumn_store
+    for n in range(5):
+        store.add(f"undated{n}: Caroline told the support group about the support group {n}.")
+    store.add("dated: Caroline was out yesterday.", created=datetime(2023, 7, 12, tzinfo=UTC))
+    config = RecallConfig(name="t", weights={"fulltext": 1.0, "time": 1.0}, time_floor=0.8,
+                          rrf_k=1.0)
+    when = "When did Caroline go to the support group?"
+    order = "What did Caroline do after the support group?"
+    # sixth by text: under 0.8 of the best fused score, so no dated favour by default
+    assert _in_time_channel(store, when, config) == set()
+    lowered = config.with_(time_floor_when=0.0)
+    assert _in_time_channel(store, when, lowered) == {"dated"}
+    assert _in_time_channel(store, order, lowered) == set()  # not a "when": 0.8 holds
+    assert _in_time_channel(store, order, config.with_(time_floor=0.0)) == {"dated"}
+    with pytest.raises(InvalidInputError, match="time_floor_when"):
+        config.with_(time_floor_when=1.5)

@@ -26,7 +26,7 @@ from ._resolve import (
     restrict,
 )
 from ._text import normalize
-from ._time import TimeMention, is_temporal_question, parse_times, query_window
+from ._time import TimeMention, asks_for_time, is_temporal_question, parse_times, query_window
 
 __all__ = [
     "ENTITY_TYPES",
@@ -48,6 +48,7 @@ __all__ = [
     "Resolution",
     "TimeMention",
     "TimeWindow",
+    "asks_for_time",
     "entity_weights",
     "extract_facts",
     "extract_mentions",

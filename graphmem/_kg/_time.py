@@ -28,7 +28,7 @@ from ._lexicon import HOLIDAYS
 from ._scan import disjoint, finditer, search, starting_at
 from ._text import Sentence, sentences
 
-__all__ = ["TimeMention", "is_temporal_question", "parse_times", "query_window"]
+__all__ = ["TimeMention", "asks_for_time", "is_temporal_question", "parse_times", "query_window"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -721,6 +721,22 @@ _TEMPORAL = re.compile(
     r"minutes)|how\s+old|how\s+often|how\s+recently|before|after|first|last\s+time|latest|"
     r"earliest|most\s+recent(?:ly)?|since|until|ago|in\s+what\s+order|what\s+order|"
     r"earlier|later|previously|between)\b", re.IGNORECASE)
+
+
+_ASKS_TIME = re.compile(
+    r"\b(?:when|what\s+(?:time|date|day|year|month)|which\s+(?:year|month|day)|how\s+long|"
+    r"how\s+many\s+(?:days|weeks|months|years))\b", re.IGNORECASE)
+
+
+def asks_for_time(query: str) -> bool:
+    """Whether a question asks for a time or a duration itself ("when ...?", "how long
+    ...?"), not only of an order ("before", "first"): its answer is a date a turn names.
+
+    >>> [asks_for_time(q) for q in ("When did Mel paint?", "How long has Nate had turtles?",
+    ...                             "What did Jon do after the show?")]
+    [True, True, False]
+    """
+    return search(_ASKS_TIME, query) is not None
 
 
 def is_temporal_question(query: str) -> bool:

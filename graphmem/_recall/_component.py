@@ -19,7 +19,7 @@ from .._derive import embedding_head, lifecycle_event
 from .._embed import Embedder, embed_memories
 from .._engine import EdgeRecord, Patch, memory_from_fields
 from .._errors import ConflictError, InvalidInputError, StoreError
-from .._kg import ROLE_WEIGHTS, is_temporal_question, query_window
+from .._kg import ROLE_WEIGHTS, asks_for_time, is_temporal_question, query_window
 from .._learn._features import Candidates, capture
 from .._learn._samples import Reranker, SampleLog
 from .._memories import Memories
@@ -533,7 +533,10 @@ class Recall:
             return []
         fused = rrf_from_ranks({name: competition_ranks(r) for name, r in channels.items()},
                                weights=config.weights, k=config.rrf_k)
-        floor = config.time_floor * max(fused.values(), default=0.0)
+        share = config.time_floor
+        if config.time_floor_when is not None and asks_for_time(query):
+            share = config.time_floor_when
+        floor = share * max(fused.values(), default=0.0)
         dated = [(p, s) for p, s in sorted(fused.items(), key=lambda kv: -kv[1])
                  if p in graph.times and s >= floor]
         return dated[: config.candidates]

@@ -95,6 +95,9 @@ class RecallConfig:
     #: a question about time naming no window favours the fused hits that speak of a
     #: time, of those scoring at least this share of the best fused score
     time_floor: float = 0.0
+    #: the floor for a question that asks for a time or a duration itself ("when ...?",
+    #: "how long ...?"), whose answer a dated turn holds; None: ``time_floor``
+    time_floor_when: float | None = None
     #: a query naming a window ("between August 11 and 15") also finds, after the memories
     #: dated in it, those dated up to this many window lengths (of at most a month) after
     #: it: reports of it that name it in words the parser does not resolve ("on the 15th
@@ -119,6 +122,9 @@ class RecallConfig:
             raise InvalidInputError("rrf_k must be >= 0 and candidates >= 1", field="rrf_k")
         if self.time_after < 0:
             raise InvalidInputError("time_after must be >= 0", field="time_after")
+        if self.time_floor_when is not None and not 0.0 <= self.time_floor_when <= 1.0:
+            raise InvalidInputError("time_floor_when must be in [0, 1]",
+                                    field="time_floor_when")
         if not 0.0 < self.assistant <= 1.0:
             raise InvalidInputError("assistant must be in (0, 1]", field="assistant")
         if self.learned and self.actr is None:
