@@ -203,6 +203,13 @@ def _recall_ablations() -> dict[str, dict[str, RecallConfig]]:
         "hub_damping": {f"min_informativeness={w}": base.with_(
             graph={"min_informativeness": w}) for w in (0.0, 0.05, 0.15)},
         "time_weight": weight("time", (0.0, 0.3, 0.5)),
+        # the window a query names: also the memories dated just after it
+        "time_after": {f"time_after={a}": base.with_(time_after=a) for a in (0.0, 0.5, 1.0)},
+        # questions of when, order and duration: which fused hits that name a time count
+        "time_floor": {f"time_floor={f}": base.with_(time_floor=f) for f in (0.0, 0.5, 0.8)},
+        # the floor of questions that ask for a time itself (when, how long) alone
+        "time_floor_when": {f"time_floor_when={f}": base.with_(time_floor_when=f)
+                            for f in (None, 0.5, 0.0)},
         "facts_weight": weight("facts", (0.0, 0.3, 0.5)),
         "entities_channel": weight("entities", (0.0, 0.3)),
         "graph_weight": weight("graph", (0.0, 0.2, 0.4, 0.6, 1.0)),

@@ -116,8 +116,9 @@ def test_recall_command(sample_db: Path) -> None:
     assert [h["memory"]["id"] for h in hits] == [h.memory.id for h in expected]
     assert [h["rank"] for h in hits] == [1, 2, 3]
     lines = cli_run(sample_db, "recall", query, "-k", "3", "--no-record").stdout.splitlines()
-    assert lines[0].split() == ["#", "score", "kind", "id", "text"] and len(lines) == 5
-    assert [line.split()[3] for line in lines[2:]] == [h.memory.id for h in expected]
+    assert lines[0].split() == ["#", "score", "kind", "when", "id", "text"] and len(lines) == 5
+    assert [line.split()[4] for line in lines[2:]] == [h.memory.id for h in expected]
+    assert [line.split()[3] for line in lines[2:]] == [f"{h.when:%Y-%m-%d}" for h in expected]
     explained = cli_run(sample_db, "recall", "which database does orchard use", "-k", "2",
                         "--explain", "--no-record").stdout.splitlines()
     assert explained[0].split() == ["#", "fulltext", "vector", "graph", "fused", "act-r", "A",

@@ -175,6 +175,12 @@ def test_query_window() -> None:
     both = query_window("What did we do between March and April 2023?", NOW)
     assert both is not None and (both.start.date(), both.end.date()) == (
         date(2023, 3, 1), date(2023, 5, 1))
+    days = query_window("Where was John between August 11 and August 15 2023?", NOW)
+    assert days is not None and (days.start.date(), days.end.date()) == (
+        date(2023, 8, 11), date(2023, 8, 16))
+    turn = query_window("Where was I from December 30 to January 2 2023?", NOW)
+    assert turn is not None and (turn.start.date(), turn.end.date()) == (
+        date(2022, 12, 30), date(2023, 1, 3))
 
 
 @pytest.mark.parametrize(("question", "temporal"), [

@@ -28,7 +28,7 @@ from ._resolve import (
     restrict,
 )
 from ._text import ROLE_SPEAKERS, normalize, person_speaker
-from ._time import TimeMention, is_temporal_question, parse_times, query_window
+from ._time import TimeMention, asks_for_time, is_temporal_question, parse_times, query_window
 
 __all__ = [
     "ENTITY_TYPES",
@@ -52,6 +52,7 @@ __all__ = [
     "Resolution",
     "TimeMention",
     "TimeWindow",
+    "asks_for_time",
     "entity_names",
     "entity_weights",
     "extract_facts",

@@ -28,7 +28,7 @@ from ._lexicon import HOLIDAYS
 from ._scan import disjoint, finditer, search, starting_at
 from ._text import Sentence, sentences
 
-__all__ = ["TimeMention", "is_temporal_question", "parse_times", "query_window"]
+__all__ = ["TimeMention", "asks_for_time", "is_temporal_question", "parse_times", "query_window"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -586,14 +586,24 @@ def _resolve(found: list[_Found], i: int, out: list[_Found], c: _Ctx) -> None:
 
 
 def _year_from_range(f: _Found, nxt: _Found, c: _Ctx) -> None:
-    """"March and April 2023", "May to July 2022": the first month takes the year of the
-    second (the year before when it comes later in the calendar)."""
+    """"March and April 2023", "May to July 2022", "August 11 and August 15 2023": the
+    first month or day takes the year of the second (the year before when it comes later
+    in the calendar)."""
     if f.window is None or nxt.window is None or not f.relative or nxt.relative or \
-            f.window.granularity != "month" or nxt.window.granularity != "month" or \
+            f.window.granularity != nxt.window.granularity or \
+            f.window.granularity not in ("month", "day") or \
             not _RANGE.fullmatch(c.text, f.end, nxt.start):
         return
-    mon, last = f.window.start.month, nxt.window.start
-    f.window = month(last.year if mon <= last.month else last.year - 1, mon, c.tz)
+    first, last = f.window.start, nxt.window.start
+    later = (first.month, first.day) > (last.month, last.day)
+    y = last.year - 1 if later else last.year
+    if f.window.granularity == "month":
+        f.window = month(y, first.month, c.tz)
+    else:
+        found = _safe_date(y, first.month, first.day)
+        if found is None:  # 29 February of a year that has none
+            return
+        f.window = day(found, c.tz)
     f.relative = False
 
 
@@ -711,6 +721,22 @@ _TEMPORAL = re.compile(
     r"minutes)|how\s+old|how\s+often|how\s+recently|before|after|first|last\s+time|latest|"
     r"earliest|most\s+recent(?:ly)?|since|until|ago|in\s+what\s+order|what\s+order|"
     r"earlier|later|previously|between)\b", re.IGNORECASE)
+
+
+_ASKS_TIME = re.compile(
+    r"\b(?:when|what\s+(?:time|date|day|year|month)|which\s+(?:year|month|day)|how\s+long|"
+    r"how\s+many\s+(?:days|weeks|months|years))\b", re.IGNORECASE)
+
+
+def asks_for_time(query: str) -> bool:
+    """Whether a question asks for a time or a duration itself ("when ...?", "how long
+    ...?"), not only of an order ("before", "first"): its answer is a date a turn names.
+
+    >>> [asks_for_time(q) for q in ("When did Mel paint?", "How long has Nate had turtles?",
+    ...                             "What did Jon do after the show?")]
+    [True, True, False]
+    """
+    return search(_ASKS_TIME, query) is not None
 
 
 def is_temporal_question(query: str) -> bool:

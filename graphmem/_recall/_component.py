@@ -20,7 +20,7 @@ from .._embed import Embedder, embed_memories
 from .._engine import EdgeRecord, Patch, memory_from_fields
 from .._errors import ConflictError, InvalidInputError, StoreError
 from .._input import RecallWindow, check_unit, recall_window
-from .._kg import ROLE_WEIGHTS, is_temporal_question, query_window
+from .._kg import ROLE_WEIGHTS, asks_for_time, is_temporal_question, query_window
 from .._learn._features import Candidates, capture
 from .._learn._samples import Reranker, SampleLog
 from .._memories import Memories
@@ -50,6 +50,9 @@ _EDGE_REFRESH_LIMIT = 20
 #: an index of this many memories or more gives its build's temporaries back (``_trim``)
 _TRIM_FROM = 100_000
 _RECENT_RECALLS = 256
+#: the longest window length ``time_after`` stretches (31 days, in seconds): an open window
+#: ("before March") would otherwise reach everything after it
+_MONTH_S = 31 * 86400.0
 #: What the index build reads: its own fields and the rest of each memory's (the rows
 #: hits are made from), then the vectors.
 ROW_FIELDS = [*INDEX_FIELDS, *(f for f in Memory.model_fields if f not in INDEX_FIELDS)]
@@ -552,17 +555,38 @@ class Recall:
                     inside[pos] = True
             text = index.bm25.scores(query, n, group=group)
             scores = np.where(inside & mask, text + 1.0, -np.inf)
-            return self._resolve(index, _top(scores, mask, config.candidates * 2,
-                                             positive=True), mask, as_of, redirected,
-                                 config.candidates)
+            ranking = _top(scores, mask, config.candidates * 2, positive=True)
+            if config.time_after > 0:
+                ranking += self._after_window(index, text, inside, mask, start, end,
+                                              config, config.candidates * 2 - len(ranking))
+            return self._resolve(index, ranking, mask, as_of, redirected, config.candidates)
         if not is_temporal_question(query):
             return []
         fused = rrf_from_ranks({name: competition_ranks(r) for name, r in channels.items()},
                                weights=config.weights, k=config.rrf_k)
-        floor = config.time_floor * max(fused.values(), default=0.0)
+        share = config.time_floor
+        if config.time_floor_when is not None and asks_for_time(query):
+            share = config.time_floor_when
+        floor = share * max(fused.values(), default=0.0)
         dated = [(p, s) for p, s in sorted(fused.items(), key=lambda kv: -kv[1])
                  if p in graph.times and s >= floor]
         return dated[: config.candidates]
+
+    def _after_window(self, index: RecallIndex, text: np.ndarray, inside: np.ndarray,
+                      mask: np.ndarray, start: float, end: float, config: RecallConfig,
+                      room: int) -> Ranking:
+        """The memories dated just after a window (``time_after`` of its length, a month
+        at most), best text matches first, to follow the window's own: what is said of a
+        time is mostly said soon after it."""
+        if room <= 0:
+            return []
+        n = index.size
+        reach = end + config.time_after * min(end - start, _MONTH_S)
+        with np.errstate(invalid="ignore"):
+            after = (index.created[:n] >= end) & (index.created[:n] < reach)
+        after &= mask[:n] & ~inside
+        scores = np.where(after, text + 1.0, -np.inf)
+        return _top(scores, after, room, positive=True)
 
     def _fact_channel(self, index: RecallIndex, query: str, mask: np.ndarray,
                       as_of: datetime | None, redirected: dict[int, set[int]],

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from .._models import Memory
 
@@ -98,9 +100,24 @@ class Explanation(_Value):
 
 
 class Hit(_Value):
-    """One recalled memory, its final score and rank, and its explanation."""
+    """One recalled memory, its final score and rank, and its explanation; ``when`` and
+    ``speaks_of`` date it for a reader who answers "when": a conversation's turn is dated
+    by its session, and "yesterday" in it is the day before that session."""
 
     memory: Memory
     score: float
     rank: int
     explanation: Explanation
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def when(self) -> datetime:
+        """When what the memory says was observed (its session's time), else created."""
+        return self.memory.observed or self.memory.created
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def speaks_of(self) -> tuple[tuple[datetime, datetime], ...]:
+        """The time windows ``[start, end)`` its text names, resolved against ``when`` at
+        ingest ("last week" in a turn of 9 August 2023 is 31 July to 7 August)."""
+        return tuple(zip(self.memory.times_from, self.memory.times_to, strict=False))

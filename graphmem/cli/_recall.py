@@ -67,10 +67,11 @@ def recall(ctx: Context, query: str, k: int, preset: str, explain: bool, owner: 
 
 
 def hits_table(hits: list[Hit]) -> str:
-    """Rank, score, kind, id and the memory's text (a subject is shared by every version
-    of a memory; the text tells them apart)."""
-    return table([(h.rank, f"{h.score:.4f}", h.memory.kind.value, h.memory.id,
-                   _text(h, 70)) for h in hits], ["#", "score", "kind", "id", "text"])
+    """Rank, score, kind, when (the day of its session), id and the memory's text (a
+    subject is shared by every version of a memory; the text tells them apart)."""
+    return table([(h.rank, f"{h.score:.4f}", h.memory.kind.value, f"{h.when:%Y-%m-%d}",
+                   h.memory.id, _text(h, 70)) for h in hits],
+                 ["#", "score", "kind", "when", "id", "text"])
 
 
 def _text(hit: Hit, width: int) -> str:

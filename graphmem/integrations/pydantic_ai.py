@@ -116,8 +116,7 @@ def memory_toolset(store: Memories, *, owner: Callable[[Any], str | None] = owne
         """
         hits = call(lambda: store.recall(query, k=limit, preset=preset,
                                          owner=owner(ctx.deps)))
-        return [compact_hit(to_json(h.memory), h.score, h.rank, h.explanation.lines())
-                for h in hits]
+        return [compact_hit(h, explain=True) for h in hits]
 
     def forget(ctx: RunContext[Any], memory_id: str, erase: bool = False) -> dict[str, Any]:
         """Forget one of the user's memories: it is no longer recalled (reversible), or

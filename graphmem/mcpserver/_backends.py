@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from .._errors import BackendUnavailableError, GraphmemError, InvalidInputError
 from .._facade import MemoryStore
+from .._recall import Hit
 from .._settings import Settings
 from .._views import to_json
 from ..client import Client, SidecarUnreachable
@@ -26,13 +27,16 @@ __all__ = ["Backend", "EmbeddedBackend", "FallbackBackend", "SharedBackend", "Si
            "SidecarUnreachable", "within_budget"]
 
 
-def compact_hit(memory: dict[str, Any], score: float, rank: int,
-                why: list[str] | None) -> dict[str, Any]:
-    out = {"id": memory["id"], "rank": rank, "score": round(score, 6),
+def compact_hit(hit: Hit, *, explain: bool) -> dict[str, Any]:
+    """A hit as a tool answers it: the memory's main fields, when it was said (its
+    session's time) and the times its text names, and with ``explain`` why it came back."""
+    data = to_json(hit)
+    memory = data["memory"]
+    out = {"id": memory["id"], "rank": hit.rank, "score": round(hit.score, 6),
            "kind": memory["kind"], "subject": memory.get("subject"), "text": memory["text"],
-           "created": memory["created"]}
-    if why is not None:
-        out["why"] = why
+           "created": memory["created"], "when": data["when"], "speaks_of": data["speaks_of"]}
+    if explain:
+        out["why"] = hit.explanation.lines()
     return out
 
 
@@ -111,8 +115,7 @@ class _Tools:
         """``options``: recall's filters and cuts (since, until, min_similarity ...)."""
         hits = self.store.recall(query, k=k, preset=preset, record_access=record_access,
                                  **options, **self._scope())
-        return [compact_hit(to_json(h.memory), h.score, h.rank,
-                            h.explanation.lines() if explain else None) for h in hits]
+        return [compact_hit(h, explain=explain) for h in hits]
 
     def feedback(self, memory_id: str, useful: bool, query: str | None) -> dict[str, Any]:
         memory = self.store.feedback(memory_id, useful=useful, query=query, **self._changes())

@@ -109,9 +109,10 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
                             min_relative=body.min_relative)
         out = []
         for hit in hits:
-            item = {"memory": to_json(hit.memory), "score": hit.score, "rank": hit.rank}
-            if body.explain:
-                item["explanation"] = to_json(hit.explanation)
+            item = to_json(hit)
+            if not body.explain:
+                del item["explanation"]
+            else:
                 item["why"] = hit.explanation.lines()
             out.append(item)
         return {"query": body.query, "preset": body.preset, "count": len(out),
