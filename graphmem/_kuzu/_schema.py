@@ -11,6 +11,7 @@ from .._records import EVENT_COLUMNS, VERSION_COLUMNS
 from ._db import Database
 
 __all__ = [
+    "CHANGE_TYPES",
     "ENTITY_TYPES",
     "EVENT_TYPES",
     "FACT_TYPES",
@@ -26,7 +27,7 @@ __all__ = [
     "schema_version",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 FTS_INDEX = "memory_fts"
 
 #: Column -> Kuzu type of each table (DDL and casts come from here). v1's Memory columns
@@ -163,6 +164,13 @@ SCHEMAS[5] = [
     *SCHEMAS[4][2:],
     *_KG_TABLES,
 ]
+#: v6: what each write transaction changed, in a ring of rows (``_journal``): a recall
+#: index saved beside the store catches up from it when it is opened again.
+CHANGE_TYPES: dict[str, str] = {
+    "slot": "INT64", "seq": "INT64", "tag": "STRING", "ids": "STRING[]",
+    "edge_ends": "STRING[]", "removed": "STRING[]", "accessed": "STRING[]", "bulk": "BOOLEAN",
+}  # fmt: skip
+SCHEMAS[6] = [*SCHEMAS[5], _node_table("Change", CHANGE_TYPES)]
 #: version -> statements that lift a database from ``version - 1``.
 MIGRATIONS: dict[int, list[str]] = {
     2: [
@@ -178,6 +186,7 @@ MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE Memory ADD times_to TIMESTAMP[]",
         *_KG_TABLES,
         "MERGE (m:Meta {key: 'kg_pending'}) SET m.value = '1'"],
+    6: [_node_table("Change", CHANGE_TYPES)],
 }
 
 
