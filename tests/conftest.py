@@ -51,6 +51,14 @@ class Clock:
         return self.now
 
 
+@pytest.fixture(autouse=True, scope="session")
+def index_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Where the recall indexes of PostgreSQL stores go (not the user's cache directory):
+    ``settings`` names it, and ``GRAPHMEM_INDEX_DIR`` for the processes tests start."""
+    found = os.environ["GRAPHMEM_INDEX_DIR"] = str(tmp_path_factory.mktemp("recall"))
+    return found
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> str:
     """A running PostgreSQL 18 with pgvector (see ``tests/_postgres.py``)."""
@@ -74,9 +82,9 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def settings() -> Settings:
+def settings(index_dir: str) -> Settings:
     """Defaults, independent of the environment the tests run in."""
-    return Settings()
+    return Settings(index_dir=index_dir)
 
 
 @pytest.fixture
