@@ -10,6 +10,10 @@ are checked), builds in a scratch directory beside the target, opens the result 
 migrates an older schema), checks its rows and counts, and only then moves it into
 place: a failed restore leaves no half-made database behind, and a failed backup leaves
 no half-made backup.
+
+A backup holds no secret key (they are not in the tables): a restored store makes new
+ones when it needs them, and checks a text against a digest made before the backup
+only once the original store's forget key is given back (``verify_forgotten`` says so).
 """
 
 from __future__ import annotations
@@ -81,7 +85,7 @@ def backup(ctx: StoreContext, directory: str | os.PathLike[str]) -> BackupInfo:
             counts = engine.counts()
             meta = engine.meta()
             if kuzu is not engine:  # another engine: copied into a scratch Kuzu store
-                copy_store(engine, kuzu)
+                copy_store(engine, kuzu, keys=False)
             kuzu.export_files(scratch / _DATA)
         info = BackupInfo(
             path=str(directory), created=utcnow().isoformat(),

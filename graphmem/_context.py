@@ -1,5 +1,6 @@
-"""What the store's components share: the engine, settings, clock, embedder, write lock and
-the listeners told of every commit. Components get this object, never each other's state.
+"""What the store's components share: the engine, settings, clock, embedder, secret keys,
+write lock and the listeners told of every commit. Components get this object, never each
+other's state.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ._derive import FactSource
 from ._embed import Embedder, embed_memories, embedder_from_spec, fingerprint
 from ._engine import Engine, ForeignChange
 from ._errors import EmbedderMismatchError, InvalidInputError, NotFoundError
+from ._keys import StoreKeys
 from ._kg import Fact
 from ._models import Memory
 from ._settings import Settings
@@ -61,6 +63,8 @@ class StoreContext:
                  clock: Callable[[], datetime], embedder: Embedder | str | None) -> None:
         self.engine = engine
         self.settings = settings
+        #: the forget key and the id key (``_keys``)
+        self.keys = StoreKeys(engine)
         self._clock = clock
         #: one writer at a time inside this process (the engine serialises too)
         self.lock = threading.RLock()

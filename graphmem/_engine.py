@@ -208,8 +208,9 @@ class WriteBatch:
     merged_edges: list[EdgeRecord] = field(default_factory=list)
     erasures: list[Erasure] = field(default_factory=list)
     #: the knowledge graph: entities to create, entities whose names, aliases or merges
-    #: changed, mentions and facts to create, facts changed (validity, sources), and what
-    #: leaves it (the mentions of memories whose text changed or went, facts, entities)
+    #: changed, mentions and facts to create, facts changed (validity, recorded time,
+    #: sources), and what leaves it (the mentions of memories whose text changed or went,
+    #: facts, entities)
     new_entities: list[EntityRecord] = field(default_factory=list)
     changed_entities: list[EntityRecord] = field(default_factory=list)
     mentions: list[MentionRecord] = field(default_factory=list)
@@ -429,6 +430,16 @@ class Engine(Protocol):
         it is no longer kept): derived state must then be built again."""
         ...
 
+    # -- secret keys -------------------------------------------------------------------
+    #: where the keys are kept, for messages (a file, a table)
+    secrets_location: str
+
+    def secrets(self) -> list[tuple[str, str]]:
+        """The store's secret keys as (purpose, hex value), oldest first, kept where no
+        query, export or backup reaches (never in ``meta``)."""
+        ...
+    def add_secret(self, purpose: str, value: str) -> None: ...
+
     # -- writes ----------------------------------------------------------------------
     def commit(self, batch: WriteBatch) -> None: ...
     def writer(self) -> contextlib.AbstractContextManager[BatchWriter]: ...
@@ -474,6 +485,11 @@ class Engine(Protocol):
               entity_ids: Sequence[str] | None = None) -> list[FactRecord]: ...
     def events_mentioning(self, memory_id: str, probe: str
                           ) -> list[tuple[str, dict[str, Any]]]: ...
+    def graph_owners(self, *, entities: Sequence[str] = (), facts: Sequence[str] = ()
+                     ) -> dict[str, str | None]:
+        """The owner of each of these entity and fact ids the store holds, gone ones
+        too (an id stays its owner's); ids it does not hold are left out."""
+        ...
 
 
 def check_vector_dtype(dtype: Any) -> None:

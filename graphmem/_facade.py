@@ -145,6 +145,9 @@ class MemoryStore:
         if engine.meta().get("kg_pending") == "1" and not read_only:
             # A store from before the knowledge graph: derive it from the stored texts.
             self._knowledge.derive_all()
+        if engine.meta().get("kg_repair") == "1" and not read_only:
+            # A store from before v6: what its forgets left in the graph goes.
+            self._knowledge.repair()
 
     # -- the object ----------------------------------------------------------------------
     @property

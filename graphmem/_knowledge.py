@@ -9,17 +9,28 @@ in the same transaction as the memory. Extraction itself is pure (``graphmem._kg
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import functools
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from ._context import Changed, StoreContext
 from ._derive import Extraction, extract
-from ._engine import EntityRecord, FactRecord, MentionRecord, Patch, WriteBatch
-from ._errors import InvalidInputError, NotFoundError
-from ._kg import FUNCTIONAL_PREDICATES, Entity, EntityResolver, Merge, normalize
+from ._engine import EntityRecord, FactRecord, MemoryScan, MentionRecord, Patch, WriteBatch
+from ._errors import InvalidInputError, NotFoundError, RecordError
+from ._graph_leave import (
+    entity_of,
+    fact_id,
+    keyed_id,
+    merge_record,
+    move_entities,
+    rebuilt,
+    replayed,
+    set_changed,
+)
+from ._kg import FUNCTIONAL_PREDICATES, ROLE_WEIGHTS, Entity, EntityResolver, normalize
 from ._models import Memory
 from ._time import format_iso, parse_iso, to_utc
 
@@ -27,15 +38,6 @@ __all__ = ["Knowledge", "fact_id"]
 
 #: Mentions of these types are times, not entities: they live in ``Memory.times_*``.
 _NOT_ENTITIES = frozenset({"date"})
-#: How much a mention counts for, by its role in the text.
-ROLE_WEIGHTS = {"subject": 1.0, "object": 1.0, "mention": 0.8, "speaker": 0.3}
-
-
-def fact_id(owner: str | None, subject: str, predicate: str, obj: str,
-            since: datetime | None) -> str:
-    """A stable id for a fact: the same statement of the same time is the same fact."""
-    key = "\x1f".join([owner or "", subject, predicate, obj, since.isoformat() if since else ""])
-    return "fact_" + hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
 
 
 class Knowledge:
@@ -47,6 +49,9 @@ class Knowledge:
         self._resolvers: dict[str | None, EntityResolver] = {}
         #: owner -> (subject entity, predicate) -> its live facts
         self._facts: dict[str | None, dict[tuple[str, str], list[FactRecord]]] = {}
+        #: the last ``recorded`` given: facts are recorded in a strict order, which forget
+        #: replays (a frozen or coarse clock would give many the same time)
+        self._recorded = datetime.min.replace(tzinfo=UTC)
         ctx.on_change(self._on_change)
 
     def _on_change(self, change: Changed) -> None:
@@ -183,9 +188,10 @@ class Knowledge:
             found = self._resolvers.get(owner)
             if found is None:
                 records = self._ctx.engine.entities(owner=owner)
-                found = EntityResolver(owner or "", entities=[_entity(r) for r in records],
+                found = EntityResolver(owner or "", entities=[entity_of(r) for r in records],
                                        blocked=[(m["alias"], r.id) for r in records
-                                                for m in r.merges if m.get("rule") == "split"])
+                                                for m in r.merges if m.get("rule") == "split"],
+                                       id_key=self._ctx.keys.id_key())
                 self._resolvers[owner] = found
             return found
 
@@ -195,8 +201,13 @@ class Knowledge:
             found = {}
             for fact in self._ctx.engine.facts(owner=owner):
                 found.setdefault((fact.subject, fact.predicate), []).append(fact)
+                self._recorded = max(self._recorded, fact.recorded)
             self._facts[owner] = found
         return found
+
+    def _next_recorded(self) -> datetime:
+        self._recorded = max(self._ctx.now(), self._recorded + timedelta(microseconds=1))
+        return self._recorded
 
     # -- planning writes ---------------------------------------------------------------
     def plan_new(self, batch: WriteBatch, memories: Sequence[Memory],
@@ -207,15 +218,18 @@ class Knowledge:
                 if extraction is not None:
                     self._add(batch, memory, extraction)
 
-    def plan_import(self, batch: WriteBatch, memory: Memory, graph: Mapping[str, object]
-                    ) -> None:
+    def plan_import(self, batch: WriteBatch, memory: Memory, graph: Mapping[str, Any], *,
+                    source: str | None = None, index: int | None = None) -> None:
         """What a memory brings from a file that carries its graph (``Memory`` records of
         a UMP file exported by graphmem): its entities as they were (ids, forms, merges),
-        its mentions, and its facts with their validity; nothing is extracted again."""
+        its mentions, and its facts with their validity; nothing is extracted again.
+        Nothing in it may name another owner's entity, fact or memory: that is a
+        ``RecordError`` naming the record and the field (``source``, ``index``)."""
         with self._lock:
+            self._check_import(batch, memory, graph, source=source, index=index)
             engine = self._ctx.engine
             planned = {e.id for e in batch.new_entities}
-            for mention in graph.get("mentions", ()):  # type: ignore[attr-defined]
+            for mention in graph.get("mentions", ()):
                 entity = mention["entity"]
                 if entity["id"] not in planned and not engine.entities(ids=[entity["id"]]):
                     batch.new_entities.append(EntityRecord(
@@ -228,7 +242,7 @@ class Knowledge:
                     float(mention.get("weight", 1.0)), mention.get("surface", "")))
             stored = {f.id: f for f in engine.facts(owner=memory.owner)}
             planned_facts = {f.id: f for f in batch.facts}
-            for raw in graph.get("facts", ()):  # type: ignore[attr-defined]
+            for raw in graph.get("facts", ()):
                 fact = FactRecord(
                     id=raw["id"], owner=memory.owner, subject=raw["subject"],
                     predicate=raw["predicate"], object=raw["object"],
@@ -250,6 +264,57 @@ class Knowledge:
                                           if f is not known]
             self._resolvers.pop(memory.owner, None)
             self._facts.pop(memory.owner, None)
+
+    def _check_import(self, batch: WriteBatch, memory: Memory, graph: Mapping[str, Any], *,
+                      source: str | None, index: int | None) -> None:
+        """Every id a graph section names is the record owner's, or new: its entities
+        (and the ends of its facts), its fact ids and what ended them, the memories that
+        state its facts. Held ids (gone ones too) and ids this import already gave to
+        another owner count."""
+        owner = memory.owner
+        engine = self._ctx.engine
+        mentions: list[dict[str, Any]] = list(graph.get("mentions", ()))
+        facts: list[dict[str, Any]] = list(graph.get("facts", ()))
+
+        def refuse(what: str, field: str) -> RecordError:
+            return RecordError(f"{what}; a memory's graph may name only its own owner's "
+                               f"({owner!r}) entities, facts and memories", source=source,
+                               index=index, record_id=memory.id, field=f"graph.{field}")
+
+        entity_ids = [m["entity"]["id"] for m in mentions]
+        ends = [f[key] for f in facts for key in ("subject", "object")]
+        entities = engine.graph_owners(entities=[*entity_ids, *ends])
+        entities.update({e.id: e.owner for e in batch.new_entities})
+        fact_ids = [f["id"] for f in facts] + [f["ended_by"] for f in facts if f.get("ended_by")]
+        held = engine.graph_owners(facts=fact_ids)
+        held.update({f.id: f.owner for f in batch.facts})
+        memories = {i: m.owner for i, m in engine.get_many(
+            [s for f in facts for s in f.get("sources", ())]
+            + [f["ended_by"].removeprefix("memory:") for f in facts
+               if str(f.get("ended_by")).startswith("memory:")]).items()}
+        memories.update({n.memory.id: n.memory.owner for n in batch.memories})
+        for n, entity_id in enumerate(entity_ids):
+            if entity_id in entities and entities[entity_id] != owner:
+                raise refuse(f"entity {entity_id} belongs to another owner",
+                             f"mentions[{n}].entity.id")
+        own = {i for i, o in entities.items() if o == owner} | set(entity_ids)
+        for n, fact in enumerate(facts):
+            if fact["id"] in held and held[fact["id"]] != owner:
+                raise refuse(f"fact {fact['id']} belongs to another owner", f"facts[{n}].id")
+            for key in ("subject", "object"):
+                if fact[key] not in own:
+                    raise refuse(f"{fact[key]} is not an entity of this memory or its owner",
+                                 f"facts[{n}].{key}")
+            for source_id in fact.get("sources", ()):
+                if source_id in memories and memories[source_id] != owner:
+                    raise refuse(f"memory {source_id} belongs to another owner",
+                                 f"facts[{n}].sources")
+            ended_by = fact.get("ended_by") or ""
+            by_memory = ended_by.removeprefix("memory:")
+            if (ended_by in held and held[ended_by] != owner) or (
+                    ended_by.startswith("memory:") and by_memory in memories
+                    and memories[by_memory] != owner):
+                raise refuse(f"{ended_by} belongs to another owner", f"facts[{n}].ended_by")
 
     def sections(self, memory_ids: Sequence[str], *, owner: str | None = None
                  ) -> dict[str, dict[str, list[dict[str, object]]]]:
@@ -280,30 +345,155 @@ class Knowledge:
         return out
 
     def plan_retext(self, batch: WriteBatch, memory: Memory, extraction: Extraction) -> None:
-        """A memory's text changed: what the old text said leaves the graph, the new
-        text's statements come in."""
+        """A memory's text changed: what the old text said leaves the graph (the facts it
+        touched are replayed without it: ``_replay``), the new text's statements come in."""
         with self._lock:
+            stated = self._ctx.engine.facts(sources=[memory.id])
             self._drop(batch, memory, keep=self._entities_of(memory, extraction))
+            self._replay(batch, memory.owner, {(f.subject, f.predicate) for f in stated},
+                         dropped=memory.id, forgotten=False)
             self._add(batch, memory, extraction)
 
     def plan_forget(self, batch: WriteBatch, memory: Memory) -> None:
-        """A memory is forgotten: its mentions go, the facts only it states go, the other
-        facts lose it as a source, and an entity it alone mentioned goes."""
+        """A memory is forgotten, as if it had never been: its mentions go, the facts only
+        it states go, the other facts lose it as a source, the facts it touched (or
+        ended by a supersede) are replayed without it (``_replay``), and the entities it
+        mentioned keep only what the memories left say of them (one it alone mentioned
+        goes)."""
         with self._lock:
-            self._drop(batch, memory, keep=set())
-            self._resolvers.pop(memory.owner, None)  # an entity may have gone
+            engine = self._ctx.engine
+            owner = memory.owner
+            by = f"memory:{memory.id}"
+            touched = {(f.subject, f.predicate) for f in engine.facts(owner=owner)
+                       if memory.id in f.sources or f.ended_by == by}
+            mentioned = self._drop(batch, memory, keep=set())
+            self._replay(batch, owner, touched, dropped=memory.id, forgotten=True)
+            records = [r for r in engine.entities(ids=sorted(mentioned - set(batch.gone_entities)))
+                       if r.owner == owner]
+            self._rebuild(batch, owner, records, leaving={memory.id},
+                          mentions=lambda e: engine.mentions(entity_ids=[e]),
+                          texts=lambda ids: _texts(engine.scan(["subject", "text"], ids=ids)))
+            self._resolvers.pop(owner, None)  # an entity may have gone or changed
+            self._facts.pop(owner, None)
+
+    def _replay(self, batch: WriteBatch, owner: str | None, groups: set[tuple[str, str]], *,
+                dropped: str | None, forgotten: bool) -> None:
+        """The facts of ``owner`` about these (subject, predicate) groups, replayed as if
+        what leaves in ``batch`` had never been (``_graph_leave.replayed``). When
+        ``dropped`` is ``forgotten``, its supersedes leave too, and a fact it stated first
+        that another memory states too starts when that one stated it. A fact
+        whose start changes and whose id is a plain hash moves to a keyed id."""
+        if not groups:
+            return
+        engine = self._ctx.engine
+        gone = {f.id for f in batch.gone_facts}
+        pending = {f.id: f for f in batch.changed_facts}
+        stored = {f.id: f for f in engine.facts(entity_ids=sorted({s for s, _ in groups}))
+                  if f.owner == owner and (f.subject, f.predicate) in groups
+                  and f.id not in gone}
+        supersedes = [e for e in engine.edges("supersedes", owner=owner)
+                      if not forgotten or dropped not in (e.src, e.dst)]
+        origin: dict[str, FactRecord] = {}  # id in the replay -> the stored fact
+        grouped: dict[tuple[str, str], list[FactRecord]] = {}
+        for fact in stored.values():
+            current = pending.get(fact.id, fact)
+            if forgotten and fact.sources and fact.sources[0] == dropped and current.sources:
+                current = self._restated(current, owner)
+                if current.valid_from != fact.valid_from and not keyed_id(fact.id):
+                    current = replace(current, id=fact_id(
+                        owner, fact.subject, fact.predicate, fact.object, current.valid_from,
+                        key=self._ctx.keys.id_key()))
+            origin[current.id] = fact
+            grouped.setdefault((fact.subject, fact.predicate), []).append(current)
+        for group in grouped.values():
+            result, merged = replayed(group, supersedes)
+            for fact in result:
+                before = origin[fact.id]
+                if fact.id != before.id:  # moved to a keyed id
+                    self._unchange(batch, before)
+                    batch.gone_facts.append(before)
+                    batch.facts.append(fact)
+                elif fact != pending.get(fact.id, before):
+                    set_changed(batch, fact)
+                self._swap(owner, before, fact)
+            for merged_id in merged:
+                self._unchange(batch, origin[merged_id])
+                batch.gone_facts.append(origin[merged_id])
+                self._swap(owner, origin[merged_id], None)
+
+    @staticmethod
+    def _unchange(batch: WriteBatch, fact: FactRecord) -> None:
+        batch.changed_facts[:] = [f for f in batch.changed_facts if f.id != fact.id]
+
+    def _restated(self, fact: FactRecord, owner: str | None) -> FactRecord:
+        """``fact`` as its first source states it (its start, by the text of that memory
+        as extraction reads it, else the memory's time; recorded when that memory's own
+        facts were, else no earlier than the memory itself)."""
+        engine = self._ctx.engine
+        first = engine.get(fact.sources[0])
+        if first is None:
+            return fact
+        at = first.observed or first.created
+        speaker = _provenance(first.provenance).get("speaker")
+        since = at
+        resolver = self.resolver(owner)
+        for said in extract(first.text, at=at, speaker=speaker if isinstance(speaker, str)
+                            else None, facts=self._ctx.facts).facts:
+            if said.predicate == fact.predicate \
+                    and resolver_lookup(resolver, said.subject) == fact.subject \
+                    and resolver_lookup(resolver, said.object) == fact.object:
+                since = said.valid_from or (said.when.start if said.when else None) or at
+                break
+        own = [f.recorded for f in engine.facts(sources=[first.id]) if f.sources[0] == first.id]
+        return replace(fact, valid_from=since,
+                       recorded=min(own) if own else max(fact.recorded, first.created))
+
+    def _rebuild(self, batch: WriteBatch, owner: str | None, records: Sequence[EntityRecord],
+                 *, leaving: Collection[str],
+                 mentions: Callable[[str], Sequence[MentionRecord]],
+                 texts: Callable[[list[str]], Iterable[str | None]]) -> None:
+        """``records`` (entities of ``owner``) as the memories that still mention them
+        (all but ``leaving``) name them: an entity no memory mentions goes; one whose
+        forms changed is changed, or moves to a keyed id when its id is a plain hash of
+        a name; and a split record leaves when no entity uses its form any more."""
+        changed: dict[str, EntityRecord] = {}
+        for record in records:
+            left = [m for m in mentions(record.id) if m.memory_id not in leaving]
+            if not left:
+                batch.gone_entities.append(record.id)
+                continue
+            new = rebuilt(record, [m.surface for m in left],
+                          functools.partial(texts, sorted({m.memory_id for m in left})))
+            if new != record:
+                changed[new.id] = new
+        gone = set(batch.gone_entities)
+        held = {r.id: r for r in self._ctx.engine.entities(owner=owner) if r.id not in gone}
+        held.update(changed)
+        used = {a for r in held.values() for a in r.aliases}
+        for record in held.values():
+            merges = tuple(m for m in record.merges if m.get("rule") != "split"
+                           or m.get("alias") in used)
+            if merges != record.merges:
+                changed[record.id] = replace(record, merges=merges)
+        batch.changed_entities += [r for r in changed.values() if keyed_id(r.id)]
+        moving = [r for r in changed.values() if not keyed_id(r.id)]
+        if moving:
+            move_entities(self._ctx.engine, batch, owner, moving, taken=set(held),
+                          leaving=leaving, id_key=self._ctx.keys.id_key())
 
     def plan_supersede(self, batch: WriteBatch, old: Memory, new_facts: Sequence[FactRecord],
                        at: datetime, by: str) -> None:
-        """``old`` is replaced: its facts that the new memory does not state again end at
-        ``at`` (ended by the memory ``by``)."""
+        """``old`` is replaced: its facts that the new memory ``by`` does not state again
+        (as a new fact, or as one more source of one) end at ``at``, ended by ``by``."""
         with self._lock:
             restated = {(f.subject, f.predicate, f.object) for f in new_facts}
-            for fact in self._ctx.engine.facts(sources=[old.id]):
-                if fact.valid_to is None and (fact.subject, fact.predicate,
-                                              fact.object) not in restated:
+            pending = {f.id: f for f in batch.changed_facts}
+            for stored in self._ctx.engine.facts(sources=[old.id]):
+                fact = pending.get(stored.id, stored)
+                if fact.valid_to is None and by not in fact.sources and (
+                        fact.subject, fact.predicate, fact.object) not in restated:
                     ended = _replace(fact, valid_to=at, ended_by=f"memory:{by}")
-                    batch.changed_facts.append(ended)
+                    set_changed(batch, ended)
                     self._swap(old.owner, fact, ended)
 
     # -- the parts ---------------------------------------------------------------------
@@ -338,7 +528,6 @@ class Knowledge:
             entity_id = resolve(mention.surface, mention.type)
             if roles.get(entity_id, ("speaker",))[0] == "speaker":
                 roles[entity_id] = ("mention", mention.surface)
-        recorded = self._ctx.now()
         at = memory.observed or memory.created
         facts = self._owner_facts(owner)
         for fact in extraction.facts:
@@ -357,15 +546,17 @@ class Knowledge:
                     batch.changed_facts.append(more)
                     self._swap(owner, same[0], more)
                 continue
-            new = FactRecord(id=fact_id(owner, subject, fact.predicate, obj, since),
+            new = FactRecord(id=fact_id(owner, subject, fact.predicate, obj, since,
+                                        key=self._ctx.keys.id_key()),
                              owner=owner, subject=subject, predicate=fact.predicate,
                              object=obj, confidence=fact.confidence, valid_from=since,
-                             valid_to=fact.valid_to, recorded=recorded, sources=(memory.id,),
+                             valid_to=fact.valid_to, recorded=self._next_recorded(),
+                             sources=(memory.id,),
                              rule=fact.rule)
             if fact.predicate in FUNCTIONAL_PREDICATES:
                 # A newer value ends the older ones ("moved to Lisbon" after "lives in
                 # Ibadan"): their validity stops where the new one starts.
-                for old in facts.get((subject, fact.predicate), ()):
+                for old in list(facts.get((subject, fact.predicate), ())):  # _swap edits it
                     if old.object != obj and old.valid_to is None and (
                             old.valid_from is None or old.valid_from <= since):
                         ended = _replace(old, valid_to=since, ended_by=new.id)
@@ -377,14 +568,17 @@ class Knowledge:
             batch.mentions.append(MentionRecord(memory.id, entity_id, role,
                                                 ROLE_WEIGHTS.get(role, 1.0), surface))
 
-    def _drop(self, batch: WriteBatch, memory: Memory, *, keep: set[str]) -> None:
+    def _drop(self, batch: WriteBatch, memory: Memory, *, keep: set[str]) -> set[str]:
+        """What ``memory``'s text brought leaves: its mentions, the facts only it states
+        (the others lose it as a source) and the entities only it mentioned (but those in
+        ``keep``). Returns the entities it mentioned."""
         engine = self._ctx.engine
         batch.unmentioned.append(memory.id)
         for fact in engine.facts(sources=[memory.id]):
             rest = tuple(s for s in fact.sources if s != memory.id)
             if rest:
                 changed = _replace(fact, sources=rest)
-                batch.changed_facts.append(changed)
+                set_changed(batch, changed)
                 self._swap(memory.owner, fact, changed)
             else:
                 batch.gone_facts.append(fact)
@@ -395,6 +589,7 @@ class Knowledge:
                       if m.memory_id != memory.id]
             if not others:
                 batch.gone_entities.append(entity_id)
+        return mentioned
 
     def _entities_of(self, memory: Memory, extraction: Extraction) -> set[str]:
         """The entities a text would name, without creating any (what a new text keeps)."""
@@ -441,9 +636,50 @@ class Knowledge:
                     if extraction.times:
                         batch.patches.append(_times_patch(memory.id, extraction))
                 writer.write(batch)
-            writer.write(WriteBatch(meta={"kg_pending": "0"}))
+            # built from the memories that remain: nothing for ``repair`` to do
+            writer.write(WriteBatch(meta={"kg_pending": "0", "kg_repair": "0"}))
         ctx.changed(Changed([r["id"] for r in rows], bulk=True))
         return len(rows)
+
+    def repair(self) -> int:
+        """Once, for a store made before v6 (``kg_repair`` in its meta): what forgets
+        made before left behind goes, as ``plan_forget`` does since. Facts still ended
+        by a fact that is gone or by a forgotten memory get the validity they have
+        without it, and the entities of owners who forgot memories keep only the forms
+        the memories left use. One transaction; returns how many facts and entities
+        changed."""
+        ctx = self._ctx
+        engine = ctx.engine
+        with engine.exclusive("graphmem-repair"):
+            if engine.meta().get("kg_repair") != "1":
+                return 0  # another process did it
+            rows = engine.scan(["id", "owner", "status", "subject", "text"]).table.to_pylist()
+            forgotten = {r["id"]: r["owner"] for r in rows if r["status"] == "forgotten"}
+            facts = engine.facts(all_owners=True)
+            live = {f.id for f in facts}
+            ends = {f"memory:{m}" for m in forgotten}
+            stale = [f for f in facts if f.ended_by and f.ended_by not in live and (
+                f.ended_by in ends or not f.ended_by.startswith("memory:"))]
+            owners = {f.owner for f in stale} | set(forgotten.values())
+            said = {r["id"]: (r["subject"], r["text"]) for r in rows}
+            by_entity: dict[str, list[MentionRecord]] = {}
+            for mention in engine.mentions() if forgotten else ():
+                by_entity.setdefault(mention.entity_id, []).append(mention)
+            self.reset()
+            batch = WriteBatch(meta={"kg_repair": "0"})
+            with ctx.lock, self.planning():
+                for owner in sorted(owners, key=lambda o: o or ""):
+                    self._replay(batch, owner, {(f.subject, f.predicate) for f in stale
+                                                if f.owner == owner},
+                                 dropped=None, forgotten=False)
+                    if owner in forgotten.values():
+                        self._rebuild(batch, owner, engine.entities(owner=owner), leaving=(),
+                                      mentions=lambda e: by_entity.get(e, []),
+                                      texts=lambda ids: [t for i in ids for t in said.get(i, ())])
+                engine.commit(batch)
+                self.reset()
+        ctx.changed(Changed([], bulk=True))
+        return len(batch.changed_facts) + len(batch.changed_entities) + len(batch.new_entities)
 
 
 def resolver_lookup(resolver: EntityResolver, surface: str) -> str | None:
@@ -453,6 +689,12 @@ def resolver_lookup(resolver: EntityResolver, surface: str) -> str | None:
         if key in entity.aliases:
             return entity.id
     return None
+
+
+def _texts(scan: MemoryScan) -> list[str | None]:
+    """The subjects and texts of scanned memories."""
+    table = scan.table.to_pydict()
+    return [*table["subject"], *table["text"]]
 
 
 def _times_patch(memory_id: str, extraction: Extraction) -> Patch:
@@ -469,18 +711,10 @@ def _provenance(value: object) -> Mapping[str, object]:
     return value if isinstance(value, dict) else {}
 
 
-def _entity(record: EntityRecord) -> Entity:
-    merges = tuple(Merge(record.id, m["alias"], m["rule"], m.get("evidence", ""))
-                   for m in record.merges if m.get("rule") != "split")
-    return Entity(record.id, record.owner or "", record.name, record.type,  # type: ignore[arg-type]
-                  record.aliases or (record.name,), merges)
-
-
 def _record(entity: Entity, created: datetime) -> EntityRecord:
     return EntityRecord(id=entity.id, owner=entity.owner or None, name=entity.name,
                         type=entity.type, aliases=entity.aliases,
-                        merges=tuple({"alias": m.alias, "rule": m.rule, "evidence": m.evidence}
-                                     for m in entity.merges), created=created)
+                        merges=tuple(merge_record(m) for m in entity.merges), created=created)
 
 
 def _when(value: object) -> datetime | None:

@@ -164,7 +164,8 @@ class Memories:
         return [n.memory for n in batch.memories]
 
     def _new(self, items: Sequence[MemoryInput], batch: WriteBatch, *,
-             reason: str | None = None, actor: str | None = None) -> list[NewMemory]:
+             reason: str | None = None, actor: str | None = None, source: str | None = None,
+             index_of: Mapping[str | None, int] | None = None) -> list[NewMemory]:
         """New memories of ``items`` into ``batch``, with what they add to the graph."""
         self._ctx.sync()  # entities other processes resolved meanwhile
         now = self._ctx.now()
@@ -181,7 +182,8 @@ class Memories:
                                  [d.extraction for d, i in zip(derived, items, strict=True)
                                   if not i.graph])
         for memory, graph in carried:
-            self._knowledge.plan_import(batch, memory, graph)
+            self._knowledge.plan_import(batch, memory, graph, source=source,
+                                        index=(index_of or {}).get(memory.id))
         return new
 
     def _check_new_ids(self, items: Sequence[MemoryInput]) -> None:
@@ -317,7 +319,8 @@ class Memories:
                                               actor=ctx.actor(actor)))
                 result.updated.append(memory_id)
             new_items = [r for r in records if r.id not in existing and r.id not in gone]
-            created = self._new(new_items, batch, reason=reason, actor=actor)
+            created = self._new(new_items, batch, reason=reason, actor=actor, source=source,
+                                index_of=index_of)
         except BaseException:
             self._knowledge.reset()
             raise
@@ -554,16 +557,18 @@ class Memories:
         return ctx.engine.get(new_id)  # type: ignore[return-value]
 
     def supersede_patch(self, old: Memory, new_id: str, *, reason: str, at: datetime,
-                        actor: str | None = None) -> tuple[Patch, EdgeRecord]:
+                        actor: str | None = None,
+                        change_type: ChangeType = ChangeType.CONFLICT_UPDATE
+                        ) -> tuple[Patch, EdgeRecord]:
         """What recording "``new_id`` replaces ``old``" writes: the old memory's change
-        (superseded-by, a version row, a ``supersede`` event) and the SUPERSEDES edge."""
+        (superseded-by, a version row of ``change_type``, a ``supersede`` event) and the
+        SUPERSEDES edge."""
         actor = self._ctx.actor(actor)
         event = lifecycle_event(old.id, EventType.SUPERSEDE, from_state="current",
                                 to_state="superseded", reason=reason, at=at, agent_id=actor,
                                 metadata={"supersededBy": new_id})
         patch = patch_of(old, {"superseded_by": [*old.superseded_by, new_id]},
-                         ChangeType.CONFLICT_UPDATE, at, reason=reason, actor=actor,
-                         event=event)
+                         change_type, at, reason=reason, actor=actor, event=event)
         return patch, EdgeRecord(kind="supersedes", src=new_id, dst=old.id, reason=reason, at=at)
 
     def patch(self, patches: Sequence[Patch], *, merged_edges: Sequence[EdgeRecord] = ()

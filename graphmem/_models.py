@@ -69,6 +69,9 @@ class ChangeType(StrEnum):
     RESTORED = "restored"
     TOMBSTONED = "tombstoned"
     FORGOTTEN = "forgotten"
+    #: a weak candidate confirmed by a later conversation (it becomes active, or the
+    #: statement that confirms it replaces it)
+    REINFORCED = "reinforced"
 
 
 class EventType(StrEnum):

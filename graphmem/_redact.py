@@ -5,8 +5,9 @@ A forgotten text can survive in its neighbours' indexing contexts and in other r
 metadata (archive summaries, audited Cypher), copied with other whitespace than the
 memory's own (a message's doubled spaces or line breaks). ``Mentions`` matches a text
 up to whitespace. A plain SHA-256 of a short text gives it back by brute force, so a
-forgotten memory keeps only ``keyed_digest``: an HMAC under the store's own secret key,
-with which the store (and only the store) can still confirm what was deleted.
+forgotten memory keeps only ``keyed_digest``: an HMAC under the store's own secret key
+(kept out of every query, export and backup: ``_keys``), named in the digest by its
+fingerprint, with which the store (and only the store) can still confirm what was deleted.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["DIGEST_PREFIX", "Mentions", "keyed_digest"]
+__all__ = ["DIGEST_PREFIX", "Mentions", "digest_key_id", "keyed_digest"]
 
 DIGEST_PREFIX = "hmac-sha256:"
 #: Shorter texts are removed only where they fill whole lines: "ok" must not be cut
@@ -26,14 +27,27 @@ DIGEST_PREFIX = "hmac-sha256:"
 _ANYWHERE = 12
 
 
-def keyed_digest(key: str, text: str | None) -> str:
-    """``hmac-sha256:<hex>`` of ``text`` under ``key``.
+def keyed_digest(key: str, text: str | None, *, key_id: str = "") -> str:
+    """``hmac-sha256:<key id>:<hex>`` of ``text`` under ``key`` (the key's fingerprint
+    says which key made it; digests made before v6 have none: ``hmac-sha256:<hex>``).
 
     >>> keyed_digest("k", "hello")[:24]
     'hmac-sha256:406e4b43f870'
+    >>> keyed_digest("k", "hello", key_id="ab12")[:29]
+    'hmac-sha256:ab12:406e4b43f870'
     """
     mac = hmac.new(key.encode("utf-8"), (text or "").encode("utf-8"), hashlib.sha256)
-    return DIGEST_PREFIX + mac.hexdigest()
+    return DIGEST_PREFIX + (f"{key_id}:" if key_id else "") + mac.hexdigest()
+
+
+def digest_key_id(digest: str) -> str | None:
+    """The fingerprint of the key that made ``digest`` (None for one made before v6).
+
+    >>> digest_key_id("hmac-sha256:ab12:406e"), digest_key_id("hmac-sha256:406e")
+    ('ab12', None)
+    """
+    parts = digest.removeprefix(DIGEST_PREFIX).split(":")
+    return parts[0] if len(parts) == 2 else None
 
 
 class Mentions:
@@ -48,22 +62,26 @@ class Mentions:
 
     def __init__(self, texts: Iterable[str | None]) -> None:
         parts = []
-        words_seen: list[str] = []
+        texts_seen: list[str] = []
         for text in texts:
             words = (text or "").split()
             if not words:
                 continue
-            words_seen.extend(words)
+            texts_seen.append(text or "")
             body = r"\s+".join(re.escape(w) for w in words)
             if len(" ".join(words)) >= _ANYWHERE:
                 parts.append(body)
             else:
                 parts.append(rf"(?:(?<=\n)|^)[ \t]*{body}[ \t]*(?=\n|$)")
         self._pattern = re.compile("|".join(parts)) if parts else None
-        #: the longest run of letters and digits: every copy, in any whitespace and in
-        #: JSON, contains it verbatim (a cheap pre-filter for the database)
-        runs = [run for word in words_seen for run in re.findall(r"\w+", word)]
-        self.probe = max(runs, key=len) if runs else ""
+        #: per text, its longest run of letters and digits: every copy of that text, in any
+        #: whitespace and in JSON, contains it verbatim (a cheap pre-filter for the
+        #: database); one per text, as a place may hold one text and not another (a reply
+        #: indexed with one sentence of a forgotten message)
+        self.probes = tuple(dict.fromkeys(
+            max(runs, key=len) for runs in (
+                [run for word in (text or "").split() for run in re.findall(r"\w+", word)]
+                for text in texts_seen) if runs))
 
     def __bool__(self) -> bool:
         return self._pattern is not None

@@ -1,6 +1,7 @@
 """Copying a whole store from one engine to another through the port (Kuzu to PostgreSQL
 and back): memories with their vectors and every version row, events, edges, entities,
-mentions, facts and store properties, written into the target in one transaction.
+mentions, facts and store properties, written into the target in one transaction; then
+the store's secret keys, which the target keeps its own way.
 
 Backups are Kuzu's files (``_backup``): a PostgreSQL store is backed up by copying it
 into a scratch Kuzu database first, and a backup is restored into PostgreSQL by
@@ -23,10 +24,11 @@ __all__ = ["copy_store"]
 _ENGINE_META = frozenset({"schema_version", "gone_edges"})
 
 
-def copy_store(source: Engine, target: Engine) -> int:
+def copy_store(source: Engine, target: Engine, *, keys: bool = True) -> int:
     """Copy every row of ``source`` into ``target`` (which must hold no memory) in one
-    transaction of the target; returns how many memories were copied. Read inside
-    ``source.snapshot()`` for a consistent copy while writers go on."""
+    transaction of the target, and its keys unless ``keys`` is false (a backup holds
+    none); returns how many memories were copied. Read inside ``source.snapshot()`` for
+    a consistent copy while writers go on."""
     if sum(target.counts().by_kind.values()):
         raise StoreError(f"{target.path} already holds memories; restore into an empty "
                          "store")
@@ -61,4 +63,8 @@ def copy_store(source: Engine, target: Engine) -> int:
     batch.facts = source.facts(all_owners=True)
     with target.writer() as writer:
         writer.write(batch)
+    held = set(target.secrets()) if keys else set()
+    for key in source.secrets() if keys else ():
+        if key not in held:
+            target.add_secret(*key)
     return len(rows)

@@ -8,7 +8,6 @@ changes, tombstones, and the hard delete (``forget``).
 from __future__ import annotations
 
 import hmac
-import secrets
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -16,10 +15,11 @@ from typing import Any
 from ._context import Changed, StoreContext
 from ._derive import TextItem, derive_fields, lifecycle_event, version_of
 from ._engine import Erasure, Patch, WriteBatch
-from ._errors import ConfirmationRequiredError, ConflictError
+from ._errors import ConfirmationRequiredError, ConflictError, StoreError
+from ._keys import FORGET, key_id
 from ._knowledge import Knowledge
 from ._models import ChangeType, EventType, Kind, LifecycleEvent, Memory, Status, TriggeredBy
-from ._redact import Mentions, keyed_digest
+from ._redact import Mentions, digest_key_id, keyed_digest
 
 __all__ = ["Transitions", "patch_of"]
 
@@ -77,9 +77,34 @@ class Transitions:
         actor: str | None = None,
     ) -> Memory:
         """Move one memory to a new status and/or kind, audited."""
+        patch = self.transition_patch(memory, event_type=event_type, change_type=change_type,
+                                      reason=reason, status=status, kind=kind,
+                                      triggered_by=triggered_by, metadata=metadata,
+                                      extra_sets=extra_sets, actor=actor)
+        ctx = self._ctx
+        with ctx.lock:
+            ctx.engine.commit(WriteBatch(patches=[patch]))
+            ctx.changed(Changed([memory.id]))
+        return ctx.engine.get(memory.id) or memory
+
+    def transition_patch(
+        self,
+        memory: Memory,
+        *,
+        event_type: EventType,
+        change_type: ChangeType,
+        reason: str,
+        status: Status | None = None,
+        kind: Kind | None = None,
+        triggered_by: TriggeredBy = TriggeredBy.MANUAL,
+        metadata: Mapping[str, Any] | None = None,
+        extra_sets: Mapping[str, Any] | None = None,
+        actor: str | None = None,
+    ) -> Patch:
+        """What ``transition`` commits, for a caller that writes it with more."""
         ctx = self._ctx
         now = ctx.now()
-        actor = actor or ctx.settings.agent_id
+        actor = ctx.actor(actor)
         updates: dict[str, Any] = dict(extra_sets or {})
         from_state = to_state = memory.status.value
         if status is not None:
@@ -92,8 +117,8 @@ class Transitions:
         event = lifecycle_event(memory.id, event_type, from_state=from_state,
                                 to_state=to_state, reason=reason, at=now, agent_id=actor,
                                 triggered_by=triggered_by, metadata=dict(metadata or {}))
-        return self.apply(memory, updates, change_type, reason=reason, actor=actor,
-                          event=event)
+        return patch_of(memory, updates, change_type, now, reason=reason, actor=actor,
+                        event=event)
 
     def tombstone(self, memory_id: str, *, reason: str = "manual", owner: str | None = None,
                   triggered_by: TriggeredBy = TriggeredBy.MANUAL,
@@ -117,7 +142,7 @@ class Transitions:
             raise ConflictError(f"memory {memory_id} is {memory.status.value}: nothing to keep")
         event = lifecycle_event(memory.id, EventType.KEEP, from_state=memory.status.value,
                                 to_state=memory.status.value, reason=reason, at=ctx.now(),
-                                agent_id=actor or ctx.settings.agent_id,
+                                agent_id=ctx.actor(actor),
                                 triggered_by=TriggeredBy.MANUAL,
                                 metadata={"kind": memory.kind.value})
         with ctx.lock:
@@ -146,10 +171,11 @@ class Transitions:
         if memory.status is Status.FORGOTTEN:
             return
         now = ctx.now()
-        actor = actor or ctx.settings.agent_id
-        key = self._forget_key()
+        actor = ctx.actor(actor)
+        key = ctx.keys.current(FORGET)
+        tag = key_id(key)
         history = ctx.engine.history(memory_id)
-        digest = keyed_digest(key, memory.text)
+        digest = keyed_digest(key, memory.text, key_id=tag)
         blank: dict[str, Any] = {
             "text": "", "subject": None, "tags": [], "vector": None, "payload": None,
             "payload_hash": None, "context": None, "entities": [],
@@ -173,7 +199,7 @@ class Transitions:
         batch = WriteBatch(
             patches=[*scrubbed, Patch(memory_id, set=blank, version=version, event=event)],
             erasures=[Erasure(memory_id,
-                              version_digests={v.id: keyed_digest(key, v.text)
+                              version_digests={v.id: keyed_digest(key, v.text, key_id=tag)
                                                for v in history},
                               event_metadata=self._scrub_events(memory_id, mentions, quoted))])
         self._knowledge.plan_forget(batch, memory)
@@ -184,6 +210,9 @@ class Transitions:
                 self._knowledge.reset()
                 raise
             ctx.changed(Changed([memory_id], removed=True))
+            remention = sorted(set(batch.unmentioned) - {memory_id})
+            if remention:  # their entities moved to keyed ids
+                ctx.changed(Changed(remention))
             if scrubbed:
                 ctx.changed(Changed([p.memory_id for p in scrubbed],
                                     vectors={p.memory_id: p.set["vector"] for p in scrubbed}))
@@ -198,26 +227,33 @@ class Transitions:
 
     def verify_forgotten(self, memory_id: str, text: str) -> bool:
         """Whether ``text`` is what the forgotten memory ``memory_id`` said (its keyed
-        digest matches): proof of a deletion without keeping what was deleted."""
-        memory = self._ctx.visible(memory_id, None)
+        digest matches): proof of a deletion without keeping what was deleted. The
+        forget key that made the digest must be in the store: a backup does not carry
+        it, so a restored store needs the original store's key back first."""
+        ctx = self._ctx
+        memory = ctx.visible(memory_id, None)
         if memory.status is not Status.FORGOTTEN:
             raise ConflictError(f"memory {memory_id} is not forgotten")
-        return hmac.compare_digest(memory.text_sha256, keyed_digest(self._forget_key(), text))
-
-    def _forget_key(self) -> str:
-        """The store's secret for digests of forgotten texts (made on first use)."""
-        key = self._ctx.engine.meta().get("forget_key")
-        if key is None:
-            key = secrets.token_hex(32)
-            self._ctx.engine.set_meta({"forget_key": key})
-        return key
+        keys = ctx.keys.forget_keys()
+        tag = digest_key_id(memory.text_sha256)
+        if (tag is not None and tag not in keys) or not keys:
+            raise StoreError(
+                f"memory {memory_id} was forgotten under the forget key "
+                f"{tag or 'of an older graphmem'}, which this store does not hold (a backup "
+                f"never carries it): give the original store's key back in "
+                f"{ctx.engine.secrets_location} to check a text against it")
+        candidates = [keys[tag]] if tag is not None else list(keys.values())
+        return any(hmac.compare_digest(memory.text_sha256,
+                                       keyed_digest(key, text, key_id=tag or ""))
+                   for key in candidates)
 
     def _scrub_contexts(self, mentions: Mentions) -> list[Patch]:
         """The forgotten texts leave the contexts of the memories indexed with them
         (matched up to whitespace); their vectors are derived again (an embedding can give
         its text away)."""
-        found = [m for m in self._ctx.engine.contexts_with(mentions.probe)
-                 if mentions.found_in(m.context)]
+        candidates = {m.id: m for probe in mentions.probes
+                      for m in self._ctx.engine.contexts_with(probe)}
+        found = [m for m in candidates.values() if mentions.found_in(m.context)]
         if not found:
             return []
         contexts = [mentions.scrub(m.context or "").strip() or None for m in found]
@@ -233,7 +269,7 @@ class Transitions:
         summary built from it (``summaryFrom``) goes whole, and any other string that
         holds its text (or subject) is blanked, the blanked fields listed."""
         out: dict[str, dict[str, Any]] = {}
-        probes = [p for p in (mentions.probe, quoted.probe) if p]
+        probes = list(dict.fromkeys([*mentions.probes, *quoted.probes]))
         found = {event_id: meta for probe in probes or [""]
                  for event_id, meta in self._ctx.engine.events_mentioning(memory_id, probe)}
         for event_id, meta in found.items():

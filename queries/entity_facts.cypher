@@ -3,7 +3,8 @@
 // param: name STRING
 // param: owner STRING = ""
 MATCH (s:Entity)-[f:FACT]->(o:Entity)
-WHERE f.gone IS NULL AND ($owner = "" OR f.owner = $owner)
+WHERE f.gone IS NULL
+  AND ($owner = "" OR (f.owner = $owner AND s.owner = $owner AND o.owner = $owner))
   AND (s.name = lower($name) OR list_contains(s.aliases, lower($name))
        OR o.name = lower($name) OR list_contains(o.aliases, lower($name)))
 RETURN s.name AS subject, f.predicate AS predicate, o.name AS object,

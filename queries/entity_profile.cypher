@@ -6,7 +6,7 @@ MATCH (e:Entity)
 WHERE e.gone IS NULL AND (e.name = lower($name) OR list_contains(e.aliases, lower($name)))
   AND ($owner = "" OR e.owner = $owner)
 OPTIONAL MATCH (m:Memory)-[r:MENTIONS]->(e)
-WHERE r.gone IS NULL
+WHERE r.gone IS NULL AND ($owner = "" OR m.owner = $owner)
 RETURN e.id AS id, e.name AS name, e.type AS type, e.owner AS owner, e.aliases AS aliases,
        count(m) AS mentions, min(m.created) AS first_seen, max(m.created) AS last_seen
 ORDER BY mentions DESC, id

@@ -14,9 +14,10 @@ the store. Values are always bound by Kuzu, never pasted into the query, and the
 run read-only.
 
 A query with an ``owner`` parameter is *owner-scoped*: given an owner it sees only that
-owner's memories (every memory it matches is filtered by it, which the tests check for
-each query), so a sidecar can run it for a token of that owner. A query without one
-reads across owners.
+owner's memories, entities and facts (every node and fact it matches is filtered by it,
+not only the one it starts from, which the tests check for each query in a graph crossed
+across owners by hand), so a sidecar can run it for a token of that owner. A query
+without one reads across owners.
 """
 
 from __future__ import annotations

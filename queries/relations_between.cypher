@@ -4,7 +4,8 @@
 // param: b STRING
 // param: owner STRING = ""
 MATCH (s:Entity)-[f:FACT]->(o:Entity)
-WHERE f.gone IS NULL AND ($owner = "" OR f.owner = $owner)
+WHERE f.gone IS NULL
+  AND ($owner = "" OR (f.owner = $owner AND s.owner = $owner AND o.owner = $owner))
   AND (((s.name = lower($a) OR list_contains(s.aliases, lower($a)))
         AND (o.name = lower($b) OR list_contains(o.aliases, lower($b))))
     OR ((s.name = lower($b) OR list_contains(s.aliases, lower($b)))

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from graphmem import MemoryStore, Settings
+from graphmem._recall._component import Recall
+from graphmem._recall._index import RecallIndex
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "ingest" / "samples" / "agent_memories.ump.json"
@@ -109,3 +111,17 @@ def sample_store(tmp_path: Path, clock: Clock, settings: Settings) -> Iterator[M
                      settings=settings) as s:
         import_ump(s, SAMPLE)
         yield s
+
+
+@pytest.fixture
+def no_build(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the builds of the index (a store that reads its file builds none)."""
+    builds: list[int] = []
+    original = Recall._build
+
+    def counted(self: Recall) -> RecallIndex:
+        builds.append(1)
+        return original(self)
+
+    monkeypatch.setattr(Recall, "_build", counted)
+    return builds

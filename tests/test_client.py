@@ -32,7 +32,7 @@ from .conftest import Clock
 
 _IDS = re.compile(r"urn:graphmem:[0-9a-z]+|evt-[0-9]{4}-[0-9]{2}-[0-9]{2}-[0-9a-z]+")
 #: Digests keyed by each store's own secret (forget's hmac): equal only within a store.
-_KEYED = re.compile(r"hmac-sha256:[0-9a-f]+")
+_KEYED = re.compile(r"hmac-sha256:[0-9a-f:]+")
 
 
 class Trace:

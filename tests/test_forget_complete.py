@@ -1,6 +1,9 @@
 """Deletion is complete (property-based): after ``forget``, no trace of a forgotten
-memory's text is reachable through recall (every preset), named queries, ad-hoc Cypher,
-the export, the version history, the recall cache, or the bytes of the database files."""
+memory's text is reachable through recall (every preset, with explanations), named
+queries, ad-hoc Cypher, the exports, the version history, the recall cache, or the bytes
+of the database files; the knowledge graph keeps no name, alias or merge only a forgotten
+memory gave, and no fact whose validity a forgotten one set or ended; and the store's
+keys appear in no query, export or backup."""
 
 from __future__ import annotations
 
@@ -16,11 +19,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphmem import PRESETS, MemoryStore, Status
+from ingest.ump import ump_records
 from queries.library import load_queries, run_named
 
 EXAMPLES = max(4, int(os.environ.get("GRAPHMEM_HOSTILE_EXAMPLES", "40")) // 5)
 NOW = datetime(2026, 7, 15, 12, 0, tzinfo=UTC)
 WORDS = ["amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "heron"]
+#: Surnames found nowhere else: each secret memory names "Melanie <surname>", whom the
+#: resolver joins to the Melanie of a memory that stays (a name and an alias to forget).
+SURNAMES = ["Zarquon", "Velmira", "Tolvane", "Brisquel", "Yandrik", "Fenwright", "Olvessa",
+            "Druvane", "Maelith"]
+CITIES = ["Lisbon", "Quito", "Lagos", "Porto"]
 
 
 def secret(i: int) -> str:
@@ -46,13 +55,16 @@ def _build(store: MemoryStore, plan: dict[str, Any]) -> tuple[dict[str, str], di
     """Run the scenario; the ids by secret, and every text each memory ever had."""
     ids: dict[str, str] = {}
     texts: dict[str, list[str]] = {}
+    store.add("Melanie lives in Porto.")  # stays: the entity and fact the others touch
     for i in range(plan["n"]):
         word = secret(i)
-        memory = store.add(f"The code for locker {i} is {word}", subject=f"locker {word}",
-                           tags=[word], payload=json.dumps({"raw": word}),
-                           importance=0.3 + i / 20)
+        # the year the move happened is the memory's too: a fact's validity may not keep it
+        memory = store.add(f"The code for locker {i} is {word}. Melanie {SURNAMES[i]} moved "
+                           f"to {CITIES[i % len(CITIES)]} in {1900 + i}.",
+                           subject=f"locker {word}", tags=[word],
+                           payload=json.dumps({"raw": word}), importance=0.3 + i / 20)
         ids[word] = memory.id
-        texts[memory.id] = [word]
+        texts[memory.id] = [word, SURNAMES[i].lower(), f"year:{1900 + i}"]
     order = list(ids.values())
 
     def pick(i: int) -> str:
@@ -104,17 +116,21 @@ def _value(name: str, kind: str, memory_id: str, word: str) -> Any:
 
 def _leaks(store: MemoryStore, words: list[str], forgotten: set[str]) -> list[str]:
     found: list[str] = []
+    years = {int(w.removeprefix("year:")) for w in words if w.startswith("year:")}
+    words = [w for w in words if not w.startswith("year:")]
 
     def look(where: str, blob: str) -> None:
-        found.extend(f"{where}: {w}" for w in words if w in blob)
+        found.extend(f"{where}: {w}" for w in words if w in blob.lower())
 
     for preset in PRESETS:
         for word in words:
-            hits = store.recall(word, k=20, preset=preset)
-            look(f"recall {preset}", json.dumps([h.memory.model_dump(mode="json")
+            hits = store.recall(f"Where did Melanie {word} go?", k=20, preset=preset)
+            look(f"recall {preset}", json.dumps([[h.memory.model_dump(mode="json"),
+                                                  h.explanation.model_dump(mode="json")]
                                                  for h in hits]))
             found.extend(f"recall {preset} returned {h.memory.id}" for h in hits
                          if h.memory.id in forgotten)
+    found += _graph_leaks(store, years, forgotten)
     for name, query in load_queries().items():
         for memory_id in forgotten:
             values = {p.name: _value(p.name, p.type, memory_id, words[0])
@@ -123,11 +139,38 @@ def _leaks(store: MemoryStore, words: list[str], forgotten: set[str]) -> list[st
     look("cypher", json.dumps(store.cypher("MATCH (n) RETURN n"), default=str))
     look("cypher edges", json.dumps(store.cypher("MATCH ()-[r]->() RETURN r"), default=str))
     look("export", json.dumps(store.export(), default=str))
+    look("ump", json.dumps(ump_records(store), default=str))
+    look("entities", json.dumps([e.__dict__ for e in store.entities()], default=str))
+    keys = [v for _, v in store._ctx.engine.secrets()]
+    for where, blob in (("cypher", store.cypher("MATCH (n) RETURN n")),
+                        ("cypher edges", store.cypher("MATCH ()-[r]->() RETURN r")),
+                        ("export", store.export()), ("ump", ump_records(store))):
+        text = json.dumps(blob, default=str)
+        found.extend(f"{where}: the key {k[:8]}..." for k in keys if k in text)
     for memory_id in forgotten:
         look("history", json.dumps([v.model_dump(mode="json")
                                     for v in store.history(memory_id)]))
         look("events", json.dumps([e.model_dump(mode="json") for e in store.events(memory_id)]))
     look("recall cache", repr(getattr(store, "_cache", {})))
+    return found
+
+
+def _graph_leaks(store: MemoryStore, years: set[int], forgotten: set[str]) -> list[str]:
+    """Facts that a forgotten memory still acts in: stated by it, ended by it or by a
+    fact that is gone, or valid from or until a year only it said."""
+    facts = store.facts()
+    live = {f.id for f in facts}
+    found = []
+    for fact in facts:
+        if set(fact.sources) & forgotten:
+            found.append(f"fact {fact.id} is stated by a forgotten memory")
+        ended_by = fact.ended_by or ""
+        if ended_by and ended_by not in live and (
+                not ended_by.startswith("memory:") or ended_by[7:] in forgotten):
+            found.append(f"fact {fact.id} is ended by {ended_by}, which is gone")
+        for when in (fact.valid_from, fact.valid_to):
+            if when is not None and when.year in years:
+                found.append(f"fact {fact.id} holds the forgotten year {when.year}")
     return found
 
 
@@ -150,14 +193,20 @@ def test_forget_leaves_no_trace(plan: dict[str, Any]) -> None:
                 store.forget(memory_id, confirm=True, purge=False)
             store.purge()
             assert _leaks(store, words, doomed) == []
-            kept = [w for m, ws in texts.items() if m not in doomed for w in ws
+            kept = [ws[0] for m, ws in texts.items() if m not in doomed
                     if store.get(m).status is Status.ACTIVE and not store.get(m).superseded_by]
             if kept:  # what was not forgotten is still found
                 assert store.recall(kept[0], k=5, preset="fulltext")
             store.add("written after the forget")
+            store.backup(root / "backup")
+            keys = [v.encode() for _, v in store._ctx.engine.secrets()]
+        texts_of = [w.encode() for w in words if not w.startswith("year:")]
+        backup = b"".join(p.read_bytes() for p in (root / "backup").rglob("*") if p.is_file())
+        assert [w for w in texts_of if w in backup.lower()] == []
+        assert [k for k in keys if k in backup] == []
         for file in (root / "db").iterdir():
-            data = file.read_bytes()
-            leaked = [w for w in words if w.encode() in data]
+            data = file.read_bytes().lower()
+            leaked = [w for w in texts_of if w in data]
             assert not leaked, f"{file.name} holds {leaked}"
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -76,14 +76,30 @@ def test_weak_candidate_reinforced_in_a_later_session(store: MemoryStore) -> Non
     later = store.add_conversation([WEAK], session_id="s2", owner="nadia")
     candidate = weak.candidate_ids[0]
     assert later.reinforced_ids == [candidate]
-    assert later.memories_created == 1
-    active = store.get(later.created_ids[0])
-    assert active.status is Status.ACTIVE and active.provenance["reinforces"] == candidate
-    old = store.get(candidate)
-    assert old.superseded_by == (active.id,)
-    kinds = {(x.kind, x.other) for x in store.links(active.id)}
-    assert ("references", candidate) in kinds and ("supersedes", candidate) in kinds
-    assert [h.memory.id for h in store.recall("oat milk")] == [active.id]
+    # the same words again: the candidate itself becomes active, no second node
+    assert later.memories_created == 0 and later.dropped == [(0, f"reinforces {candidate}")]
+    memory = store.get(candidate)
+    assert memory.status is Status.ACTIVE and not memory.superseded_by
+    assert [v.change_type.value for v in store.history(candidate)] == ["created", "reinforced"]
+    assert store.links(candidate) == []
+    assert store.stats().memories == 1
+    assert [h.memory.id for h in store.recall("oat milk")] == [candidate]
+
+
+def test_a_candidate_confirmed_in_other_words_is_replaced_by_one_edge(store: MemoryStore
+                                                                       ) -> None:
+    weak = store.add_conversation([WEAK], session_id="s1", owner="tom")
+    # similar (cosine 0.84 with the hashing embedder), not the same words
+    later = store.add_conversation(["I might try oat milk sometime soon, I think."],
+                                   session_id="s2", owner="tom")
+    candidate = weak.candidate_ids[0]
+    assert later.reinforced_ids == [candidate]
+    [new] = later.created_ids
+    assert store.get(new).status is Status.ACTIVE
+    assert store.get(candidate).superseded_by == (new,)
+    assert [(x.kind, x.other) for x in store.links(new)] == [("supersedes", candidate)]
+    assert store.history(candidate)[-1].change_type.value == "reinforced"
+    assert [h.memory.id for h in store.recall("oat milk")] == [new]
 
 
 def test_useful_feedback_confirms_a_candidate(store: MemoryStore) -> None:

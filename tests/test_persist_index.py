@@ -19,7 +19,6 @@ from graphmem import PRESETS, Edge, MemoryStore, Settings
 from graphmem._kuzu._journal import ChangeJournal
 from graphmem._recall import _persist
 from graphmem._recall._bm25 import BM25Index, _Column
-from graphmem._recall._component import Recall
 from graphmem._recall._entities import EntityIndex
 from graphmem._recall._index import Adjacency, EdgeTable, RecallIndex
 from graphmem._recall._persist import FILE_NAME
@@ -112,20 +111,6 @@ def saved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         store._recall.ensure_index()
         assert store._recall._saved.mark == mark  # written when the store closed
     yield path
-
-
-@pytest.fixture
-def no_build(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the builds of the index (a store that reads its file builds none)."""
-    builds: list[int] = []
-    original = Recall._build
-
-    def counted(self: Recall) -> RecallIndex:
-        builds.append(1)
-        return original(self)
-
-    monkeypatch.setattr(Recall, "_build", counted)
-    return builds
 
 
 def _same(a: Any, b: Any, where: str = "index") -> None:
@@ -291,3 +276,4 @@ def test_every_attribute_of_the_index_is_written() -> None:
         SignCodes: vars(SignCodes(8))}
     for kind, attributes in found.items():
         assert set(attributes) == ATTRIBUTES[kind], kind.__name__
+

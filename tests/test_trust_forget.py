@@ -26,19 +26,23 @@ def _files_hold(root: Path, needle: bytes) -> list[str]:
 def test_neighbours_lose_the_text_whatever_its_whitespace(tmp_path: Path, message: str) -> None:
     db = tmp_path / "db"
     with MemoryStore(db, embedder="hashing") as store:
+        # a reply that points back is indexed with the message it answers: the secret
         result = store.add_conversation([
             {"speaker": "Ann", "text": "We are planning the greenhouse rebuild for March."},
             {"speaker": "Ann", "text": message},
-            {"speaker": "Ann", "text": "The new sensors arrive from Lisbon on Friday."},
+            {"speaker": "Ann", "text": "that one is for the gym locker"},
         ], session_id="s1")
         created = result.created_ids + result.candidate_ids
-        secret = next(m for m in store.get_many(created) if "quartzfalcon" in m.text)
-        neighbours = [m for m in store.get_many(created) if m.id != secret.id]
-        assert any("quartzfalcon" in (m.context or "") for m in neighbours)  # the trap is set
-        store.forget(secret.id, confirm=True)
+        secrets = [m for m in store.get_many(created)
+                   if "4071" in m.text or "quartzfalcon" in m.text]
+        neighbours = [m for m in store.get_many(created) if m not in secrets]
+        assert any("4071" in (m.context or "") for m in neighbours)  # the trap is set
+        for secret in secrets:
+            store.forget(secret.id, confirm=True)
         for memory in store.get_many(created):
-            assert "quartzfalcon" not in (memory.context or "")
-            assert "quartzfalcon" not in memory.text
+            for word in ("quartzfalcon", "4071"):
+                assert word not in (memory.context or "")
+                assert word not in memory.text
         for preset in ("fulltext", "default"):
             assert store.recall("quartzfalcon locker", k=10, preset=preset) == [] or all(
                 "quartzfalcon" not in (h.memory.context or "") for h in

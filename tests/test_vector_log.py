@@ -16,7 +16,7 @@ from graphmem import ConflictError, Edge, HashingEmbedder, MemoryInput, MemorySt
 from graphmem._derive import TextItem, derive_fields, new_memory
 from graphmem._embed import embed_memories
 from graphmem._engine import WriteBatch
-from graphmem._kuzu import Database, KuzuEngine
+from graphmem._kuzu import SCHEMA_VERSION, Database, KuzuEngine
 from graphmem._kuzu._rows import memory_params, version_params
 from graphmem._kuzu._schema import ensure_schema
 from graphmem._kuzu._vectorlog import META_KEY, VectorLog
@@ -182,7 +182,7 @@ def test_a_store_made_before_the_log_gets_one_on_its_first_full_read(
     texts = [f"Orchard note {i}: deploys go through fly.io" for i in range(12)]
     vectors = _v5_database(path, texts)
     assert _version(path) == 5
-    with MemoryStore(path) as store:  # migrated to v6: the change ring, still no log
+    with MemoryStore(path) as store:  # migrated: the change ring (v7), still no log
         engine = _engine(store)
         assert not engine._journal.vectors.trusted
         hits = store.recall("Orchard note 7", k=1, preset="vector", record_access=False)
@@ -194,4 +194,4 @@ def test_a_store_made_before_the_log_gets_one_on_its_first_full_read(
         np.testing.assert_array_equal(matrix, vectors[order])
         store.add("A memory added after the migration")
         _same(engine, monkeypatch)
-    assert _version(path) == 6
+    assert _version(path) == SCHEMA_VERSION

@@ -5,6 +5,7 @@ ingest derives (``derive_links``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -12,19 +13,27 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._context import Changed, StoreContext
-from .._derive import session_contexts
 from .._errors import InvalidInputError
 from .._input import MAX_TEXT, MemoryInput
 from .._memories import Edge, Memories
 from .._models import ChangeType, EventType, Kind, Memory, Status
 from .._ollama import OllamaGenerator
 from .._recall._component import Recall
-from .._recall._index import STATUS_CODE
+from .._recall._index import ASSISTANT_TAG, STATUS_CODE
 from .._time import new_memory_id, parse_iso, to_utc
 from .._transitions import Transitions
+from ._corrections import Statement, correction_target, is_correction, says_now
 from ._links import LinkIndex, derive_edges
 from ._ollama import OllamaExtractor
-from ._rules import Extracted, RuleExtractor, is_filler
+from ._rules import (
+    Extracted,
+    RuleExtractor,
+    assistant_statements,
+    is_filler,
+    is_hedge,
+    needs_context,
+    sentences,
+)
 
 __all__ = ["AddResult", "Conversations", "Extractor"]
 
@@ -32,9 +41,13 @@ __all__ = ["AddResult", "Conversations", "Extractor"]
 DUPLICATE = 0.95
 #: Cosine above which a new signal confirms a weak candidate of an earlier session.
 REINFORCE = 0.8
-_SKIPPED_ROLES = {"assistant", "system", "tool"}
+_SKIPPED_ROLES = {"system", "tool"}
+#: Speakers that are the assistant when a message gives no role.
+_ASSISTANT_SPEAKERS = {"assistant", "ai", "bot"}
 #: How many full-text matches a new memory is compared with, for duplicates and candidates.
 _SIMILAR = 10
+#: At most this many words of the message a statement answers are its context.
+_CONTEXT_WORDS = 30
 #: What the link index reads of each memory.
 _LINK_FIELDS = ["id", "owner", "created", "status", "entities", "subject"]
 
@@ -58,9 +71,21 @@ class AddResult(BaseModel):
     created_ids: list[str] = Field(default_factory=list)
     candidate_ids: list[str] = Field(default_factory=list)
     reinforced_ids: list[str] = Field(default_factory=list)
+    #: memories that a correction in the conversation superseded
+    corrected_ids: list[str] = Field(default_factory=list)
     dropped: list[tuple[int, str]] = Field(default_factory=list)
     extractor: str = "rules"
     warnings: list[str] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Found:
+    """A statement the extractor found in message ``index``, and the gate's verdict."""
+
+    index: int
+    message: Mapping[str, Any]
+    item: Extracted
+    status: Status
 
 
 class Conversations:
@@ -109,16 +134,23 @@ class Conversations:
         """Remember what a conversation says (the lifecycle model's ``add()``).
 
         Messages are dicts with ``text`` (or ``content``), and optionally ``speaker`` (or
-        ``role``/``name``) and ``timestamp``; plain strings are user messages. Assistant,
-        system and tool messages are not mined. A quality gate drops greetings, filler
-        and duplicates of existing memories; the extractor (rules by default, Ollama when
-        configured and passed) keeps the informative statements: strong signals become
-        active episodic memories, weak ones ``candidate`` memories. A signal that matches
-        a candidate of an earlier session reinforces it: a new active memory with lineage
-        (a REFERENCES edge to the candidate, which it supersedes). Memories of one call
-        CO_OCCUR (adjacent ones weighted 1, then 1/2 ...); shared rare entities become
-        REFERENCES. Each memory is indexed with the messages around it (``context``).
-        Everything is written in one transaction, recorded under ``actor``.
+        ``role``/``name``) and ``timestamp``; plain strings are user messages, and a
+        message without a role whose speaker is ``assistant`` (or ``ai``, ``bot``) is
+        the assistant's. The quality gate keeps what the user said about themselves and
+        their world: statements become active episodic memories; hedges and
+        hypotheticals ("maybe I'll ...", "if I had time ...") become ``candidate``
+        memories; greetings, filler, questions that say nothing about the asker and
+        duplicates of existing memories are dropped. Of the assistant's messages only
+        what it did or recommended is kept (a reminder set, a booking, "I'd suggest
+        ..."), as the assistant's. A correction ("scratch that, it's Tuesday", "I meant
+        the 21st, not the 14th") supersedes the statement it corrects. A candidate
+        that a later session states again is reinforced: it becomes active (history
+        ``reinforced``), or the new statement replaces it. The extractor (rules by
+        default, Ollama when configured and passed) proposes the statements; the gate
+        decides. Memories of one call CO_OCCUR (adjacent ones weighted 1, then 1/2
+        ...); shared rare entities become REFERENCES. Each memory is indexed with the
+        statements it needs to be understood (``context``). Everything is written in one
+        transaction, recorded under ``actor``.
         """
         if not isinstance(session_id, str) or not session_id.strip():
             raise InvalidInputError("session_id must be a non-empty string", field="session_id")
@@ -126,96 +158,129 @@ class Conversations:
         ctx = self._ctx
         base_time = to_utc(timestamp) if timestamp is not None else ctx.now()
         chosen = extractor or _default_extractor(ctx.settings)
+        strong = getattr(chosen, "strong", RuleExtractor().strong)
         dropped: list[tuple[int, str]] = []
         warnings: list[str] = []
-        found: list[tuple[int, dict[str, Any], Extracted]] = []
+        found: list[_Found] = []
         for index, message in enumerate(parsed):
-            if message["role"] in _SKIPPED_ROLES:
-                dropped.append((index, f"{message['role']} message"))
-                continue
-            if is_filler(message["text"]):
-                dropped.append((index, "greeting or filler"))
-                continue
-            items = _run(chosen, message)
-            warning = getattr(chosen, "last_warning", None)
-            if warning:
-                warnings.append(f"message {index}: {warning}")
+            items, reason = self._statements(chosen, message, warnings, index)
             if not items:
-                dropped.append((index, "nothing informative"))
-            found += [(index, message, item) for item in items]
+                dropped.append((index, reason))
+            for item in items:
+                status = (Status.CANDIDATE if item.strength < strong or is_hedge(item.text)
+                          else Status.ACTIVE)
+                found.append(_Found(index, message, item, status))
         if not found:
             return AddResult(memories_created=0, pending_candidates_buffered=0,
                              nothing_to_extract=True, dropped=dropped,
                              extractor=chosen.name, warnings=warnings)
-        contexts = session_contexts([m["text"] for m in parsed], cooccur_window)
+        siblings: dict[int, list[str]] = {}
+        for f in found:
+            siblings.setdefault(f.index, []).append(f.item.text)
         # Texts alone, for duplicates and reinforcement; stored vectors add the context.
-        vectors = ctx.embed([item.text for _, _, item in found])
-        duplicates, reinforced = self._match_existing(vectors, [i.text for _, _, i in found],
-                                                      owner, session_id)
-        strong = getattr(chosen, "strong", RuleExtractor().strong)
+        vectors = ctx.embed([f.item.text for f in found])
+        duplicates, similar = self._match_existing(vectors, [f.item.text for f in found],
+                                                   owner, session_id)
+        recent = self._recent_statements(owner)
+        cosines: dict[str, np.ndarray] = {}  # the recent statements' vectors, when needed
         records: list[MemoryInput] = []
         candidates: list[str] = []
-        lineage: list[tuple[str, str]] = []
+        reinforced: dict[str, str] = {}    # candidate -> memory id that confirms it
+        in_place: list[str] = []           # candidates that become active as they are
+        corrected: dict[str, str] = {}     # memory id -> the id of the one it corrects
         kept = np.empty_like(vectors)  # rows 0 .. n_kept - 1: the texts kept so far
         n_kept = 0
-        for n, (index, message, item) in enumerate(found):
+        for n, f in enumerate(found):
             if n in duplicates:
-                dropped.append((index, f"duplicate of {duplicates[n]}"))
+                dropped.append((f.index, f"duplicate of {duplicates[n]}"))
                 continue
             # every kept vector in one call (a Python loop over them took 12 s of 2,000
             # messages' 39); einsum, as BLAS threads contending on 2 busy cores made one
             # such product of 4,000 rows take 14-36 ms instead of 0.3
-            similar = np.einsum("ij,j->i", kept[:n_kept], vectors[n])
-            if n_kept and float(similar.max()) >= DUPLICATE:
-                dropped.append((index, "duplicate within the conversation"))
+            close = np.einsum("ij,j->i", kept[:n_kept], vectors[n])
+            if n_kept and float(close.max()) >= DUPLICATE:
+                dropped.append((f.index, "duplicate within the conversation"))
                 continue
             kept[n_kept] = vectors[n]
             n_kept += 1
+            if n in similar:
+                candidate, cosine = similar[n]
+                if cosine >= DUPLICATE and candidate not in reinforced:
+                    # the same words again: the candidate itself becomes active
+                    in_place.append(candidate)
+                    reinforced[candidate] = candidate
+                    dropped.append((f.index, f"reinforces {candidate}"))
+                    continue
             memory_id = new_memory_id()
-            status = Status.ACTIVE if item.strength >= strong or n in reinforced \
-                else Status.CANDIDATE
-            when = message["timestamp"] or base_time
-            speaker = message["speaker"]
-            entities = tuple(dict.fromkeys(
-                ([speaker.lower()] if speaker else []) + list(item.entities)))
-            provenance: dict[str, Any] = {"source": "conversation", "session": session_id,
-                                          "message": index, "speaker": speaker,
-                                          "extractor": chosen.name,
-                                          "strength": round(item.strength, 3)}
-            if n in reinforced:
-                provenance["reinforces"] = reinforced[n]
-                lineage.append((memory_id, reinforced[n]))
-            records.append(MemoryInput(
-                id=memory_id, text=item.text, context=contexts[index], kind=Kind.EPISODIC,
-                status=status,
-                owner=owner, session=session_id, observed=when, created=when,
-                confidence=round(min(1.0, 0.5 + item.strength / 2), 3), entities=entities,
-                provenance=provenance, payload=message["text"]))
+            status = f.status
+            if n in similar and similar[n][0] not in reinforced:
+                reinforced[similar[n][0]] = memory_id
+                status = Status.ACTIVE
+            target = None
+            if f.message["role"] == "user" and status is Status.ACTIVE:
+                # the statement that says it corrects, or, when the message says so only
+                # as a whole ("sorry. it's Tuesday."), its first statement
+                said = f.item.text if is_correction(f.item.text) else (
+                    f.message["text"] if f.item.text == siblings[f.index][0]
+                    and not any(map(is_correction, siblings[f.index])) else "")
+                said = said or (f.item.text if says_now(f.item.text) else "")
+                target = correction_target(said, recent,
+                                           self._similarity(vectors[n], recent, cosines)
+                                           ) if said else None
+                if target is not None and target not in corrected.values():
+                    corrected[memory_id] = target
+            # a correction is about what it corrects: indexed with it
+            context = (next(r.text for r in recent if r.id == corrected[memory_id])
+                       if memory_id in corrected
+                       else _context(f, siblings[f.index], parsed, cooccur_window))
+            records.append(self._record(memory_id, f, status, context, owner,
+                                        session_id, base_time, chosen.name,
+                                        reinforces=next((c for c, m in reinforced.items()
+                                                         if m == memory_id), None),
+                                        corrects=corrected.get(memory_id)))
             if status is Status.CANDIDATE:
                 candidates.append(memory_id)
+            else:
+                recent.insert(0, Statement(memory_id, f.item.text))
+                cosines[memory_id] = vectors[n]
         edges = _session_edges([r.id or "" for r in records], cooccur_window, session_id)
-        edges += [Edge("references", new, old, source="reinforcement")
-                  for new, old in lineage]
         batch, result, new_memories = self._memories.plan_merge(
             records, edges=edges, reason=f"conversation {session_id}", actor=actor)
-        for new, old in lineage:  # the candidate is kept, superseded by its confirmation
-            candidate = ctx.visible(old, owner)
-            patch, edge = self._memories.supersede_patch(candidate, new, reason="reinforced",
-                                                         at=ctx.now(), actor=actor)
+        created_now = {m.memory.id: m.memory for m in new_memories}
+        changed: list[str] = []
+        now = ctx.now()
+        for candidate in in_place:
+            batch.patches.append(self._transitions.transition_patch(
+                ctx.visible(candidate, owner), status=Status.ACTIVE,
+                event_type=EventType.ACTIVATE, change_type=ChangeType.REINFORCED,
+                reason=f"stated again in conversation {session_id}", actor=actor))
+            changed.append(candidate)
+        replaced = [(new, old, "reinforced", ChangeType.REINFORCED)
+                    for old, new in reinforced.items() if new != old]
+        replaced += [(new, old, "correction", ChangeType.CONFLICT_UPDATE)
+                     for new, old in corrected.items()]
+        for new, old, reason, change_type in replaced:
+            memory = created_now.get(old) or ctx.visible(old, owner)
+            patch, edge = self._memories.supersede_patch(memory, new, reason=reason, at=now,
+                                                         actor=actor, change_type=change_type)
             batch.patches.append(patch)
             batch.new_edges.append(edge)
             self._memories.knowledge.plan_supersede(
-                batch, candidate, [f for f in batch.facts if new in f.sources], at=ctx.now(),
+                batch, memory, [fact for fact in batch.facts if new in fact.sources], at=now,
                 by=new)
+            changed.append(old)
         links = self._link_index()
         links.upsert({f: getattr(m.memory, f) for f in _LINK_FIELDS} for m in new_memories)
         try:
-            derived = derive_edges(links, result.created,
-                                   {m.memory.id: m.memory.text for m in new_memories})
+            # a memory and the one it replaces are linked by SUPERSEDES alone
+            replacing = {frozenset((new, old)) for new, old, _, _ in replaced}
+            derived = [e for e in derive_edges(links, result.created,
+                                               {m.memory.id: m.memory.text
+                                                for m in new_memories})
+                       if frozenset((e.src, e.dst)) not in replacing]
             batch.new_edges += self._memories.missing_edges(
                 derived, known={m.memory.id for m in new_memories})
-            self._memories.commit(batch, created=new_memories,
-                                  changed=[old for _, old in lineage],
+            self._memories.commit(batch, created=new_memories, changed=changed,
                                   edges=[e.src for e in batch.new_edges]
                                   + [e.dst for e in batch.new_edges])
         except BaseException:
@@ -224,17 +289,95 @@ class Conversations:
         created = [i for i in result.created if i not in candidates]
         return AddResult(memories_created=len(created),
                          pending_candidates_buffered=len(candidates),
-                         nothing_to_extract=not result.created, created_ids=created,
-                         candidate_ids=candidates, reinforced_ids=[old for _, old in lineage],
+                         nothing_to_extract=not result.created and not in_place,
+                         created_ids=created, candidate_ids=candidates,
+                         reinforced_ids=list(reinforced), corrected_ids=list(corrected.values()),
                          dropped=sorted(dropped), extractor=chosen.name, warnings=warnings)
+
+    def _statements(self, chosen: Extractor, message: Mapping[str, Any],
+                    warnings: list[str], index: int) -> tuple[list[Extracted], str]:
+        """What the gate may keep of one message, or why nothing."""
+        role = message["role"]
+        if role == "assistant":
+            return assistant_statements(message["text"]), "assistant message"
+        if role in _SKIPPED_ROLES:
+            return [], f"{role} message"
+        if is_filler(message["text"]):
+            return [], "greeting or filler"
+        items = _run(chosen, message)
+        warning = getattr(chosen, "last_warning", None)
+        if warning:
+            warnings.append(f"message {index}: {warning}")
+        return items, "nothing informative"
+
+    def _record(self, memory_id: str, f: _Found, status: Status, context: str | None,
+                owner: str | None, session_id: str, base_time: datetime, extractor: str, *,
+                reinforces: str | None, corrects: str | None) -> MemoryInput:
+        message, item = f.message, f.item
+        speaker = message["speaker"]
+        by_assistant = message["role"] == "assistant"
+        # the assistant is not a person of the user's world: no speaker entity for it
+        entities = tuple(dict.fromkeys(
+            ([speaker.lower()] if speaker and not by_assistant else []) + list(item.entities)))
+        provenance: dict[str, Any] = {"source": "conversation", "session": session_id,
+                                      "message": f.index, "extractor": extractor,
+                                      "strength": round(item.strength, 3)}
+        if by_assistant:
+            provenance["role"] = "assistant"
+            provenance["assistant"] = speaker
+        else:
+            provenance["speaker"] = speaker
+        if reinforces:
+            provenance["reinforces"] = reinforces
+        if corrects:
+            provenance["corrects"] = corrects
+        when = message["timestamp"] or base_time
+        return MemoryInput(
+            id=memory_id, text=item.text, context=context, kind=Kind.EPISODIC, status=status,
+            tags=(ASSISTANT_TAG,) if by_assistant else (),
+            owner=owner, session=session_id, observed=when, created=when,
+            confidence=round(min(1.0, 0.5 + item.strength / 2), 3), entities=entities,
+            provenance=provenance, payload=message["text"])
+
+    def _similarity(self, vector: np.ndarray, recent: Sequence[Statement],
+                    known: dict[str, np.ndarray]) -> dict[str, float]:
+        """The cosine of a statement (its text alone) with each recent statement's text;
+        those not embedded yet are embedded once per call."""
+        missing = [s for s in recent if s.id not in known]
+        if missing:
+            known.update(zip([s.id for s in missing],
+                             self._ctx.embed([s.text for s in missing]), strict=True))
+        return {s.id: float(known[s.id] @ vector) for s in recent}
+
+    def _recent_statements(self, owner: str | None, limit: int = 40) -> list[Statement]:
+        """The owner's latest current statements (active or candidate), most recent
+        first: what a correction may replace."""
+        index = self._recall.ensure_index()
+        n = index.size
+        if n == 0:
+            return []
+        mine = index.owner[:n] == index.owner_codes.get(owner, -2)
+        current = np.array([not sup for sup in index.superseded_by], dtype=bool)
+        status = index.status[:n]
+        eligible = mine & current & ((status == STATUS_CODE["active"])
+                                     | (status == STATUS_CODE["candidate"]))
+        positions = np.flatnonzero(eligible)
+        if not len(positions):
+            return []
+        latest = positions[np.argsort(-index.created[positions], kind="stable")[:limit]]
+        ids = [index.ids[p] for p in latest]
+        found = self._memories.get_many(ids)
+        by_id = {m.id: m for m in found}
+        return [Statement(i, by_id[i].text) for i in ids if i in by_id]
 
     def _match_existing(self, vectors: np.ndarray, texts: Sequence[str],
                         owner: str | None, session: str
-                        ) -> tuple[dict[int, str], dict[int, str]]:
+                        ) -> tuple[dict[int, str], dict[int, tuple[str, float]]]:
         """For each new text: an existing active memory it duplicates, or a candidate of
-        another session it reinforces. Stored vectors include each memory's context, so
-        the comparison is text to text: the best BM25 matches of the owner's current
-        memories are embedded again, without context, and compared by cosine."""
+        another session it reinforces (with their cosine). Stored vectors include each
+        memory's context, so the comparison is text to text: the best BM25 matches of the
+        owner's current memories are embedded again, without context, and compared by
+        cosine."""
         index = self._recall.ensure_index()
         n = index.size
         if n == 0:
@@ -248,7 +391,8 @@ class Conversations:
         active |= weak & this_session
         candidate = weak & ~this_session
         eligible = active | candidate
-        duplicates, reinforced = {}, {}
+        duplicates: dict[int, str] = {}
+        reinforced: dict[int, tuple[str, float]] = {}
         for row, text in enumerate(texts):
             top = self._recall.lexical_neighbours(text, owner=owner, eligible=eligible,
                                                   limit=_SIMILAR)
@@ -266,7 +410,7 @@ class Conversations:
             best_weak = max(((c, -index.created[index.pos[i]], i) for i, c in by_id.items()
                              if candidate[index.pos[i]]), default=(0.0, 0.0, ""))
             if best_weak[0] >= REINFORCE:
-                reinforced[row] = best_weak[2]
+                reinforced[row] = (best_weak[2], best_weak[0])
         return duplicates, reinforced
 
     def confirm(self, memory: Memory, *, actor: str | None = None) -> Memory:
@@ -335,11 +479,15 @@ def _message(message: Any, index: int) -> dict[str, Any]:
     if "\x00" in text or len(text) > MAX_TEXT:
         raise InvalidInputError(f"message {index}: text has a NUL character or is longer "
                                 f"than {MAX_TEXT} characters", field=f"messages[{index}].text")
-    role = message.get("role") or "user"
+    role = message.get("role")
     speaker = message.get("speaker") or message.get("name")
-    if not isinstance(role, str) or (speaker is not None and not isinstance(speaker, str)):
+    if (role is not None and not isinstance(role, str)) or (
+            speaker is not None and not isinstance(speaker, str)):
         raise InvalidInputError(f"message {index}: role and speaker must be strings",
                                 field=f"messages[{index}].role")
+    if not role:
+        role = ("assistant" if speaker and speaker.strip().lower() in _ASSISTANT_SPEAKERS
+                else "user")
     when = message.get("timestamp")
     if when is not None:
         try:
@@ -349,6 +497,33 @@ def _message(message: Any, index: int) -> dict[str, Any]:
                                     field=f"messages[{index}].timestamp") from None
     return {"text": text, "role": role.lower(), "speaker": speaker or
             (None if role.lower() == "user" else role), "timestamp": when}
+
+
+SIBLINGS = "needy"
+
+
+def _context(found: _Found, siblings: Sequence[str], parsed: Sequence[Mapping[str, Any]],
+             window: int) -> str | None:
+    """What a statement is indexed with besides its own words: nothing when it says what
+    it is about (a neighbour's words would let it win queries about them); when it
+    points back ("she's 9", "the blue one"), the statement before it in its message or,
+    first in its message, the last sentence of the message it answers."""
+    if window <= 0:
+        return None
+    text = found.item.text
+    at = siblings.index(text) if text in siblings else 0
+    if SIBLINGS == "all" and len(siblings) > 1:
+        own = [t for t in siblings if t != text]
+        if not needs_context(text) or at:
+            return "\n".join(own)
+    if not needs_context(text):
+        return None
+    if at:
+        return siblings[at - 1]
+    if found.index == 0:
+        return None
+    before = sentences(parsed[found.index - 1]["text"])
+    return " ".join(before[-1].split()[:_CONTEXT_WORDS]) if before else None
 
 
 def _session_edges(ids: Sequence[str], window: int, session: str) -> list[Edge]:

@@ -8,12 +8,15 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
-from .._kg._scan import finditer, search
+from .._kg._scan import finditer, search, starting_at
 from .._recall._bm25 import STOPWORDS
 
-__all__ = ["Extracted", "RuleExtractor", "extract_entities", "is_filler", "signal_strength"]
+__all__ = ["Extracted", "RuleExtractor", "assistant_statements", "extract_entities", "is_filler",
+           "is_hedge", "is_question", "needs_context", "sentences", "signal_strength"]
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+#: Where a sentence ends: after ".", "!", "?" or "…" and before a space (the text's
+#: whitespace is single spaces when it is split).
+_SENTENCE_END = re.compile(r"(?<=[.!?…]) ")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+(?:[.,:/]\d+)*")
 _CAPITALISED = re.compile(r"\b[A-Z][a-zA-Z'’-]+(?:\s+(?:of\s+|the\s+)?[A-Z][a-zA-Z'’-]+)*")
 #: A number ends where a word character does not follow (what a final \b said), checked after
@@ -31,6 +34,8 @@ _WIKI = re.compile(r"\[(wiki/[^\[\]\s]+)\]")
 _URN = re.compile(r"\burn:[a-z0-9-]+:[A-Za-z0-9:._-]+", re.IGNORECASE)
 _FIRST_PERSON = {"i", "i'm", "i've", "i'd", "i'll", "my", "me", "mine", "we", "we're", "our",
                  "us", "myself"}
+#: Words by which a question still says something about its asker ("can our app ...?").
+_DISCLOSING = {"my", "our", "mine", "ours", "i'm", "i've", "we're", "we've", "myself"}
 _CUES = {"prefer", "prefers", "preferred", "like", "likes", "love", "loves", "hate", "hates",
          "favorite", "favourite", "always", "never", "usually", "allergic", "plan", "plans",
          "planning", "decided", "decide", "started", "start", "moved", "move", "bought",
@@ -44,7 +49,12 @@ _FILLER = {"hi", "hello", "hey", "yo", "thanks", "thank", "thx", "ok", "okay", "
            "welcome", "you", "too", "sounds", "see", "soon", "later", "np", "alright", "hmm",
            "oh", "ah", "right", "exactly", "agreed", "same", "true", "indeed", "mel",
            "there", "doing", "how", "are", "what's", "up", "much", "so", "it", "that",
-           "really", "appreciate", "care", "take"}
+           "really", "appreciate", "care", "take", "maybe", "perhaps", "probably", "please",
+           "wait", "ooh", "omg", "anyway", "btw", "that's", "it's", "you're", "helpful",
+           "lifesaver", "amazing", "perfect", "brilliant", "lovely", "fantastic", "excellent",
+           "wonderful", "super", "sweet", "fab", "cheers", "ta", "legend", "hero", "idea",
+           "makes", "sense", "noted", "got", "will", "do", "done", "pls", "plz", "ty",
+           "lot", "lots", "mil", "million", "bunch", "again", "everything", "glad", "happy"}
 _COMMON_CAPITALISED = {"I", "I'm", "I've", "I'd", "I'll", "The", "A", "An", "It", "It's",
                        "We", "My", "You", "Yes", "No", "Oh", "So", "And", "But", "That",
                        "This", "What", "When", "Where", "Why", "How", "Hey", "Hi", "Thanks",
@@ -88,7 +98,10 @@ def is_filler(text: str) -> bool:
     if not words:
         return True
     content = [w for w in words if w not in _FILLER and w not in STOPWORDS]
-    return len(content) < 2
+    # "I PASSED", "cat, 6 years old": one content word still says something about a
+    # person when they speak of themselves or give a number
+    says_something = any(w in _FIRST_PERSON for w in words) or bool(search(_NUMBER, text))
+    return not content or (len(content) < 2 and not says_something)
 
 
 def extract_entities(text: str) -> tuple[str, ...]:
@@ -145,77 +158,245 @@ def _phrase_word(word: str) -> bool:
             and word not in _FILLER and word not in _CUES)
 
 
+#: Hedges and hypotheticals: what a person may do, not what is (a candidate, not a fact).
+#: "maybe 2 hours", "perhaps $300" are estimates, not hedges.
+_HEDGE = re.compile(
+    r"\b(?:(?:maybe|perhaps|possibly)(?!\s+(?:about\s+|around\s+)?[$£€]?\d)|might"
+    r"|someday|some day|one day|i wish|if only|i'?d love to|i would love to|not sure"
+    r"|i wonder|we'?ll see|i guess|if i (?:had|could|were|ever)|if we (?:had|could|were|ever)"
+    r"|in theory)\b", re.IGNORECASE)
+#: Tentative plans: a hedge unless they name a date or a time ("thinking of flying out
+#: on 2 October" is a plan).
+_TENTATIVE = re.compile(r"\b(?:thinking (?:of|about)|considering|hoping to|probably)\b",
+                        re.IGNORECASE)
+_WHEN = re.compile(r"\b(?:\d+|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug"
+                   r"|sep|oct|nov|dec|tomorrow|tonight|next|this (?:week|weekend|month))",
+                   re.IGNORECASE)
+#: Where a clause ends: a comma, semicolon or colon, or a dash between spaces.
+_CLAUSE = re.compile(r"[,;:](?= )| [-–—](?= )")
+#: What the assistant did or proposed that its user may ask about later.
+_ASSISTANT_ACT = re.compile(
+    r"\b(?:i'?ve|i have|i'?ll|i will|i just) (?:also )?(?:set|booked|added|put|scheduled"
+    r"|saved|noted|created|sent|reserved|moved|updated|cancell?ed|emailed|drafted|made"
+    r"|blocked|ordered|logged)\b"
+    r"|\breminder (?:is )?set\b|\b(?:booked|reserved|scheduled) (?:for|at|on)\b"
+    r"|\b(?:i'?d|i would|i) (?:strongly )?(?:recommend|suggest)\b"
+    r"|\bmy (?:pick|recommendation|suggestion|top (?:pick|choice)|vote)\b"
+    r"|\b(?:i'?d|i would) (?:go with|pick|choose)\b", re.IGNORECASE)
+#: A line of a bulleted or numbered list, and Markdown emphasis.
+_LIST_ITEM = re.compile(r"(?:[-*•]|\d{1,3}[.)]) ")
+_MARKUP = re.compile(r"\*\*|__|`")
+#: Words that point back at what was said before ("she", "that", "yes").
+_POINTING = frozenset({"she", "he", "it", "they", "that", "this", "those", "these", "her",
+                       "his", "their", "them", "there", "yes", "yeah", "yep", "no", "nope",
+                       "sure", "ok", "okay", "she's", "he's", "it's", "they're", "that's",
+                       "both", "neither", "either", "same", "also", "too", "which"})
+
+
+def sentences(text: str) -> list[str]:
+    r"""A message cut into sentences: at ``.``, ``!``, ``?`` or ``…`` before a space (chat
+    text often starts sentences in lower case) and at line breaks.
+
+    >>> sentences("hiya. we got the flat!! moving on the 14th\nBiscuit hates it")
+    ['hiya.', 'we got the flat!!', 'moving on the 14th', 'Biscuit hates it']
+    """
+    return [part for line in _lines(text) for part in _SENTENCE_END.split(line) if part]
+
+
+def _lines(text: str) -> list[str]:
+    """The non-blank lines of a text, each with single spaces between its words."""
+    return [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+
+
+def is_hedge(sentence: str) -> bool:
+    """A hedge or a hypothetical: it says what may be, not what is.
+
+    >>> is_hedge("Maybe I'll try climbing someday"), is_hedge("I climb on Tuesdays")
+    (True, False)
+    >>> is_hedge("I've got maybe 2 hours on Sundays"), is_hedge("thinking of flying on 2 May")
+    (False, False)
+    """
+    if search(_HEDGE, sentence):
+        return True
+    return bool(search(_TENTATIVE, sentence)) and not search(_WHEN, sentence)
+
+
+def _clauses(sentence: str) -> tuple[str, str]:
+    """A sentence cut before its first hedged or questioning clause: ("my girlfriend
+    climbs", "maybe I'll join her"); the second part is empty when there is no cut."""
+    cuts = [m.end() for m in finditer(_CLAUSE, sentence)]
+    for n, cut in enumerate(cuts):
+        head, rest = sentence[:cut].rstrip(" ,;:-–—"), sentence[cut:].strip()
+        clause = sentence[cut:cuts[n + 1]] if n + 1 < len(cuts) else rest
+        if (is_hedge(clause) or (n == len(cuts) - 1 and is_question(rest))) \
+                and not is_hedge(head):
+            return head, rest
+    return sentence, ""
+
+
+def is_question(sentence: str) -> bool:
+    """Whether a sentence asks: a "?" after its last letter or digit.
+
+    >>> is_question("any ideas? 🙏"), is_question("I asked why?! no idea")
+    (True, False)
+    """
+    end = len(sentence)
+    while end and not sentence[end - 1].isalnum():
+        end -= 1
+    return "?" in sentence[end:]
+
+
+def assistant_statements(text: str) -> list[Extracted]:
+    r"""What an assistant message says that its user may ask about later: what it did
+    (a reminder set, a booking), what it recommended, and the items of a plan or a list
+    it proposed ("Here's a plan: - Sunday: a mock exam ..."), each a statement of its
+    own. Its other sentences (explanations, pleasantries) are not memories.
+
+    >>> [found] = assistant_statements("Great question! I've set a reminder for Friday "
+    ...                                "at 9. Anything else?")
+    >>> found.text, found.reasons
+    ("I've set a reminder for Friday at 9.", ('assistant: did or recommended',))
+    >>> [item.text for item in assistant_statements(
+    ...     "Here's a plan:\n- **Monday**: a long run\n- Tuesday: rest")]
+    ['Monday: a long run', 'Tuesday: rest']
+    >>> assistant_statements("Sure, happy to help, Tom!")
+    []
+    """
+    out = []
+    for line in _lines(text):
+        item = starting_at(_LIST_ITEM, line, 0)
+        if item:
+            body = _MARKUP.sub("", line[item.end():]).strip()
+            if len(_words(body)) >= 2:
+                out.append(Extracted(body, 0.7, extract_entities(body),
+                                     ("assistant: proposed",)))
+            continue
+        kept = [s for s in sentences(line)
+                if search(_ASSISTANT_ACT, s) and not is_question(s)]
+        out += [Extracted(_MARKUP.sub("", s), 0.7, extract_entities(s),
+                          ("assistant: did or recommended",)) for s in kept]
+    return out
+
+
+def needs_context(sentence: str) -> bool:
+    """Whether a statement says what it is about only with the words around it: it
+    starts by pointing back ("she's 9", "that one", "yes, since 2019") or is a few words.
+
+    >>> needs_context("she's 9, her name is Esi"), needs_context("the blue one")
+    (True, True)
+    >>> needs_context("race is on 7 june")
+    False
+    >>> needs_context("My sister Mia is a nurse in Graz")
+    False
+    """
+    words = _words(sentence)
+    if not words:
+        return False
+    content = [w for w in words if w not in STOPWORDS and w not in _FILLER]
+    return words[0] in _POINTING or len(content) <= 2
+
+
 def signal_strength(sentence: str) -> tuple[float, tuple[str, ...]]:
-    """How memorable a sentence is, in [0, 1], and why: first-person statements, cue words
-    (preferences, plans, life events), names, numbers and dates, and enough content.
+    """How memorable a sentence is, in [0, 1], and why. A statement with content is
+    worth keeping (0.6, more with first person, cues, names, numbers); a hedge or
+    hypothetical is weak (0.45); a question that says nothing about its asker, and
+    filler, are not memories (0).
 
     >>> strength, reasons = signal_strength("I moved to Ibadan in March 2026 for lab work.")
     >>> round(strength, 3), reasons
-    (0.95, ('first person', 'preference, plan or event', 'names', 'numbers or dates'))
+    (1.0, ('first person', 'preference, plan or event', 'names', 'numbers or dates'))
     >>> signal_strength("Should we move the standup?")
     (0.0, ('a question',))
+    >>> signal_strength("cat, a very dramatic 6 year old tabby")
+    (0.7, ('numbers or dates',))
+    >>> signal_strength("I might try oat milk sometime.")
+    (0.45, ('a hedge',))
     """
     words = _words(sentence)
     content = [w for w in words if w not in STOPWORDS and w not in _FILLER]
-    reasons: list[str] = []
-    score = 0.0
-    if sentence.rstrip().endswith("?"):
+    first_person = any(w in _FIRST_PERSON for w in words)
+    if not content:
+        return 0.0, ("filler",)
+    if is_question(sentence) and not (any(w in _DISCLOSING for w in words)
+                                      and len(content) >= 2):
         return 0.0, ("a question",)
-    if any(w in _FIRST_PERSON for w in words):
-        score += 0.25
+    if is_hedge(sentence):
+        return 0.45, ("a hedge",)
+    reasons: list[str] = []
+    score = 0.6
+    if first_person:
+        score += 0.1
         reasons.append("first person")
     if any(w in _CUES for w in words):
-        score += 0.25
+        score += 0.1
         reasons.append("preference, plan or event")
     names = [e for e in extract_entities(sentence) if " " not in e and not e[0].isdigit()]
     if names:
-        score += 0.15
+        score += 0.1
         reasons.append("names")
     if search(_NUMBER, sentence) or search(_MONTH, sentence):
-        score += 0.15
+        score += 0.1
         reasons.append("numbers or dates")
-    score += 0.2 * min(len(content) / 8.0, 1.0)
-    return min(score, 1.0), tuple(reasons)
+    return round(min(score, 1.0), 3), tuple(reasons) or ("a statement",)
 
 
 class RuleExtractor:
-    """Keeps the informative sentences of a message (strong and weak signals).
+    """The informative sentences of a message: statements about the speaker and their
+    world (active), hedges and hypotheticals (candidates); greetings, filler and
+    questions that say nothing about the asker are dropped.
 
     ``strong``: at or above this strength a sentence becomes an active memory;
     ``weak``: at or above this, a candidate; below, it is not kept.
 
     Examples
     --------
-    >>> [found] = RuleExtractor().extract("Hi! I moved to Ibadan in March 2026. "
-    ...                                   "Lovely weather.")
-    >>> found.text, found.entities
-    ('I moved to Ibadan in March 2026.', ('ibadan', 'march', '2026'))
+    >>> for found in RuleExtractor().extract(
+    ...         "Hi! I moved to Ibadan in March 2026. my sister is a nurse. maybe I'll visit her"):
+    ...     print(found.strength, found.text)
+    1.0 I moved to Ibadan in March 2026.
+    0.7 my sister is a nurse.
+    0.45 maybe I'll visit her
+    >>> [found] = RuleExtractor(split=False).extract("I moved to Ibadan. My sister is a nurse.")
+    >>> found.text
+    'I moved to Ibadan. My sister is a nurse.'
     >>> RuleExtractor().extract("Thanks so much, see you later!")
     []
     """
 
     name = "rules"
 
-    def __init__(self, *, strong: float = 0.55, weak: float = 0.35) -> None:
+    def __init__(self, *, strong: float = 0.55, weak: float = 0.35,
+                 split: bool = True) -> None:
         self.strong = strong
         self.weak = weak
+        #: one memory per statement (a correction then replaces only what it corrects),
+        #: or one per message (its statements joined)
+        self.split = split
 
     def extract(self, text: str) -> list[Extracted]:
         if is_filler(text):
             return []
-        out = []
-        for sentence in _SENTENCE.split(" ".join(text.split())):  # one space between words
-            strength, reasons = signal_strength(sentence)
-            if strength >= self.weak:
-                out.append(Extracted(sentence, strength, extract_entities(sentence), reasons))
-        return _merge(out)
+        kept, weak = [], []
+        for whole in sentences(text):
+            for sentence in _clauses(whole):
+                if not sentence:
+                    continue
+                strength, reasons = signal_strength(sentence)
+                found = Extracted(sentence, strength, extract_entities(sentence), reasons)
+                if strength >= self.strong:
+                    kept.append(found)
+                elif strength >= self.weak:
+                    weak.append(found)
+        if self.split:
+            return kept + weak
+        return [merged for merged in (_merge(kept), _merge(weak)) if merged is not None]
 
 
-def _merge(parts: list[Extracted]) -> list[Extracted]:
-    """One memory per message: its kept sentences, at the strength of the strongest."""
+def _merge(parts: list[Extracted]) -> Extracted | None:
+    """One memory of a message's kept sentences, at the strength of the strongest."""
     if len(parts) <= 1:
-        return parts
+        return parts[0] if parts else None
     entities = tuple(dict.fromkeys(e for p in parts for e in p.entities))
     reasons = tuple(dict.fromkeys(r for p in parts for r in p.reasons))
-    return [Extracted(" ".join(p.text for p in parts), max(p.strength for p in parts),
-                      entities, reasons)]
+    return Extracted(" ".join(p.text for p in parts), max(p.strength for p in parts),
+                     entities, reasons)

@@ -15,12 +15,15 @@ from ._ollama import FactExtraction, FactGenerator, OllamaFactExtractor
 from ._patterns import extract_facts
 from ._resolve import (
     MERGE_RULES,
+    ROLE_WEIGHTS,
     Entity,
     EntityResolver,
     Merge,
     Resolution,
     entity_weights,
     informativeness,
+    new_entity_id,
+    restrict,
 )
 from ._text import normalize
 from ._time import TimeMention, is_temporal_question, parse_times, query_window
@@ -31,6 +34,7 @@ __all__ = [
     "MERGE_RULES",
     "PREDICATES",
     "RELATION_PREDICATES",
+    "ROLE_WEIGHTS",
     "Entity",
     "EntityResolver",
     "EntityType",
@@ -49,9 +53,11 @@ __all__ = [
     "extract_mentions",
     "informativeness",
     "is_temporal_question",
+    "new_entity_id",
     "normalize",
     "normalize_predicate",
     "parse_times",
     "query_window",
+    "restrict",
     "supersedes",
 ]

@@ -261,7 +261,7 @@ def _names(text: str, speaker_starts: set[int]) -> list[Mention]:
             surface = text[start:end]
             words = surface.split()
             if len(words) == 1 and (surface.upper() in ACRONYMS or
-                                    surface.lower() in _TIME_WORDS):
+                                    surface.lower() in _TIME_WORDS or _shouted(surface)):
                 continue
             out.append(Mention(surface, start, end, _classify(text, start, end, words),
                                normalize(surface)))
@@ -285,6 +285,19 @@ def _split(tokens: list[tuple[int, str]]) -> list[list[tuple[int, str]]]:
         if part:
             out.append(part)
     return out
+
+
+def _shouted(word: str) -> bool:
+    """An ordinary word written in capitals for emphasis ("NOT", "PASSED"), not an
+    acronym: a function word of three letters or more (not "US", "IT"), or a verb or
+    adverb form.
+
+    >>> _shouted("NOT"), _shouted("PASSED"), _shouted("NHS"), _shouted("US")
+    (True, True, False, False)
+    """
+    lower = word.lower()
+    return word.isupper() and word.isalpha() and len(word) > 2 and (
+        lower in FUNCTION_WORDS or (len(word) > 4 and lower.endswith(("ed", "ing", "ly"))))
 
 
 def _starter(word: str) -> bool:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ._entities import EntityType, Mention
@@ -14,11 +15,16 @@ from ._gazetteer import ALIASES
 from ._lexicon import NICKNAMES, words
 from ._text import normalize
 
-__all__ = ["MERGE_RULES", "Entity", "EntityResolver", "Merge", "Resolution", "entity_weights",
-           "informativeness"]
+__all__ = ["MERGE_RULES", "ROLE_WEIGHTS", "Entity", "EntityResolver", "Merge", "Resolution",
+           "entity_weights", "informativeness", "new_entity_id", "restrict"]
+
+#: How much a mention counts for, by its role in the text (a speaker's own turns mention
+#: the speaker, weakly).
+ROLE_WEIGHTS = {"subject": 1.0, "object": 1.0, "mention": 0.8, "speaker": 0.3}
 
 #: The rules that merge a surface form into an existing entity, in the order they are tried.
 MERGE_RULES = ("known_alias", "nickname", "prefix", "token_subset", "org_suffix")
+_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
 _ORG_SUFFIX = words("inc inc. ltd ltd. llc corp corp. co co. company corporation gmbh plc ag sa")
 _MIN_PREFIX = 3
 
@@ -104,8 +110,10 @@ class EntityResolver:
     """
 
     def __init__(self, owner: str = "", *, entities: Iterable[Entity] = (),
-                 blocked: Iterable[tuple[str, str]] = ()) -> None:
+                 blocked: Iterable[tuple[str, str]] = (), id_key: bytes = b"") -> None:
         self.owner = owner
+        #: the secret that keys new ids (a store's: then no id is a plain hash of a name)
+        self._id_key = id_key
         self._clusters: dict[str, _Cluster] = {}
         self._by_key: dict[str, list[str]] = {}
         self._blocked: set[tuple[str, str]] = set(blocked)
@@ -301,12 +309,8 @@ class EntityResolver:
     # -- bookkeeping ---------------------------------------------------------------------
 
     def _create(self, key: str, kind: EntityType) -> _Cluster:
-        digest = hashlib.blake2b(f"{self.owner}\x1f{kind}\x1f{key}".encode(),
-                                 digest_size=6).hexdigest()
-        entity_id, n = f"ent_{digest}", 1
-        while entity_id in self._clusters:
-            n += 1
-            entity_id = f"ent_{digest}_{n}"
+        entity_id = new_entity_id(self.owner, kind, key, taken=self._clusters,
+                                  id_key=self._id_key)
         cluster = _Cluster(entity_id, key, kind, key, [key])
         self._clusters[entity_id] = cluster
         self._know(key, entity_id)
@@ -318,10 +322,7 @@ class EntityResolver:
         self._forms.add(form, entity_id)
 
     def _display_name(self, c: _Cluster) -> str:
-        """The canonical name: a gazetteer name if merged by alias, else the fullest form."""
-        if any(m.rule == "known_alias" for m in c.merges) or c.type != "person":
-            return c.origin if c.origin in c.aliases else c.aliases[0]
-        return max(c.aliases, key=lambda a: (len(a.split()), len(a)))
+        return _display_name(c.type, c.origin, c.aliases, c.merges)
 
     def _snapshot(self, c: _Cluster) -> Entity:
         return Entity(c.id, self.owner, c.name, c.type, tuple(c.aliases), tuple(c.merges))
@@ -380,6 +381,67 @@ class _Forms:
         return set().union(*(self.words.get(frozenset(part), ())
                              for size in range(1, len(ordered))
                              for part in itertools.combinations(ordered, size)))
+
+
+def _display_name(kind: str, origin: str, aliases: Sequence[str],
+                  merges: Iterable[Merge]) -> str:
+    """The canonical name: a gazetteer name if merged by alias, else the fullest form."""
+    if any(m.rule == "known_alias" for m in merges) or kind != "person":
+        return origin if origin in aliases else aliases[0]
+    return max(aliases, key=lambda a: (len(a.split()), len(a)))
+
+
+def restrict(entity: Entity, forms: Collection[str]) -> Entity | None:
+    """``entity`` as only ``forms`` name it (the forms of the memories that still mention
+    it): the other aliases and their merges leave (a merge whose evidence names a form
+    that left keeps only its rule), and the name is chosen again by the resolver's rule
+    (a gazetteer name stays with a form it stands for). None when no form is left.
+
+    >>> r = EntityResolver("u1")
+    >>> _ = [r.resolve(s, "person") for s in ("Melanie", "Mel", "Melanie Okafor")]
+    >>> r.entities[0].name, restrict(r.entities[0], {"mel", "melanie"}).name
+    ('melanie okafor', 'melanie')
+    >>> restrict(r.entities[0], {"mel", "melanie"}).merges[0].evidence
+    "'mel' begins the first name of the only person 'melanie'"
+    >>> restrict(r.entities[0], {"mel"}).merges, restrict(r.entities[0], {"x"})
+    ((), None)
+    """
+    wanted = set(forms) | {ALIASES[f] for f in forms if f in ALIASES}
+    aliases = tuple(a for a in entity.aliases if a in wanted)
+    if not aliases:
+        return None
+    origin = entity.name if entity.name in aliases else aliases[0]
+    merges = []
+    for merge in entity.merges:
+        if merge.alias not in aliases or (merge.alias == aliases[0]
+                                          and entity.aliases[0] not in aliases):
+            continue  # a form that left, or the form the entity now starts from
+        quoted = {a or b for a, b in _QUOTED.findall(merge.evidence)}
+        if not quoted <= set(aliases):  # the evidence names a form that left
+            merge = Merge(merge.entity_id, merge.alias, merge.rule,
+                          f"joined by the {merge.rule} rule")
+        merges.append(merge)
+    return Entity(entity.id, entity.owner, _display_name(entity.type, origin, aliases, merges),
+                  entity.type, aliases, tuple(merges))
+
+
+def new_entity_id(owner: str, kind: str, name: str, *, taken: Container[str] = (),
+                  id_key: bytes = b"") -> str:
+    """The id of a new entity: a BLAKE2b of owner, type and name, keyed by ``id_key``
+    (16 hex digits; 12 without a key), with ``_2``, ``_3`` ... while ``taken`` has it.
+
+    >>> new_entity_id("u1", "person", "melanie")
+    'ent_232ed7c759b1'
+    >>> len(new_entity_id("u1", "person", "melanie", id_key=b"k" * 32))
+    20
+    """
+    digest = hashlib.blake2b(f"{owner}\x1f{kind}\x1f{name}".encode(), key=id_key,
+                             digest_size=8 if id_key else 6).hexdigest()
+    entity_id, n = f"ent_{digest}", 1
+    while entity_id in taken:
+        n += 1
+        entity_id = f"ent_{digest}_{n}"
+    return entity_id
 
 
 def _strip_suffix(name: str) -> str:

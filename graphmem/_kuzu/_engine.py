@@ -45,7 +45,7 @@ from .._engine import (
     WriteBatch,
     check_vector_dtype,
 )
-from .._errors import InvalidInputError
+from .._errors import ConflictError, InvalidInputError
 from .._models import LifecycleEvent, Memory, Version
 from . import _jobs
 from ._db import Database, Tx, check_parameters
@@ -87,11 +87,14 @@ from ._schema import (
     VERSION_TYPES,
     ensure_schema,
 )
+from ._secrets import KeyFile
 
 __all__ = ["KuzuEngine"]
 
 #: Meta key: "1" while some edge is marked gone (see ``KuzuEngine._live``).
 _GONE_KEY = "gone_edges"
+#: Meta key of the forget key before v6 (it lives in the key file now).
+_LEGACY_FORGET_KEY = "forget_key"
 #: Up to this many ids, look each up by primary key; beyond, one scan is cheaper.
 _LOOKUP_LIMIT = 32
 #: Whole-store scans read this many memories at a time (``KuzuEngine._arrow_scan``,
@@ -132,13 +135,18 @@ _CREATE_ENTITIES = (
     "UNWIND $rows AS r CREATE (:Entity {"
     + ", ".join(f"{c}: {_typed(f'r.{c}', t)}" for c, t in ENTITY_TYPES.items()) + "})"
 )
+#: A memory mentions only entities of its own owner (imports are checked before; this is
+#: the second wall).
 _CREATE_MENTIONS = (
     "UNWIND $rows AS r MATCH (m:Memory {id: r.from}), (e:Entity {id: r.to}) "
+    "WHERE coalesce(m.owner, '') = coalesce(e.owner, '') "
     "CREATE (m)-[:MENTIONS {"
     + ", ".join(f"{c}: {_typed(f'r.{c}', t)}" for c, t in MENTION_TYPES.items()) + "}]->(e)"
 )
 _CREATE_FACTS = (
     "UNWIND $rows AS r MATCH (a:Entity {id: r.from}), (b:Entity {id: r.to}) "
+    "WHERE coalesce(a.owner, '') = coalesce(r.owner, '') "
+    "AND coalesce(b.owner, '') = coalesce(r.owner, '') "
     "CREATE (a)-[:FACT {"
     + ", ".join(f"{c}: {_typed(f'r.{c}', t)}" for c, t in FACT_TYPES.items()) + "}]->(b)"
 )
@@ -171,6 +179,10 @@ class KuzuEngine:
             raise
         self.path = path
         self.read_only = read_only
+        self._keys = KeyFile(None if self.db.in_memory else path, read_only=read_only)
+        self.secrets_location = self._keys.where
+        if not read_only:
+            self._move_forget_key()
         self.recovery_note = self.db.recovery_note
         self.cypher: CypherCapability | None = KuzuCypher(self.db)
         #: one writing process per database: no other process commits anything
@@ -210,6 +222,26 @@ class KuzuEngine:
 
     def changes_since(self, mark: str) -> list[ForeignChange] | None:
         return self._journal.since(mark)
+
+    # -- secret keys -------------------------------------------------------------------
+    def secrets(self) -> list[tuple[str, str]]:
+        """The store's keys, from the key file beside the database (``_secrets``)."""
+        return self._keys.read()
+
+    def add_secret(self, purpose: str, value: str) -> None:
+        self._keys.add(purpose, value)
+
+    def _move_forget_key(self) -> None:
+        """Stores before v6 kept the forget key in ``Meta``, where read-only Cypher and
+        every backup found it beside the digests: it moves to the key file (kept
+        first, then deleted from ``Meta``; a crash between leaves it in both, and the
+        next opening finishes)."""
+        legacy = self.meta().get(_LEGACY_FORGET_KEY)
+        if legacy is None:
+            return
+        if ("forget", legacy) not in self._keys.read():
+            self._keys.add("forget", legacy)
+        self.db.run_auto("MATCH (m:Meta {key: $k}) DELETE m", {"k": _LEGACY_FORGET_KEY})
 
     # -- writes ------------------------------------------------------------------------
     def commit(self, batch: WriteBatch) -> None:
@@ -288,7 +320,9 @@ class KuzuEngine:
             tx.run_many("MATCH (m:Memory {id: $id})-[r:MENTIONS]->(:Entity) SET r.gone = true",
                         [{"id": i} for i in batch.unmentioned])
         if batch.gone_facts:
-            tx.run_many(_LOCATE_FACT + "SET f.gone = true, f.sources = CAST([] AS STRING[])",
+            # the id goes too: one made before ids were keyed hashes what the fact said
+            tx.run_many(_LOCATE_FACT + "SET f.gone = true, f.sources = CAST([] AS STRING[]), "
+                        "f.id = NULL",
                         [{"s": f.subject, "o": f.object, "id": f.id} for f in batch.gone_facts])
         if batch.gone_entities:
             # the name and forms are text of the memories that mentioned it
@@ -300,6 +334,11 @@ class KuzuEngine:
             # An entity that went (its last mention was forgotten) comes back under its
             # old id when a new memory names it again.
             returning = self._existing_entities([e["id"] for e in entities])
+            owners = self.graph_owners(entities=sorted(returning))
+            taken = [e["id"] for e in entities if e["id"] in owners
+                     and owners[e["id"]] != e["owner"]]
+            if taken:  # an id is its owner's for good, even once the entity went
+                raise ConflictError(f"entity {taken[0]} belongs to another owner")
             if returning:
                 tx.run_many("MATCH (e:Entity {id: $id}) SET e.owner = $owner, e.name = $name, "
                             "e.type = $type, e.aliases = CAST($aliases AS STRING[]), "
@@ -329,11 +368,14 @@ class KuzuEngine:
         elif facts:
             tx.copy("FACT", _rel_arrow(facts, FACT_TYPES))
         if batch.changed_facts:
-            tx.run_many(_LOCATE_FACT + "SET f.valid_to = $valid_to, f.ended_by = $ended_by, "
+            tx.run_many(_LOCATE_FACT + "SET f.valid_from = $valid_from, f.valid_to = $valid_to, "
+                        "f.recorded = $recorded, f.ended_by = $ended_by, "
                         "f.sources = CAST($sources AS STRING[]), f.confidence = $confidence",
-                        [{"s": f.subject, "o": f.object, "id": f.id, "valid_to": f.valid_to,
-                          "ended_by": f.ended_by, "sources": list(f.sources),
-                          "confidence": f.confidence} for f in batch.changed_facts])
+                        [{"s": f.subject, "o": f.object, "id": f.id,
+                          "valid_from": f.valid_from, "valid_to": f.valid_to,
+                          "recorded": f.recorded, "ended_by": f.ended_by,
+                          "sources": list(f.sources), "confidence": f.confidence}
+                         for f in batch.changed_facts])
 
     def _existing_entities(self, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` are in the Entity table already (gone ones too)."""
@@ -793,6 +835,20 @@ class KuzuEngine:
             fact = fact_from_row(row)
             seen.setdefault(fact.id, fact)
         return sorted(seen.values(), key=lambda f: (f.recorded, f.id))
+
+    def graph_owners(self, *, entities: Sequence[str] = (), facts: Sequence[str] = ()
+                     ) -> dict[str, str | None]:
+        """Owners of entity and fact ids, gone ones too (imports check them)."""
+        found: dict[str, str | None] = {}
+        for entity_id in dict.fromkeys(entities):
+            for owner, in self.db.read_prepared("MATCH (e:Entity {id: $id}) RETURN e.owner",
+                                                {"id": entity_id}):
+                found[entity_id] = owner
+        if facts:
+            rows = self.db.read("MATCH ()-[f:FACT]->() WHERE f.id IN $ids "
+                                "RETURN f.id, f.owner", {"ids": list(dict.fromkeys(facts))})
+            found.update({str(fact_id): owner for fact_id, owner in rows})
+        return found
 
     def contexts_with(self, probe: str) -> list[Memory]:
         if not probe:

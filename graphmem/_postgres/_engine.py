@@ -45,7 +45,7 @@ from .._engine import (
     WriteBatch,
     check_vector_dtype,
 )
-from .._errors import InvalidInputError, StoreError
+from .._errors import ConflictError, InvalidInputError, StoreError
 from .._models import LifecycleEvent, Memory, Version
 from .._records import (
     EVENT_COLUMNS,
@@ -127,6 +127,7 @@ class PostgresEngine:
             self.db.close()
             raise
         self.path = self.db.where
+        self.secrets_location = f"table secrets of {self.db.where}"
         self.read_only = read_only
         self.recovery_note: str | None = None
         #: Cypher is Kuzu's; named SQL views answer the core analyst queries instead
@@ -165,6 +166,18 @@ class PostgresEngine:
 
     def changes_since(self, mark: str) -> list[ForeignChange] | None:
         return self._changes.since(mark)
+
+    # -- secret keys -------------------------------------------------------------------
+    def secrets(self) -> list[tuple[str, str]]:
+        """The store's keys, from their own table (``_schema``: no read of the port, no
+        export and no backup selects from it)."""
+        return [(str(p), str(v)) for p, v in
+                self.db.rows("SELECT purpose, value FROM secrets ORDER BY n")]
+
+    def add_secret(self, purpose: str, value: str) -> None:
+        with self.db.transaction() as cur:
+            cur.execute("INSERT INTO secrets (purpose, value) VALUES (%s, %s) "
+                        "ON CONFLICT DO NOTHING", (purpose, value))
 
     # -- writes ------------------------------------------------------------------------
     def commit(self, batch: WriteBatch) -> None:
@@ -235,7 +248,7 @@ class PostgresEngine:
         hold it until they are recycled."""
         with self.db.connection() as conn:
             for table in ("memories", "versions", "events", "edges", "entities", "mentions",
-                          "facts"):
+                          "facts", "meta"):
                 conn.execute(f"VACUUM FULL {table}")
 
     def checkpoint(self) -> None:
@@ -446,6 +459,14 @@ class PostgresEngine:
                                  "ORDER BY recorded, id", params)
         return [fact_from_values(r) for r in rows]
 
+    def graph_owners(self, *, entities: Sequence[str] = (), facts: Sequence[str] = ()
+                     ) -> dict[str, str | None]:
+        """Owners of entity and fact ids (gone ones are deleted here: nothing to hold)."""
+        rows = self.db.rows("SELECT id, owner FROM entities WHERE id = ANY(%s) UNION ALL "
+                            "SELECT id, owner FROM facts WHERE id = ANY(%s)",
+                            (list(entities), list(facts)))
+        return {str(i): (str(o) if o is not None else None) for i, o in rows}
+
     def contexts_with(self, probe: str) -> list[Memory]:
         if not probe:
             return []
@@ -550,12 +571,21 @@ def _write_graph(cur: Cursor, batch: WriteBatch) -> None:
     if batch.gone_entities:
         cur.execute("DELETE FROM entities WHERE id = ANY(%s)", (batch.gone_entities,))
     if batch.new_entities:
+        cur.execute("SELECT e.id FROM entities e JOIN unnest(%s::text[], %s::text[]) AS n(id, "
+                    "owner) ON n.id = e.id WHERE e.owner IS DISTINCT FROM n.owner LIMIT 1",
+                    ([e.id for e in batch.new_entities], [e.owner for e in batch.new_entities]))
+        taken = cur.fetchone()
+        if taken is not None:  # an id is its owner's for good
+            raise ConflictError(f"entity {taken[0]} belongs to another owner")
         cur.executemany(
             f"INSERT INTO entities ({_ENTITY_COLS}) VALUES (%s, %s, %s, %s, %s, %s, %s) "
-            "ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, name = excluded.name, "
+            "ON CONFLICT (id) DO UPDATE SET name = excluded.name, "
             "type = excluded.type, aliases = entities.aliases || ARRAY(SELECT a FROM "
             "unnest(excluded.aliases) a WHERE NOT (a = ANY(entities.aliases))), "
-            "merges = excluded.merges", [entity_values(e) for e in batch.new_entities])
+            "merges = excluded.merges "
+            # an id is its owner's: another owner's entity is never taken over
+            "WHERE entities.owner IS NOT DISTINCT FROM excluded.owner",
+            [entity_values(e) for e in batch.new_entities])
     if batch.changed_entities:
         cur.executemany("UPDATE entities SET name = %s, type = %s, aliases = %s, merges = %s "
                         "WHERE id = %s",
@@ -568,21 +598,28 @@ def _write_graph(cur: Cursor, batch: WriteBatch) -> None:
             "%s::text[], %s::text[], %s::float8[], "
             "%s::text[]) WITH ORDINALITY AS r(memory_id, entity_id, role, weight, surface, o) "
             "JOIN memories mm ON mm.id = r.memory_id JOIN entities e ON e.id = r.entity_id "
+            "AND e.owner IS NOT DISTINCT FROM mm.owner "  # a memory mentions its owner's
             "ORDER BY r.o ON CONFLICT (memory_id, entity_id) DO UPDATE SET role = "
             "excluded.role, weight = excluded.weight, surface = excluded.surface",
             ([x.memory_id for x in m], [x.entity_id for x in m], [x.role for x in m],
              [x.weight for x in m], [x.surface for x in m]))
     if batch.facts:
+        # between two entities of the fact's own owner only (as Kuzu's MATCH of its ends)
         cur.executemany(
-            f"INSERT INTO facts ({_FACT_COLS}) VALUES "
-            "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE "
+            f"INSERT INTO facts ({_FACT_COLS}) SELECT v.* FROM (VALUES (%s, %s, %s, %s, %s, "
+            "%s::float8, %s::timestamptz, %s::timestamptz, %s::timestamptz, %s::text[], %s, "
+            f"%s)) AS v({_FACT_COLS}) JOIN entities a ON a.id = v.subject AND a.owner IS NOT "
+            "DISTINCT FROM v.owner JOIN entities b ON b.id = v.object AND b.owner IS NOT "
+            "DISTINCT FROM v.owner ON CONFLICT (id) DO UPDATE "
             "SET sources = facts.sources || ARRAY(SELECT s FROM unnest(excluded.sources) s "
-            "WHERE NOT (s = ANY(facts.sources)))", [fact_values(f) for f in batch.facts])
+            "WHERE NOT (s = ANY(facts.sources))) "
+            "WHERE facts.owner IS NOT DISTINCT FROM excluded.owner",
+            [fact_values(f) for f in batch.facts])
     if batch.changed_facts:
-        cur.executemany("UPDATE facts SET valid_to = %s, ended_by = %s, sources = %s, "
-                        "confidence = %s WHERE id = %s",
-                        [(f.valid_to, f.ended_by, list(f.sources), f.confidence, f.id)
-                         for f in batch.changed_facts])
+        cur.executemany("UPDATE facts SET valid_from = %s, valid_to = %s, recorded = %s, "
+                        "ended_by = %s, sources = %s, confidence = %s WHERE id = %s",
+                        [(f.valid_from, f.valid_to, f.recorded, f.ended_by, list(f.sources),
+                          f.confidence, f.id) for f in batch.changed_facts])
 
 
 def _erase(cur: Cursor, erasure: Erasure) -> None:

@@ -13,11 +13,11 @@ from ._db import Database
 
 __all__ = ["SCHEMAS", "SCHEMA_VERSION", "TABLES", "ensure_schema", "sql_type", "store_schema"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: graphmem's tables; a database or schema that holds any of them without ``meta`` is
 #: not graphmem's.
 TABLES = ("meta", "memories", "versions", "events", "edges", "entities", "mentions", "facts",
-          "changes")
+          "changes", "secrets")
 #: Key of the advisory lock held while the schema is created or migrated.
 _SCHEMA_LOCK = 0x6772_6D73  # "grms"
 
@@ -97,6 +97,22 @@ MIGRATIONS: dict[int, list[str]] = {
     2: ["ALTER TABLE changes ADD COLUMN accessed text[]"],
 }
 SCHEMAS[2] = [*SCHEMAS[1], *MIGRATIONS[2]]
+# v3: the store's secret keys (the forget key, the id key) get a table of their own, which
+# no graphmem read, export or backup selects from: one place for every process and host
+# that shares the database. The forget key leaves ``meta`` (where the views and every
+# backup found it beside the digests), and the store repairs its knowledge graph once
+# (``kg_repair``).
+_SECRETS = ("CREATE TABLE secrets (n bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+            "purpose text NOT NULL, value text NOT NULL, UNIQUE (purpose, value))")
+MIGRATIONS[3] = [
+    _SECRETS,
+    "INSERT INTO secrets (purpose, value) SELECT 'forget', value FROM meta "
+    "WHERE key = 'forget_key'",
+    "DELETE FROM meta WHERE key = 'forget_key'",
+    "INSERT INTO meta (key, value) VALUES ('kg_repair', '1') ON CONFLICT (key) DO UPDATE "
+    "SET value = excluded.value",
+]
+SCHEMAS[3] = [*SCHEMAS[2], _SECRETS]
 
 
 def search_path_entries(setting: str) -> list[str]:

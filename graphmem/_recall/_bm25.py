@@ -335,6 +335,26 @@ class BM25Index:
             df = 0 if tid is None else self._group_df[tid].get(group, 0)
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
+    def coverage(self, query: str, pos: int, *, group: int | None = None) -> float:
+        """The share of ``query``'s informative weight (the idf of its terms, a term no
+        document holds counting as the rarest) that document ``pos`` holds: 1.0 when it
+        holds every term, 0.0 when it holds none."""
+        terms = set(tokenize(query))
+        if not terms or pos >= len(self._start) or self._start[pos] < 0:
+            return 0.0
+        start, end = int(self._start[pos]), int(self._end[pos])
+        if end > self._token.size:
+            self._flush()
+        held = set(self._token.data[start:end].tolist())
+        total = covered = 0.0
+        for token in terms:
+            weight = self.idf(token, group=group)
+            total += weight
+            tid = self._vocab.get(token)
+            if tid is not None and tid in held:
+                covered += weight
+        return covered / total if total else 0.0
+
     def scores(self, query: str, size: int, *, group: int | None = None) -> np.ndarray:
         """BM25 score of every document position below ``size`` for ``query``; with a
         ``group``, computed with that group's statistics and zero outside it."""

@@ -19,8 +19,7 @@ from .._derive import embedding_head, lifecycle_event
 from .._embed import Embedder, embed_memories
 from .._engine import EdgeRecord, Patch, memory_from_fields
 from .._errors import ConflictError, InvalidInputError, StoreError
-from .._kg import is_temporal_question, query_window
-from .._knowledge import ROLE_WEIGHTS
+from .._kg import ROLE_WEIGHTS, is_temporal_question, query_window
 from .._learn._features import Candidates, capture
 from .._learn._samples import Reranker, SampleLog
 from .._memories import Memories
@@ -38,6 +37,7 @@ from ._fusion import competition_ranks, rrf_from_ranks
 from ._hits import ActivationInfo, ChannelRank, Explanation, Hit, LearnedInfo
 from ._index import ACCESS_FIELDS, INDEX_FIELDS, RecallIndex
 from ._persist import SavedIndex
+from ._query import asks_about_assistant
 from ._walk import hop_expansion, local_ppr
 
 _NO_ROW = (np.zeros(0, dtype=np.int64), np.zeros(0))
@@ -135,7 +135,7 @@ class Recall:
                 else:
                     scan = self._ctx.engine.scan([*INDEX_FIELDS, "vector"], ids=list(ids))
                     index.upsert(to_pylist(scan.table), scan.vectors, scan.has_vector)
-                self._refresh_graph(index, ids)
+                self._refresh_graph(index, ids, reread=change.removed)
             if change.edges_only or change.removed:
                 self._refresh_edges(index, ids)
 
@@ -199,8 +199,11 @@ class Recall:
         graph.add_mentions(engine.mentions(), index.pos)
         graph.set_facts(engine.facts(all_owners=True))
 
-    def _refresh_graph(self, index: RecallIndex, ids: Sequence[str]) -> None:
-        """The mentions of these memories again, entities they bring, facts."""
+    def _refresh_graph(self, index: RecallIndex, ids: Sequence[str], *,
+                       reread: bool = False) -> None:
+        """The mentions of these memories again, entities they bring, facts; with
+        ``reread`` (they were forgotten) the entities they mentioned are read again too,
+        as forget leaves them their other memories' names alone."""
         engine = self._ctx.engine
         graph = index.entities
         if len(ids) > _EDGE_REFRESH_LIMIT:  # many changed: load it all again
@@ -220,6 +223,8 @@ class Recall:
             if pos is not None:
                 graph.set_mentions(pos, [(graph.pos[m.entity_id], m.weight) for m in mentions
                                          if m.memory_id == memory_id and m.entity_id in graph.pos])
+        if reread and before:
+            graph.add_entities(engine.entities(ids=[graph.ids[e] for e in sorted(before)]))
         for entity in before:
             if not graph.memories_of.get(entity):  # no memory mentions it any more
                 graph.remove_entity(graph.ids[entity])
@@ -351,7 +356,18 @@ class Recall:
                                                         query_vector, mask, as_of,
                                                         redirected, config, group, owner)
         ranks = {name: competition_ranks(ranking) for name, ranking in channels.items()}
-        fused = rrf_from_ranks(ranks, weights=config.weights, k=config.rrf_k)
+        weights = config.weights
+        if config.coverage and channels.get("fulltext"):
+            # a lexical ranking whose best hit holds little of what the query asks is
+            # mostly chance: it counts as much as its best hit holds
+            cover = index.bm25.coverage(query, channels["fulltext"][0][0], group=group)
+            weights = {**weights, "fulltext": weights["fulltext"] * cover ** config.coverage}
+        fused = rrf_from_ranks(ranks, weights=weights, k=config.rrf_k)
+        demoted: set[int] = set()
+        if config.assistant < 1.0 and not asks_about_assistant(query):
+            demoted = {pos for pos in fused if index.assistant[pos]}
+            for pos in demoted:
+                fused[pos] *= config.assistant
         if not fused:
             return [], [], None
         order = sorted(fused, key=lambda p: (-fused[p], index.ids[p]))
@@ -391,6 +407,7 @@ class Recall:
                 fused=fused[pos], activation=info, final=final[pos],
                 redirected_from=tuple(sorted(index.ids[p] for p in redirected.get(pos, ()))),
                 graph_path=paths.get(pos, ()), learned=learned.get(pos),
+                assistant=config.assistant if pos in demoted else None,
                 preset=config.name)))
         return out, [pos for pos, _ in out], candidates
 
@@ -447,9 +464,12 @@ class Recall:
         weight: dict[int, float] = {}
         if walk_entities:
             counts = _owner_sizes(index)
+            selves = graph.selves(owner)
 
             def informative(entity: int) -> float:
                 found = weight.get(entity)
+                if found is None and entity in selves:
+                    found = weight[entity] = 0.0  # every memory of the owner is theirs
                 if found is None:
                     code = index.owner_codes.get(graph.owner[entity], -1)
                     found = graph.informativeness(entity, counts.get(code, n))
@@ -519,8 +539,9 @@ class Recall:
             return []
         fused = rrf_from_ranks({name: competition_ranks(r) for name, r in channels.items()},
                                weights=config.weights, k=config.rrf_k)
+        floor = config.time_floor * max(fused.values(), default=0.0)
         dated = [(p, s) for p, s in sorted(fused.items(), key=lambda kv: -kv[1])
-                 if p in graph.times]
+                 if p in graph.times and s >= floor]
         return dated[: config.candidates]
 
     def _fact_channel(self, index: RecallIndex, query: str, mask: np.ndarray,
@@ -536,11 +557,14 @@ class Recall:
         when = as_of or self._ctx.now()
         words = set(tokenize(query))
         scored: dict[int, float] = {}
+        selves = graph.selves(owner)
         for entity in named:
             for fact in graph.facts_of.get(entity, ()):
                 valid = (fact.valid_from is None or fact.valid_from <= when) and (
                     fact.valid_to is None or fact.valid_to > when)
                 overlap = len(words & set(tokenize(fact.predicate.replace("_", " "))))
+                if entity in selves and not overlap:
+                    continue  # naming the owner says nothing of which of their facts
                 score = (1.0 if valid else 0.5) + overlap + 0.1 * fact.confidence
                 for source in fact.sources:
                     pos = index.pos.get(source)
@@ -568,7 +592,10 @@ class Recall:
         inside = np.zeros(n, dtype=bool)
         sizes = _owner_sizes(index)
         floor = 0.0 if config.graph.named_speakers else ROLE_WEIGHTS["speaker"]
+        selves = graph.selves(owner)
         for entity in named:
+            if entity in selves:
+                continue  # every memory of the owner is theirs
             memories = graph.memories_of.get(entity)
             if not memories:
                 continue
@@ -608,8 +635,11 @@ class Recall:
         ranks = competition_ranks([(p, terms[p].value) for p in order])
         out: dict[int, tuple[Any, int, float]] = {}
         if params.combine == "rrf":
+            best = max(fused[p] for p in candidates)
             for pos in order:
-                out[pos] = (terms[pos], ranks[pos], params.weight / (config.rrf_k + ranks[pos]))
+                gate = (fused[pos] / best) ** params.relevance if best > 0 else 1.0
+                out[pos] = (terms[pos], ranks[pos],
+                            gate * params.weight / (config.rrf_k + ranks[pos]))
         else:
             values = [terms[p].value for p in order]
             low, high = min(values), max(values)

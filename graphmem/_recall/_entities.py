@@ -12,8 +12,11 @@ from datetime import datetime
 import numpy as np
 
 from .._engine import EntityRecord, FactRecord, MentionRecord
-from .._kg import normalize
+from .._kg import ROLE_WEIGHTS, normalize
 from ._walk import neighbour_arrays
+
+#: the weight of a mention that is only its memory's speaker
+SPEAKER_WEIGHT = ROLE_WEIGHTS["speaker"]
 
 __all__ = ["EntityIndex"]
 
@@ -42,6 +45,8 @@ class EntityIndex:
         #: memory position -> the time windows its text speaks of, as POSIX seconds
         self.times: dict[int, np.ndarray] = {}
         self._count: dict[str | None, int] = {}
+        #: owner -> the entities that are that owner (see ``selves``), until a change
+        self._selves: dict[str | None, frozenset[int]] = {}
 
     @property
     def size(self) -> int:
@@ -49,7 +54,12 @@ class EntityIndex:
 
     # -- building and updating ---------------------------------------------------------
     def add_entities(self, records: Iterable[EntityRecord]) -> None:
-        for record in records:
+        self._selves.clear()
+        # New entities take positions in the order of their owner and name, not of their
+        # ids: ids are keyed by each store's own secret, and the sums of a graph walk
+        # must not depend on how they are spelt (two stores that hold the same memories
+        # give the same scores, to the last bit).
+        for record in sorted(records, key=lambda r: (r.owner or "", r.name, r.type, r.id)):
             pos = self.pos.get(record.id)
             if pos is None:
                 pos = self.pos[record.id] = len(self.ids)
@@ -80,15 +90,18 @@ class EntityIndex:
             self.by_form[key] = [p for p in self.by_form[key] if p != pos]
 
     def remove_entity(self, entity_id: str) -> None:
+        self._selves.clear()
         pos = self.pos.get(entity_id)
         if pos is not None:
             self._unlist(pos)
+            self.names[pos] = ""  # it may be all that is left of a forgotten text
             for memory in self.memories_of.pop(pos, {}):
                 self.of_memory.get(memory, {}).pop(pos, None)
             self.facts_of.pop(pos, None)
 
     def set_mentions(self, memory: int, mentions: Iterable[tuple[int, float]]) -> None:
         """Replace what one memory mentions: (entity position, weight) pairs."""
+        self._selves.clear()
         for entity in self.of_memory.pop(memory, {}):
             others = self.memories_of.get(entity)
             if others is not None:
@@ -127,6 +140,33 @@ class EntityIndex:
                                            for s, e in zip(starts, ends, strict=False)])
         else:
             self.times.pop(memory, None)
+
+    def selves(self, owner: str | None) -> frozenset[int]:
+        """The entities that are ``owner`` themselves: named like the owner, or the
+        person who speaks most of the owner's memories (three or more). Within one
+        owner's memories their name says nothing: every memory is theirs.
+
+        >>> from graphmem._engine import EntityRecord
+        >>> index = EntityIndex()
+        >>> index.add_entities([EntityRecord(id="e1", name="priya", type="person",
+        ...                                  owner="priya"),
+        ...                     EntityRecord(id="e2", name="dev", type="person", owner="priya")])
+        >>> [index.names[e] for e in index.selves("priya")], sorted(index.selves(None))
+        (['priya'], [])
+        """
+        if owner is None:
+            return frozenset()
+        found = self._selves.get(owner)
+        if found is None:
+            named = set(self.by_form.get((owner, normalize(owner)), ()))
+            spoken = {entity: sum(1 for w in memories.values() if w == SPEAKER_WEIGHT)
+                      for entity, memories in self.memories_of.items()
+                      if self.owner[entity] == owner}
+            top = max(spoken, key=lambda e: (spoken[e], -e), default=None)
+            if top is not None and spoken[top] >= 3:
+                named.add(top)
+            found = self._selves[owner] = frozenset(named)
+        return found
 
     # -- weights -----------------------------------------------------------------------
     def informativeness(self, entity: int, owner_memories: int) -> float:

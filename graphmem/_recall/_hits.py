@@ -56,6 +56,9 @@ class Explanation(_Value):
     graph_path: tuple[str, ...] = ()
     #: the learned ranker's score and reasons (the ``learned`` preset)
     learned: LearnedInfo | None = None
+    #: the factor the fused score was multiplied by for what the assistant, not its user,
+    #: said (``RecallConfig.assistant``), or None
+    assistant: float | None = None
     preset: str
 
     def lines(self) -> list[str]:
@@ -89,6 +92,8 @@ class Explanation(_Value):
             out.append("  via " + " -> ".join(self.graph_path))
         if self.redirected_from:
             out.append("  current version of " + ", ".join(self.redirected_from))
+        if self.assistant is not None:
+            out.append(f"  said by the assistant: fused x {self.assistant:g}")
         return out
 
 

@@ -26,15 +26,17 @@ from ._entities import EntityIndex
 from ._vectors import SignCodes, dot_all, dot_rows, to_bfloat16, top_scores
 from ._walk import neighbour_arrays
 
-__all__ = ["INDEX_FIELDS", "RecallIndex"]
+__all__ = ["ASSISTANT_TAG", "INDEX_FIELDS", "RecallIndex"]
 
 #: The fields of a memory the index keeps (besides its vector).
 INDEX_FIELDS = (
     "id", "status", "kind", "owner", "hot", "created", "valid_from", "valid_to",
     "access_count", "access_times", "last_accessed", "confidence", "importance",
     "superseded_by", "subject", "text", "session", "context", "times_from", "times_to",
-    "useful_count", "ignored_count",
+    "useful_count", "ignored_count", "tags",
 )  # fmt: skip
+#: The tag of what the assistant said (``add_conversation``), not its user.
+ASSISTANT_TAG = "assistant"
 #: The fields a recall changes (``RecallIndex.set_access``).
 ACCESS_FIELDS = ("id", "access_count", "access_times", "last_accessed")
 STATUS_CODE = {s.value: i for i, s in enumerate(Status)}
@@ -301,6 +303,8 @@ class RecallIndex:
         self.kind = np.zeros(capacity, dtype=np.int8)
         self.owner = np.full(capacity, -1, dtype=np.int32)
         self.hot = np.zeros(capacity, dtype=bool)
+        #: said by the assistant of a conversation (tagged ``assistant``)
+        self.assistant = np.zeros(capacity, dtype=bool)
         self.created = np.full(capacity, math.nan)
         self.valid_from = np.full(capacity, math.nan)
         self.valid_to = np.full(capacity, math.nan)
@@ -345,7 +349,8 @@ class RecallIndex:
             return
         new = max(needed, 2 * capacity)
         for name, fill in (("has_vector", False), ("status", _FORGOTTEN), ("kind", 0),
-                           ("owner", -1), ("hot", False), ("created", math.nan),
+                           ("owner", -1), ("hot", False), ("assistant", False),
+                           ("created", math.nan),
                            ("valid_from", math.nan), ("valid_to", math.nan),
                            ("access_count", 0), ("useful", 0), ("ignored", 0),
                            ("confidence", 0.0), ("importance", 0.0)):
@@ -394,6 +399,7 @@ class RecallIndex:
             self.kind[pos] = KIND_CODE[getattr(kind, "value", kind)]
             self.owner[pos] = self._owner_code(row.get("owner"))
             self.hot[pos] = bool(row.get("hot"))
+            self.assistant[pos] = ASSISTANT_TAG in (row.get("tags") or ())
             self.created[pos] = _seconds(row["created"])
             self.valid_from[pos] = _seconds(row.get("valid_from"))
             self.valid_to[pos] = _seconds(row.get("valid_to"))
@@ -454,6 +460,7 @@ class RecallIndex:
         self.kind[:n] = [KIND_CODE[k] for k in values("kind")]
         self.owner[:n] = [self._owner_code(o) for o in values("owner")]
         self.hot[:n] = [bool(h) for h in values("hot")]
+        self.assistant[:n] = [bool(t) and ASSISTANT_TAG in t for t in values("tags")]
         for name in ("created", "valid_from", "valid_to"):
             getattr(self, name)[:n] = _seconds_column(table.column(name))
         self.access_count[:n] = numbers(table.column("access_count"), np.int64)

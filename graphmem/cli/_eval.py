@@ -18,7 +18,11 @@ def eval_group() -> None:
 
 
 @eval_group.command(name="run")
-@click.option("--corpus", type=click.Choice(["locomo", "longmemeval", "ump"]), required=True)
+@click.option("--corpus", type=click.Choice(["locomo", "longmemeval", "ump", "conversations"]),
+              required=True,
+              help="conversations: a chat file (eval/data/everyday_*.json), ingested as the "
+                   "README says and measured beside plain BM25, MiniLM and RRF over the "
+                   "user's turns.")
 @click.argument("file", required=False, type=click.Path(dir_okay=False))
 @click.option("--qrels", type=click.Path(dir_okay=False), default=None,
               help="For --corpus ump: JSON object query -> [relevant ids].")
@@ -72,6 +76,9 @@ def eval_run(ctx: Context, corpus: str, file: str | None, qrels: str | None, pre
         usage(f"unknown preset(s) {', '.join(unknown)}; presets are {', '.join(PRESETS)}")
     embedder = ctx.embedder or "minilm"
     progress = not ctx.json
+    if corpus == "conversations":
+        _run_conversations(ctx, file, names, embedder, Path(out), split)
+        return
     if corpus == "locomo":
         results, rows = run_locomo(file, presets=names, limit=limit, embedder=embedder,
                                    ablations=chosen, progress=progress, split=split)
@@ -107,4 +114,24 @@ def eval_run(ctx: Context, corpus: str, file: str | None, qrels: str | None, pre
     else:
         click.echo(f"{corpus}: " + ", ".join(f"{n} R@10 {m['recall@10']:.3f}"
                                              for n, m in presets_out.items()))
+    click.echo("wrote " + ", ".join(str(p) for p in written))
+
+
+def _run_conversations(ctx: Context, file: str | None, presets: list[str], embedder: str,
+                       out: Path, split: str) -> None:
+    from eval.conversations import format_table, run_chats, write_outputs
+
+    if file is None:
+        usage("--corpus conversations needs a chat FILE (e.g. eval/data/everyday_dev.json)")
+    if split != "all":
+        usage("--split applies to --corpus locomo and longmemeval")
+    run = run_chats(file, presets=presets, embedder=embedder,
+                    progress=None if ctx.json else lambda line: click.echo(line, err=True))
+    command = "graphmem " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    written = write_outputs(run, out, source=file, embedder=embedder, command=command)
+    if ctx.json:
+        echo_json({"corpus": "conversations", "arms": {arm: run.table(arm) for arm in run.arms},
+                   "written": [str(p) for p in written]})
+        return
+    click.echo(format_table(run))
     click.echo("wrote " + ", ".join(str(p) for p in written))

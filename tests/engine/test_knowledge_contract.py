@@ -103,3 +103,34 @@ def test_a_failed_batch_leaves_no_graph_behind(engine: Engine) -> None:
         engine.commit(batch)
     assert (engine.entities(all_owners=True), _mentions(engine),
             engine.facts(all_owners=True)) == before
+
+
+def test_an_id_stays_its_owners_and_a_mention_never_crosses_owners(engine: Engine) -> None:
+    _graph(engine)
+    before = (engine.entities(all_owners=True), _mentions(engine))
+    # bob's memory m:3 naming ann's Melanie, or bob's fact between ann's entities
+    engine.commit(WriteBatch(mentions=[MentionRecord("m:3", "ent:mel", "mention", 0.8, "Mel")],
+                             facts=[replace(LIVES, id="fact:bob", owner="bob")]))
+    assert (engine.entities(all_owners=True), _mentions(engine)) == before
+    assert [f.id for f in engine.facts(all_owners=True)] == ["fact:1"]
+    taken = replace(ANN_MEL, owner="bob", name="mallory's melanie")
+    with pytest.raises(ConflictError, match="ent:mel belongs to another owner"):
+        engine.commit(WriteBatch(new_entities=[taken]))
+    assert engine.entities(ids=["ent:mel"]) == [ANN_MEL]
+    assert engine.graph_owners(entities=["ent:mel", "ent:bmel", "ent:none"]) == {
+        "ent:mel": "ann", "ent:bmel": "bob"}
+    assert engine.graph_owners(facts=["fact:1", "fact:none"]) == {"fact:1": "ann"}
+    engine.commit(WriteBatch(unmentioned=["m:1", "m:2"], gone_facts=[LIVES],
+                             gone_entities=["ent:mel"]))
+    if engine.graph_owners(entities=["ent:mel"]):  # Kuzu holds a gone entity until a purge
+        with pytest.raises(ConflictError, match="belongs to another owner"):
+            engine.commit(WriteBatch(new_entities=[taken]))
+    assert engine.graph_owners(facts=["fact:1"]) == {}  # a gone fact keeps no id
+
+
+def test_secret_keys_are_kept_apart_from_meta(engine: Engine) -> None:
+    assert engine.secrets() == []
+    engine.add_secret("forget", "ab" * 32)
+    engine.add_secret("ids", "cd" * 32)
+    assert engine.secrets() == [("forget", "ab" * 32), ("ids", "cd" * 32)]
+    assert not {"ab" * 32, "cd" * 32} & set(engine.meta().values())

@@ -9,7 +9,7 @@ from typing import Any
 
 from graphmem import Edge, MemoryStore, Settings
 from graphmem._recall._persist import FILE_NAME
-from tests.test_persist_index import _answers, _clock, _fill, no_build  # noqa: F401
+from tests.test_persist_index import _answers, _clock, _fill
 
 
 def _open(url: str, index_dir: str, **settings: Any) -> MemoryStore:

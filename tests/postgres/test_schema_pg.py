@@ -95,6 +95,8 @@ def test_stores_opened_together_create_the_schema_once(pg_url: str) -> None:
         ids = set(pool.map(open_and_add, range(4)))
     with MemoryStore(pg_url, embedder="hashing") as store:
         assert {m.id for m in store.memories()} == ids and len(ids) == 4
+        # the id key too was made once, under a lock every process takes
+        assert [p for p, _ in store._ctx.engine.secrets()] == ["ids"]
     assert _version(pg_url) == str(_schema.SCHEMA_VERSION)
 
 
@@ -176,3 +178,28 @@ def test_reading_an_empty_schema_creates_nothing(pg_server: str) -> None:
         assert code == 0, output
         assert _graphmem_tables(pg_server)[schema] == len(_schema.TABLES)
         assert _gm(url, "--json", "stats")[0] == 0
+
+
+def test_a_version_2_store_moves_its_forget_key_out_of_meta(pg_url: str) -> None:
+    """v2 kept the forget key in ``meta`` beside the digests; v3 moves it to its own
+    table, which no read, export or backup selects from."""
+    from graphmem._redact import keyed_digest
+
+    legacy = "cd" * 32
+    with MemoryStore(pg_url, embedder="hashing") as store:
+        gone = store.add("PIN 4071", owner="ann")
+        store.forget(gone.id, confirm=True)
+    with psycopg.connect(pg_url) as conn:  # as v2 left it
+        conn.execute("DROP TABLE secrets")
+        conn.execute("INSERT INTO meta VALUES ('forget_key', %s)", (legacy,))
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+        conn.execute("UPDATE memories SET text_sha256 = %s WHERE id = %s",
+                     (keyed_digest(legacy, "PIN 4071"), gone.id))
+    with MemoryStore(pg_url, embedder="hashing") as store:
+        assert store.stats().schema_version == _schema.SCHEMA_VERSION == 3
+        assert "forget_key" not in store._ctx.engine.meta()
+        assert store._ctx.engine.meta()["kg_repair"] == "0"
+        assert [v for p, v in store._ctx.engine.secrets() if p == "forget"] == [legacy]
+        assert store.verify_forgotten(gone.id, "PIN 4071")
+        assert legacy not in repr(store.export())
+    assert _version(pg_url) == "3"

@@ -30,12 +30,12 @@ from ._file import DamagedFile, SnapshotFile, SnapshotWriter
 __all__ = ["ATTRIBUTES", "FORMAT", "read_index", "write_index"]
 
 #: The format of the file: a new one whenever what is written changes.
-FORMAT = 1
+FORMAT = 2
 
 #: class -> the attributes written (or derived from what is written) for it
 ATTRIBUTES: dict[type, frozenset[str]] = {
     RecallIndex: frozenset({
-        "dim", "ids", "pos", "vectors", "has_vector", "status", "kind", "owner", "hot",
+        "dim", "ids", "pos", "vectors", "has_vector", "status", "kind", "owner", "hot", "assistant",
         "created", "valid_from", "valid_to", "access_count", "useful", "ignored",
         "confidence", "importance", "access_times", "access_seconds", "last_accessed",
         "superseded_by", "owner_codes", "bm25", "references", "co_occurs", "rows",
@@ -49,13 +49,14 @@ ATTRIBUTES: dict[type, frozenset[str]] = {
     Adjacency: frozenset({"_index", "key", "indptr", "indices", "weights", "overlay"}),
     EntityIndex: frozenset({
         "ids", "pos", "names", "types", "owner", "by_form", "of_memory", "memories_of",
-        "facts_of", "times", "_count"}),
+        "facts_of", "times", "_count", "_selves"}),
     SignCodes: frozenset({"dim", "words", "codes"}),
 }
 
 #: the per-memory arrays and the value their unused rows hold (``RecallIndex._grow``)
 _MEMORY_ARRAYS: dict[str, Any] = {
     "has_vector": False, "status": STATUS_CODE["forgotten"], "kind": 0, "owner": -1, "hot": False,
+    "assistant": False,
     "created": np.nan, "valid_from": np.nan, "valid_to": np.nan, "access_count": 0,
     "useful": 0, "ignored": 0, "confidence": 0.0, "importance": 0.0}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

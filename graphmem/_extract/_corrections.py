@@ -1,0 +1,178 @@
+"""Corrections in conversations: "scratch that, it's Tuesday", "I meant the 21st, not the
+14th", "actually my sister lives in Graz". Which earlier statement of the same person a
+correction replaces, decided by plain rules over the recent statements (pure functions).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .._kg._scan import finditer, search, starting_at
+from .._recall._bm25 import tokenize
+from ._rules import sentences
+
+__all__ = ["NOW_SIMILAR", "Statement", "correction_target", "is_correction", "says_now"]
+
+
+_DAYS = (r"(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:days?)?\b"
+         r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b")
+#: Phrases by which a person takes back what they said ...
+_TAKE_BACK = re.compile(
+    r"\b(?:scratch that|correction|i meant|i mean,|no,? wait|wait,? no|oh wait|hang on"
+    r"|i got (?:that|it) wrong|i was wrong|my (?:bad|mistake)|i misspoke|typo|i misread"
+    r"|i mixed (?:it|that|them) up)\b|^\W*(?:wait|actually)\b", re.IGNORECASE)
+#: ... or changes it: a new value for an old thing.
+_CHANGE = re.compile(
+    r"\b(?:(?:moved|changed|pushed|switched|rescheduled|brought) (?:(?:it|that|back|forward) )?"
+    r"(?:to|until)|it'?s now|now (?:on|at|in)|no longer|not any ?more|instead of|rather than)\b"
+    r"|(?-i:\bNOT\b)", re.IGNORECASE)
+_NOT = re.compile(r"\bnot\b", re.IGNORECASE)
+#: What follows "not" in "16 people not 14", "friday the 6th not thursday", "Calgary, not
+#: Edmonton": a number, a day or month, or a name.
+_VALUE_AFTER = re.compile(r"\s(?:the\s)?(?:\d|" + _DAYS + r"|(?-i:[A-Z]))", re.IGNORECASE)
+_VALUE_WORD = re.compile(r"\d|" + _DAYS + r"|(?-i:[A-Z])", re.IGNORECASE)
+#: ... or says how things are now, which may replace how they were ("I've gone vegan now",
+#: "I quit the bakery job"): such a statement replaces only a statement it is close to.
+_NOW = re.compile(r"\b(?:now|these days|anymore|any more|no more|quit|stopped|gave up"
+                  r"|switched|gone)\b", re.IGNORECASE)
+#: How close (cosine of the two texts) a statement of how things are now must be to what it
+#: replaces; and a correction that shares no word or value with any statement.
+NOW_SIMILAR = 0.55
+#: "..., not the 14th" / "not Linz": the value a correction takes back (up to 3 words).
+_NEGATED = re.compile(r"\bnot\s+((?:the\s+)?[\w'’-]+(?:\s+[\w'’-]+){0,2})", re.IGNORECASE)
+_SLOTS = {
+    "weekday": re.compile(r"\b(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:days?)?"
+                          r"\b", re.IGNORECASE),
+    "month": re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b",
+                        re.IGNORECASE),
+    "day": re.compile(r"\b\d{1,2}(?:st|nd|rd|th)\b", re.IGNORECASE),
+    "time": re.compile(r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm)\b|\b\d{1,2}:\d{2}\b", re.IGNORECASE),
+    "number": re.compile(r"\b\d+(?:[.,]\d+)?\b"),
+    # a capitalised word inside a sentence (chat text often starts sentences in lower case)
+    "name": re.compile(r"(?<=[a-z,;:] )[A-Z][a-z]{2,}\b"),
+}
+#: Kinds of value by which a short correction finds what it corrects.
+_DATE_SLOTS = frozenset({"weekday", "month", "day", "time"})
+#: Words of a correction that say it is one, not what it is about.
+_MARKER_TERMS = frozenset(tokenize("scratch that correction meant mean wait actually wrong "
+                                   "mistake bad misspoke typo instead rather changed moved "
+                                   "now longer anymore sorry oops no yes ok okay"))
+
+
+@dataclass(frozen=True)
+class Statement:
+    """An earlier statement a correction may replace: its id and text, most recent first
+    in the list given to ``correction_target``."""
+
+    id: str
+    text: str
+
+
+def is_correction(text: str) -> bool:
+    """Whether a message takes back or changes something said before.
+
+    >>> is_correction("scratch that, it's Tuesday"), is_correction("I meant the 21st, not the 14th")
+    (True, True)
+    >>> is_correction("We finally got the flat!")
+    False
+    """
+    return any(search(_TAKE_BACK, s) or search(_CHANGE, s) or _value_not_value(s)
+               for s in sentences(text))
+
+
+def _value_not_value(sentence: str) -> bool:
+    """"16 people not 14", "in Calgary, not Edmonton": a value, then "not" and a value
+    (a number, a day or month, a name), within four words of each other."""
+    for found in finditer(_NOT, sentence):
+        if not starting_at(_VALUE_AFTER, sentence, found.end()):
+            continue
+        before = sentence[max(0, found.start() - 60):found.start()].split()[-4:]
+        if any(_VALUE_WORD.match(word.strip(",;:")) for word in before):
+            return True
+    return False
+
+
+def says_now(text: str) -> bool:
+    """Whether a statement says how things are now ("I've gone vegan now"), which may
+    replace how they were.
+
+    >>> says_now("down to 1 sugar now"), says_now("I quit the bakery job"), says_now("I cycle")
+    (True, True, False)
+    """
+    return bool(search(_NOW, text))
+
+
+def _terms(text: str) -> set[str]:
+    return set(tokenize(text)) - _MARKER_TERMS
+
+
+def _slots(text: str) -> set[str]:
+    return {name for name, pattern in _SLOTS.items() if search(pattern, text)}
+
+
+def correction_target(text: str, recent: Sequence[Statement],
+                      similarity: Mapping[str, float] | None = None) -> str | None:
+    """The statement (of ``recent``, most recent first) that ``text`` replaces, or None
+    when none plausibly is. ``similarity``: the cosine of ``text`` with each statement
+    (by id), when the caller has it.
+
+    A correction ("scratch that", "I meant", "not the 14th") replaces a statement that
+    holds the value it negates ("not the 14th"), shares two or more content words with
+    it, or one word and a kind of value (a weekday, a date, a time, a number, a name);
+    a short one ("scratch that, it's Tuesday") may also replace one of the last three
+    statements that holds a weekday, a month, a day or a time as it does, and any may
+    replace a statement whose cosine is at least ``NOW_SIMILAR``. The best overlap wins,
+    then the most recent. A statement of how things are now ("I've gone vegan now")
+    replaces only what it is close to: cosine at least ``NOW_SIMILAR`` and a shared
+    word, or that much more without one.
+
+    >>> recent = [Statement("b", "Dev takes the curry to work"),
+    ...           Statement("a", "my dentist appointment moved to Monday")]
+    >>> correction_target("scratch that, it's Tuesday", recent)
+    'a'
+    >>> correction_target("actually my sister lives in Graz, not Linz",
+    ...                   [Statement("c", "my sister lives in Linz"), *recent])
+    'c'
+    >>> correction_target("actually I love it", recent) is None
+    True
+    >>> correction_target("I've gone fully vegan now", [Statement("v", "I'm vegetarian")],
+    ...                   {"v": 0.71})
+    'v'
+    """
+    if not recent:
+        return None
+    similarity = similarity or {}
+    if not is_correction(text):
+        return _closest_now(text, recent, similarity) if says_now(text) else None
+    terms, slots = _terms(text), _slots(text)
+    negated = [_terms(m.group(1)) for m in finditer(_NEGATED, text)]
+    short = len(terms) <= 4
+    best: tuple[float, str] | None = None
+    for age, statement in enumerate(recent):
+        theirs = _terms(statement.text)
+        shared = len(terms & theirs)
+        same_kind = len(slots & _slots(statement.text))
+        holds_negated = any(n and n <= theirs for n in negated)
+        same_date = len(slots & _slots(statement.text) & _DATE_SLOTS)
+        close = similarity.get(statement.id, 0.0) >= NOW_SIMILAR
+        if not (holds_negated or shared >= 2 or (shared and same_kind)
+                or (short and same_date and age < 3) or close):
+            continue
+        score = 3.0 * holds_negated + shared + same_kind + close + 0.5 / (1 + age)
+        if best is None or score > best[0]:
+            best = (score, statement.id)
+    return best[1] if best else None
+
+
+def _closest_now(text: str, recent: Sequence[Statement], similarity: Mapping[str, float]
+                 ) -> str | None:
+    terms = _terms(text)
+    best: tuple[float, str] | None = None
+    for statement in recent:
+        cosine = similarity.get(statement.id, 0.0)
+        needed = NOW_SIMILAR if terms & _terms(statement.text) else NOW_SIMILAR + 0.15
+        if cosine >= needed and (best is None or cosine > best[0]):
+            best = (cosine, statement.id)
+    return best[1] if best else None

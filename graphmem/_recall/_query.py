@@ -1,0 +1,30 @@
+"""What a recall query says about itself, read by plain rules (pure functions)."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["asks_about_assistant"]
+
+#: "what did I suggest ...", "the reminder I set", "which plugin did you recommend": a
+#: question about what the assistant did or proposed (the agent asks in the first
+#: person, its user in the second), in the past tense.
+_ASSISTANT_ACT = re.compile(
+    r"\b(?:did (?:i|you|the assistant)|(?:i|you|the assistant) (?:just |already )?"
+    r"(?:suggested|recommended|proposed|set|booked|gave|sent|told|said|made|added|scheduled"
+    r"|put|reserved|drafted|offered|mentioned|advised|planned))\b"
+    r"|\b(?:the assistant'?s?|my|your) (?:suggestion|recommendation|advice|reminder|plan"
+    r"|proposal|idea|tip)s?\b", re.IGNORECASE)
+
+
+def asks_about_assistant(query: str) -> bool:
+    """Whether a query asks what the assistant did, said or proposed.
+
+    >>> asks_about_assistant("Which tea room did I recommend for a day out?")
+    True
+    >>> asks_about_assistant("When is the reminder I set for the budget review?")
+    True
+    >>> asks_about_assistant("Is there an ingredient I should leave out of recipes I suggest?")
+    False
+    """
+    return bool(_ASSISTANT_ACT.search(query))

@@ -1,0 +1,298 @@
+"""Forget reaches the knowledge graph: what a forgotten memory said leaves the facts'
+validity and the entities' names too, as if it had never been written (checked against
+a store that never had it), on Kuzu and on PostgreSQL."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from graphmem import MemoryStore
+from ingest.ump import ump_records
+from tests.conftest import Clock
+
+EXAMPLES = max(6, int(os.environ.get("GRAPHMEM_HOSTILE_EXAMPLES", "40")) // 2)
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+CITIES = ["Ibadan", "Lisbon", "Porto", "Lagos", "Quito"]
+MONTHS = ["January", "March", "May", "July", "October"]
+
+Opener = Callable[[str], MemoryStore]
+
+
+@pytest.fixture(params=["kuzu", "postgres"])
+def opener(request: pytest.FixtureRequest, tmp_path: Path, clock: Clock) -> Iterator[Opener]:
+    """Opens stores by name, on the engine of the parameter, all on ``clock``."""
+    with contextlib.ExitStack() as stack:
+        def open_store(name: str) -> MemoryStore:
+            if request.param == "postgres":
+                from tests._postgres import fresh_schema
+
+                where = stack.enter_context(fresh_schema(request.getfixturevalue("pg_server")))
+            else:
+                where = str(tmp_path / name)
+            return stack.enter_context(MemoryStore(where, embedder="hashing", clock=clock))
+
+        yield open_store
+
+
+def _facts(store: MemoryStore, owner: str = "ann") -> list[tuple[Any, ...]]:
+    """The owner's facts by names and memory texts (ids differ between stores)."""
+    names = {e.id: e.name for e in store.entities(owner=owner)}
+    facts = store.facts(owner=owner)
+    by_id = {f.id: f for f in facts}
+    texts = {m.id: m.text for m in store.memories(owner=owner)}
+
+    def ender(ended_by: str | None) -> Any:
+        if ended_by is None:
+            return None
+        if ended_by.startswith("memory:"):
+            return ("memory", texts.get(ended_by.removeprefix("memory:"), "?missing"))
+        other = by_id.get(ended_by)
+        return ("fact", other.predicate, names[other.object], other.valid_from) if other \
+            else ("?missing fact", ended_by)
+
+    return sorted((names[f.subject], f.predicate, names[f.object], f.valid_from, f.valid_to,
+                   ender(f.ended_by), tuple(sorted(texts[s] for s in f.sources)))
+                  for f in facts)
+
+
+def _entities(store: MemoryStore, owner: str = "ann") -> list[tuple[Any, ...]]:
+    return sorted((e.name, e.type, tuple(sorted(e.aliases)),
+                   tuple(sorted((m["alias"], m["rule"]) for m in e.merges)))
+                  for e in store.entities(owner=owner))
+
+
+# -- the facts' validity --------------------------------------------------------------
+def test_the_older_fact_is_valid_again(opener: Opener, clock: Clock) -> None:
+    store = opener("db")
+    store.add("Caroline lives in Ibadan", owner="ann")
+    clock.now += timedelta(days=1)
+    lisbon = store.add("Caroline moved to Lisbon", owner="ann")
+    assert [f[2] for f in _facts(store) if f[1] == "lives_in" and f[4] is None] == ["lisbon"]
+    store.forget(lisbon.id, confirm=True)
+    assert _facts(store) == [("caroline", "lives_in", "ibadan", clock.now - timedelta(days=1),
+                              None, None, ("Caroline lives in Ibadan",))]
+    assert [f.object for f in store.facts(owner="ann", current=True)] == \
+        [e.id for e in store.entities(owner="ann") if e.name == "ibadan"]
+    exported = json.dumps(ump_records(store, owner="ann"))
+    assert '"ended_by": null' in exported and "lisbon" not in exported.lower()
+
+
+def test_a_fact_that_stays_ends_it_instead(opener: Opener, clock: Clock) -> None:
+    store = opener("db")
+    store.add("Caroline lives in Ibadan since May 2021", owner="ann")
+    lisbon = store.add("Caroline moved to Lisbon in March 2022", owner="ann")
+    store.add("Caroline lives in Porto since July 2023", owner="ann")
+    store.forget(lisbon.id, confirm=True)
+    porto = ("fact", "lives_in", "porto", datetime(2023, 7, 1, tzinfo=UTC))
+    assert [(f[2], f[4], f[5]) for f in _facts(store)] == [
+        ("ibadan", datetime(2023, 7, 1, tzinfo=UTC), porto), ("porto", None, None)]
+
+
+def test_a_statement_that_stays_starts_when_it_was_made(opener: Opener, clock: Clock) -> None:
+    """The forgotten memory said it first (with a date of its own): the fact stays, stated
+    by the memory that said it later, from that memory's time."""
+    store = opener("db")
+    first = store.add("Caroline moved to Lisbon in March 2022", owner="ann")
+    clock.now += timedelta(days=3)
+    store.add("Caroline lives in Lisbon", owner="ann")
+    store.forget(first.id, confirm=True)
+    assert _facts(store) == [("caroline", "lives_in", "lisbon", clock.now, None, None,
+                              ("Caroline lives in Lisbon",))]
+
+
+def test_a_forgotten_correction_ends_nothing(opener: Opener, clock: Clock) -> None:
+    store = opener("db")
+    old = store.add("Priya lives in Leeds", owner="ann")
+    clock.now += timedelta(days=1)
+    new = store.correct(old.id, "Priya lives in York", owner="ann")
+    assert [(f[2], f[4] is None) for f in _facts(store)] == [("leeds", False), ("york", True)]
+    store.forget(new.id, confirm=True)
+    assert [(f[2], f[4], f[5]) for f in _facts(store)] == [("leeds", None, None)]
+
+
+# -- as if it had never been written (an oracle: a store that never had it) -------------
+statement = st.tuples(st.sampled_from(["lives", "moved", "since", "says", "correct"]),
+                      st.integers(0, len(CITIES) - 1), st.integers(0, len(MONTHS) - 1),
+                      st.integers(2015, 2024), st.integers(0, 30))
+plan = st.fixed_dictionaries({
+    "steps": st.lists(statement, min_size=2, max_size=8),
+    "forget": st.lists(st.integers(0, 7), min_size=1, max_size=3, unique=True),
+})
+
+
+def _text(kind: str, city: int, month: int, year: int) -> str:
+    place = CITIES[city]
+    return {"lives": f"Caroline lives in {place}.",
+            "moved": f"Caroline moved to {place} in {MONTHS[month]} {year}.",
+            "since": f"Caroline lives in {place} since {MONTHS[month]} {year}.",
+            "says": f"Ann says Caroline lives in {place}.",
+            "correct": f"Caroline lives in {place}."}[kind]
+
+
+def _run(store: MemoryStore, clock: Clock, steps: list[tuple[int, int, int, int, int]],
+         left_out: set[int]) -> dict[int, str]:
+    """The steps in order (each at its own minute), but those in ``left_out``: a
+    correction of a step left out is a plain statement. Returns step -> memory id."""
+    ids: dict[int, str] = {}
+    for i, (kind, city, month, year, target) in enumerate(steps):
+        clock.now = T0 + timedelta(minutes=i)
+        if i in left_out:
+            continue
+        text = _text(kind, city, month, year)
+        earlier = [j for j in ids if j < i]
+        if kind == "correct" and earlier:
+            ids[i] = store.correct(ids[earlier[target % len(earlier)]], text, owner="ann").id
+        else:
+            ids[i] = store.add(text, owner="ann").id
+    return ids
+
+
+def _as_if_never_written(open_store: Opener, clock: Clock, case: dict[str, Any]) -> None:
+    steps = case["steps"]
+    gone = {i for i in case["forget"] if i < len(steps)} or {0}
+    store = open_store("forgets")
+    ids = _run(store, clock, steps, set())
+    for i in sorted(gone):
+        clock.now += timedelta(minutes=1)
+        store.forget(ids[i], confirm=True)
+    oracle = open_store("never")
+    _run(oracle, clock, _oracle_steps(steps, gone), gone)
+    assert _facts(store) == _facts(oracle)
+    assert _entities(store) == _entities(oracle)
+
+
+def _oracle_steps(steps: list[Any], gone: set[int]) -> list[Any]:
+    """The same steps, each correction aimed at the memory it corrected in the full run
+    (its target counted among the steps that remain), or a plain statement when that
+    memory is the one left out."""
+    out = []
+    for i, (kind, city, month, year, target) in enumerate(steps):
+        earlier = list(range(i))
+        if kind == "correct" and earlier:
+            aimed = earlier[target % len(earlier)]
+            remaining = [j for j in earlier if j not in gone]
+            if aimed in gone or not remaining:
+                kind, target = "lives", 0
+            else:
+                target = remaining.index(aimed)
+        out.append((kind, city, month, year, target))
+    return out
+
+
+#: Cases found before (each broke a rule once), always run first.
+KNOWN = [
+    # a later statement of the value the forgotten one ended joins the reopened fact
+    {"steps": [("lives", 0, 0, 2015, 0), ("lives", 1, 0, 2015, 0), ("lives", 0, 0, 2015, 0)],
+     "forget": [1]},
+    # a correction that states the old fact again keeps it (and is one more source)
+    {"steps": [("lives", 0, 0, 2015, 0), ("lives", 0, 0, 2015, 0), ("correct", 0, 0, 2015, 0)],
+     "forget": [0]},
+    # a newer value ends every live older one, not every other one
+    {"steps": [("lives", 0, 0, 2015, 0)] * 5 + [("lives", 1, 0, 2015, 0),
+                                               ("moved", 0, 0, 2015, 0), ("lives", 2, 0, 2015, 0)],
+     "forget": [0]},
+]
+
+
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(case=plan)
+@example(case=KNOWN[0])
+@example(case=KNOWN[1])
+@example(case=KNOWN[2])
+def test_forget_is_as_if_it_was_never_written(case: dict[str, Any]) -> None:
+    clock = Clock(T0)
+    with contextlib.ExitStack() as stack:
+        def open_store(name: str) -> MemoryStore:
+            return stack.enter_context(MemoryStore(":memory:", embedder="hashing",
+                                                   clock=clock))
+
+        _as_if_never_written(open_store, clock, case)
+
+
+@settings(max_examples=4, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=plan)
+def test_forget_is_as_if_it_was_never_written_on_postgres(pg_server: str,
+                                                         case: dict[str, Any]) -> None:
+    from tests._postgres import fresh_schema
+
+    clock = Clock(T0)
+    with contextlib.ExitStack() as stack:
+        def open_store(name: str) -> MemoryStore:
+            url = stack.enter_context(fresh_schema(pg_server))
+            return stack.enter_context(MemoryStore(url, embedder="hashing", clock=clock))
+
+        _as_if_never_written(open_store, clock, case)
+
+
+# -- the entities' names ----------------------------------------------------------------
+def _leaks(store: MemoryStore, word: str, query: str = "") -> list[str]:
+    """Where ``word`` is still found: entities, facts, exports, recall (of ``query``) and
+    its explanations, named queries."""
+    from queries.library import run_named
+
+    found = []
+    views = {"entities": [e.__dict__ for e in store.entities()],
+             "graph sections": store.graph_sections([m.id for m in store.memories()]),
+             "ump": ump_records(store), "gdpr": store.export(),
+             "recall": [[h.memory.model_dump(mode="json"), h.explanation.model_dump(mode="json")]
+                        for h in store.recall(query or word, k=10, preset="graph_hybrid",
+                                              record_access=False)]}
+    if store._ctx.engine.cypher is not None:
+        views["cypher"] = store.cypher("MATCH (e:Entity) RETURN e")
+        views["entity_profile"] = run_named(store, "entity_profile", {"name": "melanie"})
+        views["entity_timeline"] = run_named(store, "entity_timeline", {"name": word})
+    for name, value in views.items():
+        if word in json.dumps(value, default=str).lower():
+            found.append(name)
+    return found
+
+
+def test_an_entity_keeps_only_the_names_its_memories_use(opener: Opener, clock: Clock,
+                                                         tmp_path: Path) -> None:
+    store = opener("db")
+    store.add("Melanie went hiking with her dog", owner="ann", session="s1")
+    clock.now += timedelta(minutes=1)
+    secret = store.add("Melanie Okafor joined the choir", owner="ann", session="s1")
+    clock.now += timedelta(minutes=1)
+    store.add("Mel called about the hike", owner="ann", session="s1")
+    [melanie] = [e for e in store.entities(owner="ann") if "mel" in e.aliases]
+    assert melanie.name == "melanie okafor" and "okafor" in json.dumps(melanie.merges)
+    assert store.recall("Melanie Okafor choir", k=3, owner="ann")  # the recall index is built
+    assert _leaks(store, "okafor", "What did Melanie Okafor do?")  # the trap is set
+    store.forget(secret.id, confirm=True)
+    [melanie] = [e for e in store.entities(owner="ann") if "mel" in e.aliases]
+    assert (melanie.name, melanie.aliases) == ("melanie", ("melanie", "mel"))
+    assert [(m["alias"], m["rule"]) for m in melanie.merges] == [("mel", "prefix")]
+    assert _leaks(store, "okafor", "What did Melanie Okafor do?") == []
+    assert store.find_entities("Okafor", owner="ann") == []
+    assert store.find_entities("Mel", owner="ann")
+    engine = store._ctx.engine
+    store.close()
+    if engine.path.startswith("postgresql"):
+        from tests.engine.conftest import stored_files
+
+        files = stored_files(type(engine)(engine.path), tmp_path)  # type: ignore[call-arg]
+    else:
+        files = [p for p in (tmp_path / "db").rglob("*") if p.is_file()]
+    assert [str(p) for p in files if b"okafor" in p.read_bytes().lower()] == []
+
+
+def test_an_entity_only_a_forgotten_memory_named_goes(opener: Opener) -> None:
+    store = opener("db")
+    store.add("Priya works at Zorbatech", owner="ann")
+    secret = store.add("Priya adopted a ferret named Pimpernickel", owner="ann")
+    store.forget(secret.id, confirm=True)
+    assert sorted(e.name for e in store.entities(owner="ann")) == ["priya", "zorbatech"]
+    assert _leaks(store, "pimpernickel") == []
