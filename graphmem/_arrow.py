@@ -7,6 +7,7 @@ column by column; any other column, or zone, is left to pyarrow.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,7 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["array_of", "column_values", "indices", "numbers", "strings", "to_pylist"]
+__all__ = ["array_of", "blank_rows", "column_values", "indices", "numbers", "strings",
+           "to_pylist"]
 
 _EPOCH = datetime(1970, 1, 1)
 _EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
@@ -88,6 +90,21 @@ def indices(positions: Any) -> pa.Array:
     ``take`` of a Python list (or ``pa.array`` of one) imports pandas."""
     values = np.ascontiguousarray(positions, dtype=np.int64)
     return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def blank_rows(table: pa.Table, rows: np.ndarray, *, keep: Sequence[str] = ()) -> pa.Table:
+    """``table`` with the ``rows`` (a boolean mask) null in every column but ``keep``.
+
+    >>> t = pa.table({"id": strings(["a", "b"]), "text": strings(["x", "y"])})
+    >>> to_pylist(blank_rows(t, np.array([False, True]), keep=["id"]))
+    [{'id': 'a', 'text': 'x'}, {'id': 'b', 'text': None}]
+    """
+    mask = pa.Array.from_buffers(pa.bool_(), len(rows), [
+        None, pa.py_buffer(np.packbits(np.asarray(rows, dtype=bool), bitorder="little"))])
+    columns = [column if name in keep else pc.if_else(mask, pa.nulls(len(rows), column.type),
+                                                      column)
+               for name, column in zip(table.column_names, table.columns, strict=True)]
+    return pa.Table.from_arrays(columns, schema=table.schema)
 
 
 def strings(values: list[str | None]) -> pa.Array:

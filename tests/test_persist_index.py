@@ -277,3 +277,22 @@ def test_every_attribute_of_the_index_is_written() -> None:
     for kind, attributes in found.items():
         assert set(attributes) == ATTRIBUTES[kind], kind.__name__
 
+
+@pytest.mark.parametrize("loaded", [True, False], ids=["index loaded", "index not loaded"])
+def test_a_forget_leaves_no_trace_in_the_file_even_before_the_store_closes(
+        saved: Path, loaded: bool) -> None:
+    secret = "Zorbamek"
+    with _open(saved) as store:
+        gone = store.add(f"{secret} keeps the spare key under the lake house mat", owner="ana")
+        store.recall("spare key lake house", k=2)
+        store._recall._saved._write(_index(store), store._ctx.engine.change_mark())
+    assert secret.lower().encode() in (saved / FILE_NAME).read_bytes().lower()  # the trap
+    with _open(saved) as store:
+        if loaded:
+            _index(store)
+        store.forget(gone.id, confirm=True)
+        file = saved / FILE_NAME  # as a process killed now would leave it
+        assert not file.exists() or secret.lower().encode() not in file.read_bytes().lower()
+    with _open(saved) as store:  # written again when it closed, or built here
+        assert _answers(store) == _fresh(saved)
+    assert secret.lower().encode() not in (saved / FILE_NAME).read_bytes().lower()

@@ -115,6 +115,7 @@ class Recall:
         if change.removed:
             for memory_id in ids:
                 self._access.discard(memory_id)
+            self._saved.discard()
         index = self._index
         if index is None:
             return
@@ -249,8 +250,9 @@ class Recall:
 
     def close(self) -> None:
         self._access.close()
-        if self._index is not None:
-            self._saved.close(self._index, self._index_gate)
+        index, self._index = self._index, None  # a second close saves nothing
+        if index is not None:
+            self._saved.close(index, self._index_gate)
         if self._workers is not None:
             self._workers.shutdown(wait=True)
             self._workers = None

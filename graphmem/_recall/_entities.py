@@ -87,7 +87,11 @@ class EntityIndex:
 
     def _unlist(self, pos: int) -> None:
         for key in [k for k, v in self.by_form.items() if pos in v]:
-            self.by_form[key] = [p for p in self.by_form[key] if p != pos]
+            kept = [p for p in self.by_form[key] if p != pos]
+            if kept:
+                self.by_form[key] = kept
+            else:  # a form no entity has any more (a name a forget took) is not kept
+                del self.by_form[key]
 
     def remove_entity(self, entity_id: str) -> None:
         self._selves.clear()

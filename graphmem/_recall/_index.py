@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .._arrow import column_values, indices, numbers, strings, to_pylist
+from .._arrow import blank_rows, column_values, indices, numbers, strings, to_pylist
 from .._models import Kind, Status
 from ._bm25 import BM25Index
 from ._entities import EntityIndex
@@ -557,6 +557,18 @@ class RecallIndex:
         self._row_batches = table.to_batches()
         self._row_starts = np.cumsum([0, *(b.num_rows for b in self._row_batches)])
         self.stale.clear()
+
+    def blank_stale_rows(self) -> None:
+        """Empty the snapshot rows that are no longer current (``stale``; never read
+        again): a saved copy of the index keeps nothing of what a forgotten memory said."""
+        if self.rows is None or not self.stale:
+            return
+        n = self.rows.num_rows
+        gone = np.zeros(n, dtype=bool)
+        gone[[p for p in self.stale if p < n]] = True
+        self.rows = blank_rows(self.rows, gone, keep=["id"])
+        self._row_batches = self.rows.to_batches()
+        self._row_starts = np.cumsum([0, *(b.num_rows for b in self._row_batches)])
 
     def set_edges(self, kind: str, src: Sequence[str], dst: Sequence[str],
                   weight: np.ndarray) -> None:

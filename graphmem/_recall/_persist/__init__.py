@@ -232,6 +232,18 @@ class SavedIndex:
             raise
         self.mark = mark
 
+    def discard(self) -> None:
+        """Delete the file now (a memory was forgotten: the file may hold what it said);
+        the store writes it again when it closes, or builds it on its next open."""
+        path = self.path()
+        self.mark = None
+        if path is None or self._ctx.engine.read_only:
+            return
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            log.warning("recall index %s could not be deleted after a forget (%s)", path, exc)
+
     def close(self, index: RecallIndex, gate: Gate) -> None:
         """Write the file again when the store changed since it was written by enough to
         slow the next open down (or the change log may no longer reach its mark)."""
@@ -252,11 +264,13 @@ class SavedIndex:
 
 
 def _complete(index: RecallIndex) -> None:
-    """Build now what the first recall would otherwise build, so that the file holds it:
-    the postings sorted by token, the sign bits where they serve, the adjacency of the
-    default preset's walk."""
+    """Build now what the first recall would otherwise build, so that the file holds it
+    (the postings sorted by token, the sign bits where they serve, the adjacency of the
+    default preset's walk), and drop what no current memory holds (old rows, dead terms)."""
     n = index.size
+    index.blank_stale_rows()
     bm25 = index.bm25
+    bm25.drop_dead_terms()
     bm25._flush()
     if bm25._token.size > bm25._sorted:
         bm25._sort()
