@@ -222,6 +222,19 @@ class WriteBatch:
     #: store properties set in the same transaction
     meta: dict[str, str] = field(default_factory=dict)
 
+    def patched(self) -> dict[str, dict[str, Any]] | None:
+        """Memory id -> every field the batch sets on it, when setting fields (with their
+        version rows, events and edges) is all the batch does to memories; None when it
+        creates, erases, or touches the knowledge graph or the store's properties."""
+        if (self.memories or self.erasures or self.new_entities or self.changed_entities
+                or self.mentions or self.facts or self.changed_facts or self.unmentioned
+                or self.gone_facts or self.gone_entities or self.meta):
+            return None
+        out: dict[str, dict[str, Any]] = {}
+        for patch in self.patches:
+            out.setdefault(patch.memory_id, {}).update(patch.set)
+        return out
+
     def __bool__(self) -> bool:
         return any((self.memories, self.patches, self.events, self.new_edges,
                     self.merged_edges, self.erasures, self.new_entities,
