@@ -22,6 +22,7 @@ from pathlib import Path
 from graphmem import MemoryStore, Settings
 
 from .bench_recall import OWNERS
+from .bench_scale import cached_store
 
 FIRST = ["Caroline", "Melanie", "Nadia", "Omar", "Priya", "Jon", "Lena", "Tariq", "Ines",
          "Kofi", "Mara", "Sven", "Aiko", "Dario", "Hana", "Yusuf"]
@@ -47,7 +48,7 @@ def _text(rng: random.Random) -> str:
         for _ in range(rng.randint(2, 3)))
 
 
-def build(path: Path, n: int, chunk: int = 5000) -> None:
+def build(path: Path, n: int, cache: Path | None = None, chunk: int = 5000) -> None:
     rng = random.Random(7)
     started = time.perf_counter()
     with MemoryStore(path, embedder="hashing", settings=Settings()) as store:
@@ -57,18 +58,6 @@ def build(path: Path, n: int, chunk: int = 5000) -> None:
                             for i in range(first, min(n, first + chunk))])
             print(f"  {min(n, first + chunk)} memories, "
                   f"{time.perf_counter() - started:.0f} s", flush=True)
-
-
-def cached_store(cache: Path, n: int) -> Path:
-    cache.mkdir(parents=True, exist_ok=True)
-    path = cache / f"writes-{n}"
-    if not (path / "graph.kuzu").exists():
-        partial = path.with_name(path.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        print(f"building {n} memories in {partial} ...")
-        build(partial, n)
-        partial.rename(path)
-    return path
 
 
 def _p50(call: Callable[[str], object], ids: list[str]) -> float:
@@ -115,7 +104,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path,
                         default=Path(tempfile.gettempdir()) / "graphmem-bench-writes")
     args = parser.parse_args()
-    cached = cached_store(args.cache, args.n)
+    cached = cached_store(args.cache, args.n, name="writes", builder=build)
     work = Path(tempfile.mkdtemp(prefix="graphmem-bench-writes-"))
     try:
         db = work / "db"
