@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -148,16 +148,18 @@ def build(path: Path, n: int, cache: Path, chunk: int = 50_000) -> None:
     print(f"built {n} memories and {edges} edges in {time.perf_counter() - started:.0f} s")
 
 
-def cached_store(cache: Path, n: int) -> Path:
-    """The ``n``-memory store under ``cache``, built on first use (an interrupted build
-    is never mistaken for the cache)."""
+def cached_store(cache: Path, n: int, *, name: str = "scale",
+                 builder: Callable[[Path, int, Path], None] | None = None) -> Path:
+    """The ``n``-memory store under ``cache`` (``<name>-<n>``), made by ``builder``
+    (this module's ``build``) on first use; an interrupted build is never mistaken for
+    the cache."""
     cache.mkdir(parents=True, exist_ok=True)
-    path = cache / f"scale-{n}"
+    path = cache / f"{name}-{n}"
     if not (path / "graph.kuzu").exists():
         partial = path.with_name(path.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
-        print(f"building {n} memories in {partial} (synthetic vectors) ...")
-        build(partial, n, cache)
+        print(f"building {n} memories in {partial} ...")
+        (builder or build)(partial, n, cache)
         partial.rename(path)
     return path
 

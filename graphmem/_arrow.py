@@ -7,6 +7,7 @@ column by column; any other column, or zone, is left to pyarrow.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,7 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["column_values", "indices", "numbers", "strings", "to_pylist"]
+__all__ = ["array_of", "blank_rows", "column_values", "indices", "numbers", "strings",
+           "to_pylist"]
 
 _EPOCH = datetime(1970, 1, 1)
 _EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
@@ -90,6 +92,21 @@ def indices(positions: Any) -> pa.Array:
     return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
 
 
+def blank_rows(table: pa.Table, rows: np.ndarray, *, keep: Sequence[str] = ()) -> pa.Table:
+    """``table`` with the ``rows`` (a boolean mask) null in every column but ``keep``.
+
+    >>> t = pa.table({"id": strings(["a", "b"]), "text": strings(["x", "y"])})
+    >>> to_pylist(blank_rows(t, np.array([False, True]), keep=["id"]))
+    [{'id': 'a', 'text': 'x'}, {'id': 'b', 'text': None}]
+    """
+    mask = pa.Array.from_buffers(pa.bool_(), len(rows), [
+        None, pa.py_buffer(np.packbits(np.asarray(rows, dtype=bool), bitorder="little"))])
+    columns = [column if name in keep else pc.if_else(mask, pa.nulls(len(rows), column.type),
+                                                      column)
+               for name, column in zip(table.column_names, table.columns, strict=True)]
+    return pa.Table.from_arrays(columns, schema=table.schema)
+
+
 def strings(values: list[str | None]) -> pa.Array:
     """Python strings (None: null) as an Arrow string array, built from buffers:
     ``pa.array`` of a Python list imports pandas.
@@ -105,3 +122,49 @@ def strings(values: list[str | None]) -> pa.Array:
         np.packbits(present, bitorder="little"))
     return pa.Array.from_buffers(pa.string(), len(encoded), [
         validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+
+
+_NUMBERS = {pa.int64(): np.int64, pa.int32(): np.int32, pa.float64(): np.float64,
+            pa.float32(): np.float32}
+
+
+def _validity(present: list[bool]) -> pa.Buffer | None:
+    if all(present):
+        return None
+    return pa.py_buffer(np.packbits(np.array(present, dtype=bool), bitorder="little"))
+
+
+def _micros(value: datetime) -> int:
+    base = _EPOCH if value.tzinfo is None else _EPOCH_UTC
+    return (value - base) // timedelta(microseconds=1)
+
+
+def array_of(values: list[Any], kind: pa.DataType) -> pa.Array:
+    """Python values (None: null) as an Arrow array of ``kind``: strings, int64, float64,
+    booleans, timestamps in microseconds (naive ones are UTC), and lists of these; built
+    from buffers, as ``pa.array`` would make it but without importing pandas.
+
+    >>> array_of([[1.5], None, []], pa.list_(pa.float64())).to_pylist()
+    [[1.5], None, []]
+    >>> array_of([True, None, False], pa.bool_()).to_pylist()
+    [True, None, False]
+    """
+    n = len(values)
+    present = [v is not None for v in values]
+    if pa.types.is_list(kind):
+        offsets = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum([len(v) if v is not None else 0 for v in values], out=offsets[1:])
+        child = array_of([x for v in values if v is not None for x in v], kind.value_type)
+        return pa.Array.from_buffers(kind, n, [_validity(present), pa.py_buffer(offsets)],
+                                     children=[child])
+    if pa.types.is_string(kind):
+        return strings(values)
+    if pa.types.is_boolean(kind):
+        data = np.packbits(np.array([bool(v) for v in values], dtype=bool), bitorder="little")
+    elif pa.types.is_timestamp(kind):
+        data = np.array([_micros(v) if v is not None else 0 for v in values], dtype=np.int64)
+    elif kind in _NUMBERS:
+        data = np.array([v if v is not None else 0 for v in values], dtype=_NUMBERS[kind])
+    else:
+        raise TypeError(f"no conversion to {kind}")
+    return pa.Array.from_buffers(kind, n, [_validity(present), pa.py_buffer(data)])

@@ -33,7 +33,10 @@ class Changed:
     the writer has them); ``removed``: they were forgotten; ``edges_only``: only their
     edges changed; ``bulk``: anything may have changed; ``foreign``: another process
     committed it (what this process derived from the store may be stale anywhere);
-    ``access_only``: only their access counters changed (another process recalled them)."""
+    ``access_only``: only their access counters changed (another process recalled them);
+    ``patched``: the fields the commit set on each of them, when that is all it did to
+    them (no text indexed again, no knowledge graph: what they say and mention is as it
+    was), so that a listener takes them from here instead of reading the store again."""
 
     ids: Sequence[str]
     new: Sequence[Memory] = ()
@@ -43,6 +46,7 @@ class Changed:
     bulk: bool = False
     foreign: bool = False
     access_only: bool = False
+    patched: Mapping[str, Mapping[str, Any]] | None = None
 
 
 def make_embedder(spec: Embedder | str, settings: Settings) -> Embedder:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +27,7 @@ from ._errors import InvalidInputError
 from ._models import LifecycleEvent, Memory, Version
 
 __all__ = [
+    "BULK_IDS",
     "EDGE_KINDS",
     "INTERNAL_FIELDS",
     "JSON_FIELDS",
@@ -34,6 +35,7 @@ __all__ = [
     "AccessRecord",
     "BatchWriter",
     "ChangeFeed",
+    "ChangeSet",
     "Counts",
     "CypherCapability",
     "CypherResult",
@@ -221,6 +223,19 @@ class WriteBatch:
     #: store properties set in the same transaction
     meta: dict[str, str] = field(default_factory=dict)
 
+    def patched(self) -> dict[str, dict[str, Any]] | None:
+        """Memory id -> every field the batch sets on it, when setting fields (with their
+        version rows, events and edges) is all the batch does to memories; None when it
+        creates, erases, or touches the knowledge graph or the store's properties."""
+        if (self.memories or self.erasures or self.new_entities or self.changed_entities
+                or self.mentions or self.facts or self.changed_facts or self.unmentioned
+                or self.gone_facts or self.gone_entities or self.meta):
+            return None
+        out: dict[str, dict[str, Any]] = {}
+        for patch in self.patches:
+            out.setdefault(patch.memory_id, {}).update(patch.set)
+        return out
+
     def __bool__(self) -> bool:
         return any((self.memories, self.patches, self.events, self.new_edges,
                     self.merged_edges, self.erasures, self.new_entities,
@@ -339,6 +354,61 @@ class ForeignChange:
     accessed: tuple[str, ...] = ()
 
 
+#: Past this many ids a commit's change is recorded as bulk (a reader rebuilds what it
+#: derived instead of reading each memory again).
+BULK_IDS = 1000
+
+
+class ChangeSet:
+    """What one transaction changed, collected while it writes, for the change log an
+    engine keeps in the same transaction (what other processes, and a recall index saved
+    earlier, catch up from)."""
+
+    def __init__(self, *, bulk: bool = False) -> None:
+        self.ids: dict[str, None] = {}
+        self.edge_ends: dict[str, None] = {}
+        self.removed: dict[str, None] = {}
+        self.accessed: dict[str, None] = {}
+        self.bulk = bulk
+
+    def touch(self, ids: Iterable[str]) -> None:
+        self.ids.update(dict.fromkeys(ids))
+
+    def edges(self, ends: Iterable[str]) -> None:
+        self.edge_ends.update(dict.fromkeys(ends))
+
+    def add(self, batch: WriteBatch) -> None:
+        """What ``batch`` changes: its memories, patches and mentions, the ends of its
+        edges, its erasures; a model switch (``embedder*`` meta) changes everything."""
+        self.touch(n.memory.id for n in batch.memories)
+        self.touch(p.memory_id for p in batch.patches)
+        self.touch(batch.unmentioned)
+        self.touch(m.memory_id for m in batch.mentions)
+        self.edges(e for edge in (*batch.new_edges, *batch.merged_edges)
+                   for e in (edge.src, edge.dst))
+        for erasure in batch.erasures:
+            self.removed[erasure.memory_id] = None
+            self.touch([erasure.memory_id])
+        if any(k.startswith("embedder") for k in batch.meta):
+            self.bulk = True
+
+    def __bool__(self) -> bool:
+        return bool(self.ids or self.edge_ends or self.removed or self.accessed or self.bulk)
+
+    @property
+    def is_bulk(self) -> bool:
+        """Whether it is recorded as bulk: asked for, or too many ids to list."""
+        return self.bulk or len(self.ids) + len(self.edge_ends) + len(self.accessed) \
+            > BULK_IDS
+
+    def change(self) -> ForeignChange:
+        """The change as a reader gets it (ids left out when bulk)."""
+        if self.is_bulk:
+            return ForeignChange(removed=tuple(self.removed), bulk=True)
+        return ForeignChange(ids=tuple(self.ids), edge_ends=tuple(self.edge_ends),
+                             removed=tuple(self.removed), accessed=tuple(self.accessed))
+
+
 class ChangeFeed(Protocol):
     """What other processes committed, for engines that many processes share: each
     ``poll`` returns the commits made since the last one, by others, in commit order."""
@@ -361,6 +431,9 @@ class Engine(Protocol):
     recovery_note: str | None
     #: the commits of other processes, or None when no other process can write
     changes: ChangeFeed | None
+    #: a directory of the store's own on this host where files derived from it may be
+    #: kept (the recall index), or None (in memory, or a server's database)
+    local_dir: str | None
 
     def close(self) -> None: ...
     def exclusive(self, name: str) -> contextlib.AbstractContextManager[None]:
@@ -370,6 +443,17 @@ class Engine(Protocol):
     # -- store properties ------------------------------------------------------------
     def meta(self) -> dict[str, str]: ...
     def set_meta(self, values: Mapping[str, str]) -> None: ...
+
+    # -- the change log: every commit records what it changed, in its transaction -----
+    def change_mark(self) -> str:
+        """Where the store's history stands: a token for ``changes_since`` (state
+        derived from everything committed before this call may carry it)."""
+        ...
+    def changes_since(self, mark: str) -> list[ForeignChange] | None:
+        """What every commit since ``mark`` changed (this process's too), oldest first;
+        None when the log cannot say (the mark is of another history, or what followed
+        it is no longer kept): derived state must then be built again."""
+        ...
 
     # -- secret keys -------------------------------------------------------------------
     #: where the keys are kept, for messages (a file, a table)

@@ -222,7 +222,10 @@ class Memories:
                                     new=[n.memory for n in created],
                                     vectors={n.memory.id: n.vector for n in created}))
             if changed:
-                ctx.changed(Changed(list(changed)))
+                patched = batch.patched()
+                ctx.changed(Changed(list(changed), patched=patched
+                                    if patched is not None and set(changed) <= set(patched)
+                                    else None))
             if edges:
                 ctx.changed(Changed(sorted(set(edges)), edges_only=True))
 

@@ -81,6 +81,14 @@ class Settings:
     #: from this many memories on, vector search ranks sign bits and re-scores the best
     #: candidates exactly (None: the index's default, 100k; 0 never: always exact)
     sign_bits_from: int | None = None
+    #: keep the recall index in a file beside the store, read back when it opens (checked
+    #: against the store's change log, caught up, or built again); False: build it in
+    #: memory on first use, every time
+    persist_index: bool = True
+    #: where the recall index of a PostgreSQL store is kept on this host (None:
+    #: ``recall`` in the user's cache directory, ``$XDG_CACHE_HOME/graphmem`` or
+    #: ``~/.cache/graphmem``); a Kuzu store keeps it in its own directory
+    index_dir: str | None = None
 
     def __post_init__(self) -> None:
         _check_range("PROMOTION_ACCESS_THRESHOLD", self.promotion_access_threshold, 0, None)
@@ -264,6 +272,8 @@ _ENV: dict[str, tuple[str, Any]] = {
     "GRAPHMEM_CYPHER_TIMEOUT_S": ("cypher_timeout_s", _float),
     "GRAPHMEM_SIDECAR_IDLE_S": ("sidecar_idle_s", _float),
     "GRAPHMEM_SIGN_BITS_FROM": ("sign_bits_from", _int),
+    "GRAPHMEM_PERSIST_INDEX": ("persist_index", _bool),
+    "GRAPHMEM_INDEX_DIR": ("index_dir", _text),
 }
 
 assert {attr for attr, _ in _ENV.values()} <= {f.name for f in fields(Settings)}

@@ -59,7 +59,7 @@ class Transitions:
                          event=event)
         with ctx.lock:
             ctx.engine.commit(WriteBatch(patches=[patch]))
-            ctx.changed(Changed([memory.id]))
+            ctx.changed(Changed([memory.id], patched={memory.id: patch.set}))
         return ctx.engine.get(memory.id) or memory
 
     def transition(
@@ -84,7 +84,7 @@ class Transitions:
         ctx = self._ctx
         with ctx.lock:
             ctx.engine.commit(WriteBatch(patches=[patch]))
-            ctx.changed(Changed([memory.id]))
+            ctx.changed(Changed([memory.id], patched={memory.id: patch.set}))
         return ctx.engine.get(memory.id) or memory
 
     def transition_patch(

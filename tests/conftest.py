@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from graphmem import MemoryStore, Settings
+from graphmem._recall._component import Recall
+from graphmem._recall._index import RecallIndex
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "ingest" / "samples" / "agent_memories.ump.json"
@@ -51,6 +53,14 @@ class Clock:
         return self.now
 
 
+@pytest.fixture(autouse=True, scope="session")
+def index_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Where the recall indexes of PostgreSQL stores go (not the user's cache directory):
+    ``settings`` names it, and ``GRAPHMEM_INDEX_DIR`` for the processes tests start."""
+    found = os.environ["GRAPHMEM_INDEX_DIR"] = str(tmp_path_factory.mktemp("recall"))
+    return found
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> str:
     """A running PostgreSQL 18 with pgvector (see ``tests/_postgres.py``)."""
@@ -83,9 +93,9 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def settings() -> Settings:
+def settings(index_dir: str) -> Settings:
     """Defaults, independent of the environment the tests run in."""
-    return Settings()
+    return Settings(index_dir=index_dir)
 
 
 @pytest.fixture
@@ -110,3 +120,17 @@ def sample_store(tmp_path: Path, clock: Clock, settings: Settings) -> Iterator[M
                      settings=settings) as s:
         import_ump(s, SAMPLE)
         yield s
+
+
+@pytest.fixture
+def no_build(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the builds of the index (a store that reads its file builds none)."""
+    builds: list[int] = []
+    original = Recall._build
+
+    def counted(self: Recall) -> RecallIndex:
+        builds.append(1)
+        return original(self)
+
+    monkeypatch.setattr(Recall, "_build", counted)
+    return builds

@@ -19,7 +19,7 @@ import pytest
 
 from graphmem import MemoryStore, SchemaVersionError, StoreError
 from graphmem._kg import new_entity_id
-from graphmem._kuzu import Database
+from graphmem._kuzu import SCHEMA_VERSION, Database
 from graphmem._redact import keyed_digest
 from ingest.ump import import_ump, ump_records
 from tests.conftest import Clock
@@ -162,10 +162,10 @@ def test_a_v5_store_moves_its_key_out_of_meta_and_repairs_its_graph(tmp_path: Pa
         store.forget(gone.id, confirm=True)
     _as_version_5(path, legacy_key=legacy, memory_id=gone.id,
                   text="Caroline Okafor moved to Lisbon")
-    with pytest.raises(SchemaVersionError, match="needs a migration to 6"):
+    with pytest.raises(SchemaVersionError, match=f"needs a migration to {SCHEMA_VERSION}"):
         MemoryStore(path, read_only=True)
     with MemoryStore(path, embedder="hashing", clock=clock) as store:
-        assert store.stats().schema_version == 6
+        assert store.stats().schema_version == SCHEMA_VERSION
         meta = store._ctx.engine.meta()
         assert "forget_key" not in meta and meta["kg_repair"] == "0"
         assert ("forget", legacy) in store._ctx.engine.secrets()

@@ -106,6 +106,9 @@ class Conversations:
             return
         if change.bulk:
             self._links = None
+        elif change.patched is not None and not any(
+                set(fields) & set(_LINK_FIELDS) for fields in change.patched.values()):
+            return  # nothing it links by changed
         elif change.new and len(change.new) == len(change.ids):
             links.upsert({f: getattr(m, f) for f in _LINK_FIELDS} for m in change.new)
         else:

@@ -55,7 +55,7 @@ from .._sync import Gate
 from ._lexer import parameter_names
 from ._recovery import WalMark, recover
 
-__all__ = ["Database", "PlanVetting", "Tx", "check_parameters", "query_parameters"]
+__all__ = ["Database", "Journal", "PlanVetting", "Tx", "check_parameters", "query_parameters"]
 
 Row = list[Any]
 
@@ -161,6 +161,14 @@ def map_error(exc: BaseException, *, path: str, user: bool = False) -> GraphmemE
     return StoreError(f"database error: {message}")
 
 
+class Journal(Protocol):
+    """What the engine writes with every write transaction (``_journal``): called with
+    the open transaction before its COMMIT, then told whether the COMMIT went through."""
+
+    def before_commit(self, tx: Tx) -> None: ...
+    def after_commit(self, tx: Tx, committed: bool) -> None: ...
+
+
 class Tx:
     """An open write transaction; statements run in it, ``Database.write()`` commits."""
 
@@ -169,6 +177,11 @@ class Tx:
         self._conn = conn
         #: a COPY ran: Kuzu checkpoints when this transaction commits
         self.copied = False
+        #: what the transaction changed, as its writer declares it (``ChangeSet``; None:
+        #: undeclared, anything may have changed), and the vectors it stored, by memory
+        #: id (None: the memory has none now), for the ``Journal``
+        self.changes: Any = None
+        self.vectors: dict[str, Any] = {}
 
     def run(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         self._db.rows_written += 1
@@ -251,6 +264,8 @@ class Database:
         self._closed = False
         #: statements run in write transactions since the last checkpoint
         self.rows_written = 0
+        #: what the engine writes with every write transaction (None: nothing)
+        self.journal: Journal | None = None
         self._open()
 
     def _open(self) -> None:
@@ -436,14 +451,19 @@ class Database:
                     self._replace_write_conn()
                     raise map_error(exc, path=self.path) from exc
                 tx = Tx(self, conn)
+                journal = self.journal
                 try:
                     yield tx
+                    if journal is not None:
+                        journal.before_commit(tx)
                 except BaseException:
                     try:
                         conn.execute("ROLLBACK")
                     except RuntimeError:
                         # The failed statement already ended the transaction.
                         self._replace_write_conn()
+                    if journal is not None:
+                        journal.after_commit(tx, False)
                     raise
             # A commit after COPY checkpoints, which needs every read to have finished;
             # the write lock is still held, so no other write slips in meanwhile.
@@ -452,8 +472,12 @@ class Database:
                     conn.execute("COMMIT")
                 except RuntimeError as exc:
                     self._replace_write_conn()
+                    if journal is not None:
+                        journal.after_commit(tx, False)
                     raise map_error(exc, path=self.path) from exc
                 self._committed()
+                if journal is not None:
+                    journal.after_commit(tx, True)
                 if tx.copied:  # that commit checkpointed
                     self.rows_written = 0
         self._maybe_checkpoint()

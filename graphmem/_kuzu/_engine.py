@@ -9,7 +9,7 @@ one transaction; relationships between existing nodes through ``COPY`` as well
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from .._engine import (
     AccessRecord,
     BatchWriter,
     ChangeFeed,
+    ChangeSet,
     Counts,
     CypherCapability,
     CypherResult,
@@ -35,6 +36,7 @@ from .._engine import (
     Erasure,
     EventQuery,
     FactRecord,
+    ForeignChange,
     Job,
     Link,
     MemoryScan,
@@ -49,6 +51,7 @@ from .._models import LifecycleEvent, Memory, Version
 from . import _jobs
 from ._db import Database, Tx, check_parameters
 from ._guard import check_user_query
+from ._journal import ChangeJournal
 from ._restore import build_from_parquet
 from ._rows import (
     EDGE_PROPS,
@@ -186,6 +189,14 @@ class KuzuEngine:
         self.sql: SqlCapability | None = None
         #: one writing process per database: no other process commits anything
         self.changes: ChangeFeed | None = None
+        self.local_dir: str | None = None if self.db.in_memory else path
+        #: every write transaction's change-ring row and vectors (``_journal``)
+        self._journal = ChangeJournal(self.db, self.local_dir, self.meta(),
+                                      read_only=read_only)
+        self.db.journal = self._journal
+        if not read_only and self.local_dir and not self._journal.vectors.trusted \
+                and self.memory_count() == 0:
+            self._journal.set_log(self._journal.vectors.rewrite().finish())  # a new store
         # Whether any edge is marked gone (until the next purge): bulk edge scans skip
         # the filter when none is, which halves their cost at 400k edges (measured).
         self._has_gone = self.meta().get(_GONE_KEY, "0") != "0"
@@ -203,8 +214,16 @@ class KuzuEngine:
 
     def set_meta(self, values: Mapping[str, str]) -> None:
         with self.db.write() as tx:
+            tx.changes = ChangeSet(bulk=any(k.startswith("embedder") for k in values))
             for key, value in values.items():
                 tx.run("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
+
+    # -- the change log ----------------------------------------------------------------
+    def change_mark(self) -> str:
+        return self._journal.mark()
+
+    def changes_since(self, mark: str) -> list[ForeignChange] | None:
+        return self._journal.since(mark)
 
     # -- secret keys -------------------------------------------------------------------
     def secrets(self) -> list[tuple[str, str]]:
@@ -254,6 +273,7 @@ class KuzuEngine:
         # commits (~30 ms, and it must wait for running reads). Small writes (one add(),
         # a sidecar request) therefore CREATE, and only bulk ones COPY.
         small = len(batch.memories) + len(batch.events) + len(batch.new_edges) <= _SMALL_WRITE
+        _declare(tx, batch)
         rows = [memory_params(m) for m in batch.memories]
         versions = [version_params(m.version) for m in batch.memories]
         if rows and small:
@@ -417,6 +437,8 @@ class KuzuEngine:
     def record_access(self, records: Mapping[str, AccessRecord]) -> None:
         """Write access counters (absolute values) for many memories in one transaction."""
         with self.db.write() as tx:
+            tx.changes = ChangeSet()
+            tx.changes.accessed.update(dict.fromkeys(records))
             tx.run_many(
                 "MATCH (m:Memory {id: $id}) SET m.access_count = $n, m.last_accessed = $t, "
                 "m.access_times = CAST($ts AS TIMESTAMP[])",
@@ -426,6 +448,9 @@ class KuzuEngine:
     def set_vectors(self, vectors: Mapping[str, np.ndarray | None]) -> None:
         """Replace stored vectors in one transaction."""
         with self.db.write() as tx:
+            tx.changes = ChangeSet()
+            tx.changes.touch(vectors)
+            tx.vectors.update(vectors)
             tx.run_many("MATCH (m:Memory {id: $id}) SET m.vec = $vec",
                         [{"id": i, "vec": encode_vector(v)} for i, v in vectors.items()])
 
@@ -440,6 +465,10 @@ class KuzuEngine:
 
         self.db.rebuild(build)
         self._has_gone = self.meta().get(_GONE_KEY, "0") != "0"
+        with self.db.snapshot():  # the vectors that erasures replaced leave the log too
+            if self._journal.vectors.trusted:
+                value = self._journal.vectors.compact()
+                self._journal.set_log(value or "")
 
     def _live(self, prefix: str = "WHERE") -> str:
         """The filter that leaves out gone edges (``r``), when there are any."""
@@ -532,7 +561,8 @@ class KuzuEngine:
                 table = table.filter(pc.is_in(table.column("id"), value_set=pa.array(list(ids))))
             if "vec" in columns:
                 vectors, has_vector = self._vectors(column_values(table.column("id")),
-                                                    paged=ids is None, dtype=vector_dtype)
+                                                    paged=ids is None, dtype=vector_dtype,
+                                                    every=ids is None and owner is None)
             table = table.select([c for c in columns if c != "vec"])
         renamed = [next((f for f, c in FIELD_COLUMNS.items() if c == n), n)
                    for n in table.column_names]
@@ -542,14 +572,50 @@ class KuzuEngine:
         return MemoryScan(table=table, vectors=vectors, has_vector=has_vector)
 
     def _vectors(self, ids: Sequence[str], *, paged: bool,
-                 dtype: type[np.floating[Any]] = np.float32
+                 dtype: type[np.floating[Any]] = np.float32, every: bool = False
                  ) -> tuple[np.ndarray, np.ndarray]:
-        """The vectors of ``ids`` (in order) as ``_matrix`` gives them, read a page at a
-        time: ranges of ``ids`` when they are every memory in id order (``paged``), else
-        lists of them."""
+        """The vectors of ``ids`` (in order) as ``_matrix`` gives them: from the vector
+        log when it is sound (``paged``: ``ids`` are all memories, of an owner or of
+        every one), else from the column a page at a time. Reading the column for
+        ``every`` memory writes the log again (a store made before it, or whose log a
+        Cypher write or a model switch emptied)."""
         where = {memory_id: row for row, memory_id in enumerate(ids)}
-        matrix = np.zeros((len(ids), 0), dtype=dtype)
-        present = np.zeros(len(ids), dtype=bool)
+        if paged:
+            found = self._journal.vectors.read(where, len(ids), dtype)
+            if found is not None:
+                return found
+            if every and self.local_dir and not self.read_only:
+                return self._vectors_rewriting(where, len(ids), dtype)
+        return self._vector_pages(ids, where, len(ids), dtype, paged=paged)
+
+    def _vectors_rewriting(self, where: Mapping[str, int], n: int,
+                           dtype: type[np.floating[Any]]) -> tuple[np.ndarray, np.ndarray]:
+        """Every vector from the column (``where`` places the rows returned) while a new
+        log is written from it; writers wait meanwhile, so that no vector is missed."""
+        with self.db.snapshot():
+            every = column_values(self.db.read_arrow(
+                "MATCH (m:Memory) RETURN m.id AS id ORDER BY m.id").column("id"))
+            rewrite = self._journal.vectors.rewrite()
+            try:
+                found = self._vector_pages(every, where, n, dtype, paged=True,
+                                           sink=rewrite.add)
+                value = rewrite.finish()
+            except BaseException:
+                rewrite.abandon()
+                raise
+            self._journal.set_log(value)
+        return found
+
+    def _vector_pages(self, ids: Sequence[str], where: Mapping[str, int], n: int,
+                      dtype: type[np.floating[Any]], *, paged: bool,
+                      sink: Callable[[list[str], np.ndarray, np.ndarray], None] | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """The vectors of ``ids`` from the column, read a page at a time (ranges of
+        ``ids`` when they are memories in id order, ``paged``, else lists of them), into
+        the rows ``where`` gives (of ``n``); ``sink`` gets each page as read."""
+        matrix = np.zeros((n, 0), dtype=dtype)
+        present = np.zeros(n, dtype=bool)
+        width: int | None = None
         for start in range(0, len(ids), _PAGE):
             page = ids[start:start + _PAGE]
             if paged:
@@ -559,15 +625,19 @@ class KuzuEngine:
             else:
                 found = self.db.read_arrow("MATCH (m:Memory) WHERE m.id IN $ids "
                                            "RETURN m.id AS id, m.vec AS vec", {"ids": page})
-            rows = np.fromiter((where.get(i, -1) for i in found.column("id").to_pylist()),
-                               dtype=np.int64, count=found.num_rows)
+            found_ids = found.column("id").to_pylist()
+            rows = np.fromiter((where.get(i, -1) for i in found_ids), dtype=np.int64,
+                               count=found.num_rows)
             # the first vector sets the width, as in _matrix
-            vectors, ok = decode_vectors(found.column("vec").to_pylist(),
-                                         matrix.shape[1] or None)
+            vectors, ok = decode_vectors(found.column("vec").to_pylist(), width)
+            if ok.any():
+                width = vectors.shape[1]
+            if sink is not None:
+                sink(found_ids, vectors, ok)
             ok &= rows >= 0
             if ok.any():
                 if not matrix.shape[1]:
-                    matrix = np.zeros((len(ids), vectors.shape[1]), dtype=dtype)
+                    matrix = np.zeros((n, vectors.shape[1]), dtype=dtype)
                 matrix[rows[ok]] = vectors[ok]
                 present[rows[ok]] = True
         return matrix, present
@@ -837,6 +907,18 @@ class KuzuCypher:
             if event is not None:
                 tx.run(_CREATE_EVENTS, {"rows": [event_params(event)]})
         return CypherResult(columns=result.columns, rows=result.rows)
+
+
+def _declare(tx: Tx, batch: WriteBatch) -> None:
+    """Tell the journal what ``batch`` changes, and the vectors it stores."""
+    if tx.changes is None:
+        tx.changes = ChangeSet()
+    tx.changes.add(batch)
+    for new in batch.memories:
+        tx.vectors[new.memory.id] = new.vector
+    for patch in batch.patches:
+        if "vector" in patch.set:
+            tx.vectors[patch.memory_id] = patch.set["vector"]
 
 
 def _owner_clause(var: str, owner: str | None, all_owners: bool

@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .._engine import Decision
+from .._engine import ChangeSet, Decision
 from ._db import Database
 from ._schema import STAGE_TYPES
 
@@ -87,6 +87,8 @@ def run_job(db: Database, job: str, decisions: Sequence[Decision], *, now: datet
     statement = JOBS[job]
     params = {k: v for k, v in {"now": now, "actor": actor}.items() if f"${k}" in statement}
     with db.write() as tx:
+        tx.changes = ChangeSet()
+        tx.changes.touch(d.memory_id for d in decisions)
         tx.copy("Stage", _stage_table(decisions, job))
         tx.run(statement, params)
         tx.run("MATCH (s:Stage) DELETE s")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .._arrow import array_of
 from .._engine import (
     EdgeRecord,
     EntityRecord,
@@ -221,7 +222,5 @@ def fact_from_row(row: Sequence[Any]) -> FactRecord:
 
 def arrow_rows(rows: Sequence[Mapping[str, Any]], types: Mapping[str, str]) -> pa.Table:
     """Rows as an Arrow table with a node table's columns, in its order (for COPY)."""
-    arrays = [pa.array([naive(r.get(c)) for r in rows] if t.startswith("TIMESTAMP")
-                       else [r.get(c) for r in rows], type=_ARROW_TYPES[t])
-              for c, t in types.items()]
+    arrays = [array_of([r.get(c) for r in rows], _ARROW_TYPES[t]) for c, t in types.items()]
     return pa.Table.from_arrays(arrays, names=list(types))

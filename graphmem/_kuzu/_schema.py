@@ -11,6 +11,7 @@ from .._records import EVENT_COLUMNS, VERSION_COLUMNS
 from ._db import Database
 
 __all__ = [
+    "CHANGE_TYPES",
     "ENTITY_TYPES",
     "EVENT_TYPES",
     "FACT_TYPES",
@@ -26,7 +27,7 @@ __all__ = [
     "schema_version",
 ]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 FTS_INDEX = "memory_fts"
 
 #: Column -> Kuzu type of each table (DDL and casts come from here). v1's Memory columns
@@ -82,12 +83,13 @@ VERSION_TYPES: dict[str, str] = {c: _KUZU_TYPES[t] for c, t in VERSION_COLUMNS.i
 EVENT_TYPES: dict[str, str] = {c: _KUZU_TYPES[t] for c, t in EVENT_COLUMNS.items()}
 
 
-def _node_table(name: str, types: dict[str, str]) -> str:
+def _node_table(name: str, types: dict[str, str], *, if_missing: bool = False) -> str:
     columns = ", ".join(
         f"{column} {kind}" + (" PRIMARY KEY" if i == 0 else "")
         for i, (column, kind) in enumerate(types.items())
     )
-    return f"CREATE NODE TABLE {name}({columns})"
+    guard = " IF NOT EXISTS" if if_missing else ""
+    return f"CREATE NODE TABLE{guard} {name}({columns})"
 
 
 _V1_TAIL = [
@@ -168,6 +170,13 @@ SCHEMAS[5] = [
 # (``kg_repair``): validities that a forgotten fact ended, and names only forgotten
 # memories gave.
 SCHEMAS[6] = SCHEMAS[5]
+#: v7: what each write transaction changed, in a ring of rows (``_journal``): a recall
+#: index saved beside the store catches up from it when it is opened again.
+CHANGE_TYPES: dict[str, str] = {
+    "slot": "INT64", "seq": "INT64", "tag": "STRING", "ids": "STRING[]",
+    "edge_ends": "STRING[]", "removed": "STRING[]", "accessed": "STRING[]", "bulk": "BOOLEAN",
+}  # fmt: skip
+SCHEMAS[7] = [*SCHEMAS[6], _node_table("Change", CHANGE_TYPES)]
 #: version -> statements that lift a database from ``version - 1``.
 MIGRATIONS: dict[int, list[str]] = {
     2: [
@@ -184,6 +193,8 @@ MIGRATIONS: dict[int, list[str]] = {
         *_KG_TABLES,
         "MERGE (m:Meta {key: 'kg_pending'}) SET m.value = '1'"],
     6: ["MERGE (m:Meta {key: 'kg_repair'}) SET m.value = '1'"],
+    # a process killed between the table and the version number finishes on reopening
+    7: [_node_table("Change", CHANGE_TYPES, if_missing=True)],
 }
 
 

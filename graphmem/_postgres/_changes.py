@@ -19,53 +19,29 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterable
 
-from .._engine import ForeignChange
+from .._engine import ChangeSet, ForeignChange
 from ._db import Cursor, Database
 
-__all__ = ["BULK_IDS", "ChangeLog", "ChangeSet"]
-
-#: Past this many ids a change is recorded as bulk (readers rebuild what they keep).
-BULK_IDS = 1000
+__all__ = ["ChangeLog", "record"]
 #: Rows older than this are deleted by the writer that notices (hours).
 _RETAIN_HOURS = 24
 
 
-class ChangeSet:
-    """What one transaction changed, collected while it writes."""
-
-    def __init__(self) -> None:
-        self.ids: dict[str, None] = {}
-        self.edge_ends: dict[str, None] = {}
-        self.removed: dict[str, None] = {}
-        self.accessed: dict[str, None] = {}
-        self.bulk = False
-
-    def touch(self, ids: Iterable[str]) -> None:
-        self.ids.update(dict.fromkeys(ids))
-
-    def edges(self, ends: Iterable[str]) -> None:
-        self.edge_ends.update(dict.fromkeys(ends))
-
-    def __bool__(self) -> bool:
-        return bool(self.ids or self.edge_ends or self.removed or self.accessed or self.bulk)
-
-    def record(self, cur: Cursor, origin: str) -> None:
-        """Append the row (inside the writing transaction)."""
-        if not self:
-            return
-        bulk = self.bulk or len(self.ids) + len(self.edge_ends) + len(self.accessed) \
-            > BULK_IDS
-        cur.execute("INSERT INTO changes (origin, ids, edge_ends, removed, accessed, bulk) "
-                    "VALUES (%s, %s, %s, %s, %s, %s) RETURNING seq",
-                    (origin, None if bulk else list(self.ids),
-                     None if bulk else list(self.edge_ends), list(self.removed),
-                     None if bulk else list(self.accessed), bulk))
-        row = cur.fetchone()
-        if row is not None and row[0] % 1000 == 0:
-            cur.execute("DELETE FROM changes WHERE at < now() - make_interval(hours => %s)",
-                        (_RETAIN_HOURS,))
+def record(cur: Cursor, changes: ChangeSet, origin: str) -> None:
+    """Append the row of ``changes`` (inside the writing transaction)."""
+    if not changes:
+        return
+    bulk = changes.is_bulk
+    cur.execute("INSERT INTO changes (origin, ids, edge_ends, removed, accessed, bulk) "
+                "VALUES (%s, %s, %s, %s, %s, %s) RETURNING seq",
+                (origin, None if bulk else list(changes.ids),
+                 None if bulk else list(changes.edge_ends), list(changes.removed),
+                 None if bulk else list(changes.accessed), bulk))
+    row = cur.fetchone()
+    if row is not None and row[0] % 1000 == 0:
+        cur.execute("DELETE FROM changes WHERE at < now() - make_interval(hours => %s)",
+                    (_RETAIN_HOURS,))
 
 
 class ChangeLog:
@@ -118,3 +94,37 @@ class ChangeLog:
         rows = self._db.rows("SELECT seq FROM changes WHERE seq = ANY(%s) AND txid >= "
                              "%s::text::xid8", (list(self._delivered), str(self._horizon)))
         self._delivered = {int(r[0]) for r in rows}
+
+    # -- marks: where the history stands, for state saved and read back later ----------
+    def mark(self) -> str:
+        """Where the history stands now: the oldest transaction still running, the last
+        row and its writer (``since`` checks that the row is still the same one)."""
+        row = self._db.rows(
+            "SELECT pg_snapshot_xmin(pg_current_snapshot())::text, o.high, "
+            "(SELECT origin FROM changes WHERE seq = o.high) "
+            "FROM (SELECT max(seq) AS high FROM changes) o")[0]
+        return f"{row[0]}:{int(row[1] or 0)}:{row[2] or ''}"
+
+    def since(self, mark: str) -> list[ForeignChange] | None:
+        """Every change recorded since ``mark`` (every writer's, this one's too), oldest
+        first; rows of transactions that were running at the mark come again (applying
+        a change twice is harmless). None when the mark is not of this history or rows
+        after it were pruned."""
+        try:
+            horizon, high_text, origin = mark.split(":", 2)
+            high = int(high_text)
+            int(horizon)
+        except ValueError:
+            return None
+        rows = self._db.rows(
+            "WITH o AS (SELECT min(seq) AS low FROM changes) "
+            "SELECT o.low, (SELECT origin FROM changes WHERE seq = %s), c.ids, c.edge_ends, "
+            "c.removed, c.accessed, c.bulk FROM o LEFT JOIN changes c "
+            "ON c.txid >= %s::text::xid8 ORDER BY c.seq", (high, horizon))
+        low, at_mark = rows[0][0], rows[0][1]
+        if (high and at_mark != origin) or (low is not None and low > high + 1):
+            return None
+        return [ForeignChange(ids=tuple(ids or ()), edge_ends=tuple(ends or ()),
+                              removed=tuple(removed or ()), accessed=tuple(accessed or ()),
+                              bulk=bool(bulk))
+                for _, _, ids, ends, removed, accessed, bulk in rows if bulk is not None]

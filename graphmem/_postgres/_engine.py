@@ -25,6 +25,7 @@ from .._engine import (
     AccessRecord,
     BatchWriter,
     ChangeFeed,
+    ChangeSet,
     Counts,
     CypherCapability,
     Decision,
@@ -35,6 +36,7 @@ from .._engine import (
     Erasure,
     EventQuery,
     FactRecord,
+    ForeignChange,
     Job,
     Link,
     MemoryScan,
@@ -57,7 +59,7 @@ from .._records import (
     stored_value,
 )
 from . import _jobs
-from ._changes import ChangeLog, ChangeSet
+from ._changes import ChangeLog, record
 from ._db import Cursor, Database, copy_rows
 from ._rows import (
     EDGE_COLUMNS,
@@ -134,6 +136,8 @@ class PostgresEngine:
         self.cypher: CypherCapability | None = None
         self.sql: SqlCapability | None = PostgresSql(self.db)
         self.changes: ChangeFeed | None = self._changes
+        #: the database is a server's: nothing of it lives on this host
+        self.local_dir: str | None = None
         #: vector and full-text search in SQL (an engine feature, not part of the port)
         self.search = SqlSearch(self.db)
 
@@ -159,6 +163,12 @@ class PostgresEngine:
     def set_meta(self, values: Mapping[str, str]) -> None:
         with self.writer() as writer:
             writer.write(WriteBatch(meta=dict(values)))
+
+    def change_mark(self) -> str:
+        return self._changes.mark()
+
+    def changes_since(self, mark: str) -> list[ForeignChange] | None:
+        return self._changes.since(mark)
 
     # -- secret keys -------------------------------------------------------------------
     def secrets(self) -> list[tuple[str, str]]:
@@ -187,7 +197,7 @@ class PostgresEngine:
         with self.db.transaction() as cur:
             writer = _TxWriter(cur)
             yield writer
-            writer.changes.record(cur, self._changes.origin)
+            record(cur, writer.changes, self._changes.origin)
 
     def apply_decisions(self, job: Job, decisions: Sequence[Decision], *, now: datetime,
                         actor: str) -> int:
@@ -198,7 +208,7 @@ class PostgresEngine:
             _jobs.run_job(cur, job, decisions, now=now, actor=actor)
             changes = ChangeSet()
             changes.touch(d.memory_id for d in decisions)
-            changes.record(cur, self._changes.origin)
+            record(cur, changes, self._changes.origin)
         return len(decisions)
 
     def record_access(self, records: Mapping[str, AccessRecord]) -> None:
@@ -224,7 +234,7 @@ class PostgresEngine:
                      for memory_id, (n, last, times) in records.items()])
             changes = ChangeSet()
             changes.accessed.update(dict.fromkeys(ids))
-            changes.record(cur, self._changes.origin)
+            record(cur, changes, self._changes.origin)
 
     def set_vectors(self, vectors: Mapping[str, np.ndarray | None]) -> None:
         """Replace stored vectors in one transaction."""
@@ -233,7 +243,7 @@ class PostgresEngine:
                             [(vector_value(v), i) for i, v in vectors.items()])
             changes = ChangeSet()
             changes.touch(vectors)
-            changes.record(cur, self._changes.origin)
+            record(cur, changes, self._changes.origin)
 
     def purge(self) -> None:
         """Rewrite the tables that held text (VACUUM FULL), so that erased text leaves
@@ -488,7 +498,7 @@ class _TxWriter:
     def write(self, batch: WriteBatch) -> None:
         if not batch:
             return
-        cur, changes = self._cur, self.changes
+        cur = self._cur
         _write_memories(cur, batch)
         for patch in batch.patches:
             _patch(cur, patch)
@@ -505,17 +515,7 @@ class _TxWriter:
                         "DO UPDATE SET value = excluded.value", (key, value))
         for erasure in batch.erasures:
             _erase(cur, erasure)
-        changes.touch(n.memory.id for n in batch.memories)
-        changes.touch(p.memory_id for p in batch.patches)
-        changes.touch(batch.unmentioned)
-        changes.touch(m.memory_id for m in batch.mentions)
-        changes.edges(e for edge in (*batch.new_edges, *batch.merged_edges)
-                      for e in (edge.src, edge.dst))
-        for erasure in batch.erasures:
-            changes.removed[erasure.memory_id] = None
-            changes.touch([erasure.memory_id])
-        if any(k.startswith("embedder") for k in batch.meta):
-            changes.bulk = True
+        self.changes.add(batch)
 
 
 def _write_memories(cur: Cursor, batch: WriteBatch) -> None:

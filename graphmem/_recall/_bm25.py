@@ -257,6 +257,16 @@ class BM25Index:
             self._group_docs[group] = self._group_docs.get(group, 0) + docs
             self._group_length[group] = self._group_length.get(group, 0.0) + total
 
+    def drop_dead_terms(self) -> None:
+        """Rename every term no document holds any more to a placeholder no text
+        tokenizes to (its id is kept: postings refer to it): what a forgotten memory
+        said leaves no word behind in a saved copy of the index."""
+        df = self._df
+        if all(df):
+            return
+        self._vocab = {(token if df[tid] else f"\0{tid}"): tid
+                       for token, tid in self._vocab.items()}
+
     def remove(self, pos: int) -> None:
         if pos >= len(self._start) or self._start[pos] < 0:
             return

@@ -74,9 +74,24 @@ class EntityIndex:
                 if form:
                     self.by_form.setdefault((record.owner, form), []).append(pos)
 
+    def differs(self, record: EntityRecord) -> bool:
+        """Whether ``record`` is not held as it is: new, renamed, or with a form (name or
+        alias) the index does not list for it."""
+        pos = self.pos.get(record.id)
+        if pos is None:
+            return True
+        if (self.names[pos], self.types[pos]) != (record.name, record.type):
+            return True
+        return any(pos not in self.by_form.get((record.owner, form), ())
+                   for form in {record.name, *record.aliases} if form)
+
     def _unlist(self, pos: int) -> None:
         for key in [k for k, v in self.by_form.items() if pos in v]:
-            self.by_form[key] = [p for p in self.by_form[key] if p != pos]
+            kept = [p for p in self.by_form[key] if p != pos]
+            if kept:
+                self.by_form[key] = kept
+            else:  # a form no entity has any more (a name a forget took) is not kept
+                del self.by_form[key]
 
     def remove_entity(self, entity_id: str) -> None:
         self._selves.clear()

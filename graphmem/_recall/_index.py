@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .._arrow import column_values, indices, numbers, strings, to_pylist
+from .._arrow import blank_rows, column_values, indices, numbers, strings, to_pylist
 from .._models import Kind, Status
 from ._bm25 import BM25Index
 from ._entities import EntityIndex
@@ -46,6 +46,49 @@ _NO_TIMES = np.zeros(0)
 #: rows of a scan turned into Python values at a time while the index is built
 BLOCK_ROWS = 65_536
 _NO_NEIGHBOURS = (np.zeros(0, dtype=np.int64), np.zeros(0))
+
+
+def _set_status(index: RecallIndex, pos: int, value: Any) -> None:
+    index.status[pos] = STATUS_CODE[getattr(value, "value", value)]
+
+
+def _set_kind(index: RecallIndex, pos: int, value: Any) -> None:
+    index.kind[pos] = KIND_CODE[getattr(value, "value", value)]
+
+
+def _set_access_times(index: RecallIndex, pos: int, value: Any) -> None:
+    index.access_times[pos] = times = tuple(_aware(t) for t in value or ())
+    index.access_seconds[pos] = np.array([t.timestamp() for t in times])
+
+
+def _setter(name: str, convert: Callable[[Any], Any]) -> Callable[..., None]:
+    """Sets ``index.<name>[pos]`` (an array or a list) to ``convert(value)``."""
+    def setter(index: RecallIndex, pos: int, value: Any) -> None:
+        getattr(index, name)[pos] = convert(value)
+    return setter
+
+
+#: memory field -> how the index keeps it at a position: every field of ``INDEX_FIELDS``
+#: but the ones that ask for more (the id, its owner group, its text, its time windows)
+_SETTERS: dict[str, Callable[[RecallIndex, int, Any], None]] = {
+    "status": _set_status, "kind": _set_kind,
+    "hot": _setter("hot", bool),
+    "tags": _setter("assistant", lambda tags: ASSISTANT_TAG in (tags or ())),
+    "created": _setter("created", lambda t: _seconds(t)),
+    "valid_from": _setter("valid_from", lambda t: _seconds(t)),
+    "valid_to": _setter("valid_to", lambda t: _seconds(t)),
+    "access_count": _setter("access_count", lambda v: int(v or 0)),
+    "useful_count": _setter("useful", lambda v: int(v or 0)),
+    "ignored_count": _setter("ignored", lambda v: int(v or 0)),
+    "access_times": _set_access_times,
+    "last_accessed": _setter("last_accessed", lambda t: _aware(t)),
+    "confidence": _setter("confidence", lambda v: float(v or 0.0)),
+    "importance": _setter("importance", lambda v: float(v or 0.0)),
+    "superseded_by": _setter("superseded_by", lambda v: tuple(v or ())),
+    "session": _setter("session", lambda v: v),
+}
+#: the fields ``RecallIndex.patch`` takes from a commit as they are
+PATCHABLE = frozenset(_SETTERS)
 
 
 def _seconds(value: Any) -> float:
@@ -393,25 +436,9 @@ class RecallIndex:
                 self.last_accessed.append(None)
                 self.superseded_by.append(())
                 self.session.append(None)
-            status = row["status"]
-            self.status[pos] = STATUS_CODE[getattr(status, "value", status)]
-            kind = row["kind"]
-            self.kind[pos] = KIND_CODE[getattr(kind, "value", kind)]
             self.owner[pos] = self._owner_code(row.get("owner"))
-            self.hot[pos] = bool(row.get("hot"))
-            self.assistant[pos] = ASSISTANT_TAG in (row.get("tags") or ())
-            self.created[pos] = _seconds(row["created"])
-            self.valid_from[pos] = _seconds(row.get("valid_from"))
-            self.valid_to[pos] = _seconds(row.get("valid_to"))
-            self.access_count[pos] = int(row.get("access_count") or 0)
-            self.useful[pos] = int(row.get("useful_count") or 0)
-            self.ignored[pos] = int(row.get("ignored_count") or 0)
-            self.access_times[pos] = tuple(_aware(t) for t in row.get("access_times") or ())
-            self.access_seconds[pos] = np.array([t.timestamp() for t in self.access_times[pos]])
-            self.last_accessed[pos] = _aware(row.get("last_accessed"))
-            self.confidence[pos] = float(row.get("confidence") or 0.0)
-            self.importance[pos] = float(row.get("importance") or 0.0)
-            self.superseded_by[pos] = tuple(row.get("superseded_by") or ())
+            for name, setter in _SETTERS.items():
+                setter(self, pos, row.get(name))
             vector = vectors[n] if vectors is not None else None
             if vector is not None and (len(vector) != self.dim
                                        or (has_vector is not None and not has_vector[n])):
@@ -420,7 +447,6 @@ class RecallIndex:
             self.vectors[pos] = 0 if vector is None else self._stored(vector)
             if self._signs is not None:
                 self._signs.set(pos, vector)
-            self.session[pos] = row.get("session")
             self.entities.set_times(pos, row.get("times_from") or (), row.get("times_to") or ())
             if self.status[pos] == _FORGOTTEN:
                 texts.pop(pos, None)
@@ -557,6 +583,34 @@ class RecallIndex:
         self._row_batches = table.to_batches()
         self._row_starts = np.cumsum([0, *(b.num_rows for b in self._row_batches)])
         self.stale.clear()
+
+    def patch(self, memory_id: str, fields: Mapping[str, Any]) -> bool:
+        """Take the fields a commit set on one memory as they are, when none of them
+        needs its text indexed again, its graph or its vector (``PATCHABLE`` fields, and
+        fields the index does not keep); False (nothing done): read it again instead."""
+        pos = self.pos.get(memory_id)
+        kept = [name for name in fields if name in INDEX_FIELDS]
+        if pos is None or not set(kept) <= PATCHABLE:
+            return False
+        status = fields.get("status")
+        if status is not None and STATUS_CODE[getattr(status, "value", status)] == _FORGOTTEN:
+            return False
+        for name in kept:
+            _SETTERS[name](self, pos, fields[name])
+        self.stale.add(pos)  # the snapshot row is old now
+        return True
+
+    def blank_stale_rows(self) -> None:
+        """Empty the snapshot rows that are no longer current (``stale``; never read
+        again): a saved copy of the index keeps nothing of what a forgotten memory said."""
+        if self.rows is None or not self.stale:
+            return
+        n = self.rows.num_rows
+        gone = np.zeros(n, dtype=bool)
+        gone[[p for p in self.stale if p < n]] = True
+        self.rows = blank_rows(self.rows, gone, keep=["id"])
+        self._row_batches = self.rows.to_batches()
+        self._row_starts = np.cumsum([0, *(b.num_rows for b in self._row_batches)])
 
     def set_edges(self, kind: str, src: Sequence[str], dst: Sequence[str],
                   weight: np.ndarray) -> None:

@@ -349,3 +349,47 @@ def test_the_knowledge_graph_is_written_read_and_left(engine: Engine) -> None:
     assert engine.entities(owner="bob") == [tea]
     engine.commit(WriteBatch(gone_facts=[ended]))
     assert engine.facts(all_owners=True) == []
+
+
+def _changed(engine: Engine, mark: str) -> tuple[set[str], set[str], set[str], set[str]]:
+    """Ids, edge ends, removed and accessed ids of every change since ``mark``."""
+    changes = engine.changes_since(mark)
+    assert changes is not None
+    assert not any(c.bulk for c in changes)
+    return ({i for c in changes for i in c.ids}, {i for c in changes for i in c.edge_ends},
+            {i for c in changes for i in c.removed}, {i for c in changes for i in c.accessed})
+
+
+def test_the_change_log_lists_what_each_commit_changed(engine: Engine) -> None:
+    start = engine.change_mark()
+    _seed(engine)
+    assert _changed(engine, start) == ({"m:a", "m:b", "m:c"}, set(), set(), set())
+    mark = engine.change_mark()
+    assert engine.changes_since(mark) == []  # nothing since
+    memory = engine.get("m:a")
+    assert memory is not None
+    engine.commit(WriteBatch(patches=[patch_of(memory, {"importance": 0.9},
+                                               ChangeType.MANUAL_EDIT, NOW)]))
+    engine.commit(WriteBatch(merged_edges=[EdgeRecord("co_occurs", "m:b", "m:c", at=NOW)]))
+    engine.record_access({"m:c": (1, NOW, (NOW,))})
+    engine.set_vectors({"m:b": None})
+    engine.apply_decisions("decay", [Decision("m:c", number=0.2, reason="idle")], now=NOW,
+                           actor="t")
+    engine.commit(WriteBatch(erasures=[Erasure("m:a")], patches=[Patch("m:a", set={
+        "text": "", "vector": None, "status": Status.FORGOTTEN})]))
+    engine.set_meta({"note": "x"})  # changes no memory
+    assert _changed(engine, mark) == ({"m:a", "m:b", "m:c"}, {"m:b", "m:c"}, {"m:a"},
+                                      {"m:c"})
+    later = engine.change_mark()
+    engine.set_meta({"embedder_name": "another"})  # a model switch: everything
+    changes = engine.changes_since(later)
+    assert changes is not None and [c.bulk for c in changes] == [True]
+
+
+def test_a_mark_of_another_history_is_refused(engine: Engine) -> None:
+    _seed(engine)
+    mark = engine.change_mark()
+    head, _, tail = mark.rpartition(":")
+    assert engine.changes_since(f"{head}:{tail}x") is None  # the same number, another writer
+    assert engine.changes_since("not a mark") is None
+    assert engine.changes_since(mark) == []

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from graphmem import MemoryStore
 
 #: Event types of the lifecycle jobs, and the change type written beside each.
@@ -42,3 +44,15 @@ def assert_consistent(store: MemoryStore) -> None:
         if version["change_type"] in PAIRED.values():
             key = (version["memory_id"], version["change_type"], version["at"])
             assert key in events, f"version row without its event: {version}"
+
+
+def assert_vectors_logged(store: MemoryStore) -> None:
+    """The vector log holds every vector as the ``vec`` column does (Kuzu stores)."""
+    engine: Any = store._ctx.engine
+    ids = [r[0] for r in engine.db.read("MATCH (m:Memory) RETURN m.id ORDER BY m.id")]
+    where = {memory_id: row for row, memory_id in enumerate(ids)}
+    logged = engine._journal.vectors.read(where, len(ids))
+    assert logged is not None, "the vector log of a killed writer cannot be read"
+    column = engine._vector_pages(ids, where, len(ids), np.float32, paged=True)
+    np.testing.assert_array_equal(logged[1], column[1])
+    np.testing.assert_array_equal(logged[0][logged[1]], column[0][column[1]])

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from graphmem import MemoryStore
+from tests.faults._checks import assert_vectors_logged
 from tests.faults._harness import Tally, run_and_kill
 from tests.faults.worker import BATCH
 
@@ -22,6 +23,7 @@ def _trial(tmp_path: Path, seed: int, tally: Tally) -> None:
     with MemoryStore(db) as store:
         per_batch = Counter(m.tags[0] for m in store.memories())
         assert store.stats().versions == store.stats().memories
+        assert_vectors_logged(store)
     for batch in acked:
         assert per_batch[f"b{batch}"] == BATCH, f"acknowledged batch {batch} is incomplete"
     for tag, count in per_batch.items():

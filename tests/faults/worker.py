@@ -5,6 +5,9 @@
     python -m tests.faults.worker ump DB FILE            "ACK done" after import_ump returns
     python -m tests.faults.worker compact ROOT DB TODAY  "ACK <file>" after each file (and its
                                                          memories) is compacted
+    python -m tests.faults.worker index DB SEED          "PROGRESS <step>" after each open (the
+                                                         recall index read or built), write
+                                                         and close (the index file written)
 
 Each prints READY when its store is open, then works, printing "PROGRESS <step>" after each
 step of the work (a batch embedded, a transaction committed, a lifecycle job applied), so
@@ -112,6 +115,69 @@ def compact(root: str, db: str, today: str) -> None:
         _wait()
 
 
+#: The clock of the index trials: recalls score the same in the worker and the checks.
+INDEX_NOW = "2026-03-01T12:00:00+00:00"
+INDEX_WORDS = ["Caroline", "Melanie", "Nadia", "Orchard", "greenhouse", "pump", "lake", "Porto",
+               "Lisbon", "Acme", "pottery", "hiking", "sunsets", "frontend", "release", "dusk",
+               "dawn", "office", "winter"]
+
+
+def index_write(store: MemoryStore, rng: Any) -> str:
+    """One random write of the index trials (the worker's and the checks'): returns what
+    it was. Ids grow with every memory, so that an index that follows the writes holds
+    each memory where a build from the store puts it (in id order): equal scores are
+    ranked by that place, and the checks compare with a build."""
+    ids = [m.id for m in store.memories() if m.status.value == "active"]
+    op = rng.choice(["add", "add", "update", "link", "forget", "recall", "bulk"]
+                    if len(ids) > 4 else ["add"])
+    count = store.stats().memories
+
+    def text() -> str:
+        return " ".join(rng.choice(INDEX_WORDS) for _ in range(rng.randint(4, 9)))
+
+    if op == "add":
+        store.add(text(), id=f"urn:trial:{count:08d}", owner=rng.choice([None, "ana"]))
+    elif op == "bulk":  # more than one small write: a COPY
+        store.add_many([{"id": f"urn:trial:{count + i:08d}", "text": text(), "owner": "ana"}
+                        for i in range(70)])
+    elif op == "update":
+        store.update(rng.choice(ids), text=text())
+    elif op == "link":
+        from graphmem import Edge
+
+        a, b = rng.sample(ids, 2)
+        store.link_many([Edge(rng.choice(["references", "co_occurs"]), a, b)])
+    elif op == "forget":
+        store.forget(rng.choice(ids), confirm=True, purge=False)
+    else:
+        store.recall(text(), k=3)
+        store.flush()
+    return op
+
+
+def index(db: str, seed: str) -> None:
+    """Open the store (its recall index read, caught up or built), write, close (the file
+    written again, as often as possible), over and over."""
+    import random
+
+    from graphmem._recall import _persist
+
+    _persist.SAVE_AFTER_IDS = 1  # every close that follows a change writes the file
+    moment = parse_iso(INDEX_NOW)
+    rng = random.Random(int(seed))
+    print("READY", flush=True)
+    step = 0
+    while True:
+        with MemoryStore(db, embedder="hashing", clock=lambda: moment) as store:
+            store.recall(" ".join(rng.sample(INDEX_WORDS, 3)), k=3)
+            print(f"PROGRESS open {step}", flush=True)
+            for _ in range(rng.randint(1, 3)):
+                print(f"PROGRESS {index_write(store, rng)}", flush=True)
+        print(f"PROGRESS closed {step}", flush=True)
+        step += 1
+
+
 if __name__ == "__main__":
-    modes = {"add_many": add_many, "lifecycle": lifecycle, "ump": ump, "compact": compact}
+    modes = {"add_many": add_many, "lifecycle": lifecycle, "ump": ump, "compact": compact,
+             "index": index}
     modes[sys.argv[1]](*sys.argv[2:])

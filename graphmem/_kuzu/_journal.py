@@ -1,0 +1,108 @@
+"""What every write transaction leaves beside its own writes, in the same transaction: a
+row of the change ring saying what it changed, and the vectors it stored (``_vectorlog``).
+
+The ring (table ``Change``, ``SLOTS`` rows reused in turn) is what a recall index saved
+beside the store catches up from when the store is opened again, by this process or
+another (``changes_since``): each row holds the transaction's number, a random tag, and
+the ids it changed (or ``bulk``). A transaction whose writer does not declare what it
+changed (user Cypher) is recorded as bulk. Only one process writes a Kuzu store at a
+time, so the next number is kept here.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+
+from .._engine import ChangeSet, ForeignChange
+from ._db import Database, Tx
+from ._vectorlog import META_KEY, VectorLog
+
+__all__ = ["ChangeJournal"]
+
+_SET_LOG = "MERGE (m:Meta {key: $k}) SET m.value = $v"
+_SET_ROW = ("MERGE (c:Change {slot: $slot}) SET c.seq = $seq, c.tag = $tag, "
+            "c.ids = CAST($ids AS STRING[]), c.edge_ends = CAST($edge_ends AS STRING[]), "
+            "c.removed = CAST($removed AS STRING[]), c.accessed = CAST($accessed AS STRING[]), "
+            "c.bulk = $bulk")
+
+
+class ChangeJournal:
+    """The change ring and the vector log of one Kuzu store (``Database.journal``)."""
+
+    #: rows of the ring: the write transactions a saved recall index can catch up on
+    SLOTS = 4096
+
+    def __init__(self, db: Database, directory: str | None, meta: Mapping[str, str], *,
+                 read_only: bool) -> None:
+        self._db = db
+        self.vectors = VectorLog(directory, meta.get(META_KEY))
+        last = db.read("MATCH (c:Change) RETURN c.seq, c.tag ORDER BY c.seq DESC LIMIT 1")
+        self.seq, self.tag = (int(last[0][0]), str(last[0][1])) if last else (0, "")
+        #: what the open transaction recorded: log value, number, tag
+        self._pending: tuple[str | None, int, str] | None = None
+        if not read_only:
+            self.vectors.cut()
+
+    # -- the journal of ``Database.write`` ----------------------------------------------
+    def before_commit(self, tx: Tx) -> None:
+        changes: ChangeSet | None = tx.changes
+        if changes is None:  # undeclared: anything, the vectors too, may have changed
+            changes = ChangeSet(bulk=True)
+            value = "" if self.vectors.trusted else None
+        else:
+            value = self.vectors.append(tx.vectors)
+        if value is not None:
+            tx.run(_SET_LOG, {"k": META_KEY, "v": value})
+        seq, tag = self.seq, self.tag
+        if changes:
+            seq, tag = seq + 1, secrets.token_hex(8)
+            bulk = changes.is_bulk
+            tx.run(_SET_ROW, {
+                "slot": seq % self.SLOTS, "seq": seq, "tag": tag, "bulk": bulk,
+                "ids": [] if bulk else list(changes.ids),
+                "edge_ends": [] if bulk else list(changes.edge_ends),
+                "removed": list(changes.removed),
+                "accessed": [] if bulk else list(changes.accessed)})
+        self._pending = (value, seq, tag)
+
+    def after_commit(self, tx: Tx, committed: bool) -> None:
+        pending, self._pending = self._pending, None
+        if committed and pending is not None:
+            value, self.seq, self.tag = pending
+            self.vectors.finished(value)
+
+    def set_log(self, value: str) -> None:
+        """Commit a rewritten vector log (``VectorLog.rewrite``): no memory changed."""
+        with self._db.write() as tx:
+            tx.changes = ChangeSet()
+            tx.run(_SET_LOG, {"k": META_KEY, "v": value})
+        self.vectors.finished(value)
+
+    # -- reading the ring --------------------------------------------------------------
+    def mark(self) -> str:
+        return f"{self.seq}:{self.tag}"
+
+    def since(self, mark: str) -> list[ForeignChange] | None:
+        """The changes after ``mark``, oldest first; None when the ring no longer holds
+        all of them, or the mark is not of this store's history."""
+        seq_text, _, tag = mark.partition(":")
+        try:
+            seq = int(seq_text)
+        except ValueError:
+            return None
+        if seq > self.seq or self.seq - seq >= self.SLOTS:
+            return None
+        rows = self._db.read(
+            "MATCH (c:Change) WHERE c.seq >= $s RETURN c.seq, c.tag, c.ids, c.edge_ends, "
+            "c.removed, c.accessed, c.bulk ORDER BY c.seq", {"s": seq})
+        if seq:
+            if not rows or rows[0][0] != seq or rows[0][1] != tag:
+                return None
+            rows = rows[1:]
+        if [r[0] for r in rows] != list(range(seq + 1, self.seq + 1)):
+            return None
+        return [ForeignChange(ids=tuple(ids or ()), edge_ends=tuple(ends or ()),
+                              removed=tuple(removed or ()), accessed=tuple(accessed or ()),
+                              bulk=bool(bulk))
+                for _, _, ids, ends, removed, accessed, bulk in rows]

@@ -1,0 +1,298 @@
+"""The recall index saved beside the store: read back whole, caught up with what the store
+committed since, rebuilt (with a warning) when its file is damaged or another store's, and
+never the cause of an answer a fresh build would not give."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from graphmem import PRESETS, Edge, MemoryStore, Settings
+from graphmem._kuzu._journal import ChangeJournal
+from graphmem._recall import _persist
+from graphmem._recall._bm25 import BM25Index, _Column
+from graphmem._recall._entities import EntityIndex
+from graphmem._recall._index import Adjacency, EdgeTable, RecallIndex
+from graphmem._recall._persist import FILE_NAME
+from graphmem._recall._persist._codec import ATTRIBUTES, FORMAT, read_index
+from graphmem._recall._persist._file import SnapshotFile
+from graphmem._recall._vectors import SignCodes
+
+NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
+QUERIES = ["Where does Caroline work?", "Orchard deploy fly.io 2024", "what did Melanie paint",
+           "greenhouse pump at dusk", "hiking trip in May 2023", "Nadia TypeScript frontend",
+           "Caroline Acme Lisbon", "Melanie pottery class"]
+TEXTS = [
+    "Caroline works at Acme Inc. and moved to Lisbon in 2024",
+    "Melanie paints sunsets by the lake to relax after work",
+    "Orchard v3.2 was deployed on fly.io in March 2024 by Nadia",
+    "The greenhouse pump runs at dusk and again at dawn",
+    "Caroline and Melanie went hiking in May 2023 near Sintra",
+    "Nadia prefers TypeScript over JavaScript for the Orchard frontend",
+    "The lake house roof was fixed by Caroline's brother last winter",
+    "Melanie's pottery class meets every Thursday evening",
+    "Acme Inc. opened a new office in Porto with twelve desks",
+    "The pump in the greenhouse failed twice during the heat wave",
+]
+
+
+def _clock() -> datetime:
+    return NOW
+
+
+def _open(path: Path, **settings: Any) -> MemoryStore:
+    return MemoryStore(path, embedder="hashing", clock=_clock,
+                       settings=Settings(**settings))
+
+
+def _fill(store: MemoryStore) -> list[str]:
+    """Memories of two owners with entities, facts, times, every edge kind, a superseded
+    and a forgotten memory, feedback and recorded accesses; half of it committed after
+    the index was built (so that its incremental parts hold something too)."""
+    ids = []
+    for i, text in enumerate(TEXTS * 2):
+        created = NOW - timedelta(days=40 - i)
+        ids.append(store.add(f"{text} ({i})", owner="ana" if i % 3 else "bo",
+                             kind="semantic" if i % 4 else "episodic",
+                             created=created).id)
+    store.link_many([Edge("references", ids[0], ids[8]), Edge("references", ids[2], ids[5]),
+                     Edge("co_occurs", ids[1], ids[7]), Edge("co_occurs", ids[3], ids[9])])
+    store.recall("greenhouse pump", k=4)  # the index is built here
+    store.link_many([Edge("references", ids[10], ids[18]), Edge("co_occurs", ids[11], ids[17])])
+    store.update(ids[4], text="Caroline and Melanie went hiking in June 2023 near Sintra")
+    store.supersede(ids[5], "Nadia now prefers Rust over TypeScript for the Orchard frontend")
+    store.forget(ids[6], confirm=True)
+    store.add("Melanie moved her pottery class to Tuesdays in Porto", owner="ana")
+    hits = store.recall("Caroline Melanie hiking", k=3, owner="ana")
+    for hit in hits[:2]:
+        store.feedback(hit.memory.id, useful=True, query="Caroline Melanie hiking")
+    store.flush()
+    return ids
+
+
+def _answers(store: MemoryStore) -> list[Any]:
+    out = []
+    for preset in sorted(PRESETS):
+        for query in QUERIES:
+            for owner in (None, "ana"):
+                hits = store.recall(query, k=6, preset=preset, owner=owner,
+                                    record_access=False)
+                out.append([(h.memory.id, round(h.score, 9), sorted(
+                    (name, c.rank) for name, c in h.explanation.channels.items()))
+                            for h in hits])
+    return out
+
+
+def _fresh(path: Path) -> list[Any]:
+    """The answers of an index built from the store, no file read or written."""
+    with _open(path, persist_index=False) as store:
+        return _answers(store)
+
+
+@pytest.fixture
+def saved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A store whose index was built, changed, then written when the store closed (as
+    it is once enough changed)."""
+    path = tmp_path / "db"
+    with monkeypatch.context() as patch:
+        patch.setattr(_persist, "SAVE_AFTER_IDS", 1)
+        with _open(path) as store:
+            _fill(store)
+            mark = store._ctx.engine.change_mark()
+    with _open(path) as store:
+        store._recall.ensure_index()
+        assert store._recall._saved.mark == mark  # written when the store closed
+    yield path
+
+
+def _same(a: Any, b: Any, where: str = "index") -> None:
+    """``a`` and ``b`` hold the same values, attribute by attribute (``ATTRIBUTES``)."""
+    kind = type(a)
+    assert type(b) is kind, where
+    if kind in ATTRIBUTES:
+        for name in sorted(ATTRIBUTES[kind]):
+            if name == "_index":  # the adjacency's back reference
+                continue
+            _same(getattr(a, name), getattr(b, name), f"{where}.{name}")
+    elif isinstance(a, _Column):
+        assert np.array_equal(a.view(), b.view()), where
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype, where
+        n = min(len(a), len(b)) if a.ndim else None
+        assert np.array_equal(a[:n], b[:n], equal_nan=a.dtype.kind == "f"), where
+    elif isinstance(a, pa.Table):
+        assert a.equals(b), where
+    elif isinstance(a, dict):
+        assert list(a) == list(b), where
+        for key in a:
+            _same(a[key], b[key], f"{where}[{key!r}]")
+    elif isinstance(a, list | tuple) and a and not isinstance(a[0], str | int | float):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, where
+
+
+def _index(store: MemoryStore) -> RecallIndex:
+    return store._recall.ensure_index()
+
+
+def test_the_file_holds_the_index_as_it_is(tmp_path: Path) -> None:
+    with _open(tmp_path / "db") as store:
+        _fill(store)
+        index = _index(store)
+        saved = store._recall._saved
+        saved._write(index, store._ctx.engine.change_mark())
+        path = saved.path()
+        assert path is not None
+        read = read_index(SnapshotFile.open(path, FORMAT))
+        # what the first recall would build is in the file already
+        assert read._signs is not None or not read.uses_sign_bits(read.size)
+        assert list(read._adjacency) == list(index._adjacency) != []
+        _same(read, index)
+
+
+def test_a_reopened_store_reads_its_file_and_answers_as_a_fresh_build(
+        saved: Path, no_build: list[int]) -> None:
+    with _open(saved) as store:
+        answers = _answers(store)
+    assert not no_build, "the store built its index instead of reading the file"
+    assert answers == _fresh(saved)
+
+
+def test_commits_made_without_the_index_are_caught_up(saved: Path, no_build: list[int]
+                                                      ) -> None:
+    with _open(saved, persist_index=False) as store:  # writes, never loads the index
+        ids = [m.id for m in store.memories()]
+        new = store.add("Caroline started a pottery class with Melanie in Porto", owner="ana")
+        store.update(ids[1], text="Melanie paints sunrises by the sea to relax")
+        store.forget(ids[2], confirm=True)
+        store.link_many([Edge("references", new.id, ids[0]),
+                         Edge("co_occurs", ids[3], ids[5])])
+        store.recall("pump", k=3)  # accesses recorded (by an index of its own)
+        store.flush()
+    no_build.clear()
+    with _open(saved) as store:
+        answers = _answers(store)
+        assert new.id in _index(store).pos
+    assert not no_build, "a few commits rebuilt the index instead of being caught up"
+    assert answers == _fresh(saved)
+
+
+def test_closing_writes_the_file_again_once_enough_changed(saved: Path) -> None:
+    before = (saved / FILE_NAME).stat().st_mtime_ns
+    with _open(saved) as store:
+        store.recall("pump", k=2)  # a few accesses: not worth writing the file for
+    assert (saved / FILE_NAME).stat().st_mtime_ns == before
+    with _open(saved) as store:
+        store.add_many([{"text": f"note {i} about the Porto office"} for i in range(80)])
+        store.recall("Porto office", k=2)  # reads the file, catches up on the 80
+    assert (saved / FILE_NAME).stat().st_mtime_ns != before
+    with _open(saved) as store:  # the file is current: nothing to catch up on
+        _index(store)
+        assert store._recall._saved.mark == store._ctx.engine.change_mark()
+
+
+def _flip(path: Path, at: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0x5A
+    path.write_bytes(bytes(data))
+
+
+DAMAGE = {
+    "truncated": lambda p: p.write_bytes(p.read_bytes()[: p.stat().st_size * 2 // 3]),
+    "empty": lambda p: p.write_bytes(b""),
+    "not an index": lambda p: p.write_bytes(b"GMRECALL" + bytes(range(256)) * 64),
+    "a flipped byte in the vectors": lambda p: _flip(p, 4096 + 100),
+    "a flipped byte in the manifest": lambda p: _flip(p, p.stat().st_size - 40),
+    "a flipped byte in the header": lambda p: _flip(p, 20),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_file_is_rebuilt_with_a_warning(saved: Path, damage: str,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    DAMAGE[damage](saved / FILE_NAME)
+    with caplog.at_level(logging.WARNING, logger="graphmem"), _open(saved) as store:
+        answers = _answers(store)
+    assert any("recall index" in r.message and "damaged" in r.message
+               for r in caplog.records), caplog.text
+    assert answers == _fresh(saved)
+    with _open(saved) as store:  # the file was written again, whole
+        store._recall.ensure_index()
+        assert store._recall._saved.mark is not None
+
+
+def test_another_stores_file_is_not_read(saved: Path, tmp_path: Path,
+                                         caplog: pytest.LogCaptureFixture) -> None:
+    other = tmp_path / "other"
+    with _open(other) as store:
+        store.add("A memory of another store about Caroline and Acme Inc.")
+        store.recall("Caroline", k=1)
+    shutil.copy(other / FILE_NAME, saved / FILE_NAME)
+    with caplog.at_level(logging.WARNING, logger="graphmem"), _open(saved) as store:
+        answers = _answers(store)
+    assert any("belongs to store" in r.message for r in caplog.records), caplog.text
+    assert answers == _fresh(saved)
+
+
+def test_a_file_the_change_log_no_longer_reaches_is_rebuilt(
+        saved: Path, monkeypatch: pytest.MonkeyPatch, no_build: list[int]) -> None:
+    monkeypatch.setattr(ChangeJournal, "SLOTS", 4)
+    with _open(saved, persist_index=False) as store:
+        for i in range(5):  # five commits: the first falls out of a ring of four
+            store.add(f"Nadia reviewed the Orchard release notes, part {i}")
+    with _open(saved) as store:
+        answers = _answers(store)
+    assert no_build, "a file older than the change log was read"
+    assert answers == _fresh(saved)
+
+
+def test_a_new_field_of_the_index_makes_old_files_outdated(
+        saved: Path, monkeypatch: pytest.MonkeyPatch, no_build: list[int]) -> None:
+    monkeypatch.setattr(_persist, "INDEX_FIELDS", (*_persist.INDEX_FIELDS, "tags"))
+    with _open(saved) as store:
+        _index(store)
+    assert no_build
+
+
+def test_every_attribute_of_the_index_is_written() -> None:
+    """A new attribute of the index or its parts must be written (and ``FORMAT`` raised):
+    this fails until ``ATTRIBUTES`` and the codec know it."""
+    index = RecallIndex(8)
+    index._adjacency[(1.0, 1.0, 50)] = Adjacency(index, 1.0, 1.0, 50)
+    found = {
+        RecallIndex: vars(index), BM25Index: vars(BM25Index()), EdgeTable: vars(EdgeTable()),
+        Adjacency: vars(index._adjacency[(1.0, 1.0, 50)]), EntityIndex: vars(EntityIndex()),
+        SignCodes: vars(SignCodes(8))}
+    for kind, attributes in found.items():
+        assert set(attributes) == ATTRIBUTES[kind], kind.__name__
+
+
+@pytest.mark.parametrize("loaded", [True, False], ids=["index loaded", "index not loaded"])
+def test_a_forget_leaves_no_trace_in_the_file_even_before_the_store_closes(
+        saved: Path, loaded: bool) -> None:
+    secret = "Zorbamek"
+    with _open(saved) as store:
+        gone = store.add(f"{secret} keeps the spare key under the lake house mat", owner="ana")
+        store.recall("spare key lake house", k=2)
+        store._recall._saved._write(_index(store), store._ctx.engine.change_mark())
+    assert secret.lower().encode() in (saved / FILE_NAME).read_bytes().lower()  # the trap
+    with _open(saved) as store:
+        if loaded:
+            _index(store)
+        store.forget(gone.id, confirm=True)
+        file = saved / FILE_NAME  # as a process killed now would leave it
+        assert not file.exists() or secret.lower().encode() not in file.read_bytes().lower()
+    with _open(saved) as store:  # written again when it closed, or built here
+        assert _answers(store) == _fresh(saved)
+    assert secret.lower().encode() not in (saved / FILE_NAME).read_bytes().lower()

@@ -1,0 +1,71 @@
+"""A commit hands its listeners what it wrote: setting a memory's fields (importance,
+feedback counters, a tombstone) reaches the recall index without reading the store's
+knowledge graph or the memory again, and the index then answers as a fresh build."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphmem import MemoryStore
+from graphmem._engine import Patch, WriteBatch
+from tests.test_persist_index import _answers, _fill, _fresh, _open
+
+
+def _spy(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The engine reads that follow a commit (facts, mentions, entities, scans)."""
+    engine = store._ctx.engine
+    reads: list[str] = []
+    for name in ("facts", "mentions", "entities", "scan"):
+        original: Callable[..., Any] = getattr(engine, name)
+
+        def counted(*args: Any, _name: str = name, _original: Any = original,
+                    **kwargs: Any) -> Any:
+            reads.append(_name)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(engine, name, counted)
+    return reads
+
+
+def test_field_writes_reach_the_index_without_reading_the_store_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "db"
+    with _open(path, persist_index=False) as store:
+        ids = _fill(store)
+        store.recall("Caroline", k=2)  # the index is loaded
+        reads = _spy(store, monkeypatch)
+        store.update(ids[1], importance=0.93)
+        store.update(ids[2], confidence=0.4, kind="procedural")
+        hits = store.recall("Orchard deploy", k=3, record_access=False)
+        store.feedback(hits[0].memory.id, useful=True, query="Orchard deploy")
+        store.feedback(ids[3], useful=False)
+        store.tombstone(ids[8], reason="outdated")
+        store.keep(ids[9])
+        assert reads == [], "a field write read the store again"
+        answers = _answers(store)
+        monkeypatch.undo()
+    assert answers == _fresh(path)
+
+
+def test_a_text_change_still_reindexes_text_and_graph(tmp_path: Path) -> None:
+    path = tmp_path / "db"
+    with _open(path, persist_index=False) as store:
+        ids = _fill(store)
+        store.recall("Caroline", k=2)
+        store.update(ids[1], text="Melanie sculpts herons by the Porto harbour",
+                     importance=0.8)
+        assert store.recall("herons harbour", k=1, record_access=False)[0].memory.id == ids[1]
+        answers = _answers(store)
+    assert answers == _fresh(path)
+
+
+def test_a_batch_says_what_it_patched_only_when_that_is_all_it_did() -> None:
+    fields = WriteBatch(patches=[Patch("m1", set={"importance": 0.5}),
+                                 Patch("m1", set={"useful_count": 2})])
+    assert fields.patched() == {"m1": {"importance": 0.5, "useful_count": 2}}
+    fields.unmentioned.append("m1")  # its text changed: its mentions go
+    assert fields.patched() is None
