@@ -73,7 +73,7 @@ def test_every_face_shows_the_date_of_a_hit(tmp_path: Path) -> None:
 
     tools = EmbeddedBackend(db, embedder="hashing")
     try:
-        [answered] = tools.recall("LGBTQ support group yesterday", 1, "default", False, False)
+        [answered] = tools.recall("LGBTQ support group yesterday", 1, "default", False, False, {})
     finally:
         tools.close()
     assert answered["id"] == turn and _iso(answered["when"]) == "2023-05-08T13:56:00Z"
