@@ -39,8 +39,8 @@ EXAMPLES = int(os.environ.get("GRAPHMEM_HOSTILE_EXAMPLES", "40"))
 FAST = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow, HealthCheck.data_too_large])
-TABLES = ["CO_OCCURS", "Change", "Entity", "FACT", "HAS_VERSION", "LifecycleEvent", "MENTIONS", "Memory",
-          "Meta", "REFERENCES", "SUPERSEDES", "Stage", "Version"]
+TABLES = ["CO_OCCURS", "Change", "Entity", "FACT", "HAS_VERSION", "LifecycleEvent", "MENTIONS",
+          "Memory", "Meta", "REFERENCES", "SUPERSEDES", "Stage", "Version"]
 
 
 def export_of(store: MemoryStore) -> str:
