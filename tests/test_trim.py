@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from graphmem import MemoryStore
+from graphmem import MemoryStore, Settings
 from graphmem._recall import _component
 from graphmem._trim import release_freed_memory
 
@@ -48,7 +48,8 @@ def test_a_large_index_build_gives_its_temporaries_back(
         store.recall("note", k=1)  # below the threshold: nothing asked
         assert calls == []
     monkeypatch.setattr(_component, "_TRIM_FROM", 30)
-    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+    built = Settings(persist_index=False)  # a build, not the index read from its file
+    with MemoryStore(tmp_path / "db", embedder="hashing", settings=built) as store:
         store.recall("note", k=1)
         store.recall("note", k=1)  # built once, trimmed once
         assert calls == [1]
