@@ -55,12 +55,8 @@ class Transitions:
         version row is dated like ``event`` when there is one."""
         ctx = self._ctx
         at = event.timestamp if event is not None else ctx.now()
-        patch = patch_of(memory, updates, change_type, at, reason=reason, actor=actor,
-                         event=event)
-        with ctx.lock:
-            ctx.engine.commit(WriteBatch(patches=[patch]))
-            ctx.changed(Changed([memory.id], patched={memory.id: patch.set}))
-        return ctx.engine.get(memory.id) or memory
+        return self._commit(memory, patch_of(memory, updates, change_type, at, reason=reason,
+                                             actor=actor, event=event))
 
     def transition(
         self,
@@ -77,14 +73,19 @@ class Transitions:
         actor: str | None = None,
     ) -> Memory:
         """Move one memory to a new status and/or kind, audited."""
-        patch = self.transition_patch(memory, event_type=event_type, change_type=change_type,
-                                      reason=reason, status=status, kind=kind,
-                                      triggered_by=triggered_by, metadata=metadata,
-                                      extra_sets=extra_sets, actor=actor)
+        return self._commit(memory, self.transition_patch(
+            memory, event_type=event_type, change_type=change_type, reason=reason,
+            status=status, kind=kind, triggered_by=triggered_by, metadata=metadata,
+            extra_sets=extra_sets, actor=actor))
+
+    def _commit(self, memory: Memory, patch: Patch) -> Memory:
+        """Commit one memory's patch, hand the listeners the fields it set, and return the
+        memory as stored."""
         ctx = self._ctx
+        batch = WriteBatch(patches=[patch])
         with ctx.lock:
-            ctx.engine.commit(WriteBatch(patches=[patch]))
-            ctx.changed(Changed([memory.id], patched={memory.id: patch.set}))
+            ctx.engine.commit(batch)
+            ctx.changed(Changed([memory.id], patched=batch.patched()))
         return ctx.engine.get(memory.id) or memory
 
     def transition_patch(
