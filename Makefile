@@ -32,7 +32,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test: lint typecheck
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" --durations=25
 
 # Every fault trial (20+ kill -9 per operation) and 300 hostile inputs per entry point.
 test-faults: $(STAMP)

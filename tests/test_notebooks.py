@@ -81,7 +81,7 @@ def test_the_evaluation_notebook_explains_its_results() -> None:
     text = "\n".join(c.source for c in nbformat.read(ROOT / "notebooks" / "eval_rrf_actr.ipynb",
                                                      as_version=4).cells
                      if c.cell_type == "markdown")
-    for heading in ("**Why ACT-R lowers MRR on LoCoMo.**", "**What the graph is worth.**",
+    for heading in ("**What ACT-R does on LoCoMo.**", "**What the graph is worth.**",
                     "**MRR**", "**recall@k**"):
         assert heading in text
     results = json.loads((ROOT / "eval" / "results" / "locomo.json").read_text())
