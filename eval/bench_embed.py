@@ -5,7 +5,8 @@ ONNX Runtime) and ``minilm:int8`` (int8 weights on ONNX Runtime). In one run:
 
 * start: a fresh process importing the runtime, loading the model and embedding one
   query (the cost every one-shot command pays);
-* speed: single-query latency (1 thread; p50 / p95 over LoCoMo questions) and batch
+* speed (``--speed-specs``, e.g. ``minilm,e5`` for another model beside the default):
+  single-query latency (1 thread; p50 / p95 over LoCoMo questions) and batch
   throughput on what LoCoMo ingest embeds (turns with their context), the runtimes
   interleaved round by round so a disturbed minute hits them all;
 * agreement: cosine of each runtime's vectors to torch fp32 on the same texts;
@@ -31,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from graphmem import embedder_from_spec, embedding_text, session_contexts
+from graphmem import embedder_from_spec, embedding_text, query_vectors, session_contexts
 from ingest.locomo import load_locomo, turn_text
 
 RUNTIMES = ("minilm:torch", "minilm:onnx", "minilm:int8")
@@ -50,7 +51,8 @@ def start_seconds(spec: str) -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def speed(locomo: Path, rounds: int, n_batch: int) -> None:
+def speed(locomo: Path, rounds: int, n_batch: int,
+          specs: Sequence[str] = RUNTIMES) -> None:
     conversations = load_locomo(locomo)
     questions = [q.question for c in conversations for q in c.questions][:200]
     indexed = []
@@ -60,39 +62,44 @@ def speed(locomo: Path, rounds: int, n_batch: int) -> None:
             indexed += [embedding_text(None, text, context) for text, context
                         in zip(texts, session_contexts(texts, 1), strict=True)]
     indexed = indexed[:n_batch]
-    embedders = {spec: embedder_from_spec(spec, batch_threads=2) for spec in RUNTIMES}
+    embedders = {spec: embedder_from_spec(spec, batch_threads=2) for spec in specs}
     for embedder in embedders.values():
         embedder.embed(["warm up"])
         embedder.embed(indexed[:32])
-    single: dict[str, list[float]] = {s: [] for s in RUNTIMES}
-    batch: dict[str, float] = dict.fromkeys(RUNTIMES, 0.0)
+    single: dict[str, list[float]] = {s: [] for s in specs}
+    batch: dict[str, float] = dict.fromkeys(specs, 0.0)
     chunk = max(1, len(questions) // rounds)
     part = max(1, len(indexed) // rounds)
     for r in range(rounds):  # interleaved: each runtime sees the same minute of the VM
         for spec, embedder in embedders.items():
             for q in questions[r * chunk:(r + 1) * chunk]:
                 start = time.perf_counter()
-                embedder.embed([q])
+                query_vectors(embedder, [q])
                 single[spec].append((time.perf_counter() - start) * 1000)
             start = time.perf_counter()
             embedder.embed(indexed[r * part:(r + 1) * part])
             batch[spec] += time.perf_counter() - start
-    starts = {spec: sorted(start_seconds(spec) for _ in range(3))[1] for spec in RUNTIMES}
-    reference = embedders[RUNTIMES[0]].embed(indexed[:500])
-    base_single = float(np.percentile(single[RUNTIMES[0]], 50))
-    base_batch = len(indexed) / batch[RUNTIMES[0]]
+    starts = {spec: sorted(start_seconds(spec) for _ in range(3))[1] for spec in specs}
+    first = embedders[specs[0]]
+    reference = first.embed(indexed[:500])
+    base_single = float(np.percentile(single[specs[0]], 50))
+    base_batch = len(indexed) / batch[specs[0]]
     print(f"speed: {len(questions)} single queries (1 thread), {len(indexed)} LoCoMo turns "
           f"with context in batches of 64 (2 threads), {rounds} interleaved rounds; start: "
-          "median of 3 fresh processes (import, load, one query)")
+          "median of 3 fresh processes (import, load, one query); e5 runs every call on "
+          "2 OpenMP threads")
     print(f"  {'runtime':<14} {'start s':>8} {'query p50':>10} {'p95':>6} {'x fp32':>7} "
           f"{'batch/s':>8} {'x fp32':>7} {'cos to fp32':>12}")
     for spec, embedder in embedders.items():
         p50, p95 = (float(np.percentile(single[spec], q)) for q in (50, 95))
         rate = len(indexed) / batch[spec]
-        cos = (embedder.embed(indexed[:500]) * reference).sum(axis=1)
+        agreement = "  (another model)"
+        if embedder.name.split("@")[0] == first.name.split("@")[0]:  # a runtime of one model
+            cos = (embedder.embed(indexed[:500]) * reference).sum(axis=1)
+            agreement = f"  {cos.mean():.4f} (min {cos.min():.3f})"
         print(f"  {spec:<14} {starts[spec]:8.2f} {p50:8.1f}ms {p95:6.1f} "
               f"{base_single / p50:6.2f}x {rate:8.0f} {rate / base_batch:6.2f}x "
-              f"  {cos.mean():.4f} (min {cos.min():.3f})")
+              + agreement)
 
 
 def lme_sample(path: Path, every: int) -> Path:
@@ -165,12 +172,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batch-texts", type=int, default=2000)
     parser.add_argument("--json", type=Path, default=None, help="write quality results here")
+    parser.add_argument("--speed-specs", default=",".join(RUNTIMES),
+                        help="speed: the embedder specs timed, the first the baseline "
+                        "(default: %(default)s; e.g. minilm,e5)")
     parser.add_argument("--specs", default=RUNTIMES[2],
                         help="quality: the embedder specs compared with fp32, comma-separated "
                         "(default: %(default)s; e.g. minilm+pooled,minilm:int8+pooled)")
     args = parser.parse_args()
     if not args.quality:
-        speed(args.locomo, args.rounds, args.batch_texts)
+        speed(args.locomo, args.rounds, args.batch_texts, args.speed_specs.split(","))
     if not args.speed:
         quality(args.locomo, args.longmemeval, args.lme_every, args.json,
                 args.specs.split(","))

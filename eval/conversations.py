@@ -27,7 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from graphmem import Embedder, MemoryStore, RecallConfig, Settings, embedder_from_spec
+from graphmem import (
+    Embedder,
+    MemoryStore,
+    RecallConfig,
+    Settings,
+    embedder_from_spec,
+    query_vectors,
+)
 from ingest.chats import (
     CATEGORIES,
     Chat,
@@ -141,7 +148,7 @@ def _baselines(chat: Chat, embedder: Embedder, run: ChatRun) -> None:
     for question in chat.questions:
         lexical = plain_bm25(texts, question.question)
         bm25 = [i for i in _order(lexical) if lexical[i] > 0]
-        query = embedder.embed([question.question])[0]
+        query = query_vectors(embedder, [question.question])[0]
         dense = _order(vectors @ query)
         for arm, order in (("bm25", bm25), ("minilm", dense), ("rrf", _rrf(bm25, dense))):
             run.arms.setdefault(arm, {})[question.id] = _first(

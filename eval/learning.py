@@ -203,6 +203,9 @@ class VectorCache:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self._kept[t] for t in texts])
 
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return self.inner.embed_query(texts)
+
 
 def cached(embedder: Embedder, warm: Iterable[str]) -> Embedder:
     """``embedder`` behind a ``VectorCache`` holding ``warm`` already; a ``+pooled`` one

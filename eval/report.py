@@ -146,7 +146,9 @@ def markdown(results: dict[str, Any]) -> str:
     wins = results.get("unique_wins", {})
     lines += ["| row | preset | R@5 | R@10 | R@20 | MRR | nDCG@10 | wins / losses vs row above "
               "| p50 ms |", "|---|---|---|---|---|---|---|---|---|"]
-    labels = {"fulltext": "baseline (BM25)", "vector": "vector (MiniLM)",
+    model = {"minilm": "MiniLM", "e5": "e5"}.get(str(results.get("embedder", "minilm")),
+                                               str(results.get("embedder")))
+    labels = {"fulltext": "baseline (BM25)", "vector": f"vector ({model})",
               "hybrid": "2ch RRF", "graph_hybrid": "3ch RRF (+graph)",
               "default": "3ch + ACT-R"}
     for name, m in presets.items():

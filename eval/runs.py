@@ -133,6 +133,7 @@ def run_locomo(
         results["ablations"].update(locomo_ingest_ablations(
             plan, emb, options, groups=groups, progress=progress))
     results["seconds"] = round(time.perf_counter() - started, 1)
+    results["embedder"] = emb.spec
     return results, rows
 
 
@@ -433,6 +434,7 @@ def run_longmemeval(path: str | Path | None = None, *, presets: Sequence[str] = 
                                      "recall_all@5") for name in presets}}
         results["protocol"] = LME_PROTOCOLS["graphmem"]
     results["seconds"] = round(time.perf_counter() - started, 1)
+    results["embedder"] = emb.spec
     return results, rows
 
 
@@ -525,6 +527,7 @@ def run_ump(path: str | Path, qrels: str | Path, *, presets: Sequence[str] = ROW
             store.close()
         results["actr"] = actr_summary(pairs)
     results["seconds"] = round(time.perf_counter() - started, 1)
+    results["embedder"] = emb.spec
     return results, rows
 
 

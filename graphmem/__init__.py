@@ -9,11 +9,13 @@ from ._api import MemoryAPI
 from ._derive import embedding_text, session_contexts
 from ._embed import (
     ContextPooled,
+    E5Embedder,
     Embedder,
     HashingEmbedder,
     MiniLMEmbedder,
     OllamaEmbedder,
     embedder_from_spec,
+    query_vectors,
 )
 from ._engine import EntityRecord as Entity
 from ._engine import FactRecord as Fact
@@ -88,6 +90,7 @@ __all__ = [
     "ConfirmationRequiredError",
     "ConflictError",
     "ContextPooled",
+    "E5Embedder",
     "Edge",
     "Embedder",
     "EmbedderMismatchError",
@@ -139,5 +142,6 @@ __all__ = [
     "extract_entities",
     "format_iso",
     "parse_iso",
+    "query_vectors",
     "session_contexts",
 ]

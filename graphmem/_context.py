@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ._derive import FactSource
-from ._embed import Embedder, embed_memories, embedder_from_spec, fingerprint
+from ._embed import Embedder, embed_memories, embedder_from_spec, fingerprint, query_vectors
 from ._engine import Engine, ForeignChange
 from ._errors import EmbedderMismatchError, InvalidInputError, NotFoundError
 from ._keys import StoreKeys
@@ -132,6 +132,10 @@ class StoreContext:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts with the store's model (checked against the store's fingerprint)."""
         return self._checked(self.embedder.embed(list(texts)))
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed questions with the store's model (``query_vectors``), checked as ``embed``."""
+        return self._checked(query_vectors(self.embedder, list(texts)))
 
     def embed_memories(self, heads: Sequence[str],
                        contexts: Sequence[str | None]) -> np.ndarray:

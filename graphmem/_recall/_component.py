@@ -328,7 +328,7 @@ class Recall:
         if config.active("vector") and (self._index is None or self._index.size):
             # submitted before the index is built, so a first recall (a one-shot command)
             # loads the model while it scans
-            qvec = self._pool().submit(lambda: self._ctx.embed([query])[0])
+            qvec = self._pool().submit(lambda: self._ctx.embed_query([query])[0])
         index = self.ensure_index()
         with self._index_gate.shared():
             hits, positions, candidates = self._rank(index, query, qvec, config, k=k,

@@ -197,7 +197,7 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
     (("--json", "json_out"), "json", {"is_flag": True, "default": None,
                                       "help": "Machine-readable JSON output (errors too)."}),
     (("--embedder",), "embedder", {"metavar": "SPEC", "help": "Embedding model: minilm, "
-                                   "minilm:int8, hashing[:DIM] or ollama:MODEL, each "
+                                   "minilm:int8, e5, hashing[:DIM] or ollama:MODEL, each "
                                    "optionally +pooled (default: the store's "
                                    "own, or $GRAPHMEM_EMBEDDER for a new store)."}),
     (("--now",), "now", {"metavar": "ISO", "callback": _parse_now,
@@ -315,7 +315,7 @@ class _Group(click.Group):
 @click.option("--json", "json_out", is_flag=True, help="Machine-readable JSON output "
                                                        "(errors too, on stderr).")
 @click.option("--embedder", default=None,
-              help="Embedding model: minilm, minilm:int8, hashing[:DIM] or ollama:MODEL, "
+              help="Embedding model: minilm, minilm:int8, e5, hashing[:DIM] or ollama:MODEL, "
                    "each optionally +pooled (default: the store's own, or $GRAPHMEM_EMBEDDER "
                    "for a new store).")
 @click.option("--now", callback=_parse_now, default=None, metavar="ISO",

@@ -117,7 +117,7 @@ def feedback(ctx: Context, memory_id: str, useful: bool | None, query: str | Non
 
 @cli.command()
 @click.option("--embedder", "target", required=True,
-              help="The new model: minilm, minilm:int8, hashing[:DIM] or ollama:MODEL, "
+              help="The new model: minilm, minilm:int8, e5, hashing[:DIM] or ollama:MODEL, "
                    "each optionally with +pooled.")
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=256, show_default=True)
 @pass_ctx
