@@ -102,6 +102,28 @@ def speed(locomo: Path, rounds: int, n_batch: int,
               + agreement)
 
 
+def cosines(locomo: Path, specs: Sequence[str], n: int) -> None:
+    """How each model's cosines spread: every pair of ``n`` random LoCoMo turns, and the
+    share of pairs at or above the similarity thresholds the conversation gate uses (a
+    correction's replaced statement, a duplicate), which were chosen with MiniLM."""
+    import random
+
+    from graphmem._extract._component import DUPLICATE
+    from graphmem._extract._corrections import NOW_SIMILAR
+
+    turns = [turn_text(t) for c in load_locomo(locomo) for s in c.sessions for t in s.turns]
+    sample = random.Random(1).sample(turns, min(n, len(turns)))
+    upper = np.triu_indices(len(sample), 1)
+    print(f"cosines: every pair of {len(sample)} random LoCoMo turns")
+    for spec in specs:
+        vectors = embedder_from_spec(spec).embed(sample)
+        pairs = (vectors @ vectors.T)[upper]
+        print(f"  {spec:<14} median {np.median(pairs):.3f}  p95 {np.percentile(pairs, 95):.3f}"
+              f"  p99 {np.percentile(pairs, 99):.3f}  >= {NOW_SIMILAR} (correction) "
+              f"{(pairs >= NOW_SIMILAR).mean():.1%}  >= {DUPLICATE} (duplicate) "
+              f"{(pairs >= DUPLICATE).mean():.2%}")
+
+
 def lme_sample(path: Path, every: int) -> Path:
     """Every ``every``-th question of the file (all six types stay; the file is ordered
     by type), written to a scratch file the runner reads."""
@@ -175,10 +197,16 @@ def main() -> None:
     parser.add_argument("--speed-specs", default=",".join(RUNTIMES),
                         help="speed: the embedder specs timed, the first the baseline "
                         "(default: %(default)s; e.g. minilm,e5)")
+    parser.add_argument("--cosines", type=int, default=0, metavar="N",
+                        help="only the spread of cosines over pairs of N random LoCoMo "
+                        "turns, for each of --speed-specs")
     parser.add_argument("--specs", default=RUNTIMES[2],
                         help="quality: the embedder specs compared with fp32, comma-separated "
                         "(default: %(default)s; e.g. minilm+pooled,minilm:int8+pooled)")
     args = parser.parse_args()
+    if args.cosines:
+        cosines(args.locomo, args.speed_specs.split(","), args.cosines)
+        return
     if not args.quality:
         speed(args.locomo, args.rounds, args.batch_texts, args.speed_specs.split(","))
     if not args.speed:
