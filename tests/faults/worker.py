@@ -149,8 +149,8 @@ def index_write(store: MemoryStore, rng: Any) -> str:
         store.link_many([Edge(rng.choice(["references", "co_occurs"]), a, b)])
     elif op == "forget":
         store.forget(rng.choice(ids), confirm=True, purge=False)
-    else:
-        store.recall(text(), k=3)
+    else:  # a recall that records its accesses: a write of its own
+        store.recall(text(), k=3, record_access=True)
         store.flush()
     return op
 
