@@ -146,8 +146,8 @@ def markdown(results: dict[str, Any]) -> str:
     wins = results.get("unique_wins", {})
     lines += ["| row | preset | R@5 | R@10 | R@20 | MRR | nDCG@10 | wins / losses vs row above "
               "| p50 ms |", "|---|---|---|---|---|---|---|---|---|"]
-    model = {"minilm": "MiniLM", "e5": "e5"}.get(str(results.get("embedder", "minilm")),
-                                               str(results.get("embedder")))
+    spec = str(results.get("embedder", "minilm"))
+    model = {"minilm": "MiniLM"}.get(spec, spec)
     labels = {"fulltext": "baseline (BM25)", "vector": f"vector ({model})",
               "hybrid": "2ch RRF", "graph_hybrid": "3ch RRF (+graph)",
               "default": "3ch + ACT-R"}

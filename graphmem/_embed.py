@@ -479,14 +479,15 @@ class E5Embedder:
             return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return _normalise(np.asarray(self._load().passage(list(texts)), dtype=np.float32))
+        return self._encode(texts, query=False)
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, query=True)
+
+    def _encode(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return _normalise(np.asarray(self._load().query(list(texts)), dtype=np.float32))
+        return _normalise(self._load().encode(list(texts), is_query=query))
 
 
 #: What ``minilm`` runs on when no runtime is named (see ``embedder_from_spec``).
