@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack
 
 import numpy as np
 
+from . import named
 from ._backup import BackupInfo, backup, restore
 from ._context import StoreContext, make_embedder
 from ._embed import Embedder
@@ -483,13 +484,12 @@ class MemoryStore:
 
     def named_query(self, name: str, params: Mapping[str, Any] | None = None, *,
                     as_dataframe: bool = False, owner: str | None = None) -> Any:
-        """Run one of the named queries of ``queries/`` (``graphmem query --list``) with
-        its parameters bound, read-only, in the store's query language; with ``owner``,
-        an owner-scoped query confined to that owner. Rows are dicts (column -> value),
-        or a DataFrame with ``as_dataframe=True``."""
-        from queries.library import run_named  # the analyst's library, installed alongside
-
-        return run_named(self, name, params, as_dataframe=as_dataframe, owner=owner)
+        """Run one of the named queries (``graphmem query --list``; the analyst's library
+        ``queries/`` and any other registered in ``graphmem.named``) with its parameters
+        bound, read-only, in the store's query language; with ``owner``, an owner-scoped
+        query confined to that owner. Rows are dicts (column -> value), or a DataFrame
+        with ``as_dataframe=True``."""
+        return named.run(self, name, params, as_dataframe=as_dataframe, owner=owner)
 
     @_doc(Views.vectors)
     def vectors(self, *, owner: str | None = None) -> tuple[list[str], np.ndarray]:

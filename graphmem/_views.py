@@ -94,7 +94,7 @@ class Views:
             raise UnsupportedError(
                 f"ad-hoc Cypher needs the Kuzu engine; {ctx.engine.path} is a PostgreSQL "
                 "store. Run a named query there (graphmem query --list; "
-                "queries.library.run_named), or read-only SQL (MemoryStore.sql)")
+                "MemoryStore.named_query), or read-only SQL (MemoryStore.sql)")
         ctx.before_read()
         event = None
         if write:

@@ -424,3 +424,36 @@ def test_entity_drawings_show_entities_and_facts(tmp_path: Path) -> None:
     assert "lives_in" in (tmp_path / "cli.html").read_text()
     wrong = _cli(db, "draw", "--about", "Caroline", "--out", str(tmp_path / "x.html"))
     assert wrong.returncode == 2 and "--entities" in wrong.stderr  # a usage error
+
+
+def test_named_query_libraries_are_found_by_entry_point(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store finds the analyst's library through the ``graphmem.named_queries``
+    entry point (graphmem's core imports no ``queries``); a second library adds its
+    queries, a name given twice is refused naming both files, and with no library the
+    error says how to get one."""
+    from graphmem import UnsupportedError, named
+    from queries.library import QUERY_DIR
+
+    assert named.libraries() == [QUERY_DIR]
+    extra = tmp_path / "mine"
+    extra.mkdir()
+    (extra / "longest.cypher").write_text(
+        "// name: longest\n// description: the longest memory\n// param: limit INT64 = 1\n"
+        "MATCH (m:Memory) RETURN m.id AS id ORDER BY size(m.text) DESC LIMIT $limit\n")
+    monkeypatch.setattr(named, "libraries", lambda: [QUERY_DIR, extra])
+    with MemoryStore(tmp_path / "db") as store:
+        store.add("short")
+        long = store.add("a much longer memory than the other one")
+        assert store.named_query("longest") == [{"id": long.id}]
+        assert sum(r["memories"] for r in store.named_query("kinds_by_status")) == 2
+        twin = tmp_path / "twin"
+        twin.mkdir()
+        (twin / "hot_set.cypher").write_text(
+            "// name: hot_set\n// description: a twin\nMATCH (m:Memory) RETURN m.id\n")
+        monkeypatch.setattr(named, "libraries", lambda: [QUERY_DIR, extra, twin])
+        with pytest.raises(UnsupportedError, match=r"hot_set.*hot_set\.cypher"):
+            store.named_query("longest")
+        monkeypatch.setattr(named, "libraries", lambda: [])
+        with pytest.raises(UnsupportedError, match="no named-query library"):
+            store.named_query("longest")

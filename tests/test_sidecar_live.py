@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 import graphmem
-from graphmem import InvalidInputError, MemoryStore, Settings
+from graphmem import InvalidInputError, MemoryStore, Settings, named
 from graphmem.client import AccessDeniedError, Client
+from graphmem.named import libraries as named_libraries
 from graphmem.sidecar import Tokens
-from queries import library
 from queries.library import NamedQuery, load_queries, run_named
 
 from ._servers import running_sidecar
@@ -110,7 +110,8 @@ def test_every_named_query_sees_only_the_tokens_owner(live: Live) -> None:
     assert len(leaked_without_owner) >= 12 and len(answered) >= 15
 
 
-def test_named_queries_over_http(live: Live, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_named_queries_over_http(live: Live, monkeypatch: pytest.MonkeyPatch,
+                                 tmp_path: Path) -> None:
     store, url, ids = live
     with graphmem.connect(url, token=ALICE) as alice, \
             graphmem.connect(url, token=ANALYST) as analyst:
@@ -131,11 +132,11 @@ def test_named_queries_over_http(live: Live, monkeypatch: pytest.MonkeyPatch) ->
         assert sum(r["memories"] for r in every) == store.stats().memories
         bobs = analyst.named_query("kinds_by_status", {"owner": "bob"})
         assert sum(r["memories"] for r in bobs) == len(store.memories(owner="bob"))
-        # a query that reads across owners: all_owners only
-        wide = NamedQuery("all_memories", "every memory", "MATCH (m:Memory) RETURN m.id AS id",
-                          Path("all_memories.cypher"))
-        monkeypatch.setattr(library, "load_queries", lambda: {**load_queries(),
-                                                              "all_memories": wide})
+        # a query that reads across owners, from a second registered library: all_owners only
+        (tmp_path / "all_memories.cypher").write_text(
+            "// name: all_memories\n// description: every memory\n"
+            "MATCH (m:Memory) RETURN m.id AS id\n")
+        monkeypatch.setattr(named, "libraries", lambda: [*named_libraries(), tmp_path])
         with pytest.raises(AccessDeniedError, match="all_owners"):
             alice.named_query("all_memories")
         assert len(analyst.named_query("all_memories")) == store.stats().memories

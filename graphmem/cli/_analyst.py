@@ -34,7 +34,7 @@ def query(ctx: Context, query_text: str | None, list_queries: bool, params: tupl
       graphmem query most_referenced --param limit=5
       graphmem query "MATCH (m:Memory) RETURN m.kind, count(*)"
     """
-    from queries.library import find_query, load_queries, run_named
+    from ..named import find_query, load_queries
 
     if ctx.json and fmt not in (None, "json"):
         usage(f"--json prints JSON and --format {fmt} asks for {fmt.upper()}: give one of "
@@ -53,7 +53,8 @@ def query(ctx: Context, query_text: str | None, list_queries: bool, params: tupl
         if write:
             usage("named queries are read-only; --write is for ad-hoc Cypher")
         store = ctx.api(read_only=True)
-        rows = run_named(store, query_text, parse_params(params, convert=lambda _n, raw: raw))
+        rows = store.named_query(query_text,
+                                 parse_params(params, convert=lambda _n, raw: raw))
     elif write:
         rows = ctx.store(create=False).cypher(query_text, parse_params(params), write=True)
         click.echo("note: this change bypassed the version history; it is recorded as a "

@@ -413,7 +413,7 @@ class Client:
     def named_query(self, name: str, params: Mapping[str, Any] | None = None, *,
                     as_dataframe: bool = False, owner: str | None = None) -> Any:
         """Run one of ``queries/``'s named queries on the sidecar (within the token's
-        owner). ``queries.library.run_named(client, ...)`` calls this."""
+        owner). ``queries.library.run_named(client, ...)`` is this call."""
         body = self._http.call("POST", f"/v1/queries/{path_segment(name)}",
                                json={"params": _plain(dict(params or {})), **_owner(owner)})
         return _rows(body["rows"], as_dataframe)

@@ -38,6 +38,7 @@ from .._facade import MemoryStore
 from .._models import Stats
 from .._time import format_iso
 from .._views import to_json
+from ..named import find_query, load_queries
 from ._auth import Principal
 from ._deps import Admin, AllOwners, OwnerParam, Reader, scoped_owner
 from ._errors import BODY, GATE, errors
@@ -113,8 +114,6 @@ def add_live_routes(app: FastAPI, store: MemoryStore) -> None:
     def list_queries(who: Reader) -> dict[str, Any]:
         """The named queries: parameters, description, and whether this caller may run
         them (a token without all_owners runs the owner-scoped ones)."""
-        from queries.library import load_queries
-
         wide = who.owner is None or who.allows("all_owners")
         return {"queries": [
             {"name": q.name, "description": q.description, "owner_scoped": q.owner_scoped,
@@ -129,8 +128,6 @@ def add_live_routes(app: FastAPI, store: MemoryStore) -> None:
         """Run a named query: within the token's owner, or for the local user and an
         all_owners token as asked (``owner``: within that one). A query that reads across
         owners needs all_owners."""
-        from queries.library import find_query
-
         query = find_query(name)
         body = body or NamedQueryIn()
         wide = who.owner is None or who.allows("all_owners")
