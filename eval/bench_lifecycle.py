@@ -24,6 +24,8 @@ from pathlib import Path
 
 from graphmem import Edge, MemoryStore
 
+from ._fresh import store_copy
+
 NOW = datetime(2026, 7, 15, 12, 0, tzinfo=UTC)
 KINDS = ["episodic"] * 6 + ["semantic", "procedural", "note", "identity", "working"]
 
@@ -70,46 +72,42 @@ def main() -> None:
         shutil.rmtree(source, ignore_errors=True)
         args.cache.mkdir(parents=True, exist_ok=True)
         build(source, args.n)
-    work = Path(tempfile.mkdtemp(prefix="graphmem-life-"))
-    try:
-        shutil.copytree(source, work / "db")  # every run starts from the same state
-        with MemoryStore(work / "db", clock=lambda: NOW) as store:
-            stats = store.stats()
-            print(f"{stats.memories} memories, {sum(stats.edges.values())} edges")
-            start = time.perf_counter()
-            dry = store.run_lifecycle()
-            dry_s = time.perf_counter() - start
-            start = time.perf_counter()
-            first = store.run_lifecycle(apply=True)
-            first_s = time.perf_counter() - start
-            start = time.perf_counter()
-            second = store.run_lifecycle(apply=True)
-            second_s = time.perf_counter() - start
-            j = first.jobs
-            changed = (j.decayed + j.recomputed + j.promoted + j.archived + j.hot_added
-                       + j.hot_removed + j.candidates_expired + j.payloads_redacted)
-            print(f"dry run:              {dry_s:6.2f} s  (evaluated {dry.evaluated}: "
-                  + ", ".join(f"{k} {v}" for k, v in dry.counts.items()) + ")")
-            print(f"apply, first run:     {first_s:6.2f} s  ({changed} changes: decayed "
-                  f"{j.decayed}, promoted {j.promoted}, hot +{j.hot_added}, expired "
-                  f"{j.candidates_expired}, centrality for {j.centrality_computed})")
-            s2 = second.jobs
-            print(f"apply, second run:    {second_s:6.2f} s  (changes: "
-                  f"{s2.decayed + s2.promoted + s2.archived + s2.hot_added + s2.hot_removed}"
-                  f" - idempotent)")
-            # Baseline: the same transition one memory at a time.
-            sample = [r["id"] for r in store.cypher(
-                "MATCH (m:Memory) WHERE m.kind = 'episodic' AND m.status = 'active' "
-                "RETURN m.id AS id LIMIT 200")]
-            start = time.perf_counter()
-            for memory_id in sample:
-                store.promote(memory_id, reason="manual")
-            per_row = (time.perf_counter() - start) / max(len(sample), 1)
-            print(f"baseline, one transition at a time: {per_row * 1000:.1f} ms each -> "
-                  f"{per_row * changed:.0f} s for the first run's {changed} changes "
-                  f"({per_row * changed / first_s:.0f}x the set-based run)")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    # every run starts from the same state
+    with store_copy(source, "graphmem-life-") as db, MemoryStore(db, clock=lambda: NOW) as store:
+        stats = store.stats()
+        print(f"{stats.memories} memories, {sum(stats.edges.values())} edges")
+        start = time.perf_counter()
+        dry = store.run_lifecycle()
+        dry_s = time.perf_counter() - start
+        start = time.perf_counter()
+        first = store.run_lifecycle(apply=True)
+        first_s = time.perf_counter() - start
+        start = time.perf_counter()
+        second = store.run_lifecycle(apply=True)
+        second_s = time.perf_counter() - start
+        j = first.jobs
+        changed = (j.decayed + j.recomputed + j.promoted + j.archived + j.hot_added
+                   + j.hot_removed + j.candidates_expired + j.payloads_redacted)
+        print(f"dry run:              {dry_s:6.2f} s  (evaluated {dry.evaluated}: "
+              + ", ".join(f"{k} {v}" for k, v in dry.counts.items()) + ")")
+        print(f"apply, first run:     {first_s:6.2f} s  ({changed} changes: decayed "
+              f"{j.decayed}, promoted {j.promoted}, hot +{j.hot_added}, expired "
+              f"{j.candidates_expired}, centrality for {j.centrality_computed})")
+        s2 = second.jobs
+        print(f"apply, second run:    {second_s:6.2f} s  (changes: "
+              f"{s2.decayed + s2.promoted + s2.archived + s2.hot_added + s2.hot_removed}"
+              f" - idempotent)")
+        # Baseline: the same transition one memory at a time.
+        sample = [r["id"] for r in store.cypher(
+            "MATCH (m:Memory) WHERE m.kind = 'episodic' AND m.status = 'active' "
+            "RETURN m.id AS id LIMIT 200")]
+        start = time.perf_counter()
+        for memory_id in sample:
+            store.promote(memory_id, reason="manual")
+        per_row = (time.perf_counter() - start) / max(len(sample), 1)
+        print(f"baseline, one transition at a time: {per_row * 1000:.1f} ms each -> "
+              f"{per_row * changed:.0f} s for the first run's {changed} changes "
+              f"({per_row * changed / first_s:.0f}x the set-based run)")
 
 
 if __name__ == "__main__":

@@ -18,39 +18,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
+from ._fresh import CLI, median_fresh, run_fresh, store_copy
 from .bench_scale import cached_store
 
 OPEN_AND_RECALL = (
     "import sys\nfrom graphmem import MemoryStore\n"
     "with MemoryStore(sys.argv[1]) as store:\n"
     "    store.recall(sys.argv[2], k=10)\n")
-CLI = "import sys\nfrom graphmem.cli import main\nsys.argv[0] = 'graphmem'\nmain()\n"
-
-
-def _wall(code: str, args: list[str], env: dict[str, str]) -> float:
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
-                          text=True, check=False, env=env)
-    wall = time.perf_counter() - started
-    if done.returncode:
-        raise SystemExit(f"failed ({done.returncode}): {done.stderr[-2000:]}")
-    return wall
-
-
-def _median(label: str, repeats: int, code: str, args: list[str],
-            env: dict[str, str] | None = None) -> float:
-    wall = statistics.median(_wall(code, args, {**os.environ, **(env or {})})
-                             for _ in range(repeats))
-    print(f"  {label:<52} {wall:6.2f} s", flush=True)
-    return wall
 
 
 def main() -> None:
@@ -62,28 +39,24 @@ def main() -> None:
     parser.add_argument("--cache", type=Path,
                         default=Path(tempfile.gettempdir()) / "graphmem-bench")
     args = parser.parse_args()
-    cached = cached_store(args.cache, args.n)
-    work = Path(tempfile.mkdtemp(prefix="graphmem-bench-open-"))
-    try:
-        db = str(work / "db")
-        shutil.copytree(cached, db)
+    with store_copy(cached_store(args.cache, args.n), "graphmem-bench-open-") as path:
+        db = str(path)
         print(f"{args.n} memories (load average {os.getloadavg()[0]:.1f}); median of "
               f"{args.repeats} fresh processes each")
-        first = _wall(OPEN_AND_RECALL, [db, args.query], dict(os.environ))
+        first = run_fresh(OPEN_AND_RECALL, [db, args.query]).wall
         print(f"  first open (migrates, builds the index, writes its file) {first:6.2f} s")
-        floor = _median("python -c 'import graphmem'", args.repeats, "import graphmem", [])
-        ready = _median("open + recall, index read from its file", args.repeats,
-                        OPEN_AND_RECALL, [db, args.query])
-        built = _median("open + recall, index built (baseline)", args.repeats,
-                        OPEN_AND_RECALL, [db, args.query], {"GRAPHMEM_PERSIST_INDEX": "0"})
-        cli = _median("graphmem --db X recall (one-shot CLI)", args.repeats, CLI,
-                      ["--db", db, "recall", args.query])
+        floor = median_fresh("python -c 'import graphmem'", args.repeats, "import graphmem",
+                             []).wall
+        ready = median_fresh("open + recall, index read from its file", args.repeats,
+                             OPEN_AND_RECALL, [db, args.query]).wall
+        built = median_fresh("open + recall, index built (baseline)", args.repeats,
+                             OPEN_AND_RECALL, [db, args.query],
+                             {"GRAPHMEM_PERSIST_INDEX": "0"}).wall
+        cli = median_fresh("graphmem --db X recall (one-shot CLI)", args.repeats, CLI,
+                           ["--db", db, "recall", args.query]).wall
         print(f"beyond the import: file {ready - floor:.2f} s, build {built - floor:.2f} s "
               f"({built / ready:.1f}x the wall); one-shot CLI {cli:.2f} s wall, "
               f"{cli - floor:.2f} s beyond the import")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
 
 if __name__ == "__main__":
     main()

@@ -48,6 +48,7 @@ from graphmem import Edge, MemoryStore, Settings, embedder_from_spec
 from graphmem._embed import Embedder
 from graphmem._recall._index import RecallIndex
 
+from ._fresh import store_copy
 from .bench_recall import (
     KINDS,
     OWNERS,
@@ -231,15 +232,10 @@ def measure(path: Path, n_queries: int, candidates: int | None, lifecycle: bool,
     del all_texts
     gc.collect()
     if lifecycle:
-        work = Path(tempfile.mkdtemp(prefix="graphmem-scale-life-"))
-        try:
-            shutil.copytree(path, work / "db")
+        with store_copy(path, "graphmem-scale-life-") as copy:
             # in a process of its own, so that its peak RSS is the lifecycle's
             subprocess.run([sys.executable, "-m", "eval.bench_scale", "--lifecycle-of",
-                            str(work / "db"), "--buffer-pool-mb", str(buffer_pool_mb)],
-                           check=True)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+                            str(copy), "--buffer-pool-mb", str(buffer_pool_mb)], check=True)
     print(f"  peak RSS of this process (with the float32 baseline and the BM25 build "
           f"above): {peak_rss_mb():.0f} MB")
 

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
-import shutil
 import socket
 import statistics
 import subprocess
@@ -32,38 +30,8 @@ from pathlib import Path
 
 import httpx
 
+from ._fresh import CLI, median_fresh, store_copy
 from .bench_scale import cached_store
-
-HEAVY = ("torch", "sentence_transformers", "transformers", "pandas", "networkx", "scipy",
-         "httpx", "onnxruntime")
-PROBE = ("import atexit, sys\n"
-         f"HEAVY = {HEAVY!r}\n"
-         "atexit.register(lambda: print('loaded:', ' '.join(m for m in HEAVY "
-         "if m in sys.modules) or '-', file=sys.stderr))\n")
-
-
-def _run(code: str, args: list[str]) -> tuple[float, float, str]:
-    """Run ``code`` in a fresh interpreter: wall seconds, CPU seconds, heavy modules."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", PROBE + code, *args], capture_output=True,
-                          text=True, check=False)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode:
-        raise SystemExit(f"failed ({done.returncode}): {done.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    loaded = next((line.split(":", 1)[1].strip() for line in done.stderr.splitlines()
-                   if line.startswith("loaded:")), "?")
-    return wall, cpu, loaded
-
-
-def _median(label: str, repeats: int, code: str, args: list[str]) -> tuple[float, float]:
-    runs = [_run(code, args) for _ in range(repeats)]
-    wall = statistics.median(r[0] for r in runs)
-    cpu = statistics.median(r[1] for r in runs)
-    print(f"  {label:<44} wall {wall:5.2f} s  cpu {cpu:5.2f} s  loaded: {runs[-1][2]}")
-    return wall, cpu
 
 
 def _free_port() -> int:
@@ -118,26 +86,19 @@ def main() -> None:
     parser.add_argument("--cache", type=Path,
                         default=Path(tempfile.gettempdir()) / "graphmem-bench")
     args = parser.parse_args()
-    cached = cached_store(args.cache, args.n)
-    work = Path(tempfile.mkdtemp(prefix="graphmem-bench-start-"))
-    try:
-        db = work / "db"
-        shutil.copytree(cached, db)  # recalls record accesses: never touch the cache
+    with store_copy(cached_store(args.cache, args.n), "graphmem-bench-start-") as db:
+        # the sidecar below adds memories: the cache is never touched
         print(f"{args.n} memories; median of {args.repeats} fresh processes each "
               f"(load average {os.getloadavg()[0]:.1f})")
-        _median("python -c 'import graphmem'", args.repeats, "import graphmem", [])
-        cli = "import sys\nfrom graphmem.cli import main\nsys.argv[0] = 'graphmem'\nmain()\n"
-        base, _ = _median("recall --embedder minilm:torch (baseline)", args.repeats, cli,
-                          ["--db", str(db), "--embedder", "minilm:torch", "recall",
-                           args.query])
-        fast, _ = _median("recall (minilm: ONNX Runtime, the default)", args.repeats, cli,
-                          ["--db", str(db), "recall", args.query])
+        median_fresh("python -c 'import graphmem'", args.repeats, "import graphmem", [])
+        base = median_fresh("recall --embedder minilm:torch (baseline)", args.repeats, CLI,
+                            ["--db", str(db), "--embedder", "minilm:torch", "recall",
+                             args.query]).wall
+        fast = median_fresh("recall (minilm: ONNX Runtime, the default)", args.repeats, CLI,
+                            ["--db", str(db), "recall", args.query]).wall
         print(f"  one-shot recall: {fast:.2f} s wall against {base:.2f} s "
               f"({base / fast:.1f}x faster; target <= 1.5 s)")
         sidecar(db, args.repeats)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
 
 if __name__ == "__main__":
     main()
