@@ -11,12 +11,18 @@ are compared with (default: ``minilm:torch``, what ingest ran on before, then ``
 fp32 on ONNX Runtime, the same vectors, ``minilm:int8``, another model, and each of the
 two with ``+pooled`` (each turn encoded once, its context's vector added: other vectors);
 ``eval.bench_embed --quality`` measures what each does to recall).
+
+``--chats FILE`` times the everyday path instead: every sitting of an everyday chat set
+(``eval/data/everyday_dev.json``) through ``add_conversation``, as the README says (the
+quality gate, corrections, context, extraction), in a fresh store each of ``--repeats``
+times, against MiniLM's own encoding of the same messages in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -33,7 +39,13 @@ def main() -> None:
     parser.add_argument("--embedders",
                         default="minilm:torch,minilm,minilm+pooled,minilm:int8,minilm:int8+pooled",
                         help="embedder specs, comma-separated; the first is the baseline")
+    parser.add_argument("--chats", type=Path, default=None,
+                        help="time add_conversation over this everyday chat set instead")
+    parser.add_argument("--repeats", type=int, default=3, help="with --chats: fresh stores")
     args = parser.parse_args()
+    if args.chats is not None:
+        chats(args.chats, args.embedders.split(",")[0], args.repeats)
+        return
     conversations = load_locomo(args.file)
     texts = [turn_text(t) for c in conversations for t in c.turns]
     indexed = [embedding_text(None, text, context)
@@ -76,6 +88,40 @@ def _ingest(conversations: list, spec: str) -> tuple[float, Any]:
             return total, store.stats()
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def chats(path: Path, spec: str, repeats: int) -> None:
+    """Messages per second through ``add_conversation`` (median of ``repeats`` fresh
+    stores), beside the model's encoding of the same messages."""
+    from ingest.chats import ingest_chat, load_chats
+
+    loaded = load_chats(path)
+    texts = [str(m.get("content", m) if isinstance(m, dict) else m)
+             for chat in loaded for sitting in chat.sittings for m in sitting.messages]
+    model = MiniLMEmbedder()
+    model.embed(["warm up"])
+    start = time.perf_counter()
+    model.embed(texts)
+    encode = time.perf_counter() - start
+    runs = []
+    for _ in range(repeats):
+        work = Path(tempfile.mkdtemp(prefix="graphmem-ingest-chats-"))
+        try:
+            with MemoryStore(work / "db", embedder=spec) as store:
+                store.embed(["warm up"])
+                start = time.perf_counter()
+                for chat in loaded:
+                    ingest_chat(store, chat)
+                runs.append(time.perf_counter() - start)
+                memories = store.stats().memories
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    total = statistics.median(runs)
+    print(f"{path.name}: {len(loaded)} chats, {len(texts)} messages, {memories} memories kept")
+    print(f"  MiniLM encode of the messages:       {len(texts) / encode:6.1f} messages/s "
+          f"({encode:.1f} s)")
+    print(f"  add_conversation, {spec:<16} {len(texts) / total:6.1f} messages/s "
+          f"({total:.1f} s, median of {repeats}; {total / encode:.2f}x the encoding)")
 
 
 def _with_context(texts: list[str]) -> list[tuple[str, str | None]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import shutil
 import statistics
 import tempfile
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from graphmem import MemoryStore, Settings
 
+from ._fresh import store_copy
 from .bench_recall import OWNERS
 from .bench_scale import cached_store
 
@@ -105,13 +105,8 @@ def main() -> None:
                         default=Path(tempfile.gettempdir()) / "graphmem-bench-writes")
     args = parser.parse_args()
     cached = cached_store(args.cache, args.n, name="writes", builder=build)
-    work = Path(tempfile.mkdtemp(prefix="graphmem-bench-writes-"))
-    try:
-        db = work / "db"
-        shutil.copytree(cached, db)  # writes change it: never touch the cache
+    with store_copy(cached, "graphmem-bench-writes-") as db:  # writes change it
         measure(db, args.n, args.samples)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from ._models import (
     parse_change_type,
     parse_kind,
 )
+from ._records import patched_memory
 from ._transitions import Transitions, patch_of
 
 __all__ = ["Edge", "Memories", "MergeResult", "parse_records"]
@@ -490,10 +491,11 @@ class Memories:
         if "importance" in updates and change_type is not ChangeType.IMPORTANCE_DECAY:
             # A deliberate new importance is the new baseline that decay starts from.
             updates["original_importance"] = updates["importance"]
-        batch.patches.append(patch_of(memory, updates, change_type, self._ctx.now(),
-                                      reason=change_type.value, actor=self._ctx.actor(actor)))
+        patch = patch_of(memory, updates, change_type, self._ctx.now(),
+                         reason=change_type.value, actor=self._ctx.actor(actor))
+        batch.patches.append(patch)
         self.commit(batch, changed=[memory_id])
-        return self._ctx.engine.get(memory_id) or memory
+        return patched_memory(memory, patch.set)
 
     def supersede(self, old_id: str, new: Memory | str, *, reason: str = "conflict_update",
                   owner: str | None = None, actor: str | None = None,

@@ -30,6 +30,7 @@ __all__ = [
     "json_load",
     "memory_from_columns",
     "memory_row",
+    "patched_memory",
     "stored_value",
     "version_from_values",
     "version_row",
@@ -126,6 +127,14 @@ def memory_from_columns(row: Mapping[str, Any]) -> Memory:
         if fields.get(name):
             fields[name] = [aware(t) for t in fields[name]]
     return memory_from_fields(fields)
+
+
+def patched_memory(memory: Memory, fields: Mapping[str, Any]) -> Memory:
+    """``memory`` as a commit that set ``fields`` on it leaves it: what reading the row
+    back would give (each value through its stored form), without the read."""
+    row = dict(stored_value(name, getattr(memory, name)) for name in Memory.model_fields)
+    row.update(stored_value(name, value) for name, value in fields.items())
+    return memory_from_columns(row)
 
 
 def memory_row(new: NewMemory) -> dict[str, Any]:

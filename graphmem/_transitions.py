@@ -19,6 +19,7 @@ from ._errors import ConfirmationRequiredError, ConflictError, StoreError
 from ._keys import FORGET, key_id
 from ._knowledge import Knowledge
 from ._models import ChangeType, EventType, Kind, LifecycleEvent, Memory, Status, TriggeredBy
+from ._records import patched_memory
 from ._redact import Mentions, digest_key_id, keyed_digest
 
 __all__ = ["Transitions", "patch_of"]
@@ -86,7 +87,7 @@ class Transitions:
         with ctx.lock:
             ctx.engine.commit(batch)
             ctx.changed(Changed([memory.id], patched=batch.patched()))
-        return ctx.engine.get(memory.id) or memory
+        return patched_memory(memory, patch.set)
 
     def transition_patch(
         self,

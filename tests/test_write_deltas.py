@@ -69,3 +69,40 @@ def test_a_batch_says_what_it_patched_only_when_that_is_all_it_did() -> None:
     assert fields.patched() == {"m1": {"importance": 0.5, "useful_count": 2}}
     fields.unmentioned.append("m1")  # its text changed: its mentions go
     assert fields.patched() is None
+
+
+def test_a_write_returns_the_memory_as_stored_without_reading_it_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """update, the transitions and feedback hand back the memory their commit left: equal,
+    field for field, to reading it again, with no ``get`` after the commit."""
+    with _open(tmp_path / "db", persist_index=False) as store:
+        ids = _fill(store)
+        engine = store._ctx.engine
+        gets: list[str] = []
+        original = engine.get
+
+        def counted(memory_id: str) -> Any:
+            gets.append(memory_id)
+            return original(memory_id)
+
+        monkeypatch.setattr(engine, "get", counted)
+        writes: list[Callable[[], Any]] = [
+            lambda: store.update(ids[10], importance=0.91),
+            lambda: store.update(ids[11], tags=["garden", "Ops"], confidence=0.3),
+            lambda: store.update(ids[12], kind="procedural", project="orchard",
+                                 valid_from="2024-03-01T10:00:00+02:00"),
+            lambda: store.update(ids[13], text="Caroline moved the deploy to Friday."),
+            lambda: store.update(ids[14], provenance={"source": "chat", "turn": 3}),
+            lambda: store.feedback(ids[15], useful=True),
+            lambda: store.feedback(ids[15], useful=False),
+            lambda: store.tombstone(ids[16], reason="outdated"),
+            lambda: store.tombstone(ids[17], reason="duplicate", actor="reviewer"),
+        ]
+        for write in writes:
+            gets.clear()
+            returned = write()
+            after_commit = len(gets)
+            assert after_commit <= 1, f"{returned.id}: read {gets}"  # the check before
+            monkeypatch.undo()
+            assert returned == store.get(returned.id), returned.id
+            monkeypatch.setattr(engine, "get", counted)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import shutil
 import threading
 import warnings
@@ -99,6 +100,9 @@ def check_parameters(query: str, params: Mapping[str, Any]) -> None:
 
 
 _SCALARS = (str, int, float, bool, type(None))
+#: Write statements kept planned at most (``Database._write_statement``).
+_WRITE_PLANS = 256
+_TRANSACTION = re.compile(r"\s*(BEGIN|COMMIT|ROLLBACK|CHECKPOINT)\b", re.IGNORECASE)
 
 
 def _to_kuzu(value: Any) -> Any:
@@ -275,6 +279,7 @@ class Database:
         except RuntimeError as exc:
             raise map_error(exc, path=self.path) from exc
         self._write_conn = kuzu.Connection(self._db)
+        self._write_statements: dict[str, Any] = {}
         self._generation += 1
         self._committed()
 
@@ -332,13 +337,20 @@ class Database:
         with contextlib.suppress(Exception):
             self._write_conn.close()
         self._write_conn = kuzu.Connection(self._db)
+        self._write_statements = {}
 
     def _execute(self, conn: Any, query: str, params: Mapping[str, Any]) -> list[Row]:
         if self._closed:
             raise StoreError("the store is closed")
         check_parameters(query, params)
+        result: Any
         try:
-            result = conn.execute(query, _bind(params))
+            if params and conn is self._write_conn:
+                result = conn.execute(self._write_statement(conn, query), _bind(params))
+            else:
+                if conn is self._write_conn and not _TRANSACTION.match(query):
+                    self._write_statements.clear()  # DDL may change what plans mean
+                result = conn.execute(query, _bind(params))
         except RuntimeError as exc:
             raise map_error(exc, path=self.path) from exc
         rows: list[Row] = []
@@ -347,6 +359,21 @@ class Database:
             while res.has_next():
                 rows.append(res.get_next())
         return rows
+
+    def _write_statement(self, conn: Any, query: str) -> Any:
+        """``query`` planned once on the write connection. Kuzu's ``execute`` with
+        parameters prepares without their values and binds them at execution, so a plan
+        kept is the plan it would make again: a small write skips about 1 ms of planning
+        a statement. Plans are dropped with the connection, and when a statement without
+        parameters (DDL) runs on it."""
+        statement = self._write_statements.get(query)
+        if statement is None:
+            if len(self._write_statements) >= _WRITE_PLANS:
+                self._write_statements.clear()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                statement = self._write_statements[query] = conn.prepare(query)
+        return statement
 
     def _execute_many(
         self, conn: Any, query: str, param_sets: Sequence[Mapping[str, Any]]

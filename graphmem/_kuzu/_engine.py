@@ -397,13 +397,19 @@ class KuzuEngine:
             column, stored = column_value(name, value)
             params[f"s_{column}"] = stored
             assignments.append(f"m.{column} = {_typed(f'$s_{column}', MEMORY_TYPES[column])}")
+        # The fields and the version row in one statement: each statement costs about a
+        # millisecond of its own (measured by eval.bench_writes).
+        query = "MATCH (m:Memory {id: $mid})"
         if assignments:
-            tx.run("MATCH (m:Memory {id: $mid}) SET " + ", ".join(assignments), params)
+            query += " SET " + ", ".join(assignments)
         if patch.version is not None:
             row = version_params(patch.version)
-            tx.run("MATCH (m:Memory {id: $mid}) CREATE (m)-[:HAS_VERSION]->(:Version {"
-                   + ", ".join(f"{c}: {_typed(f'$v_{c}', t)}" for c, t in VERSION_TYPES.items())
-                   + "})", {"mid": patch.memory_id, **{f"v_{c}": row[c] for c in row}})
+            params.update({f"v_{c}": row[c] for c in row})
+            query += (" CREATE (m)-[:HAS_VERSION]->(:Version {"
+                      + ", ".join(f"{c}: {_typed(f'$v_{c}', t)}"
+                                  for c, t in VERSION_TYPES.items()) + "})")
+        if assignments or patch.version is not None:
+            tx.run(query, params)
         if patch.event is not None:
             tx.run(_CREATE_EVENTS, {"rows": [event_params(patch.event)]})
 

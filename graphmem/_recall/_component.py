@@ -25,6 +25,7 @@ from .._learn._features import Candidates, capture
 from .._learn._samples import Reranker, SampleLog
 from .._memories import Memories
 from .._models import ChangeType, EventType, Kind, Memory, Status, parse_kind
+from .._records import patched_memory
 from .._sync import Gate
 from .._time import to_utc
 from .._transitions import patch_of
@@ -843,7 +844,7 @@ class Recall:
                             dst=max(memory_id, other), weight=1.0, source="feedback", at=now)
                  for other in partners]
         self._memories.patch([patch], merged_edges=edges)
-        return ctx.engine.get(memory_id) or memory
+        return patched_memory(memory, patch.set)
 
     def _find_recall(self, memory_id: str, query: str | None) -> _RecallRecord | None:
         for record in reversed(self._recent):
