@@ -333,19 +333,11 @@ class KuzuEngine:
         """The filter that leaves out gone edges (``r``), when there are any."""
         return f"{prefix} r.gone IS NULL " if self._has_gone else ""
 
-    def checkpoint(self) -> None:
-        self.db.checkpoint()
-
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
         """Hold off every writer (reads go on) for a consistent multi-step read."""
         with self.db.snapshot():
             yield
-
-    def export_files(self, directory: Path) -> None:
-        """The whole database as files in ``directory`` (Kuzu's EXPORT DATABASE, parquet);
-        call inside ``snapshot()`` for a consistent copy."""
-        self.db.export_unlocked(directory)
 
     # -- reads -------------------------------------------------------------------------
     def get(self, memory_id: str) -> Memory | None:

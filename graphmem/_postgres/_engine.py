@@ -15,7 +15,6 @@ import json
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -49,7 +48,7 @@ from .._engine import (
     check_vector_dtype,
 )
 from .._engine_rules import EVENT_ORDER, erase, event_conditions, quoting_probes, write_batch
-from .._errors import ConflictError, InvalidInputError, StoreError
+from .._errors import ConflictError, InvalidInputError
 from .._models import LifecycleEvent, Memory, Version
 from .._records import (
     EVENT_COLUMNS,
@@ -257,18 +256,11 @@ class PostgresEngine:
                           "facts", "meta"):
                 conn.execute(f"VACUUM FULL {table}")
 
-    def checkpoint(self) -> None:
-        """Nothing to do: PostgreSQL checkpoints by itself."""
-
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
         """Every read of this thread inside the block sees one snapshot (writers go on)."""
         with self.db.pinned():
             yield
-
-    def export_files(self, directory: Path) -> None:
-        raise StoreError("a PostgreSQL store is backed up through graphmem backup (which "
-                         "copies it into a portable Kuzu backup) or pg_dump")
 
     # -- reads -------------------------------------------------------------------------
     def get(self, memory_id: str) -> Memory | None:
