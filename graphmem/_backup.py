@@ -1,15 +1,16 @@
 """Backups: a consistent snapshot of a store in a directory, and the way back.
 
-A backup is Kuzu's ``EXPORT DATABASE`` (schema, then every table as Parquet) taken
-under the store's write lock, plus ``graphmem-backup.json``: the schema version, the
-embedder fingerprint, the counts, and a SHA-256 of every file. ``restore`` treats the
-backup as untrusted input: it checks the manifest field by field, reads files only
-inside the backup and never through a link, runs none of the backup's Cypher (the
-schema is graphmem's own; each table is copied from its Parquet file after its columns
-are checked), builds in a scratch directory beside the target, opens the result (which
-migrates an older schema), checks its rows and counts, and only then moves it into
-place: a failed restore leaves no half-made database behind, and a failed backup leaves
-no half-made backup.
+A backup is the store as Parquet files, one a table of graphmem's schema (the layout of
+Kuzu's ``EXPORT DATABASE``, whichever engine holds the store: ``_kuzu._restore`` writes
+and reads them, and knows the engines apart), taken in the engine's snapshot, plus
+``graphmem-backup.json``: the schema version, the embedder fingerprint, the counts, and
+a SHA-256 of every file. ``restore`` treats the backup as untrusted input: it checks the
+manifest field by field, reads files only inside the backup and never through a link,
+runs none of the backup's Cypher (the schema is graphmem's own; each table is copied
+from its Parquet file after its columns are checked), builds in a scratch directory
+beside the target, opens the result (which migrates an older schema), checks its rows
+and counts, and only then moves it into place: a failed restore leaves no half-made
+database behind, and a failed backup leaves no half-made backup.
 
 A backup holds no secret key (they are not in the tables): a restored store makes new
 ones when it needs them, and checks a text against a digest made before the backup
@@ -33,10 +34,9 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ._discovery import process_alive
-from ._engine import Engine
 from ._errors import SchemaVersionError, StoreError
-from ._kuzu import SCHEMA_VERSION, Database, KuzuEngine
-from ._kuzu._restore import build_from_parquet, check_rows
+from ._kuzu import SCHEMA_VERSION
+from ._kuzu._restore import build_store, export_store
 from ._settings import Settings
 from ._time import utcnow
 from ._transfer import copy_store
@@ -82,15 +82,13 @@ def backup(ctx: StoreContext, directory: str | os.PathLike[str]) -> BackupInfo:
         # Pending writes (access counts of recent recalls) land first: inside the
         # snapshot their writer would wait for the lock it holds (30 s, then lost).
         ctx.before_read()
-        with _as_kuzu(engine) as kuzu, engine.snapshot():
+        with engine.snapshot():
             counts = engine.counts()
             meta = engine.meta()
-            if kuzu is not engine:  # another engine: copied into a scratch Kuzu store
-                copy_store(engine, kuzu, keys=False)
-            kuzu.export_files(scratch / _DATA)
+            schema_version = export_store(engine, scratch / _DATA)
         info = BackupInfo(
             path=str(directory), created=utcnow().isoformat(),
-            schema_version=kuzu.schema_version, embedder=ctx.embedder.name,
+            schema_version=schema_version, embedder=ctx.embedder.name,
             embedder_fingerprint=meta.get("embedder_fingerprint"),
             memories=sum(counts.by_kind.values()), versions=counts.versions,
             events=counts.events, files=_hashes(scratch / _DATA),
@@ -134,33 +132,20 @@ def restore(directory: str | os.PathLike[str], target: str | os.PathLike[str], *
                 scratch = Path(tmp) / "db"
                 scratch.mkdir()
                 _build(files, info, scratch, pool_mb=pool_mb)
-                kuzu = KuzuEngine(str(scratch), buffer_pool_mb=pool_mb, read_only=True)
+                built = open_engine(str(scratch), settings=settings or Settings(),
+                                    read_only=True)
                 try:
                     pg = open_engine(target, settings=settings or Settings())
                     try:
-                        copy_store(kuzu, pg)
+                        copy_store(built, pg)
                     finally:
                         pg.close()
                 finally:
-                    kuzu.close()
+                    built.close()
             return info
         with _staged(Path(target), what="database directory") as scratch:
             _build(files, info, scratch, pool_mb=pool_mb)
     return info
-
-
-@contextlib.contextmanager
-def _as_kuzu(engine: Engine) -> Iterator[KuzuEngine]:
-    """``engine`` itself when it is Kuzu, else an empty scratch Kuzu store (removed after)."""
-    if isinstance(engine, KuzuEngine):
-        yield engine
-        return
-    with tempfile.TemporaryDirectory(prefix="graphmem-backup-") as tmp:
-        scratch = KuzuEngine(str(Path(tmp) / "db"), buffer_pool_mb=256)
-        try:
-            yield scratch
-        finally:
-            scratch.close()
 
 
 def _build(files: _BackupFiles, info: BackupInfo, scratch: Path, *, pool_mb: int) -> None:
@@ -170,21 +155,9 @@ def _build(files: _BackupFiles, info: BackupInfo, scratch: Path, *, pool_mb: int
                              "listed in its manifest")
         return files.open(name)
 
-    db = Database(str(scratch), buffer_pool_mb=pool_mb)
-    try:
-        build_from_parquet(db, info.schema_version, open_listed,
-                           label=f"backup {files.root}: {_DATA}")
-    finally:
-        db.close()
-    # Opening migrates an older schema; the counts prove the import is whole.
-    engine = KuzuEngine(str(scratch), buffer_pool_mb=pool_mb)
-    try:
-        check_rows(engine, label=f"backup {files.root}")
-        counts = engine.counts()
-        fingerprint = engine.meta().get("embedder_fingerprint")
-    finally:
-        engine.close()
-    got = (sum(counts.by_kind.values()), counts.versions, counts.events, fingerprint)
+    got = build_store(scratch, info.schema_version, open_listed,
+                      label=f"backup {files.root}",
+                      files_label=f"backup {files.root}: {_DATA}", pool_mb=pool_mb)
     want = (info.memories, info.versions, info.events, info.embedder_fingerprint)
     if got != want:
         raise StoreError(f"restoring {files.root} gave (memories, versions, events, "

@@ -17,6 +17,7 @@ import numpy as np
 
 from ._embed import joint_text
 from ._engine import NewMemory
+from ._engine_rules import version_id
 from ._extract._rules import entities_of
 from ._input import MemoryInput
 from ._kg import (
@@ -188,7 +189,7 @@ def version_of(memory: Memory, *, seq: int, change_type: ChangeType, at: datetim
         return changes[name] if name in changes else getattr(memory, name)
 
     text = value("text")
-    return Version(id=f"{memory.id}#v{seq}", memory_id=memory.id, seq=seq,
+    return Version(id=version_id(memory.id, seq), memory_id=memory.id, seq=seq,
                    change_type=change_type, at=at, reason=reason, actor=actor, text=text,
                    subject=value("subject"), text_sha256=sha256(text),
                    importance=value("importance"), status=value("status"),

@@ -3,9 +3,9 @@ and back): memories with their vectors and every version row, events, edges, ent
 mentions, facts and store properties, written into the target in one transaction; then
 the store's secret keys, which the target keeps its own way.
 
-Backups are Kuzu's files (``_backup``): a PostgreSQL store is backed up by copying it
-into a scratch Kuzu database first, and a backup is restored into PostgreSQL by
-restoring it into a scratch Kuzu database and copying that.
+A backup (``_backup``) of a store that is not Kuzu's is written by copying it into a
+scratch Kuzu database first (``_kuzu._restore.export_store``), and a backup is restored
+into PostgreSQL by restoring it into a scratch Kuzu database and copying that.
 """
 
 from __future__ import annotations

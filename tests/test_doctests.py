@@ -59,6 +59,7 @@ EXAMPLED = {
     "graphmem._arrow": 1,
     "graphmem._derive": 2,
     "graphmem._engine": 2,
+    "graphmem._engine_rules": 2,
     "graphmem._graph_leave": 2,
     "graphmem._keys": 1,
     "graphmem._memories": 2,

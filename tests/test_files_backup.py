@@ -460,13 +460,14 @@ def test_a_failed_restore_leaves_no_scratch(backup: Path, tmp_path: Path,
         raise error("injected")
 
     import graphmem._backup as backup_module
+    import graphmem._kuzu._engine as kuzu_engine_module
 
     where: dict[str, tuple[Any, str]] = {
         "schema": (Database, "run_auto"),
         "copy": (restore_module, "_copy_table"),
-        "open": (backup_module, "KuzuEngine"),
-        "rows": (backup_module, "check_rows"),
-        "counts": (backup_module.KuzuEngine, "counts"),
+        "open": (kuzu_engine_module, "KuzuEngine"),
+        "rows": (restore_module, "check_rows"),
+        "counts": (kuzu_engine_module.KuzuEngine, "counts"),
         "rename": (backup_module.os, "replace"),
     }
     monkeypatch.setattr(*where[stage], fail)

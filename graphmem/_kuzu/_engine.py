@@ -9,6 +9,7 @@ one transaction; relationships between existing nodes through ``COPY`` as well
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -41,11 +42,13 @@ from .._engine import (
     Link,
     MemoryScan,
     MentionRecord,
+    NewMemory,
     Patch,
     SqlCapability,
     WriteBatch,
     check_vector_dtype,
 )
+from .._engine_rules import EVENT_ORDER, erase, event_conditions, quoting_probes, write_batch
 from .._errors import ConflictError, InvalidInputError
 from .._models import LifecycleEvent, Memory, Version
 from . import _jobs
@@ -274,112 +277,7 @@ class KuzuEngine:
         # a sidecar request) therefore CREATE, and only bulk ones COPY.
         small = len(batch.memories) + len(batch.events) + len(batch.new_edges) <= _SMALL_WRITE
         _declare(tx, batch)
-        rows = [memory_params(m) for m in batch.memories]
-        versions = [version_params(m.version) for m in batch.memories]
-        if rows and small:
-            tx.run(_CREATE_MEMORIES, {"rows": rows})
-            tx.run(_CREATE_VERSIONS, {"rows": versions})
-        elif rows:
-            tx.copy("Memory", _arrow(rows, MEMORY_TYPES))
-            tx.copy("Version", _arrow(versions, VERSION_TYPES))
-            tx.copy("HAS_VERSION", pa.table({"from": [r["id"] for r in rows],
-                                             "to": [v["id"] for v in versions]}))
-        for patch in batch.patches:
-            self._patch(tx, patch)
-        events = [event_params(e) for e in batch.events]
-        if events and small:
-            tx.run(_CREATE_EVENTS, {"rows": events})
-        elif events:
-            tx.copy("LifecycleEvent", _arrow(events, EVENT_TYPES))
-        by_kind: dict[str, list[EdgeRecord]] = {}
-        for edge in batch.new_edges:
-            by_kind.setdefault(edge.kind, []).append(edge)
-        for kind, edges in by_kind.items():
-            if small:
-                tx.run(_CREATE_EDGES[EDGE_TABLES[kind]], {"rows": [edge_params(e) for e in edges]})
-            else:
-                _copy_edges(tx, kind, edges)
-        for edge in batch.merged_edges:
-            table = EDGE_TABLES[edge.kind]
-            params = {"src": edge.src, "dst": edge.dst, "at": edge.at,
-                      **({"reason": edge.reason} if table == "SUPERSEDES" else
-                         {"weight": edge.weight, "source": edge.source}),
-                      **({"count": edge.count} if table == "CO_OCCURS" else {})}
-            tx.run("MATCH (a:Memory {id: $src}), (b:Memory {id: $dst}) "
-                   + _MERGE_EDGE[table], params)
-        self._write_graph(tx, batch, small)
-        for key, value in batch.meta.items():
-            tx.run("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
-        for erasure in batch.erasures:
-            self._erase(tx, erasure)
-        if batch.erasures:
-            tx.run("MERGE (m:Meta {key: $k}) SET m.value = '1'", {"k": _GONE_KEY})
-            self._has_gone = True
-
-    def _write_graph(self, tx: Tx, batch: WriteBatch, small: bool) -> None:
-        """The knowledge-graph part of a batch: what leaves first, then what comes."""
-        if batch.unmentioned:
-            tx.run_many("MATCH (m:Memory {id: $id})-[r:MENTIONS]->(:Entity) SET r.gone = true",
-                        [{"id": i} for i in batch.unmentioned])
-        if batch.gone_facts:
-            # the id goes too: one made before ids were keyed hashes what the fact said
-            tx.run_many(_LOCATE_FACT + "SET f.gone = true, f.sources = CAST([] AS STRING[]), "
-                        "f.id = NULL",
-                        [{"s": f.subject, "o": f.object, "id": f.id} for f in batch.gone_facts])
-        if batch.gone_entities:
-            # the name and forms are text of the memories that mentioned it
-            tx.run_many("MATCH (e:Entity {id: $id}) SET e.gone = true, e.name = '', "
-                        "e.aliases = CAST([] AS STRING[]), e.merges = NULL",
-                        [{"id": i} for i in batch.gone_entities])
-        entities = [entity_params(e) for e in batch.new_entities]
-        if entities:
-            # An entity that went (its last mention was forgotten) comes back under its
-            # old id when a new memory names it again.
-            returning = self._existing_entities([e["id"] for e in entities])
-            owners = self.graph_owners(entities=sorted(returning))
-            taken = [e["id"] for e in entities if e["id"] in owners
-                     and owners[e["id"]] != e["owner"]]
-            if taken:  # an id is its owner's for good, even once the entity went
-                raise ConflictError(f"entity {taken[0]} belongs to another owner")
-            if returning:
-                tx.run_many("MATCH (e:Entity {id: $id}) SET e.owner = $owner, e.name = $name, "
-                            "e.type = $type, e.aliases = CAST($aliases AS STRING[]), "
-                            "e.merges = $merges, e.created = $created, e.gone = NULL",
-                            [{k: v for k, v in e.items() if k != "gone"} for e in entities
-                             if e["id"] in returning])
-                entities = [e for e in entities if e["id"] not in returning]
-        if entities and (small or len(entities) <= _SMALL_WRITE):
-            tx.run(_CREATE_ENTITIES, {"rows": entities})
-        elif entities:
-            tx.copy("Entity", _arrow(entities, ENTITY_TYPES))
-        if batch.changed_entities:
-            tx.run_many("MATCH (e:Entity {id: $id}) SET e.name = $name, e.type = $type, "
-                        "e.aliases = CAST($aliases AS STRING[]), e.merges = $merges, "
-                        "e.gone = NULL",
-                        [{k: v for k, v in entity_params(e).items()
-                          if k in ("id", "name", "type", "aliases", "merges")}
-                         for e in batch.changed_entities])
-        mentions = [mention_params(m) for m in batch.mentions]
-        if mentions and len(mentions) <= _SMALL_WRITE:
-            tx.run(_CREATE_MENTIONS, {"rows": mentions})
-        elif mentions:
-            tx.copy("MENTIONS", _rel_arrow(mentions, MENTION_TYPES))
-        facts = [fact_params(f) for f in batch.facts]
-        if facts and len(facts) <= _SMALL_WRITE:
-            tx.run(_CREATE_FACTS, {"rows": facts})
-        elif facts:
-            tx.copy("FACT", _rel_arrow(facts, FACT_TYPES))
-        if batch.changed_facts:
-            tx.run_many(_LOCATE_FACT + "SET f.valid_from = $valid_from, f.valid_to = $valid_to, "
-                        "f.recorded = $recorded, f.ended_by = $ended_by, "
-                        "f.sources = CAST($sources AS STRING[]), f.confidence = $confidence, "
-                        "f.rule = $rule",
-                        [{"s": f.subject, "o": f.object, "id": f.id,
-                          "valid_from": f.valid_from, "valid_to": f.valid_to,
-                          "recorded": f.recorded, "ended_by": f.ended_by,
-                          "sources": list(f.sources), "confidence": f.confidence,
-                          "rule": f.rule}
-                         for f in batch.changed_facts])
+        write_batch(batch, _Steps(self, tx, small))
 
     def _existing_entities(self, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` are in the Entity table already (gone ones too)."""
@@ -389,51 +287,6 @@ class KuzuEngine:
                     if self.db.read("MATCH (e:Entity {id: $id}) RETURN e.id", {"id": i})}
         rows = self.db.read("MATCH (e:Entity) RETURN e.id")
         return wanted & {str(r[0]) for r in rows}
-
-    def _patch(self, tx: Tx, patch: Patch) -> None:
-        params: dict[str, Any] = {"mid": patch.memory_id}
-        assignments = []
-        for name, value in patch.set.items():
-            column, stored = column_value(name, value)
-            params[f"s_{column}"] = stored
-            assignments.append(f"m.{column} = {_typed(f'$s_{column}', MEMORY_TYPES[column])}")
-        # The fields and the version row in one statement: each statement costs about a
-        # millisecond of its own (measured by eval.bench_writes).
-        query = "MATCH (m:Memory {id: $mid})"
-        if assignments:
-            query += " SET " + ", ".join(assignments)
-        if patch.version is not None:
-            row = version_params(patch.version)
-            params.update({f"v_{c}": row[c] for c in row})
-            query += (" CREATE (m)-[:HAS_VERSION]->(:Version {"
-                      + ", ".join(f"{c}: {_typed(f'$v_{c}', t)}"
-                                  for c, t in VERSION_TYPES.items()) + "})")
-        if assignments or patch.version is not None:
-            tx.run(query, params)
-        if patch.event is not None:
-            tx.run(_CREATE_EVENTS, {"rows": [event_params(patch.event)]})
-
-    def _erase(self, tx: Tx, erasure: Erasure) -> None:
-        memory_id = erasure.memory_id
-        for event_id, metadata in erasure.event_metadata.items():
-            tx.run("MATCH (e:LifecycleEvent {event_id: $e}) SET e.metadata = $m",
-                   {"e": event_id, "m": json_dump(metadata)})
-        tx.run("MATCH (:Memory {id: $id})-[:HAS_VERSION]->(v:Version) "
-               "SET v.text = NULL, v.subject = NULL, v.redacted = true, v.reason = NULL",
-               {"id": memory_id})
-        for version_id, digest in erasure.version_digests.items():
-            tx.run("MATCH (v:Version {id: $v}) SET v.text_sha256 = $d",
-                   {"v": version_id, "d": digest})
-        tx.run("MATCH (e:LifecycleEvent) WHERE e.memory_id = $id AND e.event_type <> 'delete' "
-               "SET e.metadata = $redacted",
-               {"id": memory_id, "redacted": json_dump({"redacted": True})})
-        # Edges are marked gone, never deleted (see ``_schema``); their text goes.
-        blank = {"REFERENCES": "r.source = NULL", "CO_OCCURS": "r.source = NULL",
-                 "SUPERSEDES": "r.reason = NULL"}
-        for table in EDGE_TABLES.values():
-            for pattern in ("-[r:{t}]->", "<-[r:{t}]-"):
-                tx.run(f"MATCH (:Memory {{id: $id}}){pattern.format(t=table)}(:Memory) "
-                       f"SET r.gone = true, {blank[table]}", {"id": memory_id})
 
     def apply_decisions(self, job: Job, decisions: Sequence[Decision], *, now: datetime,
                         actor: str) -> int:
@@ -480,19 +333,11 @@ class KuzuEngine:
         """The filter that leaves out gone edges (``r``), when there are any."""
         return f"{prefix} r.gone IS NULL " if self._has_gone else ""
 
-    def checkpoint(self) -> None:
-        self.db.checkpoint()
-
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
         """Hold off every writer (reads go on) for a consistent multi-step read."""
         with self.db.snapshot():
             yield
-
-    def export_files(self, directory: Path) -> None:
-        """The whole database as files in ``directory`` (Kuzu's EXPORT DATABASE, parquet);
-        call inside ``snapshot()`` for a consistent copy."""
-        self.db.export_unlocked(directory)
 
     # -- reads -------------------------------------------------------------------------
     def get(self, memory_id: str) -> Memory | None:
@@ -700,31 +545,22 @@ class KuzuEngine:
         clauses: list[str] = []
         params: dict[str, Any] = {}
         match = "MATCH (e:LifecycleEvent) "
-        if query.memory_id is not None:
-            clauses.append("e.memory_id = $mid")
-            params["mid"] = query.memory_id
-        if query.owner is not None:
-            # A value join (planned as a hash join), not a list scan per event.
-            match = "MATCH (m:Memory), (e:LifecycleEvent) "
-            clauses += ["m.id = e.memory_id", "m.owner = $owner"]
-            params["owner"] = query.owner
-        if query.event_type is not None:
-            clauses.append("e.event_type = $etype")
-            params["etype"] = query.event_type
-        if query.since is not None:
-            clauses.append("e.timestamp >= $since")
-            params["since"] = query.since
-        if query.until is not None:
-            clauses.append("e.timestamp < $until")
-            params["until"] = query.until
+        for i, (name, operator, value) in enumerate(event_conditions(query)):
+            if name == "owner":
+                # A value join (planned as a hash join), not a list scan per event.
+                match = "MATCH (m:Memory), (e:LifecycleEvent) "
+                clauses += ["m.id = e.memory_id", f"m.owner = $p{i}"]
+            else:
+                clauses.append(f"e.{name} {operator} $p{i}")
+            params[f"p{i}"] = value
         where = ("WHERE " + " AND ".join(clauses) + " ") if clauses else ""
         tail = ""
         if query.limit is not None:
             tail = " LIMIT $limit"
             params["limit"] = int(query.limit)
         cols = ", ".join(f"e.{c}" for c in EVENT_TYPES)
-        rows = self.db.read(f"{match}{where}RETURN {cols} ORDER BY e.timestamp, e.event_id"
-                            + tail, params)
+        order = ", ".join(f"e.{c}" for c in EVENT_ORDER)
+        rows = self.db.read(f"{match}{where}RETURN {cols} ORDER BY {order}" + tail, params)
         return [event_from_row(r) for r in rows]
 
     def edges(self, kind: EdgeKind, *, owner: str | None = None) -> list[EdgeRecord]:
@@ -869,13 +705,12 @@ class KuzuEngine:
 
     def events_mentioning(self, memory_id: str, probe: str
                           ) -> list[tuple[str, dict[str, Any]]]:
-        clauses = ["e.metadata CONTAINS $id"] + (["e.metadata CONTAINS $probe"] if probe else [])
-        params = {"id": memory_id, **({"probe": probe} if probe else {})}
+        probes = quoting_probes(memory_id, probe)
+        params: dict[str, Any] = {"id": memory_id, **{f"p{i}": p for i, p in enumerate(probes)}}
         rows = self.db.read(
-            "MATCH (e:LifecycleEvent) WHERE e.memory_id <> $id AND (" + " OR ".join(clauses)
-            + ") RETURN e.event_id, e.metadata", params)
-        import json
-
+            "MATCH (e:LifecycleEvent) WHERE e.memory_id <> $id AND ("
+            + " OR ".join(f"e.metadata CONTAINS $p{i}" for i in range(len(probes)))
+            + ") RETURN e.event_id, e.metadata ORDER BY e.event_id", params)
         return [(str(event_id), json.loads(raw) if raw else {}) for event_id, raw in rows]
 
 
@@ -890,6 +725,204 @@ class _TxWriter:
         if batch:
             self._engine._write(self._tx, batch)
             self.erased |= bool(batch.erasures)
+
+
+class _Steps:
+    """Each part of a batch as Kuzu writes it, in the open transaction ``tx``
+    (``_engine_rules.write_batch`` calls them in order); ``small`` batches CREATE,
+    larger ones COPY (see ``KuzuEngine._write``)."""
+
+    def __init__(self, engine: KuzuEngine, tx: Tx, small: bool) -> None:
+        self._engine, self._tx, self._small = engine, tx, small
+
+    def memories(self, rows: list[NewMemory]) -> None:
+        tx = self._tx
+        memories = [memory_params(m) for m in rows]
+        versions = [version_params(m.version) for m in rows]
+        if self._small:
+            tx.run(_CREATE_MEMORIES, {"rows": memories})
+            tx.run(_CREATE_VERSIONS, {"rows": versions})
+            return
+        tx.copy("Memory", _arrow(memories, MEMORY_TYPES))
+        tx.copy("Version", _arrow(versions, VERSION_TYPES))
+        tx.copy("HAS_VERSION", pa.table({"from": [r["id"] for r in memories],
+                                         "to": [v["id"] for v in versions]}))
+
+    def patches(self, rows: list[Patch]) -> None:
+        tx = self._tx
+        for patch in rows:
+            params: dict[str, Any] = {"mid": patch.memory_id}
+            assignments = []
+            for name, value in patch.set.items():
+                column, stored = column_value(name, value)
+                params[f"s_{column}"] = stored
+                assignments.append(
+                    f"m.{column} = {_typed(f'$s_{column}', MEMORY_TYPES[column])}")
+            # The fields and the version row in one statement: each statement costs
+            # about a millisecond of its own (measured by eval.bench_writes).
+            query = "MATCH (m:Memory {id: $mid})"
+            if assignments:
+                query += " SET " + ", ".join(assignments)
+            if patch.version is not None:
+                row = version_params(patch.version)
+                params.update({f"v_{c}": row[c] for c in row})
+                query += (" CREATE (m)-[:HAS_VERSION]->(:Version {"
+                          + ", ".join(f"{c}: {_typed(f'$v_{c}', t)}"
+                                      for c, t in VERSION_TYPES.items()) + "})")
+            if assignments or patch.version is not None:
+                tx.run(query, params)
+            if patch.event is not None:
+                tx.run(_CREATE_EVENTS, {"rows": [event_params(patch.event)]})
+
+    def events(self, rows: list[LifecycleEvent]) -> None:
+        events = [event_params(e) for e in rows]
+        if self._small:
+            self._tx.run(_CREATE_EVENTS, {"rows": events})
+        else:
+            self._tx.copy("LifecycleEvent", _arrow(events, EVENT_TYPES))
+
+    def new_edges(self, rows: list[EdgeRecord]) -> None:
+        by_kind: dict[str, list[EdgeRecord]] = {}
+        for edge in rows:
+            by_kind.setdefault(edge.kind, []).append(edge)
+        for kind, edges in by_kind.items():
+            if self._small:
+                self._tx.run(_CREATE_EDGES[EDGE_TABLES[kind]],
+                             {"rows": [edge_params(e) for e in edges]})
+            else:
+                _copy_edges(self._tx, kind, edges)
+
+    def merged_edges(self, rows: list[EdgeRecord]) -> None:
+        for edge in rows:
+            table = EDGE_TABLES[edge.kind]
+            params = {"src": edge.src, "dst": edge.dst, "at": edge.at,
+                      **({"reason": edge.reason} if table == "SUPERSEDES" else
+                         {"weight": edge.weight, "source": edge.source}),
+                      **({"count": edge.count} if table == "CO_OCCURS" else {})}
+            self._tx.run("MATCH (a:Memory {id: $src}), (b:Memory {id: $dst}) "
+                         + _MERGE_EDGE[table], params)
+
+    # the knowledge graph: what leaves first, then what comes
+    def unmentioned(self, rows: list[str]) -> None:
+        self._tx.run_many(
+            "MATCH (m:Memory {id: $id})-[r:MENTIONS]->(:Entity) SET r.gone = true",
+            [{"id": i} for i in rows])
+
+    def gone_facts(self, rows: list[FactRecord]) -> None:
+        # the id goes too: one made before ids were keyed hashes what the fact said
+        self._tx.run_many(_LOCATE_FACT + "SET f.gone = true, f.sources = CAST([] AS "
+                          "STRING[]), f.id = NULL",
+                          [{"s": f.subject, "o": f.object, "id": f.id} for f in rows])
+
+    def gone_entities(self, rows: list[str]) -> None:
+        # the name and forms are text of the memories that mentioned it
+        self._tx.run_many("MATCH (e:Entity {id: $id}) SET e.gone = true, e.name = '', "
+                          "e.aliases = CAST([] AS STRING[]), e.merges = NULL",
+                          [{"id": i} for i in rows])
+
+    def new_entities(self, rows: list[EntityRecord]) -> None:
+        tx, engine = self._tx, self._engine
+        entities = [entity_params(e) for e in rows]
+        # An entity that went (its last mention was forgotten) comes back under its
+        # old id when a new memory names it again.
+        returning = engine._existing_entities([e["id"] for e in entities])
+        owners = engine.graph_owners(entities=sorted(returning))
+        taken = [e["id"] for e in entities if e["id"] in owners
+                 and owners[e["id"]] != e["owner"]]
+        if taken:  # an id is its owner's for good, even once the entity went
+            raise ConflictError(f"entity {taken[0]} belongs to another owner")
+        if returning:
+            tx.run_many("MATCH (e:Entity {id: $id}) SET e.owner = $owner, e.name = $name, "
+                        "e.type = $type, e.aliases = CAST($aliases AS STRING[]), "
+                        "e.merges = $merges, e.created = $created, e.gone = NULL",
+                        [{k: v for k, v in e.items() if k != "gone"} for e in entities
+                         if e["id"] in returning])
+            entities = [e for e in entities if e["id"] not in returning]
+        if entities and (self._small or len(entities) <= _SMALL_WRITE):
+            tx.run(_CREATE_ENTITIES, {"rows": entities})
+        elif entities:
+            tx.copy("Entity", _arrow(entities, ENTITY_TYPES))
+
+    def changed_entities(self, rows: list[EntityRecord]) -> None:
+        self._tx.run_many("MATCH (e:Entity {id: $id}) SET e.name = $name, e.type = $type, "
+                          "e.aliases = CAST($aliases AS STRING[]), e.merges = $merges, "
+                          "e.gone = NULL",
+                          [{k: v for k, v in entity_params(e).items()
+                            if k in ("id", "name", "type", "aliases", "merges")}
+                           for e in rows])
+
+    def mentions(self, rows: list[MentionRecord]) -> None:
+        mentions = [mention_params(m) for m in rows]
+        if len(mentions) <= _SMALL_WRITE:
+            self._tx.run(_CREATE_MENTIONS, {"rows": mentions})
+        else:
+            self._tx.copy("MENTIONS", _rel_arrow(mentions, MENTION_TYPES))
+
+    def facts(self, rows: list[FactRecord]) -> None:
+        facts = [fact_params(f) for f in rows]
+        if len(facts) <= _SMALL_WRITE:
+            self._tx.run(_CREATE_FACTS, {"rows": facts})
+        else:
+            self._tx.copy("FACT", _rel_arrow(facts, FACT_TYPES))
+
+    def changed_facts(self, rows: list[FactRecord]) -> None:
+        self._tx.run_many(
+            _LOCATE_FACT + "SET f.valid_from = $valid_from, f.valid_to = $valid_to, "
+            "f.recorded = $recorded, f.ended_by = $ended_by, "
+            "f.sources = CAST($sources AS STRING[]), f.confidence = $confidence, "
+            "f.rule = $rule",
+            [{"s": f.subject, "o": f.object, "id": f.id, "valid_from": f.valid_from,
+              "valid_to": f.valid_to, "recorded": f.recorded, "ended_by": f.ended_by,
+              "sources": list(f.sources), "confidence": f.confidence, "rule": f.rule}
+             for f in rows])
+
+    def meta(self, rows: dict[str, str]) -> None:
+        for key, value in rows.items():
+            self._tx.run("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
+
+    def erasures(self, rows: list[Erasure]) -> None:
+        for erasure in rows:
+            erase(erasure, self)
+        self._tx.run("MERGE (m:Meta {key: $k}) SET m.value = '1'", {"k": _GONE_KEY})
+        self._engine._has_gone = True
+
+    # the steps of an erasure (``_engine_rules.erase``)
+    def set_event_metadata(self, metadata: Mapping[str, Mapping[str, Any]]) -> None:
+        self._tx.run_many("MATCH (e:LifecycleEvent {event_id: $e}) SET e.metadata = $m",
+                          [{"e": e, "m": json_dump(dict(m))} for e, m in metadata.items()])
+
+    def set_versions(self, memory_id: str, values: Mapping[str, Any]) -> None:
+        self._tx.run("MATCH (:Memory {id: $id})-[:HAS_VERSION]->(v:Version) SET "
+                     + ", ".join(f"v.{c} = {_literal(v)}" for c, v in values.items()),
+                     {"id": memory_id})
+
+    def set_version_digests(self, digests: Mapping[str, str]) -> None:
+        self._tx.run_many("MATCH (v:Version {id: $v}) SET v.text_sha256 = $d",
+                          [{"v": v, "d": d} for v, d in digests.items()])
+
+    def redact_events(self, memory_id: str, metadata: Mapping[str, Any],
+                      keep: Sequence[str]) -> None:
+        self._tx.run("MATCH (e:LifecycleEvent) WHERE e.memory_id = $id AND NOT "
+                     "list_contains($keep, e.event_type) SET e.metadata = $m",
+                     {"id": memory_id, "keep": list(keep), "m": json_dump(dict(metadata))})
+
+    def drop_edges(self, memory_id: str) -> None:
+        # Edges are marked gone, never deleted (see ``_schema``); their text goes.
+        blank = {"REFERENCES": "r.source = NULL", "CO_OCCURS": "r.source = NULL",
+                 "SUPERSEDES": "r.reason = NULL"}
+        for table in EDGE_TABLES.values():
+            for pattern in ("-[r:{t}]->", "<-[r:{t}]-"):
+                self._tx.run(f"MATCH (:Memory {{id: $id}}){pattern.format(t=table)}(:Memory) "
+                             f"SET r.gone = true, {blank[table]}", {"id": memory_id})
+
+
+def _literal(value: Any) -> str:
+    """A Cypher literal of None or a bool (the values an erasure sets)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    raise TypeError(f"no literal for {value!r}")
 
 
 class KuzuCypher:

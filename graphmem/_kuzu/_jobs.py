@@ -1,5 +1,6 @@
 """Set-based lifecycle jobs: decisions are COPYed into ``Stage`` and applied with one hash
-join, the state change, its version row and its event in one transaction.
+join, the state change, its version row and its event in one transaction. The jobs are
+``_engine_rules.JOBS``, rendered here into Cypher.
 
 An id-list match (``WHERE m.id IN $ids`` or ``UNWIND ... MATCH {id: ...}``) plans as a scan
 per id in Kuzu 0.11; the staged join costs one hash build (~0.5 s at 100k memories).
@@ -7,70 +8,108 @@ per id in Kuzu 0.11; the staged join costs one hash build (~0.5 s at 100k memori
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 import pyarrow as pa
 
-from .._engine import ChangeSet, Decision
+from .._engine import ChangeSet, Decision, Job
+from .._engine_rules import (
+    JOB_EVENT,
+    JOB_VERSION,
+    JOBS,
+    VERSION_MARK,
+    Field,
+    JobRule,
+    Next,
+    Staged,
+    Term,
+    render,
+    staged,
+)
 from ._db import Database
 from ._schema import STAGE_TYPES
 
-__all__ = ["JOBS", "run_job"]
+__all__ = ["run_job", "statement"]
 
-_VERSION = (
-    "CREATE (m)-[:HAS_VERSION]->(:Version {{id: m.id + '#v' + CAST(m.version AS STRING), "
-    "memory_id: m.id, seq: m.version, change_type: '{change}', at: $now, reason: s.reason, "
-    "actor: $actor, text: m.text, subject: m.subject, text_sha256: m.text_sha256, "
-    "importance: m.importance, status: m.status, kind: m.kind, redacted: false}}) "
-)
-_EVENT = (
-    "CREATE (:LifecycleEvent {{event_id: s.event_id, memory_id: m.id, event_type: '{event}', "
-    "from_state: {from_state}, to_state: {to_state}, reason: s.reason, triggered_by: 'auto', "
-    "agent_id: $actor, timestamp: $now, metadata: s.meta}}) "
-)
-_BUMP = "SET m.version = m.version + 1, m.modified = $now "
-_JOIN = "MATCH (s:Stage), (m:Memory) WHERE s.id = m.id "
-
-#: job -> the statement applying one staged row per memory.
-JOBS: dict[str, str] = {
-    "promote": _JOIN + "SET m.prev_kind = m.kind, m.state_changed = $now "
-               "SET m.kind = 'semantic' " + _BUMP + _VERSION.format(change="promoted")
-               + _EVENT.format(event="promote", from_state="m.prev_kind", to_state="m.kind"),
-    "archive": _JOIN + "SET m.prev_status = m.status, m.state_changed = $now "
-               "SET m.status = 'archived', m.hot = false " + _BUMP
-               + _VERSION.format(change="archived")
-               + _EVENT.format(event="archive", from_state="m.prev_status", to_state="m.status"),
-    "expire": _JOIN + "SET m.prev_status = m.status, m.state_changed = $now "
-              "SET m.status = 'tombstoned' " + _BUMP + _VERSION.format(change="tombstoned")
-              + _EVENT.format(event="expire", from_state="m.prev_status", to_state="m.status"),
-    "decay": _JOIN + "SET m.importance = s.num " + _BUMP
-             + _VERSION.format(change="importance_decay"),
-    "recompute": _JOIN + "SET m.importance = s.num " + _BUMP
-                 + _VERSION.format(change="importance_boost"),
-    "hot": _JOIN + "SET m.hot = true "
-           + _EVENT.format(event="hot", from_state="m.status", to_state="'hot'"),
-    "cool": _JOIN + "SET m.hot = false "
-            + _EVENT.format(event="cool", from_state="'hot'", to_state="m.status"),
-    "payload": _JOIN + "SET m.payload = NULL, m.payload_at = NULL",
-    # graph signals: num is the centrality, reason the cross-reference count
-    "signals": _JOIN + "SET m.centrality = s.num, m.xref_count = CAST(s.reason AS INT64)",
-}
+#: A staged value -> its Stage column (the cross-reference count rides in ``reason``:
+#: no job that reads it records a reason).
+_STAGE = {"number": "s.num", "xrefs": "CAST(s.reason AS INT64)", "reason": "s.reason",
+          "event_id": "s.event_id", "metadata": "s.meta"}
 
 
-def _stage_table(decisions: Sequence[Decision], job: str) -> pa.Table:
-    """Decisions as Stage rows: ``num`` the number, ``reason`` the reason (for the
-    signals job, the cross-reference count), ``meta`` the event's metadata."""
-    columns: dict[str, list[Any]] = {
-        "id": [d.memory_id for d in decisions],
-        "num": [d.number for d in decisions],
-        "flag": [None] * len(decisions),
-        "event_id": [d.event_id for d in decisions],
-        "meta": [json.dumps(dict(d.metadata), sort_keys=True) if d.metadata else "{}"
-                 for d in decisions],
-        "reason": [str(d.xrefs or 0) if job == "signals" else d.reason for d in decisions],
+class _Cypher:
+    """Terms in Cypher: ``m`` the memory, ``s`` its Stage row."""
+
+    def field(self, name: str) -> str:
+        return f"m.{name}"
+
+    def staged(self, name: str) -> str:
+        return _STAGE[name]
+
+    def param(self, name: str) -> str:
+        return f"${name}"
+
+    def next(self, name: str) -> str:
+        return f"m.{name} + 1"
+
+    def version_id(self) -> str:
+        return f"m.id + '{VERSION_MARK}' + CAST(m.version AS STRING)"
+
+    def text(self, value: str) -> str:
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _term(term: Term) -> str:
+    return render(term, _Cypher())
+
+
+def _differs(name: str, value: Term) -> str:
+    """The memory's field ``name`` is distinct from ``value`` (null is a value)."""
+    field = f"m.{name}"
+    if value is None:
+        return f"{field} IS NOT NULL"
+    if isinstance(value, str | bool):
+        return f"({field} IS NULL OR {field} <> {_term(value)})"
+    other = _term(value)
+    return f"({field} <> {other} OR ({field} IS NULL) <> ({other} IS NULL))"
+
+
+def statement(rule: JobRule) -> str:
+    """The Cypher applying ``rule`` to each staged memory that still needs it. Values
+    read from the memory are set first (Kuzu reads a field set earlier in the same SET
+    clause as set), then the rest."""
+    guard = rule.guard()
+    where = "".join(f" AND {_differs(*guard[0])}" if len(guard) == 1 else
+                    f" AND ({' OR '.join(_differs(n, v) for n, v in guard)})" if guard else "")
+    out = "MATCH (s:Stage), (m:Memory) WHERE s.id = m.id" + where + " "
+    sets = rule.assignments()
+    reading = [(n, v) for n, v in sets if isinstance(v, Field | Next)]
+    for group in (reading, [(n, v) for n, v in sets if (n, v) not in reading]):
+        if group:
+            out += "SET " + ", ".join(f"m.{n} = {_term(v)}" for n, v in group) + " "
+    if rule.change is not None:
+        values = [*JOB_VERSION, ("change_type", rule.change)]
+        out += ("CREATE (m)-[:HAS_VERSION]->(:Version {"
+                + ", ".join(f"{c}: {_term(v)}" for c, v in values) + "}) ")
+    if rule.event is not None:
+        kind, before, after = rule.event
+        values = [*JOB_EVENT, ("event_type", kind), ("from_state", before),
+                  ("to_state", after)]
+        out += ("CREATE (:LifecycleEvent {"
+                + ", ".join(f"{c}: {_term(v)}" for c, v in values) + "}) ")
+    return out.rstrip()
+
+
+def _stage_table(rows: list[dict[str, object]]) -> pa.Table:
+    """Staged rows as Stage rows (see ``_STAGE``)."""
+    columns = {
+        "id": [r["id"] for r in rows],
+        "num": [r["number"] for r in rows],
+        "flag": [None] * len(rows),
+        "event_id": [r["event_id"] for r in rows],
+        "meta": [r["metadata"] for r in rows],
+        "reason": [r["reason"] for r in rows],
     }
     types = {"STRING": pa.string(), "DOUBLE": pa.float64(), "BOOLEAN": pa.bool_()}
     return pa.Table.from_arrays(
@@ -78,18 +117,23 @@ def _stage_table(decisions: Sequence[Decision], job: str) -> pa.Table:
         names=list(STAGE_TYPES))
 
 
-def run_job(db: Database, job: str, decisions: Sequence[Decision], *, now: datetime,
+def run_job(db: Database, job: Job, decisions: Sequence[Decision], *, now: datetime,
             actor: str) -> int:
     """Apply ``job`` to the memories of ``decisions`` in one transaction; returns how
     many were staged."""
     if not decisions:
         return 0
-    statement = JOBS[job]
-    params = {k: v for k, v in {"now": now, "actor": actor}.items() if f"${k}" in statement}
+    rule = JOBS[job]
+    text = statement(rule)
+    rows = staged(decisions)
+    if any(isinstance(v, Staged) and v.name == "xrefs" for _, v in rule.sets):
+        for row in rows:  # the count rides in ``reason`` (see ``_STAGE``)
+            row["reason"] = str(row["xrefs"])
+    params = {k: v for k, v in {"now": now, "actor": actor}.items() if f"${k}" in text}
     with db.write() as tx:
         tx.changes = ChangeSet()
         tx.changes.touch(d.memory_id for d in decisions)
-        tx.copy("Stage", _stage_table(decisions, job))
-        tx.run(statement, params)
+        tx.copy("Stage", _stage_table(rows))
+        tx.run(text, params)
         tx.run("MATCH (s:Stage) DELETE s")
     return len(decisions)

@@ -1,4 +1,8 @@
-"""A database rebuilt from a backup's Parquet files, with graphmem's own schema.
+"""The files of a backup (Kuzu's Parquet export, any engine's store) and a database
+rebuilt from them with graphmem's own schema.
+
+``export_store`` writes any engine's store as those files: a Kuzu store exports itself,
+any other engine is read through the port into a scratch Kuzu store first.
 
 Kuzu's ``IMPORT DATABASE`` runs whatever Cypher the export directory holds
 (``COPY ... TO``, ``LOAD EXTENSION``, ``ATTACH`` would all run, and a stray statement there
@@ -13,15 +17,18 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .._engine import EventQuery
+from .._engine import Engine, EventQuery
 from .._errors import GraphmemError, StoreError
+from .._transfer import copy_store
 from ._db import Database
 from ._rows import MODEL_COLUMNS, memory_from_row
 from ._schema import SCHEMAS
@@ -29,7 +36,8 @@ from ._schema import SCHEMAS
 if TYPE_CHECKING:
     from ._engine import KuzuEngine
 
-__all__ = ["TableFile", "build_from_parquet", "check_rows", "table_files"]
+__all__ = ["TableFile", "build_from_parquet", "build_store", "check_rows", "export_store",
+           "table_files"]
 
 #: Rows copied per Arrow batch: bounds memory on large stores (a Memory row with its
 #: vector is ~3 KB, so a batch is ~60 MB at most).
@@ -182,6 +190,48 @@ def check_rows(graph: KuzuEngine, *, label: str) -> None:
         except (ValueError, TypeError) as exc:
             raise StoreError(f"{label}: a {what} row is not valid: {_first_line(exc)}"
                              ) from None
+
+
+def export_store(engine: Engine, directory: Path) -> int:
+    """Write the store of ``engine`` (any engine) as backup files into ``directory``;
+    returns their schema version. Call inside ``engine.snapshot()`` for a consistent
+    copy."""
+    from ._engine import KuzuEngine
+
+    if isinstance(engine, KuzuEngine):  # its own files: no copy
+        engine.db.export_unlocked(directory)
+        return engine.schema_version
+    with tempfile.TemporaryDirectory(prefix="graphmem-backup-") as tmp:
+        scratch = KuzuEngine(str(Path(tmp) / "db"), buffer_pool_mb=256)
+        try:
+            copy_store(engine, scratch, keys=False)
+            scratch.db.export_unlocked(directory)
+            return scratch.schema_version
+        finally:
+            scratch.close()
+
+
+def build_store(directory: Path, schema_version: int, open_file: Opener, *, label: str,
+                files_label: str, pool_mb: int) -> tuple[int, int, int, str | None]:
+    """Build a store in the empty ``directory`` from backup files of ``schema_version``
+    (``build_from_parquet``; ``files_label`` names their directory in messages), open it
+    (which migrates an older schema) and check its rows (``label`` names the backup);
+    returns its (memories, versions, events, embedder fingerprint)."""
+    from ._engine import KuzuEngine
+
+    db = Database(str(directory), buffer_pool_mb=pool_mb)
+    try:
+        build_from_parquet(db, schema_version, open_file, label=files_label)
+    finally:
+        db.close()
+    engine = KuzuEngine(str(directory), buffer_pool_mb=pool_mb)
+    try:
+        check_rows(engine, label=label)
+        counts = engine.counts()
+        fingerprint = engine.meta().get("embedder_fingerprint")
+    finally:
+        engine.close()
+    return sum(counts.by_kind.values()), counts.versions, counts.events, fingerprint
 
 
 def _decodes(text: str) -> bool:

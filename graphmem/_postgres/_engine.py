@@ -11,10 +11,10 @@ that leave the graph are deleted (Kuzu marks them gone; the port's reads are the
 from __future__ import annotations
 
 import contextlib
+import json
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,12 +41,14 @@ from .._engine import (
     Link,
     MemoryScan,
     MentionRecord,
+    NewMemory,
     Patch,
     SqlCapability,
     WriteBatch,
     check_vector_dtype,
 )
-from .._errors import ConflictError, InvalidInputError, StoreError
+from .._engine_rules import EVENT_ORDER, erase, event_conditions, quoting_probes, write_batch
+from .._errors import ConflictError, InvalidInputError
 from .._models import LifecycleEvent, Memory, Version
 from .._records import (
     EVENT_COLUMNS,
@@ -254,18 +256,11 @@ class PostgresEngine:
                           "facts", "meta"):
                 conn.execute(f"VACUUM FULL {table}")
 
-    def checkpoint(self) -> None:
-        """Nothing to do: PostgreSQL checkpoints by itself."""
-
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
         """Every read of this thread inside the block sees one snapshot (writers go on)."""
         with self.db.pinned():
             yield
-
-    def export_files(self, directory: Path) -> None:
-        raise StoreError("a PostgreSQL store is backed up through graphmem backup (which "
-                         "copies it into a portable Kuzu backup) or pg_dump")
 
     # -- reads -------------------------------------------------------------------------
     def get(self, memory_id: str) -> Memory | None:
@@ -352,30 +347,22 @@ class PostgresEngine:
         clauses: list[str] = []
         params: list[Any] = []
         join = ""
-        if query.memory_id is not None:
-            clauses.append("e.memory_id = %s")
-            params.append(query.memory_id)
-        if query.owner is not None:
-            join = "JOIN memories m ON m.id = e.memory_id "
-            clauses.append("m.owner = %s")
-            params.append(query.owner)
-        if query.event_type is not None:
-            clauses.append("e.event_type = %s")
-            params.append(query.event_type)
-        if query.since is not None:
-            clauses.append('e."timestamp" >= %s')
-            params.append(query.since)
-        if query.until is not None:
-            clauses.append('e."timestamp" < %s')
-            params.append(query.until)
+        for name, operator, value in event_conditions(query):
+            if name == "owner":
+                join = "JOIN memories m ON m.id = e.memory_id "
+                clauses.append("m.owner = %s")
+            else:
+                clauses.append(f'e."{name}" {operator} %s')
+            params.append(value)
         where = ("WHERE " + " AND ".join(clauses) + " ") if clauses else ""
         tail = ""
         if query.limit is not None:
             tail = " LIMIT %s"
             params.append(int(query.limit))
         cols = ", ".join(f'e."{c}"' for c in EVENT_COLUMNS)
+        order = ", ".join(f'e."{c}"' for c in EVENT_ORDER)
         rows = self.db.dict_rows(f"SELECT {cols} FROM events e {join}{where}"
-                                 f'ORDER BY e."timestamp", e.event_id{tail}', params)
+                                 f"ORDER BY {order}{tail}", params)
         return [_event(r) for r in rows]
 
     def edges(self, kind: EdgeKind, *, owner: str | None = None) -> list[EdgeRecord]:
@@ -479,12 +466,10 @@ class PostgresEngine:
 
     def events_mentioning(self, memory_id: str, probe: str
                           ) -> list[tuple[str, dict[str, Any]]]:
-        clauses = ["strpos(metadata, %s) > 0"] + (["strpos(metadata, %s) > 0"] if probe else [])
-        params = [memory_id, memory_id, *([probe] if probe else [])]
+        probes = quoting_probes(memory_id, probe)
         rows = self.db.rows("SELECT event_id, metadata FROM events WHERE memory_id <> %s AND ("
-                            + " OR ".join(clauses) + ") ORDER BY event_id", params)
-        import json
-
+                            + " OR ".join(["strpos(metadata, %s) > 0"] * len(probes))
+                            + ") ORDER BY event_id", [memory_id, *probes])
         return [(str(event_id), json.loads(raw) if raw else {}) for event_id, raw in rows]
 
 
@@ -498,35 +483,146 @@ class _TxWriter:
     def write(self, batch: WriteBatch) -> None:
         if not batch:
             return
-        cur = self._cur
-        _write_memories(cur, batch)
-        for patch in batch.patches:
-            _patch(cur, patch)
-        events = [event_values(e) for e in batch.events]
-        if len(events) > _COPY_ROWS:
-            copy_rows(cur, "events", list(EVENT_COLUMNS), events)
-        elif events:
-            cur.executemany(_INSERT_EVENT, events)
-        _write_edges(cur, batch.new_edges, merge=False)
-        _write_edges(cur, batch.merged_edges, merge=True)
-        _write_graph(cur, batch)
-        for key, value in batch.meta.items():
-            cur.execute("INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) "
-                        "DO UPDATE SET value = excluded.value", (key, value))
-        for erasure in batch.erasures:
-            _erase(cur, erasure)
+        write_batch(batch, _Steps(self._cur))
         self.changes.add(batch)
 
 
-def _write_memories(cur: Cursor, batch: WriteBatch) -> None:
-    rows = [memory_values(n) for n in batch.memories]
-    versions = [version_values(n.version) for n in batch.memories]
-    if len(rows) > _COPY_ROWS:
-        copy_rows(cur, "memories", list(MEMORY_COLUMNS), rows)
-        copy_rows(cur, "versions", list(VERSION_COLUMNS), versions)
-    elif rows:
-        cur.executemany(_INSERT_MEMORY, rows)
-        cur.executemany(_INSERT_VERSION, versions)
+class _Steps:
+    """Each part of a batch as PostgreSQL writes it, in the open transaction of ``cur``
+    (``_engine_rules.write_batch`` calls them in order)."""
+
+    def __init__(self, cur: Cursor) -> None:
+        self._cur = cur
+
+    def memories(self, rows: list[NewMemory]) -> None:
+        memories = [memory_values(n) for n in rows]
+        versions = [version_values(n.version) for n in rows]
+        if len(memories) > _COPY_ROWS:
+            copy_rows(self._cur, "memories", list(MEMORY_COLUMNS), memories)
+            copy_rows(self._cur, "versions", list(VERSION_COLUMNS), versions)
+        else:
+            self._cur.executemany(_INSERT_MEMORY, memories)
+            self._cur.executemany(_INSERT_VERSION, versions)
+
+    def patches(self, rows: list[Patch]) -> None:
+        for patch in rows:
+            _patch(self._cur, patch)
+
+    def events(self, rows: list[LifecycleEvent]) -> None:
+        events = [event_values(e) for e in rows]
+        if len(events) > _COPY_ROWS:
+            copy_rows(self._cur, "events", list(EVENT_COLUMNS), events)
+        else:
+            self._cur.executemany(_INSERT_EVENT, events)
+
+    def new_edges(self, rows: list[EdgeRecord]) -> None:
+        self._cur.execute(_INSERT_EDGES + "ON CONFLICT (kind, src, dst) DO NOTHING",
+                          _edge_arrays(rows))
+
+    def merged_edges(self, rows: list[EdgeRecord]) -> None:
+        for edge in rows:  # in order: the same pair twice in a batch adds up
+            self._cur.execute(_INSERT_EDGES + _MERGE_EDGE[edge.kind], _edge_arrays([edge]))
+
+    # the knowledge graph: what leaves first, then what comes. An entity or a fact
+    # another process created meanwhile under the same id (ids are derived from the
+    # owner and the name or statement) is merged, not refused.
+    def unmentioned(self, rows: list[str]) -> None:
+        self._cur.execute("DELETE FROM mentions WHERE memory_id = ANY(%s)", (rows,))
+
+    def gone_facts(self, rows: list[FactRecord]) -> None:
+        self._cur.execute("DELETE FROM facts WHERE id = ANY(%s)", ([f.id for f in rows],))
+
+    def gone_entities(self, rows: list[str]) -> None:
+        self._cur.execute("DELETE FROM entities WHERE id = ANY(%s)", (rows,))
+
+    def new_entities(self, rows: list[EntityRecord]) -> None:
+        cur = self._cur
+        cur.execute("SELECT e.id FROM entities e JOIN unnest(%s::text[], %s::text[]) AS n(id, "
+                    "owner) ON n.id = e.id WHERE e.owner IS DISTINCT FROM n.owner LIMIT 1",
+                    ([e.id for e in rows], [e.owner for e in rows]))
+        taken = cur.fetchone()
+        if taken is not None:  # an id is its owner's for good
+            raise ConflictError(f"entity {taken[0]} belongs to another owner")
+        cur.executemany(
+            f"INSERT INTO entities ({_ENTITY_COLS}) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (id) DO UPDATE SET name = excluded.name, "
+            "type = excluded.type, aliases = entities.aliases || ARRAY(SELECT a FROM "
+            "unnest(excluded.aliases) a WHERE NOT (a = ANY(entities.aliases))), "
+            "merges = excluded.merges "
+            # an id is its owner's: another owner's entity is never taken over
+            "WHERE entities.owner IS NOT DISTINCT FROM excluded.owner",
+            [entity_values(e) for e in rows])
+
+    def changed_entities(self, rows: list[EntityRecord]) -> None:
+        self._cur.executemany("UPDATE entities SET name = %s, type = %s, aliases = %s, "
+                              "merges = %s WHERE id = %s",
+                              [(*entity_values(e)[2:6], e.id) for e in rows])
+
+    def mentions(self, rows: list[MentionRecord]) -> None:
+        m = rows
+        self._cur.execute(
+            "INSERT INTO mentions (memory_id, entity_id, role, weight, surface) "
+            "SELECT r.memory_id, r.entity_id, r.role, r.weight, r.surface FROM unnest(%s::text[], "
+            "%s::text[], %s::text[], %s::float8[], "
+            "%s::text[]) WITH ORDINALITY AS r(memory_id, entity_id, role, weight, surface, o) "
+            "JOIN memories mm ON mm.id = r.memory_id JOIN entities e ON e.id = r.entity_id "
+            "AND e.owner IS NOT DISTINCT FROM mm.owner "  # a memory mentions its owner's
+            "ORDER BY r.o ON CONFLICT (memory_id, entity_id) DO UPDATE SET role = "
+            "excluded.role, weight = excluded.weight, surface = excluded.surface",
+            ([x.memory_id for x in m], [x.entity_id for x in m], [x.role for x in m],
+             [x.weight for x in m], [x.surface for x in m]))
+
+    def facts(self, rows: list[FactRecord]) -> None:
+        # between two entities of the fact's own owner only (as Kuzu's MATCH of its ends)
+        self._cur.executemany(
+            f"INSERT INTO facts ({_FACT_COLS}) SELECT v.* FROM (VALUES (%s, %s, %s, %s, %s, "
+            "%s::float8, %s::timestamptz, %s::timestamptz, %s::timestamptz, %s::text[], %s, "
+            f"%s)) AS v({_FACT_COLS}) JOIN entities a ON a.id = v.subject AND a.owner IS NOT "
+            "DISTINCT FROM v.owner JOIN entities b ON b.id = v.object AND b.owner IS NOT "
+            "DISTINCT FROM v.owner ON CONFLICT (id) DO UPDATE "
+            "SET sources = facts.sources || ARRAY(SELECT s FROM unnest(excluded.sources) s "
+            "WHERE NOT (s = ANY(facts.sources))) "
+            "WHERE facts.owner IS NOT DISTINCT FROM excluded.owner",
+            [fact_values(f) for f in rows])
+
+    def changed_facts(self, rows: list[FactRecord]) -> None:
+        self._cur.executemany(
+            "UPDATE facts SET valid_from = %s, valid_to = %s, recorded = %s, "
+            "ended_by = %s, sources = %s, confidence = %s, rule = %s WHERE id = %s",
+            [(f.valid_from, f.valid_to, f.recorded, f.ended_by, list(f.sources),
+              f.confidence, f.rule, f.id) for f in rows])
+
+    def meta(self, rows: dict[str, str]) -> None:
+        for key, value in rows.items():
+            self._cur.execute("INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT "
+                              "(key) DO UPDATE SET value = excluded.value", (key, value))
+
+    def erasures(self, rows: list[Erasure]) -> None:
+        for erasure in rows:
+            erase(erasure, self)
+
+    # the steps of an erasure (``_engine_rules.erase``)
+    def set_event_metadata(self, metadata: Mapping[str, Mapping[str, Any]]) -> None:
+        self._cur.executemany("UPDATE events SET metadata = %s WHERE event_id = %s",
+                              [(json_dump(dict(m)), e) for e, m in metadata.items()])
+
+    def set_versions(self, memory_id: str, values: Mapping[str, Any]) -> None:
+        self._cur.execute("UPDATE versions SET " + ", ".join(f'"{c}" = %s' for c in values)
+                          + " WHERE memory_id = %s", [*values.values(), memory_id])
+
+    def set_version_digests(self, digests: Mapping[str, str]) -> None:
+        self._cur.executemany("UPDATE versions SET text_sha256 = %s WHERE id = %s",
+                              [(d, v) for v, d in digests.items()])
+
+    def redact_events(self, memory_id: str, metadata: Mapping[str, Any],
+                      keep: Sequence[str]) -> None:
+        self._cur.execute("UPDATE events SET metadata = %s WHERE memory_id = %s AND "
+                          "NOT (event_type = ANY(%s))",
+                          (json_dump(dict(metadata)), memory_id, list(keep)))
+
+    def drop_edges(self, memory_id: str) -> None:
+        self._cur.execute("DELETE FROM edges WHERE src = %s OR dst = %s",
+                          (memory_id, memory_id))
 
 
 def _patch(cur: Cursor, patch: Patch) -> None:
@@ -544,100 +640,12 @@ def _patch(cur: Cursor, patch: Patch) -> None:
         cur.execute(_INSERT_EVENT, event_values(patch.event))
 
 
-def _write_edges(cur: Cursor, edges: Sequence[EdgeRecord], *, merge: bool) -> None:
-    if not edges:
-        return
-    if not merge:
-        cur.execute(_INSERT_EDGES + "ON CONFLICT (kind, src, dst) DO NOTHING",
-                    _edge_arrays(edges))
-        return
-    for edge in edges:  # in order: the same pair twice in a batch adds up
-        cur.execute(_INSERT_EDGES + _MERGE_EDGE[edge.kind], _edge_arrays([edge]))
-
-
 def _edge_arrays(edges: Sequence[EdgeRecord]) -> list[list[Any]]:
     return [[e.kind for e in edges], [e.src for e in edges], [e.dst for e in edges],
             [e.weight for e in edges], [e.count for e in edges],
             [e.source if e.kind != "supersedes" else None for e in edges],
             [e.reason if e.kind == "supersedes" else None for e in edges],
             [e.at for e in edges]]
-
-
-def _write_graph(cur: Cursor, batch: WriteBatch) -> None:
-    """The knowledge-graph part of a batch: what leaves first, then what comes. An
-    entity or a fact another process created meanwhile under the same id (ids are
-    derived from the owner and the name or statement) is merged, not refused."""
-    if batch.unmentioned:
-        cur.execute("DELETE FROM mentions WHERE memory_id = ANY(%s)", (batch.unmentioned,))
-    if batch.gone_facts:
-        cur.execute("DELETE FROM facts WHERE id = ANY(%s)", ([f.id for f in batch.gone_facts],))
-    if batch.gone_entities:
-        cur.execute("DELETE FROM entities WHERE id = ANY(%s)", (batch.gone_entities,))
-    if batch.new_entities:
-        cur.execute("SELECT e.id FROM entities e JOIN unnest(%s::text[], %s::text[]) AS n(id, "
-                    "owner) ON n.id = e.id WHERE e.owner IS DISTINCT FROM n.owner LIMIT 1",
-                    ([e.id for e in batch.new_entities], [e.owner for e in batch.new_entities]))
-        taken = cur.fetchone()
-        if taken is not None:  # an id is its owner's for good
-            raise ConflictError(f"entity {taken[0]} belongs to another owner")
-        cur.executemany(
-            f"INSERT INTO entities ({_ENTITY_COLS}) VALUES (%s, %s, %s, %s, %s, %s, %s) "
-            "ON CONFLICT (id) DO UPDATE SET name = excluded.name, "
-            "type = excluded.type, aliases = entities.aliases || ARRAY(SELECT a FROM "
-            "unnest(excluded.aliases) a WHERE NOT (a = ANY(entities.aliases))), "
-            "merges = excluded.merges "
-            # an id is its owner's: another owner's entity is never taken over
-            "WHERE entities.owner IS NOT DISTINCT FROM excluded.owner",
-            [entity_values(e) for e in batch.new_entities])
-    if batch.changed_entities:
-        cur.executemany("UPDATE entities SET name = %s, type = %s, aliases = %s, merges = %s "
-                        "WHERE id = %s",
-                        [(*entity_values(e)[2:6], e.id) for e in batch.changed_entities])
-    if batch.mentions:
-        m = batch.mentions
-        cur.execute(
-            "INSERT INTO mentions (memory_id, entity_id, role, weight, surface) "
-            "SELECT r.memory_id, r.entity_id, r.role, r.weight, r.surface FROM unnest(%s::text[], "
-            "%s::text[], %s::text[], %s::float8[], "
-            "%s::text[]) WITH ORDINALITY AS r(memory_id, entity_id, role, weight, surface, o) "
-            "JOIN memories mm ON mm.id = r.memory_id JOIN entities e ON e.id = r.entity_id "
-            "AND e.owner IS NOT DISTINCT FROM mm.owner "  # a memory mentions its owner's
-            "ORDER BY r.o ON CONFLICT (memory_id, entity_id) DO UPDATE SET role = "
-            "excluded.role, weight = excluded.weight, surface = excluded.surface",
-            ([x.memory_id for x in m], [x.entity_id for x in m], [x.role for x in m],
-             [x.weight for x in m], [x.surface for x in m]))
-    if batch.facts:
-        # between two entities of the fact's own owner only (as Kuzu's MATCH of its ends)
-        cur.executemany(
-            f"INSERT INTO facts ({_FACT_COLS}) SELECT v.* FROM (VALUES (%s, %s, %s, %s, %s, "
-            "%s::float8, %s::timestamptz, %s::timestamptz, %s::timestamptz, %s::text[], %s, "
-            f"%s)) AS v({_FACT_COLS}) JOIN entities a ON a.id = v.subject AND a.owner IS NOT "
-            "DISTINCT FROM v.owner JOIN entities b ON b.id = v.object AND b.owner IS NOT "
-            "DISTINCT FROM v.owner ON CONFLICT (id) DO UPDATE "
-            "SET sources = facts.sources || ARRAY(SELECT s FROM unnest(excluded.sources) s "
-            "WHERE NOT (s = ANY(facts.sources))) "
-            "WHERE facts.owner IS NOT DISTINCT FROM excluded.owner",
-            [fact_values(f) for f in batch.facts])
-    if batch.changed_facts:
-        cur.executemany("UPDATE facts SET valid_from = %s, valid_to = %s, recorded = %s, "
-                        "ended_by = %s, sources = %s, confidence = %s, rule = %s WHERE id = %s",
-                        [(f.valid_from, f.valid_to, f.recorded, f.ended_by, list(f.sources),
-                          f.confidence, f.rule, f.id) for f in batch.changed_facts])
-
-
-def _erase(cur: Cursor, erasure: Erasure) -> None:
-    memory_id = erasure.memory_id
-    for event_id, metadata in erasure.event_metadata.items():
-        cur.execute("UPDATE events SET metadata = %s WHERE event_id = %s",
-                    (json_dump(metadata), event_id))
-    cur.execute("UPDATE versions SET text = NULL, subject = NULL, redacted = true, "
-                "reason = NULL WHERE memory_id = %s", (memory_id,))
-    if erasure.version_digests:
-        cur.executemany("UPDATE versions SET text_sha256 = %s WHERE id = %s",
-                        [(d, v) for v, d in erasure.version_digests.items()])
-    cur.execute("UPDATE events SET metadata = %s WHERE memory_id = %s AND "
-                "event_type <> 'delete'", (json_dump({"redacted": True}), memory_id))
-    cur.execute("DELETE FROM edges WHERE src = %s OR dst = %s", (memory_id, memory_id))
 
 
 def _owner_clause(owner: str | None, all_owners: bool) -> tuple[str, list[Any]]:

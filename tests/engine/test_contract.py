@@ -21,6 +21,7 @@ from graphmem._engine import (
     Engine,
     Erasure,
     EventQuery,
+    Job,
     NewMemory,
     Patch,
     WriteBatch,
@@ -172,6 +173,40 @@ def test_lifecycle_decisions_apply_state_version_and_event(engine: Engine) -> No
     assert (b.importance, b.version) == (0.25, 2)
     assert (c.hot, c.centrality, c.xref_count, c.version) == (True, 0.5, 2, 1)
     assert engine.apply_decisions("archive", [], now=later, actor="manager") == 0
+
+
+def test_a_decision_applies_only_while_the_memory_is_in_its_planned_state(
+        engine: Engine) -> None:
+    """A plan applied twice (or by two processes) changes, versions and records each
+    memory once: a job touches only memories that still need it."""
+    _seed(engine)
+    later = NOW + timedelta(days=1)
+    plan: list[tuple[Job, Decision]] = [
+        ("promote", Decision("m:a", reason="r")), ("archive", Decision("m:b", reason="r")),
+        ("hot", Decision("m:c", reason="r")), ("decay", Decision("m:a", number=0.25)),
+        ("payload", Decision("m:b"))]
+    for run in range(2):
+        for job, decision in plan:
+            engine.apply_decisions(job, [decision._replace(event_id=f"evt-{job}-{run}")],
+                                   now=later, actor="manager")
+    a, b, c = (engine.get(i) for i in ("m:a", "m:b", "m:c"))
+    assert a is not None and b is not None and c is not None
+    assert (a.kind, a.importance, a.version) == (Kind.SEMANTIC, 0.25, 3)
+    assert (b.status, b.payload, b.version) == (Status.ARCHIVED, None, 2)
+    before = engine.scan(["id", "prev_kind", "prev_status"]).table.to_pylist()
+    assert [(r["prev_kind"], r["prev_status"]) for r in before][:2] == [
+        ("episodic", None), (None, "active")]
+    assert c.hot and c.version == 1
+    assert [v.change_type for v in engine.history("m:a")] == [
+        ChangeType.CREATED, ChangeType.PROMOTED, ChangeType.IMPORTANCE_DECAY]
+    assert [v.id for v in engine.history("m:b")] == ["m:b#v1", "m:b#v2"]
+    assert [e.event_id for e in engine.events(EventQuery())] == [
+        "evt-archive-0", "evt-hot-0", "evt-promote-0"]
+    # cooled once, then hot again once; two decisions for one memory: the last counts
+    engine.apply_decisions("cool", [Decision("m:c", event_id="x1"),
+                                    Decision("m:c", event_id="x2")], now=later, actor="m")
+    engine.apply_decisions("cool", [Decision("m:c", event_id="x3")], now=later, actor="m")
+    assert [e.event_id for e in engine.events(EventQuery(event_type="cool"))] == ["x2"]
 
 
 def test_access_and_vectors(engine: Engine) -> None:
