@@ -49,13 +49,14 @@ from ._lifecycle import (
     RestoreResult,
     evaluate_memory_lifecycle,
 )
-from ._memories import Edge, MergeResult
 from ._models import (
     ChangeType,
+    Edge,
     EventType,
     Kind,
     LifecycleEvent,
     Memory,
+    MergeResult,
     Stats,
     Status,
     TriggeredBy,

@@ -40,13 +40,15 @@ from ._lifecycle import (
     RestoreResult,
 )
 from ._lifecycle._component import Lifecycle
-from ._memories import Edge, Memories, MergeResult
+from ._memories import Memories
 from ._models import (
     ChangeType,
+    Edge,
     EventType,
     Kind,
     LifecycleEvent,
     Memory,
+    MergeResult,
     Stats,
     Status,
     TriggeredBy,

@@ -7,7 +7,6 @@ Each write validates everything, derives what the texts imply (``_derive``), bui
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Unpack
 
@@ -30,9 +29,11 @@ from ._input import (
 from ._knowledge import Knowledge
 from ._models import (
     ChangeType,
+    Edge,
     EventType,
     LifecycleEvent,
     Memory,
+    MergeResult,
     Stats,
     Status,
     Version,
@@ -41,34 +42,10 @@ from ._models import (
 )
 from ._transitions import Transitions, patch_of
 
-__all__ = ["Edge", "Memories", "MergeResult", "parse_records"]
+__all__ = ["Memories", "parse_records"]
 
 #: Past this many changed memories, derived state is rebuilt rather than patched.
 _REFRESH_LIMIT = 1000
-
-
-@dataclass(frozen=True)
-class Edge:
-    """An edge to write with a batch: ``kind`` is references, co_occurs or supersedes."""
-
-    kind: str
-    src: str
-    dst: str
-    weight: float = 1.0
-    source: str = "explicit"
-    reason: str | None = None
-
-
-@dataclass
-class MergeResult:
-    """What ``MemoryStore.merge`` did, by memory id."""
-
-    created: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    #: records whose memory was forgotten: skipped, never brought back
-    forgotten: list[str] = field(default_factory=list)
-    edges_created: int = 0
 
 
 def parse_records(records: Iterable[MemoryInput | Mapping[str, Any] | str]

@@ -15,11 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._context import Changed, StoreContext
 from .._errors import InvalidInputError
 from .._input import MAX_TEXT, MemoryInput
-from .._memories import Edge, Memories
-from .._models import ChangeType, EventType, Kind, Memory, Status
+from .._memories import Memories
+from .._models import STATUS_CODE, ChangeType, Edge, EventType, Kind, Memory, Status
 from .._ollama import OllamaGenerator
 from .._recall._component import Recall
-from .._recall._index import ASSISTANT_TAG, STATUS_CODE
+from .._recall._index import ASSISTANT_TAG
 from .._time import new_memory_id, parse_iso, to_utc
 from .._transitions import Transitions
 from ._corrections import Statement, correction_target, is_correction, says_now

@@ -14,7 +14,7 @@ from .._kg._patterns import extract_facts
 from .._kg._scan import finditer, search, starting_at
 from .._kg._text import person_speaker
 from .._kg._time import parse_times
-from .._recall._bm25 import STOPWORDS
+from .._text import STOPWORDS
 
 __all__ = ["Extracted", "RuleExtractor", "assistant_statements", "entities_of",
            "extract_entities", "is_filler", "is_hedge", "is_question", "needs_context",

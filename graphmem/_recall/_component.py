@@ -26,12 +26,12 @@ from .._learn._samples import Reranker, SampleLog
 from .._memories import Memories
 from .._models import ChangeType, EventType, Kind, Memory, Status, parse_kind
 from .._sync import Gate
+from .._text import tokenize
 from .._time import to_utc
 from .._transitions import patch_of
 from .._trim import release_freed_memory
 from ._access import AccessRow, AccessWriter
 from ._actr import activation_s
-from ._bm25 import tokenize
 from ._config import RecallConfig, resolve_preset
 from ._entities import EntityIndex
 from ._fusion import competition_ranks, rrf_from_ranks
