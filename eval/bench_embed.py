@@ -108,8 +108,8 @@ def cosines(locomo: Path, specs: Sequence[str], n: int) -> None:
     correction's replaced statement, a duplicate), which were chosen with MiniLM."""
     import random
 
-    from graphmem._extract._component import DUPLICATE
     from graphmem._extract._corrections import NOW_SIMILAR
+    from graphmem._store._conversations import DUPLICATE
 
     turns = [turn_text(t) for c in load_locomo(locomo) for s in c.sessions for t in s.turns]
     sample = random.Random(1).sample(turns, min(n, len(turns)))

@@ -31,8 +31,8 @@ def _percentiles(values: list[float]) -> tuple[float, float]:
 
 def run(n: int, queries: int, embedder: str, seed: int = 5) -> dict[str, Any]:
     from graphmem import embedder_from_spec
-    from graphmem._learn import _component as learn_component
     from graphmem._learn import fit_ranker, ranking_samples
+    from graphmem._store import _learning as learn_component
 
     emb = CachedEmbedder(embedder_from_spec(embedder))
     records, edges = synthetic(n)

@@ -37,7 +37,6 @@ from ._errors import (
     UnsupportedError,
 )
 from ._extract import OllamaExtractor, RuleExtractor, extract_entities
-from ._extract._component import AddResult
 from ._facade import MemoryStore
 from ._input import MemoryInput
 from ._learn import ForecastInfo, LearnReport, RankerInfo
@@ -64,6 +63,7 @@ from ._models import (
 )
 from ._recall import PRESETS, Explanation, Hit, RecallConfig
 from ._settings import Settings
+from ._store._conversations import AddResult
 from ._time import format_iso, parse_iso
 
 if _typing.TYPE_CHECKING:

@@ -60,7 +60,7 @@ EXAMPLED = {
     "graphmem._engine": 2,
     "graphmem._graph_leave": 2,
     "graphmem._keys": 1,
-    "graphmem._memories": 2,
+    "graphmem._store._memories": 2,
     "graphmem._text": 1,
     "graphmem._time": 13,
     "graphmem._views": 2,

@@ -12,11 +12,11 @@ from typing import Any, Unpack
 
 import numpy as np
 
-from ._context import Changed, StoreContext, progress
-from ._derive import Derived, TextItem, derive_fields, lifecycle_event, new_memory
-from ._engine import EDGE_KINDS, EdgeRecord, EventQuery, Link, NewMemory, Patch, WriteBatch
-from ._errors import ConflictError, InvalidInputError, RecordError
-from ._input import (
+from .._context import Changed, StoreContext, progress
+from .._derive import Derived, TextItem, derive_fields, lifecycle_event, new_memory, patch_of
+from .._engine import EDGE_KINDS, EdgeRecord, EventQuery, Link, NewMemory, Patch, WriteBatch
+from .._errors import ConflictError, InvalidInputError, RecordError
+from .._input import (
     MAX_VISIBILITY,
     MemoryInput,
     UpdateFields,
@@ -26,8 +26,7 @@ from ._input import (
     check_validity,
     update_changes,
 )
-from ._knowledge import Knowledge
-from ._models import (
+from .._models import (
     ChangeType,
     Edge,
     EventType,
@@ -40,7 +39,8 @@ from ._models import (
     parse_change_type,
     parse_kind,
 )
-from ._transitions import Transitions, patch_of
+from ._knowledge import Knowledge
+from ._transitions import Transitions
 
 __all__ = ["Memories", "parse_records"]
 
