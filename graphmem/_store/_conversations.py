@@ -18,6 +18,7 @@ from .._extract._corrections import Statement, correction_target, is_correction,
 from .._extract._links import LinkIndex, derive_edges
 from .._extract._ollama import OllamaExtractor
 from .._extract._rules import (
+    DUPLICATE,
     Extracted,
     RuleExtractor,
     assistant_statements,
@@ -37,8 +38,6 @@ from ._transitions import Transitions
 
 __all__ = ["AddResult", "Conversations", "Extractor"]
 
-#: Cosine above which an extracted memory is the same as an existing one.
-DUPLICATE = 0.95
 #: Cosine above which a new signal confirms a weak candidate of an earlier session.
 REINFORCE = 0.8
 _SKIPPED_ROLES = {"system", "tool"}
