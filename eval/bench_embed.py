@@ -43,7 +43,7 @@ PRESETS = ("vector", "default")
 
 def start_seconds(spec: str) -> float:
     """Wall time of a fresh process that builds ``spec`` and embeds one query."""
-    code = ("import time; t = time.perf_counter(); from graphmem._embed import "
+    code = ("import time; t = time.perf_counter(); from graphmem import "
             f"embedder_from_spec; embedder_from_spec({spec!r}).embed(['warm']); "
             "print(time.perf_counter() - t)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -108,8 +108,7 @@ def cosines(locomo: Path, specs: Sequence[str], n: int) -> None:
     correction's replaced statement, a duplicate), which were chosen with MiniLM."""
     import random
 
-    from graphmem._extract._component import DUPLICATE
-    from graphmem._extract._corrections import NOW_SIMILAR
+    from graphmem.algorithms import DUPLICATE, NOW_SIMILAR
 
     turns = [turn_text(t) for c in load_locomo(locomo) for s in c.sessions for t in s.turns]
     sample = random.Random(1).sample(turns, min(n, len(turns)))

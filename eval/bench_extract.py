@@ -22,9 +22,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from types import FrameType
 
-from graphmem._derive import extract
-from graphmem._extract._rules import RuleExtractor, extract_entities
-from graphmem._kg import is_temporal_question, query_window
+from graphmem.algorithms import (
+    RuleExtractor,
+    extract,
+    extract_entities,
+    is_temporal_question,
+    query_window,
+)
 
 NOW = datetime(2023, 5, 10, 12, 0, tzinfo=UTC)
 PLAIN = ("Caroline moved to Lisbon in March 2022 and works at Acme Inc. Her sister Anna "

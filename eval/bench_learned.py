@@ -31,8 +31,7 @@ def _percentiles(values: list[float]) -> tuple[float, float]:
 
 def run(n: int, queries: int, embedder: str, seed: int = 5) -> dict[str, Any]:
     from graphmem import embedder_from_spec
-    from graphmem._learn import _component as learn_component
-    from graphmem._learn import fit_ranker, ranking_samples
+    from graphmem.algorithms import fit_ranker, ranking_samples, timed_reranker
 
     emb = CachedEmbedder(embedder_from_spec(embedder))
     records, edges = synthetic(n)
@@ -54,17 +53,7 @@ def run(n: int, queries: int, embedder: str, seed: int = 5) -> dict[str, Any]:
         # used whether or not it validated: the benchmark times it
         store.use_ranker({**ranker.to_dict(), "validated": True})
         step: list[float] = []
-        original = learn_component.rerank
-
-        def timed(*args: Any) -> Any:
-            start = time.perf_counter()
-            args[1].features  # noqa: B018 - the lazy feature matrix is part of the step
-            out = original(*args)
-            step.append((time.perf_counter() - start) * 1000)
-            return out
-
-        learn_component.rerank = timed  # type: ignore[assignment]
-        try:
+        with timed_reranker(store, step):
             for query in asked[:20]:  # warm both paths
                 store.recall(query, preset="learned", record_access=False)
                 store.recall(query, preset="default", record_access=False)
@@ -76,8 +65,6 @@ def run(n: int, queries: int, embedder: str, seed: int = 5) -> dict[str, Any]:
                     start = time.perf_counter()
                     store.recall(query, k=10, preset=preset, record_access=False)
                     times[preset].append((time.perf_counter() - start) * 1000)
-        finally:
-            learn_component.rerank = original
     default = _percentiles(times["default"])
     learned = _percentiles(times["learned"])
     alone = _percentiles(step)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from graphmem import MemoryStore, Settings
+from graphmem.algorithms import engine_of
 
 from ._pg import fresh_schema, postgres_server
 from .bench_recall import OWNERS, synthetic
@@ -58,7 +59,7 @@ def main() -> None:
             source.backup(Path(scratch) / "backup")
         MemoryStore.restore_backup(Path(scratch) / "backup", url)
     with MemoryStore(url, settings=Settings()) as store:
-        engine: Any = store._ctx.engine
+        engine: Any = engine_of(store)
         scan = engine.scan(["id", "owner", "status", "vector"])
         table = scan.table.to_pydict()
         keep = np.flatnonzero(np.asarray(scan.has_vector)

@@ -33,8 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from graphmem import PRESETS, Edge, MemoryStore, Settings
-from graphmem._recall._index import RecallIndex
-from graphmem._recall._vectors import SignCodes, exact_top, to_bfloat16
+from graphmem.algorithms import RecallIndex, SignCodes, exact_top, to_bfloat16
 from graphmem.engines import HnswProbe
 
 OWNERS = [f"did:key:owner{i}" for i in range(5)]

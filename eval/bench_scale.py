@@ -13,7 +13,7 @@ encoder (``minilm:onnx``, fp32), against those vectors. Then, in a fresh process
   from 100k memories on the vector channel searches sign bits (as the store does),
   and ``vector`` and ``default`` run again with exact vectors (the baseline);
 * ``--churn`` more recalls that record access (ten rows written each), and RSS after;
-* vector search alone: exact float32 (the baseline) against ``graphmem._recall._vectors``
+* vector search alone: exact float32 (the baseline) against ``graphmem.algorithms`` (sign codes)
   (sign bits, Hamming top candidates, exact re-scoring): p50, and recall@10 and @100
   (what the vector channel takes) against exact;
 * BM25: building the index over every text in bulk (time, memory) and a query's p50;
@@ -44,9 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
-from graphmem import Edge, MemoryStore, Settings, embedder_from_spec
-from graphmem._embed import Embedder
-from graphmem._recall._index import RecallIndex
+from graphmem import Edge, Embedder, MemoryStore, Settings, embedder_from_spec
+from graphmem.algorithms import RecallIndex
 
 from ._fresh import store_copy
 from .bench_recall import (
@@ -166,7 +165,7 @@ def cached_store(cache: Path, n: int, *, name: str = "scale",
 
 
 def bm25(texts: Sequence[str], queries: Sequence[str], groups: np.ndarray) -> None:
-    from graphmem._recall._bm25 import BM25Index
+    from graphmem.algorithms import BM25Index
 
     gc.collect()
     tracemalloc.start()

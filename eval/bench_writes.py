@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from graphmem import MemoryStore, Settings
+from graphmem.algorithms import engine_of
 
 from ._fresh import store_copy
 from .bench_recall import OWNERS
@@ -72,7 +73,7 @@ def _p50(call: Callable[[str], object], ids: list[str]) -> float:
 def measure(db: Path, n: int, samples: int) -> None:
     rng = random.Random(5)
     with MemoryStore(db, embedder="hashing") as store:
-        facts = len(store._ctx.engine.facts(all_owners=True))
+        facts = len(engine_of(store).facts(all_owners=True))
         print(f"{store.stats().memories} memories, {facts} facts")
         started = time.perf_counter()
         store.recall("Caroline Lisbon", k=5)  # the recall index is loaded, as in a sidecar

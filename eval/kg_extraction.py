@@ -1,6 +1,6 @@
 """Extraction quality and cost on the hand-labelled set: ``python -m eval.kg_extraction``.
 
-Prints precision, recall and F1 of the deterministic extraction (``graphmem._kg``) on
+Prints precision, recall and F1 of the deterministic extraction (``graphmem.algorithms``) on
 ``tests/data/kg_labelled.jsonl``: entities (typed, untyped, per type), facts (strict and with
 a lenient object match, per predicate) and time expressions (found, and found with the exact
 window), for all rows and per source; then texts per second.
@@ -14,8 +14,8 @@ hand from this guideline, not from the extractor's output:
   brands and named projects, with the version written next to them: "PostgreSQL 16"), events
   (occasions: wedding, conference, birthday party, a named race or holiday) and other proper
   names (languages, pets, titles); not pronouns, common nouns, generic acronyms (API, CI,
-  NAS), units or dates. Compared by normal form (``graphmem._kg.normalize``), once per text.
-- facts: what the text states, in the predicates of ``graphmem._kg.PREDICATES``, whatever the
+  NAS), units or dates. Compared by normal form (``normalize``), once per text.
+- facts: what the text states, in the knowledge graph's predicates, whatever the
   wording ("formats Python with ruff": uses ruff); a first-person subject is the speaker;
   objects as written without determiners; nothing for questions, plans or negations.
 - times: expressions naming calendar time (not clock times alone, durations or recurrences),
@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from graphmem._kg import (
+from graphmem.algorithms import (
     RELATION_PREDICATES,
     Fact,
     Mention,

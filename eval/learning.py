@@ -57,7 +57,7 @@ from graphmem import (
     Settings,
     embedder_from_spec,
 )
-from graphmem._learn import (
+from graphmem.algorithms import (
     BASELINES,
     FEATURES,
     FORECAST_FEATURES,
@@ -70,6 +70,7 @@ from graphmem._learn import (
     examples_at,
     fit_logistic,
     fit_ranker,
+    last_candidates,
     rank_metrics,
     ranking_samples,
     stack,
@@ -172,7 +173,7 @@ def _measure(store: MemoryStore, row: Asked, question: str, k: int,
     row.useful = [h.memory.useful_count for h in hits]
     row.dedupe = dedupe_keys
     row.rankings["default"] = dedupe(row.keys) if dedupe_keys else list(row.keys)
-    last = store._recall.samples.last()
+    last = last_candidates(store)
     if last is not None and ids:
         candidate_ids, candidates = last
         if candidate_ids != ids[: len(candidate_ids)]:

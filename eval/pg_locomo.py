@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from graphmem import MemoryStore
+from graphmem.algorithms import engine_of
 from ingest.locomo import load_locomo
 
 from ._pg import fresh_schema, postgres_server
@@ -82,7 +83,7 @@ def main() -> None:
 def _sql_channels(pg: MemoryStore, asked: list[Any], emb: Any,
                   sql: dict[str, list[float]], sql_ms: dict[str, list[float]]) -> None:
     """Each question's vector and text channel, in SQL and in process."""
-    engine: Any = pg._ctx.engine
+    engine: Any = engine_of(pg)
     search = engine.search
     search.ensure_hnsw(emb.dim)
     for _, question in asked:

@@ -28,7 +28,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from graphmem._kg import parse_times
+from graphmem.algorithms import parse_times
 from ingest.locomo import Conversation, load_locomo
 
 __all__ = ["Labelled", "graphmem_reading", "labelled", "main", "score"]

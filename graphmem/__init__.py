@@ -37,7 +37,6 @@ from ._errors import (
     UnsupportedError,
 )
 from ._extract import OllamaExtractor, RuleExtractor, extract_entities
-from ._extract._component import AddResult
 from ._facade import MemoryStore
 from ._input import MemoryInput
 from ._learn import ForecastInfo, LearnReport, RankerInfo
@@ -49,13 +48,14 @@ from ._lifecycle import (
     RestoreResult,
     evaluate_memory_lifecycle,
 )
-from ._memories import Edge, MergeResult
 from ._models import (
     ChangeType,
+    Edge,
     EventType,
     Kind,
     LifecycleEvent,
     Memory,
+    MergeResult,
     Stats,
     Status,
     TriggeredBy,
@@ -63,6 +63,7 @@ from ._models import (
 )
 from ._recall import PRESETS, Explanation, Hit, RecallConfig
 from ._settings import Settings
+from ._store._conversations import AddResult
 from ._time import format_iso, parse_iso
 
 if _typing.TYPE_CHECKING:

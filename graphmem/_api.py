@@ -14,7 +14,6 @@ if TYPE_CHECKING:
 
     from ._backup import BackupInfo
     from ._engine import EntityRecord, FactRecord, Link
-    from ._extract._component import AddResult, Extractor
     from ._input import MemoryInput, UpdateFields
     from ._learn import LearnReport
     from ._lifecycle import (
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
         Version,
     )
     from ._recall import Hit, RecallConfig
+    from ._store._conversations import AddResult, Extractor
 
 __all__ = ["MemoryAPI"]
 

@@ -8,7 +8,7 @@ calls ``derive_fields``, so a new text can never keep stale entities or a stale 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ._embed import joint_text
-from ._engine import NewMemory
+from ._engine import NewMemory, Patch
 from ._engine_rules import version_id
 from ._extract._rules import entities_of
 from ._input import MemoryInput
@@ -42,6 +42,7 @@ __all__ = [
     "extract",
     "lifecycle_event",
     "new_memory",
+    "patch_of",
     "session_contexts",
     "sha256",
     "version_of",
@@ -194,6 +195,23 @@ def version_of(memory: Memory, *, seq: int, change_type: ChangeType, at: datetim
                    subject=value("subject"), text_sha256=sha256(text),
                    importance=value("importance"), status=value("status"),
                    kind=value("kind"), redacted=False)
+
+
+def patch_of(memory: Memory, updates: Mapping[str, Any], change_type: ChangeType,
+             at: datetime, *, reason: str | None = None, actor: str | None = None,
+             event: LifecycleEvent | None = None) -> Patch:
+    """A change of ``memory``: its new fields, the version row that records the state
+    they make, and ``event`` when the change is a lifecycle transition."""
+    seq = memory.version + 1
+    fields = dict(updates)
+    fields["version"] = seq
+    fields.setdefault("modified", at)
+    recorded = {k: v for k, v in updates.items()
+                if k in ("text", "subject", "importance", "status", "kind")}
+    return Patch(memory.id, set=fields,
+                 version=version_of(memory, seq=seq, change_type=change_type, at=at,
+                                    reason=reason, actor=actor, **recorded),
+                 event=event)
 
 
 def lifecycle_event(memory_id: str, event_type: EventType, *, from_state: str, to_state: str,

@@ -1,13 +1,18 @@
 """``MemoryStore``: the one entry object. It opens an engine, builds the components over one
-shared context, and delegates each method to the component that owns it:
+shared context, and delegates each method to the component that owns it (each one a
+module of ``_store``):
 
     memories     add, add_many, merge, get, update, supersede, link, ... (``_memories``)
     transitions  tombstone, forget, purge, verify_forgotten             (``_transitions``)
+    knowledge    entities, facts, mentions, split_entity                 (``_knowledge``)
     recall       recall, feedback, reembed, flush                        (``_recall``)
-    learning     learn, learned, forecast, use_ranker                    (``_learn``)
+    learning     learn, learned, forecast, use_ranker                    (``_learning``)
     lifecycle    evaluate, promote, archive, restore, run_lifecycle      (``_lifecycle``)
-    conversations add_conversation, correct, derive_links                 (``_extract``)
+    conversations add_conversation, correct, derive_links                 (``_conversations``)
     views        export, cypher, sql, to_networkx, named_query           (``_views``)
+
+A component is handed the others it calls here, at construction; the algorithms they run
+are in the packages below (``_recall``, ``_learn``, ``_lifecycle``, ``_extract``, ``_kg``).
 """
 
 from __future__ import annotations
@@ -28,11 +33,8 @@ from ._engine import FactRecord as Fact
 from ._engine import Link
 from ._engine import MentionRecord as Mention
 from ._errors import StoreLockedError
-from ._extract._component import AddResult, Conversations, Extractor
 from ._input import MemoryInput, UpdateFields
-from ._knowledge import Knowledge
 from ._learn import LearnReport, RankerInfo, RankerModel
-from ._learn._component import Learning
 from ._lifecycle import (
     ArchiveResult,
     EvaluationResult,
@@ -40,24 +42,29 @@ from ._lifecycle import (
     PromoteResult,
     RestoreResult,
 )
-from ._lifecycle._component import Lifecycle
-from ._memories import Edge, Memories, MergeResult
 from ._models import (
     ChangeType,
+    Edge,
     EventType,
     Kind,
     LifecycleEvent,
     Memory,
+    MergeResult,
     Stats,
     Status,
     TriggeredBy,
     Version,
 )
 from ._recall import Hit, RecallConfig
-from ._recall._component import Recall
 from ._settings import Settings
+from ._store._conversations import AddResult, Conversations, Extractor
+from ._store._knowledge import Knowledge
+from ._store._learning import Learning
+from ._store._lifecycle import Lifecycle
+from ._store._memories import Memories
+from ._store._recall import Recall
+from ._store._transitions import Transitions
 from ._time import utcnow
-from ._transitions import Transitions
 from ._views import Views
 from .engines import open_engine
 

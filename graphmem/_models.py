@@ -1,10 +1,14 @@
-"""graphmem's value types: memories, their versions, lifecycle events and store statistics.
+"""graphmem's value types: memories, their versions, lifecycle events and store statistics
+(immutable pydantic models the store hands out and never keeps), the edges and merge
+results of a batch write, and the small integer codes the in-memory indexes keep for
+statuses and kinds.
 
-They are immutable pydantic models; the store hands them out and never keeps them.
+Imports nothing of graphmem's but its errors: every floor may use these.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -15,11 +19,15 @@ from pydantic.alias_generators import to_camel
 from ._errors import InvalidInputError
 
 __all__ = [
+    "KIND_CODE",
+    "STATUS_CODE",
     "ChangeType",
+    "Edge",
     "EventType",
     "Kind",
     "LifecycleEvent",
     "Memory",
+    "MergeResult",
     "Stats",
     "Status",
     "TriggeredBy",
@@ -54,6 +62,11 @@ class Status(StrEnum):
     ARCHIVED = "archived"
     TOMBSTONED = "tombstoned"
     FORGOTTEN = "forgotten"
+
+
+#: A status's code in the in-memory indexes (recall's, the learned features'), and a kind's.
+STATUS_CODE = {s.value: i for i, s in enumerate(Status)}
+KIND_CODE = {k.value: i for i, k in enumerate(Kind)}
 
 
 class ChangeType(StrEnum):
@@ -245,3 +258,27 @@ class Stats(_Value):
     owners: int
     embedder: str | None = None
     schema_version: int
+
+
+@dataclass(frozen=True)
+class Edge:
+    """An edge to write with a batch: ``kind`` is references, co_occurs or supersedes."""
+
+    kind: str
+    src: str
+    dst: str
+    weight: float = 1.0
+    source: str = "explicit"
+    reason: str | None = None
+
+
+@dataclass
+class MergeResult:
+    """What ``MemoryStore.merge`` did, by memory id."""
+
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    #: records whose memory was forgotten: skipped, never brought back
+    forgotten: list[str] = field(default_factory=list)
+    edges_created: int = 0

@@ -85,7 +85,7 @@ def shipped_reference(probe_texts: Sequence[str]) -> np.ndarray | None:
 
 def torch_reference(texts: Sequence[str]) -> np.ndarray:
     """torch's vectors of ``texts`` (sentence-transformers; needs ``graphmem[torch]``)."""
-    from ._embed import MiniLMEmbedder
+    from ._minilm import MiniLMEmbedder
 
     return MiniLMEmbedder().embed(list(texts))
 
@@ -240,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """``python -m graphmem._onnx [--cache-dir DIR]``: export now."""
     import argparse
 
-    from ._embed import probe_texts
+    from ._minilm import probe_texts
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--cache-dir", default=None, help="default: ~/.cache/graphmem")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from graphmem import MemoryStore, Settings
-from graphmem._recall._component import Recall
 from graphmem._recall._index import RecallIndex
+from graphmem._store._recall import Recall
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "ingest" / "samples" / "agent_memories.ump.json"

@@ -24,9 +24,9 @@ from graphmem._learn import (
     rank_metrics,
     ranking_samples,
 )
-from graphmem._learn._component import FORECAST_KEY, RANKER_KEY
 from graphmem._learn._forecast import ForecastModel
 from graphmem._learn._ranker import CS
+from graphmem._store._learning import FORECAST_KEY, RANKER_KEY
 from graphmem.cli import cli
 from tests.conftest import Clock
 

@@ -9,7 +9,8 @@ import random
 import numpy as np
 import pytest
 
-from graphmem._recall._bm25 import BM25Index, tokenize
+from graphmem._recall._bm25 import BM25Index
+from graphmem._text import tokenize
 
 WORDS = ["orchard", "deploy", "sensor", "moisture", "thesis", "chapter", "queue", "redis",
          "postgres", "nadia", "review", "release", "greenhouse", "alert", "backup", "network",

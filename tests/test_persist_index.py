@@ -17,14 +17,14 @@ import pytest
 
 from graphmem import PRESETS, Edge, MemoryStore, Settings
 from graphmem._kuzu._journal import ChangeJournal
-from graphmem._recall import _persist
 from graphmem._recall._bm25 import BM25Index, _Column
 from graphmem._recall._entities import EntityIndex
 from graphmem._recall._index import Adjacency, EdgeTable, RecallIndex
-from graphmem._recall._persist import FILE_NAME
 from graphmem._recall._persist._codec import ATTRIBUTES, FORMAT, read_index
 from graphmem._recall._persist._file import SnapshotFile
 from graphmem._recall._vectors import SignCodes
+from graphmem._store import _saved_index as _persist
+from graphmem._store._saved_index import FILE_NAME
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 QUERIES = ["Where does Caroline work?", "Orchard deploy fly.io 2024", "what did Melanie paint",

@@ -16,7 +16,7 @@ from graphmem import (
     Settings,
 )
 from graphmem._recall import PRESETS, RecallConfig
-from graphmem._recall._bm25 import tokenize
+from graphmem._text import tokenize
 
 TEXTS = [
     ("Orchard stores data in PostgreSQL 16 with pgvector", "semantic"),

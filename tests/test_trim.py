@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from graphmem import MemoryStore, Settings
-from graphmem._recall import _component
+from graphmem._store import _recall as _component
 from graphmem._trim import release_freed_memory
 
 

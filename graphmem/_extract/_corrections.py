@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .._kg._scan import finditer, search, starting_at
-from .._recall._bm25 import tokenize
+from .._text import tokenize
 from ._rules import sentences
 
 __all__ = ["NOW_SIMILAR", "Statement", "correction_target", "is_correction", "says_now"]

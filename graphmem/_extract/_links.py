@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .._memories import Edge
+from .._models import Edge
 
 __all__ = ["LinkIndex", "derive_edges"]
 

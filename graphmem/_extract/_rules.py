@@ -14,11 +14,14 @@ from .._kg._patterns import extract_facts
 from .._kg._scan import finditer, search, starting_at
 from .._kg._text import person_speaker
 from .._kg._time import parse_times
-from .._recall._bm25 import STOPWORDS
+from .._text import STOPWORDS
 
-__all__ = ["Extracted", "RuleExtractor", "assistant_statements", "entities_of",
+__all__ = ["DUPLICATE", "Extracted", "RuleExtractor", "assistant_statements", "entities_of",
            "extract_entities", "is_filler", "is_hedge", "is_question", "needs_context",
            "reference_keys", "sentences", "signal_strength"]
+
+#: Cosine above which an extracted memory is the same as an existing one.
+DUPLICATE = 0.95
 
 #: Where a sentence ends: after ".", "!", "?" or "…" and before a space (the text's
 #: whitespace is single spaces when it is split).

@@ -1,5 +1,6 @@
 """Learning from use: a ranker learned from retrieval feedback (the ``learned`` preset)
-and forecasts of which memories will be needed (beside the lifecycle's rule)."""
+and forecasts of which memories will be needed (beside the lifecycle's rule). The
+algorithms; the component that runs them over a store is ``graphmem._store._learning``."""
 
 from ._features import FEATURE_SET, FEATURES, Candidates
 from ._forecast import (

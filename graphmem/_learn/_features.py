@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._models import Kind
+from .._models import KIND_CODE, STATUS_CODE, Kind
 from .._recall._actr import ActivationTerms
-from .._recall._bm25 import tokenize
 from .._recall._config import CHANNELS
-from .._recall._index import KIND_CODE, STATUS_CODE, RecallIndex
+from .._recall._index import RecallIndex
+from .._text import tokenize
 
 __all__ = ["FEATURES", "FEATURE_SET", "Candidates", "capture"]
 

@@ -26,10 +26,10 @@ from typing import Any, Literal
 import numpy as np
 
 from .._lifecycle._rules import ARCHIVE_TAGS, PROMOTE_TAGS, evaluate_arrays
-from .._models import Kind, LifecycleEvent, Status, Version
+from .._models import STATUS_CODE, Kind, LifecycleEvent, Status, Version
 from .._recall._actr import activation_arrays
-from .._recall._bm25 import tokenize
 from .._settings import Settings
+from .._text import tokenize
 from .._time import format_iso, parse_iso
 from ._linear import LinearModel, ModelFormatError, check_format, fit_logistic
 
@@ -50,8 +50,7 @@ FORECAST_FORMAT = "graphmem.forecast/1"
 _DAY = 86400.0
 _KINDS = tuple(k.value for k in Kind)
 _KIND_CODE = {k: i for i, k in enumerate(_KINDS)}
-_STATUS_CODE = {s.value: i for i, s in enumerate(Status)}
-_ACTIVE = _STATUS_CODE["active"]
+_ACTIVE = STATUS_CODE["active"]
 FORECAST_FEATURES: tuple[str, ...] = (
     "log_age_days", "log_idle_days", "never_used", "log_accesses", "log_accesses_7d",
     "log_accesses_30d", "log_useful", "log_ignored", "useful_rate", "activation",
@@ -132,7 +131,7 @@ class History:
         h = cls(
             ids=ids,
             created=np.array([_seconds(r["created"]) for r in rows], dtype=float),
-            status=np.array([_STATUS_CODE[_value(r["status"])] for r in rows], dtype=np.int64),
+            status=np.array([STATUS_CODE[_value(r["status"])] for r in rows], dtype=np.int64),
             kind=np.array([_KIND_CODE[_value(r["kind"])] for r in rows], dtype=np.int64),
             importance=np.array([float(r.get("importance") or 0.0) for r in rows]),
             confidence=np.array([float(r.get("confidence") or 0.0) for r in rows]),
@@ -179,7 +178,7 @@ class History:
         h.version_t = np.array([f[1] for f in rows_v], dtype=float)
         h.version_importance = np.array([f[2].importance if f[2].importance is not None
                                          else math.nan for f in rows_v], dtype=float)
-        h.version_status = np.array([_STATUS_CODE[f[2].status.value] if f[2].status else -1
+        h.version_status = np.array([STATUS_CODE[f[2].status.value] if f[2].status else -1
                                      for f in rows_v], dtype=np.int64)
         h.version_kind = np.array([_KIND_CODE[f[2].kind.value] if f[2].kind else -1
                                    for f in rows_v], dtype=np.int64)

@@ -1,4 +1,6 @@
-"""The lifecycle: the archivist's rules and transitions, and the lifecycle manager."""
+"""The lifecycle's algorithms: the archivist's rules, centrality, summaries, and the
+results they report. The lifecycle manager that applies them to a store is
+``graphmem._store._lifecycle``."""
 
 from ._results import (
     ArchiveResult,

@@ -1,4 +1,6 @@
-"""Recall: channels (full text, vectors, graph walks), reciprocal rank fusion, ACT-R."""
+"""Recall's algorithms: channels (full text, vectors, graph walks), reciprocal rank fusion,
+ACT-R, and the in-memory index they search. The component that runs them over a store is
+``graphmem._store._recall``."""
 
 from ._actr import ActivationTerms, activation, approx_activation, base_level
 from ._config import PRESETS, ActrParams, GraphParams, RecallConfig

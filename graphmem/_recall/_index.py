@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from .._arrow import blank_rows, column_values, indices, numbers, strings, to_pylist
-from .._models import Kind, Status
+from .._models import KIND_CODE, STATUS_CODE
 from ._bm25 import BM25Index
 from ._entities import EntityIndex
 from ._vectors import SignCodes, dot_all, dot_rows, to_bfloat16, top_scores
@@ -39,8 +39,6 @@ INDEX_FIELDS = (
 ASSISTANT_TAG = "assistant"
 #: The fields a recall changes (``RecallIndex.set_access``).
 ACCESS_FIELDS = ("id", "access_count", "access_times", "last_accessed")
-STATUS_CODE = {s.value: i for i, s in enumerate(Status)}
-KIND_CODE = {k.value: i for i, k in enumerate(Kind)}
 _FORGOTTEN = STATUS_CODE["forgotten"]
 _NO_TIMES = np.zeros(0)
 #: rows of a scan turned into Python values at a time while the index is built

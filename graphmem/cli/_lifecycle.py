@@ -11,7 +11,7 @@ import click
 from .._backup import MANIFEST
 from .._errors import ConflictError
 from .._lifecycle import ArchiveResult, LifecycleReport, PromoteResult, RestoreResult
-from .._lifecycle._component import ARCHIVE_REASONS, PROMOTE_REASONS
+from .._store._lifecycle import ARCHIVE_REASONS, PROMOTE_REASONS
 from .._views import to_json
 from ._app import Context, cli, echo_json, pass_ctx, table, usage
 from ._progress import working

@@ -28,7 +28,6 @@ from .._errors import (
     ReadOnlyStoreError,
     StoreError,
 )
-from .._extract._component import AddResult
 from .._input import MemoryInput, UpdateFields, check_unit, recall_window, update_changes
 from .._learn import LearnReport
 from .._lifecycle import (
@@ -38,7 +37,6 @@ from .._lifecycle import (
     PromoteResult,
     RestoreResult,
 )
-from .._memories import parse_records
 from .._models import (
     ChangeType,
     EventType,
@@ -50,6 +48,8 @@ from .._models import (
     Version,
 )
 from .._recall import Hit, RecallConfig
+from .._store._conversations import AddResult
+from .._store._memories import parse_records
 from .._time import parse_iso
 from ._transport import Transport, path_segment
 

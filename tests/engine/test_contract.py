@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from graphmem import ConflictError, HashingEmbedder, InvalidInputError, MemoryInput, Status
-from graphmem._derive import TextItem, derive_fields, lifecycle_event, new_memory
+from graphmem._derive import TextItem, derive_fields, lifecycle_event, new_memory, patch_of
 from graphmem._embed import embed_memories
 from graphmem._engine import (
     Decision,
@@ -27,7 +27,6 @@ from graphmem._engine import (
     WriteBatch,
 )
 from graphmem._models import ChangeType, EventType, Kind
-from graphmem._transitions import patch_of
 
 from .conftest import stored_files
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from graphmem import PRESETS, MemoryStore, Settings
-from graphmem._recall._persist import FILE_NAME
 from graphmem._recall._persist._codec import FORMAT
 from graphmem._recall._persist._file import DamagedFile, SnapshotFile
+from graphmem._store._saved_index import FILE_NAME
 from graphmem._time import parse_iso
 from tests.faults._checks import assert_vectors_logged
 from tests.faults._harness import Tally, run_and_kill

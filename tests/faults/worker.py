@@ -160,7 +160,7 @@ def index(db: str, seed: str) -> None:
     written again, as often as possible), over and over."""
     import random
 
-    from graphmem._recall import _persist
+    from graphmem._store import _saved_index as _persist
 
     _persist.SAVE_AFTER_IDS = 1  # every close that follows a change writes the file
     moment = parse_iso(INDEX_NOW)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from graphmem import Edge, MemoryStore, Settings
-from graphmem._recall._persist import FILE_NAME
+from graphmem._store._saved_index import FILE_NAME
 from tests.test_persist_index import _answers, _clock, _fill
 
 

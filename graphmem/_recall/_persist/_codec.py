@@ -21,9 +21,10 @@ import pyarrow as pa
 
 from ..._arrow import array_of, to_pylist
 from ..._engine import FactRecord
+from ..._models import STATUS_CODE
 from .._bm25 import BM25Index, _Column
 from .._entities import EntityIndex
-from .._index import STATUS_CODE, Adjacency, EdgeTable, RecallIndex
+from .._index import Adjacency, EdgeTable, RecallIndex
 from .._vectors import SignCodes
 from ._file import DamagedFile, SnapshotFile, SnapshotWriter
 

@@ -18,7 +18,7 @@ from typing import Any
 from ..._errors import GraphmemError
 from ..._facade import MemoryStore
 from ..._models import EventType, Memory, Status
-from ..._recall._bm25 import tokenize
+from ..._text import tokenize
 
 __all__ = ["DECISIONS", "Pages", "actor_of"]
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from .._arrow import to_pylist
 from .._context import Changed, StoreContext, progress
-from .._derive import embedding_head, lifecycle_event
+from .._derive import embedding_head, lifecycle_event, patch_of
 from .._embed import Embedder, embed_memories
 from .._engine import EdgeRecord, Patch, memory_from_fields
 from .._errors import ConflictError, InvalidInputError, StoreError
@@ -23,24 +23,23 @@ from .._input import RecallWindow, check_unit, recall_window
 from .._kg import ROLE_WEIGHTS, asks_for_time, is_temporal_question, query_window
 from .._learn._features import Candidates, capture
 from .._learn._samples import Reranker, SampleLog
-from .._memories import Memories
 from .._models import ChangeType, EventType, Kind, Memory, Status, parse_kind
+from .._recall._access import AccessRow, AccessWriter
+from .._recall._actr import activation_s
+from .._recall._config import RecallConfig, resolve_preset
+from .._recall._entities import EntityIndex
+from .._recall._fusion import competition_ranks, rrf_from_ranks
+from .._recall._hits import ActivationInfo, ChannelRank, Explanation, Hit, LearnedInfo
+from .._recall._index import ACCESS_FIELDS, INDEX_FIELDS, RecallIndex
+from .._recall._query import asks_about_assistant
+from .._recall._walk import hop_expansion, local_ppr
 from .._records import patched_memory
 from .._sync import Gate
+from .._text import tokenize
 from .._time import to_utc
-from .._transitions import patch_of
 from .._trim import release_freed_memory
-from ._access import AccessRow, AccessWriter
-from ._actr import activation_s
-from ._bm25 import tokenize
-from ._config import RecallConfig, resolve_preset
-from ._entities import EntityIndex
-from ._fusion import competition_ranks, rrf_from_ranks
-from ._hits import ActivationInfo, ChannelRank, Explanation, Hit, LearnedInfo
-from ._index import ACCESS_FIELDS, INDEX_FIELDS, RecallIndex
-from ._persist import SavedIndex
-from ._query import asks_about_assistant
-from ._walk import hop_expansion, local_ppr
+from ._memories import Memories
+from ._saved_index import SavedIndex
 
 _NO_ROW = (np.zeros(0, dtype=np.int64), np.zeros(0))
 
@@ -76,7 +75,7 @@ class Recall:
         self._ctx = ctx
         self._memories = memories
         self._index: RecallIndex | None = None
-        #: the index kept in a file beside the store (``_persist``)
+        #: the index kept in a file beside the store (``_saved_index``)
         self._saved = SavedIndex(ctx, ROW_FIELDS)
         self._index_gate = Gate()
         self._index_build = threading.Lock()
@@ -172,7 +171,7 @@ class Recall:
 
     def ensure_index(self) -> RecallIndex:
         """The index: on first use read from its file and caught up with the store, or
-        built from one scan (``_persist``)."""
+        built from one scan (``_saved_index``)."""
         index = self._index
         if index is not None:
             return index

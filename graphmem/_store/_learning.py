@@ -13,15 +13,15 @@ from typing import Any, TypeVar
 from .._context import Changed, StoreContext
 from .._engine import EventQuery
 from .._errors import ConflictError, InvalidInputError
+from .._learn._features import Candidates
+from .._learn._forecast import ForecastModel, History, fit_forecast, forecast_now
+from .._learn._linear import ModelFormatError
+from .._learn._ranker import RankerModel, fit_ranker, rerank
+from .._learn._results import ForecastInfo, LearnReport, RankerInfo
+from .._learn._samples import channels_of, ranking_samples
 from .._models import EventType
 from .._recall._config import PRESETS
 from .._recall._hits import LearnedInfo
-from ._features import Candidates
-from ._forecast import ForecastModel, History, fit_forecast, forecast_now
-from ._linear import ModelFormatError
-from ._ranker import RankerModel, fit_ranker, rerank
-from ._results import ForecastInfo, LearnReport, RankerInfo
-from ._samples import channels_of, ranking_samples
 
 __all__ = ["FORECAST_KEY", "RANKER_KEY", "Learning"]
 

@@ -16,7 +16,22 @@ import pyarrow.compute as pc
 from .._context import Changed, StoreContext
 from .._engine import Decision, Job
 from .._errors import InvalidInputError
-from .._memories import Memories
+from .._lifecycle._centrality import grouped_pagerank, grouped_reference_counts
+from .._lifecycle._results import (
+    ArchiveResult,
+    EvaluationResult,
+    JobCounts,
+    LifecycleReport,
+    PromoteResult,
+    RestoreResult,
+)
+from .._lifecycle._rules import (
+    ARCHIVE_TAGS,
+    PROMOTE_TAGS,
+    evaluate_arrays,
+    evaluate_memory_lifecycle,
+)
+from .._lifecycle._summary import summarize
 from .._models import (
     ChangeType,
     EventType,
@@ -32,18 +47,8 @@ from .._recall._actr import activation_arrays
 from .._recall._config import ActrParams
 from .._settings import Settings
 from .._time import new_event_ids, to_utc
-from .._transitions import Transitions
-from ._centrality import grouped_pagerank, grouped_reference_counts
-from ._results import (
-    ArchiveResult,
-    EvaluationResult,
-    JobCounts,
-    LifecycleReport,
-    PromoteResult,
-    RestoreResult,
-)
-from ._rules import ARCHIVE_TAGS, PROMOTE_TAGS, evaluate_arrays, evaluate_memory_lifecycle
-from ._summary import summarize
+from ._memories import Memories
+from ._transitions import Transitions
 
 __all__ = ["Lifecycle"]
 

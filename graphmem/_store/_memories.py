@@ -7,17 +7,16 @@ Each write validates everything, derives what the texts imply (``_derive``), bui
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Unpack
 
 import numpy as np
 
-from ._context import Changed, StoreContext, progress
-from ._derive import Derived, TextItem, derive_fields, lifecycle_event, new_memory
-from ._engine import EDGE_KINDS, EdgeRecord, EventQuery, Link, NewMemory, Patch, WriteBatch
-from ._errors import ConflictError, InvalidInputError, RecordError
-from ._input import (
+from .._context import Changed, StoreContext, progress
+from .._derive import Derived, TextItem, derive_fields, lifecycle_event, new_memory, patch_of
+from .._engine import EDGE_KINDS, EdgeRecord, EventQuery, Link, NewMemory, Patch, WriteBatch
+from .._errors import ConflictError, InvalidInputError, RecordError
+from .._input import (
     MAX_VISIBILITY,
     MemoryInput,
     UpdateFields,
@@ -27,49 +26,27 @@ from ._input import (
     check_validity,
     update_changes,
 )
-from ._knowledge import Knowledge
-from ._models import (
+from .._models import (
     ChangeType,
+    Edge,
     EventType,
     LifecycleEvent,
     Memory,
+    MergeResult,
     Stats,
     Status,
     Version,
     parse_change_type,
     parse_kind,
 )
-from ._records import patched_memory
-from ._transitions import Transitions, patch_of
+from .._records import patched_memory
+from ._knowledge import Knowledge
+from ._transitions import Transitions
 
-__all__ = ["Edge", "Memories", "MergeResult", "parse_records"]
+__all__ = ["Memories", "parse_records"]
 
 #: Past this many changed memories, derived state is rebuilt rather than patched.
 _REFRESH_LIMIT = 1000
-
-
-@dataclass(frozen=True)
-class Edge:
-    """An edge to write with a batch: ``kind`` is references, co_occurs or supersedes."""
-
-    kind: str
-    src: str
-    dst: str
-    weight: float = 1.0
-    source: str = "explicit"
-    reason: str | None = None
-
-
-@dataclass
-class MergeResult:
-    """What ``MemoryStore.merge`` did, by memory id."""
-
-    created: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    #: records whose memory was forgotten: skipped, never brought back
-    forgotten: list[str] = field(default_factory=list)
-    edges_created: int = 0
 
 
 def parse_records(records: Iterable[MemoryInput | Mapping[str, Any] | str]

@@ -14,18 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .._context import Changed, StoreContext
 from .._errors import InvalidInputError
-from .._input import MAX_TEXT, MemoryInput
-from .._memories import Edge, Memories
-from .._models import ChangeType, EventType, Kind, Memory, Status
-from .._ollama import OllamaGenerator
-from .._recall._component import Recall
-from .._recall._index import ASSISTANT_TAG, STATUS_CODE
-from .._time import new_memory_id, parse_iso, to_utc
-from .._transitions import Transitions
-from ._corrections import Statement, correction_target, is_correction, says_now
-from ._links import LinkIndex, derive_edges
-from ._ollama import OllamaExtractor
-from ._rules import (
+from .._extract._corrections import Statement, correction_target, is_correction, says_now
+from .._extract._links import LinkIndex, derive_edges
+from .._extract._ollama import OllamaExtractor
+from .._extract._rules import (
+    DUPLICATE,
     Extracted,
     RuleExtractor,
     assistant_statements,
@@ -34,11 +27,17 @@ from ._rules import (
     needs_context,
     sentences,
 )
+from .._input import MAX_TEXT, MemoryInput
+from .._models import STATUS_CODE, ChangeType, Edge, EventType, Kind, Memory, Status
+from .._ollama import OllamaGenerator
+from .._recall._index import ASSISTANT_TAG
+from .._time import new_memory_id, parse_iso, to_utc
+from ._memories import Memories
+from ._recall import Recall
+from ._transitions import Transitions
 
 __all__ = ["AddResult", "Conversations", "Extractor"]
 
-#: Cosine above which an extracted memory is the same as an existing one.
-DUPLICATE = 0.95
 #: Cosine above which a new signal confirms a weak candidate of an earlier session.
 REINFORCE = 0.8
 _SKIPPED_ROLES = {"system", "tool"}

@@ -1,45 +1,27 @@
 """Every change of a memory's state, written with the version row and event that record it.
 
-``patch_of`` is the one rule ("a change writes its version row, and its event when it
-has one, in the same transaction"); ``Transitions`` applies it for status and kind
-changes, tombstones, and the hard delete (``forget``).
+``patch_of`` (``_derive``) is the one rule ("a change writes its version row, and its
+event when it has one, in the same transaction"); ``Transitions`` applies it for status
+and kind changes, tombstones, and the hard delete (``forget``).
 """
 
 from __future__ import annotations
 
 import hmac
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
-from ._context import Changed, StoreContext
-from ._derive import TextItem, derive_fields, lifecycle_event, version_of
-from ._engine import Erasure, Patch, WriteBatch
-from ._errors import ConfirmationRequiredError, ConflictError, StoreError
-from ._keys import FORGET, key_id
+from .._context import Changed, StoreContext
+from .._derive import TextItem, derive_fields, lifecycle_event, patch_of, version_of
+from .._engine import Erasure, Patch, WriteBatch
+from .._errors import ConfirmationRequiredError, ConflictError, StoreError
+from .._keys import FORGET, key_id
+from .._models import ChangeType, EventType, Kind, LifecycleEvent, Memory, Status, TriggeredBy
+from .._records import patched_memory
+from .._redact import Mentions, digest_key_id, keyed_digest
 from ._knowledge import Knowledge
-from ._models import ChangeType, EventType, Kind, LifecycleEvent, Memory, Status, TriggeredBy
-from ._records import patched_memory
-from ._redact import Mentions, digest_key_id, keyed_digest
 
-__all__ = ["Transitions", "patch_of"]
-
-
-def patch_of(memory: Memory, updates: Mapping[str, Any], change_type: ChangeType,
-             at: datetime, *, reason: str | None = None, actor: str | None = None,
-             event: LifecycleEvent | None = None) -> Patch:
-    """A change of ``memory``: its new fields, the version row that records the state
-    they make, and ``event`` when the change is a lifecycle transition."""
-    seq = memory.version + 1
-    fields = dict(updates)
-    fields["version"] = seq
-    fields.setdefault("modified", at)
-    recorded = {k: v for k, v in updates.items()
-                if k in ("text", "subject", "importance", "status", "kind")}
-    return Patch(memory.id, set=fields,
-                 version=version_of(memory, seq=seq, change_type=change_type, at=at,
-                                    reason=reason, actor=actor, **recorded),
-                 event=event)
+__all__ = ["Transitions"]
 
 
 class Transitions:

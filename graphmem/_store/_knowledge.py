@@ -16,11 +16,11 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ._context import Changed, StoreContext
-from ._derive import Extraction, extract
-from ._engine import EntityRecord, FactRecord, MemoryScan, MentionRecord, Patch, WriteBatch
-from ._errors import InvalidInputError, NotFoundError, RecordError
-from ._graph_leave import (
+from .._context import Changed, StoreContext
+from .._derive import Extraction, extract
+from .._engine import EntityRecord, FactRecord, MemoryScan, MentionRecord, Patch, WriteBatch
+from .._errors import InvalidInputError, NotFoundError, RecordError
+from .._graph_leave import (
     entity_of,
     fact_id,
     keyed_id,
@@ -30,7 +30,7 @@ from ._graph_leave import (
     replayed,
     set_changed,
 )
-from ._kg import (
+from .._kg import (
     FUNCTIONAL_PREDICATES,
     NOT_ENTITIES,
     ROLE_WEIGHTS,
@@ -39,8 +39,8 @@ from ._kg import (
     entity_names,
     normalize,
 )
-from ._models import Memory
-from ._time import format_iso, parse_iso, to_utc
+from .._models import Memory
+from .._time import format_iso, parse_iso, to_utc
 
 __all__ = ["Knowledge", "fact_id"]
 
