@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .._arrow import column_values, numbers, to_pylist
 from .._engine import (
@@ -387,6 +386,8 @@ class KuzuEngine:
              vector_dtype: type[np.floating[Any]] = np.float32) -> MemoryScan:
         """Fields of every memory (of ``owner``, or these ``ids``), ordered by id; the
         vectors as a matrix of ``vector_dtype`` when ``vector`` is asked."""
+        import pyarrow.compute as pc  # lazily: 0.2 s of every start
+
         check_vector_dtype(vector_dtype)
         columns = []
         for name in fields:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .._arrow import blank_rows, column_values, indices, numbers, strings, to_pylist
+from .._arrow import blank_rows, column_values, numbers, strings, to_pylist
 from .._models import KIND_CODE, STATUS_CODE
 from ._bm25 import BM25Index
 from ._entities import EntityIndex
@@ -564,7 +564,10 @@ class RecallIndex:
         which = np.searchsorted(self._row_starts, current, side="right") - 1
         for batch in np.unique(which).tolist():
             chosen = current[which == batch]
-            rows = self._row_batches[batch].take(indices(chosen - self._row_starts[batch]))
+            source = self._row_batches[batch]
+            # slices, not ``take``: that loads pyarrow.compute (0.2 s of a one-shot recall)
+            rows = pa.Table.from_batches([source.slice(int(offset), 1) for offset
+                                          in (chosen - self._row_starts[batch]).tolist()])
             out.update(zip(chosen.tolist(), to_pylist(rows), strict=True))
         for row in out.values():
             if row.get("text_sha256") == "":  # left out of the snapshot: the text's own

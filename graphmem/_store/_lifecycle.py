@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .._context import Changed, StoreContext
 from .._engine import Decision, Job
@@ -556,6 +555,8 @@ class _Columns:
     """The scanned memories as numpy arrays (one entry per memory)."""
 
     def __init__(self, table: pa.Table, now_s: float) -> None:
+        import pyarrow.compute as pc  # lazily: 0.2 s of every start
+
         self.table = table
         self.now_s = now_s
         self.n = table.num_rows
@@ -597,12 +598,16 @@ def _np(array: Any) -> np.ndarray:
 
 def _seconds(column: Any) -> np.ndarray:
     """A timestamp column as POSIX seconds (NaN where null)."""
+    import pyarrow.compute as pc  # lazily: 0.2 s of every start
+
     micros = pc.cast(column, pa.int64())
     values = _np(micros).astype(float)
     return values / 1e6
 
 
 def _tagged(tags: Any, wanted: Sequence[str], n: int) -> np.ndarray:
+    import pyarrow.compute as pc  # lazily: 0.2 s of every start
+
     out = np.zeros(n, dtype=bool)
     tags = tags.combine_chunks()
     if len(tags):
