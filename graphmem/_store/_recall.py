@@ -36,6 +36,7 @@ from .._time import to_utc
 from .._trim import release_freed_memory
 from ._memories import Memories
 from ._saved_index import SavedIndex
+from ._transitions import Transitions
 
 __all__ = ["Recall"]
 
@@ -60,9 +61,11 @@ class _RecallRecord:
 class Recall:
     """Ranking over the recall index; the index follows every commit (``on_change``)."""
 
-    def __init__(self, ctx: StoreContext, memories: Memories) -> None:
+    def __init__(self, ctx: StoreContext, memories: Memories, transitions: Transitions
+                 ) -> None:
         self._ctx = ctx
         self._memories = memories
+        self._transitions = transitions
         self._index: RecallIndex | None = None
         #: the index kept in a file beside the store (``_saved_index``)
         self._saved = SavedIndex(ctx, ROW_FIELDS)
@@ -503,8 +506,8 @@ class Recall:
         Useful: the useful count grows, an access is recorded (a use, for ACT-R and the
         lifecycle), and importance rises by ``feedback_boost`` (a version row
         ``importance_boost``); memories of the same recall marked useful gain or
-        strengthen a CO_OCCURS edge. Not useful: the ignored count grows. All of it in
-        one transaction.
+        strengthen a CO_OCCURS edge; a weak candidate is confirmed (it becomes active).
+        Not useful: the ignored count grows. All of it in one transaction.
         """
         ctx = self._ctx
         if not isinstance(useful, bool):
@@ -546,8 +549,16 @@ class Recall:
         edges = [EdgeRecord(kind="co_occurs", src=min(memory_id, other),
                             dst=max(memory_id, other), weight=1.0, source="feedback", at=now)
                  for other in partners]
-        self._memories.patch([patch], merged_edges=edges)
-        return patched_memory(memory, patch.set)
+        patches = [patch]
+        after = patched_memory(memory, patch.set)
+        if useful and memory.status is Status.CANDIDATE:
+            patches.append(self._transitions.transition_patch(
+                after, status=Status.ACTIVE, event_type=EventType.ACTIVATE,
+                change_type=ChangeType.PROMOTED, reason="confirmed by useful feedback",
+                actor=actor))
+            after = patched_memory(after, patches[-1].set)
+        self._memories.patch(patches, merged_edges=edges)
+        return after
 
     def _find_recall(self, memory_id: str, query: str | None) -> _RecallRecord | None:
         for record in reversed(self._recent):
