@@ -21,6 +21,7 @@ from graphmem import (
 )
 from graphmem._ollama import OllamaGenerator
 from graphmem._store._recall import _RecallRecord
+from tests.conftest import record_calls
 from tests.fake_ollama import fake_ollama
 
 STRONG = "I moved to Ibadan in March 2026 for lab work."
@@ -384,15 +385,7 @@ def test_useful_feedback_on_a_candidate_commits_once(store: MemoryStore,
     weak = store.add_conversation([WEAK], session_id="s1")
     other = store.add("the oat milk goes in the fridge door").id
     [candidate] = weak.candidate_ids
-    engine = store._ctx.engine
-    commits: list[object] = []
-    real = engine.commit
-
-    def counted(batch: object) -> object:
-        commits.append(batch)
-        return real(batch)
-
-    monkeypatch.setattr(engine, "commit", counted)
+    commits = record_calls(monkeypatch, store._ctx.engine, "commit")
     store._recall._recent.append(_RecallRecord("milk", [other, candidate], {other}))
     memory = store.feedback(candidate, useful=True, query="milk")
     assert len(commits) == 1
