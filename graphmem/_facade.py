@@ -149,7 +149,7 @@ class MemoryStore:
         self._knowledge = Knowledge(ctx)
         self._transitions = Transitions(ctx, self._knowledge)
         self._memories = Memories(ctx, self._transitions, self._knowledge)
-        self._recall = Recall(ctx, self._memories)
+        self._recall = Recall(ctx, self._memories, self._transitions)
         self._learning = Learning(ctx)
         self._recall.reranker = self._learning.rerank
         self._lifecycle = Lifecycle(ctx, self._memories, self._transitions)
@@ -346,9 +346,8 @@ class MemoryStore:
         gain or strengthen a CO_OCCURS edge; a weak candidate is confirmed (it becomes
         active). Not useful: the ignored count grows.
         """
-        memory = self._recall.feedback(memory_id, useful=useful, query=query, owner=owner,
-                                       actor=actor)
-        return self._conversations.confirm(memory, actor=actor) if useful else memory
+        return self._recall.feedback(memory_id, useful=useful, query=query, owner=owner,
+                                     actor=actor)
 
     @_doc(Recall.reembed)
     def reembed(self, embedder: Embedder | str, *, batch_size: int = 256,

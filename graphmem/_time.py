@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from datetime import UTC, datetime
 
@@ -79,9 +80,20 @@ def format_iso(value: datetime) -> str:
 _SHIFTS = tuple(range(125, -1, -5))
 
 
+_last_token = [0]
+_token_lock = threading.Lock()
+
+
 def _sortable_token() -> str:
-    """26 characters: 48 bits of milliseconds then 80 random bits (ULID layout)."""
+    """26 characters: 48 bits of milliseconds then 80 random bits (ULID layout), each
+    token of a process above the one before (ULID's monotonic rule: within one
+    millisecond the random part counts up), so a write that makes two events in a row
+    lists them in that order."""
     number = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10), "big")
+    with _token_lock:
+        if number <= _last_token[0]:
+            number = _last_token[0] + 1
+        _last_token[0] = number
     return "".join([_CROCKFORD[(number >> s) & 31] for s in _SHIFTS])
 
 

@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,3 +135,17 @@ def no_build(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(Recall, "_build", counted)
     return builds
+
+
+def record_calls(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> list[Any]:
+    """Wrap ``owner.name`` so that each call's first argument is listed (then the call
+    goes through); the list is returned."""
+    calls: list[Any] = []
+    original = getattr(owner, name)
+
+    def recorded(first: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(first)
+        return original(first, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, recorded)
+    return calls

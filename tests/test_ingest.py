@@ -20,6 +20,8 @@ from graphmem import (
     Status,
 )
 from graphmem._ollama import OllamaGenerator
+from graphmem._store._recall import _RecallRecord
+from tests.conftest import record_calls
 from tests.fake_ollama import fake_ollama
 
 STRONG = "I moved to Ibadan in March 2026 for lab work."
@@ -374,3 +376,21 @@ def test_a_new_store_on_an_unreachable_ollama(tmp_path: Path, clock) -> None:
         with pytest.raises(BackendUnavailableError):
             store.add_many([{"text": f"note {i}"} for i in range(3)])
         assert store.stats().memories == 0
+
+
+def test_useful_feedback_on_a_candidate_commits_once(store: MemoryStore,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The counters, the feedback event, the co-occurrence with the recall's other useful
+    memory and the confirmation of the candidate are one write batch, committed once."""
+    weak = store.add_conversation([WEAK], session_id="s1")
+    other = store.add("the oat milk goes in the fridge door").id
+    [candidate] = weak.candidate_ids
+    commits = record_calls(monkeypatch, store._ctx.engine, "commit")
+    store._recall._recent.append(_RecallRecord("milk", [other, candidate], {other}))
+    memory = store.feedback(candidate, useful=True, query="milk")
+    assert len(commits) == 1
+    assert memory.status is Status.ACTIVE and memory.useful_count == 1
+    assert [e.event_type.value for e in store.events(candidate)][-2:] == ["feedback",
+                                                                         "activate"]
+    assert [(x.kind, x.other) for x in store.links(candidate)] == [("co_occurs", other)]
+    assert store.get(candidate) == memory

@@ -64,6 +64,7 @@ class _Inputs:
     owner: str | None
     group: int | None
     sessions: list[str | None]
+    named: Mapping[int, str] | None = None
 
 
 class Candidates:
@@ -98,12 +99,14 @@ def capture(index: RecallIndex, query: str, order: Sequence[int], *,
             fused: Mapping[int, float], final: Mapping[int, float],
             activations: Mapping[int, tuple[ActivationTerms, int, float]],
             paths: Mapping[int, tuple[str, ...]], redirected: Mapping[int, object],
-            owner: str | None, group: int | None, now: float) -> Candidates:
+            owner: str | None, group: int | None, now: float,
+            named: Mapping[int, str] | None = None) -> Candidates:
     """The candidates ``order`` (best first) with what recall computed about them.
 
     ``owner`` is the recall's owner filter, ``group`` the owner group whose BM25
     statistics the query used, ``now`` the time of the recall (POSIX seconds). What
-    later writes change (the memories' use) is copied now.
+    later writes change (the memories' use) is copied now. ``named``: the entities the
+    query names, when recall linked them already.
     """
     positions = list(order)
     n = len(positions)
@@ -132,7 +135,7 @@ def capture(index: RecallIndex, query: str, order: Sequence[int], *,
     for kind in _KINDS:
         x[:, _COL[f"kind_{kind}"]] = kinds == KIND_CODE[kind]
     inputs = _Inputs(index, query, ranks, scores, fused, activations, paths, redirected,
-                     owner, group, [index.session[p] for p in positions])
+                     owner, group, [index.session[p] for p in positions], named)
     return Candidates(positions, [float(final.get(p, 0.0)) for p in positions], x, inputs)
 
 
@@ -171,7 +174,9 @@ def _finish(x: np.ndarray, positions: Sequence[int], inputs: _Inputs) -> None:
     _query_terms(x, inputs, positions)
     graph = inputs.index.entities
     owner = inputs.owner
-    named = graph.link(inputs.query, owner, all_owners=owner is None) if graph.size else {}
+    named = inputs.named
+    if named is None:
+        named = graph.link(inputs.query, owner, all_owners=owner is None) if graph.size else {}
     if named:
         wanted = set(named)
         for row, p in enumerate(positions):

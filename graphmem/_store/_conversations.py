@@ -1,5 +1,5 @@
 """Conversations: ``add_conversation`` (quality gate, extraction, weak candidates and their
-reinforcement, in one transaction), confirmation by feedback, and the REFERENCES edges
+reinforcement, in one transaction) and the REFERENCES edges
 ingest derives (``derive_links``)."""
 
 from __future__ import annotations
@@ -412,15 +412,6 @@ class Conversations:
             if best_weak[0] >= REINFORCE:
                 reinforced[row] = (best_weak[2], best_weak[0])
         return duplicates, reinforced
-
-    def confirm(self, memory: Memory, *, actor: str | None = None) -> Memory:
-        """Useful feedback on a weak candidate confirms it: it becomes active."""
-        if memory.status is not Status.CANDIDATE:
-            return memory
-        return self._transitions.transition(memory, status=Status.ACTIVE,
-                                            event_type=EventType.ACTIVATE,
-                                            change_type=ChangeType.PROMOTED,
-                                            reason="confirmed by useful feedback", actor=actor)
 
     def correct(self, memory_id: str, new_text: str, *, owner: str | None = None,
                 **fields: Any) -> Memory:

@@ -539,7 +539,7 @@ class Memories:
     def patch(self, patches: Sequence[Patch], *, merged_edges: Sequence[EdgeRecord] = ()
               ) -> None:
         """Commit changes built elsewhere (feedback counters, co-occurrences)."""
-        ids = [p.memory_id for p in patches]
+        ids = list(dict.fromkeys(p.memory_id for p in patches))
         ends = [e.src for e in merged_edges] + [e.dst for e in merged_edges]
         self.commit(WriteBatch(patches=list(patches), merged_edges=list(merged_edges)),
                      changed=ids, edges=ends)

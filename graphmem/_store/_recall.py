@@ -20,28 +20,23 @@ from .._embed import Embedder, embed_memories
 from .._engine import EdgeRecord, Patch, memory_from_fields
 from .._errors import ConflictError, InvalidInputError, StoreError
 from .._input import RecallWindow, check_unit, recall_window
-from .._kg import ROLE_WEIGHTS, asks_for_time, is_temporal_question, query_window
 from .._learn._features import Candidates, capture
 from .._learn._samples import Reranker, SampleLog
 from .._models import ChangeType, EventType, Kind, Memory, Status, parse_kind
 from .._recall._access import AccessRow, AccessWriter
-from .._recall._actr import activation_s
+from .._recall._channels import Query, actr_terms, run_channels
 from .._recall._config import RecallConfig, resolve_preset
 from .._recall._entities import EntityIndex
-from .._recall._fusion import competition_ranks, rrf_from_ranks
 from .._recall._hits import ActivationInfo, ChannelRank, Explanation, Hit, LearnedInfo
 from .._recall._index import ACCESS_FIELDS, INDEX_FIELDS, RecallIndex
 from .._recall._query import asks_about_assistant
-from .._recall._walk import hop_expansion, local_ppr
 from .._records import patched_memory
 from .._sync import Gate
-from .._text import tokenize
 from .._time import to_utc
 from .._trim import release_freed_memory
 from ._memories import Memories
 from ._saved_index import SavedIndex
-
-_NO_ROW = (np.zeros(0, dtype=np.int64), np.zeros(0))
+from ._transitions import Transitions
 
 __all__ = ["Recall"]
 
@@ -51,14 +46,9 @@ _EDGE_REFRESH_LIMIT = 20
 #: an index of this many memories or more gives its build's temporaries back (``_trim``)
 _TRIM_FROM = 100_000
 _RECENT_RECALLS = 256
-#: the longest window length ``time_after`` stretches (31 days, in seconds): an open window
-#: ("before March") would otherwise reach everything after it
-_MONTH_S = 31 * 86400.0
 #: What the index build reads: its own fields and the rest of each memory's (the rows
 #: hits are made from), then the vectors.
 ROW_FIELDS = [*INDEX_FIELDS, *(f for f in Memory.model_fields if f not in INDEX_FIELDS)]
-
-Ranking = list[tuple[int, float]]
 
 
 @dataclass
@@ -71,9 +61,11 @@ class _RecallRecord:
 class Recall:
     """Ranking over the recall index; the index follows every commit (``on_change``)."""
 
-    def __init__(self, ctx: StoreContext, memories: Memories) -> None:
+    def __init__(self, ctx: StoreContext, memories: Memories, transitions: Transitions
+                 ) -> None:
         self._ctx = ctx
         self._memories = memories
+        self._transitions = transitions
         self._index: RecallIndex | None = None
         #: the index kept in a file beside the store (``_saved_index``)
         self._saved = SavedIndex(ctx, ROW_FIELDS)
@@ -361,54 +353,28 @@ class Recall:
             if qvec is not None:
                 qvec.result()
             return [], [], None
+        now = self._ctx.now()
         statuses = ("active", "archived") if include_archived else ("active",)
         mask = index.mask(owner=owner, kinds=kinds, statuses=statuses, as_of=as_of,
-                          now=self._ctx.now(), since=window[0], until=window[1])
+                          now=now, since=window[0], until=window[1])
         if not mask.any():
             if qvec is not None:
                 qvec.result()  # surface embedding errors; never leave work running
             return [], [], None
-        redirected: dict[int, set[int]] = {}
-        channels: dict[str, Ranking] = {}
-        group = index.owner_group(owner) if owner is not None else None
-        if config.active("fulltext"):
-            channels["fulltext"] = self._resolve(index, self._fulltext(index, query, mask,
-                                                                       config, group),
-                                                 mask, as_of, redirected, config.candidates)
-        similarity: np.ndarray | None = None
-        query_vector: np.ndarray | None = None
-        if config.active("vector") and qvec is not None:
-            query_vector = qvec.result()
-            positions, cosines, similarity = index.nearest(query_vector, mask,
-                                                           config.candidates * 2)
-            channels["vector"] = self._resolve(
-                index, list(zip(positions.tolist(), cosines.tolist(), strict=True)), mask,
-                as_of, redirected, config.candidates)
-            if min_similarity is not None and (
-                    not channels["vector"] or channels["vector"][0][1] < min_similarity):
-                return [], [], None  # nothing stored is about what the query asks
-        paths: dict[int, tuple[str, ...]] = {}
-        if config.active("graph"):
-            channels["graph"] = self._graph_channel(index, query, channels, mask, as_of,
-                                                    redirected, config, group, owner, paths)
-        if config.active("time"):
-            channels["time"] = self._time_channel(index, query, channels, mask, as_of,
-                                                  redirected, config, group)
-        if config.active("facts"):
-            channels["facts"] = self._fact_channel(index, query, mask, as_of, redirected,
-                                                   config, owner)
-        if config.active("entities"):
-            channels["entities"] = self._entity_channel(index, query, similarity,
-                                                        query_vector, mask, as_of,
-                                                        redirected, config, group, owner)
-        ranks = {name: competition_ranks(ranking) for name, ranking in channels.items()}
+        q = Query(index, query, mask, now, owner=owner, as_of=as_of,
+                  vector_future=qvec if config.active("vector") else None)
+        found = run_channels(q, config, min_similarity=min_similarity)
+        if found is None:
+            return [], [], None
+        channels, ranks = found.rankings, found.fusion.ranks
+        redirected, paths = found.redirected, found.paths
         weights = config.weights
         if config.coverage and channels.get("fulltext"):
             # a lexical ranking whose best hit holds little of what the query asks is
             # mostly chance: it counts as much as its best hit holds
-            cover = index.bm25.coverage(query, channels["fulltext"][0][0], group=group)
+            cover = index.bm25.coverage(query, channels["fulltext"][0][0], group=q.group)
             weights = {**weights, "fulltext": weights["fulltext"] * cover ** config.coverage}
-        fused = rrf_from_ranks(ranks, weights=weights, k=config.rrf_k)
+        fused = found.fusion.with_weights(weights)
         demoted: set[int] = set()
         if config.assistant < 1.0 and not asks_about_assistant(query):
             demoted = {pos for pos in fused if index.assistant[pos]}
@@ -423,8 +389,8 @@ class Recall:
         candidates: Candidates | None = None
         learned: Mapping[int, LearnedInfo] = {}
         if config.actr is not None:
-            activations = self._actr(index, order[: config.actr.rerank], fused, config,
-                                     as_of or self._ctx.now())
+            activations = actr_terms(index, order[: config.actr.rerank], fused, config,
+                                     q.when)
             for pos, (_, _, contribution) in activations.items():
                 final[pos] += contribution
             order = sorted(final, key=lambda p: (-final[p], -fused[p], index.ids[p]))
@@ -432,8 +398,8 @@ class Recall:
             candidates = capture(index, query, order[: config.actr.rerank], ranks=ranks,
                                  scores=scores, fused=fused, final=final,
                                  activations=activations, paths=paths, redirected=redirected,
-                                 owner=owner, group=group,
-                                 now=(as_of or self._ctx.now()).timestamp())
+                                 owner=owner, group=q.group, now=q.when.timestamp(),
+                                 named=q.named if index.entities.size else {})
             if config.learned and self.reranker is not None:
                 order, final, learned = self.reranker(candidates, order, final)
         if min_relative is not None and final[order[0]] > 0:
@@ -459,265 +425,6 @@ class Recall:
                 assistant=config.assistant if pos in demoted else None,
                 preset=config.name)))
         return out, [pos for pos, _ in out], candidates
-
-    def _fulltext(self, index: RecallIndex, query: str, mask: np.ndarray,
-                  config: RecallConfig, group: int | None) -> Ranking:
-        """BM25 with the statistics of the caller's owner alone (``group``): the scores
-        an owner sees say nothing about other owners' texts."""
-        return _top(index.bm25.scores(query, index.size, group=group), mask,
-                    config.candidates * 2, positive=True)
-
-    def _resolve(self, index: RecallIndex, ranking: Ranking, mask: np.ndarray,
-                 as_of: datetime | None, redirected: dict[int, set[int]], limit: int
-                 ) -> Ranking:
-        """Replace superseded memories by their current version; keep what may be shown."""
-        out: Ranking = []
-        seen: set[int] = set()
-        for pos, score in ranking:
-            head = index.head(pos, mask, as_of) if index.superseded_by[pos] else pos
-            if head != pos:
-                if not mask[head]:
-                    continue
-                redirected.setdefault(head, set()).add(pos)
-            elif not mask[pos]:
-                continue
-            if head in seen:
-                continue
-            seen.add(head)
-            out.append((head, score))
-            if len(out) >= limit:
-                break
-        return out
-
-    def _graph_channel(self, index: RecallIndex, query: str,
-                       channels: Mapping[str, Ranking], mask: np.ndarray,
-                       as_of: datetime | None, redirected: dict[int, set[int]],
-                       config: RecallConfig, group: int | None, owner: str | None,
-                       paths: dict[int, tuple[str, ...]]) -> Ranking:
-        """Walks from the best text and vector hits, and from the entities the query names,
-        over REFERENCES and CO_OCCURS and, with ``graph.entities``, through the entities
-        memories mention: memory <-> entity <-> memory (entity positions follow memory
-        positions). Hubs (a speaker every turn names) are damped by their
-        informativeness. A hit reached through entities says which (``paths``)."""
-        params = config.graph
-        seeds_fused = rrf_from_ranks(
-            {name: competition_ranks(r) for name, r in channels.items()},
-            weights=config.weights, k=config.rrf_k)
-        top = sorted(seeds_fused, key=lambda p: -seeds_fused[p])[: params.seeds]
-        seeds: dict[int, float] = {p: seeds_fused[p] for p in top}
-        memory_row = index.adjacency(params.references, params.co_occurs).row
-        n = index.size
-        graph = index.entities
-        walk_entities = params.entities > 0 and graph.size > 0
-        named: dict[int, str] = {}
-        weight: dict[int, float] = {}
-        if walk_entities:
-            counts = _owner_sizes(index)
-            selves = graph.selves(owner)
-
-            def informative(entity: int) -> float:
-                found = weight.get(entity)
-                if found is None and entity in selves:
-                    found = weight[entity] = 0.0  # every memory of the owner is theirs
-                if found is None:
-                    code = index.owner_codes.get(graph.owner[entity], -1)
-                    found = graph.informativeness(entity, counts.get(code, n))
-                    fanout = len(graph.memories_of.get(entity, ()))
-                    if found < params.min_informativeness or fanout > params.max_fanout:
-                        found = 0.0
-                    weight[entity] = found
-                return found
-
-            if params.query_entities > 0:
-                named = graph.link(query, owner, all_owners=owner is None)
-                best = max(seeds.values(), default=1.0)
-                for entity in named:
-                    strength = informative(entity)
-                    if strength > 0:
-                        seeds[n + entity] = params.query_entities * strength * best
-            memory_row = _with_entities(memory_row, graph, n, params.entities, informative)
-        if not seeds:
-            return []
-        row = memory_row
-        if group is not None:
-            # walks never cross into other owners (entities are each owner's own)
-            row = _within(row, _owners_with_entities(index, graph, n) if walk_entities
-                          else index.owner, group)
-        if params.method == "ppr":
-            scores = local_ppr(seeds, row, depth=params.depth, damping=params.damping,
-                               iterations=params.iterations)
-        else:
-            scores = hop_expansion(seeds, row, depth=params.depth, decay=params.hop_decay)
-        if not params.include_seeds:
-            scores = {p: s for p, s in scores.items() if p not in seeds}
-        if walk_entities:
-            entity_scores = {p - n: s for p, s in scores.items() if p >= n}
-            scores = {p: s for p, s in scores.items() if p < n}
-            for pos in scores:
-                path = _path(graph, pos, entity_scores, named)
-                if path:
-                    paths[pos] = path
-        ranking = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-        return self._resolve(index, ranking, mask, as_of, redirected, config.candidates)
-
-    def _time_channel(self, index: RecallIndex, query: str, channels: Mapping[str, Ranking],
-                      mask: np.ndarray, as_of: datetime | None,
-                      redirected: dict[int, set[int]], config: RecallConfig,
-                      group: int | None) -> Ranking:
-        """Memories of the time a query names ("last weekend", "in May 2023"): dated in
-        that window or speaking of it, best text matches first. A question about when,
-        order or duration, naming no window, favours the text and vector hits that speak
-        of a time."""
-        now = as_of or self._ctx.now()
-        window = query_window(query, now)
-        n = index.size
-        graph = index.entities
-        if window is not None:
-            start, end = window.start.timestamp(), window.end.timestamp()
-            with np.errstate(invalid="ignore"):
-                inside = (index.created[:n] >= start) & (index.created[:n] < end)
-            for pos, spans in graph.times.items():
-                if pos < n and np.any((spans[:, 0] < end) & (spans[:, 1] > start)):
-                    inside[pos] = True
-            text = index.bm25.scores(query, n, group=group)
-            scores = np.where(inside & mask, text + 1.0, -np.inf)
-            ranking = _top(scores, mask, config.candidates * 2, positive=True)
-            if config.time_after > 0:
-                ranking += self._after_window(index, text, inside, mask, start, end,
-                                              config, config.candidates * 2 - len(ranking))
-            return self._resolve(index, ranking, mask, as_of, redirected, config.candidates)
-        if not is_temporal_question(query):
-            return []
-        fused = rrf_from_ranks({name: competition_ranks(r) for name, r in channels.items()},
-                               weights=config.weights, k=config.rrf_k)
-        share = config.time_floor
-        if config.time_floor_when is not None and asks_for_time(query):
-            share = config.time_floor_when
-        floor = share * max(fused.values(), default=0.0)
-        dated = [(p, s) for p, s in sorted(fused.items(), key=lambda kv: -kv[1])
-                 if p in graph.times and s >= floor]
-        return dated[: config.candidates]
-
-    def _after_window(self, index: RecallIndex, text: np.ndarray, inside: np.ndarray,
-                      mask: np.ndarray, start: float, end: float, config: RecallConfig,
-                      room: int) -> Ranking:
-        """The memories dated just after a window (``time_after`` of its length, a month
-        at most), best text matches first, to follow the window's own: what is said of a
-        time is mostly said soon after it."""
-        if room <= 0:
-            return []
-        n = index.size
-        reach = end + config.time_after * min(end - start, _MONTH_S)
-        with np.errstate(invalid="ignore"):
-            after = (index.created[:n] >= end) & (index.created[:n] < reach)
-        after &= mask[:n] & ~inside
-        scores = np.where(after, text + 1.0, -np.inf)
-        return _top(scores, after, room, positive=True)
-
-    def _fact_channel(self, index: RecallIndex, query: str, mask: np.ndarray,
-                      as_of: datetime | None, redirected: dict[int, set[int]],
-                      config: RecallConfig, owner: str | None) -> Ranking:
-        """The memories that state facts about the entities the query names: facts valid
-        at ``as_of`` (or now) first, then by how well the predicate matches the query's
-        words, then by confidence."""
-        graph = index.entities
-        named = graph.link(query, owner, all_owners=owner is None)
-        if not named:
-            return []
-        when = as_of or self._ctx.now()
-        words = set(tokenize(query))
-        scored: dict[int, float] = {}
-        selves = graph.selves(owner)
-        for entity in named:
-            for fact in graph.facts_of.get(entity, ()):
-                valid = (fact.valid_from is None or fact.valid_from <= when) and (
-                    fact.valid_to is None or fact.valid_to > when)
-                overlap = len(words & set(tokenize(fact.predicate.replace("_", " "))))
-                if entity in selves and not overlap:
-                    continue  # naming the owner says nothing of which of their facts
-                score = (1.0 if valid else 0.5) + overlap + 0.1 * fact.confidence
-                for source in fact.sources:
-                    pos = index.pos.get(source)
-                    if pos is not None:
-                        scored[pos] = max(scored.get(pos, 0.0), score)
-        ranking = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
-        return self._resolve(index, ranking, mask, as_of, redirected, config.candidates)
-
-    def _entity_channel(self, index: RecallIndex, query: str,
-                        similarity: np.ndarray | None, query_vector: np.ndarray | None,
-                        mask: np.ndarray,
-                        as_of: datetime | None, redirected: dict[int, set[int]],
-                        config: RecallConfig, group: int | None, owner: str | None
-                        ) -> Ranking:
-        """The memories that mention (or are spoken by) the entities the query names,
-        ranked among themselves by how close they are to the query (the vector score, or
-        BM25 without vectors), plus ``graph.named_bonus`` per informative named entity they
-        mention: "what does Melanie do to relax?" searches Melanie's own turns."""
-        graph = index.entities
-        named = graph.link(query, owner, all_owners=owner is None)
-        if not named:
-            return []
-        n = index.size
-        bonus = np.zeros(n)
-        inside = np.zeros(n, dtype=bool)
-        sizes = _owner_sizes(index)
-        floor = 0.0 if config.graph.named_speakers else ROLE_WEIGHTS["speaker"]
-        selves = graph.selves(owner)
-        for entity in named:
-            if entity in selves:
-                continue  # every memory of the owner is theirs
-            memories = graph.memories_of.get(entity)
-            if not memories:
-                continue
-            positions = np.fromiter((p for p, w in memories.items() if p < n and w > floor),
-                                    dtype=np.int64)
-            inside[positions] = True
-            code = index.owner_codes.get(graph.owner[entity], -1)
-            bonus[positions] += config.graph.named_bonus * graph.informativeness(
-                entity, sizes.get(code, n))
-        if not inside.any():
-            return []
-        if similarity is not None:
-            base = similarity
-        elif query_vector is not None:  # search did not score them all: these only
-            base = np.full(n, -np.inf, dtype=np.float32)
-            named_memories = np.flatnonzero(inside & index.has_vector[:n])
-            base[named_memories] = index.cosines(named_memories, query_vector)
-        else:
-            base = index.bm25.scores(query, n, group=group)
-        scores = np.where(inside, base + bonus, -np.inf)
-        return self._resolve(index, _top(scores, mask & inside, config.candidates * 2,
-                                         positive=False), mask, as_of, redirected,
-                             config.candidates)
-
-    def _actr(self, index: RecallIndex, candidates: Sequence[int], fused: Mapping[int, float],
-              config: RecallConfig, now: datetime) -> dict[int, tuple[Any, int, float]]:
-        params = config.actr
-        assert params is not None
-        now_s = now.timestamp()
-        terms = {pos: activation_s(created=float(index.created[pos]),
-                                   access_times=index.access_seconds[pos],
-                                   access_count=int(index.access_count[pos]),
-                                   confidence=float(index.confidence[pos]), now=now_s,
-                                   d=params.d, beta=params.beta, epsilon=params.epsilon)
-                 for pos in candidates}
-        order = sorted(terms, key=lambda p: (-terms[p].value, index.ids[p]))
-        ranks = competition_ranks([(p, terms[p].value) for p in order])
-        out: dict[int, tuple[Any, int, float]] = {}
-        if params.combine == "rrf":
-            best = max(fused[p] for p in candidates)
-            for pos in order:
-                gate = (fused[pos] / best) ** params.relevance if best > 0 else 1.0
-                out[pos] = (terms[pos], ranks[pos],
-                            gate * params.weight / (config.rrf_k + ranks[pos]))
-        else:
-            values = [terms[p].value for p in order]
-            low, high = min(values), max(values)
-            scale = max(fused[p] for p in candidates)
-            for pos in order:
-                unit = (terms[pos].value - low) / (high - low) if high > low else 0.0
-                out[pos] = (terms[pos], ranks[pos], params.weight * unit * scale)
-        return out
 
     def _record(self, index: RecallIndex, positions: Sequence[int]) -> None:
         now = self._ctx.now()
@@ -799,8 +506,8 @@ class Recall:
         Useful: the useful count grows, an access is recorded (a use, for ACT-R and the
         lifecycle), and importance rises by ``feedback_boost`` (a version row
         ``importance_boost``); memories of the same recall marked useful gain or
-        strengthen a CO_OCCURS edge. Not useful: the ignored count grows. All of it in
-        one transaction.
+        strengthen a CO_OCCURS edge; a weak candidate is confirmed (it becomes active).
+        Not useful: the ignored count grows. All of it in one transaction.
         """
         ctx = self._ctx
         if not isinstance(useful, bool):
@@ -842,8 +549,16 @@ class Recall:
         edges = [EdgeRecord(kind="co_occurs", src=min(memory_id, other),
                             dst=max(memory_id, other), weight=1.0, source="feedback", at=now)
                  for other in partners]
-        self._memories.patch([patch], merged_edges=edges)
-        return patched_memory(memory, patch.set)
+        patches = [patch]
+        after = patched_memory(memory, patch.set)
+        if useful and memory.status is Status.CANDIDATE:
+            patches.append(self._transitions.transition_patch(
+                after, status=Status.ACTIVE, event_type=EventType.ACTIVATE,
+                change_type=ChangeType.PROMOTED, reason="confirmed by useful feedback",
+                actor=actor))
+            after = patched_memory(after, patches[-1].set)
+        self._memories.patch(patches, merged_edges=edges)
+        return after
 
     def _find_recall(self, memory_id: str, query: str | None) -> _RecallRecord | None:
         for record in reversed(self._recent):
@@ -887,93 +602,6 @@ class Recall:
             ctx.switch_embedder(chosen)
             ctx.changed(Changed([], bulk=True))
         return len(rows)
-
-
-def _with_entities(row: Any, graph: EntityIndex, n: int, weight: float,
-                   informative: Any) -> Any:
-    """A row function over memories (positions below ``n``) and entities (``n + e``):
-    a memory's neighbours gain its entities, an entity's are its memories; each edge
-    weighs ``weight`` times the mention's weight times the entity's informativeness."""
-
-    def both(node: int) -> tuple[np.ndarray, np.ndarray]:
-        if node < n:
-            others, weights = row(node)
-            mentioned = graph.mentioned(node)
-            if not mentioned:
-                return others, weights
-            entities = [(e, w * informative(e)) for e, w in mentioned.items()]
-            entities = [(e, w) for e, w in entities if w > 0]
-            if not entities:
-                return others, weights
-            extra = np.fromiter((n + e for e, _ in entities), dtype=np.int64,
-                                count=len(entities))
-            strength = np.fromiter((weight * w for _, w in entities), dtype=np.float64,
-                                   count=len(entities))
-            return np.concatenate([others, extra]), np.concatenate([weights, strength])
-        entity = node - n
-        scale = informative(entity)
-        if scale <= 0:
-            return _NO_ROW
-        memories, weights = graph.row(entity)
-        return memories, weights * (weight * scale)
-
-    return both
-
-
-def _owner_sizes(index: RecallIndex) -> dict[int, int]:
-    """How many memories each owner (by code) has in the index."""
-    codes, counts = np.unique(index.owner[: index.size], return_counts=True)
-    return {int(code): int(c) for code, c in zip(codes, counts, strict=True)}
-
-
-def _owners_with_entities(index: RecallIndex, graph: EntityIndex, n: int) -> np.ndarray:
-    """The owner group of every memory and entity position (entities after memories)."""
-    codes = np.array([index.owner_codes.get(o, -2) for o in graph.owner], dtype=np.int64)
-    return np.concatenate([index.owner[:n].astype(np.int64), codes])
-
-
-def _path(graph: EntityIndex, pos: int, entity_scores: Mapping[int, float],
-          named: Mapping[int, str]) -> tuple[str, ...]:
-    """How the walk reached a memory: the query's entity, then the entity of this memory
-    that carried the most of the walk (one name when they are the same)."""
-    mentioned = [e for e in graph.mentioned(pos) if entity_scores.get(e, 0.0) > 0]
-    if not mentioned:
-        return ()
-    best = max(mentioned, key=lambda e: (entity_scores[e], -e))
-    start = next((e for e in named if e in mentioned), None)
-    if start is not None:
-        return (graph.names[start],)
-    source = max(named, key=lambda e: entity_scores.get(e, 0.0), default=None)
-    if source is not None and entity_scores.get(source, 0.0) > 0 and source != best:
-        return (graph.names[source], graph.names[best])
-    return (graph.names[best],)
-
-
-def _within(row: Any, owners: np.ndarray, group: int) -> Any:
-    """A row function that keeps only the neighbours of one owner group."""
-
-    def inside(node: int) -> tuple[np.ndarray, np.ndarray]:
-        others, weights = row(node)
-        keep = owners[others] == group
-        return others[keep], weights[keep]
-
-    return inside
-
-
-def _top(scores: np.ndarray, mask: np.ndarray, n: int, *, positive: bool) -> Ranking:
-    """The ``n`` best masked positions with a finite score, best first, ties by position
-    (``positive``: scores above zero only). Only the scored positions are sorted: text
-    and time channels score few of a million memories."""
-    kept = np.isfinite(scores) & mask
-    if positive:
-        kept &= scores > 0
-    best = np.flatnonzero(kept)
-    if n <= 0 or best.size == 0:
-        return []
-    if best.size > n:
-        best = best[np.argpartition(-scores[best], n - 1)[:n]]
-    best = best[np.lexsort((best, -scores[best]))]
-    return [(int(p), float(scores[p])) for p in best.tolist()]
 
 
 def _check_query(query: Any) -> str:

@@ -1,0 +1,543 @@
+"""Recall's channels as pure functions over one query (``Query``): what a recall asks,
+with what every channel reads of it (its BM25 scores, the entities it names, its time
+window, its vector search) computed once, on first use, and kept.
+
+Each channel takes the query and the configuration and returns its ranking
+(``Channel``): positions and scores, best first, superseded memories replaced by their
+current version (``redirected`` says which), and, for the graph walk, how it reached
+each hit (``paths``). ``run_channels`` runs the active ones in order; the graph walk
+seeds from the fusion of the text and vector channels, and the time channel, for a
+question about time that names no window, from the fusion of those and the graph:
+``Fusion`` adds each channel's ranks once, as it comes, so no fusion is computed again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from .._kg import ROLE_WEIGHTS, asks_for_time, is_temporal_question, query_window
+from .._kg._calendar import TimeWindow
+from .._text import tokenize
+from ._actr import activation_s
+from ._config import RecallConfig
+from ._entities import EntityIndex
+from ._fusion import competition_ranks
+from ._index import RecallIndex
+from ._walk import hop_expansion, local_ppr
+
+__all__ = ["Channel", "Fusion", "Query", "Ranking", "run_channels", "top"]
+
+Ranking = list[tuple[int, float]]
+
+_NO_ROW = (np.zeros(0, dtype=np.int64), np.zeros(0))
+#: the longest window length ``time_after`` stretches (31 days, in seconds): an open window
+#: ("before March") would otherwise reach everything after it
+_MONTH_S = 31 * 86400.0
+
+
+@dataclass
+class Query:
+    """One recall's query over one index: the text, who asks (``owner``, its BM25
+    ``group``), what may be shown (``mask``), the time it is asked at (``as_of`` when
+    given, ``now`` otherwise); the rest is computed once, when a channel first asks."""
+
+    index: RecallIndex
+    text: str
+    mask: np.ndarray
+    now: datetime
+    owner: str | None = None
+    as_of: datetime | None = None
+    #: the query's embedding, on its way (None: no vector channel)
+    vector_future: Future[np.ndarray] | None = None
+    _nearest: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray | None]] = field(
+        default_factory=dict, repr=False)
+
+    @property
+    def size(self) -> int:
+        return self.index.size
+
+    @property
+    def when(self) -> datetime:
+        """The time the query is asked at: ``as_of``, or now."""
+        return self.as_of or self.now
+
+    @cached_property
+    def group(self) -> int | None:
+        """The owner group whose BM25 statistics the query uses (None: all owners')."""
+        return self.index.owner_group(self.owner) if self.owner is not None else None
+
+    @cached_property
+    def words(self) -> frozenset[str]:
+        return frozenset(tokenize(self.text))
+
+    @cached_property
+    def bm25(self) -> np.ndarray:
+        """The BM25 score of every memory, with the owner's statistics."""
+        return self.index.bm25.scores(self.text, self.size, group=self.group)
+
+    @cached_property
+    def named(self) -> dict[int, str]:
+        """The entities the query names (entity position -> the form)."""
+        return self.index.entities.link(self.text, self.owner,
+                                        all_owners=self.owner is None)
+
+    @cached_property
+    def window(self) -> TimeWindow | None:
+        """The time window the query names ("last weekend"), if any."""
+        return query_window(self.text, self.when)
+
+    @cached_property
+    def vector(self) -> np.ndarray | None:
+        return self.vector_future.result() if self.vector_future is not None else None
+
+    def nearest(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The vector search for ``k`` (``RecallIndex.nearest``), run once."""
+        found = self._nearest.get(k)
+        if found is None:
+            assert self.vector is not None
+            found = self._nearest[k] = self.index.nearest(self.vector, self.mask, k)
+        return found
+
+
+@dataclass
+class Channel:
+    """One channel's ranking, the superseded memories it replaced (current version ->
+    the positions it stands for), and how a graph walk reached its hits."""
+
+    ranking: Ranking
+    redirected: dict[int, set[int]] = field(default_factory=dict)
+    paths: dict[int, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass
+class Fusion:
+    """Reciprocal rank fusion kept up as channels come: each channel's competition ranks
+    are computed once and its ``weight / (k + rank)`` added to ``scores`` in channel
+    order (so the sums are those of ``rrf_from_ranks`` over the channels so far)."""
+
+    weights: Mapping[str, float]
+    k: float
+    ranks: dict[str, dict[int, int]] = field(default_factory=dict)
+    scores: dict[int, float] = field(default_factory=dict)
+
+    def add(self, name: str, ranking: Ranking) -> None:
+        ranks = self.ranks[name] = competition_ranks(ranking)
+        weight = float(self.weights.get(name, 1.0))
+        if weight == 0.0:
+            return
+        scores = self.scores
+        for item, rank in ranks.items():
+            scores[item] = scores.get(item, 0.0) + weight / (self.k + rank)
+
+    def with_weights(self, weights: Mapping[str, float]) -> dict[int, float]:
+        """The fusion of the same ranks with other weights (computed again only when
+        they differ)."""
+        if weights == self.weights:
+            return dict(self.scores)
+        scores: dict[int, float] = {}
+        for name, ranks in self.ranks.items():
+            weight = float(weights.get(name, 1.0))
+            if weight == 0.0:
+                continue
+            for item, rank in ranks.items():
+                scores[item] = scores.get(item, 0.0) + weight / (self.k + rank)
+        return scores
+
+
+def resolve(q: Query, ranking: Ranking, limit: int,
+            paths: dict[int, tuple[str, ...]] | None = None) -> Channel:
+    """Replace superseded memories by their current version; keep what may be shown."""
+    index, mask, as_of = q.index, q.mask, q.as_of
+    out: Ranking = []
+    redirected: dict[int, set[int]] = {}
+    seen: set[int] = set()
+    for pos, score in ranking:
+        head = index.head(pos, mask, as_of) if index.superseded_by[pos] else pos
+        if head != pos:
+            if not mask[head]:
+                continue
+            redirected.setdefault(head, set()).add(pos)
+        elif not mask[pos]:
+            continue
+        if head in seen:
+            continue
+        seen.add(head)
+        out.append((head, score))
+        if len(out) >= limit:
+            break
+    return Channel(out, redirected, paths or {})
+
+
+def fulltext(q: Query, config: RecallConfig) -> Channel:
+    """BM25 with the statistics of the caller's owner alone (``group``): the scores
+    an owner sees say nothing about other owners' texts."""
+    return resolve(q, top(q.bm25, q.mask, config.candidates * 2, positive=True),
+                   config.candidates)
+
+
+def vector(q: Query, config: RecallConfig) -> Channel:
+    """The memories nearest to the query's embedding."""
+    positions, cosines, _ = q.nearest(config.candidates * 2)
+    return resolve(q, list(zip(positions.tolist(), cosines.tolist(), strict=True)),
+                   config.candidates)
+
+
+def graph(q: Query, config: RecallConfig, seeds_fused: Mapping[int, float]) -> Channel:
+    """Walks from the best text and vector hits (``seeds_fused``: their fusion), and from
+    the entities the query names, over REFERENCES and CO_OCCURS and, with
+    ``graph.entities``, through the entities memories mention: memory <-> entity <->
+    memory (entity positions follow memory positions). Hubs (a speaker every turn
+    names) are damped by their informativeness. A hit reached through entities says
+    which (``paths``)."""
+    index, owner = q.index, q.owner
+    params = config.graph
+    top_seeds = sorted(seeds_fused, key=lambda p: -seeds_fused[p])[: params.seeds]
+    seeds: dict[int, float] = {p: seeds_fused[p] for p in top_seeds}
+    memory_row = index.adjacency(params.references, params.co_occurs).row
+    n = index.size
+    entities = index.entities
+    walk_entities = params.entities > 0 and entities.size > 0
+    named: dict[int, str] = {}
+    weight: dict[int, float] = {}
+    if walk_entities:
+        counts = owner_sizes(index)
+        selves = entities.selves(owner)
+
+        def informative(entity: int) -> float:
+            found = weight.get(entity)
+            if found is None and entity in selves:
+                found = weight[entity] = 0.0  # every memory of the owner is theirs
+            if found is None:
+                code = index.owner_codes.get(entities.owner[entity], -1)
+                found = entities.informativeness(entity, counts.get(code, n))
+                fanout = len(entities.memories_of.get(entity, ()))
+                if found < params.min_informativeness or fanout > params.max_fanout:
+                    found = 0.0
+                weight[entity] = found
+            return found
+
+        if params.query_entities > 0:
+            named = q.named
+            best = max(seeds.values(), default=1.0)
+            for entity in named:
+                strength = informative(entity)
+                if strength > 0:
+                    seeds[n + entity] = params.query_entities * strength * best
+        memory_row = _with_entities(memory_row, entities, n, params.entities, informative)
+    if not seeds:
+        return Channel([])
+    row = memory_row
+    if q.group is not None:
+        # walks never cross into other owners (entities are each owner's own)
+        row = _within(row, _owners_with_entities(index, entities, n) if walk_entities
+                      else index.owner, q.group)
+    if params.method == "ppr":
+        scores = local_ppr(seeds, row, depth=params.depth, damping=params.damping,
+                           iterations=params.iterations)
+    else:
+        scores = hop_expansion(seeds, row, depth=params.depth, decay=params.hop_decay)
+    if not params.include_seeds:
+        scores = {p: s for p, s in scores.items() if p not in seeds}
+    paths: dict[int, tuple[str, ...]] = {}
+    if walk_entities:
+        entity_scores = {p - n: s for p, s in scores.items() if p >= n}
+        scores = {p: s for p, s in scores.items() if p < n}
+        for pos in scores:
+            path = _path(entities, pos, entity_scores, named)
+            if path:
+                paths[pos] = path
+    ranking = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    return resolve(q, ranking, config.candidates, paths)
+
+
+def time(q: Query, config: RecallConfig, fused: Mapping[int, float]) -> Channel:
+    """Memories of the time a query names ("last weekend", "in May 2023"): dated in
+    that window or speaking of it, best text matches first. A question about when,
+    order or duration, naming no window, favours the hits of the channels before it
+    (``fused``: their fusion) that speak of a time."""
+    window = q.window
+    index, mask, n = q.index, q.mask, q.size
+    times = index.entities.times
+    if window is not None:
+        start, end = window.start.timestamp(), window.end.timestamp()
+        with np.errstate(invalid="ignore"):
+            inside = (index.created[:n] >= start) & (index.created[:n] < end)
+        for pos, spans in times.items():
+            if pos < n and np.any((spans[:, 0] < end) & (spans[:, 1] > start)):
+                inside[pos] = True
+        text = q.bm25
+        scores = np.where(inside & mask, text + 1.0, -np.inf)
+        ranking = top(scores, mask, config.candidates * 2, positive=True)
+        if config.time_after > 0:
+            ranking += _after_window(q, text, inside, start, end, config,
+                                     config.candidates * 2 - len(ranking))
+        return resolve(q, ranking, config.candidates)
+    if not is_temporal_question(q.text):
+        return Channel([])
+    share = config.time_floor
+    if config.time_floor_when is not None and asks_for_time(q.text):
+        share = config.time_floor_when
+    floor = share * max(fused.values(), default=0.0)
+    dated = [(p, s) for p, s in sorted(fused.items(), key=lambda kv: -kv[1])
+             if p in times and s >= floor]
+    return Channel(dated[: config.candidates])
+
+
+def _after_window(q: Query, text: np.ndarray, inside: np.ndarray, start: float, end: float,
+                  config: RecallConfig, room: int) -> Ranking:
+    """The memories dated just after a window (``time_after`` of its length, a month
+    at most), best text matches first, to follow the window's own: what is said of a
+    time is mostly said soon after it."""
+    if room <= 0:
+        return []
+    index, n = q.index, q.size
+    reach = end + config.time_after * min(end - start, _MONTH_S)
+    with np.errstate(invalid="ignore"):
+        after = (index.created[:n] >= end) & (index.created[:n] < reach)
+    after &= q.mask[:n] & ~inside
+    scores = np.where(after, text + 1.0, -np.inf)
+    return top(scores, after, room, positive=True)
+
+
+def facts(q: Query, config: RecallConfig) -> Channel:
+    """The memories that state facts about the entities the query names: facts valid
+    at ``as_of`` (or now) first, then by how well the predicate matches the query's
+    words, then by confidence."""
+    named = q.named
+    if not named:
+        return Channel([])
+    index = q.index
+    entities = index.entities
+    when = q.when
+    words = q.words
+    scored: dict[int, float] = {}
+    selves = entities.selves(q.owner)
+    for entity in named:
+        for fact in entities.facts_of.get(entity, ()):
+            valid = (fact.valid_from is None or fact.valid_from <= when) and (
+                fact.valid_to is None or fact.valid_to > when)
+            overlap = len(words & set(tokenize(fact.predicate.replace("_", " "))))
+            if entity in selves and not overlap:
+                continue  # naming the owner says nothing of which of their facts
+            score = (1.0 if valid else 0.5) + overlap + 0.1 * fact.confidence
+            for source in fact.sources:
+                pos = index.pos.get(source)
+                if pos is not None:
+                    scored[pos] = max(scored.get(pos, 0.0), score)
+    ranking = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
+    return resolve(q, ranking, config.candidates)
+
+
+def entities(q: Query, config: RecallConfig) -> Channel:
+    """The memories that mention (or are spoken by) the entities the query names,
+    ranked among themselves by how close they are to the query (the vector score, or
+    BM25 without vectors), plus ``graph.named_bonus`` per informative named entity they
+    mention: "what does Melanie do to relax?" searches Melanie's own turns."""
+    named = q.named
+    if not named:
+        return Channel([])
+    index, n = q.index, q.size
+    graph_index = index.entities
+    bonus = np.zeros(n)
+    inside = np.zeros(n, dtype=bool)
+    sizes = owner_sizes(index)
+    floor = 0.0 if config.graph.named_speakers else ROLE_WEIGHTS["speaker"]
+    selves = graph_index.selves(q.owner)
+    for entity in named:
+        if entity in selves:
+            continue  # every memory of the owner is theirs
+        memories = graph_index.memories_of.get(entity)
+        if not memories:
+            continue
+        positions = np.fromiter((p for p, w in memories.items() if p < n and w > floor),
+                                dtype=np.int64)
+        inside[positions] = True
+        code = index.owner_codes.get(graph_index.owner[entity], -1)
+        bonus[positions] += config.graph.named_bonus * graph_index.informativeness(
+            entity, sizes.get(code, n))
+    if not inside.any():
+        return Channel([])
+    similarity = q.nearest(config.candidates * 2)[2] if q.vector is not None else None
+    if similarity is not None:
+        base = similarity
+    elif q.vector is not None:  # search did not score them all: these only
+        base = np.full(n, -np.inf, dtype=np.float32)
+        named_memories = np.flatnonzero(inside & index.has_vector[:n])
+        base[named_memories] = index.cosines(named_memories, q.vector)
+    else:
+        base = q.bm25
+    scores = np.where(inside, base + bonus, -np.inf)
+    return resolve(q, top(scores, q.mask & inside, config.candidates * 2, positive=False),
+                   config.candidates)
+
+
+@dataclass
+class Channels:
+    """What the channels of one recall found: each one's ranking, scores and ranks, the
+    fusion of them all (``fusion``), the superseded memories replaced, the graph paths."""
+
+    rankings: dict[str, Ranking]
+    fusion: Fusion
+    redirected: dict[int, set[int]]
+    paths: dict[int, tuple[str, ...]]
+
+
+def run_channels(q: Query, config: RecallConfig, *,
+                 min_similarity: float | None = None) -> Channels | None:
+    """Run the active channels in order, fusing each as it comes; None when
+    ``min_similarity`` finds nothing close enough to the query."""
+    rankings: dict[str, Ranking] = {}
+    fusion = Fusion(config.weights, config.rrf_k)
+    redirected: dict[int, set[int]] = {}
+    paths: dict[int, tuple[str, ...]] = {}
+
+    def keep(name: str, channel: Channel) -> None:
+        rankings[name] = channel.ranking
+        for head, moved in channel.redirected.items():
+            redirected.setdefault(head, set()).update(moved)
+        paths.update(channel.paths)
+        fusion.add(name, channel.ranking)
+
+    steps: list[tuple[str, Callable[[], Channel]]] = [
+        ("fulltext", lambda: fulltext(q, config)),
+        ("vector", lambda: vector(q, config)),
+        ("graph", lambda: graph(q, config, fusion.scores)),
+        ("time", lambda: time(q, config, fusion.scores)),
+        ("facts", lambda: facts(q, config)),
+        ("entities", lambda: entities(q, config)),
+    ]
+    for name, run in steps:
+        if not config.active(name) or (name == "vector" and q.vector_future is None):
+            continue
+        keep(name, run())
+        if name == "vector" and min_similarity is not None and (
+                not rankings["vector"] or rankings["vector"][0][1] < min_similarity):
+            return None  # nothing stored is about what the query asks
+    return Channels(rankings, fusion, redirected, paths)
+
+
+def actr_terms(index: RecallIndex, candidates: list[int], fused: Mapping[int, float],
+               config: RecallConfig, now: datetime) -> dict[int, tuple[Any, int, float]]:
+    """ACT-R activation of the ``candidates``: per position its terms, its rank by
+    activation and its contribution to the final score (gated by relevance for ``rrf``,
+    min-max scaled for ``minmax``)."""
+    params = config.actr
+    assert params is not None
+    now_s = now.timestamp()
+    terms = {pos: activation_s(created=float(index.created[pos]),
+                               access_times=index.access_seconds[pos],
+                               access_count=int(index.access_count[pos]),
+                               confidence=float(index.confidence[pos]), now=now_s,
+                               d=params.d, beta=params.beta, epsilon=params.epsilon)
+             for pos in candidates}
+    order = sorted(terms, key=lambda p: (-terms[p].value, index.ids[p]))
+    ranks = competition_ranks([(p, terms[p].value) for p in order])
+    out: dict[int, tuple[Any, int, float]] = {}
+    if params.combine == "rrf":
+        best = max(fused[p] for p in candidates)
+        for pos in order:
+            gate = (fused[pos] / best) ** params.relevance if best > 0 else 1.0
+            out[pos] = (terms[pos], ranks[pos],
+                        gate * params.weight / (config.rrf_k + ranks[pos]))
+    else:
+        values = [terms[p].value for p in order]
+        low, high = min(values), max(values)
+        scale = max(fused[p] for p in candidates)
+        for pos in order:
+            unit = (terms[pos].value - low) / (high - low) if high > low else 0.0
+            out[pos] = (terms[pos], ranks[pos], params.weight * unit * scale)
+    return out
+
+
+def _with_entities(row: Any, graph: EntityIndex, n: int, weight: float,
+                   informative: Any) -> Any:
+    """A row function over memories (positions below ``n``) and entities (``n + e``):
+    a memory's neighbours gain its entities, an entity's are its memories; each edge
+    weighs ``weight`` times the mention's weight times the entity's informativeness."""
+
+    def both(node: int) -> tuple[np.ndarray, np.ndarray]:
+        if node < n:
+            others, weights = row(node)
+            mentioned = graph.mentioned(node)
+            if not mentioned:
+                return others, weights
+            entities = [(e, w * informative(e)) for e, w in mentioned.items()]
+            entities = [(e, w) for e, w in entities if w > 0]
+            if not entities:
+                return others, weights
+            extra = np.fromiter((n + e for e, _ in entities), dtype=np.int64,
+                                count=len(entities))
+            strength = np.fromiter((weight * w for _, w in entities), dtype=np.float64,
+                                   count=len(entities))
+            return np.concatenate([others, extra]), np.concatenate([weights, strength])
+        entity = node - n
+        scale = informative(entity)
+        if scale <= 0:
+            return _NO_ROW
+        memories, weights = graph.row(entity)
+        return memories, weights * (weight * scale)
+
+    return both
+
+
+def owner_sizes(index: RecallIndex) -> dict[int, int]:
+    """How many memories each owner (by code) has in the index."""
+    codes, counts = np.unique(index.owner[: index.size], return_counts=True)
+    return {int(code): int(c) for code, c in zip(codes, counts, strict=True)}
+
+
+def _owners_with_entities(index: RecallIndex, graph: EntityIndex, n: int) -> np.ndarray:
+    """The owner group of every memory and entity position (entities after memories)."""
+    codes = np.array([index.owner_codes.get(o, -2) for o in graph.owner], dtype=np.int64)
+    return np.concatenate([index.owner[:n].astype(np.int64), codes])
+
+
+def _path(graph: EntityIndex, pos: int, entity_scores: Mapping[int, float],
+          named: Mapping[int, str]) -> tuple[str, ...]:
+    """How the walk reached a memory: the query's entity, then the entity of this memory
+    that carried the most of the walk (one name when they are the same)."""
+    mentioned = [e for e in graph.mentioned(pos) if entity_scores.get(e, 0.0) > 0]
+    if not mentioned:
+        return ()
+    best = max(mentioned, key=lambda e: (entity_scores[e], -e))
+    start = next((e for e in named if e in mentioned), None)
+    if start is not None:
+        return (graph.names[start],)
+    source = max(named, key=lambda e: entity_scores.get(e, 0.0), default=None)
+    if source is not None and entity_scores.get(source, 0.0) > 0 and source != best:
+        return (graph.names[source], graph.names[best])
+    return (graph.names[best],)
+
+
+def _within(row: Any, owners: np.ndarray, group: int) -> Any:
+    """A row function that keeps only the neighbours of one owner group."""
+
+    def inside(node: int) -> tuple[np.ndarray, np.ndarray]:
+        others, weights = row(node)
+        keep = owners[others] == group
+        return others[keep], weights[keep]
+
+    return inside
+
+
+def top(scores: np.ndarray, mask: np.ndarray, n: int, *, positive: bool) -> Ranking:
+    """The ``n`` best masked positions with a finite score, best first, ties by position
+    (``positive``: scores above zero only). Only the scored positions are sorted: text
+    and time channels score few of a million memories."""
+    kept = np.isfinite(scores) & mask
+    if positive:
+        kept &= scores > 0
+    best = np.flatnonzero(kept)
+    if n <= 0 or best.size == 0:
+        return []
+    if best.size > n:
+        best = best[np.argpartition(-scores[best], n - 1)[:n]]
+    best = best[np.lexsort((best, -scores[best]))]
+    return [(int(p), float(scores[p])) for p in best.tolist()]
