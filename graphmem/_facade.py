@@ -2,10 +2,10 @@
 shared context, and delegates each method to the component that owns it (each one a
 module of ``_store``):
 
-    memories     add, add_many, merge, get, update, supersede, link, ... (``_memories``)
+    memories     add, add_many, merge, get, update, supersede, link, reembed (``_memories``)
     transitions  tombstone, forget, purge, verify_forgotten             (``_transitions``)
     knowledge    entities, facts, mentions, split_entity                 (``_knowledge``)
-    recall       recall, feedback, reembed, flush                        (``_recall``)
+    recall       recall, feedback, flush                                 (``_recall``)
     learning     learn, learned, forecast, use_ranker                    (``_learning``)
     lifecycle    evaluate, promote, archive, restore, run_lifecycle      (``_lifecycle``)
     conversations add_conversation, correct, derive_links                 (``_conversations``)
@@ -349,10 +349,10 @@ class MemoryStore:
         return self._recall.feedback(memory_id, useful=useful, query=query, owner=owner,
                                      actor=actor)
 
-    @_doc(Recall.reembed)
+    @_doc(Memories.reembed)
     def reembed(self, embedder: Embedder | str, *, batch_size: int = 256,
                 progress: bool = False) -> int:
-        return self._recall.reembed(embedder, batch_size=batch_size, progress_bar=progress)
+        return self._memories.reembed(embedder, batch_size=batch_size, progress_bar=progress)
 
     @_doc(Recall.flush)
     def flush(self) -> None:

@@ -1,5 +1,5 @@
-"""Recall: the in-process index kept in sync with the store, ``recall`` over it, retrieval
-feedback, and switching embedding models (``reembed``)."""
+"""Recall: the in-process index kept in sync with the store, ``recall`` over it, and
+retrieval feedback."""
 
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ from typing import Any
 import numpy as np
 
 from .._arrow import to_pylist
-from .._context import Changed, StoreContext, progress
-from .._derive import embedding_head, lifecycle_event, patch_of
-from .._embed import Embedder, embed_memories
+from .._context import Changed, StoreContext
+from .._derive import lifecycle_event, patch_of
 from .._engine import EdgeRecord, Patch, memory_from_fields
 from .._errors import ConflictError, InvalidInputError, StoreError
 from .._input import RecallWindow, check_unit, recall_window
@@ -577,31 +576,6 @@ class Recall:
         scores = np.where(eligible[:n], index.bm25.scores(text, n,
                                                             group=index.owner_group(owner)), 0.0)
         return [index.ids[int(p)] for p in np.argsort(-scores)[:limit] if scores[p] > 0]
-
-    # -- switching models -------------------------------------------------------------
-    def reembed(self, embedder: Embedder | str, *, batch_size: int = 256,
-                progress_bar: bool = False) -> int:
-        """Re-embed every memory with another model and make it the store's model.
-
-        Returns the number of memories embedded.
-        """
-        ctx = self._ctx
-        chosen = ctx.make_embedder(embedder)
-        table = ctx.engine.scan(["id", "subject", "text", "context", "status"]).table
-        rows = [r for r in table.to_pylist() if r["status"] != Status.FORGOTTEN.value]
-        bar = progress(len(rows), "re-embedding", progress_bar)
-        for start in range(0, len(rows), batch_size):
-            chunk = rows[start:start + batch_size]
-            vectors = embed_memories(chosen, [embedding_head(r["subject"], r["text"])
-                                              for r in chunk], [r["context"] for r in chunk])
-            with ctx.lock:
-                ctx.engine.set_vectors({r["id"]: v for r, v in zip(chunk, vectors, strict=True)})
-            bar.update(len(chunk))
-        bar.close()
-        with ctx.lock:
-            ctx.switch_embedder(chosen)
-            ctx.changed(Changed([], bulk=True))
-        return len(rows)
 
 
 def _check_query(query: Any) -> str:
