@@ -6,6 +6,7 @@ module of ``_store``):
     transitions  tombstone, forget, purge, verify_forgotten             (``_transitions``)
     knowledge    entities, facts, mentions, split_entity                 (``_knowledge``)
     recall       recall, feedback, flush                                 (``_recall``)
+    rows         drop_caches                                             (``_row_cache``)
     learning     learn, learned, forecast, use_ranker                    (``_learning``)
     lifecycle    evaluate, promote, archive, restore, run_lifecycle      (``_lifecycle``)
     conversations add_conversation, correct, derive_links                 (``_conversations``)
@@ -63,6 +64,7 @@ from ._store._learning import Learning
 from ._store._lifecycle import Lifecycle
 from ._store._memories import Memories
 from ._store._recall import Recall
+from ._store._row_cache import RowCache
 from ._store._transitions import Transitions
 from ._time import utcnow
 from ._views import Views
@@ -149,7 +151,8 @@ class MemoryStore:
         self._knowledge = Knowledge(ctx)
         self._transitions = Transitions(ctx, self._knowledge)
         self._memories = Memories(ctx, self._transitions, self._knowledge)
-        self._recall = Recall(ctx, self._memories, self._transitions)
+        self._rows = RowCache(ctx)
+        self._recall = Recall(ctx, self._memories, self._transitions, self._rows)
         self._learning = Learning(ctx)
         self._recall.reranker = self._learning.rerank
         self._lifecycle = Lifecycle(ctx, self._memories, self._transitions)
@@ -358,9 +361,9 @@ class MemoryStore:
     def flush(self) -> None:
         self._recall.flush()
 
-    @_doc(Recall.drop_caches)
+    @_doc(RowCache.drop_caches)
     def drop_caches(self) -> None:
-        self._recall.drop_caches()
+        self._rows.drop_caches()
 
     # -- learning from use -----------------------------------------------------------------
     @_doc(Learning.learn)

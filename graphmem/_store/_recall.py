@@ -16,7 +16,7 @@ import numpy as np
 from .._arrow import to_pylist
 from .._context import Changed, StoreContext
 from .._derive import lifecycle_event, patch_of
-from .._engine import EdgeRecord, Patch, memory_from_fields
+from .._engine import EdgeRecord, Patch
 from .._errors import ConflictError, InvalidInputError, StoreError
 from .._input import RecallWindow, check_unit, recall_window
 from .._learn._features import Candidates, capture
@@ -34,6 +34,7 @@ from .._sync import Gate
 from .._time import to_utc
 from .._trim import release_freed_memory
 from ._memories import Memories
+from ._row_cache import RowCache
 from ._saved_index import SavedIndex
 from ._transitions import Transitions
 
@@ -60,26 +61,21 @@ class _RecallRecord:
 class Recall:
     """Ranking over the recall index; the index follows every commit (``on_change``)."""
 
-    def __init__(self, ctx: StoreContext, memories: Memories, transitions: Transitions
-                 ) -> None:
+    def __init__(self, ctx: StoreContext, memories: Memories, transitions: Transitions,
+                 rows: RowCache) -> None:
         self._ctx = ctx
         self._memories = memories
         self._transitions = transitions
+        self._rows = rows
         self._index: RecallIndex | None = None
         #: the index kept in a file beside the store (``_saved_index``)
         self._saved = SavedIndex(ctx, ROW_FIELDS)
         self._index_gate = Gate()
         self._index_build = threading.Lock()
-        self._cache: collections.OrderedDict[str, Memory] = collections.OrderedDict()
-        self._cache_lock = threading.Lock()
         self._recent: collections.deque[_RecallRecord] = collections.deque(
             maxlen=_RECENT_RECALLS)
         self._access = AccessWriter(lambda records: ctx.engine.record_access(records))
         self._workers: ThreadPoolExecutor | None = None
-        self._inflight: dict[str, Future[Memory | None]] = {}
-        self._epoch = 0
-        self._bulk_epoch = 0
-        self._changed_at: dict[str, int] = {}
         #: recent recalls' candidates, for the feedback that teaches the learned ranker
         self.samples = SampleLog(_RECENT_RECALLS)
         #: the learned ranker (``graphmem._learn``) for configurations with ``learned``
@@ -97,16 +93,6 @@ class Recall:
     # -- keeping derived state in sync -----------------------------------------------
     def _on_change(self, change: Changed) -> None:
         ids = change.ids
-        with self._cache_lock:
-            self._epoch += 1
-            if not self._inflight:  # only fetches under way need to know what changed
-                self._changed_at.clear()
-            for memory_id in ids:
-                self._cache.pop(memory_id, None)
-                self._changed_at[memory_id] = self._epoch
-            if change.bulk:
-                self._cache.clear()
-                self._bulk_epoch = self._epoch
         if change.removed:
             for memory_id in ids:
                 self._access.discard(memory_id)
@@ -240,12 +226,6 @@ class Recall:
         if self._access.pending:
             self.flush()
 
-    def drop_caches(self) -> None:
-        """Forget the cached rows of recalled memories (benchmarks measure cold recalls
-        this way; the recall index itself stays)."""
-        with self._cache_lock:
-            self._cache.clear()
-
     def flush(self) -> None:
         """Wait until recall's access records are written (``close`` does this too)."""
         self._access.flush()
@@ -331,8 +311,8 @@ class Recall:
                                                      min_relative=min_relative)
             if record_access and hits and not self._ctx.engine.read_only:
                 self._record(index, positions)
-        self._prefetch([index.ids[pos] for pos, _ in hits])
-        snapshot = self._from_snapshot(index, [pos for pos, _ in hits])
+        self._rows.prefetch([index.ids[pos] for pos, _ in hits], self._index, self._pool())
+        snapshot = self._rows.from_snapshot(index, [pos for pos, _ in hits])
         result = [self._hit(index, pos, rank, explanation, snapshot.get(pos))
                   for rank, (pos, explanation) in enumerate(hits, start=1)]
         self._recent.append(_RecallRecord(query, [h.memory.id for h in result]))
@@ -433,69 +413,16 @@ class Recall:
             for p in positions}
         self._access.submit(rows)
 
-    def _from_snapshot(self, index: RecallIndex, positions: Sequence[int]
-                       ) -> dict[int, Memory]:
-        """The hits that neither the row cache holds nor a fetch brings, materialised
-        from the index snapshot together."""
-        with self._cache_lock:
-            wanted = [p for p in positions if index.ids[p] not in self._cache
-                      and index.ids[p] not in self._inflight]
-        return {pos: memory_from_fields(row) for pos, row in index.rows_at(wanted).items()}
-
     def _hit(self, index: RecallIndex, pos: int, rank: int, explanation: Explanation,
              memory: Memory | None = None) -> Hit:
         if memory is None:
-            memory = self._cached(index.ids[pos])
+            memory = self._rows.get(index.ids[pos], self._index)
         memory = memory.model_copy(update={
             "access_count": int(index.access_count[pos]),
             "last_accessed": index.last_accessed[pos],
             "access_times": index.access_times[pos],
         })
         return Hit(memory=memory, score=explanation.final, rank=rank, explanation=explanation)
-
-    def _prefetch(self, ids: Sequence[str]) -> None:
-        """Start fetching, in parallel, the hits' rows that neither the index snapshot nor
-        the cache holds and that are not on their way already."""
-        index = self._index
-        if index is not None:
-            ids = [i for i in ids if not index.has_row(index.pos.get(i, index.size))]
-        with self._cache_lock:
-            wanted = [i for i in dict.fromkeys(ids)
-                      if i not in self._cache and i not in self._inflight]
-            for memory_id in wanted:
-                self._inflight[memory_id] = self._pool().submit(self._fetch, memory_id)
-
-    def _fetch(self, memory_id: str) -> Memory | None:
-        with self._cache_lock:
-            started = self._epoch
-        memory = self._ctx.engine.get(memory_id)
-        with self._cache_lock:
-            # A change committed while this row was read makes the row stale: do not cache.
-            stale = max(self._changed_at.get(memory_id, 0), self._bulk_epoch) > started
-            if memory is not None and not stale:
-                self._cache[memory_id] = memory
-                while len(self._cache) > self._ctx.settings.row_cache_size:
-                    self._cache.pop(next(iter(self._cache)))
-            self._inflight.pop(memory_id, None)
-        return memory
-
-    def _cached(self, memory_id: str) -> Memory:
-        with self._cache_lock:
-            memory = self._cache.get(memory_id)
-            if memory is not None:
-                self._cache.move_to_end(memory_id)
-                return memory
-            pending = self._inflight.get(memory_id)
-        if pending is not None:
-            memory = pending.result()
-        else:
-            index = self._index
-            pos = index.pos.get(memory_id) if index is not None else None
-            row = index.row(pos) if index is not None and pos is not None else None
-            memory = memory_from_fields(row) if row is not None else self._fetch(memory_id)
-        if memory is None:
-            raise StoreError(f"memory {memory_id} vanished during recall")
-        return memory
 
     # -- feedback ---------------------------------------------------------------------
     def feedback(self, memory_id: str, *, useful: bool, query: str | None = None,
