@@ -12,8 +12,10 @@ module of ``_store``):
     conversations add_conversation, correct, derive_links                 (``_conversations``)
     views        export, cypher, sql, to_networkx, named_query           (``_views``)
 
-A component is handed the others it calls here, at construction; the algorithms they run
-are in the packages below (``_recall``, ``_learn``, ``_lifecycle``, ``_extract``, ``_kg``).
+Recall searches the index that ``IndexSync`` (``_recall_index``) keeps in sync with every
+commit, which conversations read too. A component is handed the others it calls here, at
+construction; the algorithms they run are in the packages below (``_recall``, ``_learn``,
+``_lifecycle``, ``_extract``, ``_kg``).
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ from ._store._learning import Learning
 from ._store._lifecycle import Lifecycle
 from ._store._memories import Memories
 from ._store._recall import Recall
+from ._store._recall_index import IndexSync
 from ._store._row_cache import RowCache
 from ._store._transitions import Transitions
 from ._time import utcnow
@@ -152,12 +155,14 @@ class MemoryStore:
         self._transitions = Transitions(ctx, self._knowledge)
         self._memories = Memories(ctx, self._transitions, self._knowledge)
         self._rows = RowCache(ctx)
-        self._recall = Recall(ctx, self._memories, self._transitions, self._rows)
+        self._recall_index = IndexSync(ctx)
+        self._recall = Recall(ctx, self._memories, self._transitions, self._recall_index,
+                              self._rows)
         self._learning = Learning(ctx)
         self._recall.reranker = self._learning.rerank
         self._lifecycle = Lifecycle(ctx, self._memories, self._transitions)
         self._lifecycle.forecaster = self._learning.lifecycle_forecast
-        self._conversations = Conversations(ctx, self._memories, self._recall,
+        self._conversations = Conversations(ctx, self._memories, self._recall_index,
                                             self._transitions)
         self._views = Views(ctx)
         if engine.meta().get("kg_pending") == "1" and not read_only:
@@ -203,6 +208,7 @@ class MemoryStore:
     def close(self) -> None:
         """Close the database (safe to call twice); pending access records are written."""
         self._recall.close()
+        self._recall_index.close()
         self._ctx.engine.close()
 
     def __enter__(self) -> Self:
