@@ -2,17 +2,20 @@
 shared context, and delegates each method to the component that owns it (each one a
 module of ``_store``):
 
-    memories     add, add_many, merge, get, update, supersede, link, ... (``_memories``)
+    memories     add, add_many, merge, get, update, supersede, link, reembed (``_memories``)
     transitions  tombstone, forget, purge, verify_forgotten             (``_transitions``)
     knowledge    entities, facts, mentions, split_entity                 (``_knowledge``)
-    recall       recall, feedback, reembed, flush                        (``_recall``)
+    recall       recall, feedback, flush                                 (``_recall``)
+    rows         drop_caches                                             (``_row_cache``)
     learning     learn, learned, forecast, use_ranker                    (``_learning``)
     lifecycle    evaluate, promote, archive, restore, run_lifecycle      (``_lifecycle``)
     conversations add_conversation, correct, derive_links                 (``_conversations``)
     views        export, cypher, sql, to_networkx, named_query           (``_views``)
 
-A component is handed the others it calls here, at construction; the algorithms they run
-are in the packages below (``_recall``, ``_learn``, ``_lifecycle``, ``_extract``, ``_kg``).
+Recall searches the index that ``IndexSync`` (``_recall_index``) keeps in sync with every
+commit, which conversations read too. A component is handed the others it calls here, at
+construction; the algorithms they run are in the packages below (``_recall``, ``_learn``,
+``_lifecycle``, ``_extract``, ``_kg``).
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ from ._store._learning import Learning
 from ._store._lifecycle import Lifecycle
 from ._store._memories import Memories
 from ._store._recall import Recall
+from ._store._recall_index import IndexSync
+from ._store._row_cache import RowCache
 from ._store._transitions import Transitions
 from ._time import utcnow
 from ._views import Views
@@ -149,12 +154,15 @@ class MemoryStore:
         self._knowledge = Knowledge(ctx)
         self._transitions = Transitions(ctx, self._knowledge)
         self._memories = Memories(ctx, self._transitions, self._knowledge)
-        self._recall = Recall(ctx, self._memories, self._transitions)
+        self._rows = RowCache(ctx)
+        self._recall_index = IndexSync(ctx)
+        self._recall = Recall(ctx, self._memories, self._transitions, self._recall_index,
+                              self._rows)
         self._learning = Learning(ctx)
         self._recall.reranker = self._learning.rerank
         self._lifecycle = Lifecycle(ctx, self._memories, self._transitions)
         self._lifecycle.forecaster = self._learning.lifecycle_forecast
-        self._conversations = Conversations(ctx, self._memories, self._recall,
+        self._conversations = Conversations(ctx, self._memories, self._recall_index,
                                             self._transitions)
         self._views = Views(ctx)
         if engine.meta().get("kg_pending") == "1" and not read_only:
@@ -200,6 +208,7 @@ class MemoryStore:
     def close(self) -> None:
         """Close the database (safe to call twice); pending access records are written."""
         self._recall.close()
+        self._recall_index.close()
         self._ctx.engine.close()
 
     def __enter__(self) -> Self:
@@ -349,18 +358,18 @@ class MemoryStore:
         return self._recall.feedback(memory_id, useful=useful, query=query, owner=owner,
                                      actor=actor)
 
-    @_doc(Recall.reembed)
+    @_doc(Memories.reembed)
     def reembed(self, embedder: Embedder | str, *, batch_size: int = 256,
                 progress: bool = False) -> int:
-        return self._recall.reembed(embedder, batch_size=batch_size, progress_bar=progress)
+        return self._memories.reembed(embedder, batch_size=batch_size, progress_bar=progress)
 
     @_doc(Recall.flush)
     def flush(self) -> None:
         self._recall.flush()
 
-    @_doc(Recall.drop_caches)
+    @_doc(RowCache.drop_caches)
     def drop_caches(self) -> None:
-        self._recall.drop_caches()
+        self._rows.drop_caches()
 
     # -- learning from use -----------------------------------------------------------------
     @_doc(Learning.learn)

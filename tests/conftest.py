@@ -12,7 +12,7 @@ import pytest
 
 from graphmem import MemoryStore, Settings
 from graphmem._recall._index import RecallIndex
-from graphmem._store._recall import Recall
+from graphmem._store._recall_index import IndexSync
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "ingest" / "samples" / "agent_memories.ump.json"
@@ -127,13 +127,13 @@ def sample_store(tmp_path: Path, clock: Clock, settings: Settings) -> Iterator[M
 def no_build(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the builds of the index (a store that reads its file builds none)."""
     builds: list[int] = []
-    original = Recall._build
+    original = IndexSync._build
 
-    def counted(self: Recall) -> RecallIndex:
+    def counted(self: IndexSync) -> RecallIndex:
         builds.append(1)
         return original(self)
 
-    monkeypatch.setattr(Recall, "_build", counted)
+    monkeypatch.setattr(IndexSync, "_build", counted)
     return builds
 
 

@@ -122,13 +122,13 @@ def test_the_slimmed_snapshot_gives_every_memory_as_the_store_does(
     from graphmem._engine import memory_from_fields
 
     with _varied_store(tmp_path / "db") as store:  # below the threshold: as scanned
-        index = store._recall.ensure_index()
+        index = store._recall_index.ensure_index()
         assert not index.half and index.rows is not None
         assert "" not in index.rows.column("text_sha256").to_pylist()
     monkeypatch.setattr(RecallIndex, "SIGN_BITS_FROM", 0)  # a half index: slimmed
     monkeypatch.setattr(index_module, "BLOCK_ROWS", 7)  # a block at a time
     with MemoryStore(tmp_path / "db", embedder="hashing") as store:
-        index = store._recall.ensure_index()
+        index = store._recall_index.ensure_index()
         assert index.half and index.rows is not None
         assert "" in index.rows.column("text_sha256").to_pylist()  # left out
         rows = index.rows_at(range(index.size))

@@ -124,7 +124,7 @@ def test_recall_over_sign_bits_with_every_candidate_is_exact_recall(
         store.add_many([" ".join(rng.choices(words, k=rng.randint(3, 9)))
                         for _ in range(400)])
         exact = _recalls(store, queries, k=400)
-        assert store._recall.ensure_index().vectors.dtype == np.float32
+        assert store._recall_index.ensure_index().vectors.dtype == np.float32
     monkeypatch.setattr(RecallIndex, "SIGN_BITS_FROM", 0)
     monkeypatch.setattr(RecallIndex, "SIGN_CANDIDATES", 10_000)
     with MemoryStore(tmp_path / "db", embedder="hashing") as store:
@@ -134,7 +134,7 @@ def test_recall_over_sign_bits_with_every_candidate_is_exact_recall(
             assert all(abs(s - score[i]) < 3e-3 for i, s in got)
             assert all(score[i] >= tenth - 5e-3 for i, _ in got)
             assert {i for i, s in want if s > tenth + 5e-3} <= {i for i, _ in got}
-        assert store._recall.ensure_index().vectors.dtype == np.uint16
+        assert store._recall_index.ensure_index().vectors.dtype == np.uint16
         # the codes follow changes: a new memory is found, a forgotten one is not
         added = store.add("zebra quagga okapi")
         assert store.recall("zebra quagga okapi", k=1, preset="vector")[0].memory.id == added.id

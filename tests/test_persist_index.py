@@ -108,8 +108,8 @@ def saved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
             _fill(store)
             mark = store._ctx.engine.change_mark()
     with _open(path) as store:
-        store._recall.ensure_index()
-        assert store._recall._saved.mark == mark  # written when the store closed
+        store._recall_index.ensure_index()
+        assert store._recall_index._saved.mark == mark  # written when the store closed
     yield path
 
 
@@ -143,14 +143,14 @@ def _same(a: Any, b: Any, where: str = "index") -> None:
 
 
 def _index(store: MemoryStore) -> RecallIndex:
-    return store._recall.ensure_index()
+    return store._recall_index.ensure_index()
 
 
 def test_the_file_holds_the_index_as_it_is(tmp_path: Path) -> None:
     with _open(tmp_path / "db") as store:
         _fill(store)
         index = _index(store)
-        saved = store._recall._saved
+        saved = store._recall_index._saved
         saved._write(index, store._ctx.engine.change_mark())
         path = saved.path()
         assert path is not None
@@ -199,7 +199,7 @@ def test_closing_writes_the_file_again_once_enough_changed(saved: Path) -> None:
     assert (saved / FILE_NAME).stat().st_mtime_ns != before
     with _open(saved) as store:  # the file is current: nothing to catch up on
         _index(store)
-        assert store._recall._saved.mark == store._ctx.engine.change_mark()
+        assert store._recall_index._saved.mark == store._ctx.engine.change_mark()
 
 
 def _flip(path: Path, at: int) -> None:
@@ -228,8 +228,8 @@ def test_a_damaged_file_is_rebuilt_with_a_warning(saved: Path, damage: str,
                for r in caplog.records), caplog.text
     assert answers == _fresh(saved)
     with _open(saved) as store:  # the file was written again, whole
-        store._recall.ensure_index()
-        assert store._recall._saved.mark is not None
+        store._recall_index.ensure_index()
+        assert store._recall_index._saved.mark is not None
 
 
 def test_another_stores_file_is_not_read(saved: Path, tmp_path: Path,
@@ -285,7 +285,7 @@ def test_a_forget_leaves_no_trace_in_the_file_even_before_the_store_closes(
     with _open(saved) as store:
         gone = store.add(f"{secret} keeps the spare key under the lake house mat", owner="ana")
         store.recall("spare key lake house", k=2)
-        store._recall._saved._write(_index(store), store._ctx.engine.change_mark())
+        store._recall_index._saved._write(_index(store), store._ctx.engine.change_mark())
     assert secret.lower().encode() in (saved / FILE_NAME).read_bytes().lower()  # the trap
     with _open(saved) as store:
         if loaded:

@@ -79,7 +79,7 @@ def test_serve_loads_the_model_and_index_before_it_listens(
 
     def warm(self: MemoryStore) -> None:
         real_warm(self)
-        events.append(("warm", self._recall._index is not None))
+        events.append(("warm", self._recall_index.current is not None))
 
     def run(self: uvicorn.Server, sockets: object = None) -> None:
         events.append(("listen", True))

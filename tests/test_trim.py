@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from graphmem import MemoryStore, Settings
-from graphmem._store import _recall as _component
+from graphmem._store import _recall_index as _component
 from graphmem._trim import release_freed_memory
 
 

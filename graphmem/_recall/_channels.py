@@ -32,7 +32,7 @@ from ._fusion import competition_ranks
 from ._index import RecallIndex
 from ._walk import hop_expansion, local_ppr
 
-__all__ = ["Channel", "Fusion", "Query", "Ranking", "run_channels", "top"]
+__all__ = ["Channel", "Fusion", "Query", "Ranking", "lexical_neighbours", "run_channels", "top"]
 
 Ranking = list[tuple[int, float]]
 
@@ -541,3 +541,15 @@ def top(scores: np.ndarray, mask: np.ndarray, n: int, *, positive: bool) -> Rank
         best = best[np.argpartition(-scores[best], n - 1)[:n]]
     best = best[np.lexsort((best, -scores[best]))]
     return [(int(p), float(scores[p])) for p in best.tolist()]
+
+
+def lexical_neighbours(index: RecallIndex, text: str, *, owner: str | None,
+                       eligible: np.ndarray, limit: int) -> list[str]:
+    """Ids of the ``limit`` best full-text matches of ``text`` among the ``eligible``
+    positions (scored with ``owner``'s statistics)."""
+    n = index.size
+    if n == 0:
+        return []
+    scores = np.where(eligible[:n], index.bm25.scores(text, n,
+                                                        group=index.owner_group(owner)), 0.0)
+    return [index.ids[int(p)] for p in np.argsort(-scores)[:limit] if scores[p] > 0]

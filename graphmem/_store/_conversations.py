@@ -30,10 +30,11 @@ from .._extract._rules import (
 from .._input import MAX_TEXT, MemoryInput
 from .._models import STATUS_CODE, ChangeType, Edge, EventType, Kind, Memory, Status
 from .._ollama import OllamaGenerator
+from .._recall._channels import lexical_neighbours
 from .._recall._index import ASSISTANT_TAG
 from .._time import new_memory_id, parse_iso, to_utc
 from ._memories import Memories
-from ._recall import Recall
+from ._recall_index import IndexSync
 from ._transitions import Transitions
 
 __all__ = ["AddResult", "Conversations", "Extractor"]
@@ -90,11 +91,11 @@ class _Found:
 class Conversations:
     """Turning conversations into memories, and linking what they mention."""
 
-    def __init__(self, ctx: StoreContext, memories: Memories, recall: Recall,
+    def __init__(self, ctx: StoreContext, memories: Memories, index: IndexSync,
                  transitions: Transitions) -> None:
         self._ctx = ctx
         self._memories = memories
-        self._recall = recall
+        self._index = index
         self._transitions = transitions
         self._links: LinkIndex | None = None
         ctx.on_change(self._on_change)
@@ -352,7 +353,7 @@ class Conversations:
     def _recent_statements(self, owner: str | None, limit: int = 40) -> list[Statement]:
         """The owner's latest current statements (active or candidate), most recent
         first: what a correction may replace."""
-        index = self._recall.ensure_index()
+        index = self._index.ensure_index()
         n = index.size
         if n == 0:
             return []
@@ -378,7 +379,7 @@ class Conversations:
         memory's context, so the comparison is text to text: the best BM25 matches of the
         owner's current memories are embedded again, without context, and compared by
         cosine."""
-        index = self._recall.ensure_index()
+        index = self._index.ensure_index()
         n = index.size
         if n == 0:
             return {}, {}
@@ -394,8 +395,8 @@ class Conversations:
         duplicates: dict[int, str] = {}
         reinforced: dict[int, tuple[str, float]] = {}
         for row, text in enumerate(texts):
-            top = self._recall.lexical_neighbours(text, owner=owner, eligible=eligible,
-                                                  limit=_SIMILAR)
+            top = lexical_neighbours(index, text, owner=owner, eligible=eligible,
+                                     limit=_SIMILAR)
             if not top:
                 continue
             others = self._memories.get_many(top)

@@ -1,4 +1,5 @@
-"""Memories: every write path that creates or edits memories and edges, and the reads.
+"""Memories: every write path that creates or edits memories and edges (and re-embeds them
+all with another model, ``reembed``), and the reads.
 
 Each write validates everything, derives what the texts imply (``_derive``), builds one
 ``WriteBatch`` and commits it: a call that fails leaves nothing behind.
@@ -13,7 +14,16 @@ from typing import Any, Unpack
 import numpy as np
 
 from .._context import Changed, StoreContext, progress
-from .._derive import Derived, TextItem, derive_fields, lifecycle_event, new_memory, patch_of
+from .._derive import (
+    Derived,
+    TextItem,
+    derive_fields,
+    embedding_head,
+    lifecycle_event,
+    new_memory,
+    patch_of,
+)
+from .._embed import Embedder, embed_memories
 from .._engine import EDGE_KINDS, EdgeRecord, EventQuery, Link, NewMemory, Patch, WriteBatch
 from .._errors import ConflictError, InvalidInputError, RecordError
 from .._input import (
@@ -543,6 +553,31 @@ class Memories:
         ends = [e.src for e in merged_edges] + [e.dst for e in merged_edges]
         self.commit(WriteBatch(patches=list(patches), merged_edges=list(merged_edges)),
                      changed=ids, edges=ends)
+
+    # -- switching models --------------------------------------------------------------
+    def reembed(self, embedder: Embedder | str, *, batch_size: int = 256,
+                progress_bar: bool = False) -> int:
+        """Re-embed every memory with another model and make it the store's model.
+
+        Returns the number of memories embedded.
+        """
+        ctx = self._ctx
+        chosen = ctx.make_embedder(embedder)
+        table = ctx.engine.scan(["id", "subject", "text", "context", "status"]).table
+        rows = [r for r in table.to_pylist() if r["status"] != Status.FORGOTTEN.value]
+        bar = progress(len(rows), "re-embedding", progress_bar)
+        for start in range(0, len(rows), batch_size):
+            chunk = rows[start:start + batch_size]
+            vectors = embed_memories(chosen, [embedding_head(r["subject"], r["text"])
+                                              for r in chunk], [r["context"] for r in chunk])
+            with ctx.lock:
+                ctx.engine.set_vectors({r["id"]: v for r, v in zip(chunk, vectors, strict=True)})
+            bar.update(len(chunk))
+        bar.close()
+        with ctx.lock:
+            ctx.switch_embedder(chosen)
+            ctx.changed(Changed([], bulk=True))
+        return len(rows)
 
 
 def _checked_updates(fields: Mapping[str, Any]) -> dict[str, Any]:

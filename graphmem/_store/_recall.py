@@ -1,10 +1,10 @@
-"""Recall: the in-process index kept in sync with the store, ``recall`` over it, retrieval
-feedback, and switching embedding models (``reembed``)."""
+"""Recall: ``recall`` over the index that ``IndexSync`` keeps (the query through the
+channels, fusion and ACT-R to hits, their explanations, the accesses they record), and
+retrieval feedback."""
 
 from __future__ import annotations
 
 import collections
-import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -13,11 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from .._arrow import to_pylist
-from .._context import Changed, StoreContext, progress
-from .._derive import embedding_head, lifecycle_event, patch_of
-from .._embed import Embedder, embed_memories
-from .._engine import EdgeRecord, Patch, memory_from_fields
+from .._context import Changed, StoreContext
+from .._derive import lifecycle_event, patch_of
+from .._engine import EdgeRecord, Patch
 from .._errors import ConflictError, InvalidInputError, StoreError
 from .._input import RecallWindow, check_unit, recall_window
 from .._learn._features import Candidates, capture
@@ -26,29 +24,20 @@ from .._models import ChangeType, EventType, Kind, Memory, Status, parse_kind
 from .._recall._access import AccessRow, AccessWriter
 from .._recall._channels import Query, actr_terms, run_channels
 from .._recall._config import RecallConfig, resolve_preset
-from .._recall._entities import EntityIndex
 from .._recall._hits import ActivationInfo, ChannelRank, Explanation, Hit, LearnedInfo
-from .._recall._index import ACCESS_FIELDS, INDEX_FIELDS, RecallIndex
+from .._recall._index import RecallIndex
 from .._recall._query import asks_about_assistant
 from .._records import patched_memory
-from .._sync import Gate
 from .._time import to_utc
-from .._trim import release_freed_memory
 from ._memories import Memories
-from ._saved_index import SavedIndex
+from ._recall_index import IndexSync
+from ._row_cache import RowCache
 from ._transitions import Transitions
 
 __all__ = ["Recall"]
 
 MAX_QUERY = 10_000
-#: Edges are refreshed per memory up to this many ids; beyond, all edges are reloaded.
-_EDGE_REFRESH_LIMIT = 20
-#: an index of this many memories or more gives its build's temporaries back (``_trim``)
-_TRIM_FROM = 100_000
 _RECENT_RECALLS = 256
-#: What the index build reads: its own fields and the rest of each memory's (the rows
-#: hits are made from), then the vectors.
-ROW_FIELDS = [*INDEX_FIELDS, *(f for f in Memory.model_fields if f not in INDEX_FIELDS)]
 
 
 @dataclass
@@ -59,28 +48,19 @@ class _RecallRecord:
 
 
 class Recall:
-    """Ranking over the recall index; the index follows every commit (``on_change``)."""
+    """Ranking over the recall index (``IndexSync``'s), and feedback on what it found."""
 
-    def __init__(self, ctx: StoreContext, memories: Memories, transitions: Transitions
-                 ) -> None:
+    def __init__(self, ctx: StoreContext, memories: Memories, transitions: Transitions,
+                 index: IndexSync, rows: RowCache) -> None:
         self._ctx = ctx
         self._memories = memories
         self._transitions = transitions
-        self._index: RecallIndex | None = None
-        #: the index kept in a file beside the store (``_saved_index``)
-        self._saved = SavedIndex(ctx, ROW_FIELDS)
-        self._index_gate = Gate()
-        self._index_build = threading.Lock()
-        self._cache: collections.OrderedDict[str, Memory] = collections.OrderedDict()
-        self._cache_lock = threading.Lock()
+        self._index = index
+        self._rows = rows
         self._recent: collections.deque[_RecallRecord] = collections.deque(
             maxlen=_RECENT_RECALLS)
         self._access = AccessWriter(lambda records: ctx.engine.record_access(records))
         self._workers: ThreadPoolExecutor | None = None
-        self._inflight: dict[str, Future[Memory | None]] = {}
-        self._epoch = 0
-        self._bulk_epoch = 0
-        self._changed_at: dict[str, int] = {}
         #: recent recalls' candidates, for the feedback that teaches the learned ranker
         self.samples = SampleLog(_RECENT_RECALLS)
         #: the learned ranker (``graphmem._learn``) for configurations with ``learned``
@@ -95,157 +75,15 @@ class Recall:
             self._workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="graphmem")
         return self._workers
 
-    # -- keeping derived state in sync -----------------------------------------------
+    # -- accesses ---------------------------------------------------------------------
     def _on_change(self, change: Changed) -> None:
-        ids = change.ids
-        with self._cache_lock:
-            self._epoch += 1
-            if not self._inflight:  # only fetches under way need to know what changed
-                self._changed_at.clear()
-            for memory_id in ids:
-                self._cache.pop(memory_id, None)
-                self._changed_at[memory_id] = self._epoch
-            if change.bulk:
-                self._cache.clear()
-                self._bulk_epoch = self._epoch
         if change.removed:
-            for memory_id in ids:
+            for memory_id in change.ids:
                 self._access.discard(memory_id)
-            self._saved.discard()
-        index = self._index
-        if index is None:
-            return
-        if change.bulk:
-            self._index = None
-            return
-        if change.access_only:
-            rows = self._ctx.engine.scan(list(ACCESS_FIELDS), ids=list(ids)).table
-            with self._index_gate.exclusive():
-                index.set_access(to_pylist(rows))
-            return
-        with self._index_gate.exclusive():
-            if change.patched is not None and not change.foreign:
-                # Fields set, nothing said or mentioned anew: the commit hands them over
-                # (an importance bump cost 590 ms at 4k memories and 9k facts when it
-                # read every fact again, measured by eval.bench_writes).
-                for memory_id in ids:
-                    if not index.patch(memory_id, change.patched.get(memory_id, {})):
-                        scan = self._ctx.engine.scan([*INDEX_FIELDS, "vector"],
-                                                     ids=[memory_id])
-                        index.upsert(to_pylist(scan.table), scan.vectors, scan.has_vector)
-                return
-            if not change.edges_only:
-                if change.new and len(change.new) == len(ids):
-                    vectors = change.vectors or {}
-                    index.upsert([{f: getattr(m, f) for f in INDEX_FIELDS} for m in change.new],
-                                 [vectors.get(m.id) for m in change.new])
-                else:
-                    scan = self._ctx.engine.scan([*INDEX_FIELDS, "vector"], ids=list(ids))
-                    index.upsert(to_pylist(scan.table), scan.vectors, scan.has_vector)
-                self._refresh_graph(index, ids, reread=change.removed)
-            if change.edges_only or change.removed:
-                self._refresh_edges(index, ids)
-
-    def _load_edges(self, index: RecallIndex) -> None:
-        for kind in ("references", "co_occurs"):
-            arrays = self._ctx.engine.edge_arrays(kind)
-            index.set_edges(kind, arrays.src, arrays.dst, arrays.weight)
-
-    def _refresh_edges(self, index: RecallIndex, ids: Sequence[str]) -> None:
-        if len(ids) > _EDGE_REFRESH_LIMIT:
-            self._load_edges(index)
-            return
-        for memory_id in ids:
-            links = self._ctx.engine.links_of(memory_id) if memory_id in index.pos else []
-            for kind in ("references", "co_occurs"):
-                index.replace_edges_of(kind, memory_id,
-                                       [(x.other, x.weight) for x in links if x.kind == kind])
-
-    def ensure_index(self) -> RecallIndex:
-        """The index: on first use read from its file and caught up with the store, or
-        built from one scan (``_saved_index``)."""
-        index = self._index
-        if index is not None:
-            return index
-        with self._index_build:
-            if self._index is None:
-                self._saved.open(self._build, self._adopt, self._on_change)
-            assert self._index is not None
-            return self._index
-
-    def _adopt(self, index: RecallIndex | None) -> None:
-        self._index = index
-
-    def _build(self) -> RecallIndex:
-        """The index, built from one scan of the store."""
-        engine = self._ctx.engine
-        # Where sign bits pick the candidates, the vectors are kept at half
-        # precision (bfloat16) and read from the store at half (float16): at 1M
-        # memories 0.7 GB instead of 1.5 GB, and never both at once.
-        half = RecallIndex.uses_sign_bits_at(engine.memory_count(),
-                                             self._ctx.settings.sign_bits_from)
-        built = RecallIndex(self._ctx.vector_dim(), half=half)
-        built.sign_bits_from = self._ctx.settings.sign_bits_from
-        scan = engine.scan([*ROW_FIELDS, "vector"],
-                           vector_dtype=np.float16 if half else np.float32)
-        built.load(scan.table.select(list(INDEX_FIELDS)), scan.vectors,
-                   scan.has_vector)
-        built.set_rows(scan.table)
-        del scan
-        self._load_edges(built)
-        self._load_graph(built)
-        if built.size >= _TRIM_FROM:
-            release_freed_memory()  # the build's temporaries
-        return built
-
-    def _load_graph(self, index: RecallIndex) -> None:
-        """Entities, who mentions them, and facts: the knowledge graph beside the index."""
-        engine = self._ctx.engine
-        graph = index.entities
-        graph.add_entities(engine.entities(all_owners=True))
-        graph.add_mentions(engine.mentions(), index.pos)
-        graph.set_facts(engine.facts(all_owners=True))
-
-    def _refresh_graph(self, index: RecallIndex, ids: Sequence[str], *,
-                       reread: bool = False) -> None:
-        """The mentions of these memories again, entities they bring, facts; with
-        ``reread`` (they were forgotten) the entities they mentioned are read again too,
-        as forget leaves them their other memories' names alone."""
-        engine = self._ctx.engine
-        graph = index.entities
-        if len(ids) > _EDGE_REFRESH_LIMIT:  # many changed: load it all again
-            fresh = EntityIndex()
-            fresh.times = graph.times  # kept by ``upsert``
-            index.entities = fresh
-            self._load_graph(index)
-            return
-        mentions = engine.mentions(memory_ids=list(ids))
-        named = sorted({m.entity_id for m in mentions})
-        if named:  # new entities, and known ones a commit renamed or gave an alias
-            graph.add_entities([e for e in engine.entities(ids=named) if graph.differs(e)])
-        before = {e for memory_id in ids if memory_id in index.pos
-                  for e in graph.mentioned(index.pos[memory_id])}
-        for memory_id in ids:
-            pos = index.pos.get(memory_id)
-            if pos is not None:
-                graph.set_mentions(pos, [(graph.pos[m.entity_id], m.weight) for m in mentions
-                                         if m.memory_id == memory_id and m.entity_id in graph.pos])
-        if reread and before:
-            graph.add_entities(engine.entities(ids=[graph.ids[e] for e in sorted(before)]))
-        for entity in before:
-            if not graph.memories_of.get(entity):  # no memory mentions it any more
-                graph.remove_entity(graph.ids[entity])
-        graph.set_facts(engine.facts(all_owners=True))
 
     def _flush_pending(self) -> None:
         if self._access.pending:
             self.flush()
-
-    def drop_caches(self) -> None:
-        """Forget the cached rows of recalled memories (benchmarks measure cold recalls
-        this way; the recall index itself stays)."""
-        with self._cache_lock:
-            self._cache.clear()
 
     def flush(self) -> None:
         """Wait until recall's access records are written (``close`` does this too)."""
@@ -256,9 +94,6 @@ class Recall:
 
     def close(self) -> None:
         self._access.close()
-        index, self._index = self._index, None  # a second close saves nothing
-        if index is not None:
-            self._saved.close(index, self._index_gate)
         if self._workers is not None:
             self._workers.shutdown(wait=True)
             self._workers = None
@@ -317,12 +152,13 @@ class Recall:
         when = to_utc(as_of) if as_of is not None else None
         self._ctx.sync()  # what other processes committed (a shared engine)
         qvec: Future[np.ndarray] | None = None
-        if config.active("vector") and (self._index is None or self._index.size):
+        current = self._index.current
+        if config.active("vector") and (current is None or current.size):
             # submitted before the index is built, so a first recall (a one-shot command)
             # loads the model while it scans
             qvec = self._pool().submit(lambda: self._ctx.embed_query([query])[0])
-        index = self.ensure_index()
-        with self._index_gate.shared():
+        index = self._index.ensure_index()
+        with self._index.gate.shared():
             hits, positions, candidates = self._rank(index, query, qvec, config, k=k,
                                                      owner=owner, kinds=kind_names,
                                                      as_of=when,
@@ -332,8 +168,9 @@ class Recall:
                                                      min_relative=min_relative)
             if record_access and hits and not self._ctx.engine.read_only:
                 self._record(index, positions)
-        self._prefetch([index.ids[pos] for pos, _ in hits])
-        snapshot = self._from_snapshot(index, [pos for pos, _ in hits])
+        self._rows.prefetch([index.ids[pos] for pos, _ in hits], self._index.current,
+                           self._pool())
+        snapshot = self._rows.from_snapshot(index, [pos for pos, _ in hits])
         result = [self._hit(index, pos, rank, explanation, snapshot.get(pos))
                   for rank, (pos, explanation) in enumerate(hits, start=1)]
         self._recent.append(_RecallRecord(query, [h.memory.id for h in result]))
@@ -434,69 +271,16 @@ class Recall:
             for p in positions}
         self._access.submit(rows)
 
-    def _from_snapshot(self, index: RecallIndex, positions: Sequence[int]
-                       ) -> dict[int, Memory]:
-        """The hits that neither the row cache holds nor a fetch brings, materialised
-        from the index snapshot together."""
-        with self._cache_lock:
-            wanted = [p for p in positions if index.ids[p] not in self._cache
-                      and index.ids[p] not in self._inflight]
-        return {pos: memory_from_fields(row) for pos, row in index.rows_at(wanted).items()}
-
     def _hit(self, index: RecallIndex, pos: int, rank: int, explanation: Explanation,
              memory: Memory | None = None) -> Hit:
         if memory is None:
-            memory = self._cached(index.ids[pos])
+            memory = self._rows.get(index.ids[pos], self._index.current)
         memory = memory.model_copy(update={
             "access_count": int(index.access_count[pos]),
             "last_accessed": index.last_accessed[pos],
             "access_times": index.access_times[pos],
         })
         return Hit(memory=memory, score=explanation.final, rank=rank, explanation=explanation)
-
-    def _prefetch(self, ids: Sequence[str]) -> None:
-        """Start fetching, in parallel, the hits' rows that neither the index snapshot nor
-        the cache holds and that are not on their way already."""
-        index = self._index
-        if index is not None:
-            ids = [i for i in ids if not index.has_row(index.pos.get(i, index.size))]
-        with self._cache_lock:
-            wanted = [i for i in dict.fromkeys(ids)
-                      if i not in self._cache and i not in self._inflight]
-            for memory_id in wanted:
-                self._inflight[memory_id] = self._pool().submit(self._fetch, memory_id)
-
-    def _fetch(self, memory_id: str) -> Memory | None:
-        with self._cache_lock:
-            started = self._epoch
-        memory = self._ctx.engine.get(memory_id)
-        with self._cache_lock:
-            # A change committed while this row was read makes the row stale: do not cache.
-            stale = max(self._changed_at.get(memory_id, 0), self._bulk_epoch) > started
-            if memory is not None and not stale:
-                self._cache[memory_id] = memory
-                while len(self._cache) > self._ctx.settings.row_cache_size:
-                    self._cache.pop(next(iter(self._cache)))
-            self._inflight.pop(memory_id, None)
-        return memory
-
-    def _cached(self, memory_id: str) -> Memory:
-        with self._cache_lock:
-            memory = self._cache.get(memory_id)
-            if memory is not None:
-                self._cache.move_to_end(memory_id)
-                return memory
-            pending = self._inflight.get(memory_id)
-        if pending is not None:
-            memory = pending.result()
-        else:
-            index = self._index
-            pos = index.pos.get(memory_id) if index is not None else None
-            row = index.row(pos) if index is not None and pos is not None else None
-            memory = memory_from_fields(row) if row is not None else self._fetch(memory_id)
-        if memory is None:
-            raise StoreError(f"memory {memory_id} vanished during recall")
-        return memory
 
     # -- feedback ---------------------------------------------------------------------
     def feedback(self, memory_id: str, *, useful: bool, query: str | None = None,
@@ -517,7 +301,7 @@ class Recall:
             raise ConflictError(f"memory {memory_id} was forgotten")
         now = ctx.now()
         # the feedback itself, with what the learned ranker learns from (``_learn``)
-        with self._index_gate.shared():
+        with self._index.gate.shared():
             sample = self.samples.metadata(memory_id, useful=useful, query=query)
         event = lifecycle_event(memory_id, EventType.FEEDBACK, from_state=memory.status.value,
                                 to_state=memory.status.value,
@@ -565,43 +349,6 @@ class Recall:
             if memory_id in record.ids and (query is None or record.query == query):
                 return record
         return None
-
-    def lexical_neighbours(self, text: str, *, owner: str | None, eligible: np.ndarray,
-                           limit: int) -> list[str]:
-        """Ids of the ``limit`` best full-text matches of ``text`` among the ``eligible``
-        positions (scored with ``owner``'s statistics)."""
-        index = self.ensure_index()
-        n = index.size
-        if n == 0:
-            return []
-        scores = np.where(eligible[:n], index.bm25.scores(text, n,
-                                                            group=index.owner_group(owner)), 0.0)
-        return [index.ids[int(p)] for p in np.argsort(-scores)[:limit] if scores[p] > 0]
-
-    # -- switching models -------------------------------------------------------------
-    def reembed(self, embedder: Embedder | str, *, batch_size: int = 256,
-                progress_bar: bool = False) -> int:
-        """Re-embed every memory with another model and make it the store's model.
-
-        Returns the number of memories embedded.
-        """
-        ctx = self._ctx
-        chosen = ctx.make_embedder(embedder)
-        table = ctx.engine.scan(["id", "subject", "text", "context", "status"]).table
-        rows = [r for r in table.to_pylist() if r["status"] != Status.FORGOTTEN.value]
-        bar = progress(len(rows), "re-embedding", progress_bar)
-        for start in range(0, len(rows), batch_size):
-            chunk = rows[start:start + batch_size]
-            vectors = embed_memories(chosen, [embedding_head(r["subject"], r["text"])
-                                              for r in chunk], [r["context"] for r in chunk])
-            with ctx.lock:
-                ctx.engine.set_vectors({r["id"]: v for r, v in zip(chunk, vectors, strict=True)})
-            bar.update(len(chunk))
-        bar.close()
-        with ctx.lock:
-            ctx.switch_embedder(chosen)
-            ctx.changed(Changed([], bulk=True))
-        return len(rows)
 
 
 def _check_query(query: Any) -> str:

@@ -49,7 +49,7 @@ __all__ = ["FILE_NAME", "SavedIndex"]
 
 FILE_NAME = "recall.index"
 #: Memories read again per notification while catching up: beyond 20 ids the index's
-#: refreshes reload every edge and the whole knowledge graph (``Recall._refresh_edges``).
+#: refreshes reload every edge and the whole knowledge graph (``IndexSync._refresh_edges``).
 _CHUNK = 20
 #: Changed memories past which closing the store writes the file again: reading each
 #: again when the store next opens costs ~1-3 ms (a Kuzu lookup by id).
@@ -68,11 +68,11 @@ def catch_up_limit(size: int) -> int:
 
 
 class SavedIndex:
-    """The recall index file of one store, read, caught up and written by ``Recall``."""
+    """The recall index file of one store, read, caught up and written by ``IndexSync``."""
 
     def __init__(self, ctx: StoreContext, row_fields: Sequence[str]) -> None:
         self._ctx = ctx
-        #: the fields of the index's row snapshot (``Recall``'s)
+        #: the fields of the index's row snapshot (``IndexSync``'s)
         self._row_fields = list(row_fields)
         self._path: Path | None = None
         self._located = False

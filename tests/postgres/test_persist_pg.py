@@ -23,7 +23,7 @@ def test_processes_on_one_database_share_the_index(pg_url: str, tmp_path: Path,
     with _open(pg_url, index_dir) as first:
         _fill(first)  # builds the index and writes it; its forget deletes the file
         assert no_build == [1] and not list(Path(index_dir).glob(f"*.{FILE_NAME}"))
-        first._recall._saved._write(first._recall.ensure_index(),
+        first._recall_index._saved._write(first._recall_index.ensure_index(),
                                     first._ctx.engine.change_mark())  # as closing would
         [saved] = Path(index_dir).glob(f"*.{FILE_NAME}")
         with _open(pg_url, index_dir) as second:  # a sidecar started beside the first
@@ -43,6 +43,6 @@ def test_processes_on_one_database_share_the_index(pg_url: str, tmp_path: Path,
     with _open(pg_url, index_dir) as third:
         answers = _answers(third)
         assert len(no_build) == built, "the third process built its index"
-        assert third._recall._saved.path() == saved
+        assert third._recall_index._saved.path() == saved
     with _open(pg_url, index_dir, persist_index=False) as fresh:
         assert answers == _answers(fresh)

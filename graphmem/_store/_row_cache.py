@@ -1,0 +1,104 @@
+"""The rows recall's hits are made from: the memories recently recalled, kept in a small
+cache that follows every commit; the others come from the index's row snapshot or are
+fetched from the store, two at a time, while the hits are put together."""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from .._context import Changed, StoreContext
+from .._engine import memory_from_fields
+from .._errors import StoreError
+from .._models import Memory
+from .._recall._index import RecallIndex
+
+__all__ = ["RowCache"]
+
+
+class RowCache:
+    """Memory rows for hits, cached (least recently used first out) and never stale: a
+    commit drops the rows it changed, and a fetch that a commit overtook is not kept."""
+
+    def __init__(self, ctx: StoreContext) -> None:
+        self._ctx = ctx
+        self._cache: collections.OrderedDict[str, Memory] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self._inflight: dict[str, Future[Memory | None]] = {}
+        self._epoch = 0
+        self._bulk_epoch = 0
+        self._changed_at: dict[str, int] = {}
+        ctx.on_change(self._on_change)
+
+    def _on_change(self, change: Changed) -> None:
+        with self._lock:
+            self._epoch += 1
+            if not self._inflight:  # only fetches under way need to know what changed
+                self._changed_at.clear()
+            for memory_id in change.ids:
+                self._cache.pop(memory_id, None)
+                self._changed_at[memory_id] = self._epoch
+            if change.bulk:
+                self._cache.clear()
+                self._bulk_epoch = self._epoch
+
+    def drop_caches(self) -> None:
+        """Forget the cached rows of recalled memories (benchmarks measure cold recalls
+        this way; the recall index itself stays)."""
+        with self._lock:
+            self._cache.clear()
+
+    def prefetch(self, ids: Sequence[str], index: RecallIndex | None,
+                 pool: ThreadPoolExecutor) -> None:
+        """Start fetching, in parallel, the hits' rows that neither the index snapshot nor
+        the cache holds and that are not on their way already."""
+        if index is not None:
+            ids = [i for i in ids if not index.has_row(index.pos.get(i, index.size))]
+        with self._lock:
+            wanted = [i for i in dict.fromkeys(ids)
+                      if i not in self._cache and i not in self._inflight]
+            for memory_id in wanted:
+                self._inflight[memory_id] = pool.submit(self._fetch, memory_id)
+
+    def from_snapshot(self, index: RecallIndex, positions: Sequence[int]
+                      ) -> dict[int, Memory]:
+        """The hits that neither the row cache holds nor a fetch brings, materialised
+        from the index snapshot together."""
+        with self._lock:
+            wanted = [p for p in positions if index.ids[p] not in self._cache
+                      and index.ids[p] not in self._inflight]
+        return {pos: memory_from_fields(row) for pos, row in index.rows_at(wanted).items()}
+
+    def get(self, memory_id: str, index: RecallIndex | None) -> Memory:
+        """The memory's row: cached, on its way, in ``index``'s snapshot, or read now."""
+        with self._lock:
+            memory = self._cache.get(memory_id)
+            if memory is not None:
+                self._cache.move_to_end(memory_id)
+                return memory
+            pending = self._inflight.get(memory_id)
+        if pending is not None:
+            memory = pending.result()
+        else:
+            pos = index.pos.get(memory_id) if index is not None else None
+            row = index.row(pos) if index is not None and pos is not None else None
+            memory = memory_from_fields(row) if row is not None else self._fetch(memory_id)
+        if memory is None:
+            raise StoreError(f"memory {memory_id} vanished during recall")
+        return memory
+
+    def _fetch(self, memory_id: str) -> Memory | None:
+        with self._lock:
+            started = self._epoch
+        memory = self._ctx.engine.get(memory_id)
+        with self._lock:
+            # A change committed while this row was read makes the row stale: do not cache.
+            stale = max(self._changed_at.get(memory_id, 0), self._bulk_epoch) > started
+            if memory is not None and not stale:
+                self._cache[memory_id] = memory
+                while len(self._cache) > self._ctx.settings.row_cache_size:
+                    self._cache.pop(next(iter(self._cache)))
+            self._inflight.pop(memory_id, None)
+        return memory
