@@ -25,6 +25,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,13 +78,22 @@ def main() -> None:
 
 
 def _ingest(conversations: list, spec: str) -> tuple[float, Any]:
+    def feed(store: MemoryStore) -> None:
+        for conversation in conversations:
+            ingest_conversation(store, conversation, owner=conversation.sample_id)
+
+    return _timed(spec, feed)
+
+
+def _timed(spec: str, feed: Callable[[MemoryStore], object]) -> tuple[float, Any]:
+    """Seconds ``feed`` takes to fill a fresh store (the model loaded first), and the
+    store's stats after it."""
     work = Path(tempfile.mkdtemp(prefix="graphmem-ingest-"))
     try:
         with MemoryStore(work / "db", embedder=spec) as store:
             store.embed(["warm up"])
             start = time.perf_counter()
-            for conversation in conversations:
-                ingest_conversation(store, conversation, owner=conversation.sample_id)
+            feed(store)
             total = time.perf_counter() - start
             return total, store.stats()
     finally:
@@ -103,20 +113,10 @@ def chats(path: Path, spec: str, repeats: int) -> None:
     start = time.perf_counter()
     model.embed(texts)
     encode = time.perf_counter() - start
-    runs = []
-    for _ in range(repeats):
-        work = Path(tempfile.mkdtemp(prefix="graphmem-ingest-chats-"))
-        try:
-            with MemoryStore(work / "db", embedder=spec) as store:
-                store.embed(["warm up"])
-                start = time.perf_counter()
-                for chat in loaded:
-                    ingest_chat(store, chat)
-                runs.append(time.perf_counter() - start)
-                memories = store.stats().memories
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-    total = statistics.median(runs)
+    runs = [_timed(spec, lambda store: [ingest_chat(store, chat) for chat in loaded])
+            for _ in range(repeats)]
+    memories = runs[-1][1].memories
+    total = statistics.median(seconds for seconds, _ in runs)
     print(f"{path.name}: {len(loaded)} chats, {len(texts)} messages, {memories} memories kept")
     print(f"  MiniLM encode of the messages:       {len(texts) / encode:6.1f} messages/s "
           f"({encode:.1f} s)")
