@@ -236,6 +236,13 @@ def _check_store_default(raw: str, path: Path) -> None:
 
 def libraries() -> list[Path]:
     """The directories of named queries registered under ``graphmem.named_queries``."""
+    return list(_registered())
+
+
+@cache
+def _registered() -> tuple[Path, ...]:
+    """``libraries()``, read once: scanning the installed distributions' entry points
+    costs about 18 ms, which every named query paid."""
     found = []
     for entry in sorted(entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
         directory = Path(entry.load())
@@ -243,7 +250,7 @@ def libraries() -> list[Path]:
             raise UnsupportedError(f"the named-query library {entry.name!r} ({entry.value}) "
                                    f"names {directory}, which is not a directory")
         found.append(directory)
-    return found
+    return tuple(found)
 
 
 @cache
