@@ -278,23 +278,16 @@ class Lifecycle:
         if memory.status is Status.FORGOTTEN:
             return RestoreResult(success=False, memory_id=memory_id, timestamp=now,
                                  error="forgotten memories cannot be restored")
-        metadata = {"undoes": event.event_id}
-        if event.event_type is EventType.PROMOTE:
-            self._transitions.transition(memory, kind=Kind(event.from_state),
-                                         event_type=EventType.RESTORE,
-                                         change_type=ChangeType.RESTORED,
-                                         reason=f"undo {event.reason}", metadata=metadata,
-                                         actor=actor)
-            current, restored = memory.kind.value, event.from_state
-        else:
-            self._transitions.transition(memory, status=Status(event.from_state),
-                                         event_type=EventType.RESTORE,
-                                         change_type=ChangeType.RESTORED,
-                                         reason=f"undo {event.reason}", metadata=metadata,
-                                         actor=actor)
-            current, restored = memory.status.value, event.from_state
+        # A promotion changed the kind; every other undoable event the status.
+        promoted = event.event_type is EventType.PROMOTE
+        self._transitions.transition(
+            memory, kind=Kind(event.from_state) if promoted else None,
+            status=None if promoted else Status(event.from_state),
+            event_type=EventType.RESTORE, change_type=ChangeType.RESTORED,
+            reason=f"undo {event.reason}", metadata={"undoes": event.event_id}, actor=actor)
+        current = memory.kind.value if promoted else memory.status.value
         return RestoreResult(success=True, memory_id=memory_id, undone=event.event_type.value,
-                             from_state=current, to_state=restored, timestamp=now)
+                             from_state=current, to_state=event.from_state, timestamp=now)
 
     def _metrics(self, memory: Memory, now: datetime) -> dict[str, Any]:
         return {"accessCount": memory.access_count, "importance": memory.importance,
