@@ -36,10 +36,9 @@ from ._errors import (
     StoreLockedError,
     UnsupportedError,
 )
-from ._extract import OllamaExtractor, RuleExtractor, extract_entities
 from ._facade import MemoryStore
 from ._input import MemoryInput
-from ._learn import ForecastInfo, LearnReport, RankerInfo
+from ._lazy import lazy_names as _lazy_names
 from ._lifecycle import (
     ArchiveResult,
     EvaluationResult,
@@ -67,7 +66,15 @@ from ._store._conversations import AddResult
 from ._time import format_iso, parse_iso
 
 if _typing.TYPE_CHECKING:
+    from ._extract import OllamaExtractor, RuleExtractor, extract_entities
+    from ._learn import ForecastInfo, LearnReport, RankerInfo
     from .client import Client
+
+# imported on first use: a process that recalls never loads the extractors or the
+# learning's reports
+__getattr__, __dir__ = _lazy_names(__name__, {
+    **dict.fromkeys(("OllamaExtractor", "RuleExtractor", "extract_entities"), "._extract"),
+    **dict.fromkeys(("ForecastInfo", "LearnReport", "RankerInfo"), "._learn")})
 
 __version__ = "0.1.0"
 

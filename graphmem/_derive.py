@@ -18,13 +18,11 @@ import numpy as np
 from ._embed import joint_text
 from ._engine import NewMemory, Patch
 from ._engine_rules import version_id
-from ._extract._rules import entities_of
 from ._input import MemoryInput
 from ._kg import (
     Fact,
     Mention,
     TimeMention,
-    extract_facts,
     extract_mentions,
     parse_times,
     person_speaker,
@@ -125,6 +123,8 @@ def extract(text: str, *, at: datetime | None, speaker: str | None,
     """Times, mentions and facts of one text (deterministic rules, ~0.2 ms a text; the
     facts from ``facts`` instead when given, e.g. an Ollama model's checked triples). A
     speaker who is a chat's role ("assistant") is nobody: no person, no first-person facts."""
+    from ._kg._patterns import extract_facts  # on first use: a recall never extracts
+
     speaker = person_speaker(speaker)
     times = parse_times(text, now=at)
     mentions = extract_mentions(text, now=at, times=times)
@@ -145,6 +145,8 @@ def derive_fields(embed: MemoryEmbed, items: Sequence[TextItem], *,
     knowledge graph takes from it (``extract``)."""
     if not items:
         return []
+    from ._extract._rules import entities_of  # on first use: a recall never derives
+
     vectors = embed([embedding_head(i.subject, i.text) for i in items],
                     [i.context for i in items])
     out = []

@@ -27,8 +27,6 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack
 
 import numpy as np
 
-from . import named
-from ._backup import BackupInfo, backup, restore
 from ._context import StoreContext, make_embedder
 from ._embed import Embedder
 from ._engine import EntityRecord as Entity
@@ -37,7 +35,6 @@ from ._engine import Link
 from ._engine import MentionRecord as Mention
 from ._errors import StoreLockedError
 from ._input import MemoryInput, UpdateFields
-from ._learn import LearnReport, RankerInfo, RankerModel
 from ._lifecycle import (
     ArchiveResult,
     EvaluationResult,
@@ -75,6 +72,9 @@ from .engines import open_engine
 
 if TYPE_CHECKING:
     import networkx as nx
+
+    from ._backup import BackupInfo
+    from ._learn import LearnReport, RankerInfo, RankerModel
 
 __all__ = ["MemoryStore"]
 
@@ -504,6 +504,8 @@ class MemoryStore:
         bound, read-only, in the store's query language; with ``owner``, an owner-scoped
         query confined to that owner. Rows are dicts (column -> value), or a DataFrame
         with ``as_dataframe=True``."""
+        from . import named
+
         return named.run(self, name, params, as_dataframe=as_dataframe, owner=owner)
 
     @_doc(Views.vectors)
@@ -523,6 +525,8 @@ class MemoryStore:
         Writers wait while it is taken; readers go on. ``MemoryStore.restore_backup``
         makes a new database from it.
         """
+        from ._backup import backup
+
         return backup(self._ctx, directory)
 
     @staticmethod
@@ -530,4 +534,6 @@ class MemoryStore:
                        *, settings: Settings | None = None) -> BackupInfo:
         """Create the database ``target`` (a new or empty directory) from a backup, after
         checking its manifest and checksums; an older schema is migrated."""
+        from ._backup import restore
+
         return restore(directory, target, settings=settings)

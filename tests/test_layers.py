@@ -17,8 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 #: The pure algorithms: texts and arrays in, results out; no store, no context.
 ALGORITHMS = {"_text", "_kg", "_extract", "_recall", "_learn", "_lifecycle"}
 #: What they may stand on: value types, errors, time, settings, the engine's record types,
-#: arrow helpers, a lock, the Ollama client. These import only each other.
-BASE = {"_errors", "_models", "_time", "_settings", "_arrow", "_sync", "_engine", "_ollama"}
+#: arrow helpers, a lock, the Ollama client, names imported on first use. These import
+#: only each other.
+BASE = {"_errors", "_models", "_time", "_settings", "_arrow", "_sync", "_engine", "_ollama",
+        "_lazy"}
 
 
 def _imported(tree: ast.AST, module: str, is_package: bool) -> Iterator[str]:

@@ -44,6 +44,47 @@ def test_import_and_a_one_shot_recall_load_no_heavy_module(tmp_path: Path) -> No
     assert _loaded("import graphmem\ngraphmem.connect('http://127.0.0.1:1')") == ["httpx"]
 
 
+#: graphmem's own modules a recall never runs (the extractors, the fact patterns, the
+#: learning's training, backups, named queries): imported on first use
+LAZY = ("graphmem._extract", "graphmem._kg._patterns", "graphmem._kg._ollama",
+        "graphmem._learn._forecast", "graphmem._learn._ranker", "graphmem._backup",
+        "graphmem.named", "graphmem.client")
+
+
+def _own(code: str, *args: str) -> tuple[list[str], subprocess.CompletedProcess[str]]:
+    """Which of ``LAZY`` a fresh process running ``code`` had imported when it ended."""
+    report = ("import atexit, json, sys\n"
+              f"atexit.register(lambda: print(json.dumps([m for m in {LAZY!r} "
+              "if m in sys.modules]), file=sys.stderr))\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GRAPHMEM_SIDECAR_URL", "GRAPHMEM_DB")}
+    done = subprocess.run([sys.executable, "-c", report + code, *args], capture_output=True,
+                          text=True, check=False, env={**env, "GRAPHMEM_EMBEDDER": "hashing"})
+    loaded: list[str] = json.loads(done.stderr.strip().splitlines()[-1])
+    return loaded, done
+
+
+def test_a_one_shot_recall_imports_none_of_what_it_never_runs(tmp_path: Path) -> None:
+    """``import graphmem`` and a one-shot ``graphmem recall`` leave the extractors,
+    training, backups and named queries unimported; they still come on first use. The
+    command ends without tearing the interpreter down, yet its exit handlers run, its
+    output is whole and its exit status is kept."""
+    db = tmp_path / "db"
+    with MemoryStore(db, embedder="hashing") as store:
+        store.add_many([f"note {i} about the orchard deploy" for i in range(50)])
+    assert _own("import graphmem")[0] == []
+    cli = "import sys\nfrom graphmem.cli import main\nsys.argv[0] = 'graphmem'\nmain()\n"
+    loaded, done = _own(cli, "--db", str(db), "recall", "orchard deploy", "-k", "50")
+    assert loaded == [] and done.returncode == 0
+    assert len(done.stdout.splitlines()) == 52  # the header, its rule and 50 hits
+    loaded, done = _own(cli, "--db", str(tmp_path / "missing"), "recall", "orchard")
+    assert done.returncode == 1 and done.stderr.startswith("error: no graphmem database")
+    assert _own(cli, "--db", str(db), "recall")[1].returncode == 2  # a usage error
+    used = ("import graphmem\nassert graphmem.RuleExtractor().extract('I moved to Oslo')\n"
+            "assert 'LearnReport' in dir(graphmem) and graphmem.LearnReport\n")
+    assert _own(used)[0] == ["graphmem._extract", "graphmem._kg._patterns"]
+
+
 def test_arrow_rows_are_pyarrows_own_values() -> None:
     when = [datetime(2024, 5, 7, 12, 30, 1, 250, tzinfo=UTC), None,
             datetime(1969, 12, 31, 23, 59, 59, tzinfo=UTC)]

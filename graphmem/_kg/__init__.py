@@ -1,34 +1,60 @@
 """The knowledge graph's extraction layer: typed entities, their resolution, times, and facts,
 as free functions and value types with no dependency on the store, the database or recall."""
 
-from ._calendar import Granularity, TimeWindow
-from ._entities import ENTITY_TYPES, EntityType, Mention, extract_mentions
-from ._facts import (
-    FUNCTIONAL_PREDICATES,
-    NOT_ENTITIES,
-    PREDICATES,
-    RELATION_PREDICATES,
-    Fact,
-    entity_names,
-    normalize_predicate,
-    supersedes,
-)
-from ._ollama import FactExtraction, FactGenerator, OllamaFactExtractor
-from ._patterns import extract_facts
-from ._resolve import (
-    MERGE_RULES,
-    ROLE_WEIGHTS,
-    Entity,
-    EntityResolver,
-    Merge,
-    Resolution,
-    entity_weights,
-    informativeness,
-    new_entity_id,
-    restrict,
-)
-from ._text import ROLE_SPEAKERS, normalize, person_speaker
-from ._time import TimeMention, asks_for_time, is_temporal_question, parse_times, query_window
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from ._calendar import Granularity, TimeWindow
+    from ._entities import ENTITY_TYPES, EntityType, Mention, extract_mentions
+    from ._facts import (
+        FUNCTIONAL_PREDICATES,
+        NOT_ENTITIES,
+        PREDICATES,
+        RELATION_PREDICATES,
+        Fact,
+        entity_names,
+        normalize_predicate,
+        supersedes,
+    )
+    from ._ollama import FactExtraction, FactGenerator, OllamaFactExtractor
+    from ._patterns import extract_facts
+    from ._resolve import (
+        MERGE_RULES,
+        ROLE_WEIGHTS,
+        Entity,
+        EntityResolver,
+        Merge,
+        Resolution,
+        entity_weights,
+        informativeness,
+        new_entity_id,
+        restrict,
+    )
+    from ._text import ROLE_SPEAKERS, normalize, person_speaker
+    from ._time import TimeMention, asks_for_time, is_temporal_question, parse_times, query_window
+
+#: where each name lives, imported on first use: recall needs the time parser and a few
+#: names, not the fact patterns or the Ollama extractor
+_HOMES = {
+    **dict.fromkeys(("Granularity", "TimeWindow"), "._calendar"),
+    **dict.fromkeys(("ENTITY_TYPES", "EntityType", "Mention", "extract_mentions"),
+                    "._entities"),
+    **dict.fromkeys(("FUNCTIONAL_PREDICATES", "NOT_ENTITIES", "PREDICATES",
+                     "RELATION_PREDICATES", "Fact", "entity_names", "normalize_predicate",
+                     "supersedes"), "._facts"),
+    **dict.fromkeys(("FactExtraction", "FactGenerator", "OllamaFactExtractor"), "._ollama"),
+    "extract_facts": "._patterns",
+    **dict.fromkeys(("MERGE_RULES", "ROLE_WEIGHTS", "Entity", "EntityResolver", "Merge",
+                     "Resolution", "entity_weights", "informativeness", "new_entity_id",
+                     "restrict"), "._resolve"),
+    **dict.fromkeys(("ROLE_SPEAKERS", "normalize", "person_speaker"), "._text"),
+    **dict.fromkeys(("TimeMention", "asks_for_time", "is_temporal_question", "parse_times",
+                     "query_window"), "._time"),
+}
 
 __all__ = [
     "ENTITY_TYPES",
@@ -68,3 +94,5 @@ __all__ = [
     "restrict",
     "supersedes",
 ]
+
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -7,26 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._context import Changed, StoreContext
 from .._errors import InvalidInputError
-from .._extract._corrections import Statement, correction_target, is_correction, says_now
-from .._extract._links import LinkIndex, derive_edges
-from .._extract._ollama import OllamaExtractor
-from .._extract._rules import (
-    DUPLICATE,
-    Extracted,
-    RuleExtractor,
-    assistant_statements,
-    is_filler,
-    is_hedge,
-    needs_context,
-    sentences,
-)
 from .._input import MAX_TEXT, MemoryInput
 from .._models import STATUS_CODE, ChangeType, Edge, EventType, Kind, Memory, Status
 from .._ollama import OllamaGenerator
@@ -36,6 +23,14 @@ from .._time import new_memory_id, parse_iso, to_utc
 from ._memories import Memories
 from ._recall_index import IndexSync
 from ._transitions import Transitions
+
+if TYPE_CHECKING:
+    from .._extract._corrections import Statement
+    from .._extract._links import LinkIndex
+    from .._extract._rules import Extracted
+
+# The extractors (rules, the Ollama model, corrections, links) are imported by the
+# methods that use them: a process that only recalls never loads them.
 
 __all__ = ["AddResult", "Conversations", "Extractor"]
 
@@ -116,6 +111,8 @@ class Conversations:
                          .table.to_pylist())
 
     def _link_index(self) -> LinkIndex:
+        from .._extract._links import LinkIndex
+
         if self._links is None:
             built = LinkIndex()
             built.upsert(self._ctx.engine.scan(_LINK_FIELDS).table.to_pylist())
@@ -155,6 +152,15 @@ class Conversations:
         statements it needs to be understood (``context``). Everything is written in one
         transaction, recorded under ``actor``.
         """
+        from .._extract._corrections import (
+            Statement,
+            correction_target,
+            is_correction,
+            says_now,
+        )
+        from .._extract._links import derive_edges
+        from .._extract._rules import DUPLICATE, RuleExtractor, is_hedge
+
         if not isinstance(session_id, str) or not session_id.strip():
             raise InvalidInputError("session_id must be a non-empty string", field="session_id")
         parsed = [_message(m, i) for i, m in enumerate(_messages(messages))]
@@ -300,6 +306,8 @@ class Conversations:
     def _statements(self, chosen: Extractor, message: Mapping[str, Any],
                     warnings: list[str], index: int) -> tuple[list[Extracted], str]:
         """What the gate may keep of one message, or why nothing."""
+        from .._extract._rules import assistant_statements, is_filler
+
         role = message["role"]
         if role == "assistant":
             return assistant_statements(message["text"]), "assistant message"
@@ -353,6 +361,8 @@ class Conversations:
     def _recent_statements(self, owner: str | None, limit: int = 40) -> list[Statement]:
         """The owner's latest current statements (active or candidate), most recent
         first: what a correction may replace."""
+        from .._extract._corrections import Statement
+
         index = self._index.ensure_index()
         n = index.size
         if n == 0:
@@ -379,6 +389,8 @@ class Conversations:
         memory's context, so the comparison is text to text: the best BM25 matches of the
         owner's current memories are embedded again, without context, and compared by
         cosine."""
+        from .._extract._rules import DUPLICATE
+
         index = self._index.ensure_index()
         n = index.size
         if n == 0:
@@ -427,6 +439,8 @@ class Conversations:
         """REFERENCES edges from what memories mention (see ``_links.derive_edges``):
         rare shared entities, ids, subjects; within each owner. Returns the number of
         edges created."""
+        from .._extract._links import derive_edges
+
         links = self._link_index()
         targets = list(links.docs) if ids is None else [i for i in ids if i in links.docs]
         if not targets:
@@ -439,11 +453,16 @@ class Conversations:
 
 
 def _default_extractor(settings: Any) -> Extractor:
+    from .._extract._ollama import OllamaExtractor
+    from .._extract._rules import RuleExtractor
+
     generator = OllamaGenerator.from_settings(settings)
     return OllamaExtractor(generator) if generator is not None else RuleExtractor()
 
 
 def _run(extractor: Extractor, message: Mapping[str, Any]) -> list[Extracted]:
+    from .._extract._ollama import OllamaExtractor
+
     if isinstance(extractor, OllamaExtractor):
         return extractor.extract(message["text"], speaker=message["speaker"])
     return extractor.extract(message["text"])
@@ -502,6 +521,8 @@ def _context(found: _Found, siblings: Sequence[str], parsed: Sequence[Mapping[st
     first in its message, the last sentence of the message it answers."""
     if window <= 0:
         return None
+    from .._extract._rules import needs_context, sentences
+
     text = found.item.text
     at = siblings.index(text) if text in siblings else 0
     if SIBLINGS == "all" and len(siblings) > 1:

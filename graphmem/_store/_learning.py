@@ -8,20 +8,23 @@ import json
 import threading
 from collections.abc import Callable, Mapping
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._context import Changed, StoreContext
 from .._engine import EventQuery
 from .._errors import ConflictError, InvalidInputError
-from .._learn._features import Candidates
-from .._learn._forecast import ForecastModel, History, fit_forecast, forecast_now
-from .._learn._linear import ModelFormatError
-from .._learn._ranker import RankerModel, fit_ranker, rerank
-from .._learn._results import ForecastInfo, LearnReport, RankerInfo
-from .._learn._samples import channels_of, ranking_samples
 from .._models import EventType
 from .._recall._config import PRESETS
-from .._recall._hits import LearnedInfo
+
+if TYPE_CHECKING:
+    from .._learn._features import Candidates
+    from .._learn._forecast import ForecastModel
+    from .._learn._ranker import RankerModel
+    from .._learn._results import ForecastInfo, LearnReport, RankerInfo
+    from .._recall._hits import LearnedInfo
+
+# The models' code (training, the ranker, the forecast) is imported where it is used:
+# a store that keeps no model recalls without loading it.
 
 __all__ = ["FORECAST_KEY", "RANKER_KEY", "Learning"]
 
@@ -62,10 +65,15 @@ class Learning:
                 return
             meta = self._ctx.engine.meta()
             self._errors = []
-            self._ranker = _read(meta.get(RANKER_KEY), RankerModel.from_dict, "ranker",
-                                 self._errors)
-            self._forecast = _read(meta.get(FORECAST_KEY), ForecastModel.from_dict,
-                                   "forecast", self._errors)
+            self._ranker = self._forecast = None
+            if meta.get(RANKER_KEY) or meta.get(FORECAST_KEY):
+                from .._learn._forecast import ForecastModel
+                from .._learn._ranker import RankerModel
+
+                self._ranker = _read(meta.get(RANKER_KEY), RankerModel.from_dict, "ranker",
+                                     self._errors)
+                self._forecast = _read(meta.get(FORECAST_KEY), ForecastModel.from_dict,
+                                       "forecast", self._errors)
             self._loaded = True
 
     def _reload(self) -> None:
@@ -84,6 +92,8 @@ class Learning:
         ranker = self.ranker()
         if ranker is None or not ranker.validated:
             return order, final, {}
+        from .._learn._ranker import rerank
+
         return rerank(ranker, candidates, order, final)
 
     def forecast_model(self) -> ForecastModel | None:
@@ -98,6 +108,8 @@ class Learning:
         model = self.forecast_model()
         if model is None or (validated_only and not model.validated):
             return None
+        from .._learn._forecast import History, forecast_now
+
         ctx = self._ctx
         ctx.before_read()
         now = ctx.now()
@@ -145,6 +157,11 @@ class Learning:
         that cannot be trained (too little feedback or history) is left as it was and
         the report's notes say why; ``ConflictError`` when neither can be.
         """
+        from .._learn._forecast import History, fit_forecast
+        from .._learn._ranker import fit_ranker
+        from .._learn._results import LearnReport
+        from .._learn._samples import channels_of, ranking_samples
+
         if not (ranker or forecast):
             raise InvalidInputError("nothing to learn: ranker and forecast are both off",
                                     field="ranker")
@@ -188,6 +205,9 @@ class Learning:
 
     def use_ranker(self, model: RankerModel | Mapping[str, Any]) -> RankerInfo:
         """Keep a ranker trained elsewhere (another store's feedback) in this store."""
+        from .._learn._linear import ModelFormatError
+        from .._learn._ranker import RankerModel
+
         try:
             ranker = model if isinstance(model, RankerModel) else RankerModel.from_dict(model)
         except ModelFormatError as exc:
@@ -199,6 +219,8 @@ class Learning:
 
     def status(self) -> LearnReport:
         """The models the store holds (None where it has none), with notes."""
+        from .._learn._results import LearnReport
+
         self._load()
         notes = list(self._errors)
         if self._ranker is None and not any("ranker" in n for n in notes):
@@ -216,6 +238,8 @@ def _read(raw: str | None, parse: Callable[[Any], M], what: str, errors: list[st
     """A stored model, or None (an unreadable one is never used; ``errors`` say why)."""
     if not raw:
         return None
+    from .._learn._linear import ModelFormatError
+
     try:
         return parse(json.loads(raw))
     except (ValueError, ModelFormatError) as exc:
@@ -224,6 +248,8 @@ def _read(raw: str | None, parse: Callable[[Any], M], what: str, errors: list[st
 
 
 def forecast_info(model: ForecastModel) -> ForecastInfo:
+    from .._learn._results import ForecastInfo
+
     return ForecastInfo(trained=model.trained, horizon_days=model.horizon_days,
                         examples=model.examples, positives=model.positives,
                         validation=dict(model.validation), validated=model.validated,
@@ -231,6 +257,8 @@ def forecast_info(model: ForecastModel) -> ForecastInfo:
 
 
 def ranker_info(model: RankerModel) -> RankerInfo:
+    from .._learn._results import RankerInfo
+
     return RankerInfo(trained=model.trained, recalls=model.recalls,
                       candidates=model.candidates, positives=model.positives,
                       validation=dict(model.validation), validated=model.validated,

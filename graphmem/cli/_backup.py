@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from .._backup import manifest_json
 from .._facade import MemoryStore
 from ._app import Context, cli, echo_json, pass_ctx
 from ._progress import working
+
+if TYPE_CHECKING:
+    from .._backup import BackupInfo
 
 
 @cli.command()
@@ -28,7 +32,7 @@ def backup(ctx: Context, directory: str) -> None:
     with working(f"backing up to {directory}", enabled=ctx.progress):
         info = store.backup(directory)
     if ctx.json:
-        echo_json(manifest_json(info))
+        _echo_manifest(info)
         return
     click.echo(f"backed up {store.path} to {directory}: {info.memories} memories, "
                f"{info.versions} versions, {info.events} events, schema v{info.schema_version}, "
@@ -49,7 +53,13 @@ def restore_backup(ctx: Context, directory: str) -> None:
     with working(f"restoring {directory}", enabled=ctx.progress):
         info = MemoryStore.restore_backup(directory, ctx.db, settings=ctx.settings())
     if ctx.json:
-        echo_json(manifest_json(info))
+        _echo_manifest(info)
         return
     click.echo(f"restored {directory} into {ctx.db}: {info.memories} memories "
                f"(backup of {info.created}, schema v{info.schema_version})")
+
+
+def _echo_manifest(info: BackupInfo) -> None:
+    from .._backup import manifest_json  # the backup module only when a command needs it
+
+    echo_json(manifest_json(info))

@@ -8,7 +8,6 @@ from typing import Any
 
 import click
 
-from .._backup import MANIFEST
 from .._errors import ConflictError
 from .._lifecycle import ArchiveResult, LifecycleReport, PromoteResult, RestoreResult
 from .._store._lifecycle import ARCHIVE_REASONS, PROMOTE_REASONS
@@ -147,6 +146,8 @@ def restore(ctx: Context, memory_id: str) -> None:
 
     A whole store comes back from a backup with `graphmem restore-backup DIR`.
     """
+    from .._backup import MANIFEST  # the backup module only when a command needs it
+
     if (Path(memory_id) / MANIFEST).is_file():  # a backup: the old spelling, kept a while
         from ._backup import restore_backup
 

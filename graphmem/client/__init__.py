@@ -7,8 +7,9 @@ The names are imported on first use: finding out that no sidecar serves a databa
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 
 if TYPE_CHECKING:
     from .._discovery import Discovery, discover, forget_discovery, write_discovery
@@ -27,10 +28,4 @@ __all__ = ["AccessDeniedError", "Client", "Discovery", "SidecarError", "SidecarU
            "write_discovery"]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)
