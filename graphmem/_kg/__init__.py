@@ -1,13 +1,11 @@
 """The knowledge graph's extraction layer: typed entities, their resolution, times, and facts,
 as free functions and value types with no dependency on the store, the database or recall."""
 
-from __future__ import annotations
+import typing as _typing
 
-from typing import TYPE_CHECKING
+from .._lazy import lazy_names as _lazy_names
 
-from .._lazy import lazy_names
-
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from ._calendar import Granularity, TimeWindow
     from ._entities import ENTITY_TYPES, EntityType, Mention, extract_mentions
     from ._facts import (
@@ -95,4 +93,4 @@ __all__ = [
     "supersedes",
 ]
 
-__getattr__, __dir__ = lazy_names(__name__, _HOMES)
+__getattr__, __dir__ = _lazy_names(__name__, _HOMES)

@@ -2,13 +2,11 @@
 and forecasts of which memories will be needed (beside the lifecycle's rule). The
 algorithms; the component that runs them over a store is ``graphmem._store._learning``."""
 
-from __future__ import annotations
+import typing as _typing
 
-from typing import TYPE_CHECKING
+from .._lazy import lazy_names as _lazy_names
 
-from .._lazy import lazy_names
-
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from ._features import FEATURE_SET, FEATURES, Candidates
     from ._forecast import (
         BASELINES,
@@ -67,4 +65,4 @@ __all__ = [
     "stack",
 ]
 
-__getattr__, __dir__ = lazy_names(__name__, _HOMES)
+__getattr__, __dir__ = _lazy_names(__name__, _HOMES)
