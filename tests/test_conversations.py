@@ -35,6 +35,9 @@ GATE_CASES = [
     ("ok cool, thanks, that's really helpful", "dropped"),
     ("do you know how long cooked rice keeps in the fridge?", "dropped"),
     ("lol", "dropped"),
+    # a message of acknowledgements, sentence by sentence
+    ("haha yes that's exactly why she did it. ok thanks for everything this week",
+     "dropped"),
 ]
 
 
@@ -67,6 +70,23 @@ def test_a_statement_and_a_hedge_in_one_message_are_kept_apart(store: MemoryStor
         session_id="s2", owner="tess")
     [memory] = [store.get(i) for i in asked.created_ids]
     assert memory.text == "my mum is visiting from Cork on the 12th"
+
+
+def test_filler_sentences_are_dropped_from_a_message_that_says_something(
+        store: MemoryStore) -> None:
+    result = store.add_conversation(
+        ["ugh ok, that makes sense. good list. my landlord Tomasz still owes us the deposit"],
+        session_id="s1", owner="tess")
+    assert [store.get(i).text for i in result.created_ids] == [
+        "my landlord Tomasz still owes us the deposit"]
+
+
+def test_a_title_does_not_end_a_sentence(store: MemoryStore) -> None:
+    result = store.add_conversation(
+        ["No wait, the east bed. The south one gets shade from Mr. Bellamy's pear tree"],
+        session_id="s1", owner="tess")
+    texts = [store.get(i).text for i in result.created_ids]
+    assert "The south one gets shade from Mr. Bellamy's pear tree" in texts
 
 
 def test_the_assistant_is_kept_as_the_assistant_only_for_what_it_did(store: MemoryStore
@@ -135,6 +155,28 @@ def test_a_correction_supersedes_what_it_corrects(store: MemoryStore, clock: Clo
     assert stale not in {h.memory.id for h in hits}
     # the other statement of the same message stays
     assert all(not store.get(i).superseded_by for i in first.created_ids if i != stale)
+
+
+def test_saying_what_one_does_now_leaves_the_assistants_reminder(store: MemoryStore,
+                                                                 clock: Clock) -> None:
+    set_up = store.add_conversation([
+        {"role": "user", "content": "can you remind me to call the landlord on Friday evening?"},
+        {"role": "assistant",
+         "content": "Reminder set for Friday at 6 PM: call the landlord about the deposit."},
+    ], session_id="s1", owner="tess")
+    reminder = next(i for i in set_up.created_ids if "assistant" in store.get(i).tags)
+    clock.advance(days=3)
+    later = store.add_conversation(["calling the landlord about the deposit now like you "
+                                    "reminded me"],
+                                   session_id="s2", owner="tess")
+    assert later.corrected_ids == []
+    assert not store.get(reminder).superseded_by
+    # what the user says of themselves now still replaces what they said before
+    store.add_conversation(["I take three sugars in my coffee"], session_id="s3", owner="tess")
+    clock.advance(days=3)
+    now = store.add_conversation(["I take only one sugar in my coffee now"],
+                                 session_id="s4", owner="tess")
+    assert len(now.corrected_ids) == 1
 
 
 def test_a_correction_in_other_words_and_sessions_later(store: MemoryStore,

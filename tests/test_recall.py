@@ -272,6 +272,27 @@ def test_actr_breaks_ties_towards_used_memories(store: MemoryStore, clock) -> No
                                               record_access=False)] == [a.id, b.id]
 
 
+def test_without_by_age_only_use_reorders(store: MemoryStore, clock) -> None:
+    # The same text a month apart: every channel ties; the id puts the older one first.
+    old = store.add("standup moved to the small room", id="urn:test:a", kind="episodic")
+    clock.advance(days=30)
+    new = store.add("standup moved to the small room", id="urn:test:b", kind="note")
+    by_age = PRESETS["default"].with_(actr={"by_age": True})
+    by_use = PRESETS["default"].with_(actr={"by_age": False})
+
+    def order(preset: RecallConfig) -> list[str]:
+        return [h.memory.id for h in store.recall("standup room", k=2, preset=preset,
+                                                  record_access=False)]
+
+    assert order(by_age) == [new.id, old.id]  # the newer is the more active
+    assert order(by_use) == [old.id, new.id]  # age alone re-orders nothing
+    flat = store.recall("standup room", k=2, preset=by_use, record_access=False)
+    assert {h.explanation.activation.rank for h in flat} == {1}
+    clock.advance(minutes=5)
+    store.recall("standup room", k=1, kinds=["note"], preset=by_use, record_access=True)
+    assert order(by_use) == [new.id, old.id]  # use does
+
+
 def test_actr_weight_decides_how_much_use_counts(store: MemoryStore, clock) -> None:
     a = store.add("quarterly planning notes alpha")
     b = store.add("quarterly planning notes beta")

@@ -64,10 +64,12 @@ _MARKER_TERMS = frozenset(tokenize("scratch that correction meant mean wait actu
 @dataclass(frozen=True)
 class Statement:
     """An earlier statement a correction may replace: its id and text, most recent first
-    in the list given to ``correction_target``."""
+    in the list given to ``correction_target``; ``assistant``: the assistant said it (a
+    reminder it set), which only an explicit correction replaces."""
 
     id: str
     text: str
+    assistant: bool = False
 
 
 def is_correction(text: str) -> bool:
@@ -140,12 +142,19 @@ def correction_target(text: str, recent: Sequence[Statement],
     >>> correction_target("I've gone fully vegan now", [Statement("v", "I'm vegetarian")],
     ...                   {"v": 0.71})
     'v'
+    >>> correction_target("doing the budget review now, like you reminded me",
+    ...                   [Statement("r", "Reminder set: budget review", assistant=True)],
+    ...                   {"r": 0.8}) is None
+    True
     """
     if not recent:
         return None
     similarity = similarity or {}
     if not is_correction(text):
-        return _closest_now(text, recent, similarity) if says_now(text) else None
+        # "doing the review now, like you reminded me" does not undo the reminder: how
+        # things are now replaces only what the same person said
+        own = [s for s in recent if not s.assistant]
+        return _closest_now(text, own, similarity) if says_now(text) else None
     terms, slots = _terms(text), _slots(text)
     negated = [_terms(m.group(1)) for m in finditer(_NEGATED, text)]
     short = len(terms) <= 4

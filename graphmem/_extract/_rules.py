@@ -25,7 +25,9 @@ DUPLICATE = 0.95
 
 #: Where a sentence ends: after ".", "!", "?" or "…" and before a space (the text's
 #: whitespace is single spaces when it is split).
-_SENTENCE_END = re.compile(r"(?<=[.!?…]) ")
+#: Not after a title or a Latin abbreviation ("Mr. Dupont", "e.g. basil").
+_SENTENCE_END = re.compile(r"(?<=[.!?…])(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)"
+                           r"(?<!\bProf\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<!\betc\.) ")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+(?:[.,:/]\d+)*")
 #: A number ends where a word character does not follow (what a final \b said), checked after
 #: each part, so a run of parts is read once and never given back.
@@ -91,6 +93,16 @@ def is_filler(text: str) -> bool:
     # person when they speak of themselves or give a number
     says_something = any(w in _FIRST_PERSON for w in words) or bool(search(_NUMBER, text))
     return not content or (len(content) < 2 and not says_something)
+
+
+def _acknowledges(sentence: str) -> bool:
+    """A sentence that only acknowledges ("good list.", "ok thanks for everything this
+    month"): filler with a word of filler in it, unlike a bare answer ("a dog.").
+
+    >>> _acknowledges("good list."), _acknowledges("a dog."), _acknowledges("I PASSED")
+    (True, False, False)
+    """
+    return is_filler(sentence) and any(w in _FILLER for w in _words(sentence))
 
 
 def extract_entities(text: str, *, speaker: str | None = None,
@@ -179,6 +191,8 @@ def sentences(text: str) -> list[str]:
 
     >>> sentences("hiya. we got the flat!! moving on the 14th\nBiscuit hates it")
     ['hiya.', 'we got the flat!!', 'moving on the 14th', 'Biscuit hates it']
+    >>> sentences("the south bed gets shade from Mr. Dupont's shed. Dr. Ali agrees")
+    ["the south bed gets shade from Mr. Dupont's shed.", 'Dr. Ali agrees']
     """
     return [part for line in _lines(text) for part in _SENTENCE_END.split(line) if part]
 
@@ -360,7 +374,7 @@ class RuleExtractor:
         kept, weak = [], []
         for whole in sentences(text):
             for sentence in _clauses(whole):
-                if not sentence:
+                if not sentence or _acknowledges(sentence):
                     continue
                 entities = extract_entities(sentence)
                 strength, reasons = signal_strength(sentence, entities)

@@ -13,6 +13,7 @@ question about time that names no window, from the fusion of those and the graph
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -437,8 +438,14 @@ def actr_terms(index: RecallIndex, candidates: list[int], fused: Mapping[int, fl
                                confidence=float(index.confidence[pos]), now=now_s,
                                d=params.d, beta=params.beta, epsilon=params.epsilon)
              for pos in candidates}
-    order = sorted(terms, key=lambda p: (-terms[p].value, index.ids[p]))
-    ranks = competition_ranks([(p, terms[p].value) for p in order])
+
+    def used(pos: int) -> bool:
+        return bool(index.access_count[pos]) or len(index.access_seconds[pos]) > 0
+
+    # without ``by_age`` a memory never accessed ranks last, with every other such one
+    key = {p: terms[p].value if params.by_age or used(p) else -math.inf for p in terms}
+    order = sorted(terms, key=lambda p: (-key[p], index.ids[p]))
+    ranks = competition_ranks([(p, key[p]) for p in order])
     out: dict[int, tuple[Any, int, float]] = {}
     if params.combine == "rrf":
         best = max(fused[p] for p in candidates)
@@ -447,11 +454,12 @@ def actr_terms(index: RecallIndex, candidates: list[int], fused: Mapping[int, fl
             out[pos] = (terms[pos], ranks[pos],
                         gate * params.weight / (config.rrf_k + ranks[pos]))
     else:
-        values = [terms[p].value for p in order]
-        low, high = min(values), max(values)
+        values = [key[p] for p in order if key[p] > -math.inf]
+        low, high = min(values, default=0.0), max(values, default=0.0)
         scale = max(fused[p] for p in candidates)
         for pos in order:
-            unit = (terms[pos].value - low) / (high - low) if high > low else 0.0
+            unit = ((key[pos] - low) / (high - low) if high > low and key[pos] > -math.inf
+                    else 0.0)
             out[pos] = (terms[pos], ranks[pos], params.weight * unit * scale)
     return out
 

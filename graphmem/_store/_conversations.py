@@ -250,7 +250,8 @@ class Conversations:
             if status is Status.CANDIDATE:
                 candidates.append(memory_id)
             else:
-                recent.insert(0, Statement(memory_id, f.item.text))
+                recent.insert(0, Statement(memory_id, f.item.text,
+                                             assistant=f.message["role"] == "assistant"))
                 cosines[memory_id] = vectors[n]
         edges = _session_edges([r.id or "" for r in records], cooccur_window, session_id)
         batch, result, new_memories = self._memories.plan_merge(
@@ -379,7 +380,8 @@ class Conversations:
         ids = [index.ids[p] for p in latest]
         found = self._memories.get_many(ids)
         by_id = {m.id: m for m in found}
-        return [Statement(i, by_id[i].text) for i in ids if i in by_id]
+        return [Statement(i, by_id[i].text, assistant=ASSISTANT_TAG in by_id[i].tags)
+                for i in ids if i in by_id]
 
     def _match_existing(self, vectors: np.ndarray, texts: Sequence[str],
                         owner: str | None, session: str
