@@ -147,6 +147,8 @@ def test_write_is_audited_and_cannot_touch_the_logs(seeded: MemoryStore) -> None
         "MATCH (n) SET n.text = 'x'",  # unlabelled: would reach every table
         "MATCH (m:Memory)-[r]->(v) DELETE r",
         "MATCH (m:Meta) SET m.value = '99'",
+        "MATCH (c:Change) SET c.tag = 'x'",  # the ring other processes follow writes by
+        "MATCH (c:`change`) SET c.ids = ['urn:x']",
         "MATCH (m:Memory|Version) SET m.text = 'x'",
         "MATCH (m:Memory) DETACH DELETE m",
         "COPY Memory FROM '/etc/passwd'",

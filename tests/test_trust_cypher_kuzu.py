@@ -124,13 +124,13 @@ STATEMENTS = [["COPY", "(", "MATCH", "(", "m", ":", "Memory", ")", "RETURN", "m"
               ["CALL", "threads", "=", "1"],
               ["LOAD", "FROM", f"'{CSV}'", "RETURN", "*"]]
 VERSIONS = ["Version", "version", "VERSION", "`Version`", "`version`", "`VERSION`",
-            "LifecycleEvent", "`lifecycleevent`", "Meta", "`META`"]
+            "LifecycleEvent", "`lifecycleevent`", "Meta", "`META`", "Change", "`CHANGE`"]
 WRITES = [["MATCH", "(", "{v}", ":", "{table}", ")", "SET", "{v}", ".", "{prop}", "=", "{lit}"],
           ["MATCH", "(", "{v}", ":", "Memory", ")", "DETACH", "DELETE", "{v}"],
           ["MATCH", "(", "m", ":", "Memory", ")", "SET", "m", ".", "importance", "=", "0.5",
            "WITH", "m", ",", "{lit}", "AS", "{v}", "MATCH", "(", "w", ":", "{table}", ")",
            "SET", "w", ".", "{prop}", "=", "{lit}"]]
-PROPS = {"version": "reason", "lifecycleevent": "reason", "meta": "value"}
+PROPS = {"version": "reason", "lifecycleevent": "reason", "meta": "value", "change": "tag"}
 
 
 def _shape(tokens: list[str], gaps: list[str], tail: str) -> str:

@@ -32,8 +32,10 @@ READ_FUNCTIONS = frozenset({
     "show_indexes", "show_macros", "show_warnings", "current_setting", "show_sequences",
     "show_projected_graphs", "query_fts_index", "query_vector_index",
 })
-#: Tables that graphmem alone writes: the append-only history, the audit log, its own.
-LOG_TABLES = frozenset({"version", "lifecycleevent", "has_version", "meta", "stage"})
+#: Tables that graphmem alone writes: the append-only history, the audit log, its own
+#: (``change``: the ring of recent writes by which other processes follow this one).
+LOG_TABLES = frozenset({"version", "lifecycleevent", "has_version", "meta", "stage",
+                        "change"})
 
 #: Physical operators of reading statements (Kuzu 0.11.3's names).
 _READ_OPERATORS = frozenset({
