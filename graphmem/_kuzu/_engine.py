@@ -9,6 +9,7 @@ one transaction; relationships between existing nodes through ``COPY`` as well
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -51,7 +52,7 @@ from .._engine_rules import EVENT_ORDER, erase, event_conditions, quoting_probes
 from .._errors import ConflictError, InvalidInputError
 from .._models import LifecycleEvent, Memory, Version
 from . import _jobs
-from ._db import Database, Tx, check_parameters
+from ._db import Database, Statement, Tx, check_parameters
 from ._guard import check_user_query
 from ._journal import ChangeJournal
 from ._restore import build_from_parquet
@@ -252,6 +253,14 @@ class KuzuEngine:
         """Write the batch in one transaction: all of it is committed, or none."""
         if not batch:
             return
+        if _alone(batch):
+            # One memory's fields, version row and event, and the change-ring row: one
+            # statement committed on its own (``Database.write_alone``) instead of two
+            # or three statements between BEGIN and COMMIT.
+            changes = ChangeSet()
+            changes.add(batch)
+            if self.db.write_alone(patch_statement(batch.patches[0]), changes):
+                return
         with self.writer() as writer:
             writer.write(batch)
 
@@ -750,30 +759,10 @@ class _Steps:
                                          "to": [v["id"] for v in versions]}))
 
     def patches(self, rows: list[Patch]) -> None:
-        tx = self._tx
         for patch in rows:
-            params: dict[str, Any] = {"mid": patch.memory_id}
-            assignments = []
-            for name, value in patch.set.items():
-                column, stored = column_value(name, value)
-                params[f"s_{column}"] = stored
-                assignments.append(
-                    f"m.{column} = {_typed(f'$s_{column}', MEMORY_TYPES[column])}")
-            # The fields and the version row in one statement: each statement costs
-            # about a millisecond of its own (measured by eval.bench_writes).
-            query = "MATCH (m:Memory {id: $mid})"
-            if assignments:
-                query += " SET " + ", ".join(assignments)
-            if patch.version is not None:
-                row = version_params(patch.version)
-                params.update({f"v_{c}": row[c] for c in row})
-                query += (" CREATE (m)-[:HAS_VERSION]->(:Version {"
-                          + ", ".join(f"{c}: {_typed(f'$v_{c}', t)}"
-                                      for c, t in VERSION_TYPES.items()) + "})")
-            if assignments or patch.version is not None:
-                tx.run(query, params)
-            if patch.event is not None:
-                tx.run(_CREATE_EVENTS, {"rows": [event_params(patch.event)]})
+            statement = patch_statement(patch)
+            if statement:
+                self._tx.run(statement.text, statement.params)
 
     def events(self, rows: list[LifecycleEvent]) -> None:
         events = [event_params(e) for e in rows]
@@ -947,6 +936,41 @@ class KuzuCypher:
             if event is not None:
                 tx.run(_CREATE_EVENTS, {"rows": [event_params(event)]})
         return CypherResult(columns=result.columns, rows=result.rows)
+
+
+def patch_statement(patch: Patch) -> Statement:
+    """One memory's patch as one statement: its fields set, its version row and its
+    event created (each statement has a cost of its own: parsing, binding, a pipeline
+    run). An event without fields or version row stands alone."""
+    out = Statement(params={"mid": patch.memory_id})
+    for name, value in patch.set.items():
+        column, stored = column_value(name, value)
+        out.params[f"s_{column}"] = stored
+        out.sets.append(f"m.{column} = {_typed(f'$s_{column}', MEMORY_TYPES[column])}")
+    if patch.version is not None:
+        row = version_params(patch.version)
+        out.params.update({f"v_{c}": row[c] for c in row})
+        out.creates.append("(m)-[:HAS_VERSION]->(:Version {" + ", ".join(
+            f"{c}: {_typed(f'$v_{c}', t)}" for c, t in VERSION_TYPES.items()) + "})")
+    if out:
+        out.match.append("(m:Memory {id: $mid})")
+    else:
+        del out.params["mid"]
+    if patch.event is not None:
+        row = event_params(patch.event)
+        out.params.update({f"e_{c}": row[c] for c in row})
+        out.creates.append("(:LifecycleEvent {" + ", ".join(
+            f"{c}: {_typed(f'$e_{c}', t)}" for c, t in EVENT_TYPES.items()) + "})")
+    return out
+
+
+def _alone(batch: WriteBatch) -> bool:
+    """Whether ``batch`` is one memory's patch that stores no vector, and nothing else
+    (the vector log needs statements of its own)."""
+    return (len(batch.patches) == 1 and "vector" not in batch.patches[0].set
+            and (bool(batch.patches[0].set) or batch.patches[0].version is not None)
+            and not any(getattr(batch, f.name) for f in dataclasses.fields(batch)
+                        if f.name != "patches"))
 
 
 def _declare(tx: Tx, batch: WriteBatch) -> None:
