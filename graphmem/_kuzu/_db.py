@@ -38,7 +38,6 @@ import shutil
 import threading
 import warnings
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -57,8 +56,7 @@ from .._sync import Gate
 from ._lexer import parameter_names
 from ._recovery import WalMark, recover
 
-__all__ = ["Database", "Journal", "PlanVetting", "Statement", "Tx", "check_parameters",
-           "query_parameters"]
+__all__ = ["Database", "Journal", "PlanVetting", "Tx", "check_parameters", "query_parameters"]
 
 Row = list[Any]
 
@@ -167,49 +165,12 @@ def map_error(exc: BaseException, *, path: str, user: bool = False) -> GraphmemE
     return StoreError(f"database error: {message}")
 
 
-@dataclass
-class Statement:
-    """One write statement in parts, so that two writers' parts make one statement
-    (``Database.write_alone``): the nodes it matches (each pattern one node by its
-    key), what it sets on them, what it creates. Its text reads
-    ``MATCH a, b SET x, y CREATE p CREATE q``."""
-
-    match: list[str] = field(default_factory=list)
-    sets: list[str] = field(default_factory=list)
-    creates: list[str] = field(default_factory=list)
-    params: dict[str, Any] = field(default_factory=dict)
-
-    def join(self, other: Statement) -> Statement:
-        """Both statements' parts in one (their parameter names must differ)."""
-        clash = self.params.keys() & other.params.keys()
-        if clash:
-            raise ValueError(f"parameters named in both statements: {sorted(clash)}")
-        return Statement([*self.match, *other.match], [*self.sets, *other.sets],
-                         [*self.creates, *other.creates], {**self.params, **other.params})
-
-    @property
-    def text(self) -> str:
-        parts = ["MATCH " + ", ".join(self.match)] if self.match else []
-        if self.sets:
-            parts.append("SET " + ", ".join(self.sets))
-        parts += [f"CREATE {pattern}" for pattern in self.creates]
-        return " ".join(parts)
-
-    def __bool__(self) -> bool:
-        return bool(self.sets or self.creates)
-
-
 class Journal(Protocol):
     """What the engine writes with every write transaction (``_journal``): called with
-    the open transaction before its COMMIT, then told whether the COMMIT went through.
-    A transaction of one statement (``Database.write_alone``) asks for the journal's
-    writes as parts of that statement instead (``joined``)."""
+    the open transaction before its COMMIT, then told whether the COMMIT went through."""
 
     def before_commit(self, tx: Tx) -> None: ...
-    def joined(self, changes: Any) -> Statement | None:
-        """What ``before_commit`` writes for a transaction that changes ``changes`` and
-        stores no vector, as statement parts (None: it needs statements of its own)."""
-    def after_commit(self, tx: Tx | None, committed: bool) -> None: ...
+    def after_commit(self, tx: Tx, committed: bool) -> None: ...
 
 
 class Tx:
@@ -547,41 +508,6 @@ class Database:
                 if tx.copied:  # that commit checkpointed
                     self.rows_written = 0
         self._maybe_checkpoint()
-
-    def write_alone(self, statement: Statement, changes: Any) -> bool:
-        """Commit ``statement`` with the journal's writes joined into it (``changes``:
-        what it changes, as ``tx.changes`` declares it; it stores no vector) as one
-        statement in auto-commit mode: Kuzu commits a statement whole or not at all,
-        and it needs no BEGIN or COMMIT of its own. Each of its MATCH patterns finds one
-        node, so it writes everything or, when one is missing, nothing.
-
-        False, with nothing written, when it cannot go alone (the journal needs
-        statements of its own) or a pattern matched no node: the caller then writes
-        through ``write()``. A statement that fails raises, as it would in ``write()``
-        (not retried: in Kuzu 0.11.3 a statement that fails after setting a row can
-        leave that row refusing the next writes with a write-write conflict)."""
-        self._refuse_if_read_only()
-        journal = self.journal
-        with self._write_lock:
-            extra = journal.joined(changes) if journal is not None else Statement()
-            if extra is None:
-                return False
-            whole = statement.join(extra)
-            written = False
-            with self._gate.shared():
-                try:
-                    written = bool(self._execute(self._write_conn, whole.text + " RETURN 1",
-                                                 whole.params))
-                except GraphmemError:
-                    self._replace_write_conn()
-                    raise
-                finally:
-                    self._committed()
-                    self.rows_written += 1
-                    if journal is not None:
-                        journal.after_commit(None, written)
-        self._maybe_checkpoint()
-        return written
 
     def run_auto(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         """Run one statement in auto-commit mode (DDL, index creation, user writes)."""

@@ -15,8 +15,7 @@ import secrets
 from collections.abc import Mapping
 
 from .._engine import ChangeSet, ForeignChange
-from ._db import Database, Statement, Tx
-from ._schema import CHANGE_TYPES
+from ._db import Database, Tx
 from ._vectorlog import META_KEY, VectorLog
 
 __all__ = ["ChangeJournal"]
@@ -26,9 +25,6 @@ _SET_ROW = ("MERGE (c:Change {slot: $slot}) SET c.seq = $seq, c.tag = $tag, "
             "c.ids = CAST($ids AS STRING[]), c.edge_ends = CAST($edge_ends AS STRING[]), "
             "c.removed = CAST($removed AS STRING[]), c.accessed = CAST($accessed AS STRING[]), "
             "c.bulk = $bulk")
-#: the columns of a ring row but its slot, as ``Statement.sets`` (``ChangeJournal.joined``)
-_ROW_SETS = [f"j.{c} = " + (f"CAST($j_{c} AS {t})" if t.endswith("[]") else f"$j_{c}")
-             for c, t in CHANGE_TYPES.items() if c != "slot"]
 
 
 class ChangeJournal:
@@ -43,10 +39,8 @@ class ChangeJournal:
         self.vectors = VectorLog(directory, meta.get(META_KEY))
         last = db.read("MATCH (c:Change) RETURN c.seq, c.tag ORDER BY c.seq DESC LIMIT 1")
         self.seq, self.tag = (int(last[0][0]), str(last[0][1])) if last else (0, "")
-        #: what the open transaction recorded: log value, number, tag, ring slot
-        self._pending: tuple[str | None, int, str, int | None] | None = None
-        #: the slots of the ring that hold a row (None: to be read again)
-        self._slots: set[int] | None = None
+        #: what the open transaction recorded: log value, number, tag
+        self._pending: tuple[str | None, int, str] | None = None
         if not read_only:
             self.vectors.cut()
 
@@ -56,68 +50,27 @@ class ChangeJournal:
         if changes is None:  # undeclared: anything, the vectors too, may have changed
             changes = ChangeSet(bulk=True)
             value = "" if self.vectors.trusted else None
-            self._slots = None  # the ring too (user Cypher may write it)
         else:
             value = self.vectors.append(tx.vectors)
         if value is not None:
             tx.run(_SET_LOG, {"k": META_KEY, "v": value})
-        seq, tag, slot = self.seq, self.tag, None
+        seq, tag = self.seq, self.tag
         if changes:
-            seq, tag, slot, row = self._row(changes)
-            tx.run(_SET_ROW, {"slot": slot, **row})
-        self._pending = (value, seq, tag, slot)
+            seq, tag = seq + 1, secrets.token_hex(8)
+            bulk = changes.is_bulk
+            tx.run(_SET_ROW, {
+                "slot": seq % self.SLOTS, "seq": seq, "tag": tag, "bulk": bulk,
+                "ids": [] if bulk else list(changes.ids),
+                "edge_ends": [] if bulk else list(changes.edge_ends),
+                "removed": list(changes.removed),
+                "accessed": [] if bulk else list(changes.accessed)})
+        self._pending = (value, seq, tag)
 
-    def joined(self, changes: ChangeSet) -> Statement | None:
-        """The ring row of a transaction of one statement that stores no vector, as
-        parts of that statement: its slot matched and set when the ring holds it, else
-        created (a MERGE took twice as long as either, measured here). This process is
-        the store's only writer, so it knows the slots: those it read, those it wrote;
-        after a failed write or user Cypher it reads them again."""
-        seq, tag, slot = self.seq, self.tag, None
-        out = Statement()
-        if changes:
-            seq, tag, slot, row = self._row(changes)
-            out.params = {f"j_{c}": v for c, v in row.items()}
-            out.params["j_slot"] = slot
-            if slot in self._known_slots():
-                out.match.append("(j:Change {slot: $j_slot})")
-                out.sets.extend(_ROW_SETS)
-            else:
-                out.creates.append("(:Change {" + ", ".join(
-                    f"{c}: " + (f"CAST($j_{c} AS {t})" if t.endswith("[]") else f"$j_{c}")
-                    for c, t in CHANGE_TYPES.items()) + "})")
-        self._pending = (None, seq, tag, slot)
-        return out
-
-    def _row(self, changes: ChangeSet) -> tuple[int, str, int, dict[str, object]]:
-        """The next number, a new tag, its slot, and the ring row (but its slot)
-        recording ``changes``."""
-        seq, tag = self.seq + 1, secrets.token_hex(8)
-        bulk = changes.is_bulk
-        return seq, tag, seq % self.SLOTS, {
-            "seq": seq, "tag": tag, "bulk": bulk,
-            "ids": [] if bulk else list(changes.ids),
-            "edge_ends": [] if bulk else list(changes.edge_ends),
-            "removed": list(changes.removed),
-            "accessed": [] if bulk else list(changes.accessed)}
-
-    def _known_slots(self) -> set[int]:
-        if self._slots is None:
-            self._slots = {int(r[0]) for r in self._db.read("MATCH (c:Change) RETURN c.slot")}
-        return self._slots
-
-    def after_commit(self, tx: Tx | None, committed: bool) -> None:
+    def after_commit(self, tx: Tx, committed: bool) -> None:
         pending, self._pending = self._pending, None
-        if pending is None:
-            return
-        value, seq, tag, slot = pending
-        if not committed:
-            self._slots = None  # read the ring's slots again before trusting them
-            return
-        self.seq, self.tag = seq, tag
-        if slot is not None and self._slots is not None:
-            self._slots.add(slot)
-        self.vectors.finished(value)
+        if committed and pending is not None:
+            value, self.seq, self.tag = pending
+            self.vectors.finished(value)
 
     def set_log(self, value: str) -> None:
         """Commit a rewritten vector log (``VectorLog.rewrite``): no memory changed."""

@@ -1,7 +1,7 @@
-"""kill -9 during field writes (update, feedback, tombstone), each one statement committed
-on its own with its version row, event and change-ring row: every acknowledged write
-survives, and none is half there (fields without their version row or event, or a write
-the change ring does not name)."""
+"""kill -9 during field writes (update, feedback, tombstone), each one transaction with its
+version row, event and change-ring row: every acknowledged write survives, and none is
+half there (fields without their version row or event, or a write the change ring does
+not name)."""
 
 from __future__ import annotations
 

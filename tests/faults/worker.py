@@ -184,8 +184,8 @@ FIELD_MEMORIES, FIELD_WRITES = 30, 300
 
 
 def fields(db: str, seed: str) -> None:
-    """Field writes, each one statement committed alone (``Database.write_alone``):
-    ``update(importance=...)``, useful ``feedback`` and ``tombstone`` on random memories,
+    """Field writes, each one transaction with its version row, event and change-ring
+    row: ``update(importance=...)``, useful ``feedback`` and ``tombstone`` on random memories,
     each of which bumps the memory's version by one (a feedback only below importance
     0.8, so that it boosts). Prints ``MARK <change mark>`` when the store is ready."""
     import random
