@@ -12,7 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graphmem import ConflictError, HashingEmbedder, InvalidInputError, MemoryInput, Status
+from graphmem import (
+    ConflictError,
+    GraphmemError,
+    HashingEmbedder,
+    InvalidInputError,
+    MemoryInput,
+    Status,
+)
 from graphmem._derive import TextItem, derive_fields, lifecycle_event, new_memory, patch_of
 from graphmem._embed import embed_memories
 from graphmem._engine import (
@@ -120,6 +127,29 @@ def test_a_failed_batch_leaves_nothing(engine: Engine) -> None:
     assert (engine.memories(), engine.counts()) == before
     engine.commit(WriteBatch(memories=_new({"id": "m:new", "text": "fresh"})))  # usable
     assert engine.existing(["m:new"]) == {"m:new"}
+
+
+def test_a_failed_field_write_leaves_nothing(engine: Engine) -> None:
+    """One memory's patch with its version row and event (the shape of every field
+    write) that fails on its event leaves neither the fields, the version row, nor a
+    change in the change log."""
+    _seed(engine)
+    memory = engine.get("m:a")
+    assert memory is not None
+    first = lifecycle_event("m:a", EventType.TOMBSTONE, from_state="active",
+                            to_state="tombstoned", reason="x", at=NOW, agent_id="t")
+    engine.commit(WriteBatch(events=[first]))
+    before = (engine.memories(), engine.counts(), engine.history("m:a"))
+    mark = engine.change_mark()
+    patch = patch_of(memory, {"status": "tombstoned", "prev_status": "active"},
+                     ChangeType.TOMBSTONED, NOW, reason="x", actor="t", event=first)
+    with pytest.raises(GraphmemError):
+        engine.commit(WriteBatch(patches=[patch]))  # the event is there already
+    assert (engine.memories(), engine.counts(), engine.history("m:a")) == before
+    assert engine.changes_since(mark) == []
+    engine.commit(WriteBatch(patches=[patch_of(memory, {"importance": 0.7},
+                                               ChangeType.MANUAL_EDIT, NOW)]))  # usable
+    assert [v.seq for v in engine.history("m:a")] == [1, 2]
 
 
 def test_edges_are_created_merged_and_read(engine: Engine) -> None:

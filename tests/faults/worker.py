@@ -8,6 +8,8 @@
     python -m tests.faults.worker index DB SEED          "PROGRESS <step>" after each open (the
                                                          recall index read or built), write
                                                          and close (the index file written)
+    python -m tests.faults.worker fields DB SEED         "ACK <id> <version>" after each field
+                                                         write (update, feedback, tombstone)
 
 Each prints READY when its store is open, then works, printing "PROGRESS <step>" after each
 step of the work (a batch embedded, a transaction committed, a lifecycle job applied), so
@@ -177,7 +179,40 @@ def index(db: str, seed: str) -> None:
         step += 1
 
 
+#: Memories of the field-write trials, and the writes a worker makes before it is done.
+FIELD_MEMORIES, FIELD_WRITES = 30, 300
+
+
+def fields(db: str, seed: str) -> None:
+    """Field writes, each one transaction with its version row, event and change-ring
+    row: ``update(importance=...)``, useful ``feedback`` and ``tombstone`` on random memories,
+    each of which bumps the memory's version by one (a feedback only below importance
+    0.8, so that it boosts). Prints ``MARK <change mark>`` when the store is ready."""
+    import random
+
+    rng = random.Random(int(seed))
+    with MemoryStore(db, embedder="hashing") as store:
+        if not store.stats().memories:
+            store.add_many([{"id": f"urn:f:{i:03d}", "text": f"field trial memory {i}",
+                             "importance": 0.2} for i in range(FIELD_MEMORIES)])
+        print(f"MARK {store._ctx.engine.change_mark()}", flush=True)
+        print("READY", flush=True)
+        for _ in range(FIELD_WRITES):
+            memory_id = f"urn:f:{rng.randrange(FIELD_MEMORIES):03d}"
+            current = store.get(memory_id)
+            op = rng.choice(["update", "update", "feedback", "tombstone"])
+            if op == "update" or current.status.value != "active" or current.importance > 0.8:
+                memory = store.update(memory_id, importance=round(rng.uniform(0.1, 0.5), 6))
+            elif op == "feedback":
+                memory = store.feedback(memory_id, useful=True)
+            else:
+                memory = store.tombstone(memory_id, reason="trial")
+            print(f"ACK {memory_id} {memory.version}", flush=True)
+        print("ACK done", flush=True)
+        _wait()
+
+
 if __name__ == "__main__":
     modes = {"add_many": add_many, "lifecycle": lifecycle, "ump": ump, "compact": compact,
-             "index": index}
+             "index": index, "fields": fields}
     modes[sys.argv[1]](*sys.argv[2:])
