@@ -34,10 +34,12 @@ typecheck: $(STAMP)
 test: lint typecheck
 	$(BIN)/python -m pytest -q -m "not slow" --durations=25
 
-# Every fault trial (20+ kill -9 per operation) and 300 hostile inputs per entry point.
+# Every fault trial (20+ kill -9 per operation) and 300 hostile inputs per entry point,
+# and the other `slow` tests (ranx itself recomputing the scores test_eval.py recorded).
 test-faults: $(STAMP)
 	GRAPHMEM_HOSTILE_EXAMPLES=300 $(BIN)/python -m pytest -q tests/faults tests/test_hostile.py \
-		tests/test_forget_complete.py tests/test_trust_cypher_kuzu.py
+		tests/test_forget_complete.py tests/test_trust_cypher_kuzu.py \
+		tests/test_eval.py::test_the_recorded_ranx_scores_are_ranxs
 
 clean:
 	rm -rf $(VENV) graphmem.db .pytest_cache .mypy_cache .ruff_cache
