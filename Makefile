@@ -37,11 +37,15 @@ typecheck: $(STAMP)
 # module fixtures are built once), with its temporary directories in memory (/dev/shm,
 # where there is one: Kuzu's and PostgreSQL's fsyncs cost nothing there), removed after.
 # The directory is opened to other users for the PostgreSQL server, which runs as one.
+# Bytecode is written even where PYTHONDONTWRITEBYTECODE is set (into the ignored
+# __pycache__ folders): else every process the tests start compiles graphmem again, and
+# pytest rewrites the asserts of every test module and plugin again in each worker.
 test: lint typecheck
 	@tmp=$$(mktemp -d -p /dev/shm graphmem-test.XXXXXX 2>/dev/null || mktemp -d) && \
 	chmod 755 "$$tmp" && trap 'rm -rf "$$tmp"' EXIT && \
 	echo "TMPDIR=$$tmp $(BIN)/python -m pytest -q -m 'not slow' $(TEST_JOBS) --durations=25" && \
-	TMPDIR="$$tmp" $(BIN)/python -m pytest -q -m "not slow" $(TEST_JOBS) --durations=25
+	env -u PYTHONDONTWRITEBYTECODE TMPDIR="$$tmp" \
+		$(BIN)/python -m pytest -q -m "not slow" $(TEST_JOBS) --durations=25
 
 # Every fault trial (20+ kill -9 per operation) and 300 hostile inputs per entry point,
 # and the other `slow` tests (ranx itself recomputing the scores test_eval.py recorded).
