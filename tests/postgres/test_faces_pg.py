@@ -15,8 +15,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import CliRunner
 
 from graphmem import MemoryStore, UnsupportedError
+from graphmem.cli import cli
 from graphmem.client import Client
 from tests._servers import free_port
 from tests.conftest import SAMPLE
@@ -27,6 +29,13 @@ def gm(db: str, *args: str, env: dict[str, str] | None = None
     return subprocess.run([sys.executable, "-m", "graphmem", "--db", db, "--embedder",
                            "hashing", *args], capture_output=True, text=True, timeout=300,
                           env=env)
+
+
+def gm_here(db: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """What ``gm`` runs, in this process (Click's runner): for commands whose process of
+    their own another call already covers."""
+    result = CliRunner().invoke(cli, ["--db", db, "--embedder", "hashing", *args])
+    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
 
 
 def test_the_cli_on_postgresql(pg_url: str, tmp_path: Path) -> None:
