@@ -34,14 +34,17 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # The suite on every core (pytest-xdist; each test file stays on one worker, so its
-# module fixtures are built once), with its temporary directories in memory (/dev/shm,
-# where there is one: Kuzu's and PostgreSQL's fsyncs cost nothing there), removed after.
+# module fixtures are built once), with its temporary directories in memory (/dev/shm
+# when it has 4 GiB free, else the usual temporary directory; Kuzu's and PostgreSQL's
+# fsyncs cost nothing in memory), removed after.
 # The directory is opened to other users for the PostgreSQL server, which runs as one.
 # Bytecode is written even where PYTHONDONTWRITEBYTECODE is set (into the ignored
 # __pycache__ folders): else every process the tests start compiles graphmem again, and
 # pytest rewrites the asserts of every test module and plugin again in each worker.
 test: lint typecheck
-	@tmp=$$(mktemp -d -p /dev/shm graphmem-test.XXXXXX 2>/dev/null || mktemp -d) && \
+	@shm=$$(df -Pk /dev/shm 2>/dev/null | awk 'NR==2 {print $$4}'); \
+	if [ "$${shm:-0}" -ge 4194304 ]; then tmp=$$(mktemp -d -p /dev/shm graphmem-test.XXXXXX); \
+	else tmp=$$(mktemp -d); fi && \
 	chmod 755 "$$tmp" && trap 'rm -rf "$$tmp"' EXIT && \
 	echo "TMPDIR=$$tmp $(BIN)/python -m pytest -q -m 'not slow' $(TEST_JOBS) --durations=25" && \
 	env -u PYTHONDONTWRITEBYTECODE TMPDIR="$$tmp" \
