@@ -28,7 +28,9 @@ from typing import Any
 import numpy as np
 
 from graphmem import (
+    PRESETS,
     Embedder,
+    InvalidInputError,
     MemoryStore,
     RecallConfig,
     Settings,
@@ -286,6 +288,33 @@ def write_outputs(run: ChatRun, out: Path, *, source: str | Path, embedder: str,
     return [json_path, report]
 
 
+def configs_from(path: str | Path) -> list[RecallConfig]:
+    """Named variants of the presets: ``{"name": {"base": "default", "actr": {...},
+    "weights": {...}, ...}}``, each ``PRESETS[base].with_(name=name, **changes)``."""
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise SystemExit(f"{path}: cannot read the configurations: {error}") from None
+    if not isinstance(raw, dict):
+        raise SystemExit(f"{path}: must be a JSON object of name -> configuration")
+    out = []
+    for name, spec in raw.items():
+        if not isinstance(spec, dict):
+            raise SystemExit(f"{path}: {name}: must be an object")
+        changes = dict(spec)
+        name_of_base = changes.pop("base", "default")
+        if name_of_base not in PRESETS:
+            raise SystemExit(f"{path}: {name}: no preset {name_of_base!r}")
+        base = PRESETS[name_of_base]
+        if isinstance(changes.get("weights"), dict):
+            changes["weights"] = {**base.weights, **changes["weights"]}
+        try:
+            out.append(base.with_(name=name, **changes))
+        except (TypeError, InvalidInputError) as error:
+            raise SystemExit(f"{path}: {name}: {error}") from None
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m eval.conversations", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -300,8 +329,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-timestamps", action="store_true",
                         help="ingest without the sittings' times (every turn dated now)")
     parser.add_argument("--no-baselines", action="store_true")
+    parser.add_argument("--configs", metavar="JSON",
+                        help="also score these configurations: a JSON file of name -> "
+                             "{\"base\": preset, and RecallConfig.with_ changes}")
     args = parser.parse_args(argv)
-    run = run_chats(args.file, presets=[p for p in args.presets.split(",") if p],
+    presets: list[str | RecallConfig] = [p for p in args.presets.split(",") if p]
+    if args.configs:
+        presets += configs_from(args.configs)
+    run = run_chats(args.file, presets=presets,
                     embedder=args.embedder, baselines=not args.no_baselines,
                     timestamps=not args.no_timestamps, repeat=args.repeat,
                     record_access=args.record_access)

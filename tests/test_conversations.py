@@ -258,3 +258,19 @@ def test_the_everyday_evaluation_runs_and_refuses_bad_files(tmp_path: Path) -> N
     path.write_text(json.dumps(bad), encoding="utf-8")
     with pytest.raises(InvalidInputError, match=r"conversations\[0\]\.questions\[0\]\.gold"):
         load_chats(path)
+
+
+def test_configurations_are_scored_beside_the_presets(tmp_path: Path) -> None:
+    from eval.conversations import configs_from
+
+    path = tmp_path / "configs.json"
+    path.write_text(json.dumps({"walk_0.4": {"base": "default", "weights": {"graph": 0.4}},
+                                "no_actr": {"actr": None}}), encoding="utf-8")
+    walk, plain = configs_from(path)
+    assert (walk.name, walk.weights["graph"], walk.weights["fulltext"]) == ("walk_0.4", 0.4, 1.0)
+    assert plain.actr is None and plain.name == "no_actr"
+    for bad, message in [({"x": {"base": "nope"}}, "no preset 'nope'"),
+                         ({"x": {"actr": {"speed": 1}}}, "x: unknown actr"), ([], "JSON object")]:
+        path.write_text(json.dumps(bad), encoding="utf-8")
+        with pytest.raises(SystemExit, match=message):
+            configs_from(path)
