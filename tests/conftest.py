@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,6 +20,14 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "ingest" / "samples" / "agent_memories.ump.json"
 LOCOMO = Path(os.environ.get("GRAPHMEM_LOCOMO",
                              ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C reaches the processes the tests start as it does from a shell: a pytest-xdist
+    worker ignores SIGINT, and a child inherits an ignored signal (then ``graphmem ui``
+    ends on Ctrl-C as a finished command, exit 0, instead of reporting it, 130)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
