@@ -438,12 +438,9 @@ def actr_terms(index: RecallIndex, candidates: list[int], fused: Mapping[int, fl
                                confidence=float(index.confidence[pos]), now=now_s,
                                d=params.d, beta=params.beta, epsilon=params.epsilon)
              for pos in candidates}
-
-    def used(pos: int) -> bool:
-        return bool(index.access_count[pos]) or len(index.access_seconds[pos]) > 0
-
     # without ``by_age`` a memory never accessed ranks last, with every other such one
-    key = {p: terms[p].value if params.by_age or used(p) else -math.inf for p in terms}
+    key = {p: t.value if params.by_age or t.frequency or t.history else -math.inf
+           for p, t in terms.items()}
     order = sorted(terms, key=lambda p: (-key[p], index.ids[p]))
     ranks = competition_ranks([(p, key[p]) for p in order])
     out: dict[int, tuple[Any, int, float]] = {}
