@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from graphmem._recall._bm25 import BM25Index
+from graphmem._recall._bm25 import CONTEXT_MARK, CONTEXT_WEIGHT, BM25Index
 from graphmem._text import tokenize
 
 WORDS = ["orchard", "deploy", "sensor", "moisture", "thesis", "chapter", "queue", "redis",
@@ -18,14 +18,21 @@ WORDS = ["orchard", "deploy", "sensor", "moisture", "thesis", "chapter", "queue"
 
 
 class DictBM25:
-    """BM25 the slow, obvious way: a dict of documents, statistics recomputed per query."""
+    """BM25 the slow, obvious way: a dict of documents, statistics recomputed per query.
+    A document's context (after ``CONTEXT_MARK``) is a second field whose terms count
+    ``CONTEXT_WEIGHT`` each, in term frequency and length (BM25F)."""
 
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
-        self.docs: dict[int, tuple[list[str], int]] = {}
+        self.docs: dict[int, tuple[dict[str, float], int]] = {}
 
     def set(self, pos: int, text: str, *, group: int = 0) -> None:
-        self.docs[pos] = (tokenize(text), group)
+        own, _, context = text.partition(CONTEXT_MARK)
+        weights: dict[str, float] = {}
+        for tokens, weight in ((tokenize(own), 1.0), (tokenize(context), CONTEXT_WEIGHT)):
+            for token in tokens:
+                weights[token] = weights.get(token, 0.0) + weight
+        self.docs[pos] = (weights, group)
 
     def remove(self, pos: int) -> None:
         self.docs.pop(pos, None)
@@ -35,22 +42,27 @@ class DictBM25:
         docs = {p: t for p, (t, g) in self.docs.items() if group is None or g == group}
         if not docs:
             return out
-        avgdl = sum(len(t) for t in docs.values()) / len(docs)
+        avgdl = sum(sum(t.values()) for t in docs.values()) / len(docs)
         for token in set(tokenize(query)):
             df = sum(1 for t in docs.values() if token in t)
             if not df:
                 continue
             idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
             for pos, tokens in docs.items():
-                tf = tokens.count(token)
+                tf = tokens.get(token, 0.0)
                 if tf and pos < size:
-                    denom = tf + self.k1 * (1 - self.b + self.b * len(tokens) / avgdl)
+                    length = sum(tokens.values())
+                    denom = tf + self.k1 * (1 - self.b + self.b * length / avgdl)
                     out[pos] += idf * tf * (self.k1 + 1) / denom
         return out
 
 
 def _text(rng: random.Random) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 9)))
+    """Words, and in a third of the documents a context after them."""
+    own = " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 9)))
+    if rng.random() < 1 / 3:
+        own += "\n" + CONTEXT_MARK + " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 6)))
+    return own
 
 
 @pytest.mark.parametrize(("seed", "tail"), [(0, 65_536), (1, 65_536), (2, 40), (3, 40),

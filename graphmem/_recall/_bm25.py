@@ -18,7 +18,27 @@ import numpy as np
 
 from .._text import tokenize
 
-__all__ = ["BM25Index", "tokenize"]
+__all__ = ["CONTEXT_MARK", "BM25Index", "tokenize"]
+
+#: Marks where a document's context begins (``RecallIndex`` puts a memory's context, its
+#: neighbours' words, after it): the terms after it count ``BM25Index.context_weight``
+#: of a term of the text, in term frequency and in document length alike (BM25F's
+#: field weight), so a neighbour's words lift a memory that needs them without letting
+#: it outrank one that says the thing itself.
+CONTEXT_MARK = "\x1f"
+
+
+def _weighted(text: str, context_weight: float) -> tuple[list[str], list[float]]:
+    """The tokens of a document and each one's weight (1, or ``context_weight`` after
+    ``CONTEXT_MARK``)."""
+    own, mark, context = text.partition(CONTEXT_MARK)
+    tokens = tokenize(own)
+    weights = [1.0] * len(tokens)
+    if mark:
+        extra = tokenize(context)
+        tokens += extra
+        weights += [context_weight] * len(extra)
+    return tokens, weights
 
 
 class _Column:
@@ -41,6 +61,11 @@ class _Column:
         return self.data[: self.size]
 
 
+#: what a term of a document's context counts against one of its own text (measured on
+#: the everyday chats' development set: ``eval/results/conversations.md``)
+CONTEXT_WEIGHT = 0.5
+
+
 class BM25Index:
     """Documents are integer positions; ``set(pos, text, group=g)`` adds or replaces one.
 
@@ -61,9 +86,11 @@ class BM25Index:
     #: entries set since the last sort that queries scan directly, at least
     TAIL = 65_536
 
-    def __init__(self, *, k1: float = 1.2, b: float = 0.75) -> None:
+    def __init__(self, *, k1: float = 1.2, b: float = 0.75,
+                 context_weight: float | None = None) -> None:
         self.k1 = k1
         self.b = b
+        self.context_weight = CONTEXT_WEIGHT if context_weight is None else context_weight
         self._vocab: dict[str, int] = {}
         self._token = _Column(np.int32)
         self._doc = _Column(np.int32)
@@ -89,7 +116,7 @@ class BM25Index:
         self._group_df: list[dict[int, int]] = []
         #: entries set since the last flush, as Python lists (appending to them is ~5x
         #: cheaper per document than growing numpy columns)
-        self._pending: tuple[list[int], list[int], list[int]] = ([], [], [])
+        self._pending: tuple[list[int], list[int], list[float]] = ([], [], [])
 
     def __len__(self) -> int:
         return self._docs
@@ -107,10 +134,11 @@ class BM25Index:
     def set(self, pos: int, text: str, *, group: int = 0) -> None:
         """Index (or re-index) document ``pos`` as a member of ``group``."""
         self.remove(pos)
-        tokens = tokenize(text)
-        counts: dict[str, int] = {}
-        for token in tokens:
-            counts[token] = counts.get(token, 0) + 1
+        tokens, weights = _weighted(text, self.context_weight)
+        counts: dict[str, float] = {}
+        for token, weight in zip(tokens, weights, strict=True):
+            counts[token] = counts.get(token, 0.0) + weight
+        length = sum(weights)
         vocab, df, group_df = self._vocab, self._df, self._group_df
         p_token, p_doc, p_tf = self._pending
         first = self._token.size + len(p_token)
@@ -128,12 +156,12 @@ class BM25Index:
         p_doc.extend([pos] * len(counts))
         self._grow(pos)
         self._start[pos], self._end[pos] = first, first + len(counts)
-        self._lengths[pos] = len(tokens)
+        self._lengths[pos] = length
         self._groups[pos] = group
         self._docs += 1
-        self._total_length += len(tokens)
+        self._total_length += length
         self._group_docs[group] = self._group_docs.get(group, 0) + 1
-        self._group_length[group] = self._group_length.get(group, 0.0) + len(tokens)
+        self._group_length[group] = self._group_length.get(group, 0.0) + length
 
     def _flush(self) -> None:
         p_token, p_doc, p_tf = self._pending
@@ -167,18 +195,23 @@ class BM25Index:
         groups = np.array([group for _, (_, group) in batch], dtype=np.int64)
         vocab = self._vocab
         tids: list[int] = []
-        lengths = np.zeros(len(batch), dtype=np.int64)
+        weights: list[float] = []
+        counts = np.zeros(len(batch), dtype=np.int64)
         for row, (_, (text, _)) in enumerate(batch):
-            tokens = tokenize(text)
-            lengths[row] = len(tokens)
+            tokens, token_weights = _weighted(text, self.context_weight)
+            counts[row] = len(tokens)
             tids.extend([vocab.setdefault(t, len(vocab)) for t in tokens])
+            weights.extend(token_weights)
         grown = len(vocab) - len(self._df)
         self._df.extend([0] * grown)
         self._group_df.extend({} for _ in range(grown))
         # one entry per (document, distinct token): documents in order, tokens ascending
-        rows = np.repeat(np.arange(len(batch), dtype=np.int64), lengths)
-        keys, tf = np.unique(rows * len(vocab) + np.array(tids, dtype=np.int64),
-                             return_counts=True)
+        rows = np.repeat(np.arange(len(batch), dtype=np.int64), counts)
+        token_weight = np.array(weights, dtype=np.float64)
+        lengths = np.bincount(rows, weights=token_weight, minlength=len(batch))
+        keys, inverse = np.unique(rows * len(vocab) + np.array(tids, dtype=np.int64),
+                                  return_inverse=True)
+        tf = np.bincount(inverse, weights=token_weight, minlength=len(keys))
         entry_row, entry_tid = np.divmod(keys, len(vocab))
         tid_codes, df = np.unique(entry_tid, return_counts=True)
         for tid, count in zip(tid_codes.tolist(), df.tolist(), strict=True):

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from .._arrow import blank_rows, column_values, numbers, strings, to_pylist
 from .._models import KIND_CODE, STATUS_CODE
-from ._bm25 import BM25Index
+from ._bm25 import CONTEXT_MARK, BM25Index
 from ._entities import EntityIndex
 from ._vectors import SignCodes, dot_all, dot_rows, to_bfloat16, top_scores
 from ._walk import neighbour_arrays
@@ -292,9 +292,11 @@ def _blocks(table: pa.Table) -> Iterator[tuple[int, pa.Table]]:
 
 
 def _indexed_text(subject: str | None, text: str | None, context: str | None) -> str:
-    """What BM25 indexes of a memory: its subject, text and context, one per line."""
+    """What BM25 indexes of a memory: its subject and text, one per line, then its
+    context, weighed less (after ``CONTEXT_MARK``)."""
     indexed = f"{subject}\n{text or ''}" if subject else (text or "")
-    return f"{indexed}\n{context}" if context else indexed
+    indexed = indexed.replace(CONTEXT_MARK, " ")
+    return f"{indexed}\n{CONTEXT_MARK}{context}" if context else indexed
 
 
 def _sha256(text: str | None) -> str:
