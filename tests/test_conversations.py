@@ -274,3 +274,29 @@ def test_configurations_are_scored_beside_the_presets(tmp_path: Path) -> None:
         path.write_text(json.dumps(bad), encoding="utf-8")
         with pytest.raises(SystemExit, match=message):
             configs_from(path)
+
+
+def test_a_question_naming_the_user_is_read_as_the_user_says_it(store: MemoryStore) -> None:
+    """The owner's own name in a question matches nothing in their first-person turns and
+    only noise elsewhere: the text and vector channels read it as "I" / "my"."""
+    store.add_conversation([
+        {"speaker": "Oskar", "text": "I repair church organs, a rare trade these days"},
+        {"speaker": "assistant", "text": "Good morning, Oskar!"},
+        {"speaker": "Oskar", "text": "my parrot Ilse says Oskar, Oskar, Oskar all day long"},
+        {"speaker": "Oskar", "text": "I moved to Leipzig in 2019"},
+        {"speaker": "Oskar", "text": "I play the cello on Sundays"},
+    ], session_id="s1", owner="oskar")
+    [hit, *_] = store.recall("What is Oskar's trade?", owner="oskar")
+    assert hit.memory.text == "I repair church organs, a rare trade these days"
+    # a transcript of two people: a question naming one of them is about that one
+    store.add_conversation([
+        {"speaker": speaker, "text": text} for speaker, text in [
+            ("Anna", "I am learning to sail"), ("Ben", "I am learning to knit"),
+            ("Anna", "I really love rainy days"), ("Ben", "I really love hot summers"),
+            ("Anna", "I am baking bread tonight"), ("Ben", "I am painting the fence"),
+            ("Anna", "I am reading a thriller"), ("Ben", "I am fixing my bike")]
+    ], session_id="s2", owner="friends")
+    entities = store._recall._index.ensure_index().entities
+    assert entities.in_first_person("Where does Oskar live?", "oskar") == "Where does I live?"
+    assert entities.in_first_person("Where does Anna live?", "friends") == \
+        "Where does Anna live?"

@@ -119,8 +119,8 @@ def _same(a: Any, b: Any, where: str = "index") -> None:
     assert type(b) is kind, where
     if kind in ATTRIBUTES:
         for name in sorted(ATTRIBUTES[kind]):
-            if name in ("_index", "_selves"):  # the adjacency's back reference; a cache
-                continue                          # of the owners' own entities, on demand
+            if name in ("_index", "_selves", "_sole"):
+                continue  # the adjacency's back reference; caches of the owners' own entities
             _same(getattr(a, name), getattr(b, name), f"{where}.{name}")
     elif isinstance(a, _Column):
         assert np.array_equal(a.view(), b.view()), where

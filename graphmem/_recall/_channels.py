@@ -75,13 +75,19 @@ class Query:
         return self.index.owner_group(self.owner) if self.owner is not None else None
 
     @cached_property
+    def spoken(self) -> str:
+        """The text as the owner would say it (``EntityIndex.in_first_person``): what
+        the full-text and vector channels read."""
+        return self.index.entities.in_first_person(self.text, self.owner)
+
+    @cached_property
     def words(self) -> frozenset[str]:
-        return frozenset(tokenize(self.text))
+        return frozenset(tokenize(self.spoken))
 
     @cached_property
     def bm25(self) -> np.ndarray:
         """The BM25 score of every memory, with the owner's statistics."""
-        return self.index.bm25.scores(self.text, self.size, group=self.group)
+        return self.index.bm25.scores(self.spoken, self.size, group=self.group)
 
     @cached_property
     def named(self) -> dict[int, str]:

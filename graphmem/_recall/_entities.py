@@ -47,6 +47,7 @@ class EntityIndex:
         self._count: dict[str | None, int] = {}
         #: owner -> the entities that are that owner (see ``selves``), until a change
         self._selves: dict[str | None, frozenset[int]] = {}
+        self._sole: dict[str | None, frozenset[int]] = {}
 
     @property
     def size(self) -> int:
@@ -55,6 +56,7 @@ class EntityIndex:
     # -- building and updating ---------------------------------------------------------
     def add_entities(self, records: Iterable[EntityRecord]) -> None:
         self._selves.clear()
+        self._sole.clear()
         # New entities take positions in the order of their owner and name, not of their
         # ids: ids are keyed by each store's own secret, and the sums of a graph walk
         # must not depend on how they are spelt (two stores that hold the same memories
@@ -95,6 +97,7 @@ class EntityIndex:
 
     def remove_entity(self, entity_id: str) -> None:
         self._selves.clear()
+        self._sole.clear()
         pos = self.pos.get(entity_id)
         if pos is not None:
             self._unlist(pos)
@@ -106,6 +109,7 @@ class EntityIndex:
     def set_mentions(self, memory: int, mentions: Iterable[tuple[int, float]]) -> None:
         """Replace what one memory mentions: (entity position, weight) pairs."""
         self._selves.clear()
+        self._sole.clear()
         for entity in self.of_memory.pop(memory, {}):
             others = self.memories_of.get(entity)
             if others is not None:
@@ -170,6 +174,53 @@ class EntityIndex:
             if top is not None and spoken[top] >= 3:
                 named.add(top)
             found = self._selves[owner] = frozenset(named)
+        return found
+
+    def in_first_person(self, query: str, owner: str | None) -> str:
+        """``query`` with the owner's own name (``selves``) said as the owner says it:
+        "Nadia's" becomes "my", "Nadia" becomes "I". The owner's memories are in the first
+        person ("I'm vegetarian"), so their name in a question about them matches nothing
+        in what answers it and much in what does not (an assistant's "Morning Nadia!").
+
+        >>> from graphmem._engine import EntityRecord
+        >>> index = EntityIndex()
+        >>> index.add_entities([EntityRecord(id="e1", name="nadia", type="person",
+        ...                                  owner="nadia")])
+        >>> index.in_first_person("Is Nadia vegetarian? What is Nadia's editor?", "nadia")
+        'Is I vegetarian? What is my editor?'
+        >>> index.in_first_person("Is Nadia vegetarian?", "omar")
+        'Is Nadia vegetarian?'
+        """
+        selves = self._sole_selves(owner)
+        if not selves:
+            return query
+        forms = {self.names[e] for e in selves} | {
+            form for (o, form), found in self.by_form.items()
+            if o == owner and selves.intersection(found)}
+        out, at = [], 0
+        for match in _WORDS.finditer(query):
+            word = match.group().rstrip(".")
+            if normalize(word) in forms and " " not in normalize(word):
+                possessive = word.lower().endswith(("'s", "’s", "'", "’"))
+                out += [query[at:match.start()], "my" if possessive else "I"]
+                at = match.start() + len(word)
+        return "".join(out) + query[at:]
+
+    def _sole_selves(self, owner: str | None) -> frozenset[int]:
+        """``selves`` when they are the owner alone: named like the owner, or the one
+        person who speaks the owner's memories (where two people each speak three or more,
+        as in a transcript of two friends, a question naming one is about that one)."""
+        if owner is None:
+            return frozenset()
+        found = self._sole.get(owner)
+        if found is None:
+            named = self.by_form.get((owner, normalize(owner)), ())
+            speakers = [entity for entity, memories in self.memories_of.items()
+                        if self.owner[entity] == owner
+                        and sum(1 for w in memories.values() if w == SPEAKER_WEIGHT) >= 3]
+            found = frozenset(named) | (frozenset(speakers) if len(speakers) == 1
+                                        else frozenset())
+            self._sole[owner] = found
         return found
 
     # -- weights -----------------------------------------------------------------------

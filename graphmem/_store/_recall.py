@@ -153,11 +153,18 @@ class Recall:
         self._ctx.sync()  # what other processes committed (a shared engine)
         qvec: Future[np.ndarray] | None = None
         current = self._index.current
+        # the vector channel reads the query as the owner would say it (``Query.spoken``)
+        spoken = (current.entities.in_first_person(query, owner) if current is not None
+                  else query)
         if config.active("vector") and (current is None or current.size):
             # submitted before the index is built, so a first recall (a one-shot command)
             # loads the model while it scans
-            qvec = self._pool().submit(lambda: self._ctx.embed_query([query])[0])
+            qvec = self._embed_query(spoken)
         index = self._index.ensure_index()
+        if qvec is not None and current is None:
+            again = index.entities.in_first_person(query, owner)
+            if again != spoken:
+                qvec = self._embed_query(again)
         with self._index.gate.shared():
             hits, positions, candidates = self._rank(index, query, qvec, config, k=k,
                                                      owner=owner, kinds=kind_names,
@@ -178,6 +185,9 @@ class Recall:
             self.samples.add(query, config, [index.ids[p] for p in candidates.positions],
                              candidates, self._ctx.now())
         return result
+
+    def _embed_query(self, text: str) -> Future[np.ndarray]:
+        return self._pool().submit(lambda: self._ctx.embed_query([text])[0])
 
     def _rank(self, index: RecallIndex, query: str, qvec: Future[np.ndarray] | None,
               config: RecallConfig, *, k: int, owner: str | None,
@@ -209,7 +219,7 @@ class Recall:
         if config.coverage and channels.get("fulltext"):
             # a lexical ranking whose best hit holds little of what the query asks is
             # mostly chance: it counts as much as its best hit holds
-            cover = index.bm25.coverage(query, channels["fulltext"][0][0], group=q.group)
+            cover = index.bm25.coverage(q.spoken, channels["fulltext"][0][0], group=q.group)
             weights = {**weights, "fulltext": weights["fulltext"] * cover ** config.coverage}
         fused = found.fusion.with_weights(weights)
         demoted: set[int] = set()

@@ -31,7 +31,7 @@ from ._file import DamagedFile, SnapshotFile, SnapshotWriter
 __all__ = ["ATTRIBUTES", "FORMAT", "read_index", "write_index"]
 
 #: The format of the file: a new one whenever what is written changes.
-FORMAT = 2
+FORMAT = 3
 
 #: class -> the attributes written (or derived from what is written) for it
 ATTRIBUTES: dict[type, frozenset[str]] = {
@@ -43,14 +43,14 @@ ATTRIBUTES: dict[type, frozenset[str]] = {
         "_row_batches", "_row_starts", "stale", "_adjacency", "session", "entities",
         "_signs", "sign_bits_from"}),
     BM25Index: frozenset({
-        "k1", "b", "_vocab", "_token", "_doc", "_tf", "_live", "_start", "_end",
+        "k1", "b", "context_weight", "_vocab", "_token", "_doc", "_tf", "_live", "_start", "_end",
         "_lengths", "_groups", "_docs", "_dead", "_total_length", "_sorted", "_perm",
         "_offsets", "_group_docs", "_group_length", "_df", "_group_df", "_pending"}),
     EdgeTable: frozenset({"overlay", "indptr", "indices", "weights"}),
     Adjacency: frozenset({"_index", "key", "indptr", "indices", "weights", "overlay"}),
     EntityIndex: frozenset({
         "ids", "pos", "names", "types", "owner", "by_form", "of_memory", "memories_of",
-        "facts_of", "times", "_count", "_selves"}),
+        "facts_of", "times", "_count", "_selves", "_sole"}),
     SignCodes: frozenset({"dim", "words", "codes"}),
 }
 
@@ -116,7 +116,8 @@ def write_index(out: SnapshotWriter, index: RecallIndex) -> dict[str, Any]:
     entities = _write_entities(out, index.entities)
     return {
         "size": n, "dim": index.dim, "half": index.half, "owners": list(index.owner_codes),
-        "bm25": {"k1": index.bm25.k1, "b": index.bm25.b, "docs": index.bm25._docs,
+        "bm25": {"k1": index.bm25.k1, "b": index.bm25.b,
+                 "context_weight": index.bm25.context_weight, "docs": index.bm25._docs,
                  "dead": index.bm25._dead, "total_length": index.bm25._total_length,
                  "sorted": index.bm25._sorted,
                  "columns": {name: getattr(index.bm25, name).size
@@ -328,7 +329,8 @@ def _read_rows(snapshot: SnapshotFile, name: str) -> dict[int, dict[int, float]]
 
 
 def _read_bm25(snapshot: SnapshotFile, values: dict[str, Any]) -> BM25Index:
-    bm25 = BM25Index(k1=float(values["k1"]), b=float(values["b"]))
+    bm25 = BM25Index(k1=float(values["k1"]), b=float(values["b"]),
+                     context_weight=float(values["context_weight"]))
     tokens = snapshot.table("bm25.vocab").column("token").to_pylist()
     bm25._vocab = dict(zip(tokens, range(len(tokens)), strict=True))
     sizes = {}
