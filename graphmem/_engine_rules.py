@@ -6,7 +6,8 @@ renders them into its own statements and adds nothing to them.
   (a job touches a memory only while it is still in the state the plan found it in, so a
   plan applied twice, or by two processes, writes each change, version and event once),
   and the version row and event it records;
-- the order in which a ``WriteBatch`` is written (``BATCH_STEPS``, ``write_batch``);
+- the order in which a ``WriteBatch`` is written (``BATCH_STEPS``, ``write_batch``), and
+  how a batch and a job's decisions reach the engine's transaction (``Writes``);
 - what erasing a memory's traces does, in order (``erase``);
 - which events an ``EventQuery`` selects and in what order (``event_conditions``,
   ``EVENT_ORDER``), and which events quote a memory (``quoting_probes``).
@@ -14,13 +15,15 @@ renders them into its own statements and adds nothing to them.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
-from ._engine import Decision, EventQuery, Job, WriteBatch
+from ._engine import BatchWriter, ChangeSet, Decision, EventQuery, Job, WriteBatch
 
 __all__ = [
     "BATCH_STEPS",
@@ -42,9 +45,11 @@ __all__ = [
     "Staged",
     "Term",
     "VersionId",
+    "Writes",
     "erase",
     "event_conditions",
     "quoting_probes",
+    "quoting_rows",
     "render",
     "staged",
     "version_id",
@@ -128,6 +133,19 @@ class JobRule:
         """(field, value it is given) for each field of ``needs``."""
         given = dict(self.sets)
         return tuple((name, given[name]) for name in self.needs)
+
+    def version_row(self) -> tuple[tuple[str, Term], ...]:
+        """The version row the job records (column, value), or none."""
+        if self.change is None:
+            return ()
+        return (*JOB_VERSION, ("change_type", self.change))
+
+    def event_row(self) -> tuple[tuple[str, Term], ...]:
+        """The event the job records (column, value), or none."""
+        if self.event is None:
+            return ()
+        kind, before, after = self.event
+        return (*JOB_EVENT, ("event_type", kind), ("from_state", before), ("to_state", after))
 
 
 class Dialect(Protocol):
@@ -263,6 +281,36 @@ def write_batch(batch: WriteBatch, steps: BatchSteps) -> None:
             getattr(steps, name)(rows)
 
 
+class _Writer(Protocol):
+    def writer(self) -> contextlib.AbstractContextManager[BatchWriter]: ...
+    def _run_job(self, job: Job, decisions: Sequence[Decision], changes: ChangeSet, *,
+                 now: datetime, actor: str) -> None: ...
+
+
+class Writes:
+    """``Engine.commit`` and ``Engine.apply_decisions`` as every engine does them, over
+    its ``writer`` and its ``_run_job`` (which applies ``JOBS[job]`` to the decisions in
+    one transaction that records ``changes``)."""
+
+    def commit(self: _Writer, batch: WriteBatch) -> None:
+        """Write the batch in one transaction: all of it is committed, or none."""
+        if not batch:
+            return
+        with self.writer() as writer:
+            writer.write(batch)
+
+    def apply_decisions(self: _Writer, job: Job, decisions: Sequence[Decision], *,
+                        now: datetime, actor: str) -> int:
+        """Apply a lifecycle job to staged decisions in one transaction; returns how many
+        were staged (none: no transaction)."""
+        if not decisions:
+            return 0
+        changes = ChangeSet()
+        changes.touch(d.memory_id for d in decisions)
+        self._run_job(job, decisions, changes, now=now, actor=actor)
+        return len(decisions)
+
+
 # -- erasure ---------------------------------------------------------------------------
 #: What a memory's versions keep of their text once it is erased.
 ERASED_VERSION: Mapping[str, Any] = {"text": None, "subject": None, "reason": None,
@@ -334,3 +382,9 @@ def quoting_probes(memory_id: str, probe: str) -> tuple[str, ...]:
     """The texts of which one must be in an event's metadata for the event to quote the
     memory (``Engine.events_mentioning``: events of other memories, by event id)."""
     return (memory_id, probe) if probe else (memory_id,)
+
+
+def quoting_rows(rows: Sequence[Sequence[Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """(event id, metadata as JSON text) rows of the events that quote a memory as
+    ``Engine.events_mentioning`` returns them."""
+    return [(str(event_id), json.loads(raw) if raw else {}) for event_id, raw in rows]

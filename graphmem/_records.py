@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ._engine import INTERNAL_FIELDS, NewMemory, memory_from_fields
+from ._engine import INTERNAL_FIELDS, EntityRecord, NewMemory, memory_from_fields
 from ._models import LifecycleEvent, Memory, Version
 
 __all__ = [
@@ -30,6 +30,8 @@ __all__ = [
     "json_load",
     "memory_from_columns",
     "memory_row",
+    "merges_from_text",
+    "merges_text",
     "patched_memory",
     "stored_value",
     "version_from_values",
@@ -106,6 +108,16 @@ def json_load(text: Any) -> dict[str, Any]:
         return {}
     value = json.loads(text)
     return value if isinstance(value, dict) else {}
+
+
+def merges_text(entity: EntityRecord) -> str:
+    """An entity's ``merges`` as they are stored (JSON text)."""
+    return json.dumps([dict(m) for m in entity.merges], sort_keys=True)
+
+
+def merges_from_text(text: str | None) -> tuple[Any, ...]:
+    """An entity's ``merges`` from the stored text."""
+    return tuple(json.loads(text)) if text else ()
 
 
 def stored_value(name: str, value: Any) -> tuple[str, Any]:

@@ -511,17 +511,7 @@ class Database:
 
     def run_auto(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         """Run one statement in auto-commit mode (DDL, index creation, user writes)."""
-        self._refuse_if_read_only()
-        with self._write_lock, self._gate.shared():
-            try:
-                rows = self._execute(self._write_conn, query, params or {})
-            except GraphmemError:
-                self._replace_write_conn()
-                raise
-            finally:
-                self._committed()
-        self._maybe_checkpoint()
-        return rows
+        return self.run_on_one_connection([(query, params or {})])[0]
 
     def run_on_one_connection(
         self, statements: Sequence[str | tuple[str, Mapping[str, Any]]]

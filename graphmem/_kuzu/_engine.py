@@ -9,7 +9,6 @@ one transaction; relationships between existing nodes through ``COPY`` as well
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .. import _engine_rules as rules
 from .._arrow import column_values, numbers, to_pylist
 from .._engine import (
     INTERNAL_FIELDS,
@@ -47,7 +47,6 @@ from .._engine import (
     WriteBatch,
     check_vector_dtype,
 )
-from .._engine_rules import EVENT_ORDER, erase, event_conditions, quoting_probes, write_batch
 from .._errors import ConflictError, InvalidInputError
 from .._models import LifecycleEvent, Memory, Version
 from . import _jobs
@@ -170,7 +169,7 @@ _ARROW_EDGE_TYPES = {"from": pa.string(), "to": pa.string(), "source": pa.string
                      "at": pa.timestamp("us"), "gone": pa.bool_()}
 
 
-class KuzuEngine:
+class KuzuEngine(rules.Writes):
     """One store in an embedded Kuzu database (a directory, or ``":memory:"``)."""
 
     def __init__(self, path: str, *, buffer_pool_mb: int = 512, read_only: bool = False) -> None:
@@ -247,14 +246,7 @@ class KuzuEngine:
             self._keys.add("forget", legacy)
         self.db.run_auto("MATCH (m:Meta {key: $k}) DELETE m", {"k": _LEGACY_FORGET_KEY})
 
-    # -- writes ------------------------------------------------------------------------
-    def commit(self, batch: WriteBatch) -> None:
-        """Write the batch in one transaction: all of it is committed, or none."""
-        if not batch:
-            return
-        with self.writer() as writer:
-            writer.write(batch)
-
+    # -- writes (``commit``, ``apply_decisions``: ``Writes``) ---------------------------
     @contextlib.contextmanager
     def writer(self) -> Iterator[BatchWriter]:
         """One transaction for several batches (a streamed import): everything written
@@ -276,7 +268,7 @@ class KuzuEngine:
         # a sidecar request) therefore CREATE, and only bulk ones COPY.
         small = len(batch.memories) + len(batch.events) + len(batch.new_edges) <= _SMALL_WRITE
         _declare(tx, batch)
-        write_batch(batch, _Steps(self, tx, small))
+        rules.write_batch(batch, _Steps(self, tx, small))
 
     def _existing_entities(self, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` are in the Entity table already (gone ones too)."""
@@ -287,10 +279,9 @@ class KuzuEngine:
         rows = self.db.read("MATCH (e:Entity) RETURN e.id")
         return wanted & {str(r[0]) for r in rows}
 
-    def apply_decisions(self, job: Job, decisions: Sequence[Decision], *, now: datetime,
-                        actor: str) -> int:
-        """Apply a lifecycle job to staged decisions in one transaction (``_jobs``)."""
-        return _jobs.run_job(self.db, job, decisions, now=now, actor=actor)
+    def _run_job(self, job: Job, decisions: Sequence[Decision], changes: ChangeSet, *,
+                 now: datetime, actor: str) -> None:
+        _jobs.run_job(self.db, job, decisions, changes, now=now, actor=actor)
 
     def record_access(self, records: Mapping[str, AccessRecord]) -> None:
         """Write access counters (absolute values) for many memories in one transaction."""
@@ -384,8 +375,6 @@ class KuzuEngine:
     def scan(self, fields: Sequence[str], *, owner: str | None = None,
              ids: Sequence[str] | None = None,
              vector_dtype: type[np.floating[Any]] = np.float32) -> MemoryScan:
-        """Fields of every memory (of ``owner``, or these ``ids``), ordered by id; the
-        vectors as a matrix of ``vector_dtype`` when ``vector`` is asked."""
         import pyarrow.compute as pc  # lazily: 0.2 s of every start
 
         check_vector_dtype(vector_dtype)
@@ -546,7 +535,7 @@ class KuzuEngine:
         clauses: list[str] = []
         params: dict[str, Any] = {}
         match = "MATCH (e:LifecycleEvent) "
-        for i, (name, operator, value) in enumerate(event_conditions(query)):
+        for i, (name, operator, value) in enumerate(rules.event_conditions(query)):
             if name == "owner":
                 # A value join (planned as a hash join), not a list scan per event.
                 match = "MATCH (m:Memory), (e:LifecycleEvent) "
@@ -560,7 +549,7 @@ class KuzuEngine:
             tail = " LIMIT $limit"
             params["limit"] = int(query.limit)
         cols = ", ".join(f"e.{c}" for c in EVENT_TYPES)
-        order = ", ".join(f"e.{c}" for c in EVENT_ORDER)
+        order = ", ".join(f"e.{c}" for c in rules.EVENT_ORDER)
         rows = self.db.read(f"{match}{where}RETURN {cols} ORDER BY {order}" + tail, params)
         return [event_from_row(r) for r in rows]
 
@@ -706,13 +695,13 @@ class KuzuEngine:
 
     def events_mentioning(self, memory_id: str, probe: str
                           ) -> list[tuple[str, dict[str, Any]]]:
-        probes = quoting_probes(memory_id, probe)
+        probes = rules.quoting_probes(memory_id, probe)
         params: dict[str, Any] = {"id": memory_id, **{f"p{i}": p for i, p in enumerate(probes)}}
         rows = self.db.read(
             "MATCH (e:LifecycleEvent) WHERE e.memory_id <> $id AND ("
             + " OR ".join(f"e.metadata CONTAINS $p{i}" for i in range(len(probes)))
             + ") RETURN e.event_id, e.metadata ORDER BY e.event_id", params)
-        return [(str(event_id), json.loads(raw) if raw else {}) for event_id, raw in rows]
+        return rules.quoting_rows(rows)
 
 
 class _TxWriter:
@@ -863,7 +852,7 @@ class _Steps:
 
     def erasures(self, rows: list[Erasure]) -> None:
         for erasure in rows:
-            erase(erasure, self)
+            rules.erase(erasure, self)
         self._tx.run("MERGE (m:Meta {key: $k}) SET m.value = '1'", {"k": _GONE_KEY})
         self._engine._has_gone = True
 

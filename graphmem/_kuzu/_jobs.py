@@ -15,8 +15,6 @@ import pyarrow as pa
 
 from .._engine import ChangeSet, Decision, Job
 from .._engine_rules import (
-    JOB_EVENT,
-    JOB_VERSION,
     JOBS,
     VERSION_MARK,
     Field,
@@ -88,16 +86,12 @@ def statement(rule: JobRule) -> str:
     for group in (reading, [(n, v) for n, v in sets if (n, v) not in reading]):
         if group:
             out += "SET " + ", ".join(f"m.{n} = {_term(v)}" for n, v in group) + " "
-    if rule.change is not None:
-        values = [*JOB_VERSION, ("change_type", rule.change)]
+    if version := rule.version_row():
         out += ("CREATE (m)-[:HAS_VERSION]->(:Version {"
-                + ", ".join(f"{c}: {_term(v)}" for c, v in values) + "}) ")
-    if rule.event is not None:
-        kind, before, after = rule.event
-        values = [*JOB_EVENT, ("event_type", kind), ("from_state", before),
-                  ("to_state", after)]
+                + ", ".join(f"{c}: {_term(v)}" for c, v in version) + "}) ")
+    if event := rule.event_row():
         out += ("CREATE (:LifecycleEvent {"
-                + ", ".join(f"{c}: {_term(v)}" for c, v in values) + "}) ")
+                + ", ".join(f"{c}: {_term(v)}" for c, v in event) + "}) ")
     return out.rstrip()
 
 
@@ -117,12 +111,10 @@ def _stage_table(rows: list[dict[str, object]]) -> pa.Table:
         names=list(STAGE_TYPES))
 
 
-def run_job(db: Database, job: Job, decisions: Sequence[Decision], *, now: datetime,
-            actor: str) -> int:
-    """Apply ``job`` to the memories of ``decisions`` in one transaction; returns how
-    many were staged."""
-    if not decisions:
-        return 0
+def run_job(db: Database, job: Job, decisions: Sequence[Decision], changes: ChangeSet, *,
+            now: datetime, actor: str) -> None:
+    """Apply ``job`` to the memories of ``decisions`` in one transaction that records
+    ``changes``."""
     rule = JOBS[job]
     text = statement(rule)
     rows = staged(decisions)
@@ -131,9 +123,7 @@ def run_job(db: Database, job: Job, decisions: Sequence[Decision], *, now: datet
             row["reason"] = str(row["xrefs"])
     params = {k: v for k, v in {"now": now, "actor": actor}.items() if f"${k}" in text}
     with db.write() as tx:
-        tx.changes = ChangeSet()
-        tx.changes.touch(d.memory_id for d in decisions)
+        tx.changes = changes
         tx.copy("Stage", _stage_table(rows))
         tx.run(text, params)
         tx.run("MATCH (s:Stage) DELETE s")
-    return len(decisions)

@@ -8,7 +8,6 @@ timestamps are naive UTC in Kuzu and aware UTC in graphmem.
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -34,6 +33,8 @@ from .._records import (
     json_dump,
     memory_from_columns,
     memory_row,
+    merges_from_text,
+    merges_text,
     stored_value,
     version_from_values,
     version_row,
@@ -185,7 +186,7 @@ def edge_from_row(kind: str, src: str, dst: str, props: Mapping[str, Any]) -> Ed
 def entity_params(entity: EntityRecord) -> dict[str, Any]:
     return {"id": entity.id, "owner": entity.owner, "name": entity.name, "type": entity.type,
             "aliases": list(entity.aliases),
-            "merges": json.dumps([dict(m) for m in entity.merges], sort_keys=True),
+            "merges": merges_text(entity),
             "created": entity.created, "gone": None}
 
 
@@ -193,7 +194,7 @@ def entity_from_row(row: Sequence[Any]) -> EntityRecord:
     (entity_id, owner, name, kind, aliases, merges, created) = row
     return EntityRecord(id=entity_id, owner=owner, name=name, type=kind,
                         aliases=tuple(aliases or ()),
-                        merges=tuple(json.loads(merges)) if merges else (),
+                        merges=merges_from_text(merges),
                         created=aware(created))
 
 

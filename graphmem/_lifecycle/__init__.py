@@ -1,25 +1,10 @@
 """The lifecycle's algorithms: the archivist's rules, centrality, summaries, and the
-results they report. The lifecycle manager that applies them to a store is
-``graphmem._store._lifecycle``."""
+results they report (``_results``, whose names this package gives). The lifecycle
+manager that applies them to a store is ``graphmem._store._lifecycle``."""
 
-from ._results import (
-    ArchiveResult,
-    EvaluationMetrics,
-    EvaluationResult,
-    JobCounts,
-    LifecycleReport,
-    PromoteResult,
-    RestoreResult,
-)
+from . import _results
+from ._results import *  # noqa: F403
 from ._rules import evaluate_memory_lifecycle
 
-__all__ = [
-    "ArchiveResult",
-    "EvaluationMetrics",
-    "EvaluationResult",
-    "JobCounts",
-    "LifecycleReport",
-    "PromoteResult",
-    "RestoreResult",
-    "evaluate_memory_lifecycle",
-]
+__all__ = ["evaluate_memory_lifecycle"]
+__all__ += _results.__all__

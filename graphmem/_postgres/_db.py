@@ -155,19 +155,25 @@ class Database:
 
     # -- transactions -------------------------------------------------------------------
     @contextlib.contextmanager
+    def _mapped(self) -> Iterator[None]:
+        """psycopg's errors in the block as graphmem's (``map_error``); graphmem's own
+        pass through."""
+        try:
+            yield
+        except GraphmemError:
+            raise
+        except psycopg.Error as exc:
+            raise map_error(exc, where=self.where) from exc
+
+    @contextlib.contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
         """A connection for reads: this thread's pinned snapshot if it has one."""
         pinned = getattr(self._pinned, "conn", None)
         if pinned is not None:
             yield pinned
             return
-        try:
-            with self._pool.connection() as conn:
-                yield conn
-        except GraphmemError:
-            raise
-        except psycopg.Error as exc:
-            raise map_error(exc, where=self.where) from exc
+        with self._mapped(), self._pool.connection() as conn:
+            yield conn
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[psycopg.Cursor]:
@@ -176,13 +182,9 @@ class Database:
         if self.read_only:
             raise ReadOnlyStoreError(f"{self.where} was opened read-only; open it "
                                      "without read_only to change it")
-        try:
-            with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-                yield cur
-        except GraphmemError:
-            raise
-        except psycopg.Error as exc:
-            raise map_error(exc, where=self.where) from exc
+        with (self._mapped(), self._pool.connection() as conn, conn.transaction(),
+              conn.cursor() as cur):
+            yield cur
 
     @contextlib.contextmanager
     def pinned(self) -> Iterator[None]:
@@ -191,38 +193,27 @@ class Database:
         if getattr(self._pinned, "conn", None) is not None:
             yield
             return
-        try:
-            with self._pool.connection() as conn, conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                self._pinned.conn = conn
-                try:
-                    yield
-                finally:
-                    self._pinned.conn = None
-        except GraphmemError:
-            raise
-        except psycopg.Error as exc:
-            raise map_error(exc, where=self.where) from exc
+        with self._mapped(), self._pool.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            self._pinned.conn = conn
+            try:
+                yield
+            finally:
+                self._pinned.conn = None
 
     # -- reads ---------------------------------------------------------------------------
     def rows(self, query: str | sql.Composable, params: Sequence[Any] | Mapping[str, Any]
              = ()) -> list[tuple[Any, ...]]:
-        with self.connection() as conn, conn.cursor() as cur:
-            try:
-                cur.execute(query, params)  # type: ignore[arg-type]
-                return cur.fetchall() if cur.description is not None else []
-            except psycopg.Error as exc:
-                raise map_error(exc, where=self.where) from exc
+        with self.connection() as conn, conn.cursor() as cur, self._mapped():
+            cur.execute(query, params)  # type: ignore[arg-type]
+            return cur.fetchall() if cur.description is not None else []
 
     def dict_rows(self, query: str | sql.Composable,
                   params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:
-        with self.connection() as conn, conn.cursor(
-                row_factory=psycopg.rows.dict_row) as cur:
-            try:
-                cur.execute(query, params)  # type: ignore[arg-type]
-                return cur.fetchall()
-            except psycopg.Error as exc:
-                raise map_error(exc, where=self.where) from exc
+        with (self.connection() as conn,
+              conn.cursor(row_factory=psycopg.rows.dict_row) as cur, self._mapped()):
+            cur.execute(query, params)  # type: ignore[arg-type]
+            return cur.fetchall()
 
     def read_statement(self, query: str, params: Mapping[str, Any], *, timeout_s: float
                        ) -> tuple[list[str], list[list[Any]]]:

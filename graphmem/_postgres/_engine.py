@@ -11,7 +11,6 @@ that leave the graph are deleted (Kuzu marks them gone; the port's reads are the
 from __future__ import annotations
 
 import contextlib
-import json
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .. import _engine_rules as rules
 from .._engine import (
     EDGE_KINDS,
     AccessRecord,
@@ -47,7 +47,6 @@ from .._engine import (
     WriteBatch,
     check_vector_dtype,
 )
-from .._engine_rules import EVENT_ORDER, erase, event_conditions, quoting_probes, write_batch
 from .._errors import ConflictError, InvalidInputError
 from .._models import LifecycleEvent, Memory, Version
 from .._records import (
@@ -116,7 +115,7 @@ _FACT_COLS = ("id, owner, subject, predicate, object, confidence, valid_from, va
               "recorded, sources, rule, ended_by")
 
 
-class PostgresEngine:
+class PostgresEngine(rules.Writes):
     """One store in a PostgreSQL database (a ``postgresql://`` URL; its schema is the
     first of the URL's search path, which must exist). Without ``create`` a schema that
     holds no store is an error instead of getting the tables."""
@@ -184,14 +183,7 @@ class PostgresEngine:
             cur.execute("INSERT INTO secrets (purpose, value) VALUES (%s, %s) "
                         "ON CONFLICT DO NOTHING", (purpose, value))
 
-    # -- writes ------------------------------------------------------------------------
-    def commit(self, batch: WriteBatch) -> None:
-        """Write the batch in one transaction: all of it is committed, or none."""
-        if not batch:
-            return
-        with self.writer() as writer:
-            writer.write(batch)
-
+    # -- writes (``commit``, ``apply_decisions``: ``Writes``) ---------------------------
     @contextlib.contextmanager
     def writer(self) -> Iterator[BatchWriter]:
         """One transaction for several batches: committed when the block ends, with one
@@ -201,17 +193,11 @@ class PostgresEngine:
             yield writer
             record(cur, writer.changes, self._changes.origin)
 
-    def apply_decisions(self, job: Job, decisions: Sequence[Decision], *, now: datetime,
-                        actor: str) -> int:
-        """Apply a lifecycle job to staged decisions in one transaction (``_jobs``)."""
-        if not decisions:
-            return 0
+    def _run_job(self, job: Job, decisions: Sequence[Decision], changes: ChangeSet, *,
+                 now: datetime, actor: str) -> None:
         with self.db.transaction() as cur:
             _jobs.run_job(cur, job, decisions, now=now, actor=actor)
-            changes = ChangeSet()
-            changes.touch(d.memory_id for d in decisions)
             record(cur, changes, self._changes.origin)
-        return len(decisions)
 
     def record_access(self, records: Mapping[str, AccessRecord]) -> None:
         """Write access counters for many memories in one transaction. Counters are
@@ -297,8 +283,6 @@ class PostgresEngine:
     def scan(self, fields: Sequence[str], *, owner: str | None = None,
              ids: Sequence[str] | None = None,
              vector_dtype: type[np.floating[Any]] = np.float32) -> MemoryScan:
-        """Fields of every memory (of ``owner``, or these ``ids``), ordered by id; the
-        vectors as a matrix of ``vector_dtype`` when ``vector`` is asked."""
         check_vector_dtype(vector_dtype)
         columns: list[str] = []
         for name in fields:
@@ -347,7 +331,7 @@ class PostgresEngine:
         clauses: list[str] = []
         params: list[Any] = []
         join = ""
-        for name, operator, value in event_conditions(query):
+        for name, operator, value in rules.event_conditions(query):
             if name == "owner":
                 join = "JOIN memories m ON m.id = e.memory_id "
                 clauses.append("m.owner = %s")
@@ -360,7 +344,7 @@ class PostgresEngine:
             tail = " LIMIT %s"
             params.append(int(query.limit))
         cols = ", ".join(f'e."{c}"' for c in EVENT_COLUMNS)
-        order = ", ".join(f'e."{c}"' for c in EVENT_ORDER)
+        order = ", ".join(f'e."{c}"' for c in rules.EVENT_ORDER)
         rows = self.db.dict_rows(f"SELECT {cols} FROM events e {join}{where}"
                                  f"ORDER BY {order}{tail}", params)
         return [_event(r) for r in rows]
@@ -466,11 +450,11 @@ class PostgresEngine:
 
     def events_mentioning(self, memory_id: str, probe: str
                           ) -> list[tuple[str, dict[str, Any]]]:
-        probes = quoting_probes(memory_id, probe)
+        probes = rules.quoting_probes(memory_id, probe)
         rows = self.db.rows("SELECT event_id, metadata FROM events WHERE memory_id <> %s AND ("
                             + " OR ".join(["strpos(metadata, %s) > 0"] * len(probes))
                             + ") ORDER BY event_id", [memory_id, *probes])
-        return [(str(event_id), json.loads(raw) if raw else {}) for event_id, raw in rows]
+        return rules.quoting_rows(rows)
 
 
 class _TxWriter:
@@ -483,7 +467,7 @@ class _TxWriter:
     def write(self, batch: WriteBatch) -> None:
         if not batch:
             return
-        write_batch(batch, _Steps(self._cur))
+        rules.write_batch(batch, _Steps(self._cur))
         self.changes.add(batch)
 
 
@@ -599,7 +583,7 @@ class _Steps:
 
     def erasures(self, rows: list[Erasure]) -> None:
         for erasure in rows:
-            erase(erasure, self)
+            rules.erase(erasure, self)
 
     # the steps of an erasure (``_engine_rules.erase``)
     def set_event_metadata(self, metadata: Mapping[str, Mapping[str, Any]]) -> None:

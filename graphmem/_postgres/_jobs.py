@@ -60,19 +60,15 @@ def statement(rule: rules.JobRule) -> str:
     staged_columns = ", ".join(f"s.{c} AS s_{c}" for c in _COLUMN.values())
     parts = [f"WITH moved AS (UPDATE memories m SET {assignments} FROM stage s "
              f"WHERE s.id = m.id AND ({guard}) RETURNING m.*, {staged_columns})"]
-    if rule.change is not None:
-        values = [*rules.JOB_VERSION, ("change_type", rule.change)]
+    if version := rule.version_row():
         parts.append(
             ", versions_written AS (INSERT INTO versions ("
-            + ", ".join(f'"{c}"' for c, _ in values) + ") SELECT "
-            + ", ".join(_term(v, moved=True) for _, v in values) + " FROM moved)")
-    if rule.event is not None:
-        kind, before, after = rule.event
-        values = [*rules.JOB_EVENT, ("event_type", kind), ("from_state", before),
-                  ("to_state", after)]
+            + ", ".join(f'"{c}"' for c, _ in version) + ") SELECT "
+            + ", ".join(_term(v, moved=True) for _, v in version) + " FROM moved)")
+    if event := rule.event_row():
         parts.append(
-            " INSERT INTO events (" + ", ".join(f'"{c}"' for c, _ in values) + ") SELECT "
-            + ", ".join(_term(v, moved=True) for _, v in values) + " FROM moved")
+            " INSERT INTO events (" + ", ".join(f'"{c}"' for c, _ in event) + ") SELECT "
+            + ", ".join(_term(v, moved=True) for _, v in event) + " FROM moved")
     else:
         parts.append(" SELECT count(*) FROM moved")
     return "".join(parts)

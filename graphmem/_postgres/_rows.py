@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,6 +18,8 @@ from .._records import (
     arrow_type,
     event_row,
     memory_row,
+    merges_from_text,
+    merges_text,
     version_row,
 )
 
@@ -74,14 +75,14 @@ def edge_from_values(row: Mapping[str, Any]) -> EdgeRecord:
 
 def entity_values(entity: EntityRecord) -> list[Any]:
     return [entity.id, entity.owner, entity.name, entity.type, list(entity.aliases),
-            json.dumps([dict(m) for m in entity.merges], sort_keys=True), entity.created]
+            merges_text(entity), entity.created]
 
 
 def entity_from_values(row: Mapping[str, Any]) -> EntityRecord:
     merges = row["merges"]
     return EntityRecord(id=row["id"], owner=row["owner"], name=row["name"], type=row["type"],
                         aliases=tuple(row["aliases"] or ()),
-                        merges=tuple(json.loads(merges)) if merges else (),
+                        merges=merges_from_text(merges),
                         created=row["created"])
 
 

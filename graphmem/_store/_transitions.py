@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 from .._context import Changed, StoreContext
 from .._derive import TextItem, derive_fields, lifecycle_event, patch_of, version_of
@@ -21,7 +21,24 @@ from .._records import patched_memory
 from .._redact import Mentions, digest_key_id, keyed_digest
 from ._knowledge import Knowledge
 
-__all__ = ["Transitions"]
+__all__ = ["Transition", "Transitions"]
+
+
+class Transition(TypedDict, total=False):
+    """A change of a memory's status and/or kind: the event and version row that record
+    it, why, the new ``status`` and ``kind`` (None: unchanged), who triggered it (manual
+    by default), the event's ``metadata``, other fields set with it (``extra_sets``) and
+    the actor."""
+
+    event_type: Required[EventType]
+    change_type: Required[ChangeType]
+    reason: Required[str]
+    status: Status | None
+    kind: Kind | None
+    triggered_by: TriggeredBy
+    metadata: Mapping[str, Any] | None
+    extra_sets: Mapping[str, Any] | None
+    actor: str | None
 
 
 class Transitions:
@@ -41,25 +58,9 @@ class Transitions:
         return self._commit(memory, patch_of(memory, updates, change_type, at, reason=reason,
                                              actor=actor, event=event))
 
-    def transition(
-        self,
-        memory: Memory,
-        *,
-        event_type: EventType,
-        change_type: ChangeType,
-        reason: str,
-        status: Status | None = None,
-        kind: Kind | None = None,
-        triggered_by: TriggeredBy = TriggeredBy.MANUAL,
-        metadata: Mapping[str, Any] | None = None,
-        extra_sets: Mapping[str, Any] | None = None,
-        actor: str | None = None,
-    ) -> Memory:
+    def transition(self, memory: Memory, **change: Unpack[Transition]) -> Memory:
         """Move one memory to a new status and/or kind, audited."""
-        return self._commit(memory, self.transition_patch(
-            memory, event_type=event_type, change_type=change_type, reason=reason,
-            status=status, kind=kind, triggered_by=triggered_by, metadata=metadata,
-            extra_sets=extra_sets, actor=actor))
+        return self._commit(memory, self.transition_patch(memory, **change))
 
     def _commit(self, memory: Memory, patch: Patch) -> Memory:
         """Commit one memory's patch, hand the listeners the fields it set, and return the
@@ -71,25 +72,13 @@ class Transitions:
             ctx.changed(Changed([memory.id], patched=batch.patched()))
         return patched_memory(memory, patch.set)
 
-    def transition_patch(
-        self,
-        memory: Memory,
-        *,
-        event_type: EventType,
-        change_type: ChangeType,
-        reason: str,
-        status: Status | None = None,
-        kind: Kind | None = None,
-        triggered_by: TriggeredBy = TriggeredBy.MANUAL,
-        metadata: Mapping[str, Any] | None = None,
-        extra_sets: Mapping[str, Any] | None = None,
-        actor: str | None = None,
-    ) -> Patch:
+    def transition_patch(self, memory: Memory, **change: Unpack[Transition]) -> Patch:
         """What ``transition`` commits, for a caller that writes it with more."""
         ctx = self._ctx
         now = ctx.now()
-        actor = ctx.actor(actor)
-        updates: dict[str, Any] = dict(extra_sets or {})
+        actor = ctx.actor(change.get("actor"))
+        reason, status, kind = change["reason"], change.get("status"), change.get("kind")
+        updates: dict[str, Any] = dict(change.get("extra_sets") or {})
         from_state = to_state = memory.status.value
         if status is not None:
             updates.update(status=status.value, prev_status=memory.status.value)
@@ -98,11 +87,12 @@ class Transitions:
             updates.update(kind=kind.value, prev_kind=memory.kind.value)
             from_state, to_state = memory.kind.value, kind.value
         updates["state_changed"] = now
-        event = lifecycle_event(memory.id, event_type, from_state=from_state,
+        event = lifecycle_event(memory.id, change["event_type"], from_state=from_state,
                                 to_state=to_state, reason=reason, at=now, agent_id=actor,
-                                triggered_by=triggered_by, metadata=dict(metadata or {}))
-        return patch_of(memory, updates, change_type, now, reason=reason, actor=actor,
-                        event=event)
+                                triggered_by=change.get("triggered_by", TriggeredBy.MANUAL),
+                                metadata=dict(change.get("metadata") or {}))
+        return patch_of(memory, updates, change["change_type"], now, reason=reason,
+                        actor=actor, event=event)
 
     def tombstone(self, memory_id: str, *, reason: str = "manual", owner: str | None = None,
                   triggered_by: TriggeredBy = TriggeredBy.MANUAL,

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from .._facade import MemoryStore
     from ..client import Client
 
-__all__ = ["Context", "add_global_options", "cli", "echo_json", "fail", "parse_params",
-           "pass_ctx", "table", "usage"]
+__all__ = ["Context", "add_global_options", "cli", "echo_json", "fail", "iso_time",
+           "parse_params", "pass_ctx", "table", "usage"]
 
 DEFAULT_DB = "graphmem.db"
 
@@ -180,7 +180,8 @@ def _isatty(stream: Any) -> bool:
 
 
 # -- global options, before or after the subcommand ----------------------------------------
-def _parse_now(_: click.Context, __: click.Parameter, value: str | None) -> datetime | None:
+def iso_time(_: click.Context, __: click.Parameter, value: str | None) -> datetime | None:
+    """An option's ISO time as a datetime (a click callback; None when not given)."""
     if value is None:
         return None
     try:
@@ -200,7 +201,7 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
                                    "minilm:int8, e5, hashing[:DIM] or ollama:MODEL, each "
                                    "optionally +pooled (default: the store's "
                                    "own, or $GRAPHMEM_EMBEDDER for a new store)."}),
-    (("--now",), "now", {"metavar": "ISO", "callback": _parse_now,
+    (("--now",), "now", {"metavar": "ISO", "callback": iso_time,
                          "help": "Pretend the current time is ISO (replays, demos, tests)."}),
     (("--sidecar",), "sidecar", {"metavar": "URL", "help": "Work through the graphmem "
                                  "sidecar at URL (default $GRAPHMEM_SIDECAR_URL, or the one "
@@ -217,7 +218,7 @@ def _setter(attribute: str) -> Callable[[click.Context, click.Parameter, Any], A
         if value is None or value is False:  # not given (a flag left out is False)
             return None
         if attribute == "now":
-            value = _parse_now(ctx, param, value)
+            value = iso_time(ctx, param, value)
         obj = ctx.find_object(Context)
         if obj is not None:
             setattr(obj, attribute, value)
@@ -318,7 +319,7 @@ class _Group(click.Group):
               help="Embedding model: minilm, minilm:int8, e5, hashing[:DIM] or ollama:MODEL, "
                    "each optionally +pooled (default: the store's own, or $GRAPHMEM_EMBEDDER "
                    "for a new store).")
-@click.option("--now", callback=_parse_now, default=None, metavar="ISO",
+@click.option("--now", callback=iso_time, default=None, metavar="ISO",
               help="Pretend the current time is ISO (replays, demos, tests).")
 @click.option("--sidecar", default=None, metavar="URL",
               help="Work through the graphmem sidecar at URL (default "

@@ -128,13 +128,19 @@ def import_ump_cmd(ctx: Context, file: str) -> None:
     store = ctx.store()
     with phases(Path(file).name, enabled=ctx.progress, unit=" records") as report:
         result = import_ump(store, file, progress=report)
+    echo_import(ctx, file, result, edges="supersede")
+
+
+def echo_import(ctx: Context, source: str, result: Any, *, edges: str) -> None:
+    """What an import of ``source`` created, updated and left unchanged, and how many
+    edges (of the kind ``edges`` names) it drew."""
     summary = {"created": len(result.created), "updated": len(result.updated),
                "unchanged": len(result.unchanged), "edges": result.edges_created}
     if ctx.json:
         echo_json(summary)
     else:
-        click.echo(f"{file}: created {summary['created']}, updated {summary['updated']}, "
-                   f"unchanged {summary['unchanged']}, supersede edges {summary['edges']}")
+        click.echo(f"{source}: created {summary['created']}, updated {summary['updated']}, "
+                   f"unchanged {summary['unchanged']}, {edges} edges {summary['edges']}")
 
 
 @cli.command()

@@ -19,7 +19,7 @@ from ._progress import bar, working
 
 if TYPE_CHECKING:
     from ingest.compact import Plan
-from ._core import import_group
+from ._core import echo_import, import_group
 
 
 @import_group.command(name="markdown")
@@ -35,13 +35,7 @@ def import_markdown_cmd(ctx: Context, root: str, workspace: str | None,
     store = ctx.store()
     with working(f"importing {root}", enabled=ctx.progress):
         result = import_markdown(store, root, workspace=workspace, owner=owner)
-    summary = {"created": len(result.created), "updated": len(result.updated),
-               "unchanged": len(result.unchanged), "edges": result.edges_created}
-    if ctx.json:
-        echo_json(summary)
-    else:
-        click.echo(f"{root}: created {summary['created']}, updated {summary['updated']}, "
-                   f"unchanged {summary['unchanged']}, wiki edges {summary['edges']}")
+    echo_import(ctx, root, result, edges="wiki")
 
 
 @import_group.command(name="locomo")

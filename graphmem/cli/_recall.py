@@ -8,18 +8,8 @@ import click
 
 from .._models import Kind
 from .._recall import PRESETS, Hit
-from .._time import parse_iso
 from .._views import to_json
-from ._app import Context, cli, echo_json, pass_ctx, table, usage
-
-
-def _as_of(_: click.Context, __: click.Parameter, value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        return parse_iso(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
+from ._app import Context, cli, echo_json, iso_time, pass_ctx, table, usage
 
 
 @cli.command()
@@ -32,11 +22,11 @@ def _as_of(_: click.Context, __: click.Parameter, value: str | None) -> datetime
 @click.option("--owner", default=None, help="Only this owner's memories.")
 @click.option("--kind", "kinds", multiple=True, type=click.Choice([k.value for k in Kind]),
               help="Only these kinds (repeat).")
-@click.option("--as-of", callback=_as_of, default=None, metavar="ISO",
+@click.option("--as-of", callback=iso_time, default=None, metavar="ISO",
               help="What was valid and current at this time.")
-@click.option("--since", callback=_as_of, default=None, metavar="ISO",
+@click.option("--since", callback=iso_time, default=None, metavar="ISO",
               help="Only memories created at or after this time.")
-@click.option("--until", callback=_as_of, default=None, metavar="ISO",
+@click.option("--until", callback=iso_time, default=None, metavar="ISO",
               help="Only memories created before this time.")
 @click.option("--min-similarity", type=click.FloatRange(0, 1), default=None, metavar="X",
               help="Answer nothing when no memory's cosine similarity to QUERY reaches X "
