@@ -157,6 +157,21 @@ def test_a_correction_supersedes_what_it_corrects(store: MemoryStore, clock: Clo
     assert all(not store.get(i).superseded_by for i in first.created_ids if i != stale)
 
 
+def test_a_correction_is_indexed_with_the_message_it_corrects(store: MemoryStore,
+                                                             clock: Clock) -> None:
+    """What a message said around the corrected statement is what a later question names
+    ("when do we fly to the offsite?"): the correction is found by it, at half weight."""
+    said = "The team offsite is in Porto. We fly out on the 3rd."
+    first = store.add_conversation([said], session_id="s1", owner="tess")
+    assert len(first.created_ids) == 2
+    clock.advance(days=1)
+    fixed = store.add_conversation(["sorry, I meant the 5th, not the 3rd"], session_id="s2",
+                                   owner="tess")
+    [new] = fixed.created_ids
+    assert store.get(fixed.corrected_ids[0]).text == "We fly out on the 3rd."
+    assert store.get(new).context == said
+
+
 def test_saying_what_one_does_now_leaves_the_assistants_reminder(store: MemoryStore,
                                                                  clock: Clock) -> None:
     set_up = store.add_conversation([

@@ -70,6 +70,8 @@ class Statement:
     id: str
     text: str
     assistant: bool = False
+    #: the whole message it was said in (what a correction of it is indexed with)
+    message: str | None = None
 
 
 def is_correction(text: str) -> bool:

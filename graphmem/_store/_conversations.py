@@ -239,7 +239,8 @@ class Conversations:
                 if target is not None and target not in corrected.values():
                     corrected[memory_id] = target
             # a correction is about what it corrects: indexed with it
-            context = (next(r.text for r in recent if r.id == corrected[memory_id])
+            context = (next(r.message or r.text for r in recent
+                            if r.id == corrected[memory_id])
                        if memory_id in corrected
                        else _context(f, siblings[f.index], parsed, cooccur_window))
             records.append(self._record(memory_id, f, status, context, owner,
@@ -251,7 +252,8 @@ class Conversations:
                 candidates.append(memory_id)
             else:
                 recent.insert(0, Statement(memory_id, f.item.text,
-                                             assistant=f.message["role"] == "assistant"))
+                                           assistant=f.message["role"] == "assistant",
+                                           message=f.message["text"]))
                 cosines[memory_id] = vectors[n]
         edges = _session_edges([r.id or "" for r in records], cooccur_window, session_id)
         batch, result, new_memories = self._memories.plan_merge(
@@ -380,7 +382,8 @@ class Conversations:
         ids = [index.ids[p] for p in latest]
         found = self._memories.get_many(ids)
         by_id = {m.id: m for m in found}
-        return [Statement(i, by_id[i].text, assistant=ASSISTANT_TAG in by_id[i].tags)
+        return [Statement(i, by_id[i].text, assistant=ASSISTANT_TAG in by_id[i].tags,
+                          message=by_id[i].payload)
                 for i in ids if i in by_id]
 
     def _match_existing(self, vectors: np.ndarray, texts: Sequence[str],
