@@ -29,8 +29,18 @@ HERE = Path(__file__).resolve().parents[1]
 
 
 def _env(tree: Path) -> dict[str, str]:
+    """``tree``'s code first on the path; never the working directory's (``-c`` and
+    ``-m`` would put it first: run from a checkout, both sides would run its code)."""
     rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return {"PYTHONPATH": os.pathsep.join([str(tree), *rest])}
+    return {"PYTHONPATH": os.pathsep.join([str(tree), *rest]), "PYTHONSAFEPATH": "1"}
+
+
+def _check_runs(tree: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", "import graphmem; print(graphmem.__file__)"],
+                          capture_output=True, text=True, check=True,
+                          env={**os.environ, **_env(tree)})
+    if not Path(done.stdout.strip()).is_relative_to(tree):
+        raise SystemExit(f"{tree} does not run its own code: {done.stdout.strip()}")
 
 
 def _answer(tree: Path, db: str, query: str) -> str:
@@ -59,6 +69,8 @@ def main() -> None:
                         default=Path(tempfile.gettempdir()) / "graphmem-bench")
     args = parser.parse_args()
     trees = {"this code": HERE, "baseline": args.baseline.resolve()}
+    for tree in trees.values():
+        _check_runs(tree)
     with store_copy(cached_store(args.cache, args.n), "graphmem-bench-cli-") as path:
         db = str(path)
         run_fresh(OPEN_AND_RECALL, [db, args.query])  # writes the index file
