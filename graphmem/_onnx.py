@@ -30,7 +30,8 @@ from ._errors import BackendUnavailableError
 __all__ = ["EXPORT_FORMAT", "OnnxEncoder", "cache_root", "export", "model_dir"]
 
 #: Bumped whenever the exported files change meaning (a new cache directory follows).
-EXPORT_FORMAT = 1
+#: 2: the fp32 graph's weights in a file beside it (``model.onnx.data``), mapped.
+EXPORT_FORMAT = 2
 FP32, INT8 = "model.onnx", "model-int8.onnx"
 REFERENCE = "reference.npy"
 MAX_TOKENS = 256  # the model's max_seq_length (sentence_bert_config.json)

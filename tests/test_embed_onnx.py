@@ -143,6 +143,10 @@ def test_the_export_needs_no_torch_and_gives_torchs_vectors(tmp_path: Path) -> N
     assert float(np.abs(np.load(tmp_path / "v.npy") - torch_model.embed(TEXTS)).max()) < 1e-5
     exported = json.loads(next(cache.rglob("export.json")).read_text())
     assert exported["builder"] == "graphmem._bert" and exported["max_drift"] < 1e-5
+    # the fp32 weights lie beside the graph, mapped when a session is made, not parsed
+    graph = next(cache.rglob("model.onnx"))
+    assert graph.stat().st_size < 1 << 20
+    assert graph.with_name("model.onnx.data").stat().st_size > 80 << 20
     assert out.stderr == ""  # the quantizer's advice stays out of the user's terminal
 
 

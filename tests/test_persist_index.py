@@ -4,6 +4,7 @@ never the cause of an answer a fresh build would not give."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from graphmem._recall._bm25 import BM25Index, _Column
 from graphmem._recall._entities import EntityIndex
 from graphmem._recall._index import Adjacency, EdgeTable, RecallIndex
 from graphmem._recall._persist._codec import ATTRIBUTES, FORMAT, read_index
-from graphmem._recall._persist._file import SnapshotFile
+from graphmem._recall._persist._file import DamagedFile, SnapshotFile
 from graphmem._recall._vectors import SignCodes
 from graphmem._store import _saved_index as _persist
 from graphmem._store._saved_index import FILE_NAME
@@ -208,6 +209,15 @@ def _flip(path: Path, at: int) -> None:
     path.write_bytes(bytes(data))
 
 
+def _section_at(path: Path, name: str) -> int:
+    """Where section ``name`` of the file starts (its checks done: the file may then be
+    written over in place, which a mapping being read would not survive)."""
+    snapshot = SnapshotFile.open(path, FORMAT)
+    with contextlib.suppress(DamagedFile):
+        snapshot.verified()
+    return int(snapshot._sections[name]["offset"])
+
+
 DAMAGE = {
     "truncated": lambda p: p.write_bytes(p.read_bytes()[: p.stat().st_size * 2 // 3]),
     "empty": lambda p: p.write_bytes(b""),
@@ -215,6 +225,11 @@ DAMAGE = {
     "a flipped byte in the vectors": lambda p: _flip(p, 4096 + 100),
     "a flipped byte in the manifest": lambda p: _flip(p, p.stat().st_size - 40),
     "a flipped byte in the header": lambda p: _flip(p, 20),
+    # an Arrow table: checked before Arrow parses it
+    "a flipped byte in a table": lambda p: _flip(p, _section_at(p, "memory_lists") + 200),
+    # the last array written: checked by the thread after everything else was decoded
+    "a flipped byte in the last array": lambda p: _flip(
+        p, _section_at(p, "entities.times.values") + 3),
 }
 
 
@@ -230,6 +245,46 @@ def test_a_damaged_file_is_rebuilt_with_a_warning(saved: Path, damage: str,
     with _open(saved) as store:  # the file was written again, whole
         store._recall_index.ensure_index()
         assert store._recall_index._saved.mark is not None
+
+
+def test_a_file_whose_sections_fail_their_checksums_is_never_used(saved: Path) -> None:
+    path = saved / FILE_NAME
+    _flip(path, _section_at(path, "vectors") + 7)
+    snapshot = SnapshotFile.open(path, FORMAT)  # the arrays are checked meanwhile
+    with pytest.raises(DamagedFile, match="section vectors fails its checksum"):
+        snapshot.verified()
+    with pytest.raises(DamagedFile, match="section vectors"):  # nothing more is read
+        snapshot.table("entities")
+    _flip(path, _section_at(path, "vectors") + 7)  # mended
+    _flip(path, _section_at(path, "entities") + 100)
+    snapshot = SnapshotFile.open(path, FORMAT)
+    with pytest.raises(DamagedFile, match="section entities fails its checksum"):
+        snapshot.table("entities")  # before Arrow parses it
+    with pytest.raises(DamagedFile, match="section entities"):
+        snapshot.verified()
+
+
+def test_what_decoding_a_corrupt_file_raises_is_damage_not_a_crash(
+        saved: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Sections are decoded while their checksums are checked: whatever decoding a
+    corrupt one raises (here an OverflowError, as a wild time would) rebuilds the index
+    with a warning; on a sound file the same error is raised, not hidden."""
+    real = _persist.read_index
+
+    def overflow(snapshot: SnapshotFile) -> RecallIndex:
+        real(snapshot)
+        raise OverflowError("date value out of range")
+
+    monkeypatch.setattr(_persist, "read_index", overflow)
+    with _open(saved) as store, pytest.raises(OverflowError):
+        store.recall("pump", k=2)
+    _flip(saved / FILE_NAME, _section_at(saved / FILE_NAME, "vectors") + 11)
+    with caplog.at_level(logging.WARNING, logger="graphmem"), _open(saved) as store:
+        answers = _answers(store)
+    assert any("damaged" in r.message and "checksum" in r.message
+               for r in caplog.records), caplog.text
+    assert answers == _fresh(saved)
 
 
 def test_another_stores_file_is_not_read(saved: Path, tmp_path: Path,

@@ -8,8 +8,9 @@ the index's fields and format, and the store's change mark when it was taken.
 
 When the store opens, the first use of the index reads the file instead of building it:
 
-1. the file must be sound (header, manifest and every section's checksum) and the
-   store's: anything else is built again, with a warning;
+1. the file must be sound (header, manifest and every section's checksum, checked
+   while it is decoded and before anything read is used) and the store's: anything
+   else is built again, with a warning;
 2. it must be of this format, fields, schema, model and vector precision, else it is
    built again (the file is merely outdated);
 3. the store's change log says what every commit since the mark changed (this
@@ -154,7 +155,12 @@ class SavedIndex:
                 log.info("recall index %s is %s: building it again", path, problem)
                 return None
             snapshot = SnapshotFile.open(path, FORMAT)
-            index = read_index(snapshot)
+            try:
+                index = read_index(snapshot)  # its checksums are checked meanwhile
+            except Exception:
+                snapshot.verified()  # a section found corrupt is what to report
+                raise
+            snapshot.verified()  # nothing read is used before the whole file is sound
         except OtherFormat as exc:
             log.info("recall index %s is outdated (%s): building it again", path, exc)
             return None

@@ -6,9 +6,12 @@ place), then the manifest: JSON naming each section (offset, length, CRC-32, and
 array its dtype and shape) beside the writer's own values. A writer writes a temporary
 file and renames it over the old one, so a reader sees the old file or the new one,
 whole; a process killed while writing leaves only a temporary file, removed by the next
-writer. ``SnapshotFile.open`` checks the header, the manifest and every section's
-checksum before anything is used: a truncated, corrupt or foreign file raises
-``DamagedFile`` and is never half read.
+writer. ``SnapshotFile.open`` checks the header and the manifest (and that every section
+lies inside the file), then every section's checksum: an Arrow table's when it is first
+read (before Arrow parses it), the arrays' in a thread that runs while the reader decodes
+what it needs (zlib releases the GIL). ``SnapshotFile.verified`` waits for them all: a
+reader calls it before it uses anything it read, so a truncated, corrupt or foreign file
+raises ``DamagedFile`` and is never used, whole or half.
 
 Arrays are mapped copy-on-write: pages nobody writes stay the file's, shared by every
 process that maps it and paged by the operating system; a page the index changes
@@ -22,6 +25,7 @@ import json
 import mmap
 import os
 import struct
+import threading
 import zlib
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -128,7 +132,8 @@ class SnapshotWriter:
 
 
 class SnapshotFile:
-    """A snapshot, mapped copy-on-write, every section's checksum checked (``open``)."""
+    """A snapshot, mapped copy-on-write; its sections' checksums are checked as it is read
+    (``open``), all of them by the time ``verified`` returns."""
 
     def __init__(self, view: mmap.mmap, values: dict[str, Any],
                  sections: dict[str, dict[str, Any]]) -> None:
@@ -136,6 +141,10 @@ class SnapshotFile:
         #: what the writer stored beside the sections
         self.values = values
         self._sections = sections
+        #: the sections whose checksum was found right, and the first one found wrong
+        self._sound: set[str] = set()
+        self._failed: str | None = None
+        self._checker: threading.Thread | None = None
 
     @classmethod
     def read_values(cls, path: Path, form: int) -> dict[str, Any]:
@@ -150,8 +159,9 @@ class SnapshotFile:
 
     @classmethod
     def open(cls, path: Path, form: int) -> SnapshotFile:
-        """Map the file and check it whole. Raises ``DamagedFile``, or ``OSError`` when it
-        cannot be read."""
+        """Map the file, check its header and manifest, and start checking the arrays'
+        checksums in a thread (``verified`` waits for it). Raises ``DamagedFile``, or
+        ``OSError`` when it cannot be read."""
         with path.open("rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             if size < _HEADER.size:
@@ -165,14 +175,47 @@ class SnapshotFile:
         for name, section in sections.items():
             try:
                 offset, length = int(section["offset"]), int(section["length"])
-                crc = int(section["crc"])
+                int(section["crc"])
             except (KeyError, TypeError, ValueError):
                 raise DamagedFile(f"section {name} is described wrongly") from None
             if offset < _HEADER.size or offset + length > at:
                 raise DamagedFile(f"section {name} lies outside the file")
-            if _crc(memoryview(view)[offset:offset + length]) != crc:
-                raise DamagedFile(f"section {name} fails its checksum")
-        return cls(view, manifest["values"], sections)
+        snapshot = cls(view, manifest["values"], sections)
+        arrays = [name for name, section in sections.items() if section.get("kind") != "arrow"]
+        snapshot._checker = threading.Thread(target=snapshot._check_all, args=(arrays,),
+                                             name="graphmem-index-check", daemon=True)
+        snapshot._checker.start()
+        return snapshot
+
+    def verified(self) -> None:
+        """Return once every section's checksum is found right (those the thread has
+        not reached are checked here); raises ``DamagedFile`` naming the first found
+        wrong."""
+        if self._checker is not None:
+            self._checker.join()
+        for name in self._sections:
+            self._check(name)
+
+    def _check_all(self, names: list[str]) -> None:
+        for name in names:
+            try:
+                self._check(name)
+            except DamagedFile:
+                return
+
+    def _check(self, name: str) -> None:
+        """Check the checksum of section ``name`` once; raises ``DamagedFile`` when it, or
+        a section checked before, is wrong."""
+        if self._failed is not None:
+            raise DamagedFile(f"section {self._failed} fails its checksum")
+        if name in self._sound:
+            return
+        section = self._described(name)
+        offset, length = int(section["offset"]), int(section["length"])
+        if _crc(memoryview(self._view)[offset:offset + length]) != int(section["crc"]):
+            self._failed = self._failed or name
+            raise DamagedFile(f"section {name} fails its checksum")
+        self._sound.add(name)
 
     def array(self, name: str) -> np.ndarray:
         """The array ``name``, a writable copy-on-write view of the file."""
@@ -191,6 +234,7 @@ class SnapshotFile:
 
     def table(self, name: str) -> pa.Table:
         """The Arrow table ``name``, read in place."""
+        self._check(name)  # before Arrow parses it: never parse a corrupt table
         section = self._described(name)
         data = pa.py_buffer(memoryview(self._view)[section["offset"]:
                                                    section["offset"] + section["length"]])
