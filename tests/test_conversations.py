@@ -224,6 +224,41 @@ def test_corrections_are_found_by_what_they_negate_or_share() -> None:
     assert is_correction("the exam is NOT on june 12")
 
 
+# (a correction in everyday words, the statement it corrects): written for these tests,
+# none taken from the evaluation sets
+CORRECTIONS = [
+    ("sorry, wrong date, the party is on the 9th", "the party is on the 19th at Marta's place"),
+    ("let me correct myself: Jonas is 34", "Jonas is 43 and works at the port"),
+    ("ignore what I said about Tuesday, the recital is Wednesday",
+     "the recital is on Tuesday evening"),
+    ("I said Lisbon earlier but it's actually Porto", "my cousin's wedding is in Lisbon"),
+    ("no sorry, the flight is at 7:40", "the flight leaves at 9:40 from gate B"),
+    ("that was wrong, my brother is 29", "my brother is 27 and lives in Oslo"),
+    ("make that 12 people", "dinner for 10 people on Saturday"),
+    ("err, I mean Thursday", "yoga class is on Tuesday"),
+    ("it was actually the 5th", "my interview was on the 15th"),
+    ("I had it wrong, the office is on floor 6", "the office is on floor 4"),
+    ("correcting myself, the rent is 950", "the rent is 900 a month"),
+    ("oops I misremembered, her surgery is in March", "her surgery is in May"),
+]
+NOT_CORRECTIONS = ["she's actually really nice", "it's actually pretty good",
+                   "I went to the wrong place yesterday", "just ignore that noise",
+                   "make that cake tonight", "I actually love cycling in the rain"]
+
+
+@pytest.mark.parametrize(("said", "earlier"), CORRECTIONS)
+def test_a_correction_in_everyday_words_finds_what_it_corrects(said: str, earlier: str
+                                                               ) -> None:
+    recent = [Statement("other", "I love hiking with my dog"), Statement("old", earlier)]
+    assert is_correction(said)
+    assert correction_target(said, recent) == "old"
+
+
+@pytest.mark.parametrize("said", NOT_CORRECTIONS)
+def test_everyday_words_that_correct_nothing(said: str) -> None:
+    assert not is_correction(said)
+
+
 def test_context_only_where_a_statement_needs_it(store: MemoryStore) -> None:
     result = store.add_conversation([
         {"role": "assistant", "content": "Is Pippa a cat or a dog?"},

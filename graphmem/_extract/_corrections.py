@@ -21,8 +21,18 @@ _DAYS = (r"(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:days?)?\b"
 #: Phrases by which a person takes back what they said ...
 _TAKE_BACK = re.compile(
     r"\b(?:scratch that|correction|i meant|i mean,|no,? wait|wait,? no|oh wait|hang on"
-    r"|i got (?:that|it) wrong|i was wrong|my (?:bad|mistake)|i misspoke|typo|i misread"
-    r"|i mixed (?:it|that|them) up)\b|^\W*(?:wait|actually)\b", re.IGNORECASE)
+    r"|i (?:got|had) (?:that|it|them) wrong|i was wrong|(?:that|this|it) (?:was|is) wrong"
+    r"|(?:sorry|oops|oh|ah)\W+wrong (?:date|day|time|number|name|place|city|address|year"
+    r"|month|week|one)"
+    r"|my (?:bad|mistake)|i misspoke|typo|i mis(?:read|heard|remembered|typed)"
+    r"|i mixed (?:it|that|them) up|correct(?:ing)? (?:myself|that|what i said)"
+    r"|(?:ignore|disregard) (?:what i (?:said|wrote|told you)|my last)"
+    r"|forget what i (?:said|wrote|told you)|make (?:that|it) (?=\d|the\b)"
+    r"|i mean (?=(?:the )?(?:\d|" + _DAYS + r"))"
+    r"|(?:it|that|she|he|they)(?:'s|’s| is| was| were)? actually"
+    r"(?=\s(?:(?:the|in|at|on|to)\s)?(?:\d|" + _DAYS + r"|(?-i:[A-Z])))"
+    r"|i (?:said|told you)\b[^.?!]{0,60}\bbut)\b|^\W*(?:wait|actually|no,? sorry|wrong (?:date|day|time|number|name|place))\b",
+    re.IGNORECASE)
 #: ... or changes it: a new value for an old thing.
 _CHANGE = re.compile(
     r"\b(?:(?:moved|changed|pushed|switched|rescheduled|brought) (?:(?:it|that|back|forward) )?"
@@ -56,9 +66,11 @@ _SLOTS = {
 #: Kinds of value by which a short correction finds what it corrects.
 _DATE_SLOTS = frozenset({"weekday", "month", "day", "time"})
 #: Words of a correction that say it is one, not what it is about.
-_MARKER_TERMS = frozenset(tokenize("scratch that correction meant mean wait actually wrong "
-                                   "mistake bad misspoke typo instead rather changed moved "
-                                   "now longer anymore sorry oops no yes ok okay"))
+_MARKER_TERMS = frozenset(tokenize("scratch that correction correct correcting myself meant "
+                                   "mean wait actually wrong mistake bad misspoke misread "
+                                   "misheard misremembered typo instead rather changed moved "
+                                   "now longer anymore sorry oops no yes ok okay ignore "
+                                   "disregard forget said told make err"))
 
 
 @dataclass(frozen=True)
