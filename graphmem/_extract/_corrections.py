@@ -31,7 +31,8 @@ _TAKE_BACK = re.compile(
     r"|i mean (?=(?:the )?(?:\d|" + _DAYS + r"))"
     r"|(?:it|that|she|he|they)(?:'s|’s| is| was| were)? actually"
     r"(?=\s(?:(?:the|in|at|on|to)\s)?(?:\d|" + _DAYS + r"|(?-i:[A-Z])))"
-    r"|i (?:said|told you)\b[^.?!]{0,60}\bbut)\b|^\W*(?:wait|actually|no,? sorry|wrong (?:date|day|time|number|name|place))\b",
+    r"|i (?:said|told you)\b[^.?!]{0,60}\bbut)\b"
+    r"|^\W*(?:wait|actually|no,? sorry|wrong (?:date|day|time|number|name|place))\b",
     re.IGNORECASE)
 #: ... or changes it: a new value for an old thing.
 _CHANGE = re.compile(
