@@ -18,6 +18,9 @@ from graphmem.cli import cli
 from tests.conftest import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+#: The pages under docs/, which the README links for what it leaves out.
+DOCS = {path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8")
+        for path in sorted((ROOT / "docs").glob("*.md"))}
 
 
 def test_readme_starts_with_the_two_commands() -> None:
@@ -48,15 +51,18 @@ def _printed_comments(block: str) -> dict[tuple[int, int], str]:
 
 
 def test_readme_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every block runs, in order, from a directory that is not the repository (no
-    relative paths into it), and every print shows what its comment says."""
+    """Every block of the README and then of docs/ runs, in order, from a directory that
+    is not the repository (no relative paths into it), and every print shows what its
+    comment says."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GRAPHMEM_EMBEDDER", "hashing")
-    blocks = re.findall(r"```python\n(.*?)```", README, re.S)
-    assert len(blocks) >= 2
+    blocks = [(f"{page} block {n}", block)
+              for page, text in {"README.md": README, **DOCS}.items()
+              for n, block in enumerate(re.findall(r"```python\n(.*?)```", text, re.S))]
+    assert len([name for name, _ in blocks if name.startswith("README.md")]) >= 2
+    assert any(name.startswith("docs/agent-frameworks.md") for name, _ in blocks)
     checked = []
-    for n, block in enumerate(blocks):
-        name = f"README.md block {n}"
+    for name, block in blocks:
         printed: list[tuple[int, str]] = []
 
         def record(*args: object, sep: str = " ", _out: list[tuple[int, str]] = printed,
@@ -203,3 +209,29 @@ def test_the_contents_list_every_section() -> None:
     assert [title for title, _ in linked] == headings
     assert all(anchor == re.sub(r"[^a-z0-9 -]", "", title.lower()).replace(" ", "-")
                for title, anchor in linked)
+
+
+def _anchors(text: str) -> set[str]:
+    """GitHub's anchors for the headings of a Markdown text (code blocks left out)."""
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+            for heading in re.findall(r"^#{1,6} (.+)$", prose, re.M)}
+
+
+@pytest.mark.parametrize("page", ["README.md", *DOCS])
+def test_relative_links_resolve(page: str) -> None:
+    """Every relative link of the README and of docs/ names a file or folder that exists,
+    and every #anchor a heading of the page it points into."""
+    text = README if page == "README.md" else DOCS[page]
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    links = re.findall(r"\]\(([^)\s]+)\)", prose)
+    assert links
+    for link in links:
+        if re.match(r"[a-z]+:", link):
+            continue
+        path, _, anchor = link.partition("#")
+        target = (ROOT / page).parent / path if path else ROOT / page
+        assert target.exists(), f"{page}: {link} does not exist"
+        if anchor:
+            assert anchor in _anchors(target.read_text(encoding="utf-8")), \
+                f"{page}: {link} names no heading of {target.relative_to(ROOT)}"

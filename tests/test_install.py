@@ -6,7 +6,7 @@ The wheel is built from the tracked files the way ``python -m build`` builds it
 (setuptools' PEP 517 backend; pip here, without build isolation, so that the test needs
 no network). Its dependencies come from the environment running the tests, seen through
 a ``.pth`` line: resolving them from the package registries takes minutes and gigabytes
-(README, "Install"), which is measured by hand, not on every run."""
+(docs/benchmarks.md, "Install"), which is measured by hand, not on every run."""
 
 from __future__ import annotations
 
