@@ -716,7 +716,7 @@ def query_window(query: str, now: datetime) -> TimeWindow | None:
 
 
 _TEMPORAL = re.compile(
-    r"\b(?:when|what\s+time|what\s+date|what\s+day|what\s+year|which\s+year|what\s+month|"
+    r"\b(?:when|what\s+time(?!\s+of\s+(?:the\s+)?day)|what\s+date|what\s+day|what\s+year|which\s+year|what\s+month|"
     r"which\s+month|which\s+day|how\s+long|how\s+many\s+(?:days|weeks|months|years|hours|"
     r"minutes)|how\s+old|how\s+often|how\s+recently|before|after|first|last\s+time|latest|"
     r"earliest|most\s+recent(?:ly)?|since|until|ago|in\s+what\s+order|what\s+order|"
@@ -724,7 +724,8 @@ _TEMPORAL = re.compile(
 
 
 _ASKS_TIME = re.compile(
-    r"\b(?:when|what\s+(?:time|date|day|year|month)|which\s+(?:year|month|day)|how\s+long|"
+    r"\b(?:when|what\s+(?:time(?!\s+of\s+(?:the\s+)?day)|date|day|year|month)"
+    r"|which\s+(?:year|month|day)|how\s+long|"
     r"how\s+many\s+(?:days|weeks|months|years))\b", re.IGNORECASE)
 
 
@@ -751,5 +752,10 @@ def is_temporal_question(query: str) -> bool:
     ...  "How long has Caroline lived in Lisbon?", "Did I go to Paris before Rome?",
     ...  "How many days between the wedding and the party?", "What does Mel like?")]
     [True, True, True, True, False]
+
+    A time of day is a habit, not a date: "what time of day does she run?" is not one.
+
+    >>> is_temporal_question("What time of day does she run?")
+    False
     """
     return search(_TEMPORAL, query) is not None
