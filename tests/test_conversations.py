@@ -117,6 +117,9 @@ def test_an_assistant_plan_is_kept_item_by_item() -> None:
                                  "- Wed: intervals, 6 x 400 m\n\nLet me know how it goes!")
     assert [f.text for f in found] == ["Mon: 5 km easy", "Wed: intervals, 6 x 400 m"]
     assert assistant_statements("Great question! Rice keeps four to six days.") == []
+    # what it said it will do is what it did
+    [later] = assistant_statements("Done! I'll remind you on Monday to renew the permit.")
+    assert later.text == "I'll remind you on Monday to renew the permit."
 
 
 def test_what_the_assistant_said_yields_to_what_the_user_said(store: MemoryStore) -> None:
@@ -270,6 +273,22 @@ def test_context_only_where_a_statement_needs_it(store: MemoryStore) -> None:
     assert memories["she's 11 and very stubborn"].context == "a dog."
     assert memories["a dog."].context == "Is Pippa a cat or a dog?"
     assert needs_context("that one") and not needs_context("Tomas runs a bike shop in Ghent")
+
+
+def test_she_or_he_is_indexed_with_whom_it_means(store: MemoryStore) -> None:
+    """A statement that starts with "she" is found by the name (or "my mum") it stands
+    for: the last person the user named before it in the sitting."""
+    result = store.add_conversation([
+        "my mum moved in with us in June",
+        {"role": "assistant", "content": "That's a big change. How is she settling in?"},
+        "she was a florist for 30 years and still arranges everything",
+        "My neighbour Petra has two goats",
+        "she milks them at six every morning",
+    ], session_id="s1", owner="tess")
+    memories = {store.get(i).text: store.get(i) for i in result.created_ids}
+    florist = memories["she was a florist for 30 years and still arranges everything"]
+    assert florist.context is not None and florist.context.splitlines()[0] == "my mum"
+    assert memories["she milks them at six every morning"].context.splitlines()[0] == "Petra"
 
 
 def test_split_or_joined_statements() -> None:

@@ -169,6 +169,7 @@ _CLAUSE = re.compile(r"[,;:](?= )| [-–—](?= )")
 #: What the assistant did or proposed that its user may ask about later.
 _ASSISTANT_ACT = re.compile(
     r"\b(?:i'?ve|i have|i'?ll|i will|i just) (?:also )?(?:set|booked|added|put|scheduled"
+    r"|remind(?:ed)?|ping(?:ed)?|text(?:ed)?"
     r"|saved|noted|created|sent|reserved|moved|updated|cancell?ed|emailed|drafted|made"
     r"|blocked|ordered|logged)\b"
     r"|\breminder (?:is )?set\b|\b(?:booked|reserved|scheduled) (?:for|at|on)\b"
@@ -270,6 +271,44 @@ def assistant_statements(text: str) -> list[Extracted]:
         out += [Extracted(_MARKUP.sub("", s), 0.7, extract_entities(s),
                           ("assistant: did or recommended",)) for s in kept]
     return out
+
+
+#: pronouns that stand for one person named before ("she's a pharmacist"), by gender
+_SHE = frozenset({"she", "her", "she's", "she'd", "she'll", "hers"})
+_HE = frozenset({"he", "him", "his", "he's", "he'd", "he'll"})
+_KIN_SHE = ("mom mum mother mam ma sister wife girlfriend daughter grandma granny "
+            "grandmother aunt auntie niece")
+_KIN_HE = "dad father da pa brother husband boyfriend son grandpa grandad grandfather uncle nephew"
+_KIN_ANY = ("partner boss manager friend cousin neighbour neighbor roommate flatmate colleague "
+            "coworker teacher doctor therapist landlord landlady kid child baby")
+_KIN = re.compile(r"\b(?:my|our)\s+(?:(?:little|big|older|younger|best|new|old)\s+)?("
+                  + "|".join((_KIN_SHE + " " + _KIN_HE + " " + _KIN_ANY).split())
+                  + r")\b", re.IGNORECASE)
+
+
+def antecedent(sentence: str, before: Sequence[str]) -> str | None:
+    """Whom a statement that starts with "she" or "he" speaks of: the last person named,
+    or the last "my mum" / "my boss" that can be a she or a he, in ``before`` (the texts
+    said before it, most recent first), or None.
+
+    >>> antecedent("she's a nurse", ["I'll ask her.", "my sister Ana moved to Graz"])
+    'Ana'
+    >>> antecedent("she was a seamstress", ["my dad and my mom moved in"])
+    'my mom'
+    >>> antecedent("the blue one", ["my sister Ana moved to Graz"]) is None
+    True
+    """
+    words = _words(sentence)
+    if not words or words[0] not in _SHE | _HE:
+        return None
+    unfit = set((_KIN_HE if words[0] in _SHE else _KIN_SHE).split())
+    for text in before:
+        found = [(m.start, m.surface) for m in extract_mentions(text) if m.type == "person"]
+        found += [(m.start(), m.group(0)) for m in _KIN.finditer(text)
+                  if m.group(1).lower() not in unfit]
+        if found:
+            return max(found)[1]
+    return None
 
 
 def needs_context(sentence: str) -> bool:

@@ -43,6 +43,9 @@ _ASSISTANT_SPEAKERS = {"assistant", "ai", "bot"}
 _SIMILAR = 10
 #: At most this many words of the message a statement answers are its context.
 _CONTEXT_WORDS = 30
+#: how many texts back (the statements before it in its message, then the user's earlier
+#: messages of the sitting) the person "she" / "he" stands for is looked for
+_ANTECEDENT_TEXTS = 4
 #: What the link index reads of each memory.
 _LINK_FIELDS = ["id", "owner", "created", "status", "entities", "subject"]
 
@@ -526,7 +529,7 @@ def _context(found: _Found, siblings: Sequence[str], parsed: Sequence[Mapping[st
     first in its message, the last sentence of the message it answers."""
     if window <= 0:
         return None
-    from .._extract._rules import needs_context, sentences
+    from .._extract._rules import antecedent, needs_context, sentences
 
     text = found.item.text
     at = siblings.index(text) if text in siblings else 0
@@ -536,12 +539,21 @@ def _context(found: _Found, siblings: Sequence[str], parsed: Sequence[Mapping[st
             return "\n".join(own)
     if not needs_context(text):
         return None
+    # whom "she" / "he" means: the last person the user named before it, this sitting
+    said = [*reversed(siblings[:at]), *(m["text"] for m in reversed(parsed[:found.index])
+                                        if m["role"] == "user")]
+    who = antecedent(text, said[:_ANTECEDENT_TEXTS])
     if at:
-        return siblings[at - 1]
+        return _with(who, siblings[at - 1])
     if found.index == 0:
-        return None
+        return who
     before = sentences(parsed[found.index - 1]["text"])
-    return " ".join(before[-1].split()[:_CONTEXT_WORDS]) if before else None
+    return _with(who, " ".join(before[-1].split()[:_CONTEXT_WORDS]) if before else None)
+
+
+def _with(name: str | None, context: str | None) -> str | None:
+    """A context and the person a pronoun stands for, one per line."""
+    return "\n".join(x for x in (name, context) if x) or None
 
 
 def _session_edges(ids: Sequence[str], window: int, session: str) -> list[Edge]:
