@@ -47,7 +47,7 @@ _VALUE_WORD = re.compile(r"\d|" + _DAYS + r"|(?-i:[A-Z])", re.IGNORECASE)
 #: ... or says how things are now, which may replace how they were ("I've gone vegan now",
 #: "I quit the bakery job"): such a statement replaces only a statement it is close to.
 _NOW = re.compile(r"\b(?:now|these days|anymore|any more|no more|quit|stopped|gave up"
-                  r"|switched|gone)\b", re.IGNORECASE)
+                  r"|switched|gone|dropped)\b", re.IGNORECASE)
 #: How close (cosine of the two texts) a statement of how things are now must be to what it
 #: replaces; and a correction that shares no word or value with any statement.
 NOW_SIMILAR = 0.55
@@ -117,6 +117,8 @@ def says_now(text: str) -> bool:
 
     >>> says_now("down to 1 sugar now"), says_now("I quit the bakery job"), says_now("I cycle")
     (True, True, False)
+    >>> says_now("I dropped the saturday shift")
+    True
     """
     return bool(search(_NOW, text))
 
@@ -130,7 +132,8 @@ def _slots(text: str) -> set[str]:
 
 
 def correction_target(text: str, recent: Sequence[Statement],
-                      similarity: Mapping[str, float] | None = None) -> str | None:
+                      similarity: Mapping[str, float] | None = None, *,
+                      about: str | None = None) -> str | None:
     """The statement (of ``recent``, most recent first) that ``text`` replaces, or None
     when none plausibly is. ``similarity``: the cosine of ``text`` with each statement
     (by id), when the caller has it.
@@ -143,7 +146,9 @@ def correction_target(text: str, recent: Sequence[Statement],
     replace a statement whose cosine is at least ``NOW_SIMILAR``. The best overlap wins,
     then the most recent. A statement of how things are now ("I've gone vegan now")
     replaces only what it is close to: cosine at least ``NOW_SIMILAR`` and a shared
-    word, or that much more without one.
+    word, or that much more without one. ``about``: the statement before a short
+    correction in its message ("we added Mondays. so it's 3 days now not 2"), whose words
+    say what the correction is about.
 
     >>> recent = [Statement("b", "Dev takes the curry to work"),
     ...           Statement("a", "my dentist appointment moved to Monday")]
@@ -154,6 +159,11 @@ def correction_target(text: str, recent: Sequence[Statement],
     'c'
     >>> correction_target("actually I love it", recent) is None
     True
+    >>> trips = [Statement("f", "the fishing trip is on Labor day, not the 12th"),
+    ...          Statement("b", "she'll go to Bright Days on 2 days, tuesdays and thursdays")]
+    >>> correction_target("so it's 3 days now not 2", trips,
+    ...                   about="Bright Days is going great, we added mondays")
+    'b'
     >>> correction_target("I've gone fully vegan now", [Statement("v", "I'm vegetarian")],
     ...                   {"v": 0.71})
     'v'
@@ -173,6 +183,8 @@ def correction_target(text: str, recent: Sequence[Statement],
     terms, slots = _terms(text), _slots(text)
     negated = [_terms(m.group(1)) for m in finditer(_NEGATED, text)]
     short = len(terms) <= 4
+    if short and about:
+        terms |= _terms(about)
     best: tuple[float, str] | None = None
     for age, statement in enumerate(recent):
         theirs = _terms(statement.text)

@@ -236,8 +236,11 @@ class Conversations:
                     f.message["text"] if f.item.text == siblings[f.index][0]
                     and not any(map(is_correction, siblings[f.index])) else "")
                 said = said or (f.item.text if says_now(f.item.text) else "")
+                own = siblings[f.index]
+                at = own.index(f.item.text) if f.item.text in own else 0
                 target = correction_target(said, recent,
-                                           self._similarity(vectors[n], recent, cosines)
+                                           self._similarity(vectors[n], recent, cosines),
+                                           about=own[at - 1] if at else None
                                            ) if said else None
                 if target is not None and target not in corrected.values():
                     corrected[memory_id] = target
