@@ -229,16 +229,31 @@ def _clauses(sentence: str) -> tuple[str, str]:
     return sentence, ""
 
 
+#: how a chat message asks without a "?": "what were those ideas again", "how do u make
+#: it", "can you send it", after an opener ("also", "oh", "btw")
+_ASKS = re.compile(
+    r"^\W*(?:(?:also|and|so|oh|ok|okay|btw|hey|um|hmm|wait|sorry)\W+)*(?:"
+    r"(?:what|how|where|when|which|who|why)\s+(?:is|are|was|were|do|does|did|should|can"
+    r"|could|would|will|u|you)\b|(?:can|could|would|will|do|does|did|should)\s+(?:you|u)\b)",
+    re.IGNORECASE)
+
+
 def is_question(sentence: str) -> bool:
-    """Whether a sentence asks: a "?" after its last letter or digit.
+    """Whether a sentence asks: a "?" after its last letter or digit, or, ending without
+    a stop, the words a question starts with.
 
     >>> is_question("any ideas? 🙏"), is_question("I asked why?! no idea")
     (True, False)
+    >>> is_question("also what were those dessert ideas again"), is_question("how do u make it")
+    (True, True)
+    >>> is_question("what I need is a holiday"), is_question("how are you doing it.")
+    (False, False)
     """
     end = len(sentence)
     while end and not sentence[end - 1].isalnum():
         end -= 1
-    return "?" in sentence[end:]
+    tail = sentence[end:]
+    return "?" in tail or (not any(c in tail for c in ".!") and bool(search(_ASKS, sentence)))
 
 
 def assistant_statements(text: str) -> list[Extracted]:
