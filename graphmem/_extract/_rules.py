@@ -319,7 +319,7 @@ def antecedent(sentence: str, before: Sequence[str]) -> str | None:
     unfit = set((_KIN_HE if words[0] in _SHE else _KIN_SHE).split())
     for text in before:
         found = [(m.start, m.surface) for m in extract_mentions(text) if m.type == "person"]
-        found += [(m.start(), m.group(0)) for m in _KIN.finditer(text)
+        found += [(m.start(), m.group(0)) for m in finditer(_KIN, text)
                   if m.group(1).lower() not in unfit]
         if found:
             return max(found)[1]
