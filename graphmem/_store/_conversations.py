@@ -521,25 +521,20 @@ def _message(message: Any, index: int) -> dict[str, Any]:
             (None if role.lower() == "user" else role), "timestamp": when}
 
 
-SIBLINGS = "needy"
-
-
 def _context(found: _Found, siblings: Sequence[str], parsed: Sequence[Mapping[str, Any]],
              window: int) -> str | None:
     """What a statement is indexed with besides its own words: nothing when it says what
     it is about (a neighbour's words would let it win queries about them); when it
     points back ("she's 9", "the blue one"), the statement before it in its message or,
-    first in its message, the last sentence of the message it answers."""
+    first in its message, the last sentence of the message it answers, and for "she" or
+    "he" whom it means (``antecedent``). Indexing every statement with the rest of its
+    message was measured to lose (``eval/results/conversations.md``)."""
     if window <= 0:
         return None
     from .._extract._rules import antecedent, needs_context, sentences
 
     text = found.item.text
     at = siblings.index(text) if text in siblings else 0
-    if SIBLINGS == "all" and len(siblings) > 1:
-        own = [t for t in siblings if t != text]
-        if not needs_context(text) or at:
-            return "\n".join(own)
     if not needs_context(text):
         return None
     # whom "she" / "he" means: the last person the user named before it, this sitting
