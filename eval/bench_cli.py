@@ -71,20 +71,25 @@ def main() -> None:
     trees = {"this code": HERE, "baseline": args.baseline.resolve()}
     for tree in trees.values():
         _check_runs(tree)
-    with store_copy(cached_store(args.cache, args.n), "graphmem-bench-cli-") as path:
-        db = str(path)
-        run_fresh(OPEN_AND_RECALL, [db, args.query])  # writes the index file
-        same = _answer(trees["this code"], db, args.query) == _answer(
-            trees["baseline"], db, args.query)
+    source = cached_store(args.cache, args.n)
+    # a copy of the store for each side, so that each reads the index file its own code
+    # wrote (a file of another format is built again, and then written in this one's)
+    with store_copy(source, "graphmem-bench-cli-") as mine, \
+            store_copy(source, "graphmem-bench-cli-base-") as theirs:
+        dbs = {"this code": str(mine), "baseline": str(theirs)}
+        for name, tree in trees.items():  # writes each side's index file
+            run_fresh(OPEN_AND_RECALL, [dbs[name], args.query], _env(tree))
+        same = _answer(trees["this code"], dbs["this code"], args.query) == _answer(
+            trees["baseline"], dbs["baseline"], args.query)
         print(f"{args.n} memories; one-shot `graphmem --db X recall {args.query!r}`, "
-              f"{args.repeats} fresh processes each, in alternation (load average "
-              f"{os.getloadavg()[0]:.1f} before)")
+              f"{args.repeats} fresh processes each, in alternation, each side on its own "
+              f"copy of the store (load average {os.getloadavg()[0]:.1f} before)")
         runs: dict[str, list[Run]] = {"import graphmem": [], **{name: [] for name in trees}}
         for _ in range(args.repeats):
             runs["import graphmem"].append(run_fresh("import graphmem", [],
                                                      _env(trees["this code"])))
             for name, tree in trees.items():
-                runs[name].append(run_fresh(CLI, ["--db", db, "recall", args.query],
+                runs[name].append(run_fresh(CLI, ["--db", dbs[name], "recall", args.query],
                                             _env(tree)))
         medians = {name: _median(values) for name, values in runs.items()}
         for name, median in medians.items():
