@@ -120,7 +120,7 @@ def _same(a: Any, b: Any, where: str = "index") -> None:
     assert type(b) is kind, where
     if kind in ATTRIBUTES:
         for name in sorted(ATTRIBUTES[kind]):
-            if name in ("_index", "_selves", "_sole"):
+            if name in ("_index", "_selves", "_forms"):
                 continue  # the adjacency's back reference; caches of the owners' own entities
             _same(getattr(a, name), getattr(b, name), f"{where}.{name}")
     elif isinstance(a, _Column):

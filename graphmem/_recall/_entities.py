@@ -47,7 +47,8 @@ class EntityIndex:
         self._count: dict[str | None, int] = {}
         #: owner -> the entities that are that owner (see ``selves``), until a change
         self._selves: dict[str | None, frozenset[int]] = {}
-        self._sole: dict[str | None, frozenset[int]] = {}
+        #: owner -> the names of the owner alone (see ``_self_forms``), until a change
+        self._forms: dict[str | None, frozenset[str]] = {}
 
     @property
     def size(self) -> int:
@@ -56,7 +57,7 @@ class EntityIndex:
     # -- building and updating ---------------------------------------------------------
     def add_entities(self, records: Iterable[EntityRecord]) -> None:
         self._selves.clear()
-        self._sole.clear()
+        self._forms.clear()
         # New entities take positions in the order of their owner and name, not of their
         # ids: ids are keyed by each store's own secret, and the sums of a graph walk
         # must not depend on how they are spelt (two stores that hold the same memories
@@ -97,7 +98,7 @@ class EntityIndex:
 
     def remove_entity(self, entity_id: str) -> None:
         self._selves.clear()
-        self._sole.clear()
+        self._forms.clear()
         pos = self.pos.get(entity_id)
         if pos is not None:
             self._unlist(pos)
@@ -109,7 +110,7 @@ class EntityIndex:
     def set_mentions(self, memory: int, mentions: Iterable[tuple[int, float]]) -> None:
         """Replace what one memory mentions: (entity position, weight) pairs."""
         self._selves.clear()
-        self._sole.clear()
+        self._forms.clear()
         for entity in self.of_memory.pop(memory, {}):
             others = self.memories_of.get(entity)
             if others is not None:
@@ -167,14 +168,18 @@ class EntityIndex:
         found = self._selves.get(owner)
         if found is None:
             named = set(self.by_form.get((owner, normalize(owner)), ()))
-            spoken = {entity: sum(1 for w in memories.values() if w == SPEAKER_WEIGHT)
-                      for entity, memories in self.memories_of.items()
-                      if self.owner[entity] == owner}
+            spoken = self._spoken(owner)
             top = max(spoken, key=lambda e: (spoken[e], -e), default=None)
             if top is not None and spoken[top] >= 3:
                 named.add(top)
             found = self._selves[owner] = frozenset(named)
         return found
+
+    def _spoken(self, owner: str) -> dict[int, int]:
+        """Per entity of ``owner``: how many memories it speaks (mentions as speaker)."""
+        return {entity: sum(1 for w in memories.values() if w == SPEAKER_WEIGHT)
+                for entity, memories in self.memories_of.items()
+                if self.owner[entity] == owner}
 
     def in_first_person(self, query: str, owner: str | None) -> str:
         """``query`` with the owner's own name (``selves``) said as the owner says it:
@@ -191,36 +196,35 @@ class EntityIndex:
         >>> index.in_first_person("Is Nadia vegetarian?", "omar")
         'Is Nadia vegetarian?'
         """
-        selves = self._sole_selves(owner)
-        if not selves:
+        forms = self._self_forms(owner)
+        if not forms:
             return query
-        forms = {self.names[e] for e in selves} | {
-            form for (o, form), found in self.by_form.items()
-            if o == owner and selves.intersection(found)}
         out, at = [], 0
         for match in _WORDS.finditer(query):
             word = match.group().rstrip(".")
-            if normalize(word) in forms and " " not in normalize(word):
+            if normalize(word) in forms:
                 possessive = word.lower().endswith(("'s", "’s", "'", "’"))
                 out += [query[at:match.start()], "my" if possessive else "I"]
                 at = match.start() + len(word)
         return "".join(out) + query[at:]
 
-    def _sole_selves(self, owner: str | None) -> frozenset[int]:
-        """``selves`` when they are the owner alone: named like the owner, or the one
-        person who speaks the owner's memories (where two people each speak three or more,
-        as in a transcript of two friends, a question naming one is about that one)."""
+    def _self_forms(self, owner: str | None) -> frozenset[str]:
+        """The names and aliases of the owner alone (``selves`` where they are the owner
+        alone: named like the owner, or the one person who speaks the owner's memories;
+        where two people each speak three or more, as in a transcript of two friends, a
+        question naming one is about that one), found once until a change."""
         if owner is None:
             return frozenset()
-        found = self._sole.get(owner)
+        found = self._forms.get(owner)
         if found is None:
-            named = self.by_form.get((owner, normalize(owner)), ())
-            speakers = [entity for entity, memories in self.memories_of.items()
-                        if self.owner[entity] == owner
-                        and sum(1 for w in memories.values() if w == SPEAKER_WEIGHT) >= 3]
-            found = frozenset(named) | (frozenset(speakers) if len(speakers) == 1
-                                        else frozenset())
-            self._sole[owner] = found
+            speakers = [e for e, count in self._spoken(owner).items() if count >= 3]
+            selves = set(self.by_form.get((owner, normalize(owner)), ()))
+            if len(speakers) == 1:
+                selves.update(speakers)
+            found = frozenset({self.names[e] for e in selves} | {
+                form for (o, form), entities in self.by_form.items()
+                if o == owner and selves.intersection(entities)})
+            self._forms[owner] = found
         return found
 
     # -- weights -----------------------------------------------------------------------

@@ -50,7 +50,7 @@ ATTRIBUTES: dict[type, frozenset[str]] = {
     Adjacency: frozenset({"_index", "key", "indptr", "indices", "weights", "overlay"}),
     EntityIndex: frozenset({
         "ids", "pos", "names", "types", "owner", "by_form", "of_memory", "memories_of",
-        "facts_of", "times", "_count", "_selves", "_sole"}),
+        "facts_of", "times", "_count", "_selves", "_forms"}),
     SignCodes: frozenset({"dim", "words", "codes"}),
 }
 
