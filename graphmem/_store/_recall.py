@@ -161,7 +161,8 @@ class Recall:
             # loads the model while it scans
             qvec = self._embed_query(spoken)
         index = self._index.ensure_index()
-        if qvec is not None and current is None:
+        if qvec is not None:
+            # the index brought up to date (or built) may know the owner's names otherwise
             again = index.entities.in_first_person(query, owner)
             if again != spoken:
                 qvec = self._embed_query(again)
