@@ -187,7 +187,7 @@ def test_query_window() -> None:
     ("When did Melanie paint a sunrise?", True),
     ("How long has Caroline lived in Lisbon?", True),
     ("Did I go to Paris before Rome?", True),
-    ("What did Caroline do after the parade?", True),
+    ("Did Caroline paint before the parade?", True),
     ("Which did Nadia adopt first, the cat or the dog?", True),
     ("When was the last time I called my mom?", True),
     ("How many days between the wedding and the party?", True),
@@ -195,6 +195,11 @@ def test_query_window() -> None:
     ("What does Melanie like to paint?", False),
     ("Where does Caroline work?", False),
     ("What did I do last weekend?", False),
+    # an event that places what is asked does not make it a question of time
+    ("What did Caroline do after the parade?", False),
+    ("What did Jon study before he moved to Oslo?", False),
+    ("What day trips could we take with the kids?", False),
+    ("What day is the party?", True),
 ])
 def test_is_temporal_question(question: str, temporal: bool) -> None:
     assert is_temporal_question(question) is temporal

@@ -715,12 +715,21 @@ def query_window(query: str, now: datetime) -> TimeWindow | None:
     return TimeWindow(min(w.start for w in windows), max(w.end for w in windows), coarsest)
 
 
+#: "what day" asking for a day ("what day is the party?"), not "what day trips ...".
+_WHAT_DAY = r"what\s+day(?=\s*(?:\?|$|\s+(?:is|was|are|were|did|does|do|will|would|should|of)\b))"
+#: A question about time itself. "before" or "after" alone names an event the asked
+#: thing is placed by ("what did Leif do before he retired?"): its answer is what was
+#: done, not a time, unless the question asks yes or no of an order ("did I go to
+#: Paris before Rome?") or which came first. Measured: everyday development chats
+#: hit@1 0.720 -> 0.740, LoCoMo conversations 1-5 R@10 0.791 either way.
 _TEMPORAL = re.compile(
-    r"\b(?:when|what\s+time(?!\s+of\s+(?:the\s+)?day)|what\s+date|what\s+day|what\s+year|which\s+year|what\s+month|"
-    r"which\s+month|which\s+day|how\s+long|how\s+many\s+(?:days|weeks|months|years|hours|"
-    r"minutes)|how\s+old|how\s+often|how\s+recently|before|after|first|last\s+time|latest|"
-    r"earliest|most\s+recent(?:ly)?|since|until|ago|in\s+what\s+order|what\s+order|"
-    r"earlier|later|previously|between)\b", re.IGNORECASE)
+    r"\b(?:when|what\s+time(?!\s+of\s+(?:the\s+)?day)|what\s+date|" + _WHAT_DAY +
+    r"|what\s+year|which\s+year|what\s+month|which\s+month|which\s+day|how\s+long"
+    r"|how\s+many\s+(?:days|weeks|months|years|hours|minutes)|how\s+old|how\s+often"
+    r"|how\s+recently|last\s+time|earliest|most\s+recent(?:ly)?|ago|(?:in\s+)?what\s+order)\b"
+    r"|^\W*(?:did|was|were|do|does|is|are|has|have|had)\b.*\b(?:before|after|first)\b"
+    r"|^\W*(?:which|who)\b.*\bfirst\b",
+    re.IGNORECASE)
 
 
 _ASKS_TIME = re.compile(
@@ -741,7 +750,7 @@ def asks_for_time(query: str) -> bool:
 
 
 def is_temporal_question(query: str) -> bool:
-    """Whether a question is about time itself: when, order, duration, first or last.
+    """Whether a question is about time itself: when, order or duration.
 
     A question that only names a window ("what did I do last weekend?") is not one; its
     window comes from ``query_window``.
@@ -753,9 +762,11 @@ def is_temporal_question(query: str) -> bool:
     ...  "How many days between the wedding and the party?", "What does Mel like?")]
     [True, True, True, True, False]
 
-    A time of day is a habit, not a date: "what time of day does she run?" is not one.
+    A time of day is a habit, not a date: "what time of day does she run?" is not one,
+    nor is a question that places what it asks by an event.
 
-    >>> is_temporal_question("What time of day does she run?")
-    False
+    >>> [is_temporal_question(q) for q in ("What time of day does she run?",
+    ...  "What did Leif do before he retired?", "What day trips did Wren suggest?")]
+    [False, False, False]
     """
     return search(_TEMPORAL, query) is not None
