@@ -9,6 +9,7 @@ if _typing.TYPE_CHECKING:
     from ._calendar import Granularity, TimeWindow
     from ._entities import ENTITY_TYPES, EntityType, Mention, extract_mentions
     from ._facts import (
+        ASKED_AS,
         FUNCTIONAL_PREDICATES,
         NOT_ENTITIES,
         PREDICATES,
@@ -41,7 +42,7 @@ _HOMES = {
     **dict.fromkeys(("Granularity", "TimeWindow"), "._calendar"),
     **dict.fromkeys(("ENTITY_TYPES", "EntityType", "Mention", "extract_mentions"),
                     "._entities"),
-    **dict.fromkeys(("FUNCTIONAL_PREDICATES", "NOT_ENTITIES", "PREDICATES",
+    **dict.fromkeys(("ASKED_AS", "FUNCTIONAL_PREDICATES", "NOT_ENTITIES", "PREDICATES",
                      "RELATION_PREDICATES", "Fact", "entity_names", "normalize_predicate",
                      "supersedes"), "._facts"),
     **dict.fromkeys(("FactExtraction", "FactGenerator", "OllamaFactExtractor"), "._ollama"),
@@ -55,6 +56,7 @@ _HOMES = {
 }
 
 __all__ = [
+    "ASKED_AS",
     "ENTITY_TYPES",
     "FUNCTIONAL_PREDICATES",
     "MERGE_RULES",

@@ -12,8 +12,8 @@ from ._entities import EntityType, Mention
 from ._lexicon import RELATION_NOUNS
 from ._text import normalize, person_speaker
 
-__all__ = ["FUNCTIONAL_PREDICATES", "NOT_ENTITIES", "PREDICATES", "RELATION_PREDICATES", "Fact",
-           "entity_names", "normalize_predicate", "supersedes"]
+__all__ = ["ASKED_AS", "FUNCTIONAL_PREDICATES", "NOT_ENTITIES", "PREDICATES",
+           "RELATION_PREDICATES", "Fact", "entity_names", "normalize_predicate", "supersedes"]
 
 #: Mentions of these types are times, not entities (a memory keeps them as its times).
 NOT_ENTITIES = frozenset({"date"})
@@ -35,6 +35,26 @@ FUNCTIONAL_PREDICATES = frozenset({
     "lives_in", "works_at", "studies_at", "married_to", "born_in", "husband", "wife",
     "spouse", "partner", "boyfriend", "girlfriend", "fiance", "fiancee", "mother", "father",
 })
+
+#: The words a question asks for a predicate in, beyond the predicate's own name: "what
+#: does Fatima do for work?" asks for ``is_a``, "which university?" for ``studies_at``
+#: ("for a living" is read as "for work" first: ``asked_words``).
+ASKED_AS: dict[str, tuple[str, ...]] = {
+    "is_a": ("job", "work", "profession", "occupation", "career", "trade"),
+    "works_at": ("job", "employer", "company", "firm", "employed", "office"),
+    "studies_at": ("study", "university", "college", "school", "student", "degree", "major"),
+    "lives_in": ("home", "city", "town", "based", "address", "where"),
+    "moved_to": ("move", "moving", "relocate"),
+    "from": ("origin", "hometown", "grew", "nationality"),
+    "born_in": ("birthplace", "born"),
+    "married_to": ("husband", "wife", "spouse", "partner"),
+    "likes": ("favourite", "favorite", "enjoy", "love", "fan"),
+    "dislikes": ("hate", "avoid", "refuse", "stand"),
+    "prefers": ("favourite", "favorite", "rather"),
+    "uses": ("tool", "app", "software", "editor", "program"),
+    "has_pet": ("pet", "dog", "cat"),
+    "visited": ("trip", "travel", "visit", "went"),
+}
 
 _SYNONYMS = {
     "works_for": "works_at", "work_at": "works_at", "employed_by": "works_at",

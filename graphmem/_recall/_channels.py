@@ -13,7 +13,9 @@ question about time that names no window, from the fusion of those and the graph
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -23,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .._kg import ROLE_WEIGHTS, asks_for_time, is_temporal_question, query_window
+from .._kg import ASKED_AS, ROLE_WEIGHTS, asks_for_time, is_temporal_question, query_window
 from .._kg._calendar import TimeWindow
 from .._text import tokenize
 from ._actr import activation_s
@@ -313,6 +315,17 @@ def _after_window(q: Query, text: np.ndarray, inside: np.ndarray, start: float, 
     return top(scores, after, room, positive=True)
 
 
+#: "what does she do for a living?" asks what she does for work, not where she lives
+_IDIOM = re.compile(r"\s+for\s+a\s+living\b", re.IGNORECASE)
+
+
+@functools.cache
+def _asked_as(predicate: str) -> frozenset[str]:
+    """The query terms that ask for ``predicate``: its own words and ``ASKED_AS``'s."""
+    words = [predicate.replace("_", " "), *ASKED_AS.get(predicate, ())]
+    return frozenset(tokenize(" ".join(words)))
+
+
 def facts(q: Query, config: RecallConfig) -> Channel:
     """The memories that state facts about the entities the query names: facts valid
     at ``as_of`` (or now) first, then by how well the predicate matches the query's
@@ -323,14 +336,14 @@ def facts(q: Query, config: RecallConfig) -> Channel:
     index = q.index
     entities = index.entities
     when = q.when
-    words = q.words
+    words = frozenset(tokenize(_IDIOM.sub(" work", q.spoken)))
     scored: dict[int, float] = {}
     selves = entities.selves(q.owner)
     for entity in named:
         for fact in entities.facts_of.get(entity, ()):
             valid = (fact.valid_from is None or fact.valid_from <= when) and (
                 fact.valid_to is None or fact.valid_to > when)
-            overlap = len(words & set(tokenize(fact.predicate.replace("_", " "))))
+            overlap = len(words & _asked_as(fact.predicate))
             if entity in selves and not overlap:
                 continue  # naming the owner says nothing of which of their facts
             score = (1.0 if valid else 0.5) + overlap + 0.1 * fact.confidence
