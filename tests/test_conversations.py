@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from graphmem import InvalidInputError, MemoryStore, Status
 from graphmem._extract._corrections import Statement, correction_target, is_correction
 from graphmem._extract._rules import RuleExtractor, assistant_statements, needs_context
-from graphmem._recall._query import asks_about_assistant
+from graphmem._recall._query import asks_about_assistant, named_actor
 from tests.conftest import Clock
 
 # (message, what the gate keeps of it): "active", "candidate" or "dropped". Phrasings of
@@ -369,3 +370,61 @@ def test_a_question_naming_the_user_is_read_as_the_user_says_it(store: MemorySto
     assert entities.in_first_person("Where does Oskar live?", "oskar") == "Where does I live?"
     assert entities.in_first_person("Where does Anna live?", "friends") == \
         "Where does Anna live?"
+
+
+def test_an_assistant_list_item_is_indexed_with_the_request_it_answers(store: MemoryStore
+                                                                        ) -> None:
+    """The items of a list the assistant proposed name none of the words of the user's
+    request; they are found through it, and through the line that leads into the list."""
+    result = store.add_conversation([
+        "my nephew Bram visits in May, he is nine and loves trains. any ideas for day trips?",
+        {"role": "assistant", "content": "Lovely! A few ideas within reach:\n"
+                                         "1. **Didcot Railway Centre** - steam days\n"
+                                         "2. The Pitt Rivers Museum - shrunken heads"},
+        "I also need a new kettle",
+    ], session_id="s1", owner="tess")
+    texts = {store.get(i).text: store.get(i) for i in result.created_ids}
+    item = texts["Didcot Railway Centre - steam days"]
+    assert item.context is not None
+    lead, asked = item.context.splitlines()
+    assert lead == "Lovely! A few ideas within reach:" and asked.endswith("day trips?")
+    hits = store.recall("which day trips did you suggest for Bram?", owner="tess",
+                        record_access=False)
+    assert {h.memory.text for h in hits[:3]} >= {"Didcot Railway Centre - steam days",
+                                                 "The Pitt Rivers Museum - shrunken heads"}
+
+
+def test_a_question_naming_the_assistant_does_not_set_back_what_it_proposed(
+        store: MemoryStore) -> None:
+    """What the assistant said counts half, unless the question asks what it did: also
+    when the question calls it by its name."""
+    store.add_conversation([
+        {"role": "user", "content": "my sister Lene wants a quiet dinner for her birthday"},
+        {"role": "assistant", "speaker": "Wren",
+         "content": "I'd suggest Hjem on Mill Street: quiet, with a set menu for birthdays."},
+        {"role": "user", "content": "Lene had dinner at Fig & Olive last year for her birthday"},
+    ], session_id="s1", owner="tess")
+    def assistant_hit(question: str) -> Any:
+        hits = store.recall(question, owner="tess", record_access=False)
+        return next(h for h in hits if "assistant" in h.memory.tags)
+
+    assert assistant_hit("Where should Lene go for her birthday dinner?"
+                         ).explanation.assistant == 0.5
+    assert assistant_hit("Which restaurant did Wren suggest for Lene's birthday?"
+                         ).explanation.assistant is None
+    assert named_actor("Which restaurant did Wren suggest?") == "Wren"
+    assert named_actor("Which restaurant did you suggest?") is None
+
+
+def test_a_question_asks_for_a_fact_in_everyday_words(store: MemoryStore) -> None:
+    """ "What does Fatou do for a living?" asks for what she is (``is_a``), which no word
+    of the question names: the facts channel reads the question's words for it."""
+    store.add_conversation([
+        {"speaker": "Fatou", "text": "I'm a harbour pilot, mostly container ships"},
+        {"speaker": "Fatou", "text": "the work schedule for the garden club is a mess"},
+        {"speaker": "Fatou", "text": "I live in Dakar with my two sons"},
+    ], session_id="s1", owner="fatou")
+    hits = store.recall("What does Fatou do for a living?", owner="fatou",
+                        record_access=False)
+    found = next(h for h in hits if h.memory.text.startswith("I'm a harbour pilot"))
+    assert found.explanation.channels["facts"].rank == 1

@@ -17,7 +17,8 @@ from .._kg._time import parse_times
 from .._text import STOPWORDS
 
 __all__ = ["DUPLICATE", "Extracted", "RuleExtractor", "assistant_statements", "entities_of",
-           "extract_entities", "is_filler", "is_hedge", "is_question", "needs_context",
+           "extract_entities", "is_filler", "is_hedge", "is_question", "list_lead_in",
+           "needs_context",
            "reference_keys", "sentences", "signal_strength"]
 
 #: Cosine above which an extracted memory is the same as an existing one.
@@ -286,6 +287,25 @@ def assistant_statements(text: str) -> list[Extracted]:
         out += [Extracted(_MARKUP.sub("", s), 0.7, extract_entities(s),
                           ("assistant: did or recommended",)) for s in kept]
     return out
+
+
+def list_lead_in(text: str, item: str) -> str | None:
+    r"""The line before the list that holds ``item`` in ``text`` (an assistant message),
+    without Markdown: what the list is of. None when ``item`` is not a list item.
+
+    >>> list_lead_in("What fun! Some ideas:\n1. **Brimham Rocks** - rocks\n2. York", "York")
+    'What fun! Some ideas:'
+    >>> list_lead_in("I've set a reminder for Friday.", "I've set a reminder for Friday.") is None
+    True
+    """
+    lead = None
+    for line in _lines(text):
+        found = starting_at(_LIST_ITEM, line, 0)
+        if not found:
+            lead = line
+        elif _MARKUP.sub("", line[found.end():]).strip() == item:
+            return _MARKUP.sub("", lead) if lead else None
+    return None
 
 
 #: pronouns that stand for one person named before ("she's a pharmacist"), by gender

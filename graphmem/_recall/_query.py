@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["asks_about_assistant"]
+__all__ = ["asks_about_assistant", "named_actor"]
 
 #: "what did I suggest ...", "the reminder I set", "which plugin did you recommend": a
 #: question about what the assistant did or proposed (the agent asks in the first
@@ -28,3 +28,28 @@ def asks_about_assistant(query: str) -> bool:
     False
     """
     return bool(_ASSISTANT_ACT.search(query))
+
+
+#: "which day trips did Wren suggest?": someone named did what an assistant does.
+_NAMED_ACT = re.compile(
+    r"\b(?:did|has|had)\s+([^\W\d_][\w'’-]*)\s+(?:first\s+|just\s+|already\s+|also\s+)?"
+    r"(?:suggest|recommend|propose|advise|book|schedule|remind|reserve|draft)(?:ed)?\b",
+    re.IGNORECASE)
+_NOT_NAMES = frozenset({"i", "you", "we", "he", "she", "they", "it", "someone", "anyone",
+                        "somebody", "anybody", "nobody", "who", "the", "my", "your"})
+
+
+def named_actor(query: str) -> str | None:
+    """The name of whoever a query says suggested, recommended or booked something, or
+    None: maybe the assistant's name (what it proposed is not set back for such a query;
+    if it is a friend's, the assistant's proposals merely compete as the user's do).
+
+    >>> named_actor("What day trips did Wren suggest for Oliver's visit?")
+    'Wren'
+    >>> named_actor("Which plugin did you recommend?") is None
+    True
+    """
+    found = _NAMED_ACT.search(query)
+    if found is None or found.group(1).lower() in _NOT_NAMES:
+        return None
+    return found.group(1)

@@ -533,6 +533,8 @@ def _context(found: _Found, siblings: Sequence[str], parsed: Sequence[Mapping[st
         return None
     from .._extract._rules import antecedent, needs_context, sentences
 
+    if found.message["role"] == "assistant":
+        return _answered(found, parsed)
     text = found.item.text
     at = siblings.index(text) if text in siblings else 0
     if not needs_context(text):
@@ -547,6 +549,21 @@ def _context(found: _Found, siblings: Sequence[str], parsed: Sequence[Mapping[st
         return who
     before = sentences(parsed[found.index - 1]["text"])
     return _with(who, " ".join(before[-1].split()[:_CONTEXT_WORDS]) if before else None)
+
+
+def _answered(found: _Found, parsed: Sequence[Mapping[str, Any]]) -> str | None:
+    """The context of what an assistant proposed or did: the user's message it answers
+    (its last ``_CONTEXT_WORDS`` words: what was asked comes last) and, for an item of a
+    list, the line that leads into the list. "Brimham Rocks - giant rock formations" is
+    found by "which day trips did you suggest for Oliver's visit?" through the request
+    ("any ideas for day trips while Oliver is here?") and the lead-in ("Some ideas:")."""
+    from .._extract._rules import list_lead_in
+
+    asked = next((m["text"] for m in reversed(parsed[:found.index])
+                  if m["role"] == "user"), "")
+    words = asked.split()[-_CONTEXT_WORDS:]
+    return _with(list_lead_in(found.message["text"], found.item.text),
+                 " ".join(words) or None)
 
 
 def _with(name: str | None, context: str | None) -> str | None:
