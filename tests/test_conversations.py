@@ -428,3 +428,19 @@ def test_a_question_asks_for_a_fact_in_everyday_words(store: MemoryStore) -> Non
                         record_access=False)
     found = next(h for h in hits if h.memory.text.startswith("I'm a harbour pilot"))
     assert found.explanation.channels["facts"].rank == 1
+
+
+def test_a_long_assistant_list_is_read_once_for_all_its_items(store: MemoryStore) -> None:
+    """Each item's lead-in and request come from one pass over the message (a list of
+    n items read once per item made ingest quadratic in n)."""
+    from graphmem._extract._rules import list_lead_ins
+
+    list_lead_ins.cache_clear()
+    items = "\n".join(f"- stop number {i} on the coast road" for i in range(300))
+    result = store.add_conversation(["any ideas for a road trip?", {
+        "role": "assistant", "content": "Some ideas:\n" + items}], session_id="s1",
+        owner="tess")
+    assert len(result.created_ids) > 100  # near-duplicate items are dropped as such
+    assert list_lead_ins.cache_info().misses == 1
+    assert store.get(result.created_ids[-1]).context == \
+        "Some ideas:\nany ideas for a road trip?"

@@ -3,6 +3,7 @@ entities they name (the knowledge graph's). Plain rules, no model, the same answ
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from .._kg._time import parse_times
 from .._text import STOPWORDS
 
 __all__ = ["DUPLICATE", "Extracted", "RuleExtractor", "assistant_statements", "entities_of",
-           "extract_entities", "is_filler", "is_hedge", "is_question", "list_lead_in",
+           "extract_entities", "is_filler", "is_hedge", "is_question", "list_lead_ins",
            "needs_context",
            "reference_keys", "sentences", "signal_strength"]
 
@@ -289,23 +290,24 @@ def assistant_statements(text: str) -> list[Extracted]:
     return out
 
 
-def list_lead_in(text: str, item: str) -> str | None:
-    r"""The line before the list that holds ``item`` in ``text`` (an assistant message),
-    without Markdown: what the list is of. None when ``item`` is not a list item.
+@functools.lru_cache(maxsize=16)
+def list_lead_ins(text: str) -> dict[str, str]:
+    r"""The items of the lists in ``text`` (an assistant message), each with the line
+    before its list, without Markdown: what the list is of. One pass over the text,
+    kept for the message's other items.
 
-    >>> list_lead_in("What fun! Some ideas:\n1. **Brimham Rocks** - rocks\n2. York", "York")
-    'What fun! Some ideas:'
-    >>> list_lead_in("I've set a reminder for Friday.", "I've set a reminder for Friday.") is None
-    True
+    >>> list_lead_ins("What fun! Some ideas:\n1. **Brimham Rocks** - rocks\n2. York\nOk?")
+    {'Brimham Rocks - rocks': 'What fun! Some ideas:', 'York': 'What fun! Some ideas:'}
     """
+    leads: dict[str, str] = {}
     lead = None
     for line in _lines(text):
         found = starting_at(_LIST_ITEM, line, 0)
         if not found:
             lead = line
-        elif _MARKUP.sub("", line[found.end():]).strip() == item:
-            return _MARKUP.sub("", lead) if lead else None
-    return None
+        elif lead:
+            leads.setdefault(_MARKUP.sub("", line[found.end():]).strip(), _MARKUP.sub("", lead))
+    return leads
 
 
 #: pronouns that stand for one person named before ("she's a pharmacist"), by gender

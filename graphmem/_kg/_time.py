@@ -716,7 +716,8 @@ def query_window(query: str, now: datetime) -> TimeWindow | None:
 
 
 #: "what day" asking for a day ("what day is the party?"), not "what day trips ...".
-_WHAT_DAY = r"what\s+day(?=\s*(?:\?|$|\s+(?:is|was|are|were|did|does|do|will|would|should|of)\b))"
+_WHAT_DAY = (r"what\s+day(?=\s*\?|\s*$|\s+(?:is|was|are|were|did|does|do|will|would|should"
+             r"|of)\b)")
 #: A question about time itself. "before" or "after" alone names an event the asked
 #: thing is placed by ("what did Leif do before he retired?"): its answer is what was
 #: done, not a time, unless the question asks yes or no of an order ("did I go to

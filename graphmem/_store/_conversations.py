@@ -4,6 +4,7 @@ ingest derives (``derive_links``)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,6 +47,8 @@ _CONTEXT_WORDS = 30
 #: how many texts back (the statements before it in its message, then the user's earlier
 #: messages of the sitting) the person "she" / "he" stands for is looked for
 _ANTECEDENT_TEXTS = 4
+#: how many messages back an assistant's reply looks for the user's request it answers
+_ASKED_WITHIN = 4
 #: What the link index reads of each memory.
 _LINK_FIELDS = ["id", "owner", "created", "status", "entities", "subject"]
 
@@ -557,13 +560,19 @@ def _answered(found: _Found, parsed: Sequence[Mapping[str, Any]]) -> str | None:
     list, the line that leads into the list. "Brimham Rocks - giant rock formations" is
     found by "which day trips did you suggest for Oliver's visit?" through the request
     ("any ideas for day trips while Oliver is here?") and the lead-in ("Some ideas:")."""
-    from .._extract._rules import list_lead_in
+    from .._extract._rules import list_lead_ins
 
-    asked = next((m["text"] for m in reversed(parsed[:found.index])
-                  if m["role"] == "user"), "")
-    words = asked.split()[-_CONTEXT_WORDS:]
-    return _with(list_lead_in(found.message["text"], found.item.text),
-                 " ".join(words) or None)
+    asked = next((parsed[k]["text"] for k in range(found.index - 1,
+                                                  max(found.index - _ASKED_WITHIN, 0) - 1, -1)
+                  if parsed[k]["role"] == "user"), "")
+    return _with(list_lead_ins(found.message["text"]).get(found.item.text),
+                 _last_words(asked) or None)
+
+
+@functools.lru_cache(maxsize=16)
+def _last_words(text: str) -> str:
+    """The last ``_CONTEXT_WORDS`` words of a message (once for all its replies' items)."""
+    return " ".join(text.split()[-_CONTEXT_WORDS:])
 
 
 def _with(name: str | None, context: str | None) -> str | None:
