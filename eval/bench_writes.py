@@ -30,7 +30,7 @@ from graphmem import MemoryStore, Settings
 from graphmem.algorithms import engine_of
 
 from ._fresh import HERE, check_tree, store_copy, tree_env
-from ._writes_probe import OPS, probe
+from ._writes_probe import CPU_OPS, OPS, probe
 from .bench_recall import OWNERS
 from .bench_scale import cached_store
 
@@ -92,21 +92,23 @@ def _line(name: str, figures: dict[str, float]) -> str:
     get = figures["get"]
     return f"  {name:<10} " + "  ".join(
         f"{op} {figures[op]:.2f}" + ("" if op == "get" else f" ({figures[op] / get:.1f}x)")
-        for op in OPS)
+        for op in OPS) + f"   (cpu: get {figures['cpu get']:.2f}, update " \
+        f"{figures['cpu update(importance=...)']:.2f})"
 
 
 def _table(results: dict[str, list[dict[str, float]]]) -> None:
     names = list(results)
     print("p50 in ms, median over rounds (x: against get of the same memory; "
-          "floor: the engine's bare commit of one field)")
-    print(f"  {'':<24}" + "".join(f"{name:>22}" for name in names))
-    for op in OPS:
+          "floor: the engine's bare commit of one field; cpu: the process's CPU time)")
+    print(f"  {'':<28}" + "".join(f"{name:>22}" for name in names))
+    for op in (*OPS, *CPU_OPS):
         cells = []
+        base = "cpu get" if op.startswith("cpu") else "get"
         for name in names:
             value = statistics.median(r[op] for r in results[name])
-            get = statistics.median(r["get"] for r in results[name])
-            cells.append(f"{value:8.2f} ms" + ("" if op == "get" else f" {value / get:5.1f}x"))
-        print(f"  {op:<24}" + "".join(f"{cell:>22}" for cell in cells))
+            get = statistics.median(r[base] for r in results[name])
+            cells.append(f"{value:8.2f} ms" + ("" if op == base else f" {value / get:5.1f}x"))
+        print(f"  {op:<28}" + "".join(f"{cell:>22}" for cell in cells))
 
 
 def main() -> None:
