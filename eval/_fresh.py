@@ -27,6 +27,26 @@ _PROBE = ("import atexit, sys\n"
           "if m in sys.modules) or '-', file=sys.stderr))\n")
 
 
+#: The checkout this code runs from (``tree_env`` puts another one's code first).
+HERE = Path(__file__).resolve().parents[1]
+
+
+def tree_env(tree: Path) -> dict[str, str]:
+    """``tree``'s code first on the path; never the working directory's (``-c`` and
+    ``-m`` would put it first: run from a checkout, both sides would run its code)."""
+    rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {"PYTHONPATH": os.pathsep.join([str(tree), *rest]), "PYTHONSAFEPATH": "1"}
+
+
+def check_tree(tree: Path) -> None:
+    """Refuse a checkout whose interpreter would import another checkout's graphmem."""
+    done = subprocess.run([sys.executable, "-c", "import graphmem; print(graphmem.__file__)"],
+                          capture_output=True, text=True, check=True,
+                          env={**os.environ, **tree_env(tree)})
+    if not Path(done.stdout.strip()).is_relative_to(tree):
+        raise SystemExit(f"{tree} does not run its own code: {done.stdout.strip()}")
+
+
 class Run(NamedTuple):
     wall: float
     cpu: float

@@ -21,26 +21,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ._fresh import CLI, Run, run_fresh, store_copy
+from ._fresh import CLI, HERE, Run, check_tree, run_fresh, store_copy, tree_env
 from .bench_open import OPEN_AND_RECALL
 from .bench_scale import cached_store
-
-HERE = Path(__file__).resolve().parents[1]
-
-
-def _env(tree: Path) -> dict[str, str]:
-    """``tree``'s code first on the path; never the working directory's (``-c`` and
-    ``-m`` would put it first: run from a checkout, both sides would run its code)."""
-    rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return {"PYTHONPATH": os.pathsep.join([str(tree), *rest]), "PYTHONSAFEPATH": "1"}
-
-
-def _check_runs(tree: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", "import graphmem; print(graphmem.__file__)"],
-                          capture_output=True, text=True, check=True,
-                          env={**os.environ, **_env(tree)})
-    if not Path(done.stdout.strip()).is_relative_to(tree):
-        raise SystemExit(f"{tree} does not run its own code: {done.stdout.strip()}")
 
 
 def _answer(tree: Path, db: str, query: str) -> str:
@@ -48,7 +31,7 @@ def _answer(tree: Path, db: str, query: str) -> str:
     done = subprocess.run([sys.executable, "-m", "graphmem", "--db", db, "--json",
                            "--now", "2027-01-01T00:00:00Z", "recall", query],
                           capture_output=True, text=True, check=True,
-                          env={**os.environ, **_env(tree)})
+                          env={**os.environ, **tree_env(tree)})
     return done.stdout
 
 
@@ -70,7 +53,7 @@ def main() -> None:
     args = parser.parse_args()
     trees = {"this code": HERE, "baseline": args.baseline.resolve()}
     for tree in trees.values():
-        _check_runs(tree)
+        check_tree(tree)
     source = cached_store(args.cache, args.n)
     # a copy of the store for each side, so that each reads the index file its own code
     # wrote (a file of another format is built again, and then written in this one's)
@@ -78,7 +61,7 @@ def main() -> None:
             store_copy(source, "graphmem-bench-cli-base-") as theirs:
         dbs = {"this code": str(mine), "baseline": str(theirs)}
         for name, tree in trees.items():  # writes each side's index file
-            run_fresh(OPEN_AND_RECALL, [dbs[name], args.query], _env(tree))
+            run_fresh(OPEN_AND_RECALL, [dbs[name], args.query], tree_env(tree))
         same = _answer(trees["this code"], dbs["this code"], args.query) == _answer(
             trees["baseline"], dbs["baseline"], args.query)
         print(f"{args.n} memories; one-shot `graphmem --db X recall {args.query!r}`, "
@@ -87,10 +70,10 @@ def main() -> None:
         runs: dict[str, list[Run]] = {"import graphmem": [], **{name: [] for name in trees}}
         for _ in range(args.repeats):
             runs["import graphmem"].append(run_fresh("import graphmem", [],
-                                                     _env(trees["this code"])))
+                                                     tree_env(trees["this code"])))
             for name, tree in trees.items():
                 runs[name].append(run_fresh(CLI, ["--db", dbs[name], "recall", args.query],
-                                            _env(tree)))
+                                            tree_env(tree)))
         medians = {name: _median(values) for name, values in runs.items()}
         for name, median in medians.items():
             walls = " ".join(f"{r.wall:.2f}" for r in runs[name])

@@ -5,23 +5,32 @@ or three sentences about people, places and organisations of five owners, so tha
 rules extract a realistic knowledge graph (about three facts a memory), with the hashing
 embedder (no write measured here embeds). Then, on a copy, with the recall index loaded
 (as in a sidecar), the p50 of ``update(importance=...)``, ``feedback`` and ``tombstone``
-against a plain ``get`` of the same memories, and the ratio (target: within 3x).
+against a plain ``get`` of the same memory (target: within 3x), beside the floor: the
+engine's bare commit of one field, which every write pays (``_writes_probe``).
+
+``--baseline DIR`` (a checkout of an earlier commit) measures its code too, each side in
+a fresh process on its own copy of the store, in alternating ``--rounds``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import os
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from graphmem import MemoryStore, Settings
 from graphmem.algorithms import engine_of
 
-from ._fresh import store_copy
+from ._fresh import HERE, check_tree, store_copy, tree_env
+from ._writes_probe import CPU_OPS, OPS, probe
 from .bench_recall import OWNERS
 from .bench_scale import cached_store
 
@@ -61,40 +70,45 @@ def build(path: Path, n: int, cache: Path | None = None, chunk: int = 5000) -> N
                   f"{time.perf_counter() - started:.0f} s", flush=True)
 
 
-def _p50(call: Callable[[str], object], ids: list[str]) -> float:
-    times = []
-    for memory_id in ids:
-        started = time.perf_counter()
-        call(memory_id)
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
+def _ids(n: int, samples: int, rounds: int) -> list[list[str]]:
+    """Each round's memories (``_writes_probe.probe``'s), none used twice."""
+    per = 3 * samples + 1
+    chosen = [f"urn:w:{i:07d}" for i in random.Random(5).sample(range(n), per * rounds)]
+    return [chosen[r * per:(r + 1) * per] for r in range(rounds)]
 
 
-def measure(db: Path, n: int, samples: int) -> None:
-    rng = random.Random(5)
-    with MemoryStore(db, embedder="hashing") as store:
-        facts = len(engine_of(store).facts(all_owners=True))
-        print(f"{store.stats().memories} memories, {facts} facts")
-        started = time.perf_counter()
-        store.recall("Caroline Lisbon", k=5)  # the recall index is loaded, as in a sidecar
-        print(f"  recall index ready in {time.perf_counter() - started:.1f} s")
-        ids = [f"urn:w:{i:07d}" for i in rng.sample(range(n), 3 * samples)]
-        warm, first, second, third = ids[:5], ids[:samples], ids[samples:2 * samples], \
-            ids[2 * samples:]
-        for memory_id in warm:  # the first calls load what later ones reuse
-            store.get(memory_id)
-            store.update(memory_id, importance=0.5)
-        results = {
-            "get": _p50(store.get, first),
-            "update(importance=...)": _p50(
-                lambda i: store.update(i, importance=rng.uniform(0.1, 0.9)), first),
-            "feedback": _p50(lambda i: store.feedback(i, useful=True), second),
-            "tombstone": _p50(lambda i: store.tombstone(i, reason="bench"), third),
-        }
-    base = results["get"]
-    print(f"p50 of {samples} calls each (ms):")
-    for name, value in results.items():
-        print(f"  {name:<24} {value:8.2f} ms   {value / base:6.1f}x get")
+def _run(tree: Path, db: Path, ids: list[str]) -> dict[str, float]:
+    """``_writes_probe`` in a fresh process on ``tree``'s code."""
+    done = subprocess.run([sys.executable, str(Path(__file__).with_name("_writes_probe.py")),
+                           str(db), json.dumps(ids)], capture_output=True, text=True,
+                          check=False, env={**os.environ, **tree_env(tree)})
+    if done.returncode:
+        raise SystemExit(f"{tree}: failed ({done.returncode}): {done.stderr[-2000:]}")
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _line(name: str, figures: dict[str, float]) -> str:
+    get = figures["get"]
+    return f"  {name:<10} " + "  ".join(
+        f"{op} {figures[op]:.2f}" + ("" if op == "get" else f" ({figures[op] / get:.1f}x)")
+        for op in OPS) + f"   (cpu: get {figures['cpu get']:.2f}, update " \
+        f"{figures['cpu update(importance=...)']:.2f})"
+
+
+def _table(results: dict[str, list[dict[str, float]]]) -> None:
+    names = list(results)
+    print("p50 in ms, median over rounds (x: against get of the same memory; "
+          "floor: the engine's bare commit of one field; cpu: the process's CPU time)")
+    print(f"  {'':<28}" + "".join(f"{name:>22}" for name in names))
+    for op in (*OPS, *CPU_OPS):
+        cells = []
+        base = "cpu get" if op.startswith("cpu") else "get"
+        for name in names:
+            value = statistics.median(r[op] for r in results[name])
+            get = statistics.median(r[base] for r in results[name])
+            cells.append(f"{value:8.2f} ms" + ("" if op == base else f" {value / get:5.1f}x"))
+        print(f"  {op:<28}" + "".join(f"{cell:>22}" for cell in cells))
 
 
 def main() -> None:
@@ -102,12 +116,40 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--samples", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="a checkout of the code to compare with, in alternating rounds")
     parser.add_argument("--cache", type=Path,
                         default=Path(tempfile.gettempdir()) / "graphmem-bench-writes")
     args = parser.parse_args()
+    trees = {"this code": HERE}
+    if args.baseline is not None:
+        trees["baseline"] = args.baseline.resolve()
+    for tree in trees.values():
+        check_tree(tree)
     cached = cached_store(args.cache, args.n, name="writes", builder=build)
-    with store_copy(cached, "graphmem-bench-writes-") as db:  # writes change it
-        measure(db, args.n, args.samples)
+    rounds = _ids(args.n, args.samples, args.rounds)
+    with contextlib.ExitStack() as stack:
+        # writes change a store: each side writes its own copy
+        dbs = {name: stack.enter_context(store_copy(cached, "graphmem-bench-writes-"))
+               for name in trees}
+        # the copies reach the disk before anything is timed: written back meanwhile,
+        # they made each commit's fdatasync wait (the floor 7.8 ms against 1.9, measured)
+        os.sync()
+        with MemoryStore(dbs["this code"], embedder="hashing") as store:
+            facts = len(engine_of(store).facts(all_owners=True))
+            print(f"{store.stats().memories} memories, {facts} facts; {args.samples} "
+                  f"calls each a round, load average {os.getloadavg()[0]:.1f} before")
+        results: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+        for number, ids in enumerate(rounds, 1):
+            print(f"round {number}")
+            for name, tree in trees.items():
+                figures = _run(tree, dbs[name], ids) if len(trees) > 1 \
+                    else probe(dbs[name], ids)
+                results[name].append(figures)
+                print(_line(name, figures), flush=True)
+        _table(results)
+        print(f"load average {os.getloadavg()[0]:.1f} after")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,75 @@
+"""One process's figures for ``eval.bench_writes`` on one store: per memory, in turn, a
+plain ``get``, the engine's bare commit (the floor) and ``update(importance=...)`` of the
+same memory, then ``feedback`` and ``tombstone`` of two others; the p50 of each. Each
+memory is read once untimed first, so that the timed ``get`` finds its pages as warm as
+the read inside each write does (a first read of a memory cost more).
+
+The floor is one ``SET`` of a field to its own value, in a transaction of its own, through
+the engine's write connection: what a durable commit of one node costs (the WAL written
+and synced), without the version row, event, change-ring row or reads a store write adds.
+
+It imports graphmem alone, so that ``bench_writes --baseline DIR`` runs it as a script
+with another checkout's graphmem: ``python eval/_writes_probe.py DB IDS_JSON``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from graphmem import MemoryStore
+from graphmem.algorithms import engine_of
+from graphmem.engines import KuzuEngine
+
+#: The floor's statement: a write Kuzu logs and syncs, that changes nothing.
+FLOOR = "MATCH (m:Memory {id: $id}) SET m.importance = m.importance"
+#: What is timed, in the order printed.
+OPS = ("get", "floor", "update(importance=...)", "feedback", "tombstone")
+CPU_OPS = tuple(f"cpu {name}" for name in OPS)
+
+
+def probe(db: Path, ids: Sequence[str]) -> dict[str, float]:
+    """The p50 in ms of each of ``OPS`` over ``ids`` (three memories a sample: the first
+    is read, committed bare and updated; the second given feedback; the third
+    tombstoned; one more warms up), with the recall index loaded, as in a sidecar: wall
+    time, and as ``cpu <op>`` the process's CPU time, which load stretches less."""
+    samples = (len(ids) - 1) // 3
+    rng = random.Random(11)
+    with MemoryStore(db, embedder="hashing") as store:
+        engine = engine_of(store)
+        if not isinstance(engine, KuzuEngine):
+            raise SystemExit("the floor is measured on a Kuzu store")
+        store.recall("Caroline Lisbon", k=5)  # the recall index is loaded
+        warm = ids[-1]  # the first calls load what later ones reuse
+        store.get(warm)
+        store.update(warm, importance=0.5)
+        engine.db.run_auto(FLOOR, {"id": warm})
+        calls: dict[str, Callable[[str], object]] = {
+            "get": store.get,
+            "floor": lambda i: engine.db.run_auto(FLOOR, {"id": i}),
+            "update(importance=...)": lambda i: store.update(
+                i, importance=rng.uniform(0.1, 0.9)),
+            "feedback": lambda i: store.feedback(i, useful=True),
+            "tombstone": lambda i: store.tombstone(i, reason="bench"),
+        }
+        times: dict[str, list[float]] = {name: [] for name in (*OPS, *CPU_OPS)}
+        for k in range(samples):
+            first, second, third = ids[3 * k:3 * k + 3]
+            for memory_id in (first, second, third):
+                store.get(memory_id)
+            for name, memory_id in zip(OPS, (first, first, first, second, third),
+                                       strict=True):
+                cpu, started = time.process_time(), time.perf_counter()
+                calls[name](memory_id)
+                times[name].append((time.perf_counter() - started) * 1000)
+                times[f"cpu {name}"].append((time.process_time() - cpu) * 1000)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+if __name__ == "__main__":
+    print(json.dumps(probe(Path(sys.argv[1]), json.loads(sys.argv[2]))))
