@@ -120,8 +120,10 @@ def _same(a: Any, b: Any, where: str = "index") -> None:
     assert type(b) is kind, where
     if kind in ATTRIBUTES:
         for name in sorted(ATTRIBUTES[kind]):
-            if name in ("_index", "_selves", "_forms"):
-                continue  # the adjacency's back reference; caches of the owners' own entities
+            if name in ("_index", "_selves", "_forms", "changes", "_derived", "_derived_at"):
+                # the adjacency's back reference; caches of the owners' own entities, and
+                # of what recall derives until a change, with the count of changes
+                continue
             _same(getattr(a, name), getattr(b, name), f"{where}.{name}")
     elif isinstance(a, _Column):
         assert np.array_equal(a.view(), b.view()), where

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,7 +29,7 @@ from .._kg import ASKED_AS, ROLE_WEIGHTS, asks_for_time, is_temporal_question, q
 from .._kg._calendar import TimeWindow
 from .._text import tokenize
 from ._actr import activation_s
-from ._config import RecallConfig
+from ._config import GraphParams, RecallConfig
 from ._entities import EntityIndex
 from ._fusion import competition_ranks
 from ._index import RecallIndex
@@ -122,7 +122,7 @@ class Channel:
 
     ranking: Ranking
     redirected: dict[int, set[int]] = field(default_factory=dict)
-    paths: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    paths: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -161,7 +161,7 @@ class Fusion:
 
 
 def resolve(q: Query, ranking: Ranking, limit: int,
-            paths: dict[int, tuple[str, ...]] | None = None) -> Channel:
+            paths: Mapping[int, tuple[str, ...]] | None = None) -> Channel:
     """Replace superseded memories by their current version; keep what may be shown."""
     index, mask, as_of = q.index, q.mask, q.as_of
     out: Ranking = []
@@ -181,7 +181,7 @@ def resolve(q: Query, ranking: Ranking, limit: int,
         out.append((head, score))
         if len(out) >= limit:
             break
-    return Channel(out, redirected, paths or {})
+    return Channel(out, redirected, {} if paths is None else paths)
 
 
 def fulltext(q: Query, config: RecallConfig) -> Channel:
@@ -205,65 +205,129 @@ def graph(q: Query, config: RecallConfig, seeds_fused: Mapping[int, float]) -> C
     memory (entity positions follow memory positions). Hubs (a speaker every turn
     names) are damped by their informativeness. A hit reached through entities says
     which (``paths``)."""
-    index, owner = q.index, q.owner
-    params = config.graph
+    index, params = q.index, config.graph
     top_seeds = sorted(seeds_fused, key=lambda p: -seeds_fused[p])[: params.seeds]
     seeds: dict[int, float] = {p: seeds_fused[p] for p in top_seeds}
-    memory_row = index.adjacency(params.references, params.co_occurs).row
     n = index.size
-    entities = index.entities
-    walk_entities = params.entities > 0 and entities.size > 0
+    walk = index.derived(("walk", params, q.owner), lambda: WalkRows(index, params, q.owner))
     named: dict[int, str] = {}
-    weight: dict[int, float] = {}
-    if walk_entities:
-        counts = owner_sizes(index)
-        selves = entities.selves(owner)
-
-        def informative(entity: int) -> float:
-            found = weight.get(entity)
-            if found is None and entity in selves:
-                found = weight[entity] = 0.0  # every memory of the owner is theirs
-            if found is None:
-                code = index.owner_codes.get(entities.owner[entity], -1)
-                found = entities.informativeness(entity, counts.get(code, n))
-                fanout = len(entities.memories_of.get(entity, ()))
-                if found < params.min_informativeness or fanout > params.max_fanout:
-                    found = 0.0
-                weight[entity] = found
-            return found
-
-        if params.query_entities > 0:
-            named = q.named
-            best = max(seeds.values(), default=1.0)
-            for entity in named:
-                strength = informative(entity)
-                if strength > 0:
-                    seeds[n + entity] = params.query_entities * strength * best
-        memory_row = _with_entities(memory_row, entities, n, params.entities, informative)
+    if walk.entities and params.query_entities > 0:
+        named = q.named
+        best = max(seeds.values(), default=1.0)
+        for entity in named:
+            strength = walk.informative(entity)
+            if strength > 0:
+                seeds[n + entity] = params.query_entities * strength * best
     if not seeds:
         return Channel([])
-    row = memory_row
-    if q.group is not None:
-        # walks never cross into other owners (entities are each owner's own)
-        row = _within(row, _owners_with_entities(index, entities, n) if walk_entities
-                      else index.owner, q.group)
     if params.method == "ppr":
-        scores = local_ppr(seeds, row, depth=params.depth, damping=params.damping,
+        scores = local_ppr(seeds, walk.row, depth=params.depth, damping=params.damping,
                            iterations=params.iterations)
     else:
-        scores = hop_expansion(seeds, row, depth=params.depth, decay=params.hop_decay)
+        scores = hop_expansion(seeds, walk.row, depth=params.depth, decay=params.hop_decay)
     if not params.include_seeds:
         scores = {p: s for p, s in scores.items() if p not in seeds}
-    paths: dict[int, tuple[str, ...]] = {}
-    if walk_entities:
+    paths: Mapping[int, tuple[str, ...]] = {}
+    if walk.entities:
         entity_scores = {p - n: s for p, s in scores.items() if p >= n}
         scores = {p: s for p, s in scores.items() if p < n}
-        for pos in scores:
-            path = _path(entities, pos, entity_scores, named)
-            if path:
-                paths[pos] = path
-    ranking = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-    return resolve(q, ranking, config.candidates, paths)
+        paths = _Paths(index.entities, scores, entity_scores, named)
+    return resolve(q, _best_first(scores), config.candidates, paths)
+
+
+def _best_first(scores: Mapping[int, float]) -> Ranking:
+    """``scores`` as a ranking: best first, ties by position (sorted by numpy: a walk
+    scores hundreds of memories)."""
+    positions = np.fromiter(scores, dtype=np.int64, count=len(scores))
+    values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+    order = np.lexsort((positions, -values))
+    return list(zip(positions[order].tolist(), values[order].tolist(), strict=True))
+
+
+class WalkRows:
+    """What a graph walk reads for one owner and one ``GraphParams``: each node's row
+    (memories, then entities at ``n + e``; within the owner's group when an owner asks)
+    and each entity's weight (``informative``), made on first use and kept with the index
+    (``RecallIndex.derived``) until it changes: a walk of LoCoMo's first conversation
+    reads ~400 rows, which took ~10 ms a query to make again."""
+
+    #: rows kept at most (then all are made again as walks ask)
+    LIMIT = 50_000
+
+    def __init__(self, index: RecallIndex, params: GraphParams, owner: str | None) -> None:
+        self._index, self._params, self._owner = index, params, owner
+        n = index.size
+        graph = index.entities
+        #: whether walks go through the entities memories mention
+        self.entities = params.entities > 0 and graph.size > 0
+        self._weight: dict[int, float] = {}
+        self._rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._counts = owner_sizes(index) if self.entities else {}
+        self._selves = graph.selves(owner) if self.entities else frozenset()
+        row = index.adjacency(params.references, params.co_occurs).row
+        if self.entities:
+            row = _with_entities(row, graph, n, params.entities, self.informative)
+        group = index.owner_group(owner) if owner is not None else None
+        if group is not None:
+            # walks never cross into other owners (entities are each owner's own)
+            row = _within(row, _owners_with_entities(index, graph, n) if self.entities
+                          else index.owner, group)
+        self._row = row
+
+    def informative(self, entity: int) -> float:
+        """How much walking through ``entity`` counts (0: not walked through): its
+        informativeness within its owner's memories, 0 for the owner themselves, for one
+        below ``min_informativeness`` and for one of more than ``max_fanout`` memories."""
+        found = self._weight.get(entity)
+        if found is None:
+            if entity in self._selves:
+                found = 0.0  # every memory of the owner is theirs
+            else:
+                index, params, graph = self._index, self._params, self._index.entities
+                code = index.owner_codes.get(graph.owner[entity], -1)
+                found = graph.informativeness(entity, self._counts.get(code, index.size))
+                fanout = len(graph.memories_of.get(entity, ()))
+                if found < params.min_informativeness or fanout > params.max_fanout:
+                    found = 0.0
+            self._weight[entity] = found
+        return found
+
+    def row(self, node: int) -> tuple[np.ndarray, np.ndarray]:
+        """The neighbours of ``node`` and the weights (arrays the caller does not change)."""
+        found = self._rows.get(node)
+        if found is None:
+            if len(self._rows) >= self.LIMIT:
+                self._rows = {}
+            found = self._rows[node] = self._row(node)
+        return found
+
+
+class _Paths(Mapping[int, tuple[str, ...]]):
+    """How the walk reached each memory it scored (``_path``), found when asked: a recall
+    reads the paths of its few hits and candidates, not of the hundreds walked."""
+
+    def __init__(self, graph: EntityIndex, scores: Mapping[int, float],
+                 entity_scores: Mapping[int, float], named: Mapping[int, str]) -> None:
+        self._graph, self._scores = graph, scores
+        self._entity_scores, self._named = entity_scores, named
+        self._found: dict[int, tuple[str, ...]] = {}
+
+    def __getitem__(self, pos: int) -> tuple[str, ...]:
+        found = self._found.get(pos)
+        if found is None:
+            found = ()
+            if pos in self._scores:
+                found = _path(self._graph, pos, self._entity_scores, self._named)
+            self._found[pos] = found
+        if not found:
+            raise KeyError(pos)
+        return found
+
+    def __iter__(self) -> Iterator[int]:
+        return (pos for pos in self._scores if pos in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def time(q: Query, config: RecallConfig, fused: Mapping[int, float]) -> Channel:
@@ -406,7 +470,27 @@ class Channels:
     rankings: dict[str, Ranking]
     fusion: Fusion
     redirected: dict[int, set[int]]
-    paths: dict[int, tuple[str, ...]]
+    paths: Mapping[int, tuple[str, ...]]
+
+
+class _Chain(Mapping[int, tuple[str, ...]]):
+    """Several channels' paths as one mapping, the first of ``maps`` first, each read
+    only when asked (``_Paths`` finds a path when it is read)."""
+
+    def __init__(self) -> None:
+        self.maps: list[Mapping[int, tuple[str, ...]]] = []
+
+    def __getitem__(self, pos: int) -> tuple[str, ...]:
+        for found in self.maps:
+            if pos in found:
+                return found[pos]
+        raise KeyError(pos)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(dict.fromkeys(pos for found in self.maps for pos in found))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def run_channels(q: Query, config: RecallConfig, *,
@@ -416,13 +500,13 @@ def run_channels(q: Query, config: RecallConfig, *,
     rankings: dict[str, Ranking] = {}
     fusion = Fusion(config.weights, config.rrf_k)
     redirected: dict[int, set[int]] = {}
-    paths: dict[int, tuple[str, ...]] = {}
+    paths = _Chain()
 
     def keep(name: str, channel: Channel) -> None:
         rankings[name] = channel.ranking
         for head, moved in channel.redirected.items():
             redirected.setdefault(head, set()).update(moved)
-        paths.update(channel.paths)
+        paths.maps.insert(0, channel.paths)  # a later channel's path first (not read yet)
         fusion.add(name, channel.ranking)
 
     steps: list[tuple[str, Callable[[], Channel]]] = [
@@ -512,9 +596,14 @@ def _with_entities(row: Any, graph: EntityIndex, n: int, weight: float,
 
 
 def owner_sizes(index: RecallIndex) -> dict[int, int]:
-    """How many memories each owner (by code) has in the index."""
-    codes, counts = np.unique(index.owner[: index.size], return_counts=True)
-    return {int(code): int(c) for code, c in zip(codes, counts, strict=True)}
+    """How many memories each owner (by code) has in the index (counted once until it
+    changes; the caller does not change the answer)."""
+
+    def count() -> dict[int, int]:
+        codes, counts = np.unique(index.owner[: index.size], return_counts=True)
+        return {int(code): int(c) for code, c in zip(codes, counts, strict=True)}
+
+    return index.derived("owner sizes", count)
 
 
 def _owners_with_entities(index: RecallIndex, graph: EntityIndex, n: int) -> np.ndarray:

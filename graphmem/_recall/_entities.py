@@ -49,6 +49,8 @@ class EntityIndex:
         self._selves: dict[str | None, frozenset[int]] = {}
         #: owner -> the names of the owner alone (see ``_self_forms``), until a change
         self._forms: dict[str | None, frozenset[str]] = {}
+        #: counts the changes (``RecallIndex.derived`` keeps what it made until one)
+        self.changes = 0
 
     @property
     def size(self) -> int:
@@ -56,8 +58,7 @@ class EntityIndex:
 
     # -- building and updating ---------------------------------------------------------
     def add_entities(self, records: Iterable[EntityRecord]) -> None:
-        self._selves.clear()
-        self._forms.clear()
+        self._changed()
         # New entities take positions in the order of their owner and name, not of their
         # ids: ids are keyed by each store's own secret, and the sums of a graph walk
         # must not depend on how they are spelt (two stores that hold the same memories
@@ -76,6 +77,11 @@ class EntityIndex:
             for form in {record.name, *record.aliases}:
                 if form:
                     self.by_form.setdefault((record.owner, form), []).append(pos)
+
+    def _changed(self) -> None:
+        self._selves.clear()
+        self._forms.clear()
+        self.changes += 1
 
     def differs(self, record: EntityRecord) -> bool:
         """Whether ``record`` is not held as it is: new, renamed, or with a form (name or
@@ -97,8 +103,7 @@ class EntityIndex:
                 del self.by_form[key]
 
     def remove_entity(self, entity_id: str) -> None:
-        self._selves.clear()
-        self._forms.clear()
+        self._changed()
         pos = self.pos.get(entity_id)
         if pos is not None:
             self._unlist(pos)
@@ -109,8 +114,7 @@ class EntityIndex:
 
     def set_mentions(self, memory: int, mentions: Iterable[tuple[int, float]]) -> None:
         """Replace what one memory mentions: (entity position, weight) pairs."""
-        self._selves.clear()
-        self._forms.clear()
+        self._changed()
         for entity in self.of_memory.pop(memory, {}):
             others = self.memories_of.get(entity)
             if others is not None:
@@ -135,6 +139,7 @@ class EntityIndex:
             self.set_mentions(memory, pairs)
 
     def set_facts(self, facts: Iterable[FactRecord]) -> None:
+        self.changes += 1
         self.facts_of = {}
         for fact in facts:
             for end in {fact.subject, fact.object}:
@@ -144,6 +149,7 @@ class EntityIndex:
 
     def set_times(self, memory: int, starts: Sequence[datetime], ends: Sequence[datetime]
                   ) -> None:
+        self.changes += 1
         if starts:
             self.times[memory] = np.array([[s.timestamp(), e.timestamp()]
                                            for s, e in zip(starts, ends, strict=False)])

@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 import math
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -44,6 +44,7 @@ _NO_TIMES = np.zeros(0)
 #: rows of a scan turned into Python values at a time while the index is built
 BLOCK_ROWS = 65_536
 _NO_NEIGHBOURS = (np.zeros(0, dtype=np.int64), np.zeros(0))
+_T = TypeVar("_T")
 
 
 def _set_status(index: RecallIndex, pos: int, value: Any) -> None:
@@ -380,6 +381,12 @@ class RecallIndex:
         self._signs: SignCodes | None = None
         #: ``Settings.sign_bits_from`` of the store (None: ``SIGN_BITS_FROM``)
         self.sign_bits_from: int | None = None
+        #: counts the changes of what the memories are, say and link (not their accesses)
+        self.changes = 0
+        #: what recall reads alike for every query (``derived``), and the changes of the
+        #: index and of its entities it was made at
+        self._derived: dict[Hashable, Any] = {}
+        self._derived_at: tuple[int, EntityIndex, int] | None = None
 
     @property
     def size(self) -> int:
@@ -420,6 +427,7 @@ class RecallIndex:
                has_vector: Sequence[bool] | np.ndarray | None = None) -> None:
         """Add or refresh memories from rows (dicts with ``INDEX_FIELDS``) and their
         vectors (a vector of another width than the index's counts as none)."""
+        self.changes += 1
         texts: dict[int, tuple[str, int]] = {}  # what BM25 indexes, all at once at the end
         for n, row in enumerate(rows):
             memory_id = row["id"]
@@ -465,6 +473,7 @@ class RecallIndex:
         """``upsert`` the rows of ``table`` (a scan with ``INDEX_FIELDS``) column by
         column: into an empty index, without a Python dict per memory (at 1M memories
         those dicts alone were several GB)."""
+        self.changes += 1
         if self.size:
             self.upsert(to_pylist(table), vectors, has_vector)
             return
@@ -598,6 +607,7 @@ class RecallIndex:
         status = fields.get("status")
         if status is not None and STATUS_CODE[getattr(status, "value", status)] == _FORGOTTEN:
             return False
+        self.changes += 1
         for name in kept:
             _SETTERS[name](self, pos, fields[name])
         self.stale.add(pos)  # the snapshot row is old now
@@ -624,6 +634,7 @@ class RecallIndex:
         b = np.fromiter((where(i, -1) for i in dst), dtype=np.int64, count=len(dst))
         setattr(self, kind, EdgeTable(self.size, a, b, np.asarray(weight, dtype=np.float64)))
         self._adjacency.clear()
+        self.changes += 1
 
     def replace_edges_of(self, kind: str, memory_id: str,
                          edges: Iterable[tuple[str, float]]) -> None:
@@ -632,6 +643,7 @@ class RecallIndex:
         a = self.pos.get(memory_id)
         if a is None:
             return
+        self.changes += 1
         old = table.get(a)
         for b in old:
             row = table.get(b)
@@ -783,6 +795,21 @@ class RecallIndex:
         if len(out) > limit:
             out = dict(sorted(out.items(), key=lambda kv: -kv[1])[:limit])
         return out
+
+    def derived(self, key: Hashable, build: Callable[[], _T]) -> _T:
+        """``build()``, made once and kept under ``key`` until the index or its entities
+        change: what recall reads of the index alike for every query (the graph walk's
+        rows, the owners' sizes). Changes come in holding the gate exclusively, so readers
+        never see one half made."""
+        at = self._derived_at
+        if at is None or at[0] != self.changes or at[1] is not self.entities \
+                or at[2] != self.entities.changes:
+            self._derived = {}
+            self._derived_at = (self.changes, self.entities, self.entities.changes)
+        found = self._derived.get(key)
+        if found is None:
+            found = self._derived[key] = build()
+        return found
 
     def adjacency(self, references: float, co_occurs: float, limit: int = 50) -> Adjacency:
         """The combined adjacency for these weights (built on first use, then kept)."""

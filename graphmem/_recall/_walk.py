@@ -40,20 +40,19 @@ def _subgraph(seeds: np.ndarray, row: Row, depth: int
     frontier = nodes
     rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for _ in range(depth):
-        reached = []
-        for node in frontier.tolist():
-            found = rows[node] = row(node)
-            reached.append(found[0])
-        if not reached:
+        frontier_nodes = frontier.tolist()
+        if not frontier_nodes:
             break
-        fresh = np.setdiff1d(np.concatenate(reached), nodes)
+        found = [row(node) for node in frontier_nodes]
+        rows.update(zip(frontier_nodes, found, strict=True))
+        fresh = np.setdiff1d(np.concatenate([others for others, _ in found]), nodes)
         if fresh.size == 0:
             break
         nodes = np.union1d(nodes, fresh)
         frontier = fresh
-    gathered = [rows[node] if node in rows else row(node) for node in nodes.tolist()]
-    lengths = np.fromiter((len(others) for others, _ in gathered), dtype=np.int64,
-                          count=len(gathered))
+    known = rows.get
+    gathered = [known(node) or row(node) for node in nodes.tolist()]
+    lengths = np.array([len(others) for others, _ in gathered], dtype=np.int64)
     if not lengths.any():
         empty = np.zeros(0, dtype=np.int64)
         return nodes, empty, empty, np.zeros(0)

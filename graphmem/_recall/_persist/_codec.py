@@ -41,7 +41,7 @@ ATTRIBUTES: dict[type, frozenset[str]] = {
         "confidence", "importance", "access_times", "access_seconds", "last_accessed",
         "superseded_by", "owner_codes", "bm25", "references", "co_occurs", "rows",
         "_row_batches", "_row_starts", "stale", "_adjacency", "session", "entities",
-        "_signs", "sign_bits_from"}),
+        "_signs", "sign_bits_from", "changes", "_derived", "_derived_at"}),
     BM25Index: frozenset({
         "k1", "b", "context_weight", "_vocab", "_token", "_doc", "_tf", "_live", "_start", "_end",
         "_lengths", "_groups", "_docs", "_dead", "_total_length", "_sorted", "_perm",
@@ -50,7 +50,7 @@ ATTRIBUTES: dict[type, frozenset[str]] = {
     Adjacency: frozenset({"_index", "key", "indptr", "indices", "weights", "overlay"}),
     EntityIndex: frozenset({
         "ids", "pos", "names", "types", "owner", "by_form", "of_memory", "memories_of",
-        "facts_of", "times", "_count", "_selves", "_forms"}),
+        "facts_of", "times", "_count", "_selves", "_forms", "changes"}),
     SignCodes: frozenset({"dim", "words", "codes"}),
 }
 
