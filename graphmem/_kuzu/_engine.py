@@ -562,7 +562,8 @@ class KuzuEngine(rules.Writes):
         params = {"owner": owner} if owner is not None else {}
         cols = ", ".join(f"r.{p}" for p in props)
         rows = self.db.read(
-            f"MATCH (a:Memory)-[r:{table}]->(b:Memory) {where}RETURN a.id, b.id, {cols}", params)
+            f"MATCH (a:Memory)-[r:{table}]->(b:Memory) {where}RETURN a.id, b.id, {cols} "
+            "ORDER BY a.id, b.id", params)
         return [edge_from_row(kind, r[0], r[1], dict(zip(props, r[2:], strict=True)))
                 for r in rows]
 
