@@ -7,15 +7,17 @@ column by column; any other column, or zone, is left to pyarrow.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["array_of", "blank_rows", "column_values", "indices", "numbers", "strings",
-           "to_pylist"]
+from ._errors import StoreError
+
+__all__ = ["array_of", "blank_rows", "column_values", "indices", "numbers", "parquet_batches",
+           "strings", "to_pylist"]
 
 _EPOCH = datetime(1970, 1, 1)
 _EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
@@ -184,3 +186,32 @@ def array_of(values: list[Any], kind: pa.DataType) -> pa.Array:
     else:
         raise TypeError(f"no conversion to {kind}")
     return pa.Array.from_buffers(kind, n, [_validity(present), pa.py_buffer(data)])
+
+
+def parquet_batches(handle: IO[bytes], *, where: str, table: str, names: Sequence[str],
+                    types: Sequence[pa.DataType], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """The rows of the Parquet file ``handle`` (named ``where`` in messages) a batch at a
+    time, once its columns are found to be ``names`` with ``types`` (those of ``table``;
+    ``StoreError`` otherwise). Each batch is checked whole (strings must be UTF-8:
+    Parquet readers do not check); reading one may raise ``pa.ArrowException``,
+    ``OSError`` or ``ValueError``."""
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(handle)
+        schema = parquet.schema_arrow
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise StoreError(f"{where} is not a readable Parquet file: {exc}") from None
+    if schema.names != list(names):
+        raise StoreError(f"{where} has the columns {schema.names}, not those of table "
+                         f"{table}: {list(names)}")
+    for column, got, want in zip(names, schema.types, types, strict=True):
+        if got != want:
+            raise StoreError(f"{where}: column {column} has type {got}, expected {want}")
+    return _checked(parquet.iter_batches(batch_size=batch_rows))
+
+
+def _checked(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        batch.validate(full=True)
+        yield batch

@@ -554,11 +554,6 @@ class Database:
         with self._write_lock:
             yield
 
-    def export_unlocked(self, directory: Path) -> None:
-        """``export_to`` for a caller inside ``snapshot()``."""
-        self.checkpoint()
-        with self._gate.shared():
-            self._export(directory)
 
     def _export(self, directory: Path) -> None:
         try:
@@ -569,9 +564,12 @@ class Database:
             raise map_error(exc, path=self.path) from exc
 
     def export_to(self, directory: Path) -> None:
-        """``EXPORT DATABASE`` (parquet): a consistent logical snapshot of the live data."""
+        """``EXPORT DATABASE`` (parquet): a consistent logical snapshot of the live data
+        (the layout of a format-1 backup)."""
         with self.snapshot():
-            self.export_unlocked(directory)
+            self.checkpoint()
+            with self._gate.shared():
+                self._export(directory)
 
     def rebuild(self, build: Callable[[Database, Path], None]) -> None:
         """Rewrite the database file from a logical export of its live data:
