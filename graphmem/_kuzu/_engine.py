@@ -740,7 +740,17 @@ class _Steps:
                                          "to": [v["id"] for v in versions]}))
 
     def patches(self, rows: list[Patch]) -> None:
-        for patch in rows:
+        # In a bulk batch, version rows alone (a copied or restored store's history) COPY:
+        # a statement each took ~1 ms, 3.4 s of a 10k-memory restore's 10.
+        alone = [] if self._small else [p for p in rows if p.version is not None
+                                         and not p.set and p.event is None]
+        if alone:
+            versions = [version_params(p.version) for p in alone if p.version is not None]
+            self._tx.copy("Version", _arrow(versions, VERSION_TYPES))
+            self._tx.copy("HAS_VERSION", pa.table({"from": [p.memory_id for p in alone],
+                                                   "to": [v["id"] for v in versions]}))
+        copied = {id(p) for p in alone}
+        for patch in (p for p in rows if id(p) not in copied):
             query, params = patch_statement(patch)
             if query:
                 self._tx.run(query, params)
