@@ -17,7 +17,7 @@ import pyarrow as pa
 from ._errors import StoreError
 
 __all__ = ["array_of", "blank_rows", "column_values", "indices", "numbers", "parquet_batches",
-           "strings", "to_pylist"]
+           "strings", "to_pylist", "vector_array", "vector_matrix"]
 
 _EPOCH = datetime(1970, 1, 1)
 _EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
@@ -215,3 +215,53 @@ def _checked(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         batch.validate(full=True)
         yield batch
+
+
+def vector_array(matrix: np.ndarray | None, present: np.ndarray | None, n: int) -> pa.Array:
+    """Rows of ``matrix`` as a list<float32> array of ``n`` entries, null where not
+    ``present`` (all null without a matrix), built from buffers.
+
+    >>> vector_array(np.array([[1, 2], [0, 0]]), np.array([True, False]), 2).to_pylist()
+    [[1.0, 2.0], None]
+    """
+    kind = pa.list_(pa.float32())
+    if matrix is None or present is None or not n:
+        return pa.nulls(n, kind)
+    dim = matrix.shape[1]
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.where(present, dim, 0), out=offsets[1:])
+    values = np.ascontiguousarray(matrix[present], dtype=np.float32).ravel()
+    validity = None if present.all() else pa.py_buffer(np.packbits(present, bitorder="little"))
+    child = pa.Array.from_buffers(pa.float32(), len(values), [None, pa.py_buffer(values)])
+    return pa.Array.from_buffers(kind, n, [validity, pa.py_buffer(offsets)], children=[child])
+
+
+def vector_matrix(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A list<float32> column of vectors of one width as (float32 matrix with zero rows
+    where null, presence); ``ValueError`` when the present ones differ in width.
+
+    >>> m, p = vector_matrix(pa.array([[1.0, 2.0], None], pa.list_(pa.float32())))
+    >>> m.tolist(), p.tolist()
+    ([[1.0, 2.0], [0.0, 0.0]], [True, False])
+    """
+    array = _array(column)
+    n = len(array)
+    present = _present(array)
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32, count=n + 1,
+                            offset=array.offset * 4)
+    lengths = np.diff(offsets)
+    widths = set(np.unique(lengths[present]).tolist())
+    if len(widths) > 1:
+        raise ValueError(f"vectors of widths {sorted(widths)[:5]}")
+    dim = widths.pop() if widths else 0
+    child = array.values
+    if child.null_count:
+        raise ValueError("a vector holds an empty value")
+    flat = np.frombuffer(child.buffers()[1], dtype=np.float32, count=len(child),
+                         offset=child.offset * 4) if len(child) else np.zeros(0, np.float32)
+    matrix = np.zeros((n, dim), dtype=np.float32)
+    if dim:
+        starts = offsets[:-1][present]
+        rows = flat[starts[:, None] + np.arange(dim)]
+        matrix[present] = rows
+    return matrix, present

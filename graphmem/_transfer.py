@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from ._engine import EDGE_KINDS, INTERNAL_FIELDS, Engine, EventQuery, NewMemory, Patch, WriteBatch
+from ._engine import EDGE_KINDS, Engine, EventQuery, NewMemory, Patch, WriteBatch
 from ._errors import StoreError
-from ._models import Kind, Memory, Status, Version
-from ._records import memory_from_columns
+from ._models import Kind, Status, Version
+from ._records import MEMORY_TABLE_FIELDS, memory_from_columns
 
 __all__ = ["ENGINE_META", "MEMORY_FIELDS", "check_empty", "copy_store", "graph_batch",
            "memory_batch"]
@@ -26,7 +26,7 @@ __all__ = ["ENGINE_META", "MEMORY_FIELDS", "check_empty", "copy_store", "graph_b
 ENGINE_META = frozenset({"schema_version", "gone_edges", "vector_log"})
 #: What a store's memories are read with: ``Memory``'s fields, then the engine's own
 #: (``INTERNAL_FIELDS``), the vector last.
-MEMORY_FIELDS = (*Memory.model_fields, *(f for f in INTERNAL_FIELDS if f != "vector"), "vector")
+MEMORY_FIELDS = MEMORY_TABLE_FIELDS
 #: The internal fields a memory's last transition left (set after it is created).
 _STATE = ("prev_status", "prev_kind", "state_changed")
 _STATUSES = tuple(s.value for s in Status)

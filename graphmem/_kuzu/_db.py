@@ -186,6 +186,9 @@ class Tx:
         #: id (None: the memory has none now), for the ``Journal``
         self.changes: Any = None
         self.vectors: dict[str, Any] = {}
+        #: the vector log's ``Meta`` value past the blocks this transaction appended
+        #: already (``ChangeJournal.stage``; "": no longer trusted), or None
+        self.vector_log: str | None = None
 
     def run(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         self._db.rows_written += 1

@@ -44,6 +44,7 @@ from .._engine import (
     NewMemory,
     Patch,
     SqlCapability,
+    TableName,
     WriteBatch,
     check_vector_dtype,
 )
@@ -90,6 +91,7 @@ from ._schema import (
     ensure_schema,
 )
 from ._secrets import KeyFile
+from ._tables import load_table, read_table
 
 __all__ = ["KuzuEngine"]
 
@@ -517,6 +519,9 @@ class KuzuEngine(rules.Writes):
         return _utc(arrow_rows([dict(zip(columns, r, strict=True)) for r in rows],
                                {c: MEMORY_TYPES[c] for c in columns}))
 
+    def read_table(self, name: TableName, *, page: int = _PAGE) -> Iterator[pa.Table]:
+        return read_table(self, name, page)
+
     def history(self, memory_id: str) -> list[Version]:
         cols = ", ".join(f"v.{c}" for c in VERSION_TYPES)
         rows = self.db.read(f"MATCH (:Memory {{id: $id}})-[:HAS_VERSION]->(v:Version) "
@@ -716,6 +721,13 @@ class _TxWriter:
         if batch:
             self._engine._write(self._tx, batch)
             self.erased |= bool(batch.erasures)
+
+    def load(self, name: TableName, rows: pa.Table) -> None:
+        tx = self._tx
+        tx.changes = tx.changes or ChangeSet()
+        tx.changes.bulk = True
+        load_table(tx, name, rows, lambda ids, matrix, present: self._engine._journal.stage(
+            tx, ids, matrix, present))
 
 
 class _Steps:

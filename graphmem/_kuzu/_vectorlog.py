@@ -95,39 +95,59 @@ class VectorLog:
         return dim if magic == _MAGIC and nonce.hex() == self.nonce else None
 
     # -- writing (inside a Kuzu write transaction) --------------------------------------
-    def append(self, vectors: Mapping[str, Any]) -> str | None:
+    def append(self, vectors: Mapping[str, Any], *, at: str | None = None) -> str | None:
         """Append one block of ``vectors`` (memory id -> vector or None) past the
-        committed length; returns the ``Meta`` value to commit with it: the new
+        committed length (or past ``at``, what this transaction appended so far:
+        ``append_rows``); returns the ``Meta`` value to commit with it: the new
         ``<nonce>:<length>``, or "" when the log can no longer be trusted (a width it
         does not hold, its file gone), or None when there is nothing to write."""
         if not self.trusted or not vectors:
             return None
-        assert self.path is not None
-        ids = list(vectors)
         given = [None if v is None else np.asarray(v, dtype=np.float32).ravel()
                  for v in vectors.values()]
         widths = {len(v) for v in given if v is not None}
+        if len(widths) > 1:
+            return ""
+        matrix = np.zeros((len(given), widths.pop() if widths else 0), dtype=np.float32)
+        present = np.array([v is not None for v in given], dtype=bool)
+        for row, vector in enumerate(given):
+            if vector is not None:
+                matrix[row] = vector
+        return self.append_rows(list(vectors), matrix, present, at=at)
+
+    def append_rows(self, ids: Sequence[str], matrix: np.ndarray, present: np.ndarray, *,
+                    at: str | None = None) -> str | None:
+        """``append`` of ``ids`` and their vectors (``matrix`` rows, absent where not
+        ``present``); a transaction may append several blocks, each past the ``Meta``
+        value the last one returned (``at``)."""
+        if not self.trusted or not len(ids):
+            return None
+        assert self.path is not None
+        if at is not None:
+            nonce, end = _parse(at)
+            if nonce != self.nonce:
+                return ""
         try:
             with self.path.open("r+b") as handle:
                 width = self._header(handle)
-                if width is None or len(widths) > 1 or (widths and width not in (0, *widths)):
+                given = matrix.shape[1] if present.any() else 0
+                if width is None or (given and width not in (0, given)):
                     return ""
-                dim = widths.pop() if widths else width
+                dim = given or width
                 if dim and not width:  # the first vector the log holds sets its width
                     handle.seek(_WIDTH_AT)
                     handle.write(struct.pack("<I", dim))
-                matrix = np.zeros((len(ids), dim), dtype=np.float32)
-                present = np.array([v is not None for v in given], dtype=bool)
-                for row, vector in enumerate(given):
-                    if vector is not None:
-                        matrix[row] = vector
+                if matrix.shape[1] != dim:  # no vector among them
+                    matrix = np.zeros((len(ids), dim), dtype=np.float32)
                 block = _block(ids, matrix, present)
-                handle.truncate(self.length)  # what a transaction that did not commit left
-                handle.seek(self.length)
+                if at is None:
+                    end = self.length
+                    handle.truncate(end)  # what a transaction that did not commit left
+                handle.seek(end)
                 handle.write(block)
         except OSError:
             return ""
-        return f"{self.nonce}:{self.length + len(block)}"
+        return f"{self.nonce}:{end + len(block)}"
 
     def finished(self, value: str | None) -> None:
         """The transaction that recorded ``value`` (``append``'s, or a ``Rewrite``'s)
