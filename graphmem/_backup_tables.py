@@ -1,55 +1,37 @@
 """The tables of a backup (format 2): a store as graphmem's own records, one Parquet file a
 kind of record, read from any engine through the port and written into any engine
-through it.
+through it, a page at a time: neither a backup nor a restore holds a whole table.
 
-``write_tables`` reads the store (inside the engine's snapshot, for a consistent copy)
-and writes the files of ``TABLES``. ``load_tables`` reads them back as untrusted input:
+``write_tables`` reads the store's engine-neutral tables (``Engine.read_table``, inside
+the engine's snapshot, for a consistent copy) and streams each into its file of
+``TABLES``. ``load_tables`` reads them back as untrusted input, a row group at a time:
 each file's columns and types must be those of ``TABLES``, required values must be
-there, every row must make graphmem's type (which checks its values), and what a row
-names must be in the backup (the memory of a version, an edge or a mention; the
-entities of a mention or a fact); the records are written into the new store in one
-transaction, a batch at a time, and any fault names the file (and the record) and leaves
-that transaction uncommitted.
+there, every value must be one graphmem's types take (checked on the Arrow columns:
+kinds, states, times within Python's range, JSON objects, vectors of one width), ids
+must come once and what a row names must be in the backup (the memory of a version, an
+edge or a mention; the entities of a mention or a fact); the checked columns go into
+the new store in bulk (``BatchWriter.load``) in one transaction, and any fault names the
+file (and the record) and leaves that transaction uncommitted.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
-from ._arrow import array_of, parquet_batches, to_pylist
-from ._engine import (
-    EDGE_KINDS,
-    EdgeRecord,
-    Engine,
-    EntityRecord,
-    FactRecord,
-    MentionRecord,
-    WriteBatch,
-)
+from ._arrow import column_values, numbers, parquet_batches, strings, vector_matrix
+from ._engine import EDGE_KINDS, BatchWriter, Engine, TableName, WriteBatch
 from ._errors import GraphmemError, StoreError
-from ._models import Version
-from ._records import (
-    EVENT_COLUMNS,
-    FIELD_COLUMNS,
-    MEMORY_COLUMNS,
-    VERSION_COLUMNS,
-    arrow_type,
-    aware,
-    event_from_values,
-    event_row,
-    merges_text,
-    version_from_values,
-    version_row,
-)
-from ._transfer import ENGINE_META, MEMORY_FIELDS, check_empty, graph_batch, memory_batch
+from ._models import ChangeType, EventType, Kind, Status, TriggeredBy
+from ._records import TABLE_TYPES
+from ._transfer import ENGINE_META, check_empty
 
 __all__ = ["TABLES", "TABLE_VERSION", "Loaded", "load_tables", "write_tables"]
 
@@ -58,17 +40,17 @@ TABLE_VERSION = 1
 #: Rows read or written per batch: a memory row with its vector is ~3 KB.
 BATCH_ROWS = 20_000
 
-_STR, _FLOAT, _INT, _TIME = pa.string(), pa.float64(), pa.int64(), pa.timestamp("us", "UTC")
-_STRINGS = pa.list_(pa.string())
-_VECTOR = pa.list_(pa.float32())
+_STR = pa.string()
 
 
 @dataclass(frozen=True)
 class Table:
-    """One file of a backup: its columns and their Arrow types, and the columns that
-    must hold a value in every row."""
+    """One file of a backup: the store's table it holds (None: the store's properties),
+    its columns and their Arrow types, and the columns that must hold a value in every
+    row."""
 
     file: str
+    name: TableName | None
     types: Mapping[str, pa.DataType]
     required: frozenset[str]
 
@@ -77,94 +59,75 @@ class Table:
         return pa.schema(list(self.types.items()))
 
 
-def _table(file: str, types: Mapping[str, pa.DataType], required: set[str] | None = None
-           ) -> Table:
-    return Table(file, dict(types), frozenset(types if required is None else required))
+def _table(name: TableName, required: set[str] | None = None) -> Table:
+    types = TABLE_TYPES[name]
+    return Table(f"{name}.parquet", name, dict(types),
+                 frozenset(types if required is None else required))
 
 
-MEMORIES = _table("memories.parquet", {
-    **{f: arrow_type(MEMORY_COLUMNS[FIELD_COLUMNS.get(f, f)])
-       for f in MEMORY_FIELDS if f != "vector"},
-    "vector": _VECTOR}, {"id"})
-VERSIONS = _table("versions.parquet", {c: arrow_type(t) for c, t in VERSION_COLUMNS.items()},
-                  {"id", "memory_id"})
-EVENTS = _table("events.parquet", {c: arrow_type(t) for c, t in EVENT_COLUMNS.items()},
-                {"event_id"})
-EDGES = _table("edges.parquet", {
-    "kind": _STR, "src": _STR, "dst": _STR, "weight": _FLOAT, "count": _INT, "source": _STR,
-    "reason": _STR, "at": _TIME}, {"kind", "src", "dst", "weight", "count", "source", "reason"})
-ENTITIES = _table("entities.parquet", {
-    "id": _STR, "owner": _STR, "name": _STR, "type": _STR, "aliases": _STRINGS,
-    "merges": _STR, "created": _TIME}, {"id", "name", "type", "aliases", "merges"})
-MENTIONS = _table("mentions.parquet", {
-    "memory_id": _STR, "entity_id": _STR, "role": _STR, "weight": _FLOAT, "surface": _STR})
-FACTS = _table("facts.parquet", {
-    "id": _STR, "owner": _STR, "subject": _STR, "predicate": _STR, "object": _STR,
-    "confidence": _FLOAT, "valid_from": _TIME, "valid_to": _TIME, "recorded": _TIME,
-    "sources": _STRINGS, "rule": _STR, "ended_by": _STR},
-    {"id", "subject", "predicate", "object", "confidence", "recorded", "sources", "rule"})
-META = _table("meta.parquet", {"key": _STR, "value": _STR})
+#: ``Memory``'s fields that must hold a value (the others take their defaults)
+MEMORIES = _table("memories", {"id", "kind", "status", "importance", "original_importance",
+                               "confidence", "created", "modified"})
+VERSIONS = _table("versions", {"id", "memory_id", "seq", "change_type", "at", "text_sha256"})
+EVENTS = _table("events", {"event_id", "memory_id", "event_type", "from_state", "to_state",
+                           "reason", "triggered_by", "agent_id", "timestamp"})
+EDGES = _table("edges", {"kind", "src", "dst", "weight", "count", "source", "reason"})
+ENTITIES = _table("entities", {"id", "name", "type", "aliases", "merges"})
+MENTIONS = _table("mentions")
+FACTS = _table("facts", {"id", "subject", "predicate", "object", "confidence", "recorded",
+                         "sources", "rule"})
+META = Table("meta.parquet", None, {"key": _STR, "value": _STR}, frozenset({"key", "value"}))
 #: Every file of a format-2 backup.
 TABLES: tuple[Table, ...] = (MEMORIES, VERSIONS, EVENTS, EDGES, ENTITIES, MENTIONS, FACTS,
                              META)
 
 Opener = Callable[[str], IO[bytes]]
 
+#: Values a column may hold (null too where it is not required).
+_CHOICES: dict[str, dict[str, tuple[str, ...]]] = {
+    "memories": {"kind": tuple(Kind), "status": tuple(Status),
+                 "prev_status": tuple(Status), "prev_kind": tuple(Kind)},
+    "versions": {"change_type": tuple(ChangeType), "status": tuple(Status),
+                 "kind": tuple(Kind)},
+    "events": {"event_type": tuple(EventType), "triggered_by": tuple(TriggeredBy)},
+    "edges": {"kind": EDGE_KINDS},
+}
+#: Values a missing one stands for (``Memory``'s defaults, a version's ``redacted``).
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "memories": {"hot": False, "access_count": 0, "useful_count": 0, "ignored_count": 0,
+                 "version": 1, "visibility": "private", "text": "", "text_sha256": ""},
+    "versions": {"redacted": False},
+}
+#: JSON columns: an object each (anything else, or nothing, is read as an empty one).
+_JSON: dict[str, tuple[str, ...]] = {"memories": ("provenance", "integrity", "extra"),
+                                     "events": ("metadata",)}
+#: The first and last microsecond Python's datetime holds.
+_TIME_RANGE = (int((datetime(1, 1, 1) - datetime(1970, 1, 1)).total_seconds()) * 10**6,
+               int((datetime(9999, 12, 31, 23, 59, 59) - datetime(1970, 1, 1))
+                   .total_seconds()) * 10**6 + 999_999)
+
 
 # -- writing -----------------------------------------------------------------------------
 def write_tables(engine: Engine, directory: Path) -> None:
-    """Write the store of ``engine`` into ``directory`` (new) as the files of ``TABLES``.
-    Call inside ``engine.snapshot()`` for a consistent copy."""
+    """Write the store of ``engine`` into ``directory`` (new) as the files of ``TABLES``,
+    a page at a time. Call inside ``engine.snapshot()`` for a consistent copy."""
     directory.mkdir()
-    scan = engine.scan(MEMORY_FIELDS)
-    fields = [f for f in MEMORY_FIELDS if f != "vector"]
-    memories = scan.table.select(fields).cast(
-        pa.schema([MEMORIES.schema.field(f) for f in fields]))
-    memories = memories.append_column(
-        MEMORIES.schema.field("vector"), _vector_column(scan.vectors, scan.has_vector,
-                                                        memories.num_rows))
-    _write(directory, MEMORIES, memories)
-    versions = sorted(engine.versions(), key=lambda v: (v.memory_id, v.seq))
-    _write(directory, VERSIONS, _rows(VERSIONS, [version_row(v) for v in versions]))
-    graph = graph_batch(engine)
-    _write(directory, EVENTS, _rows(EVENTS, [event_row(e) for e in graph.events]))
-    _write(directory, EDGES, _rows(EDGES, [_fields(EDGES, e) for e in graph.new_edges]))
-    _write(directory, ENTITIES, _rows(ENTITIES, [
-        {**_fields(ENTITIES, e), "merges": merges_text(e)} for e in graph.new_entities]))
-    _write(directory, MENTIONS, _rows(MENTIONS, [_fields(MENTIONS, m) for m in graph.mentions]))
-    _write(directory, FACTS, _rows(FACTS, [_fields(FACTS, f) for f in graph.facts]))
-    _write(directory, META, _rows(META, [{"key": k, "value": v}
-                                         for k, v in sorted(graph.meta.items())]))
+    for table in TABLES:
+        if table.name is None:
+            meta = sorted((k, v) for k, v in engine.meta().items() if k not in ENGINE_META)
+            _write(directory, table, [pa.Table.from_arrays(
+                [strings([k for k, _ in meta]), strings([v for _, v in meta])],
+                schema=table.schema)])
+        else:
+            _write(directory, table, engine.read_table(table.name, page=BATCH_ROWS))
 
 
-def _vector_column(vectors: np.ndarray | None, present: np.ndarray | None, n: int) -> pa.Array:
-    if vectors is None or present is None or not n:
-        return pa.nulls(n, _VECTOR)
-    dim = vectors.shape[1]
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(np.where(present, dim, 0), out=offsets[1:])
-    values = np.ascontiguousarray(vectors[present], dtype=np.float32).ravel()
-    validity = None if present.all() else pa.py_buffer(np.packbits(present, bitorder="little"))
-    child = pa.Array.from_buffers(pa.float32(), len(values), [None, pa.py_buffer(values)])
-    return pa.Array.from_buffers(_VECTOR, n, [validity, pa.py_buffer(offsets)],
-                                 children=[child])
-
-
-def _fields(table: Table, record: Any) -> dict[str, Any]:
-    """A record's values by the table's columns (``dataclasses.asdict`` copied every
-    value deeply: 5.8 s of a 10k-memory backup's 8.8)."""
-    return {c: getattr(record, c) for c in table.types if hasattr(record, c)}
-
-
-def _rows(table: Table, rows: list[dict[str, Any]]) -> pa.Table:
-    return pa.Table.from_arrays([array_of([r[c] for r in rows], kind)
-                                 for c, kind in table.types.items()], schema=table.schema)
-
-
-def _write(directory: Path, table: Table, rows: pa.Table) -> None:
+def _write(directory: Path, table: Table, pages: Any) -> None:
     import pyarrow.parquet as pq
 
-    pq.write_table(rows, directory / table.file, row_group_size=BATCH_ROWS)
+    with pq.ParquetWriter(directory / table.file, table.schema) as out:
+        for page in pages:
+            out.write_table(page, row_group_size=BATCH_ROWS)
 
 
 # -- reading -----------------------------------------------------------------------------
@@ -186,39 +149,57 @@ def load_tables(open_file: Opener, target: Engine, *, label: str,
     check_empty(target)
     reader = _Reader(open_file, label)
     meta = reader.meta()
-    history = reader.versions()
-    entities = reader.records(ENTITIES, _entity)
-    entity_ids = reader.unique(ENTITIES, [e.id for e in entities], "entity")
+    dim = meta.get("embedder_dim")
+    ids: dict[str, set[str]] = {t.file: set() for t in TABLES if t.file in _IDS}
+    counts: dict[str, int] = {}
+    versioned: set[str] = set()  # the memories a version row names
     with target.writer() as writer:
-        memory_ids: set[str] = set()
-        for rows, vectors in reader.memories(meta.get("embedder_dim")):
-            ids = [row["id"] for row in rows]
-            memory_ids |= reader.unique(MEMORIES, ids, "memory", seen=memory_ids)
-            reader.write(writer, MEMORIES, memory_batch(
-                rows, vectors, history, where=f"{label}/{MEMORIES.file}"))
-        reader.known(VERSIONS, "memory_id", history, memory_ids)
-        events = reader.records(EVENTS, event_from_values)
-        reader.unique(EVENTS, [e.event_id for e in events], "event")
-        edges = reader.records(EDGES, _edge)
-        reader.known(EDGES, "src", [e.src for e in edges], memory_ids)
-        reader.known(EDGES, "dst", [e.dst for e in edges], memory_ids)
-        mentions = reader.records(MENTIONS, lambda r: MentionRecord(**r))
-        reader.known(MENTIONS, "memory_id", [m.memory_id for m in mentions], memory_ids)
-        reader.known(MENTIONS, "entity_id", [m.entity_id for m in mentions], entity_ids)
-        facts = reader.records(FACTS, _fact)
-        reader.unique(FACTS, [f.id for f in facts], "fact")
-        reader.known(FACTS, "subject", [f.subject for f in facts], entity_ids)
-        reader.known(FACTS, "object", [f.object for f in facts], entity_ids)
-        reader.write(writer, EVENTS, WriteBatch(events=events))
-        reader.write(writer, EDGES, WriteBatch(new_edges=edges))
-        reader.write(writer, ENTITIES, WriteBatch(new_entities=entities))
-        reader.write(writer, MENTIONS, WriteBatch(mentions=mentions))
-        reader.write(writer, FACTS, WriteBatch(facts=facts))
+        for table in TABLES[:-1]:
+            counts[table.file] = 0
+            for rows in reader.tables(table):
+                if table is MEMORIES:
+                    reader.vectors(rows, dim)
+                if table.file in _IDS:
+                    reader.unique(table, rows, *_IDS[table.file], ids[table.file])
+                for column, named in _NAMES.get(table.file, ()):
+                    reader.known(table, rows, column, ids[named])
+                if table is VERSIONS:
+                    versioned.update(column_values(rows.column("memory_id")))
+                _load(writer, reader, table, rows)
+                counts[table.file] += rows.num_rows
+            if table is VERSIONS and len(versioned) != len(ids[MEMORIES.file]):
+                missing = min(ids[MEMORIES.file] - versioned)
+                raise StoreError(f"{reader.where(MEMORIES)}: memory {missing[:200]!r} has "
+                                 "no version row")
         reader.write(writer, META, WriteBatch(meta=meta))
-        loaded = Loaded(len(memory_ids), sum(len(v) for v in history.values()), len(events),
+        loaded = Loaded(counts[MEMORIES.file], counts[VERSIONS.file], counts[EVENTS.file],
                         meta.get("embedder_fingerprint"))
         check(loaded)
     return loaded
+
+
+#: The column of each table whose ids come once, and what one is called.
+_IDS = {MEMORIES.file: ("id", "memory"), VERSIONS.file: ("id", "version"),
+        EVENTS.file: ("event_id", "event"), ENTITIES.file: ("id", "entity"),
+        FACTS.file: ("id", "fact")}
+#: The columns of each table that name a record of another (by its file), which the
+#: backup must hold.
+_NAMES = {VERSIONS.file: (("memory_id", MEMORIES.file),),
+          EDGES.file: (("src", MEMORIES.file), ("dst", MEMORIES.file)),
+          MENTIONS.file: (("memory_id", MEMORIES.file), ("entity_id", ENTITIES.file)),
+          FACTS.file: (("subject", ENTITIES.file), ("object", ENTITIES.file))}
+
+
+def _load(writer: BatchWriter, reader: _Reader, table: Table, rows: pa.Table) -> None:
+    """Checked rows of ``table`` into the new store."""
+    assert table.name is not None
+    try:
+        writer.load(table.name, rows)
+    except StoreError:
+        raise
+    except GraphmemError as exc:
+        raise StoreError(f"{reader.where(table)} could not be written into the store: "
+                         f"{_first_line(exc)}") from None
 
 
 class _Reader:
@@ -226,6 +207,8 @@ class _Reader:
 
     def __init__(self, open_file: Opener, label: str) -> None:
         self._open, self._label = open_file, label
+        #: the width of the vectors read so far (and the one the store records)
+        self._widths: set[str] = set()
 
     def where(self, table: Table) -> str:
         return f"{self._label}/{table.file}"
@@ -252,85 +235,155 @@ class _Reader:
                         raise StoreError(f"{where}: column {name} has an empty value")
                 yield batch
 
-    def rows(self, table: Table, batch: pa.RecordBatch) -> list[dict[str, Any]]:
-        try:
-            return to_pylist(batch)
-        except (OverflowError, ValueError) as exc:  # a time out of Python's range
-            raise StoreError(f"{self.where(table)} could not be read: {exc}") from None
-
-    def records(self, table: Table, make: Callable[[dict[str, Any]], Any]) -> list[Any]:
-        """Every row of ``table`` as ``make`` makes it; a row it refuses (``ValueError``,
-        ``TypeError``) is named by its first column."""
-        out = []
+    def tables(self, table: Table) -> Iterator[pa.Table]:
+        """Each batch of ``table`` checked (``_checked``) and with missing values made
+        what graphmem's types make them."""
         for batch in self.batches(table):
-            for row in self.rows(table, batch):
+            yield self._checked(table, pa.Table.from_batches([batch]))
+
+    def _checked(self, table: Table, rows: pa.Table) -> pa.Table:
+        import pyarrow.compute as pc  # lazily: 0.2 s of every start
+
+        assert table.name is not None
+        name = table.name
+        for column, choices in _CHOICES.get(name, {}).items():
+            values = rows.column(column)
+            bad = pc.invert(pc.is_in(values, value_set=pa.array(choices, _STR)))
+            if values.null_count:
+                bad = pc.and_(bad, pc.is_valid(values))
+            if pc.any(bad).as_py():
+                value = values.filter(bad)[0].as_py()
+                self.refuse(table, rows, bad, f"{column} {str(value)[:40]!r} is not one of "
+                                              f"{', '.join(choices)}")
+        for column, kind in table.types.items():
+            values = rows.column(column)
+            if pa.types.is_list(kind) and column != "vector":
+                flat = pc.list_flatten(values)
+                if flat.null_count:  # a list of a graphmem type holds no empty value
+                    self.refuse(table, rows, pc.greater(pc.list_value_length(values), 0),
+                                f"{column} holds an empty value")
+                if pa.types.is_timestamp(kind.value_type):
+                    self._times(table, rows, column, flat, listed=True)
+                if values.null_count:
+                    rows = _set(rows, column, pc.fill_null(values, pa.scalar([], kind)))
+            elif pa.types.is_timestamp(kind):
+                self._times(table, rows, column, values)
+        for column, value in _DEFAULTS.get(name, {}).items():
+            if rows.column(column).null_count:
+                rows = _set(rows, column, pc.fill_null(rows.column(column), value))
+        for column in _JSON.get(name, ()):
+            rows = _set(rows, column, self._objects(table, rows, column))
+        if name == "edges":
+            weights = numbers(rows.column("weight"))
+            if not np.isfinite(weights).all():
+                bad = pa.array(~np.isfinite(weights))
+                weight = weights[~np.isfinite(weights)][0]
+                self.refuse(table, rows, bad, f"weight {weight} is not a number")
+        if name == "entities":
+            for row, text in enumerate(column_values(rows.column("merges"))):
                 try:
-                    out.append(make(row))
-                except (ValueError, TypeError) as exc:
-                    first, value = next(iter(row.items()))
-                    raise StoreError(f"{self.where(table)}: the row of {first} "
-                                     f"{str(value)[:200]!r} is not valid: "
-                                     f"{_first_line(exc)}") from None
-        return out
+                    _merges(text)
+                except ValueError as exc:
+                    self.refuse(table, rows, row, str(exc))
+        return rows
+
+    def _times(self, table: Table, rows: pa.Table, column: str, values: Any, *,
+               listed: bool = False) -> None:
+        """The times of ``column`` (``values``; a list column's, ``listed``) are within
+        Python's range."""
+        import pyarrow.compute as pc  # lazily: 0.2 s of every start
+
+        ticks = pc.cast(values, pa.int64())
+        span = pc.min_max(ticks)
+        low, high = span["min"].as_py(), span["max"].as_py()
+        if low is None or high is None or (_TIME_RANGE[0] <= low and high <= _TIME_RANGE[1]):
+            return
+        bad = pc.or_(pc.less(ticks, _TIME_RANGE[0]), pc.greater(ticks, _TIME_RANGE[1]))
+        if listed:
+            raise StoreError(f"{self.where(table)} could not be read: a time of column "
+                             f"{column} is out of range")
+        self.refuse(table, rows, bad, f"{column} is out of range")
+
+    def _objects(self, table: Table, rows: pa.Table, column: str) -> pa.Array:
+        """A JSON column with every value an object's text: a value that is not JSON is
+        refused, anything else but an object (or nothing) becomes ``{}``."""
+        values = column_values(rows.column(column))
+        out: list[str | None] = []
+        for row, text in enumerate(values):
+            try:
+                loaded = json.loads(text, parse_constant=_no_constant) if text else None
+            except (ValueError, RecursionError) as exc:
+                self.refuse(table, rows, row, f"{column}: {exc}")
+            out.append(text if isinstance(loaded, dict) else "{}")
+        return strings(out)
+
+    def refuse(self, table: Table, rows: pa.Table, bad: Any, why: str) -> None:
+        """Refuse the first row of ``rows`` that ``bad`` marks (a row number, or a
+        boolean column), named by its first column (a memory by its id)."""
+        if not isinstance(bad, int):
+            bad = int(np.flatnonzero(np.asarray(bad, dtype=bool))[0])
+        first = next(iter(table.types))
+        value = str(rows.column(first)[bad].as_py())[:200]
+        if table is MEMORIES:
+            raise StoreError(f"{self.where(table)}: memory {value!r} is not a valid memory: "
+                             f"{why}")
+        raise StoreError(f"{self.where(table)}: the row of {first} {value!r} is not valid: "
+                         f"{why}")
 
     def meta(self) -> dict[str, str]:
-        meta = {row["key"]: row["value"] for batch in self.batches(META)
-                for row in self.rows(META, batch) if row["key"] not in ENGINE_META}
+        meta = {k: v for batch in self.batches(META)
+                for k, v in zip(column_values(batch.column("key")),
+                                column_values(batch.column("value")), strict=True)
+                if k not in ENGINE_META}
         dim = meta.get("embedder_dim")
         if dim is not None and not (dim.isdigit() and 0 < int(dim) <= 65536):
             raise StoreError(f"{self.where(META)} records embedder_dim {dim[:40]!r}, not a "
                              "dimension")
         return meta
 
-    def versions(self) -> dict[str, list[Version]]:
-        history: dict[str, list[Version]] = {}
-        ids: set[str] = set()
-        for version in self.records(VERSIONS, version_from_values):
-            self.unique(VERSIONS, [version.id], "version", seen=ids)
-            ids.add(version.id)
-            history.setdefault(version.memory_id, []).append(version)
-        return history
-
-    def memories(self, dim: str | None
-                 ) -> Iterator[tuple[list[dict[str, Any]], list[np.ndarray | None]]]:
-        """Memory rows (without their vector) and their vectors, a batch at a time."""
+    def vectors(self, rows: pa.Table, dim: str | None) -> None:
+        """The vectors of memory rows are all of one width (``dim``, else the first
+        batch's) and finite."""
         import pyarrow.compute as pc  # lazily: 0.2 s of every start
 
-        where = self.where(MEMORIES)
-        for batch in self.batches(MEMORIES):
-            column = batch.column("vector")
-            lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
-            present = column.is_valid().to_numpy(zero_copy_only=False)
-            sizes = {int(n) for n in lengths[present]}
-            if dim is not None:
-                sizes.add(int(dim))
-            values = pc.list_flatten(column).to_numpy(zero_copy_only=False)
-            if len(sizes) > 1 or 0 in sizes or not np.isfinite(values).all():
-                raise StoreError(f"{where}: the vectors are not all of one dimension "
-                                 f"{'(' + dim + ') ' if dim else ''}and finite")
-            matrix = values.reshape(-1, max(sizes, default=1))
-            vectors: list[np.ndarray | None] = [None] * batch.num_rows
-            for row, position in enumerate(np.flatnonzero(present)):
-                vectors[position] = matrix[row]
-            yield self.rows(MEMORIES, batch.drop_columns(["vector"])), vectors
+        column = rows.column("vector")
+        try:
+            matrix, present = vector_matrix(column)
+        except ValueError:
+            matrix, present = None, None
+        width = self._widths
+        if matrix is not None and present is not None and present.any():
+            width.add(str(matrix.shape[1]))
+        if dim is not None:
+            width.add(dim)
+        values = pc.list_flatten(column)
+        if matrix is None or len(width) > 1 or "0" in width or values.null_count \
+                or not np.isfinite(values.to_numpy(zero_copy_only=False)).all():
+            raise StoreError(f"{self.where(MEMORIES)}: the vectors are not all of one "
+                             f"dimension {'(' + dim + ') ' if dim else ''}and finite")
 
-    def unique(self, table: Table, ids: list[str], what: str,
-               seen: set[str] | None = None) -> set[str]:
-        """``ids`` as a set, refused when one comes twice (or is in ``seen``)."""
-        found: set[str] = set()
-        for one in ids:
-            if one in found or (seen is not None and one in seen):
-                raise StoreError(f"{self.where(table)} holds the {what} {one[:200]!r} twice")
-            found.add(one)
-        return found
+    def unique(self, table: Table, rows: pa.Table, column: str, what: str,
+               seen: set[str]) -> None:
+        """The ids of ``column`` come once (in this batch and every earlier one:
+        ``seen``, which gets them)."""
+        ids = column_values(rows.column(column))
+        found = set(ids)
+        if len(found) != len(ids) or not seen.isdisjoint(found):
+            once: set[str] = set()
+            for one in ids:
+                if one in once or one in seen:
+                    raise StoreError(f"{self.where(table)} holds the {what} {one[:200]!r} "
+                                     "twice")
+                once.add(one)
+        seen |= found
 
-    def known(self, table: Table, column: str, ids: Mapping[str, Any] | list[str],
-              known: set[str]) -> None:
-        """Every one of ``ids`` (what ``column`` names) is in ``known``."""
-        for one in ids:
-            if one not in known:
-                raise StoreError(f"{self.where(table)}: {column} {one[:200]!r} is not in the "
-                                 "backup")
+    def known(self, table: Table, rows: pa.Table, column: str, known: set[str]) -> None:
+        """Every value of ``column`` (what it names) is in ``known``."""
+        ids = column_values(rows.column(column))
+        if not known.issuperset(ids):
+            one = next(i for i in ids if i not in known)
+            raise StoreError(f"{self.where(table)}: {column} {one[:200]!r} is not in the "
+                             "backup")
 
     def write(self, writer: Any, table: Table, batch: WriteBatch) -> None:
         try:
@@ -342,26 +395,22 @@ class _Reader:
                              f"{_first_line(exc)}") from None
 
 
-def _edge(row: dict[str, Any]) -> EdgeRecord:
-    if row["kind"] not in EDGE_KINDS:
-        raise ValueError(f"kind {row['kind'][:40]!r} is not one of {', '.join(EDGE_KINDS)}")
-    if not math.isfinite(row["weight"]):
-        raise ValueError(f"weight {row['weight']} is not a number")
-    return EdgeRecord(**row)
+def _set(rows: pa.Table, column: str, values: Any) -> pa.Table:
+    index = rows.schema.get_field_index(column)
+    return rows.set_column(index, rows.schema.field(index), values)
 
 
-def _entity(row: dict[str, Any]) -> EntityRecord:
-    merges = json.loads(row["merges"])
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _merges(text: str) -> None:
+    merges = json.loads(text)
     if not isinstance(merges, list) or not all(
             isinstance(m, dict) and all(isinstance(v, str) for v in (*m, *m.values()))
             for m in merges):
         raise ValueError("merges must be a list of objects of strings")
-    return EntityRecord(**{**row, "aliases": tuple(row["aliases"]), "merges": tuple(merges),
-                           "created": aware(row["created"])})
 
-
-def _fact(row: dict[str, Any]) -> FactRecord:
-    return FactRecord(**{**row, "sources": tuple(row["sources"])})
 
 
 def _first_line(exc: BaseException) -> str:

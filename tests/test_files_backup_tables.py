@@ -222,7 +222,7 @@ def test_a_failed_restore_leaves_no_scratch(original: tuple[Path, str], tmp_path
 
     where: dict[str, tuple[Any, str]] = {
         "read": (tables_module, "parquet_batches"),
-        "write": (tables_module, "memory_batch"),
+        "write": (tables_module, "_load"),
         "check": (tables_module._Reader, "known"),
         "rename": (backup_module.os, "replace"),
     }
@@ -241,7 +241,7 @@ def test_a_failed_backup_leaves_nothing(tmp_path: Path, monkeypatch: pytest.Monk
 
     with MemoryStore(tmp_path / "db", embedder="hashing") as store:
         store.add("one memory")
-        monkeypatch.setattr(tables_module, "graph_batch", lambda *a: (_ for _ in ()).throw(
+        monkeypatch.setattr(tables_module, "_write", lambda *a: (_ for _ in ()).throw(
             Boom("injected")))
         with pytest.raises(Boom):
             store.backup(tmp_path / "backup")
@@ -254,3 +254,22 @@ def test_a_failed_backup_leaves_nothing(tmp_path: Path, monkeypatch: pytest.Monk
 def test_flipped_bytes_give_a_store_error_or_a_store_that_works(
         original: tuple[Path, str], flips: list[tuple[int, int]], name: str) -> None:
     restore_flipped(original[0], name, flips, rehash)
+
+
+def test_a_restored_kuzu_store_reads_its_vectors_from_its_log(original: tuple[Path, str],
+                                                               tmp_path: Path) -> None:
+    import numpy as np
+
+    from graphmem._kuzu import KuzuEngine
+
+    MemoryStore.restore_backup(original[0], tmp_path / "restored")
+    engine = KuzuEngine(str(tmp_path / "restored"))
+    try:
+        ids = [r[0] for r in engine.db.read("MATCH (m:Memory) RETURN m.id ORDER BY m.id")]
+        where = {memory_id: row for row, memory_id in enumerate(ids)}
+        logged = engine._journal.vectors.read(where, len(ids))  # the blocks the load appended
+        column = engine._vector_pages(ids, where, len(ids), np.float32, paged=True)
+        assert logged is not None and logged[1].all()
+        assert np.array_equal(logged[0], column[0])
+    finally:
+        engine.close()
