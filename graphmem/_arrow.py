@@ -260,8 +260,8 @@ def vector_matrix(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.nd
     flat = np.frombuffer(child.buffers()[1], dtype=np.float32, count=len(child),
                          offset=child.offset * 4) if len(child) else np.zeros(0, np.float32)
     matrix = np.zeros((n, dim), dtype=np.float32)
-    if dim:
-        starts = offsets[:-1][present]
-        rows = flat[starts[:, None] + np.arange(dim)]
-        matrix[present] = rows
+    if dim and not lengths[~present].any():  # the vectors lie one after another
+        matrix[present] = flat[offsets[0]:offsets[-1]].reshape(-1, dim)
+    elif dim:
+        matrix[present] = flat[offsets[:-1][present][:, None] + np.arange(dim)]
     return matrix, present
