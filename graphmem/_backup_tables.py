@@ -125,7 +125,9 @@ def write_tables(engine: Engine, directory: Path) -> None:
 def _write(directory: Path, table: Table, pages: Any) -> None:
     import pyarrow.parquet as pq
 
-    with pq.ParquetWriter(directory / table.file, table.schema) as out:
+    # without dictionaries: a column of vectors tried one (0.56 s of 10k memories' file
+    # against 0.26 s without)
+    with pq.ParquetWriter(directory / table.file, table.schema, use_dictionary=False) as out:
         for page in pages:
             out.write_table(page, row_group_size=BATCH_ROWS)
 
@@ -150,7 +152,9 @@ def load_tables(open_file: Opener, target: Engine, *, label: str,
     reader = _Reader(open_file, label)
     meta = reader.meta()
     dim = meta.get("embedder_dim")
-    ids: dict[str, set[str]] = {t.file: set() for t in TABLES if t.file in _IDS}
+    # the ids of each table (with their owner: memories, entities), for ``unique``,
+    # ``known`` and ``owned``
+    ids: dict[str, dict[str, str | None]] = {t.file: {} for t in TABLES if t.file in _IDS}
     counts: dict[str, int] = {}
     versioned: set[str] = set()  # the memories a version row names
     with target.writer() as writer:
@@ -160,15 +164,22 @@ def load_tables(open_file: Opener, target: Engine, *, label: str,
                 if table is MEMORIES:
                     reader.vectors(rows, dim)
                 if table.file in _IDS:
-                    reader.unique(table, rows, *_IDS[table.file], ids[table.file])
+                    column, what = _IDS[table.file]
+                    found = reader.unique(table, rows, column, what, ids[table.file])
+                    owners = column_values(rows.column("owner")) \
+                        if "owner" in table.types and table is not FACTS else None
+                    ids[table.file].update(zip(found, owners, strict=True) if owners is not None
+                                           else dict.fromkeys(found))
                 for column, named in _NAMES.get(table.file, ()):
                     reader.known(table, rows, column, ids[named])
+                if table is MENTIONS or table is FACTS:
+                    reader.owned(table, rows, ids[MEMORIES.file], ids[ENTITIES.file])
                 if table is VERSIONS:
                     versioned.update(column_values(rows.column("memory_id")))
                 _load(writer, reader, table, rows)
                 counts[table.file] += rows.num_rows
             if table is VERSIONS and len(versioned) != len(ids[MEMORIES.file]):
-                missing = min(ids[MEMORIES.file] - versioned)
+                missing = min(ids[MEMORIES.file].keys() - versioned)
                 raise StoreError(f"{reader.where(MEMORIES)}: memory {missing[:200]!r} has "
                                  "no version row")
         reader.write(writer, META, WriteBatch(meta=meta))
@@ -310,6 +321,9 @@ class _Reader:
         values = column_values(rows.column(column))
         out: list[str | None] = []
         for row, text in enumerate(values):
+            if text == "{}":  # most of them
+                out.append(text)
+                continue
             try:
                 loaded = json.loads(text, parse_constant=_no_constant) if text else None
             except (ValueError, RecursionError) as exc:
@@ -363,27 +377,45 @@ class _Reader:
                              f"dimension {'(' + dim + ') ' if dim else ''}and finite")
 
     def unique(self, table: Table, rows: pa.Table, column: str, what: str,
-               seen: set[str]) -> None:
-        """The ids of ``column`` come once (in this batch and every earlier one:
-        ``seen``, which gets them)."""
+               seen: Mapping[str, Any]) -> list[str]:
+        """The ids of ``column``, which must come once (in this batch and in ``seen``,
+        those of the batches before)."""
         ids = column_values(rows.column(column))
-        found = set(ids)
-        if len(found) != len(ids) or not seen.isdisjoint(found):
+        if len(set(ids)) != len(ids) or not seen.keys().isdisjoint(ids):
             once: set[str] = set()
             for one in ids:
                 if one in once or one in seen:
                     raise StoreError(f"{self.where(table)} holds the {what} {one[:200]!r} "
                                      "twice")
                 once.add(one)
-        seen |= found
+        return ids
 
-    def known(self, table: Table, rows: pa.Table, column: str, known: set[str]) -> None:
+    def known(self, table: Table, rows: pa.Table, column: str,
+              known: Mapping[str, Any]) -> None:
         """Every value of ``column`` (what it names) is in ``known``."""
         ids = column_values(rows.column(column))
-        if not known.issuperset(ids):
+        if not set(ids) <= known.keys():
             one = next(i for i in ids if i not in known)
             raise StoreError(f"{self.where(table)}: {column} {one[:200]!r} is not in the "
                              "backup")
+
+    def owned(self, table: Table, rows: pa.Table, memories: Mapping[str, str | None],
+              entities: Mapping[str, str | None]) -> None:
+        """A mention joins a memory and an entity of one owner, a fact two entities of
+        its own owner (what the engines' own writes hold to)."""
+        if table is MENTIONS:
+            pairs = zip(column_values(rows.column("memory_id")),
+                        column_values(rows.column("entity_id")), strict=True)
+            bad = [memories[m] != entities[e] for m, e in pairs]
+            why = "its memory and its entity are of two owners"
+        else:
+            triples = zip(column_values(rows.column("owner")),
+                          column_values(rows.column("subject")),
+                          column_values(rows.column("object")), strict=True)
+            bad = [not owner == entities[a] == entities[b] for owner, a, b in triples]
+            why = "its entities are not of its owner"
+        if any(bad):
+            self.refuse(table, rows, bad.index(True), why)
 
     def write(self, writer: Any, table: Table, batch: WriteBatch) -> None:
         try:

@@ -172,6 +172,12 @@ TAMPERED: list[tuple[str, Callable[[pa.Table], pa.Table], str]] = [
      r"data/entities\.parquet: column aliases has an empty value"),
     ("mentions.parquet", lambda t: first(t, "entity_id", "ent_nowhere"),
      r"data/mentions\.parquet: entity_id 'ent_nowhere' is not in the backup"),
+    ("entities.parquet", lambda t: set_column(t, "owner", ["eve"] * t.num_rows),
+     r"data/mentions\.parquet: the row of memory_id 'urn:.*' is not valid: its memory and "
+     "its entity are of two owners"),
+    ("facts.parquet", lambda t: set_column(t, "owner", ["eve"] * t.num_rows),
+     r"data/facts\.parquet: the row of id '.*' is not valid: its entities are not of its "
+     "owner"),
     ("meta.parquet", lambda t: set_column(
         t, "value", ["abc" if k == "embedder_dim" else v for k, v in
                      zip(t.column(0).to_pylist(), t.column(1).to_pylist(), strict=True)]),
