@@ -1,15 +1,17 @@
-"""Backup and restore against the code before: ``python -m eval.bench_backup --baseline DIR``.
+"""Backup and restore against the code before: ``python -m eval.bench_backup --baseline DIR``
+(repeated for several earlier checkouts).
 
 A store of ``n`` memories (built once into ``--cache`` with the hashing embedder: texts
 that name people and places, so the knowledge graph has entities, mentions and facts;
 every fifth memory edited once, every tenth archived, sessions of ten joined by
 CO_OCCURS and two REFERENCES each) is backed up and restored into a new Kuzu store, and
 with ``--pg`` also restored into a fresh PostgreSQL schema and backed up from there, by
-this checkout's code and by ``--baseline`` (a checkout of an earlier commit, e.g.
-``git archive a4e580b | tar -x -C ../base``), in alternation so that both see the same
+this checkout's code and by each ``--baseline`` (a checkout of an earlier commit, e.g.
+``git archive a4e580b | tar -x -C ../base``), in alternation so that all see the same
 load. Each step runs in a fresh process of its own and is timed inside it (the import
-left out); each figure is the median of ``--repeats``. Every restored store is compared
-with the original through its UMP export.
+left out), with the process's peak resident memory (import included); each figure is the
+median of ``--repeats``. Every restored store is compared with the original through its
+UMP export.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ THINGS = ["the orchard deploy", "the harvest calendar", "the greenhouse alerts",
           "the release notes", "the firmware update", "the weekly review"]
 
 STEP = """
-import json, sys, time
+import json, resource, sys, time
 from graphmem import MemoryStore
 step, source, target = sys.argv[1:4]
 started = time.perf_counter()
@@ -46,7 +48,8 @@ if step == "backup":
 else:
     opened = started
     MemoryStore.restore_backup(source, target)
-print(json.dumps({"s": time.perf_counter() - opened}))
+print(json.dumps({"s": time.perf_counter() - opened,
+                  "mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 EXPORT = """
@@ -98,22 +101,24 @@ def _run(code: str, args: list[str], tree: Path) -> str:
     return done.stdout
 
 
-def _step(tree: Path, step: str, source: str, target: str) -> float:
-    return float(json.loads(_run(STEP, [step, source, target], tree).splitlines()[-1])["s"])
+def _step(tree: Path, step: str, source: str, target: str) -> tuple[float, float]:
+    """Seconds the step took and the process's peak resident memory in MB."""
+    done = json.loads(_run(STEP, [step, source, target], tree).splitlines()[-1])
+    return float(done["s"]), float(done["mb"])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--baseline", type=Path, required=True,
-                        help="a checkout of the code to compare with")
+    parser.add_argument("--baseline", type=Path, required=True, action="append",
+                        help="a checkout of the code to compare with (may repeat)")
     parser.add_argument("--n", type=int, default=10_000, help="memories in the store")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--pg", action="store_true", help="PostgreSQL too (embedded server)")
     parser.add_argument("--cache", type=Path,
                         default=Path(tempfile.gettempdir()) / "graphmem-bench")
     args = parser.parse_args()
-    trees = {"this code": HERE, "baseline": args.baseline.resolve()}
+    trees = {"this code": HERE, **{f"{b.name}": b.resolve() for b in args.baseline}}
     for tree in trees.values():
         _check_runs(tree)
     source = cached_store(args.cache, args.n, name="backup", builder=build)
@@ -125,9 +130,10 @@ def main() -> None:
         server = postgres_server()
     work = Path(tempfile.mkdtemp(prefix="graphmem-bench-backup-"))
     times: dict[tuple[str, str], list[float]] = {}
+    peaks: dict[tuple[str, str], list[float]] = {}
     same: dict[str, bool] = {}  # "<code> into <engine>" -> equal
     print(f"{args.n} memories; each step in a fresh process, timed inside it, "
-          f"{args.repeats} rounds, the two codes in alternation (load average "
+          f"{args.repeats} rounds, the codes in alternation (load average "
           f"{os.getloadavg()[0]:.1f} before)")
     try:
         for round_ in range(args.repeats):
@@ -143,7 +149,9 @@ def main() -> None:
                     steps += [("restore into postgres", "restore", str(here / "b"), pg),
                               ("backup postgres", "backup", pg, str(here / "bp"))]
                 for label, step, src, dst in steps:
-                    times.setdefault((name, label), []).append(_step(tree, step, src, dst))
+                    took, peak = _step(tree, step, src, dst)
+                    times.setdefault((name, label), []).append(took)
+                    peaks.setdefault((name, label), []).append(peak)
                 if round_ == 0:
                     same[f"{name} into kuzu"] = _run(EXPORT, [str(here / "r")], HERE) == want
                     if server:
@@ -152,11 +160,14 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     labels = dict.fromkeys(label for _, label in times)
+    print(f"  {'median s / peak MB':<22} " + "".join(f"{n:>22}" for n in trees))
     for label in labels:
-        now, base = (statistics.median(times[(n, label)]) for n in trees)
-        runs = "  ".join(f"{n}: " + " ".join(f"{t:.2f}" for t in times[(n, label)])
-                         for n in trees)
-        print(f"  {label:<22} {now:6.2f} s against {base:6.2f} s before ({runs})")
+        cells = [(statistics.median(times[(n, label)]), statistics.median(peaks[(n, label)]))
+                 for n in trees]
+        print(f"  {label:<22} " + "".join(f"{t:>12.2f} s {mb:>5.0f} MB" for t, mb in cells))
+    for label in labels:
+        print(f"  runs, {label}: " + "  ".join(
+            f"{n}: " + " ".join(f"{t:.2f}" for t in times[(n, label)]) for n in trees))
     verdict = ", ".join(f"{n}: {'yes' if ok else 'NO'}" for n, ok in same.items())
     print(f"restored stores equal to the original (UMP export): {verdict} "
           f"(load average {os.getloadavg()[0]:.1f} after)")
