@@ -7,15 +7,17 @@ column by column; any other column, or zone, is left to pyarrow.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["array_of", "blank_rows", "column_values", "indices", "numbers", "strings",
-           "to_pylist"]
+from ._errors import StoreError
+
+__all__ = ["array_of", "blank_rows", "column_values", "indices", "numbers", "parquet_batches",
+           "strings", "to_pylist", "vector_array", "vector_matrix"]
 
 _EPOCH = datetime(1970, 1, 1)
 _EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
@@ -184,3 +186,82 @@ def array_of(values: list[Any], kind: pa.DataType) -> pa.Array:
     else:
         raise TypeError(f"no conversion to {kind}")
     return pa.Array.from_buffers(kind, n, [_validity(present), pa.py_buffer(data)])
+
+
+def parquet_batches(handle: IO[bytes], *, where: str, table: str, names: Sequence[str],
+                    types: Sequence[pa.DataType], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """The rows of the Parquet file ``handle`` (named ``where`` in messages) a batch at a
+    time, once its columns are found to be ``names`` with ``types`` (those of ``table``;
+    ``StoreError`` otherwise). Each batch is checked whole (strings must be UTF-8:
+    Parquet readers do not check); reading one may raise ``pa.ArrowException``,
+    ``OSError`` or ``ValueError``."""
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(handle)
+        schema = parquet.schema_arrow
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise StoreError(f"{where} is not a readable Parquet file: {exc}") from None
+    if schema.names != list(names):
+        raise StoreError(f"{where} has the columns {schema.names}, not those of table "
+                         f"{table}: {list(names)}")
+    for column, got, want in zip(names, schema.types, types, strict=True):
+        if got != want:
+            raise StoreError(f"{where}: column {column} has type {got}, expected {want}")
+    return _checked(parquet.iter_batches(batch_size=batch_rows))
+
+
+def _checked(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        batch.validate(full=True)
+        yield batch
+
+
+def vector_array(matrix: np.ndarray | None, present: np.ndarray | None, n: int) -> pa.Array:
+    """Rows of ``matrix`` as a list<float32> array of ``n`` entries, null where not
+    ``present`` (all null without a matrix), built from buffers.
+
+    >>> vector_array(np.array([[1, 2], [0, 0]]), np.array([True, False]), 2).to_pylist()
+    [[1.0, 2.0], None]
+    """
+    kind = pa.list_(pa.float32())
+    if matrix is None or present is None or not n:
+        return pa.nulls(n, kind)
+    dim = matrix.shape[1]
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.where(present, dim, 0), out=offsets[1:])
+    values = np.ascontiguousarray(matrix[present], dtype=np.float32).ravel()
+    validity = None if present.all() else pa.py_buffer(np.packbits(present, bitorder="little"))
+    child = pa.Array.from_buffers(pa.float32(), len(values), [None, pa.py_buffer(values)])
+    return pa.Array.from_buffers(kind, n, [validity, pa.py_buffer(offsets)], children=[child])
+
+
+def vector_matrix(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A list<float32> column of vectors of one width as (float32 matrix with zero rows
+    where null, presence); ``ValueError`` when the present ones differ in width.
+
+    >>> m, p = vector_matrix(pa.array([[1.0, 2.0], None], pa.list_(pa.float32())))
+    >>> m.tolist(), p.tolist()
+    ([[1.0, 2.0], [0.0, 0.0]], [True, False])
+    """
+    array = _array(column)
+    n = len(array)
+    present = _present(array)
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32, count=n + 1,
+                            offset=array.offset * 4)
+    lengths = np.diff(offsets)
+    widths = set(np.unique(lengths[present]).tolist())
+    if len(widths) > 1:
+        raise ValueError(f"vectors of widths {sorted(widths)[:5]}")
+    dim = widths.pop() if widths else 0
+    child = array.values
+    if child.null_count:
+        raise ValueError("a vector holds an empty value")
+    flat = np.frombuffer(child.buffers()[1], dtype=np.float32, count=len(child),
+                         offset=child.offset * 4) if len(child) else np.zeros(0, np.float32)
+    matrix = np.zeros((n, dim), dtype=np.float32)
+    if dim and not lengths[~present].any():  # the vectors lie one after another
+        matrix[present] = flat[offsets[0]:offsets[-1]].reshape(-1, dim)
+    elif dim:
+        matrix[present] = flat[offsets[:-1][present][:, None] + np.arange(dim)]
+    return matrix, present

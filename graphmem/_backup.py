@@ -1,16 +1,24 @@
 """Backups: a consistent snapshot of a store in a directory, and the way back.
 
-A backup is the store as Parquet files, one a table of graphmem's schema (the layout of
-Kuzu's ``EXPORT DATABASE``, whichever engine holds the store: ``_kuzu._restore`` writes
-and reads them, and knows the engines apart), taken in the engine's snapshot, plus
-``graphmem-backup.json``: the schema version, the embedder fingerprint, the counts, and
-a SHA-256 of every file. ``restore`` treats the backup as untrusted input: it checks the
-manifest field by field, reads files only inside the backup and never through a link,
-runs none of the backup's Cypher (the schema is graphmem's own; each table is copied
-from its Parquet file after its columns are checked), builds in a scratch directory
-beside the target, opens the result (which migrates an older schema), checks its rows
-and counts, and only then moves it into place: a failed restore leaves no half-made
-database behind, and a failed backup leaves no half-made backup.
+A backup (format 2) is the store as graphmem's own records, one Parquet file a kind of
+record (memories with their vectors, versions, events, edges, entities, mentions, facts,
+store properties: ``_backup_tables``), read through the engine port in the engine's
+snapshot, whichever engine holds the store, plus ``graphmem-backup.json``: the format,
+the tables' schema version, the embedder fingerprint, the counts, and a SHA-256 of every
+file. ``restore`` writes it through the port into a new store of either engine (a
+directory: Kuzu; a ``postgresql://`` URL) and treats the backup as untrusted input: it
+checks the manifest field by field, reads files only inside the backup and never through
+a link, runs nothing the backup holds, checks each file's columns and every row against
+graphmem's types, and the counts against the manifest, in one transaction of the new
+store; a directory is built in a scratch directory beside the target and moved into
+place only then. A failed restore leaves no half-made database behind, and a failed
+backup leaves no half-made backup.
+
+Format 1 (Kuzu's ``EXPORT DATABASE``, which graphmem wrote before format 2) is still
+restored, as the legacy path (``graphmem.engines.restore_legacy_backup``): a Kuzu store
+is built from it with graphmem's own schema (none of its Cypher runs), migrated and
+checked, in the scratch directory, or in a temporary one and then copied through the
+port into PostgreSQL.
 
 A backup holds no secret key (they are not in the tables): a restored store makes new
 ones when it needs them, and checks a text against a digest made before the backup
@@ -26,21 +34,18 @@ import os
 import re
 import shutil
 import stat
-import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from ._backup_tables import TABLE_VERSION, TABLES, load_tables, write_tables
 from ._discovery import process_alive
 from ._errors import SchemaVersionError, StoreError
-from ._kuzu import SCHEMA_VERSION
-from ._kuzu._restore import build_store, export_store
 from ._settings import Settings
 from ._time import utcnow
-from ._transfer import copy_store
-from .engines import is_postgres_url, open_engine
+from .engines import LEGACY_SCHEMA_VERSION, is_postgres_url, open_engine, restore_legacy_backup
 
 if TYPE_CHECKING:
     from ._context import StoreContext
@@ -48,7 +53,8 @@ if TYPE_CHECKING:
 __all__ = ["MANIFEST", "BackupInfo", "backup", "read_manifest", "restore"]
 
 MANIFEST = "graphmem-backup.json"
-FORMAT = 1
+#: 2: graphmem's records through the engine port; 1: Kuzu's export (restored only).
+FORMAT = 2
 _DATA = "data"
 
 
@@ -76,8 +82,6 @@ class BackupInfo:
 def backup(ctx: StoreContext, directory: str | os.PathLike[str]) -> BackupInfo:
     """Write a consistent snapshot of the store to ``directory`` (new or empty)."""
     engine = ctx.engine
-    if engine.path == ":memory:":
-        raise StoreError("an in-memory store has no files to back up; export it instead")
     with _staged(Path(directory), what="backup directory") as scratch:
         # Pending writes (access counts of recent recalls) land first: inside the
         # snapshot their writer would wait for the lock it holds (30 s, then lost).
@@ -85,10 +89,10 @@ def backup(ctx: StoreContext, directory: str | os.PathLike[str]) -> BackupInfo:
         with engine.snapshot():
             counts = engine.counts()
             meta = engine.meta()
-            schema_version = export_store(engine, scratch / _DATA)
+            write_tables(engine, scratch / _DATA)
         info = BackupInfo(
             path=str(directory), created=utcnow().isoformat(),
-            schema_version=schema_version, embedder=ctx.embedder.name,
+            schema_version=TABLE_VERSION, embedder=ctx.embedder.name,
             embedder_fingerprint=meta.get("embedder_fingerprint"),
             memories=sum(counts.by_kind.values()), versions=counts.versions,
             events=counts.events, files=_hashes(scratch / _DATA),
@@ -116,52 +120,58 @@ def _read_manifest(files: _BackupFiles) -> BackupInfo:
 
 def restore(directory: str | os.PathLike[str], target: str | os.PathLike[str], *,
             settings: Settings | None = None) -> BackupInfo:
-    """Create the database ``target`` (new or empty) from the backup in ``directory``.
+    """Create the store ``target`` (a new or empty directory, or an empty PostgreSQL
+    store's URL) from the backup in ``directory``.
 
-    None of the backup's Cypher runs: the schema is graphmem's own for the backup's
-    version and each table is copied from the Parquet file graphmem names (see
-    ``_kuzu._restore``); then the database is opened (migrating an older schema), its
-    rows are checked against graphmem's models and its counts against the manifest.
+    Nothing the backup holds runs: each file is read as the table graphmem names, its
+    columns and rows checked, and written through the engine port in one transaction
+    (a legacy backup: see ``engines.restore_legacy_backup``); the counts must be those
+    of the manifest.
     """
-    pool_mb = settings.buffer_pool_mb if settings else 256
+    settings = settings or Settings()
     with _BackupFiles(Path(directory)) as files:
         info = _read_manifest(files)
-        if is_postgres_url(target):
-            # built and checked as a Kuzu store first, then copied in one transaction
-            with tempfile.TemporaryDirectory(prefix="graphmem-restore-") as tmp:
-                scratch = Path(tmp) / "db"
-                scratch.mkdir()
-                _build(files, info, scratch, pool_mb=pool_mb)
-                built = open_engine(str(scratch), settings=settings or Settings(),
-                                    read_only=True)
+        label = f"backup {files.root}"
+
+        def open_listed(name: str) -> IO[bytes]:
+            if name not in info.files:
+                raise StoreError(f"{label} is incomplete: {_DATA}/{name} is not listed in "
+                                 "its manifest")
+            return files.open(name)
+
+        def check(got: tuple[int, int, int, str | None]) -> None:
+            want = (info.memories, info.versions, info.events, info.embedder_fingerprint)
+            if tuple(got) != want:
+                raise StoreError(f"restoring {files.root} gave (memories, versions, events, "
+                                 f"fingerprint) {tuple(got)}, the manifest says {want}")
+
+        with _new_location(target) as location:
+            if info.format == 1:
+                restore_legacy_backup(location, info.schema_version, open_listed,
+                                      label=label, files_label=f"{label}: {_DATA}",
+                                      settings=settings, check=check)
+            else:
+                engine = open_engine(location, settings=settings)
                 try:
-                    pg = open_engine(target, settings=settings or Settings())
-                    try:
-                        copy_store(built, pg)
-                    finally:
-                        pg.close()
+                    load_tables(open_listed, engine, label=f"{label}: {_DATA}", check=check)
                 finally:
-                    built.close()
-            return info
-        with _staged(Path(target), what="database directory") as scratch:
-            _build(files, info, scratch, pool_mb=pool_mb)
+                    engine.close()
     return info
 
 
-def _build(files: _BackupFiles, info: BackupInfo, scratch: Path, *, pool_mb: int) -> None:
-    def open_listed(name: str) -> IO[bytes]:
-        if name not in info.files:
-            raise StoreError(f"backup {files.root} is incomplete: {_DATA}/{name} is not "
-                             "listed in its manifest")
-        return files.open(name)
-
-    got = build_store(scratch, info.schema_version, open_listed,
-                      label=f"backup {files.root}",
-                      files_label=f"backup {files.root}: {_DATA}", pool_mb=pool_mb)
-    want = (info.memories, info.versions, info.events, info.embedder_fingerprint)
-    if got != want:
-        raise StoreError(f"restoring {files.root} gave (memories, versions, events, "
-                         f"fingerprint) {got}, the manifest says {want}")
+@contextlib.contextmanager
+def _new_location(target: str | os.PathLike[str]) -> Iterator[str]:
+    """Where the new store is made: a scratch directory beside ``target`` (new or
+    empty), moved into place when the block succeeds; or ``target``'s URL, whose store
+    the block writes in one transaction."""
+    if is_postgres_url(target):
+        yield str(target)
+        return
+    if os.fspath(target) == ":memory:":
+        raise StoreError("a backup is restored into a directory or a PostgreSQL URL; an "
+                         "in-memory store would be gone when it closes")
+    with _staged(Path(target), what="database directory") as scratch:
+        yield str(scratch)
 
 
 # -- the manifest ----------------------------------------------------------------------
@@ -170,6 +180,7 @@ MANIFEST_LIMIT = 1 << 20
 _MAX_FILES = 1000
 _MAX_INT = 2**63 - 1
 _FILE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}\.(?:parquet|cypher)$")
+_TABLE_FILES = frozenset(t.file for t in TABLES)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -231,11 +242,16 @@ def _manifest(raw: bytes, *, where: str, root: Path) -> BackupInfo:
     if info.format > FORMAT:
         raise StoreError(f"backup {root} has format {info.format}; this graphmem reads "
                          f"format {FORMAT} and older: upgrade graphmem to restore it")
-    if info.schema_version > SCHEMA_VERSION:
+    newest = TABLE_VERSION if info.format >= 2 else LEGACY_SCHEMA_VERSION
+    if info.schema_version > newest:
         raise SchemaVersionError(
             f"backup {root} holds schema v{info.schema_version}, newer than this graphmem's "
-            f"v{SCHEMA_VERSION}: upgrade graphmem to restore it"
+            f"v{newest}: upgrade graphmem to restore it"
         )
+    foreign = sorted(set(info.files) - _TABLE_FILES) if info.format >= 2 else []
+    if foreign:
+        raise bad(f"file {_short(foreign[0])} in 'files' is not a table of a format "
+                  f"{info.format} backup ({', '.join(sorted(_TABLE_FILES))})")
     return info
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
@@ -31,6 +31,7 @@ __all__ = [
     "INTERNAL_FIELDS",
     "JSON_FIELDS",
     "MEMORY_FIELDS",
+    "TABLES",
     "AccessRecord",
     "BatchWriter",
     "ChangeFeed",
@@ -55,6 +56,7 @@ __all__ = [
     "NewMemory",
     "Patch",
     "SqlCapability",
+    "TableName",
     "WriteBatch",
     "check_vector_dtype",
     "memory_from_fields",
@@ -70,6 +72,13 @@ INTERNAL_FIELDS = ("vector", "payload_at", "prev_status", "prev_kind", "state_ch
 #: Every field a ``Patch`` may set.
 MEMORY_FIELDS: frozenset[str] = frozenset(
     {*Memory.model_fields, *INTERNAL_FIELDS} - {"id"})
+
+#: A store's records as tables of Arrow columns, engine-neutral (``_records.TABLE_TYPES``):
+#: what ``Engine.read_table`` gives a page at a time and ``BatchWriter.load`` takes in bulk.
+TableName = Literal["memories", "versions", "events", "edges", "entities", "mentions",
+                    "facts"]
+TABLES: tuple[TableName, ...] = ("memories", "versions", "events", "edges", "entities",
+                                 "mentions", "facts")
 
 #: Set-based lifecycle jobs an engine applies to staged decisions (one transaction each):
 #: promote (episodic -> semantic), archive, expire (weak candidate -> tombstoned), decay
@@ -337,6 +346,13 @@ class BatchWriter(Protocol):
     """Batches written into one open transaction (``Engine.writer``)."""
 
     def write(self, batch: WriteBatch) -> None: ...
+    def load(self, name: TableName, rows: pa.Table) -> None:
+        """Rows of table ``name`` in its engine-neutral layout (``_records.TABLE_TYPES``,
+        columns in that order), created as given in bulk: a copied or restored store
+        into one that held no memory. The caller has checked them (values, what they
+        name, ids given once); memories before the versions, edges and mentions that
+        name them, entities before mentions and facts. Recorded as a bulk change."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -491,9 +507,18 @@ class Engine(Protocol):
         """How many memories the store holds, whatever their state."""
         ...
     def history(self, memory_id: str) -> list[Version]: ...
+    def read_table(self, name: TableName, *, page: int = 20_000) -> Iterator[pa.Table]:
+        """Every row of table ``name`` (live ones: no gone edge, mention, entity or
+        fact) in its engine-neutral layout (``_records.TABLE_TYPES``), a page of about
+        ``page`` rows at a time (memories, and the versions, edges and mentions of a
+        page of memories); inside ``snapshot()`` for a consistent read."""
+        ...
     def versions(self, *, owner: str | None = None) -> list[Version]: ...
     def events(self, query: EventQuery) -> list[LifecycleEvent]: ...
-    def edges(self, kind: EdgeKind, *, owner: str | None = None) -> list[EdgeRecord]: ...
+    def edges(self, kind: EdgeKind, *, owner: str | None = None) -> list[EdgeRecord]:
+        """Every edge of ``kind`` (between ``owner``'s memories), ordered by source, then
+        target: the same on every engine, however the edges were written."""
+        ...
     def edge_arrays(self, kind: EdgeKind) -> EdgeArrays: ...
     def links_of(self, memory_id: str) -> list[Link]: ...
     def counts(self) -> Counts: ...

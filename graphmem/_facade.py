@@ -532,8 +532,9 @@ class MemoryStore:
     @staticmethod
     def restore_backup(directory: str | os.PathLike[str], target: str | os.PathLike[str],
                        *, settings: Settings | None = None) -> BackupInfo:
-        """Create the database ``target`` (a new or empty directory) from a backup, after
-        checking its manifest and checksums; an older schema is migrated."""
+        """Create the database ``target`` (a new or empty directory, or an empty PostgreSQL
+        store's URL) from a backup, after checking its manifest, checksums and rows; a
+        legacy backup's older schema is migrated."""
         from ._backup import restore
 
         return restore(directory, target, settings=settings)

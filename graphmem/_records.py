@@ -20,7 +20,10 @@ __all__ = [
     "EVENT_COLUMNS",
     "FIELD_COLUMNS",
     "MEMORY_COLUMNS",
+    "MEMORY_TABLE_FIELDS",
     "MODEL_COLUMNS",
+    "TABLE_TYPES",
+    "VECTOR_TYPE",
     "VERSION_COLUMNS",
     "arrow_type",
     "aware",
@@ -85,6 +88,35 @@ _ARROW = {"str": pa.string(), "json": pa.string(), "bool": pa.bool_(), "float": 
           "str[]": pa.list_(pa.string()), "time[]": pa.list_(pa.timestamp("us", tz="UTC"))}
 
 assert set(INTERNAL_FIELDS) - {"vector"} <= set(MEMORY_COLUMNS)
+
+#: A memory's fields in the neutral ``memories`` table: ``Memory``'s, then the engine's
+#: own (``INTERNAL_FIELDS``), the vector last.
+MEMORY_TABLE_FIELDS: tuple[str, ...] = (
+    *Memory.model_fields, *(f for f in INTERNAL_FIELDS if f != "vector"), "vector")
+#: A vector in the neutral ``memories`` table.
+VECTOR_TYPE = pa.list_(pa.float32())
+_STR, _FLOAT, _INT = pa.string(), pa.float64(), pa.int64()
+_TIME, _STRINGS = _ARROW["time"], _ARROW["str[]"]
+#: The engine-neutral tables of a store (``Engine.read_table``, ``BatchWriter.load``, a
+#: backup's files): columns and their Arrow types, in order. JSON as text, timestamps
+#: in UTC; an edge has every kind's properties (weight 1 and count 1 where its kind has
+#: none, source or reason "").
+TABLE_TYPES: dict[str, dict[str, pa.DataType]] = {
+    "memories": {**{f: _ARROW[MEMORY_COLUMNS[FIELD_COLUMNS.get(f, f)]]
+                    for f in MEMORY_TABLE_FIELDS if f != "vector"}, "vector": VECTOR_TYPE},
+    "versions": {c: _ARROW[t] for c, t in VERSION_COLUMNS.items()},
+    "events": {c: _ARROW[t] for c, t in EVENT_COLUMNS.items()},
+    "edges": {"kind": _STR, "src": _STR, "dst": _STR, "weight": _FLOAT, "count": _INT,
+              "source": _STR, "reason": _STR, "at": _TIME},
+    "entities": {"id": _STR, "owner": _STR, "name": _STR, "type": _STR,
+                 "aliases": _STRINGS, "merges": _STR, "created": _TIME},
+    "mentions": {"memory_id": _STR, "entity_id": _STR, "role": _STR, "weight": _FLOAT,
+                 "surface": _STR},
+    "facts": {"id": _STR, "owner": _STR, "subject": _STR, "predicate": _STR,
+              "object": _STR, "confidence": _FLOAT, "valid_from": _TIME,
+              "valid_to": _TIME, "recorded": _TIME, "sources": _STRINGS, "rule": _STR,
+              "ended_by": _STR},
+}
 
 
 def arrow_type(kind: str) -> pa.DataType:

@@ -5,20 +5,30 @@ embedded Kuzu engine (one writer process per directory); a ``postgresql://`` URL
 PostgreSQL engine (any number of processes and hosts). psycopg is imported only when a
 URL asks for PostgreSQL. ``Engine`` is the port every
 engine implements; ``HnswProbe`` measures Kuzu's HNSW vector index against exact search
-(``python -m eval.bench_recall``).
+(``python -m eval.bench_recall``). ``restore_legacy_backup`` restores the backups
+graphmem wrote before their format 2 (Kuzu's export, whichever engine held the store).
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 
 from ._engine import Engine
-from ._errors import StoreError
-from ._kuzu import KuzuEngine
+from ._errors import SchemaVersionError, StoreError
+from ._kuzu import SCHEMA_VERSION, KuzuEngine
 from ._kuzu._hnsw import HnswProbe
+from ._kuzu._restore import Opener, build_store
 from ._settings import Settings
+from ._transfer import copy_store
 
-__all__ = ["Engine", "HnswProbe", "KuzuEngine", "is_postgres_url", "open_engine"]
+#: The newest schema a legacy backup (format 1: Kuzu's export) may hold.
+LEGACY_SCHEMA_VERSION = SCHEMA_VERSION
+
+__all__ = ["LEGACY_SCHEMA_VERSION", "Engine", "HnswProbe", "KuzuEngine", "is_postgres_url",
+           "open_engine", "restore_legacy_backup"]
 
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -43,3 +53,39 @@ def open_engine(location: str | os.PathLike[str], *, settings: Settings,
                          f"create it (`graphmem --db {path} init`, or MemoryStore(path))")
     return KuzuEngine(path, buffer_pool_mb=settings.buffer_pool_mb,
                       read_only=read_only)
+
+
+def restore_legacy_backup(location: str | os.PathLike[str], schema_version: int,
+                          open_file: Opener, *, label: str, files_label: str,
+                          settings: Settings,
+                          check: Callable[[tuple[int, int, int, str | None]], None]) -> None:
+    """Restore a backup of format 1 (Kuzu's export of schema ``schema_version``, its files
+    opened by ``open_file``) into ``location``: an empty directory, where the store is
+    built with graphmem's own schema (none of the export's Cypher runs), opened (which
+    migrates an older schema) and its rows checked; or a PostgreSQL URL, into which a
+    store built so in a scratch directory is copied through the port in one transaction.
+    ``check`` sees the built store's (memories, versions, events, embedder fingerprint)
+    first, and may refuse it by raising."""
+    if schema_version > LEGACY_SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{label} holds schema v{schema_version}, newer than this graphmem's "
+            f"v{LEGACY_SCHEMA_VERSION}: upgrade graphmem to restore it")
+    pool_mb = settings.buffer_pool_mb
+    if not is_postgres_url(location):
+        check(build_store(Path(location), schema_version, open_file, label=label,
+                          files_label=files_label, pool_mb=pool_mb))
+        return
+    with tempfile.TemporaryDirectory(prefix="graphmem-restore-") as tmp:
+        scratch = Path(tmp) / "db"
+        scratch.mkdir()
+        check(build_store(scratch, schema_version, open_file, label=label,
+                          files_label=files_label, pool_mb=pool_mb))
+        built = open_engine(str(scratch), settings=settings, read_only=True)
+        try:
+            target = open_engine(location, settings=settings)
+            try:
+                copy_store(built, target, keys=False)
+            finally:
+                target.close()
+        finally:
+            built.close()

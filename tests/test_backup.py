@@ -1,5 +1,6 @@
-"""Backups: a round trip equal through the export, refusals that leave nothing behind,
-and an older schema restored and migrated."""
+"""Backups: a round trip equal through the export (of a store on disk and of one in
+memory), refusals that leave nothing behind, and a legacy backup (format 1, Kuzu's
+export) of an older schema restored and migrated."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from click.testing import CliRunner
 
 from graphmem import MemoryStore, SchemaVersionError, StoreError
 from graphmem._backup import MANIFEST, _hashes
+from graphmem._backup_tables import TABLE_VERSION, TABLES
 from graphmem._kuzu import SCHEMA_VERSION, Database
 from graphmem.cli import cli
 from tests.test_migrations import _v1_database
@@ -38,11 +40,11 @@ def test_round_trip_is_identical_through_the_export(sample_store: MemoryStore,
     _busy(sample_store)
     before = _export(sample_store)
     info = sample_store.backup(tmp_path / "backup")
-    assert info.schema_version == SCHEMA_VERSION
+    assert (info.format, info.schema_version) == (2, TABLE_VERSION)
     assert info.memories == sample_store.stats().memories
     assert info.embedder_fingerprint  # recall above fixed the model
     manifest = json.loads((tmp_path / "backup" / MANIFEST).read_text())
-    assert set(manifest["files"]) >= {"Memory.parquet", "Version.parquet", "schema.cypher"}
+    assert sorted(manifest["files"]) == sorted(t.file for t in TABLES)
     restored = MemoryStore.restore_backup(tmp_path / "backup", tmp_path / "restored")
     assert restored.memories == info.memories
     with MemoryStore(tmp_path / "restored", embedder="hashing") as copy:
@@ -71,17 +73,16 @@ def test_refusals_leave_nothing_behind(store: MemoryStore, tmp_path: Path) -> No
         MemoryStore.restore_backup(tmp_path / "nowhere", tmp_path / "new")
     with pytest.raises(StoreError, match="does not exist; create it first"):
         MemoryStore.restore_backup(backup, tmp_path / "no" / "such" / "db")
-    with MemoryStore(":memory:", embedder="hashing") as memory, \
-            pytest.raises(StoreError, match="in-memory"):
-        memory.backup(tmp_path / "mem")
+    with pytest.raises(StoreError, match="in-memory store would be gone"):
+        MemoryStore.restore_backup(backup, ":memory:")
     # damaged and incomplete backups are refused by name
-    victim = backup / "data" / "Memory.parquet"
+    victim = backup / "data" / "memories.parquet"
     original = victim.read_bytes()
     victim.write_bytes(original[:-8] + b"\0" * 8)
-    with pytest.raises(StoreError, match=r"damaged: data/Memory\.parquet"):
+    with pytest.raises(StoreError, match=r"damaged: data/memories\.parquet"):
         MemoryStore.restore_backup(backup, tmp_path / "new")
     victim.unlink()
-    with pytest.raises(StoreError, match=r"incomplete: data/Memory\.parquet is missing"):
+    with pytest.raises(StoreError, match=r"incomplete: data/memories\.parquet is missing"):
         MemoryStore.restore_backup(backup, tmp_path / "new")
     victim.write_bytes(original)
     manifest = json.loads((backup / MANIFEST).read_text())
@@ -91,8 +92,22 @@ def test_refusals_leave_nothing_behind(store: MemoryStore, tmp_path: Path) -> No
     (backup / MANIFEST).write_text("{not json")
     with pytest.raises(StoreError, match="not a valid backup manifest"):
         MemoryStore.restore_backup(backup, tmp_path / "new")
-    assert not (tmp_path / "new").exists()
+    assert not (tmp_path / "new").exists() and not Path(":memory:").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_a_store_in_memory_is_backed_up_and_restored(tmp_path: Path) -> None:
+    with MemoryStore(":memory:", embedder="hashing") as memory:
+        first = memory.add("Nadia moved the orchard deploy to Lisbon").id
+        memory.update(first, text="Nadia moved the orchard deploy to Porto")
+        memory.link(first, memory.add("The harvest calendar lives in Notion").id)
+        before = _export(memory)
+        info = memory.backup(tmp_path / "backup")
+    assert (info.memories, info.versions) == (2, 3)
+    MemoryStore.restore_backup(tmp_path / "backup", tmp_path / "restored")
+    with MemoryStore(tmp_path / "restored", embedder="hashing") as copy:
+        assert _export(copy) == before
+        assert copy.entities()
 
 
 def test_an_older_schema_backup_is_migrated_on_restore(tmp_path: Path) -> None:
@@ -133,7 +148,7 @@ def test_cli_backup_and_both_restores(tmp_path: Path) -> None:
     assert printed["path"] == str(tmp_path / "b")
     assert (manifest["memories"], manifest["versions"], manifest["events"]) == \
         (1, stats.versions, stats.events) and stats.events >= 1
-    assert manifest["schema_version"] == SCHEMA_VERSION and manifest["format"] == 1
+    assert manifest["schema_version"] == TABLE_VERSION and manifest["format"] == 2
     assert manifest["embedder"] == "hashing-384"
     assert manifest["files"] == _hashes(tmp_path / "b" / "data")
     assert printed["bytes"] == sum(p.stat().st_size for p in (tmp_path / "b" / "data").iterdir())
@@ -141,7 +156,7 @@ def test_cli_backup_and_both_restores(tmp_path: Path) -> None:
     result = runner.invoke(cli, [*base, "backup", str(tmp_path / "b2")])
     assert result.output.startswith(f"backed up {db} to {tmp_path / 'b2'}: 1 memories, "
                                     f"{stats.versions} versions, {stats.events} events, "
-                                    f"schema v{SCHEMA_VERSION}, "), result.output
+                                    f"schema v{TABLE_VERSION}, "), result.output
     result = runner.invoke(cli, [*base, "restore", memory_id])  # a memory id: lifecycle
     assert result.exit_code == 0, result.output
     result = runner.invoke(cli, ["--db", str(tmp_path / "copy"), "restore",

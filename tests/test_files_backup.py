@@ -3,8 +3,10 @@ nothing outside it, refuses malformed manifests and tampered Parquet with a Stor
 that names the field, file or record, and leaves no scratch directory behind, whatever
 fails and wherever.
 
-Every hostile backup here has a manifest rewritten to match (an attacker who can edit the
-files can edit their checksums too).
+The backups here are legacy ones (format 1: Kuzu's export, as graphmem wrote them before
+format 2), whose restore runs the most code over foreign files; the tables of format 2
+are tampered with in ``test_files_backup_tables``. Every hostile backup has a manifest
+rewritten to match (an attacker who can edit the files can edit their checksums too).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphmem import GraphmemError, MemoryStore, SchemaVersionError, StoreError
-from graphmem._backup import MANIFEST, MANIFEST_LIMIT
+from graphmem._backup import MANIFEST, MANIFEST_LIMIT, _hashes
 from graphmem._kuzu import SCHEMA_VERSION, Database
 from graphmem._kuzu import _restore as restore_module
 from graphmem._kuzu._schema import SCHEMAS
@@ -47,9 +49,23 @@ def export_of(store: MemoryStore) -> str:
     return json.dumps({**store.export(), "generated": None}, sort_keys=True, default=str)
 
 
+def legacy_backup(store: MemoryStore, directory: Path) -> None:
+    """A backup of ``store`` as graphmem wrote them before format 2: Kuzu's export of
+    every table, and a manifest of format 1."""
+    engine = store._ctx.engine
+    directory.mkdir()
+    engine.db.export_to(directory / "data")
+    counts, meta = engine.counts(), engine.meta()
+    (directory / MANIFEST).write_text(json.dumps({
+        "created": "2026-06-01T00:00:00+00:00", "schema_version": SCHEMA_VERSION,
+        "embedder": store.embedder.name, "embedder_fingerprint": meta["embedder_fingerprint"],
+        "memories": sum(counts.by_kind.values()), "versions": counts.versions,
+        "events": counts.events, "files": _hashes(directory / "data"), "format": 1}))
+
+
 @pytest.fixture(scope="module")
 def original(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
-    """A small busy store's backup and the store's export."""
+    """A small busy store's legacy backup and the store's export."""
     base = tmp_path_factory.mktemp("original")
     with MemoryStore(base / "db", embedder="hashing") as store:
         a = store.add("Orchard runs on fly.io in Johannesburg").id
@@ -59,7 +75,7 @@ def original(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, s
         store.link(a, b)
         store.archive(c, reason="manual")
         store.recall("orchard", k=2)  # fixes the embedder fingerprint
-        store.backup(base / "backup")
+        legacy_backup(store, base / "backup")
         yield base / "backup", export_of(store)
 
 
@@ -220,8 +236,11 @@ def test_missing_unknown_and_newer(backup: Path, tmp_path: Path) -> None:
     refused(backup, target, r"unknown field\(s\) 'run'")
     (backup / MANIFEST).write_text(json.dumps({**body, "schema_version": 2**40}))
     refused(backup, target, "newer than this graphmem", SchemaVersionError)
-    (backup / MANIFEST).write_text(json.dumps({**body, "format": 2}))
-    refused(backup, target, "has format 2; this graphmem reads format 1")
+    (backup / MANIFEST).write_text(json.dumps({**body, "format": 3}))
+    refused(backup, target, "has format 3; this graphmem reads format 2 and older")
+    (backup / MANIFEST).write_text(json.dumps({**body, "format": 2, "schema_version": 1}))
+    refused(backup, target, r"file 'CO_OCCURS_Memory_Memory\.parquet' in 'files' is not a "
+            "table of a format 2 backup")
     (backup / MANIFEST).write_text(json.dumps({**body, "memories": body["memories"] + 1}))
     refused(backup, target, r"gave \(memories, versions, events, fingerprint\)")
 
@@ -355,10 +374,18 @@ def test_a_table_file_missing_from_the_manifest(backup: Path, tmp_path: Path) ->
                                                          "Meta.parquet"]))
 def test_flipped_bytes_give_a_store_error_or_a_store_that_works(
         original: tuple[Path, str], flips: list[tuple[int, int]], name: str) -> None:
+    restore_flipped(original[0], name, flips, rehash)
+
+
+def restore_flipped(original: Path, name: str, flips: list[tuple[int, int]],
+                    rehash: Callable[[Path], None]) -> None:
+    """A copy of the backup ``original`` with bytes of ``name`` flipped (the manifest
+    rewritten by ``rehash``) gives a StoreError, or a store that works or says what is
+    wrong; nothing is left behind."""
     base = Path(tempfile.mkdtemp(prefix="graphmem-flips-"))
     try:
         backup = base / "backup"
-        shutil.copytree(original[0], backup)
+        shutil.copytree(original, backup)
         path = backup / "data" / name
         data = bytearray(path.read_bytes())
         for at, xor in flips:

@@ -77,8 +77,9 @@ def test_the_digests_alone_give_no_short_text_back(store: MemoryStore, tmp_path:
     tag = digest.split(":")[1]
     seen = _seen(store, tmp_path)
     assert digest.encode() in seen  # what the attacker works from
+    # the digests, the store's id, the checksums of the backup's eight files
     candidates = {m.decode() for m in _HEX.findall(seen)}
-    assert len(candidates) > 10
+    assert len(candidates) >= 10
 
     def brute(keys: set[str]) -> list[str]:
         return [f"PIN {n:04d}" for n in range(10_000) for key in keys

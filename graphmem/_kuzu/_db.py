@@ -186,6 +186,9 @@ class Tx:
         #: id (None: the memory has none now), for the ``Journal``
         self.changes: Any = None
         self.vectors: dict[str, Any] = {}
+        #: the vector log's ``Meta`` value past the blocks this transaction appended
+        #: already (``ChangeJournal.stage``; "": no longer trusted), or None
+        self.vector_log: str | None = None
 
     def run(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         self._db.rows_written += 1
@@ -554,11 +557,6 @@ class Database:
         with self._write_lock:
             yield
 
-    def export_unlocked(self, directory: Path) -> None:
-        """``export_to`` for a caller inside ``snapshot()``."""
-        self.checkpoint()
-        with self._gate.shared():
-            self._export(directory)
 
     def _export(self, directory: Path) -> None:
         try:
@@ -569,9 +567,12 @@ class Database:
             raise map_error(exc, path=self.path) from exc
 
     def export_to(self, directory: Path) -> None:
-        """``EXPORT DATABASE`` (parquet): a consistent logical snapshot of the live data."""
+        """``EXPORT DATABASE`` (parquet): a consistent logical snapshot of the live data
+        (the layout of a format-1 backup)."""
         with self.snapshot():
-            self.export_unlocked(directory)
+            self.checkpoint()
+            with self._gate.shared():
+                self._export(directory)
 
     def rebuild(self, build: Callable[[Database, Path], None]) -> None:
         """Rewrite the database file from a logical export of its live data:

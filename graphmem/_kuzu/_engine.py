@@ -44,6 +44,7 @@ from .._engine import (
     NewMemory,
     Patch,
     SqlCapability,
+    TableName,
     WriteBatch,
     check_vector_dtype,
 )
@@ -90,6 +91,7 @@ from ._schema import (
     ensure_schema,
 )
 from ._secrets import KeyFile
+from ._tables import load_table, read_table
 
 __all__ = ["KuzuEngine"]
 
@@ -517,6 +519,9 @@ class KuzuEngine(rules.Writes):
         return _utc(arrow_rows([dict(zip(columns, r, strict=True)) for r in rows],
                                {c: MEMORY_TYPES[c] for c in columns}))
 
+    def read_table(self, name: TableName, *, page: int = _PAGE) -> Iterator[pa.Table]:
+        return read_table(self, name, page)
+
     def history(self, memory_id: str) -> list[Version]:
         cols = ", ".join(f"v.{c}" for c in VERSION_TYPES)
         rows = self.db.read(f"MATCH (:Memory {{id: $id}})-[:HAS_VERSION]->(v:Version) "
@@ -562,7 +567,8 @@ class KuzuEngine(rules.Writes):
         params = {"owner": owner} if owner is not None else {}
         cols = ", ".join(f"r.{p}" for p in props)
         rows = self.db.read(
-            f"MATCH (a:Memory)-[r:{table}]->(b:Memory) {where}RETURN a.id, b.id, {cols}", params)
+            f"MATCH (a:Memory)-[r:{table}]->(b:Memory) {where}RETURN a.id, b.id, {cols} "
+            "ORDER BY a.id, b.id", params)
         return [edge_from_row(kind, r[0], r[1], dict(zip(props, r[2:], strict=True)))
                 for r in rows]
 
@@ -716,6 +722,13 @@ class _TxWriter:
             self._engine._write(self._tx, batch)
             self.erased |= bool(batch.erasures)
 
+    def load(self, name: TableName, rows: pa.Table) -> None:
+        tx = self._tx
+        tx.changes = tx.changes or ChangeSet()
+        tx.changes.bulk = True
+        load_table(tx, name, rows, lambda ids, matrix, present: self._engine._journal.stage(
+            tx, ids, matrix, present))
+
 
 class _Steps:
     """Each part of a batch as Kuzu writes it, in the open transaction ``tx``
@@ -739,7 +752,17 @@ class _Steps:
                                          "to": [v["id"] for v in versions]}))
 
     def patches(self, rows: list[Patch]) -> None:
-        for patch in rows:
+        # In a bulk batch, version rows alone (a copied or restored store's history) COPY:
+        # a statement each took ~1 ms, 3.4 s of a 10k-memory restore's 10.
+        alone = [] if self._small else [p for p in rows if p.version is not None
+                                         and not p.set and p.event is None]
+        if alone:
+            versions = [version_params(p.version) for p in alone if p.version is not None]
+            self._tx.copy("Version", _arrow(versions, VERSION_TYPES))
+            self._tx.copy("HAS_VERSION", pa.table({"from": [p.memory_id for p in alone],
+                                                   "to": [v["id"] for v in versions]}))
+        copied = {id(p) for p in alone}
+        for patch in (p for p in rows if id(p) not in copied):
             query, params = patch_statement(patch)
             if query:
                 self._tx.run(query, params)

@@ -12,7 +12,9 @@ time, so the next number is kept here.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+
+import numpy as np
 
 from .._engine import ChangeSet, ForeignChange
 from ._db import Database, Tx
@@ -64,6 +66,10 @@ class ChangeJournal:
         if changes is None:  # undeclared: anything, the vectors too, may have changed
             changes = ChangeSet(bulk=True)
             value = "" if self.vectors.trusted else None
+        elif tx.vector_log is not None:  # blocks appended already (``stage``)
+            value = self.vectors.append(tx.vectors, at=tx.vector_log) if tx.vector_log \
+                else ""
+            value = tx.vector_log if value is None else value
         else:
             value = self.vectors.append(tx.vectors)
         if value is not None:
@@ -102,6 +108,16 @@ class ChangeJournal:
                 self._slots.add(new_slot)
         elif not committed:
             self._slots = None  # read again: what failed may have been about the ring
+
+    def stage(self, tx: Tx, ids: Sequence[str], matrix: np.ndarray,
+              present: np.ndarray) -> None:
+        """Append the vectors of ``ids`` to the log now, in the open transaction ``tx``
+        (a bulk load: its vectors are not held until the commit)."""
+        if tx.vector_log == "":  # the log is no longer trusted: it is emptied at commit
+            return
+        value = self.vectors.append_rows(ids, matrix, present, at=tx.vector_log)
+        if value is not None:
+            tx.vector_log = value
 
     def set_log(self, value: str) -> None:
         """Commit a rewritten vector log (``VectorLog.rewrite``): no memory changed."""

@@ -1,8 +1,7 @@
-"""The files of a backup (Kuzu's Parquet export, any engine's store) and a database
-rebuilt from them with graphmem's own schema.
-
-``export_store`` writes any engine's store as those files: a Kuzu store exports itself,
-any other engine is read through the port into a scratch Kuzu store first.
+"""A database rebuilt with graphmem's own schema from Kuzu's ``EXPORT DATABASE``
+Parquet files: the live data when a store is purged (``KuzuEngine.purge``), and a legacy
+backup (format 1, which held that export; ``build_store``, see
+``graphmem.engines.restore_legacy_backup``).
 
 Kuzu's ``IMPORT DATABASE`` runs whatever Cypher the export directory holds
 (``COPY ... TO``, ``LOAD EXTENSION``, ``ATTACH`` would all run, and a stray statement there
@@ -17,17 +16,15 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from .._engine import Engine, EventQuery
+from .._arrow import parquet_batches
+from .._engine import EventQuery
 from .._errors import GraphmemError, StoreError
-from .._transfer import copy_store
 from ._db import Database
 from ._rows import MODEL_COLUMNS, memory_from_row
 from ._schema import SCHEMAS
@@ -35,8 +32,7 @@ from ._schema import SCHEMAS
 if TYPE_CHECKING:
     from ._engine import KuzuEngine
 
-__all__ = ["TableFile", "build_from_parquet", "build_store", "check_rows", "export_store",
-           "table_files"]
+__all__ = ["TableFile", "build_from_parquet", "build_store", "check_rows", "table_files"]
 
 #: Rows copied per Arrow batch: bounds memory on large stores (a Memory row with its
 #: vector is ~3 KB, so a batch is ~60 MB at most).
@@ -128,27 +124,16 @@ def _copy_table(db: Database, table: TableFile, open_file: Opener, *, label: str
     import pyarrow.compute as pc  # lazily: 0.2 s of every start
 
     where = f"{label}/{table.file}"
+    names = [c.split(".", 1)[1] for c in table.columns]
+    if table.rel:
+        names[:2] = ["from", "to"]
     with open_file(table.file) as handle:
-        try:
-            parquet = pq.ParquetFile(handle)
-            schema = parquet.schema_arrow
-        except (pa.ArrowException, OSError, ValueError) as exc:
-            raise StoreError(f"{where} is not a readable Parquet file: {exc}") from None
-        if schema.names != table.columns:
-            raise StoreError(f"{where} has the columns {schema.names}, not those of table "
-                             f"{table.table}: {table.columns}")
-        for column, got, want in zip(table.columns, schema.types, table.types, strict=True):
-            if got != want:
-                raise StoreError(f"{where}: column {column} has type {got}, expected {want}")
-        names = [c.split(".", 1)[1] for c in table.columns]
-        if table.rel:
-            names[:2] = ["from", "to"]
+        batches = parquet_batches(handle, where=where, table=table.table,
+                                  names=table.columns, types=table.types,
+                                  batch_rows=BATCH_ROWS)
         try:
             with db.write() as tx:
-                for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
-                    # Parquet readers do not check that strings are UTF-8; Kuzu would
-                    # store the bytes and fail on every later read of the row.
-                    batch.validate(full=True)
+                for batch in batches:
                     rows = pa.Table.from_batches([batch]).rename_columns(names)
                     if drop_gone and "gone" in names:
                         rows = rows.filter(pc.invert(pc.fill_null(rows.column("gone"), False)))
@@ -171,7 +156,12 @@ def check_rows(graph: KuzuEngine, *, label: str) -> None:
     table = graph.db.read_arrow("MATCH (m:Memory) RETURN "
                                 + ", ".join(f"m.{c} AS {c}" for c in MODEL_COLUMNS))
     for batch in table.to_batches(max_chunksize=BATCH_ROWS):
-        for row in batch.to_pylist():
+        try:
+            rows = batch.to_pylist()
+        except (OverflowError, ValueError) as exc:  # a time out of Python's range
+            raise StoreError(f"{label}: a memory row is not valid: {_first_line(exc)}"
+                             ) from None
+        for row in rows:
             try:
                 memory_from_row(row)
             except (ValueError, TypeError) as exc:
@@ -191,25 +181,6 @@ def check_rows(graph: KuzuEngine, *, label: str) -> None:
         except (ValueError, TypeError) as exc:
             raise StoreError(f"{label}: a {what} row is not valid: {_first_line(exc)}"
                              ) from None
-
-
-def export_store(engine: Engine, directory: Path) -> int:
-    """Write the store of ``engine`` (any engine) as backup files into ``directory``;
-    returns their schema version. Call inside ``engine.snapshot()`` for a consistent
-    copy."""
-    from ._engine import KuzuEngine
-
-    if isinstance(engine, KuzuEngine):  # its own files: no copy
-        engine.db.export_unlocked(directory)
-        return engine.schema_version
-    with tempfile.TemporaryDirectory(prefix="graphmem-backup-") as tmp:
-        scratch = KuzuEngine(str(Path(tmp) / "db"), buffer_pool_mb=256)
-        try:
-            copy_store(engine, scratch, keys=False)
-            scratch.db.export_unlocked(directory)
-            return scratch.schema_version
-        finally:
-            scratch.close()
 
 
 def build_store(directory: Path, schema_version: int, open_file: Opener, *, label: str,

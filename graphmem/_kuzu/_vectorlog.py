@@ -38,7 +38,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["META_KEY", "Rewrite", "VectorLog"]
+__all__ = ["META_KEY", "Located", "Rewrite", "VectorLog"]
 
 #: The ``Meta`` key that holds ``<nonce>:<length>`` of the committed log.
 META_KEY = "vector_log"
@@ -95,39 +95,59 @@ class VectorLog:
         return dim if magic == _MAGIC and nonce.hex() == self.nonce else None
 
     # -- writing (inside a Kuzu write transaction) --------------------------------------
-    def append(self, vectors: Mapping[str, Any]) -> str | None:
+    def append(self, vectors: Mapping[str, Any], *, at: str | None = None) -> str | None:
         """Append one block of ``vectors`` (memory id -> vector or None) past the
-        committed length; returns the ``Meta`` value to commit with it: the new
+        committed length (or past ``at``, what this transaction appended so far:
+        ``append_rows``); returns the ``Meta`` value to commit with it: the new
         ``<nonce>:<length>``, or "" when the log can no longer be trusted (a width it
         does not hold, its file gone), or None when there is nothing to write."""
         if not self.trusted or not vectors:
             return None
-        assert self.path is not None
-        ids = list(vectors)
         given = [None if v is None else np.asarray(v, dtype=np.float32).ravel()
                  for v in vectors.values()]
         widths = {len(v) for v in given if v is not None}
+        if len(widths) > 1:
+            return ""
+        matrix = np.zeros((len(given), widths.pop() if widths else 0), dtype=np.float32)
+        present = np.array([v is not None for v in given], dtype=bool)
+        for row, vector in enumerate(given):
+            if vector is not None:
+                matrix[row] = vector
+        return self.append_rows(list(vectors), matrix, present, at=at)
+
+    def append_rows(self, ids: Sequence[str], matrix: np.ndarray, present: np.ndarray, *,
+                    at: str | None = None) -> str | None:
+        """``append`` of ``ids`` and their vectors (``matrix`` rows, absent where not
+        ``present``); a transaction may append several blocks, each past the ``Meta``
+        value the last one returned (``at``)."""
+        if not self.trusted or not len(ids):
+            return None
+        assert self.path is not None
+        if at is not None:
+            nonce, end = _parse(at)
+            if nonce != self.nonce:
+                return ""
         try:
             with self.path.open("r+b") as handle:
                 width = self._header(handle)
-                if width is None or len(widths) > 1 or (widths and width not in (0, *widths)):
+                given = matrix.shape[1] if present.any() else 0
+                if width is None or (given and width not in (0, given)):
                     return ""
-                dim = widths.pop() if widths else width
+                dim = given or width
                 if dim and not width:  # the first vector the log holds sets its width
                     handle.seek(_WIDTH_AT)
                     handle.write(struct.pack("<I", dim))
-                matrix = np.zeros((len(ids), dim), dtype=np.float32)
-                present = np.array([v is not None for v in given], dtype=bool)
-                for row, vector in enumerate(given):
-                    if vector is not None:
-                        matrix[row] = vector
+                if matrix.shape[1] != dim:  # no vector among them
+                    matrix = np.zeros((len(ids), dim), dtype=np.float32)
                 block = _block(ids, matrix, present)
-                handle.truncate(self.length)  # what a transaction that did not commit left
-                handle.seek(self.length)
+                if at is None:
+                    end = self.length
+                    handle.truncate(end)  # what a transaction that did not commit left
+                handle.seek(end)
                 handle.write(block)
         except OSError:
             return ""
-        return f"{self.nonce}:{self.length + len(block)}"
+        return f"{self.nonce}:{end + len(block)}"
 
     def finished(self, value: str | None) -> None:
         """The transaction that recorded ``value`` (``append``'s, or a ``Rewrite``'s)
@@ -156,7 +176,7 @@ class VectorLog:
         if view is None:
             return None
         try:
-            blocks = list(_blocks(view, _HEADER.size, self.length, dim))
+            blocks = [b[:3] for b in _blocks(view, _HEADER.size, self.length, dim)]
         except ValueError:
             return None
         last: dict[str, tuple[int, int]] = {}
@@ -208,6 +228,46 @@ class VectorLog:
             return None
 
 
+    def locate(self, where: Mapping[str, int], n: int) -> Located | None:
+        """Where the vectors of the memories ``where`` places (id -> row below ``n``)
+        are in the log, found in one pass, for ``Located.take`` to read them a few rows
+        at a time (a whole store's, page by page, without a pass over the log for each
+        page); None when the log is not trusted or not sound."""
+        view, dim = self._view()
+        if view is None:
+            return None
+        at = np.full(n, -1, dtype=np.int64)  # -1: no vector
+        try:
+            for ids, flags, _, start in _blocks(view, _HEADER.size, self.length, dim):
+                rows = np.fromiter((where.get(i, -1) for i in ids), dtype=np.int64,
+                                   count=len(ids))
+                known = rows >= 0
+                offsets = start + 4 * dim * np.arange(len(ids), dtype=np.int64)
+                at[rows[known]] = np.where(flags[known], offsets[known], -1)
+        except ValueError:
+            return None
+        return Located(view, dim, at)
+
+
+class Located:
+    """Vectors found in a log (``VectorLog.locate``): each row's offset, or -1."""
+
+    def __init__(self, view: Any, dim: int, at: np.ndarray) -> None:
+        self._values = np.frombuffer(view, dtype=np.uint8)
+        self.dim, self.at = dim, at
+
+    def take(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``start`` to ``stop`` as a float32 matrix and which of them hold one."""
+        at = self.at[start:stop]
+        present = at >= 0
+        matrix = np.zeros((len(at), self.dim), dtype=np.float32)
+        size = 4 * self.dim
+        for row in np.flatnonzero(present):
+            offset = int(at[row])
+            matrix[row] = self._values[offset:offset + size].view(np.float32)
+        return matrix, present
+
+
 class Rewrite:
     """A new vector log written beside the old one (``add`` blocks in any order of
     memories, each memory once), put in place by ``finish``."""
@@ -254,7 +314,7 @@ def _gather(view: Any, end: int, dim: int, where: Mapping[str, int], n: int,
             dtype: type[np.floating[Any]]) -> tuple[np.ndarray, np.ndarray]:
     matrix = np.zeros((n, dim), dtype=dtype)
     present = np.zeros(n, dtype=bool)
-    for ids, flags, vectors in _blocks(view, _HEADER.size, end, dim):
+    for ids, flags, vectors, _ in _blocks(view, _HEADER.size, end, dim):
         rows = np.fromiter((where.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
         known = rows >= 0
         present[rows[known]] = flags[known]
@@ -269,10 +329,10 @@ def _gather(view: Any, end: int, dim: int, where: Mapping[str, int], n: int,
 
 
 def _blocks(view: Any, start: int, end: int, dim: int
-            ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray | None]]:
+            ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray | None, int]]:
     """The blocks of ``view`` between ``start`` and ``end``: ids, presence, vectors (a
-    view of the file; None for a block without any). Raises ValueError at a block that
-    is not sound."""
+    view of the file; None for a block without any), and where the vectors start in
+    the file. Raises ValueError at a block that is not sound."""
     at = start
     while at < end:
         if at + _BLOCK.size > end:
@@ -296,7 +356,7 @@ def _blocks(view: Any, start: int, end: int, dim: int
             .astype(bool)
         vectors = np.frombuffer(view, dtype=np.float32, count=count * width,
                                 offset=vectors_at).reshape(count, width) if width else None
-        yield ids, flags, vectors
+        yield ids, flags, vectors, vectors_at
         at = stop
 
 

@@ -202,6 +202,15 @@ class Database:
                 self._pinned.conn = None
 
     # -- reads ---------------------------------------------------------------------------
+    def stream(self, query: str, *, size: int) -> Iterator[list[tuple[Any, ...]]]:
+        """The rows of ``query``, ``size`` at a time, through a server-side cursor (in
+        this thread's pinned snapshot if it has one): a whole table never in memory."""
+        with (self.connection() as conn, self._mapped(), conn.transaction(),
+              conn.cursor(name="graphmem_stream", binary=True) as cur):
+            cur.execute(query)
+            while rows := cur.fetchmany(size):
+                yield rows
+
     def rows(self, query: str | sql.Composable, params: Sequence[Any] | Mapping[str, Any]
              = ()) -> list[tuple[Any, ...]]:
         with self.connection() as conn, conn.cursor() as cur, self._mapped():

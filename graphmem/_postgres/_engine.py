@@ -44,6 +44,7 @@ from .._engine import (
     NewMemory,
     Patch,
     SqlCapability,
+    TableName,
     WriteBatch,
     check_vector_dtype,
 )
@@ -79,6 +80,7 @@ from ._rows import (
 from ._schema import SCHEMA_VERSION, ensure_schema
 from ._search import SqlSearch
 from ._sql import PostgresSql
+from ._tables import load_table, read_table
 
 __all__ = ["PostgresEngine"]
 
@@ -314,6 +316,9 @@ class PostgresEngine(rules.Writes):
         return MemoryScan(table=arrow_table(renamed, kinds), vectors=vectors,
                           has_vector=has_vector)
 
+    def read_table(self, name: TableName, *, page: int = 20_000) -> Iterator[pa.Table]:
+        return read_table(self.db, name, page)
+
     def history(self, memory_id: str) -> list[Version]:
         rows = self.db.dict_rows(f"SELECT {_VERSION_COLS} FROM versions WHERE memory_id = %s "
                                  "ORDER BY seq", (memory_id,))
@@ -469,6 +474,10 @@ class _TxWriter:
             return
         rules.write_batch(batch, _Steps(self._cur))
         self.changes.add(batch)
+
+    def load(self, name: TableName, rows: pa.Table) -> None:
+        load_table(self._cur, name, rows)
+        self.changes.bulk = True
 
 
 class _Steps:

@@ -20,13 +20,15 @@ if TYPE_CHECKING:
 def backup(ctx: Context, directory: str) -> None:
     """Write a consistent snapshot of the database to DIRECTORY (new or empty).
 
-    The snapshot is Kuzu's EXPORT DATABASE (Parquet) with a manifest holding the schema
-    version, the embedder fingerprint, counts and a SHA-256 of every file. Writers wait
-    while it is taken. Through a sidecar (--sidecar, or the one serving --db) the
-    snapshot is taken there and written here (the token needs the admin and all_owners
-    scopes). `graphmem --db NEW restore-backup DIRECTORY` brings it back; restoring runs
-    none of the Cypher a backup directory holds (graphmem builds its own schema and loads
-    each table's Parquet file after checking its columns).
+    The snapshot is graphmem's records (memories, versions, events, edges, entities,
+    mentions, facts, store properties) as Parquet files, whichever engine holds the
+    store, with a manifest holding the format, the schema version, the embedder
+    fingerprint, counts and a SHA-256 of every file. Writers wait while it is taken.
+    Through a sidecar (--sidecar, or the one serving --db) the snapshot is taken there
+    and written here (the token needs the admin and all_owners scopes).
+    `graphmem --db NEW restore-backup DIRECTORY` brings it back into either engine;
+    restoring runs nothing the backup holds (it checks each file's columns and every
+    row, and writes them through graphmem itself).
     """
     store = ctx.api()
     with working(f"backing up to {directory}", enabled=ctx.progress):
@@ -43,8 +45,9 @@ def backup(ctx: Context, directory: str) -> None:
 @click.argument("directory", type=click.Path(file_okay=False))
 @pass_ctx
 def restore_backup_cmd(ctx: Context, directory: str) -> None:
-    """Create the database --db (new or empty) from the backup in DIRECTORY, after
-    checking its manifest and checksums; an older schema is migrated."""
+    """Create the database --db (new or empty: a directory or a PostgreSQL URL) from the
+    backup in DIRECTORY, after checking its manifest, checksums and rows; a legacy
+    backup's older schema is migrated."""
     restore_backup(ctx, directory)
 
 

@@ -457,3 +457,103 @@ def test_a_mark_of_another_history_is_refused(engine: Engine) -> None:
     assert engine.changes_since(f"{head}:{tail}x") is None  # the same number, another writer
     assert engine.changes_since("not a mark") is None
     assert engine.changes_since(mark) == []
+
+
+def _busy(engine: Engine) -> None:
+    """Memories with a second version and a transition's state, edges of every kind, an
+    event, entities, mentions and a fact."""
+    from graphmem._engine import EntityRecord, FactRecord, MentionRecord
+
+    new = _seed(engine)
+    engine.commit(WriteBatch(patches=[patch_of(new[0].memory, {"text": "Orchard runs on 17"},
+                                               ChangeType.MANUAL_EDIT, NOW, reason="edit")]))
+    engine.apply_decisions("archive", [Decision("m:c", reason="stale", event_id="ev:1")],
+                           now=NOW, actor="t")
+    engine.commit(WriteBatch(new_edges=[
+        EdgeRecord("references", "m:a", "m:b", weight=0.5, source="entity:x", at=NOW),
+        EdgeRecord("co_occurs", "m:a", "m:b", weight=2.0, count=2, source="session"),
+        EdgeRecord("supersedes", "m:b", "m:a", reason="newer", at=NOW)]))
+    engine.commit(WriteBatch(
+        new_entities=[EntityRecord("e:ada", "ann", "ada", "person", ("ada", "Ada L"),
+                                   ({"alias": "Ada L", "rule": "prefix"},), created=NOW),
+                      EntityRecord("e:lis", "ann", "lisbon", "place", ("lisbon",),
+                                   created=NOW)],
+        mentions=[MentionRecord("m:a", "e:ada", "subject", 1.0, "Ada"),
+                  MentionRecord("m:b", "e:lis", "mention", 0.5, "Lisbon")],
+        facts=[FactRecord("f:1", "ann", "e:ada", "lives_in", "e:lis", 0.9, NOW, None, NOW,
+                          ("m:a",), "lives_in")]))
+
+
+def _tables(engine: Engine, page: int) -> dict[str, list[dict[str, object]]]:
+    from graphmem._engine import TABLES
+    from graphmem._records import TABLE_TYPES
+
+    out: dict[str, list[dict[str, object]]] = {}
+    for name in TABLES:
+        pages = list(engine.read_table(name, page=page))
+        for table in pages:
+            assert table.schema.names == list(TABLE_TYPES[name])
+            assert table.schema.types == list(TABLE_TYPES[name].values())
+        out[name] = [row for table in pages for row in table.to_pylist()]
+    return out
+
+
+def test_tables_are_read_a_page_at_a_time_and_loaded_whole(
+        engine: Engine, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    _busy(engine)
+    memory_pages = [t.num_rows for t in engine.read_table("memories", page=2)]
+    assert memory_pages == [2, 1]  # a page of memories at a time
+    tables = _tables(engine, page=2)
+    assert tables == _tables(engine, page=1000)  # pages add up to the whole
+    assert [r["id"] for r in tables["memories"]] == ["m:a", "m:b", "m:c"]
+    by_id = {r["id"]: r for r in tables["memories"]}
+    scan = engine.scan(["id", "vector"])
+    assert scan.vectors is not None
+    assert np.allclose(np.array(by_id["m:b"]["vector"], dtype=np.float32), scan.vectors[1])
+    assert (by_id["m:c"]["status"], by_id["m:c"]["prev_status"]) == ("archived", "active")
+    assert [(r["memory_id"], r["seq"]) for r in tables["versions"]] == [
+        (v.memory_id, v.seq) for v in engine.versions()]
+    assert sorted(r["event_id"] for r in tables["events"]) == sorted(
+        e.event_id for e in engine.events(EventQuery()))
+    assert [(r["kind"], r["src"], r["dst"], r["weight"], r["count"], r["source"], r["reason"])
+            for r in tables["edges"]] == [
+        ("references", "m:a", "m:b", 0.5, 1, "entity:x", ""),
+        ("co_occurs", "m:a", "m:b", 2.0, 2, "session", ""),
+        ("supersedes", "m:b", "m:a", 1.0, 1, "", "newer")]
+    assert [(r["id"], r["aliases"]) for r in tables["entities"]] == [
+        ("e:ada", ["ada", "Ada L"]), ("e:lis", ["lisbon"])]
+    assert sorted((r["memory_id"], r["entity_id"]) for r in tables["mentions"]) == [
+        ("m:a", "e:ada"), ("m:b", "e:lis")]
+    assert [(r["id"], r["subject"], r["object"]) for r in tables["facts"]] == [
+        ("f:1", "e:ada", "e:lis")]
+    # loaded into an empty store of the same engine, a table at a time: the same tables
+    copy = _fresh_like(engine, request, tmp_path)
+    try:
+        with copy.writer() as writer:
+            for name in ("memories", "versions", "events", "edges", "entities", "mentions",
+                         "facts"):
+                for table in engine.read_table(name, page=2):  # type: ignore[arg-type]
+                    writer.load(name, table)  # type: ignore[arg-type]
+        assert _tables(copy, page=1000) == tables
+        assert copy.get("m:c") == engine.get("m:c")
+        assert copy.history("m:a") == engine.history("m:a")
+        assert copy.facts(all_owners=True) == engine.facts(all_owners=True)
+        assert copy.scan(["vector"]).vectors.tolist() == scan.vectors.tolist()  # type: ignore[union-attr]
+    finally:
+        copy.close()
+
+
+def _fresh_like(engine: Engine, request: pytest.FixtureRequest, tmp_path: Path) -> Engine:
+    """An empty store on the engine of ``engine``."""
+    from .conftest import ENGINES
+
+    if engine.path.startswith("postgresql"):
+        from graphmem._postgres import PostgresEngine
+        from tests._postgres import fresh_schema
+
+        schema = fresh_schema(request.getfixturevalue("pg_server"))
+        url = schema.__enter__()
+        request.addfinalizer(lambda: schema.__exit__(None, None, None))
+        return PostgresEngine(url)
+    (tmp_path / "copy").mkdir()
+    return ENGINES["kuzu-memory" if engine.path == ":memory:" else "kuzu"](tmp_path / "copy")

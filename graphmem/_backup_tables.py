@@ -1,0 +1,450 @@
+"""The tables of a backup (format 2): a store as graphmem's own records, one Parquet file a
+kind of record, read from any engine through the port and written into any engine
+through it, a page at a time: neither a backup nor a restore holds a whole table.
+
+``write_tables`` reads the store's engine-neutral tables (``Engine.read_table``, inside
+the engine's snapshot, for a consistent copy) and streams each into its file of
+``TABLES``. ``load_tables`` reads them back as untrusted input, a row group at a time:
+each file's columns and types must be those of ``TABLES``, required values must be
+there, every value must be one graphmem's types take (checked on the Arrow columns:
+kinds, states, times within Python's range, JSON objects, vectors of one width), ids
+must come once and what a row names must be in the backup (the memory of a version, an
+edge or a mention; the entities of a mention or a fact); the checked columns go into
+the new store in bulk (``BatchWriter.load``) in one transaction, and any fault names the
+file (and the record) and leaves that transaction uncommitted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any, NamedTuple
+
+import numpy as np
+import pyarrow as pa
+
+from ._arrow import column_values, numbers, parquet_batches, strings, vector_matrix
+from ._engine import EDGE_KINDS, BatchWriter, Engine, TableName, WriteBatch
+from ._errors import GraphmemError, StoreError
+from ._models import ChangeType, EventType, Kind, Status, TriggeredBy
+from ._records import TABLE_TYPES
+from ._transfer import ENGINE_META, check_empty
+
+__all__ = ["TABLES", "TABLE_VERSION", "Loaded", "load_tables", "write_tables"]
+
+#: The layout of the tables (a format-2 manifest's ``schema_version``).
+TABLE_VERSION = 1
+#: Rows read or written per batch: a memory row with its vector is ~3 KB.
+BATCH_ROWS = 20_000
+
+_STR = pa.string()
+
+
+@dataclass(frozen=True)
+class Table:
+    """One file of a backup: the store's table it holds (None: the store's properties),
+    its columns and their Arrow types, and the columns that must hold a value in every
+    row."""
+
+    file: str
+    name: TableName | None
+    types: Mapping[str, pa.DataType]
+    required: frozenset[str]
+
+    @property
+    def schema(self) -> pa.Schema:
+        return pa.schema(list(self.types.items()))
+
+
+def _table(name: TableName, required: set[str] | None = None) -> Table:
+    types = TABLE_TYPES[name]
+    return Table(f"{name}.parquet", name, dict(types),
+                 frozenset(types if required is None else required))
+
+
+#: ``Memory``'s fields that must hold a value (the others take their defaults)
+MEMORIES = _table("memories", {"id", "kind", "status", "importance", "original_importance",
+                               "confidence", "created", "modified"})
+VERSIONS = _table("versions", {"id", "memory_id", "seq", "change_type", "at", "text_sha256"})
+EVENTS = _table("events", {"event_id", "memory_id", "event_type", "from_state", "to_state",
+                           "reason", "triggered_by", "agent_id", "timestamp"})
+EDGES = _table("edges", {"kind", "src", "dst", "weight", "count", "source", "reason"})
+ENTITIES = _table("entities", {"id", "name", "type", "aliases", "merges"})
+MENTIONS = _table("mentions")
+FACTS = _table("facts", {"id", "subject", "predicate", "object", "confidence", "recorded",
+                         "sources", "rule"})
+META = Table("meta.parquet", None, {"key": _STR, "value": _STR}, frozenset({"key", "value"}))
+#: Every file of a format-2 backup.
+TABLES: tuple[Table, ...] = (MEMORIES, VERSIONS, EVENTS, EDGES, ENTITIES, MENTIONS, FACTS,
+                             META)
+
+Opener = Callable[[str], IO[bytes]]
+
+#: Values a column may hold (null too where it is not required).
+_CHOICES: dict[str, dict[str, tuple[str, ...]]] = {
+    "memories": {"kind": tuple(Kind), "status": tuple(Status),
+                 "prev_status": tuple(Status), "prev_kind": tuple(Kind)},
+    "versions": {"change_type": tuple(ChangeType), "status": tuple(Status),
+                 "kind": tuple(Kind)},
+    "events": {"event_type": tuple(EventType), "triggered_by": tuple(TriggeredBy)},
+    "edges": {"kind": EDGE_KINDS},
+}
+#: Values a missing one stands for (``Memory``'s defaults, a version's ``redacted``).
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "memories": {"hot": False, "access_count": 0, "useful_count": 0, "ignored_count": 0,
+                 "version": 1, "visibility": "private", "text": "", "text_sha256": ""},
+    "versions": {"redacted": False},
+}
+#: JSON columns: an object each (anything else, or nothing, is read as an empty one).
+_JSON: dict[str, tuple[str, ...]] = {"memories": ("provenance", "integrity", "extra"),
+                                     "events": ("metadata",)}
+#: The first and last microsecond Python's datetime holds.
+_TIME_RANGE = (int((datetime(1, 1, 1) - datetime(1970, 1, 1)).total_seconds()) * 10**6,
+               int((datetime(9999, 12, 31, 23, 59, 59) - datetime(1970, 1, 1))
+                   .total_seconds()) * 10**6 + 999_999)
+
+
+# -- writing -----------------------------------------------------------------------------
+def write_tables(engine: Engine, directory: Path) -> None:
+    """Write the store of ``engine`` into ``directory`` (new) as the files of ``TABLES``,
+    a page at a time. Call inside ``engine.snapshot()`` for a consistent copy."""
+    directory.mkdir()
+    for table in TABLES:
+        if table.name is None:
+            meta = sorted((k, v) for k, v in engine.meta().items() if k not in ENGINE_META)
+            _write(directory, table, [pa.Table.from_arrays(
+                [strings([k for k, _ in meta]), strings([v for _, v in meta])],
+                schema=table.schema)])
+        else:
+            _write(directory, table, engine.read_table(table.name, page=BATCH_ROWS))
+
+
+def _write(directory: Path, table: Table, pages: Any) -> None:
+    import pyarrow.parquet as pq
+
+    # without dictionaries: a column of vectors tried one (0.56 s of 10k memories' file
+    # against 0.26 s without)
+    with pq.ParquetWriter(directory / table.file, table.schema, use_dictionary=False) as out:
+        for page in pages:
+            out.write_table(page, row_group_size=BATCH_ROWS)
+
+
+# -- reading -----------------------------------------------------------------------------
+class Loaded(NamedTuple):
+    """What a restore wrote: how many memories, versions and events, and the embedder
+    fingerprint the store's properties record."""
+
+    memories: int
+    versions: int
+    events: int
+    fingerprint: str | None
+
+
+def load_tables(open_file: Opener, target: Engine, *, label: str,
+                check: Callable[[tuple[int, int, int, str | None]], None]) -> Loaded:
+    """Write the backup whose files ``open_file`` opens (``label`` names their directory
+    in messages) into ``target``, which must hold no memory, in one transaction;
+    ``check`` sees what was written before it commits (and may refuse it by raising)."""
+    check_empty(target)
+    reader = _Reader(open_file, label)
+    meta = reader.meta()
+    dim = meta.get("embedder_dim")
+    # the ids of each table (with their owner: memories, entities), for ``unique``,
+    # ``known`` and ``owned``
+    ids: dict[str, dict[str, str | None]] = {t.file: {} for t in TABLES if t.file in _IDS}
+    counts: dict[str, int] = {}
+    versioned: set[str] = set()  # the memories a version row names
+    with target.writer() as writer:
+        for table in TABLES[:-1]:
+            counts[table.file] = 0
+            for rows in reader.tables(table):
+                if table is MEMORIES:
+                    reader.vectors(rows, dim)
+                if table.file in _IDS:
+                    column, what = _IDS[table.file]
+                    found = reader.unique(table, rows, column, what, ids[table.file])
+                    owners = column_values(rows.column("owner")) \
+                        if "owner" in table.types and table is not FACTS else None
+                    ids[table.file].update(zip(found, owners, strict=True) if owners is not None
+                                           else dict.fromkeys(found))
+                for column, named in _NAMES.get(table.file, ()):
+                    reader.known(table, rows, column, ids[named])
+                if table is MENTIONS or table is FACTS:
+                    reader.owned(table, rows, ids[MEMORIES.file], ids[ENTITIES.file])
+                if table is VERSIONS:
+                    versioned.update(column_values(rows.column("memory_id")))
+                _load(writer, reader, table, rows)
+                counts[table.file] += rows.num_rows
+            if table is VERSIONS and len(versioned) != len(ids[MEMORIES.file]):
+                missing = min(ids[MEMORIES.file].keys() - versioned)
+                raise StoreError(f"{reader.where(MEMORIES)}: memory {missing[:200]!r} has "
+                                 "no version row")
+        reader.write(writer, META, WriteBatch(meta=meta))
+        loaded = Loaded(counts[MEMORIES.file], counts[VERSIONS.file], counts[EVENTS.file],
+                        meta.get("embedder_fingerprint"))
+        check(loaded)
+    return loaded
+
+
+#: The column of each table whose ids come once, and what one is called.
+_IDS = {MEMORIES.file: ("id", "memory"), VERSIONS.file: ("id", "version"),
+        EVENTS.file: ("event_id", "event"), ENTITIES.file: ("id", "entity"),
+        FACTS.file: ("id", "fact")}
+#: The columns of each table that name a record of another (by its file), which the
+#: backup must hold.
+_NAMES = {VERSIONS.file: (("memory_id", MEMORIES.file),),
+          EDGES.file: (("src", MEMORIES.file), ("dst", MEMORIES.file)),
+          MENTIONS.file: (("memory_id", MEMORIES.file), ("entity_id", ENTITIES.file)),
+          FACTS.file: (("subject", ENTITIES.file), ("object", ENTITIES.file))}
+
+
+def _load(writer: BatchWriter, reader: _Reader, table: Table, rows: pa.Table) -> None:
+    """Checked rows of ``table`` into the new store."""
+    assert table.name is not None
+    try:
+        writer.load(table.name, rows)
+    except StoreError:
+        raise
+    except GraphmemError as exc:
+        raise StoreError(f"{reader.where(table)} could not be written into the store: "
+                         f"{_first_line(exc)}") from None
+
+
+class _Reader:
+    """The files of one backup, read and checked for ``load_tables``."""
+
+    def __init__(self, open_file: Opener, label: str) -> None:
+        self._open, self._label = open_file, label
+        #: the width of the vectors read so far (and the one the store records)
+        self._widths: set[str] = set()
+
+    def where(self, table: Table) -> str:
+        return f"{self._label}/{table.file}"
+
+    def batches(self, table: Table) -> Iterator[pa.RecordBatch]:
+        import pyarrow.compute as pc  # lazily: 0.2 s of every start
+
+        where = self.where(table)
+        with self._open(table.file) as handle:
+            batches = parquet_batches(handle, where=where, table=table.file,
+                                      names=list(table.types),
+                                      types=list(table.types.values()), batch_rows=BATCH_ROWS)
+            while True:
+                try:
+                    batch = next(batches, None)
+                except (pa.ArrowException, OSError, ValueError) as exc:
+                    raise StoreError(f"{where} could not be read: {exc}") from None
+                if batch is None:
+                    return
+                for name in table.required:
+                    column = batch.column(name)
+                    if column.null_count or (pa.types.is_list(column.type)
+                                             and pc.list_flatten(column).null_count):
+                        raise StoreError(f"{where}: column {name} has an empty value")
+                yield batch
+
+    def tables(self, table: Table) -> Iterator[pa.Table]:
+        """Each batch of ``table`` checked (``_checked``) and with missing values made
+        what graphmem's types make them."""
+        for batch in self.batches(table):
+            yield self._checked(table, pa.Table.from_batches([batch]))
+
+    def _checked(self, table: Table, rows: pa.Table) -> pa.Table:
+        import pyarrow.compute as pc  # lazily: 0.2 s of every start
+
+        assert table.name is not None
+        name = table.name
+        for column, choices in _CHOICES.get(name, {}).items():
+            values = rows.column(column)
+            bad = pc.invert(pc.is_in(values, value_set=pa.array(choices, _STR)))
+            if values.null_count:
+                bad = pc.and_(bad, pc.is_valid(values))
+            if pc.any(bad).as_py():
+                value = values.filter(bad)[0].as_py()
+                self.refuse(table, rows, bad, f"{column} {str(value)[:40]!r} is not one of "
+                                              f"{', '.join(choices)}")
+        for column, kind in table.types.items():
+            values = rows.column(column)
+            if pa.types.is_list(kind) and column != "vector":
+                flat = pc.list_flatten(values)
+                if flat.null_count:  # a list of a graphmem type holds no empty value
+                    self.refuse(table, rows, pc.greater(pc.list_value_length(values), 0),
+                                f"{column} holds an empty value")
+                if pa.types.is_timestamp(kind.value_type):
+                    self._times(table, rows, column, flat, listed=True)
+                if values.null_count:
+                    rows = _set(rows, column, pc.fill_null(values, pa.scalar([], kind)))
+            elif pa.types.is_timestamp(kind):
+                self._times(table, rows, column, values)
+        for column, value in _DEFAULTS.get(name, {}).items():
+            if rows.column(column).null_count:
+                rows = _set(rows, column, pc.fill_null(rows.column(column), value))
+        for column in _JSON.get(name, ()):
+            rows = _set(rows, column, self._objects(table, rows, column))
+        if name == "edges":
+            weights = numbers(rows.column("weight"))
+            if not np.isfinite(weights).all():
+                bad = pa.array(~np.isfinite(weights))
+                weight = weights[~np.isfinite(weights)][0]
+                self.refuse(table, rows, bad, f"weight {weight} is not a number")
+        if name == "entities":
+            for row, text in enumerate(column_values(rows.column("merges"))):
+                try:
+                    _merges(text)
+                except ValueError as exc:
+                    self.refuse(table, rows, row, str(exc))
+        return rows
+
+    def _times(self, table: Table, rows: pa.Table, column: str, values: Any, *,
+               listed: bool = False) -> None:
+        """The times of ``column`` (``values``; a list column's, ``listed``) are within
+        Python's range."""
+        import pyarrow.compute as pc  # lazily: 0.2 s of every start
+
+        ticks = pc.cast(values, pa.int64())
+        span = pc.min_max(ticks)
+        low, high = span["min"].as_py(), span["max"].as_py()
+        if low is None or high is None or (_TIME_RANGE[0] <= low and high <= _TIME_RANGE[1]):
+            return
+        bad = pc.or_(pc.less(ticks, _TIME_RANGE[0]), pc.greater(ticks, _TIME_RANGE[1]))
+        if listed:
+            raise StoreError(f"{self.where(table)} could not be read: a time of column "
+                             f"{column} is out of range")
+        self.refuse(table, rows, bad, f"{column} is out of range")
+
+    def _objects(self, table: Table, rows: pa.Table, column: str) -> pa.Array:
+        """A JSON column with every value an object's text: a value that is not JSON is
+        refused, anything else but an object (or nothing) becomes ``{}``."""
+        values = column_values(rows.column(column))
+        out: list[str | None] = []
+        for row, text in enumerate(values):
+            if text == "{}":  # most of them
+                out.append(text)
+                continue
+            try:
+                loaded = json.loads(text, parse_constant=_no_constant) if text else None
+            except (ValueError, RecursionError) as exc:
+                self.refuse(table, rows, row, f"{column}: {exc}")
+            out.append(text if isinstance(loaded, dict) else "{}")
+        return strings(out)
+
+    def refuse(self, table: Table, rows: pa.Table, bad: Any, why: str) -> None:
+        """Refuse the first row of ``rows`` that ``bad`` marks (a row number, or a
+        boolean column), named by its first column (a memory by its id)."""
+        if not isinstance(bad, int):
+            bad = int(np.flatnonzero(np.asarray(bad, dtype=bool))[0])
+        first = next(iter(table.types))
+        value = str(rows.column(first)[bad].as_py())[:200]
+        if table is MEMORIES:
+            raise StoreError(f"{self.where(table)}: memory {value!r} is not a valid memory: "
+                             f"{why}")
+        raise StoreError(f"{self.where(table)}: the row of {first} {value!r} is not valid: "
+                         f"{why}")
+
+    def meta(self) -> dict[str, str]:
+        meta = {k: v for batch in self.batches(META)
+                for k, v in zip(column_values(batch.column("key")),
+                                column_values(batch.column("value")), strict=True)
+                if k not in ENGINE_META}
+        dim = meta.get("embedder_dim")
+        if dim is not None and not (dim.isdigit() and 0 < int(dim) <= 65536):
+            raise StoreError(f"{self.where(META)} records embedder_dim {dim[:40]!r}, not a "
+                             "dimension")
+        return meta
+
+    def vectors(self, rows: pa.Table, dim: str | None) -> None:
+        """The vectors of memory rows are all of one width (``dim``, else the first
+        batch's) and finite."""
+        import pyarrow.compute as pc  # lazily: 0.2 s of every start
+
+        column = rows.column("vector")
+        try:
+            matrix, present = vector_matrix(column)
+        except ValueError:
+            matrix, present = None, None
+        width = self._widths
+        if matrix is not None and present is not None and present.any():
+            width.add(str(matrix.shape[1]))
+        if dim is not None:
+            width.add(dim)
+        values = pc.list_flatten(column)
+        if matrix is None or len(width) > 1 or "0" in width or values.null_count \
+                or not np.isfinite(values.to_numpy(zero_copy_only=False)).all():
+            raise StoreError(f"{self.where(MEMORIES)}: the vectors are not all of one "
+                             f"dimension {'(' + dim + ') ' if dim else ''}and finite")
+
+    def unique(self, table: Table, rows: pa.Table, column: str, what: str,
+               seen: Mapping[str, Any]) -> list[str]:
+        """The ids of ``column``, which must come once (in this batch and in ``seen``,
+        those of the batches before)."""
+        ids = column_values(rows.column(column))
+        if len(set(ids)) != len(ids) or not seen.keys().isdisjoint(ids):
+            once: set[str] = set()
+            for one in ids:
+                if one in once or one in seen:
+                    raise StoreError(f"{self.where(table)} holds the {what} {one[:200]!r} "
+                                     "twice")
+                once.add(one)
+        return ids
+
+    def known(self, table: Table, rows: pa.Table, column: str,
+              known: Mapping[str, Any]) -> None:
+        """Every value of ``column`` (what it names) is in ``known``."""
+        ids = column_values(rows.column(column))
+        if not set(ids) <= known.keys():
+            one = next(i for i in ids if i not in known)
+            raise StoreError(f"{self.where(table)}: {column} {one[:200]!r} is not in the "
+                             "backup")
+
+    def owned(self, table: Table, rows: pa.Table, memories: Mapping[str, str | None],
+              entities: Mapping[str, str | None]) -> None:
+        """A mention joins a memory and an entity of one owner, a fact two entities of
+        its own owner (what the engines' own writes hold to)."""
+        if table is MENTIONS:
+            pairs = zip(column_values(rows.column("memory_id")),
+                        column_values(rows.column("entity_id")), strict=True)
+            bad = [memories[m] != entities[e] for m, e in pairs]
+            why = "its memory and its entity are of two owners"
+        else:
+            triples = zip(column_values(rows.column("owner")),
+                          column_values(rows.column("subject")),
+                          column_values(rows.column("object")), strict=True)
+            bad = [not owner == entities[a] == entities[b] for owner, a, b in triples]
+            why = "its entities are not of its owner"
+        if any(bad):
+            self.refuse(table, rows, bad.index(True), why)
+
+    def write(self, writer: Any, table: Table, batch: WriteBatch) -> None:
+        try:
+            writer.write(batch)
+        except StoreError:
+            raise
+        except GraphmemError as exc:
+            raise StoreError(f"{self.where(table)} could not be written into the store: "
+                             f"{_first_line(exc)}") from None
+
+
+def _set(rows: pa.Table, column: str, values: Any) -> pa.Table:
+    index = rows.schema.get_field_index(column)
+    return rows.set_column(index, rows.schema.field(index), values)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _merges(text: str) -> None:
+    merges = json.loads(text)
+    if not isinstance(merges, list) or not all(
+            isinstance(m, dict) and all(isinstance(v, str) for v in (*m, *m.values()))
+            for m in merges):
+        raise ValueError("merges must be a list of objects of strings")
+
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).splitlines()
+    return " ".join(line.strip() for line in lines[:3])[:300]
