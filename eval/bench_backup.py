@@ -27,10 +27,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .bench_cli import _check_runs, _env
+from ._fresh import HERE, check_tree, tree_env
 from .bench_scale import cached_store
 
-HERE = Path(__file__).resolve().parents[1]
 NAMES = ["Nadia", "Tomas", "Amara", "Kenji", "Lucia", "Omar", "Priya", "Sven"]
 PLACES = ["Lisbon", "Nairobi", "Osaka", "Quito", "Tallinn", "Hobart", "Accra", "Bergen"]
 THINGS = ["the orchard deploy", "the harvest calendar", "the greenhouse alerts",
@@ -95,7 +94,7 @@ def build(path: Path, n: int, cache: Path) -> None:
 
 def _run(code: str, args: list[str], tree: Path) -> str:
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          check=False, env={**os.environ, **_env(tree)})
+                          check=False, env={**os.environ, **tree_env(tree)})
     if done.returncode:
         raise SystemExit(f"failed in {tree}: {done.stderr[-3000:]}")
     return done.stdout
@@ -120,7 +119,7 @@ def main() -> None:
     args = parser.parse_args()
     trees = {"this code": HERE, **{f"{b.name}": b.resolve() for b in args.baseline}}
     for tree in trees.values():
-        _check_runs(tree)
+        check_tree(tree)
     source = cached_store(args.cache, args.n, name="backup", builder=build)
     want = _run(EXPORT, [str(source)], HERE)
     server = None
