@@ -156,7 +156,7 @@ def test_cli_backup_and_both_restores(tmp_path: Path) -> None:
     result = runner.invoke(cli, [*base, "backup", str(tmp_path / "b2")])
     assert result.output.startswith(f"backed up {db} to {tmp_path / 'b2'}: 1 memories, "
                                     f"{stats.versions} versions, {stats.events} events, "
-                                    f"schema v{TABLE_VERSION}, "), result.output
+                                    f"format 2, tables v{TABLE_VERSION}, "), result.output
     result = runner.invoke(cli, [*base, "restore", memory_id])  # a memory id: lifecycle
     assert result.exit_code == 0, result.output
     result = runner.invoke(cli, ["--db", str(tmp_path / "copy"), "restore",

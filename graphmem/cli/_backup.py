@@ -37,7 +37,7 @@ def backup(ctx: Context, directory: str) -> None:
         _echo_manifest(info)
         return
     click.echo(f"backed up {store.path} to {directory}: {info.memories} memories, "
-               f"{info.versions} versions, {info.events} events, schema v{info.schema_version}, "
+               f"{info.versions} versions, {info.events} events, {_layout(info)}, "
                f"{len(info.files)} files, {info.size / 1e6:.1f} MB")
 
 
@@ -59,7 +59,15 @@ def restore_backup(ctx: Context, directory: str) -> None:
         _echo_manifest(info)
         return
     click.echo(f"restored {directory} into {ctx.db}: {info.memories} memories "
-               f"(backup of {info.created}, schema v{info.schema_version})")
+               f"(backup of {info.created}, {_layout(info)})")
+
+
+def _layout(info: BackupInfo) -> str:
+    """How a backup is written: "format 2, tables v1" (graphmem's own tables), or the
+    store schema of a legacy backup (Kuzu's export)."""
+    if info.format >= 2:
+        return f"format {info.format}, tables v{info.schema_version}"
+    return f"format {info.format}, schema v{info.schema_version}"
 
 
 def _echo_manifest(info: BackupInfo) -> None:
