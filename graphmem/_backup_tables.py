@@ -11,7 +11,9 @@ kinds, states, times within Python's range, JSON objects, vectors of one width),
 must come once and what a row names must be in the backup (the memory of a version, an
 edge or a mention; the entities of a mention or a fact); the checked columns go into
 the new store in bulk (``BatchWriter.load``) in one transaction, and any fault names the
-file (and the record) and leaves that transaction uncommitted.
+file (and the record) and leaves that transaction uncommitted. ``copy_tables`` moves a
+store between engines the same way, its pages read from the other engine
+(``Engine.read_table``) instead of files, with the same checks.
 """
 
 from __future__ import annotations
@@ -31,9 +33,13 @@ from ._engine import EDGE_KINDS, BatchWriter, Engine, TableName, WriteBatch
 from ._errors import GraphmemError, StoreError
 from ._models import ChangeType, EventType, Kind, Status, TriggeredBy
 from ._records import TABLE_TYPES
-from ._transfer import ENGINE_META, check_empty
 
-__all__ = ["TABLES", "TABLE_VERSION", "Loaded", "load_tables", "write_tables"]
+__all__ = ["ENGINE_META", "TABLES", "TABLE_VERSION", "Loaded", "check_empty", "copy_tables",
+           "load_tables", "write_tables"]
+
+#: Store properties that belong to one engine's files, not to the store: its schema, the
+#: edges it marked gone, where its vector log stands.
+ENGINE_META = frozenset({"schema_version", "gone_edges", "vector_log"})
 
 #: The layout of the tables (a format-2 manifest's ``schema_version``).
 TABLE_VERSION = 1
@@ -113,13 +119,17 @@ def write_tables(engine: Engine, directory: Path) -> None:
     a page at a time. Call inside ``engine.snapshot()`` for a consistent copy."""
     directory.mkdir()
     for table in TABLES:
-        if table.name is None:
-            meta = sorted((k, v) for k, v in engine.meta().items() if k not in ENGINE_META)
-            _write(directory, table, [pa.Table.from_arrays(
-                [strings([k for k, _ in meta]), strings([v for _, v in meta])],
-                schema=table.schema)])
-        else:
-            _write(directory, table, engine.read_table(table.name, page=BATCH_ROWS))
+        _write(directory, table, _pages(engine, table))
+
+
+def _pages(engine: Engine, table: Table) -> Iterator[pa.Table]:
+    """The rows of ``table`` in the store of ``engine``, a page at a time."""
+    if table.name is not None:
+        yield from engine.read_table(table.name, page=BATCH_ROWS)
+        return
+    meta = sorted((k, v) for k, v in engine.meta().items() if k not in ENGINE_META)
+    yield pa.Table.from_arrays([strings([k for k, _ in meta]), strings([v for _, v in meta])],
+                               schema=table.schema)
 
 
 def _write(directory: Path, table: Table, pages: Any) -> None:
@@ -143,13 +153,32 @@ class Loaded(NamedTuple):
     fingerprint: str | None
 
 
-def load_tables(open_file: Opener, target: Engine, *, label: str,
-                check: Callable[[tuple[int, int, int, str | None]], None]) -> Loaded:
+Check = Callable[[tuple[int, int, int, str | None]], None]
+
+
+def check_empty(target: Engine) -> None:
+    """A store is copied or restored only into one that holds no memory."""
+    if target.memory_count():
+        raise StoreError(f"{target.path} already holds memories; restore into an empty "
+                         "store")
+
+
+def load_tables(open_file: Opener, target: Engine, *, label: str, check: Check) -> Loaded:
     """Write the backup whose files ``open_file`` opens (``label`` names their directory
     in messages) into ``target``, which must hold no memory, in one transaction;
     ``check`` sees what was written before it commits (and may refuse it by raising)."""
+    return _load_all(_Files(open_file, label), target, check)
+
+
+def copy_tables(source: Engine, target: Engine) -> Loaded:
+    """Write the store of ``source`` into ``target``, which must hold no memory, in one
+    transaction, a page at a time, its rows checked as a backup's are. Call inside
+    ``source.snapshot()`` for a consistent copy."""
+    return _load_all(_Store(source), target, lambda loaded: None)
+
+
+def _load_all(reader: _Reader, target: Engine, check: Check) -> Loaded:
     check_empty(target)
-    reader = _Reader(open_file, label)
     meta = reader.meta()
     dim = meta.get("embedder_dim")
     # the ids of each table (with their owner: memories, entities), for ``unique``,
@@ -214,43 +243,40 @@ def _load(writer: BatchWriter, reader: _Reader, table: Table, rows: pa.Table) ->
 
 
 class _Reader:
-    """The files of one backup, read and checked for ``load_tables``."""
+    """The tables of one store, a batch at a time (from a backup's files: ``_Files``;
+    from an engine: ``_Store``), read and checked for ``_load_all``."""
 
-    def __init__(self, open_file: Opener, label: str) -> None:
-        self._open, self._label = open_file, label
+    def __init__(self) -> None:
         #: the width of the vectors read so far (and the one the store records)
         self._widths: set[str] = set()
 
     def where(self, table: Table) -> str:
-        return f"{self._label}/{table.file}"
+        """Where the rows of ``table`` come from, for messages."""
+        raise NotImplementedError
 
-    def batches(self, table: Table) -> Iterator[pa.RecordBatch]:
+    def read(self, table: Table) -> Iterator[pa.RecordBatch | pa.Table]:
+        """The rows of ``table`` with its columns (``table.types``), in batches."""
+        raise NotImplementedError
+
+    def batches(self, table: Table) -> Iterator[pa.RecordBatch | pa.Table]:
+        """Each batch of ``table`` with a value in every required column."""
         import pyarrow.compute as pc  # lazily: 0.2 s of every start
 
-        where = self.where(table)
-        with self._open(table.file) as handle:
-            batches = parquet_batches(handle, where=where, table=table.file,
-                                      names=list(table.types),
-                                      types=list(table.types.values()), batch_rows=BATCH_ROWS)
-            while True:
-                try:
-                    batch = next(batches, None)
-                except (pa.ArrowException, OSError, ValueError) as exc:
-                    raise StoreError(f"{where} could not be read: {exc}") from None
-                if batch is None:
-                    return
-                for name in table.required:
-                    column = batch.column(name)
-                    if column.null_count or (pa.types.is_list(column.type)
-                                             and pc.list_flatten(column).null_count):
-                        raise StoreError(f"{where}: column {name} has an empty value")
-                yield batch
+        for batch in self.read(table):
+            for name in table.required:
+                column = batch.column(name)
+                if column.null_count or (pa.types.is_list(column.type)
+                                         and pc.list_flatten(column).null_count):
+                    raise StoreError(f"{self.where(table)}: column {name} has an empty "
+                                     "value")
+            yield batch
 
     def tables(self, table: Table) -> Iterator[pa.Table]:
         """Each batch of ``table`` checked (``_checked``) and with missing values made
         what graphmem's types make them."""
         for batch in self.batches(table):
-            yield self._checked(table, pa.Table.from_batches([batch]))
+            rows = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+            yield self._checked(table, rows)
 
     def _checked(self, table: Table, rows: pa.Table) -> pa.Table:
         import pyarrow.compute as pc  # lazily: 0.2 s of every start
@@ -425,6 +451,46 @@ class _Reader:
         except GraphmemError as exc:
             raise StoreError(f"{self.where(table)} could not be written into the store: "
                              f"{_first_line(exc)}") from None
+
+
+class _Files(_Reader):
+    """The files of one backup (``label`` names their directory)."""
+
+    def __init__(self, open_file: Opener, label: str) -> None:
+        super().__init__()
+        self._open, self._label = open_file, label
+
+    def where(self, table: Table) -> str:
+        return f"{self._label}/{table.file}"
+
+    def read(self, table: Table) -> Iterator[pa.RecordBatch]:
+        where = self.where(table)
+        with self._open(table.file) as handle:
+            batches = parquet_batches(handle, where=where, table=table.file,
+                                      names=list(table.types),
+                                      types=list(table.types.values()), batch_rows=BATCH_ROWS)
+            while True:
+                try:
+                    batch = next(batches, None)
+                except (pa.ArrowException, OSError, ValueError) as exc:
+                    raise StoreError(f"{where} could not be read: {exc}") from None
+                if batch is None:
+                    return
+                yield batch
+
+
+class _Store(_Reader):
+    """The tables of a store another engine holds, as ``Engine.read_table`` pages them."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__()
+        self._engine = engine
+
+    def where(self, table: Table) -> str:
+        return f"{self._engine.path}: {table.name or 'meta'}"
+
+    def read(self, table: Table) -> Iterator[pa.Table]:
+        return _pages(self._engine, table)
 
 
 def _set(rows: pa.Table, column: str, values: Any) -> pa.Table:

@@ -13,9 +13,9 @@ import pytest
 
 from graphmem import MemoryStore, StoreError
 from graphmem._backup import MANIFEST
-from graphmem._backup_tables import TABLES
+from graphmem._backup_tables import ENGINE_META, TABLES
 from graphmem._engine import EDGE_KINDS, Engine, EventQuery
-from graphmem._transfer import ENGINE_META, MEMORY_FIELDS
+from graphmem._records import MEMORY_TABLE_FIELDS as MEMORY_FIELDS
 from ingest.ump import export_ump, import_ump
 from tests.conftest import SAMPLE, Clock
 
@@ -119,3 +119,83 @@ def test_restoring_into_a_store_with_memories_is_refused(tmp_path: Path, pg_url:
         MemoryStore.restore_backup(tmp_path / "b", pg_url)
     with MemoryStore(pg_url) as pg:
         assert [m.text for m in pg.memories()] == ["already here"]
+
+
+def test_copy_store_moves_every_table_a_page_at_a_time(
+        tmp_path: Path, pg_url: str, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kuzu -> PostgreSQL and back through ``copy_store``: every row of every table as it
+    was and the keys, each table read and loaded in pages (of two rows here), never
+    whole."""
+    from graphmem import _backup_tables
+    from graphmem._kuzu import KuzuEngine
+    from graphmem._postgres import PostgresEngine
+    from graphmem._transfer import copy_store
+
+    monkeypatch.setattr(_backup_tables, "BATCH_ROWS", 2)
+    with MemoryStore(tmp_path / "kuzu", embedder="hashing", clock=clock) as kuzu:
+        import_ump(kuzu, SAMPLE)
+        first, second = kuzu.memories()[:2]
+        kuzu.update(first.id, text="Nadia moved the deploy to Lisbon", owner=first.owner)
+        clock.advance(days=200)
+        kuzu.run_lifecycle(apply=True)
+        kuzu.forget(second.id, confirm=True)
+        source = kuzu._ctx.engine
+        before = _tables(source)
+        keys = source.secrets()
+        assert keys and len(before["memories"]) > 2
+        pages: list[tuple[str, int]] = []
+        read = type(source).read_table
+
+        def spied(self: Engine, name: Any, *, page: int = 20_000) -> Any:
+            for rows in read(self, name, page=page):  # type: ignore[arg-type]
+                pages.append((name, rows.num_rows))
+                yield rows
+
+        monkeypatch.setattr(type(source), "read_table", spied)
+        target = PostgresEngine(pg_url)
+        try:
+            assert copy_store(source, target) == len(before["memories"])
+            monkeypatch.undo()  # the pages of the source, not of the copy back
+            assert _tables(target) == before
+            assert sorted(target.secrets()) == sorted(keys)
+            again = KuzuEngine(str(tmp_path / "again"), buffer_pool_mb=128)
+            try:
+                copy_store(target, again)
+                assert _tables(again) == before
+            finally:
+                again.close()
+        finally:
+            target.close()
+    assert {name for name, _ in pages} >= {"memories", "versions", "events", "edges"}
+    memory_pages = [rows for name, rows in pages if name == "memories"]
+    assert len(memory_pages) > 1 and max(memory_pages) <= 2
+    assert sum(memory_pages) == len(before["memories"])
+
+
+def test_a_failed_copy_leaves_the_target_empty(tmp_path: Path, pg_url: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fault on the last table (facts) rolls back every table loaded before it."""
+    from graphmem._postgres import PostgresEngine
+    from graphmem._transfer import copy_store
+
+    with MemoryStore(tmp_path / "kuzu", embedder="hashing") as kuzu:
+        import_ump(kuzu, SAMPLE)
+        source = kuzu._ctx.engine
+        assert source.facts(all_owners=True)
+        pages = type(source).read_table
+
+        def failing(self: Engine, name: Any, *, page: int = 20_000) -> Any:
+            if name == "facts":
+                raise StoreError("the facts could not be read")
+            return pages(self, name, page=page)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(type(source), "read_table", failing)
+        target = PostgresEngine(pg_url)
+        try:
+            with pytest.raises(StoreError, match="facts could not be read"):
+                copy_store(source, target)
+            assert target.memory_count() == 0
+            assert not target.versions() and not target.events(EventQuery())
+            assert not target.entities(all_owners=True) and not target.secrets()
+        finally:
+            target.close()
