@@ -5,7 +5,9 @@ A store of ``n`` memories (built once into ``--cache`` with the hashing embedder
 that name people and places, so the knowledge graph has entities, mentions and facts;
 every fifth memory edited once, every tenth archived, sessions of ten joined by
 CO_OCCURS and two REFERENCES each) is backed up and restored into a new Kuzu store, and
-with ``--pg`` also restored into a fresh PostgreSQL schema and backed up from there, by
+with ``--pg`` also restored into a fresh PostgreSQL schema and backed up from there, and
+moved from Kuzu into another schema (``copy_store``, as a legacy backup is restored into
+PostgreSQL), by
 this checkout's code and by each ``--baseline`` (a checkout of an earlier commit, e.g.
 ``git archive a4e580b | tar -x -C ../base``), in alternation so that all see the same
 load. Each step runs in a fresh process of its own and is timed inside it (the import
@@ -44,6 +46,16 @@ if step == "backup":
     with MemoryStore(source, embedder="hashing") as store:
         opened = time.perf_counter()
         store.backup(target)
+elif step == "move":
+    from graphmem import Settings
+    from graphmem._transfer import copy_store
+    from graphmem.engines import open_engine
+    opened = time.perf_counter()
+    kuzu = open_engine(source, settings=Settings(), read_only=True)
+    pg = open_engine(target, settings=Settings())
+    copy_store(kuzu, pg)
+    pg.close()
+    kuzu.close()
 else:
     opened = started
     MemoryStore.restore_backup(source, target)
@@ -144,9 +156,10 @@ def main() -> None:
                 steps = [("backup kuzu", "backup", str(db), str(here / "b")),
                          ("restore into kuzu", "restore", str(here / "b"), str(here / "r"))]
                 if server:
-                    pg = fresh_schema(server, "bench")
+                    pg, moved = fresh_schema(server, "bench"), fresh_schema(server, "bench")
                     steps += [("restore into postgres", "restore", str(here / "b"), pg),
-                              ("backup postgres", "backup", pg, str(here / "bp"))]
+                              ("backup postgres", "backup", pg, str(here / "bp")),
+                              ("move kuzu to postgres", "move", str(db), moved)]
                 for label, step, src, dst in steps:
                     took, peak = _step(tree, step, src, dst)
                     times.setdefault((name, label), []).append(took)
@@ -155,6 +168,7 @@ def main() -> None:
                     same[f"{name} into kuzu"] = _run(EXPORT, [str(here / "r")], HERE) == want
                     if server:
                         same[f"{name} into postgres"] = _run(EXPORT, [pg], HERE) == want
+                        same[f"{name} moved"] = _run(EXPORT, [moved], HERE) == want
                 shutil.rmtree(here)
     finally:
         shutil.rmtree(work, ignore_errors=True)
