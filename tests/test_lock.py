@@ -139,3 +139,42 @@ def test_rows_written_one_by_one_are_checkpointed(tmp_path: Path,
     kept, pending = _wal_after_recalls(tmp_path / "bounded")
     assert pending < 100
     assert kept < grown / 2
+
+
+def test_a_checkpoint_that_finds_the_buffer_pool_full_is_tried_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 100k memories loaded in bulk, the first checkpoint after ~400 text edits found
+    Kuzu's 1 GB pool full, and the same CHECKPOINT again on a new connection went through:
+    the edit that triggered it must not fail. Kuzu's first refusal is injected here (the
+    real one takes a 100k-memory store); the second CHECKPOINT is Kuzu's own."""
+    from graphmem._kuzu import Database
+
+    path = tmp_path / "db"
+    with MemoryStore(path, embedder="hashing") as store:
+        memory = store.add("a first note")
+        db = store._ctx.engine.db
+        refused: list[str] = []
+
+        class Refusing:
+            def __init__(self, conn: object) -> None:
+                self._conn = conn
+
+            def execute(self, query: object, *args: object) -> object:
+                if query == "CHECKPOINT" and not refused:
+                    refused.append(query)
+                    raise RuntimeError("Buffer manager exception: Unable to allocate memory! "
+                                       "The buffer pool is full and no memory could be freed!")
+                return self._conn.execute(query, *args)
+
+            def __getattr__(self, name: str) -> object:
+                return getattr(self._conn, name)
+
+        db._write_conn = Refusing(db._write_conn)
+        monkeypatch.setattr(Database, "CHECKPOINT_ROWS", 1)
+        store.update(memory.id, text="a first note, edited")
+        assert refused == ["CHECKPOINT"]
+        assert db.rows_written == 0
+        wal = path / "graph.kuzu.wal"
+        assert not wal.exists() or wal.stat().st_size == 0
+    with MemoryStore(path, embedder="hashing") as store:
+        assert store.get(memory.id).text == "a first note, edited"
