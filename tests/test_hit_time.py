@@ -125,7 +125,7 @@ def test_a_question_asking_when_favours_dated_hits_from_its_own_floor(
     config = RecallConfig(name="t", weights={"fulltext": 1.0, "time": 1.0}, time_floor=0.8,
                           rrf_k=1.0)
     when = "When did Caroline go to the support group?"
-    order = "What did Caroline do after the support group?"
+    order = "Did Caroline go out after the support group?"
     # sixth by text: under 0.8 of the best fused score, so no dated favour by default
     assert _in_time_channel(store, when, config) == set()
     lowered = config.with_(time_floor_when=0.0)
