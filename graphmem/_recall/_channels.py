@@ -400,7 +400,8 @@ def facts(q: Query, config: RecallConfig) -> Channel:
     index = q.index
     entities = index.entities
     when = q.when
-    words = frozenset(tokenize(_IDIOM.sub(" work", q.spoken)))
+    words = q.words if _IDIOM.search(q.spoken) is None else frozenset(
+        tokenize(_IDIOM.sub(" work", q.spoken)))
     scored: dict[int, float] = {}
     selves = entities.selves(q.owner)
     for entity in named:

@@ -26,8 +26,10 @@ def asks_about_assistant(query: str) -> bool:
     True
     >>> asks_about_assistant("Is there an ingredient I should leave out of recipes I suggest?")
     False
+
+    Or calls it by a name ("which day trips did Wren suggest?": ``named_actor``).
     """
-    return bool(_ASSISTANT_ACT.search(query))
+    return bool(_ASSISTANT_ACT.search(query)) or named_actor(query) is not None
 
 
 #: "which day trips did Wren suggest?": someone named did what an assistant does.

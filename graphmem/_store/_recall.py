@@ -26,7 +26,7 @@ from .._recall._channels import Query, actr_terms, run_channels
 from .._recall._config import RecallConfig, resolve_preset
 from .._recall._hits import ActivationInfo, ChannelRank, Explanation, Hit, LearnedInfo
 from .._recall._index import RecallIndex
-from .._recall._query import asks_about_assistant, named_actor
+from .._recall._query import asks_about_assistant
 from .._records import patched_memory
 from .._time import to_utc
 from ._memories import Memories
@@ -224,8 +224,7 @@ class Recall:
             weights = {**weights, "fulltext": weights["fulltext"] * cover ** config.coverage}
         fused = found.fusion.with_weights(weights)
         demoted: set[int] = set()
-        if config.assistant < 1.0 and not asks_about_assistant(query) \
-                and named_actor(query) is None:
+        if config.assistant < 1.0 and not asks_about_assistant(query):
             demoted = {pos for pos in fused if index.assistant[pos]}
             for pos in demoted:
                 fused[pos] *= config.assistant
