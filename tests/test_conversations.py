@@ -123,6 +123,20 @@ def test_an_assistant_plan_is_kept_item_by_item() -> None:
     assert later.text == "I'll remind you on Monday to renew the permit."
 
 
+def test_advice_in_the_words_people_give_it_is_kept() -> None:
+    advice = assistant_statements(
+        "Lovely choice of instrument. A good first one: 'Blackbird' - slow and gentle. "
+        "You could try the beginner course on the app for a few weeks. Most people "
+        "find the first month the hardest.\nStart with ten minutes a day.")
+    assert [f.text for f in advice] == [
+        "A good first one: 'Blackbird' - slow and gentle.",
+        "You could try the beginner course on the app for a few weeks.",
+        "Start with ten minutes a day."]
+    # an explanation, a question or a pleasantry is not advice
+    assert assistant_statements("Most people find the first month the hardest. Should "
+                                "you try it first? Have fun!") == []
+
+
 def test_what_the_assistant_said_yields_to_what_the_user_said(store: MemoryStore) -> None:
     store.add_conversation([
         {"role": "user", "content": "I'm allergic to peanuts"},

@@ -177,7 +177,15 @@ _ASSISTANT_ACT = re.compile(
     r"|\breminder (?:is )?set\b|\b(?:booked|reserved|scheduled) (?:for|at|on)\b"
     r"|\b(?:i'?d|i would|i) (?:strongly )?(?:recommend|suggest)\b"
     r"|\bmy (?:pick|recommendation|suggestion|top (?:pick|choice)|vote)\b"
-    r"|\b(?:i'?d|i would) (?:go with|pick|choose)\b", re.IGNORECASE)
+    r"|\b(?:i'?d|i would) (?:go with|pick|choose|start with|begin with)\b"
+    # advice in the words people give it: "a good first one: ...", "you could try ...",
+    # "start with ...", "X would be a good fit"
+    r"|\b(?:a|the|your) (?:good|great|solid|safe|easy) (?:first (?:one|step|song|book|pick)"
+    r"|choice|option|bet|pick|place to start|starting point|fit)\b"
+    r"|\b(?:would|could|might) be (?:a )?(?:good|great|perfect|ideal) (?:fit|choice|option"
+    r"|start|match)\b"
+    r"|\byou (?:could|might|should|can) (?:try|consider|start with|go with|look at)\b"
+    r"|^\W*(?:start with|try|consider|go with|stick with)\b", re.IGNORECASE)
 #: A line of a bulleted or numbered list, and Markdown emphasis.
 _LIST_ITEM = re.compile(r"(?:[-*•]|\d{1,3}[.)]) ")
 _MARKUP = re.compile(r"\*\*|__|`")
@@ -260,7 +268,8 @@ def is_question(sentence: str) -> bool:
 
 def assistant_statements(text: str) -> list[Extracted]:
     r"""What an assistant message says that its user may ask about later: what it did
-    (a reminder set, a booking), what it recommended, and the items of a plan or a list
+    (a reminder set, a booking), what it recommended or advised ("I'd suggest ...", "a good
+    first one: ...", "you could try ..."), and the items of a plan or a list
     it proposed ("Here's a plan: - Sunday: a mock exam ..."), each a statement of its
     own. Its other sentences (explanations, pleasantries) are not memories.
 

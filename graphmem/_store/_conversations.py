@@ -148,15 +148,15 @@ class Conversations:
         memories; greetings, filler, questions that say nothing about the asker and
         duplicates of existing memories are dropped. Of the assistant's messages only
         what it did or recommended is kept (a reminder set, a booking, "I'd suggest
-        ..."), as the assistant's. A correction ("scratch that, it's Tuesday", "I meant
-        the 21st, not the 14th") supersedes the statement it corrects. A candidate
-        that a later session states again is reinforced: it becomes active (history
-        ``reinforced``), or the new statement replaces it. The extractor (rules by
-        default, Ollama when configured and passed) proposes the statements; the gate
-        decides. Memories of one call CO_OCCUR (adjacent ones weighted 1, then 1/2
-        ...); shared rare entities become REFERENCES. Each memory is indexed with the
-        statements it needs to be understood (``context``). Everything is written in one
-        transaction, recorded under ``actor``.
+        ...", "a good first one: ..."), as the assistant's. A correction ("scratch that,
+        it's Tuesday", "I meant the 21st, not the 14th") supersedes the statement it
+        corrects. A candidate that a later session states again is reinforced: it
+        becomes active (history ``reinforced``), or the new statement replaces it. The
+        extractor (rules by default, Ollama when configured and passed) proposes the
+        statements; the gate decides. Memories of one call CO_OCCUR (adjacent ones
+        weighted 1, then 1/2 ...); shared rare entities become REFERENCES. Each memory is
+        indexed with the statements it needs to be understood (``context``). Everything
+        is written in one transaction, recorded under ``actor``.
         """
         from .._extract._corrections import (
             Statement,
