@@ -83,3 +83,36 @@ def test_the_saved_index_keeps_them_and_an_edit_replaces_them(tmp_path: Path) ->
         assert int((index.sentence_of[:index.sentence_rows] == pos).sum()) == 2
         assert store.recall("What is the name of the puppy?", k=1,
                             preset=WITH)[0].memory.id == kept.id
+
+
+def test_each_memory_scores_its_best_live_sentence() -> None:
+    from graphmem._recall._index import RecallIndex
+
+    rng = np.random.default_rng(7)
+    index = RecallIndex(8, capacity=16)
+    index.ids = [f"m{n}" for n in range(12)]
+    written: dict[int, np.ndarray] = {}
+    for pos in [3, 0, 7, 3, 11, 0, 5]:  # 3 and 0 written twice: their first rows replaced
+        rows = rng.normal(size=(int(rng.integers(1, 4)), 8)).astype(np.float32)
+        rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+        index.set_sentences(pos, rows)
+        written[pos] = rows
+    index.set_sentences(7, None)  # 7 has none now
+    del written[7]
+    # a replaced row between two memories' rows, the best match of all, counts for none
+    query = rng.normal(size=8).astype(np.float32)
+    query /= np.linalg.norm(query)
+    index.set_sentences(9, -query[None, :])
+    index.set_sentences(10, query[None, :])
+    index.set_sentences(2, -query[None, :])
+    index.set_sentences(10, -query[None, :])
+    written.update({9: -query[None, :], 2: -query[None, :], 10: -query[None, :]})
+    best = index.sentence_scores(query)
+    assert best[9] == pytest.approx(-1.0, abs=1e-5)
+    query = rng.normal(size=8).astype(np.float32)
+    query /= np.linalg.norm(query)
+    best = index.sentence_scores(query)
+    expected = np.full(12, -np.inf, dtype=np.float32)
+    for pos, rows in written.items():
+        expected[pos] = (rows @ query).max()
+    np.testing.assert_allclose(best, expected, rtol=1e-5)

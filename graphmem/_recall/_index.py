@@ -603,10 +603,16 @@ class RecallIndex:
         best = np.full(self.size, -np.inf, dtype=np.float32)
         used = self.sentence_rows
         if used:
-            owners = self.sentence_of[:used]
-            live = owners >= 0
             scores = dot_all(self.sentences, used, query)
-            np.maximum.at(best, owners[live], scores[live])
+            scores[self.sentence_of[:used] < 0] = -np.inf  # rows of replaced sentences
+            # a memory's sentences are rows start..start+count: the best of each run
+            # (up to the next memory's start; the rows between are replaced ones)
+            count = self.sentence_count[:self.size]
+            memories = np.flatnonzero(count)
+            if memories.size:
+                starts = self.sentence_start[memories]
+                order = np.argsort(starts, kind="stable")
+                best[memories[order]] = np.maximum.reduceat(scores, starts[order])
         return best
 
     def sentence_cosines(self, positions: np.ndarray, query: np.ndarray) -> np.ndarray:
