@@ -153,7 +153,8 @@ def restore(directory: str | os.PathLike[str], target: str | os.PathLike[str], *
             else:
                 engine = open_engine(location, settings=settings)
                 try:
-                    load_tables(open_listed, engine, label=f"{label}: {_DATA}", check=check)
+                    load_tables(open_listed, engine, label=f"{label}: {_DATA}", check=check,
+                                version=info.schema_version)
                 finally:
                     engine.close()
     return info

@@ -32,7 +32,7 @@ from ._arrow import column_values, numbers, parquet_batches, strings, vector_mat
 from ._engine import EDGE_KINDS, BatchWriter, Engine, TableName, WriteBatch
 from ._errors import GraphmemError, StoreError
 from ._models import ChangeType, EventType, Kind, Status, TriggeredBy
-from ._records import TABLE_TYPES
+from ._records import TABLE_TYPES, sentences_matrix
 
 __all__ = ["ENGINE_META", "TABLES", "TABLE_VERSION", "Loaded", "check_empty", "copy_tables",
            "load_tables", "write_tables"]
@@ -41,8 +41,11 @@ __all__ = ["ENGINE_META", "TABLES", "TABLE_VERSION", "Loaded", "check_empty", "c
 #: edges it marked gone, where its vector log stands.
 ENGINE_META = frozenset({"schema_version", "gone_edges", "vector_log"})
 
-#: The layout of the tables (a format-2 manifest's ``schema_version``).
-TABLE_VERSION = 1
+#: The layout of the tables (a format-2 manifest's ``schema_version``): v2 adds the
+#: memories' sentence vectors (``sentences``; a v1 backup's memories have none).
+TABLE_VERSION = 2
+#: Columns of a table that a backup of an older layout lacks: its version -> columns.
+_ADDED: dict[str, dict[int, tuple[str, ...]]] = {"memories": {1: ("sentences",)}}
 #: Rows read or written per batch: a memory row with its vector is ~3 KB.
 BATCH_ROWS = 20_000
 
@@ -163,11 +166,13 @@ def check_empty(target: Engine) -> None:
                          "store")
 
 
-def load_tables(open_file: Opener, target: Engine, *, label: str, check: Check) -> Loaded:
+def load_tables(open_file: Opener, target: Engine, *, label: str, check: Check,
+                version: int = TABLE_VERSION) -> Loaded:
     """Write the backup whose files ``open_file`` opens (``label`` names their directory
-    in messages) into ``target``, which must hold no memory, in one transaction;
-    ``check`` sees what was written before it commits (and may refuse it by raising)."""
-    return _load_all(_Files(open_file, label), target, check)
+    in messages; ``version`` the layout of its tables) into ``target``, which must hold
+    no memory, in one transaction; ``check`` sees what was written before it commits
+    (and may refuse it by raising)."""
+    return _load_all(_Files(open_file, label, version), target, check)
 
 
 def copy_tables(source: Engine, target: Engine) -> Loaded:
@@ -401,6 +406,20 @@ class _Reader:
                 or not np.isfinite(values.to_numpy(zero_copy_only=False)).all():
             raise StoreError(f"{self.where(MEMORIES)}: the vectors are not all of one "
                              f"dimension {'(' + dim + ') ' if dim else ''}and finite")
+        self._sentences(rows, int(next(iter(width))) if width else 0)
+
+    def _sentences(self, rows: pa.Table, dim: int) -> None:
+        """The sentence vectors of memory rows are base64 float32 rows of the vectors'
+        width (``sentences_matrix``), finite."""
+        for row, text in enumerate(column_values(rows.column("sentences"))):
+            if text is None:
+                continue
+            try:
+                matrix = sentences_matrix(text, dim)
+            except ValueError as exc:  # binascii.Error is one
+                self.refuse(MEMORIES, rows, row, f"sentences: {exc}")
+            if matrix is not None and not np.isfinite(matrix).all():
+                self.refuse(MEMORIES, rows, row, "sentences: a vector is not finite")
 
     def unique(self, table: Table, rows: pa.Table, column: str, what: str,
                seen: Mapping[str, Any]) -> list[str]:
@@ -456,19 +475,23 @@ class _Reader:
 class _Files(_Reader):
     """The files of one backup (``label`` names their directory)."""
 
-    def __init__(self, open_file: Opener, label: str) -> None:
+    def __init__(self, open_file: Opener, label: str, version: int = TABLE_VERSION) -> None:
         super().__init__()
-        self._open, self._label = open_file, label
+        self._open, self._label, self._version = open_file, label, version
 
     def where(self, table: Table) -> str:
         return f"{self._label}/{table.file}"
 
-    def read(self, table: Table) -> Iterator[pa.RecordBatch]:
+    def read(self, table: Table) -> Iterator[pa.RecordBatch | pa.Table]:
         where = self.where(table)
+        # the columns its layout had (an older one lacks some: they come back empty)
+        lacks = {c for v, added in _ADDED.get(table.name or "", {}).items()
+                 if self._version <= v for c in added}
+        types = {c: t for c, t in table.types.items() if c not in lacks}
         with self._open(table.file) as handle:
             batches = parquet_batches(handle, where=where, table=table.file,
-                                      names=list(table.types),
-                                      types=list(table.types.values()), batch_rows=BATCH_ROWS)
+                                      names=list(types), types=list(types.values()),
+                                      batch_rows=BATCH_ROWS)
             while True:
                 try:
                     batch = next(batches, None)
@@ -476,7 +499,12 @@ class _Files(_Reader):
                     raise StoreError(f"{where} could not be read: {exc}") from None
                 if batch is None:
                     return
-                yield batch
+                if not lacks:
+                    yield batch
+                    continue
+                yield pa.Table.from_arrays(
+                    [batch.column(c) if c in types else pa.nulls(batch.num_rows, kind)
+                     for c, kind in table.types.items()], schema=table.schema)
 
 
 class _Store(_Reader):

@@ -41,6 +41,8 @@ class Changed:
     ids: Sequence[str]
     new: Sequence[Memory] = ()
     vectors: Mapping[str, np.ndarray | None] | None = None
+    #: the sentence vectors of the ``new`` memories (``NewMemory.sentences``)
+    sentences: Mapping[str, np.ndarray | None] | None = None
     removed: bool = False
     edges_only: bool = False
     bulk: bool = False

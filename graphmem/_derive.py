@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ._embed import joint_text
+from ._embed import joint_text, sentence_texts
 from ._engine import NewMemory, Patch
 from ._engine_rules import version_id
 from ._input import MemoryInput
@@ -41,6 +41,7 @@ __all__ = [
     "lifecycle_event",
     "new_memory",
     "patch_of",
+    "sentence_vectors",
     "session_contexts",
     "sha256",
     "version_of",
@@ -99,6 +100,8 @@ class Derived:
     entities: tuple[str, ...]
     vector: np.ndarray
     extraction: Extraction | None = None
+    #: the vectors of the text's sentences (``sentence_texts``; None: none)
+    sentences: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -138,17 +141,21 @@ MemoryEmbed = Callable[[Sequence[str], Sequence[str | None]], np.ndarray]
 
 
 def derive_fields(embed: MemoryEmbed, items: Sequence[TextItem], *,
-                  graph: bool = True, facts: FactSource | None = None) -> list[Derived]:
+                  graph: bool = True, facts: FactSource | None = None,
+                  sentences: Callable[[Sequence[str]], np.ndarray] | None = None
+                  ) -> list[Derived]:
     """For each text: its hash, its entities (unless given: the names the knowledge graph
     resolves from it and its keys to other memories, ``entities_of``), its vector (of
-    subject, text and context), embedded in one batch, and with ``graph`` what the
-    knowledge graph takes from it (``extract``)."""
+    subject, text and context), embedded in one batch, with ``graph`` what the
+    knowledge graph takes from it (``extract``), and with ``sentences`` (the model's
+    ``embed``) the vectors of its sentences (``sentence_texts``), in one more batch."""
     if not items:
         return []
     from ._extract._rules import entities_of  # on first use: a recall never derives
 
     vectors = embed([embedding_head(i.subject, i.text) for i in items],
                     [i.context for i in items])
+    split = sentence_vectors(sentences, [i.text for i in items]) if sentences else None
     out = []
     for n, i in enumerate(items):
         found = extract(i.text, at=i.at, speaker=i.speaker, facts=facts) \
@@ -156,7 +163,25 @@ def derive_fields(embed: MemoryEmbed, items: Sequence[TextItem], *,
         entities = tuple(i.entities) if i.entities else () if found is None \
             else entities_of(i.text, found.mentions, found.facts, found.speaker)
         out.append(Derived(text_sha256=sha256(i.text), entities=entities, vector=vectors[n],
-                           extraction=found if graph else None))
+                           extraction=found if graph else None,
+                           sentences=split[n] if split is not None else None))
+    return out
+
+
+def sentence_vectors(embed: Callable[[Sequence[str]], np.ndarray], texts: Sequence[str | None]
+                     ) -> list[np.ndarray | None]:
+    """The vectors of each text's sentences (``sentence_texts``; None for a text without),
+    all embedded in one batch."""
+    found = [sentence_texts(t) for t in texts]
+    flat = [t for parts in found for t in parts]
+    if not flat:
+        return [None] * len(texts)
+    vectors = embed(flat)
+    out: list[np.ndarray | None] = []
+    at = 0
+    for parts in found:
+        out.append(vectors[at:at + len(parts)] if parts else None)
+        at += len(parts)
     return out
 
 
@@ -178,7 +203,7 @@ def new_memory(item: MemoryInput, derived: Derived, *, now: datetime,
         text_sha256=derived.text_sha256, version=1, xref_count=0, extra=item.extra,
         times_from=tuple(t.window.start for t in times),
         times_to=tuple(t.window.end for t in times))
-    return NewMemory(memory=memory, vector=derived.vector,
+    return NewMemory(memory=memory, vector=derived.vector, sentences=derived.sentences,
                      version=version_of(memory, seq=1, change_type=ChangeType.CREATED,
                                         at=created, reason=reason, actor=actor),
                      payload_at=now if item.payload is not None else None)

@@ -47,6 +47,7 @@ __all__ = [
     "joint_text",
     "probe_texts",
     "query_vectors",
+    "sentence_texts",
 ]
 
 @runtime_checkable
@@ -93,6 +94,32 @@ def embed_memories(embedder: Embedder, heads: Sequence[str],
     if callable(pooled):
         return np.asarray(pooled(heads, contexts), dtype=np.float32)
     return embedder.embed([joint_text(h, c) for h, c in zip(heads, contexts, strict=True)])
+
+
+def sentence_texts(text: str | None) -> list[str]:
+    """The sentences of a memory's text, each line without the speaker label it opens
+    with ("Caroline: ..."), when the text holds more than one sentence or a label; else
+    none (the memory's own vector says what its one sentence says). Recall searches
+    their vectors beside the memory's (``RecallIndex.sentence_scores``): a question about
+    one sentence of a long turn matches it better than the whole, and a speaker's name
+    in every turn of a transcript says nothing of what a turn is about.
+
+    >>> sentence_texts("Caroline: I went to the LGBTQ support group. It was powerful.")
+    ['I went to the LGBTQ support group.', 'It was powerful.']
+    >>> sentence_texts("Melanie: Nice!"), sentence_texts("The gate code is 4512.")
+    (['Nice!'], [])
+    """
+    from ._kg._text import sentences, speaker_label
+
+    out: list[str] = []
+    labelled = False
+    for line in (text or "").split("\n"):
+        found = speaker_label(line)
+        if found is not None:
+            labelled = True
+            line = line[found[2]:].lstrip().removeprefix(":")
+        out += [s.text for s in sentences(line)]
+    return out if labelled or len(out) > 1 else []
 
 
 #: How much a context's mean vector weighs beside the text's own in ``ContextPooled``.

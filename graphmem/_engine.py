@@ -67,8 +67,10 @@ EdgeKind = Literal["references", "co_occurs", "supersedes"]
 EDGE_KINDS: tuple[EdgeKind, ...] = ("references", "co_occurs", "supersedes")
 
 #: What an engine keeps of a memory besides ``Memory``'s own fields: its vector, when its
-#: payload was stored, and the state it left at its last transition.
-INTERNAL_FIELDS = ("vector", "payload_at", "prev_status", "prev_kind", "state_changed")
+#: payload was stored, the state it left at its last transition, and the vectors of its
+#: sentences (``_embed.sentence_texts``; as ``_records.sentences_text`` writes them).
+INTERNAL_FIELDS = ("vector", "payload_at", "prev_status", "prev_kind", "state_changed",
+                   "sentences")
 #: Every field a ``Patch`` may set.
 MEMORY_FIELDS: frozenset[str] = frozenset(
     {*Memory.model_fields, *INTERNAL_FIELDS} - {"id"})
@@ -100,12 +102,14 @@ class Link:
 
 @dataclass(frozen=True)
 class NewMemory:
-    """A memory to create, with its vector and its first version row."""
+    """A memory to create, with its vector, its first version row and the vectors of its
+    sentences (a matrix; None: it has none)."""
 
     memory: Memory
     vector: np.ndarray | None
     version: Version
     payload_at: datetime | None = None
+    sentences: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -486,7 +490,11 @@ class Engine(Protocol):
     def apply_decisions(self, job: Job, decisions: Sequence[Decision], *, now: datetime,
                         actor: str) -> int: ...
     def record_access(self, records: Mapping[str, AccessRecord]) -> None: ...
-    def set_vectors(self, vectors: Mapping[str, np.ndarray | None]) -> None: ...
+    def set_vectors(self, vectors: Mapping[str, np.ndarray | None],
+                    sentences: Mapping[str, np.ndarray | None] | None = None) -> None:
+        """Replace the vectors of these memories, and with ``sentences`` their sentence
+        vectors (a memory left out has none), in one transaction."""
+        ...
     def purge(self) -> None: ...
     def snapshot(self) -> contextlib.AbstractContextManager[None]: ...
 

@@ -6,11 +6,13 @@ driver (``_kuzu._rows``: base64 vectors and naive timestamps; ``_postgres._rows`
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from ._engine import INTERNAL_FIELDS, EntityRecord, NewMemory, memory_from_fields
@@ -36,6 +38,8 @@ __all__ = [
     "merges_from_text",
     "merges_text",
     "patched_memory",
+    "sentences_matrix",
+    "sentences_text",
     "stored_value",
     "version_from_values",
     "version_row",
@@ -43,8 +47,9 @@ __all__ = [
 
 #: Every stored column of a memory and its type (``str``, ``bool``, ``float``, ``int``,
 #: ``time``, ``str[]``, ``time[]``, ``json``: an object as text; ``vector``), in the
-#: order engines lay them out. ``extra`` is stored as ``ump``; the last five hold what
-#: ``INTERNAL_FIELDS`` name (the vector as ``vec``).
+#: order engines lay them out. ``extra`` is stored as ``ump``; five of them hold what
+#: ``INTERNAL_FIELDS`` name (the vector as ``vec``), and ``sentences`` the sixth (base64
+#: text in every engine and backup, ``sentences_text``: a column no engine encodes its way).
 MEMORY_COLUMNS: dict[str, str] = {
     "id": "str", "owner": "str", "project": "str", "visibility": "str",
     "kind": "str", "status": "str", "hot": "bool",
@@ -62,6 +67,7 @@ MEMORY_COLUMNS: dict[str, str] = {
     "prev_status": "str", "prev_kind": "str", "state_changed": "time",
     "vec": "vector",
     "entities": "str[]", "context": "str", "times_from": "time[]", "times_to": "time[]",
+    "sentences": "str",
 }  # fmt: skip
 VERSION_COLUMNS: dict[str, str] = {
     "id": "str", "memory_id": "str", "seq": "int", "change_type": "str",
@@ -77,7 +83,7 @@ EVENT_COLUMNS: dict[str, str] = {
 }  # fmt: skip
 #: graphmem field -> stored column, where they differ.
 FIELD_COLUMNS = {"extra": "ump", "vector": "vec"}
-_INTERNAL = ("vec", "payload_at", "prev_status", "prev_kind", "state_changed")
+_INTERNAL = ("vec", "payload_at", "prev_status", "prev_kind", "state_changed", "sentences")
 #: The columns a ``Memory`` is built from.
 MODEL_COLUMNS: tuple[str, ...] = tuple(c for c in MEMORY_COLUMNS if c not in _INTERNAL)
 _JSON = frozenset(c for c, t in MEMORY_COLUMNS.items() if t == "json")
@@ -152,9 +158,41 @@ def merges_from_text(text: str | None) -> tuple[Any, ...]:
     return tuple(json.loads(text)) if text else ()
 
 
+def sentences_text(vectors: np.ndarray | None) -> str | None:
+    """A memory's sentence vectors (a matrix) as the ``sentences`` column holds them: the
+    rows' float32 bytes in base64; None for none.
+
+    >>> sentences_text(np.array([[1.0, 0.0]])), sentences_text(np.zeros((0, 2)))
+    ('AACAPwAAAAA=', None)
+    """
+    if vectors is None or not len(vectors):
+        return None
+    return base64.b64encode(np.ascontiguousarray(vectors, dtype=np.float32).tobytes()
+                            ).decode("ascii")
+
+
+def sentences_matrix(text: str | None, dim: int) -> np.ndarray | None:
+    """The sentence vectors of a ``sentences`` value, rows of ``dim`` (None for none);
+    ``ValueError`` for a value that is not float32 rows of that width.
+
+    >>> sentences_matrix("AACAPwAAAAA=", 2).tolist(), sentences_matrix(None, 2)
+    ([[1.0, 0.0]], None)
+    """
+    if not text:
+        return None
+    raw = base64.b64decode(text, validate=True)
+    if dim <= 0 or len(raw) % (4 * dim):
+        raise ValueError(f"sentence vectors of {len(raw)} bytes are not rows of {dim} "
+                         "float32")
+    return np.frombuffer(raw, dtype=np.float32).reshape(-1, dim)
+
+
 def stored_value(name: str, value: Any) -> tuple[str, Any]:
     """A graphmem field and its value as the stored column and value (the vector as
-    given: each engine encodes it its way)."""
+    given: each engine encodes it its way; sentence vectors as ``sentences_text``)."""
+    if name == "sentences":
+        return name, value if value is None or isinstance(value, str) \
+            else sentences_text(value)
     column = FIELD_COLUMNS.get(name, name)
     if column in _JSON:
         return column, json_dump(value)
@@ -202,7 +240,7 @@ def memory_row(new: NewMemory) -> dict[str, Any]:
         "centrality": m.centrality, "xref_count": m.xref_count, "prev_status": None,
         "prev_kind": None, "state_changed": None, "vec": new.vector,
         "entities": list(m.entities), "context": m.context, "times_from": list(m.times_from),
-        "times_to": list(m.times_to),
+        "times_to": list(m.times_to), "sentences": sentences_text(new.sentences),
     }
 
 

@@ -7,6 +7,7 @@ keys appear in no query, export or backup."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphmem import PRESETS, MemoryStore, Status
+from graphmem._records import sentences_matrix
 from ingest.ump import ump_records
 from queries.library import load_queries, run_named
 
@@ -65,6 +67,7 @@ def _build(store: MemoryStore, plan: dict[str, Any]) -> tuple[dict[str, str], di
                            payload=json.dumps({"raw": word}), importance=0.3 + i / 20)
         ids[word] = memory.id
         texts[memory.id] = [word, SURNAMES[i].lower(), f"year:{1900 + i}"]
+        VECTORS.setdefault(memory.id, []).extend(_sentence_bytes(store, memory.id))
     order = list(ids.values())
 
     def pick(i: int) -> str:
@@ -104,6 +107,23 @@ def _build(store: MemoryStore, plan: dict[str, Any]) -> tuple[dict[str, str], di
     if plan["lifecycle"]:
         store.run_lifecycle(apply=True)
     return ids, texts
+
+
+#: memory id -> the bytes of every sentence vector it was given (float32, and as stored)
+VECTORS: dict[str, list[bytes]] = {}
+
+
+def _sentence_bytes(store: MemoryStore, memory_id: str) -> list[bytes]:
+    """A memory's sentence vectors as bytes a file could hold: each row's float32 bytes,
+    their base64 (rows of 384 floats encode apart), and the stored text."""
+    text = store._ctx.engine.scan(["sentences"], ids=[memory_id]).table.column(
+        "sentences")[0].as_py()
+    if not text:
+        return []
+    rows = sentences_matrix(text, store._ctx.vector_dim())
+    assert rows is not None
+    raw = [row.tobytes() for row in rows]
+    return [*raw, *(base64.b64encode(r) for r in raw), text.encode()]
 
 
 def _value(name: str, kind: str, memory_id: str, word: str) -> Any:
@@ -189,8 +209,11 @@ def test_forget_leaves_no_trace(plan: dict[str, Any]) -> None:
             # the conversation's memories carrying a doomed secret are forgotten too
             doomed |= {m for m, ws in texts.items() if set(ws) & set(words)}
             words = sorted({w for m in doomed for w in texts[m]})
+            vectors = [v for m in doomed for v in VECTORS.get(m, [])]
+            assert vectors, "a secret memory has sentence vectors to forget"
             for memory_id in sorted(doomed):
                 store.forget(memory_id, confirm=True, purge=False)
+            assert [m for m in doomed if _sentence_bytes(store, m)] == []
             store.purge()
             assert _leaks(store, words, doomed) == []
             kept = [ws[0] for m, ws in texts.items() if m not in doomed
@@ -204,9 +227,12 @@ def test_forget_leaves_no_trace(plan: dict[str, Any]) -> None:
         backup = b"".join(p.read_bytes() for p in (root / "backup").rglob("*") if p.is_file())
         assert [w for w in texts_of if w in backup.lower()] == []
         assert [k for k in keys if k in backup] == []
+        assert not any(v in backup for v in vectors), "the backup holds sentence vectors"
         for file in (root / "db").iterdir():
-            data = file.read_bytes().lower()
+            raw = file.read_bytes()
+            data = raw.lower()
             leaked = [w for w in texts_of if w in data]
             assert not leaked, f"{file.name} holds {leaked}"
+            assert not any(v in raw for v in vectors), f"{file.name} holds sentence vectors"
     finally:
         shutil.rmtree(root, ignore_errors=True)

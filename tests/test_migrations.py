@@ -60,7 +60,7 @@ def test_v1_database_is_migrated(tmp_path: Path) -> None:
     path = tmp_path / "v1"
     _v1_database(path)
     with MemoryStore(path) as store:
-        assert store.stats().schema_version == SCHEMA_VERSION == 7
+        assert store.stats().schema_version == SCHEMA_VERSION == 8
         old = store.get("urn:v1:0")
         assert (old.text, old.tags, old.entities) == ("Orchard runs on fly.io", ("v1",), ())
         # Kuzu's FTS index is gone (v3); full-text recall finds old rows; new rows carry

@@ -50,6 +50,7 @@ from .._engine import (
 )
 from .._errors import ConflictError, InvalidInputError
 from .._models import LifecycleEvent, Memory, Version
+from .._records import sentences_text
 from . import _jobs
 from ._db import Database, Tx, check_parameters
 from ._guard import check_user_query
@@ -296,14 +297,21 @@ class KuzuEngine(rules.Writes):
                 [{"id": memory_id, "n": n, "t": t, "ts": list(ts)}
                  for memory_id, (n, t, ts) in records.items()])
 
-    def set_vectors(self, vectors: Mapping[str, np.ndarray | None]) -> None:
-        """Replace stored vectors in one transaction."""
+    def set_vectors(self, vectors: Mapping[str, np.ndarray | None],
+                    sentences: Mapping[str, np.ndarray | None] | None = None) -> None:
+        """Replace stored vectors (and with ``sentences`` the sentence vectors of the same
+        memories) in one transaction."""
         with self.db.write() as tx:
             tx.changes = ChangeSet()
             tx.changes.touch(vectors)
             tx.vectors.update(vectors)
-            tx.run_many("MATCH (m:Memory {id: $id}) SET m.vec = $vec",
-                        [{"id": i, "vec": encode_vector(v)} for i, v in vectors.items()])
+            if sentences is None:
+                tx.run_many("MATCH (m:Memory {id: $id}) SET m.vec = $vec",
+                            [{"id": i, "vec": encode_vector(v)} for i, v in vectors.items()])
+                return
+            tx.run_many("MATCH (m:Memory {id: $id}) SET m.vec = $vec, m.sentences = $s",
+                        [{"id": i, "vec": encode_vector(v),
+                          "s": sentences_text(sentences.get(i))} for i, v in vectors.items()])
 
     def purge(self) -> None:
         """Rewrite the database file from its live data (see ``Database.rebuild``):

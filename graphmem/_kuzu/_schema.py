@@ -18,6 +18,7 @@ __all__ = [
     "FTS_INDEX",
     "MEMORY_TYPES",
     "MEMORY_TYPES_V3",
+    "MEMORY_TYPES_V7",
     "MENTION_TYPES",
     "SCHEMAS",
     "SCHEMA_VERSION",
@@ -27,7 +28,7 @@ __all__ = [
     "schema_version",
 ]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 FTS_INDEX = "memory_fts"
 
 #: Column -> Kuzu type of each table (DDL and casts come from here). Memories, versions
@@ -37,8 +38,10 @@ _KUZU_TYPES = {"str": "STRING", "json": "STRING", "bool": "BOOLEAN", "float": "D
                "int": "INT64", "time": "TIMESTAMP", "str[]": "STRING[]",
                "time[]": "TIMESTAMP[]", "vector": "STRING"}
 MEMORY_TYPES: dict[str, str] = {c: _KUZU_TYPES[t] for c, t in MEMORY_COLUMNS.items()}
-#: v5 adds the time windows a memory's text speaks of (starts and ends, in pairs) ...
-MEMORY_TYPES_V3: dict[str, str] = {c: t for c, t in MEMORY_TYPES.items()
+#: v8 adds the vectors of a memory's sentences ...
+MEMORY_TYPES_V7: dict[str, str] = {c: t for c, t in MEMORY_TYPES.items() if c != "sentences"}
+#: ... v5 the time windows a memory's text speaks of (starts and ends, in pairs) ...
+MEMORY_TYPES_V3: dict[str, str] = {c: t for c, t in MEMORY_TYPES_V7.items()
                                    if c not in ("times_from", "times_to")}
 #: ... v2 the entities ingest finds in a memory (for REFERENCES between shared ones), v3
 #: the context a memory is indexed with (text of its session neighbours): v1's Memory
@@ -149,7 +152,7 @@ _KG_TABLES = [
 ]
 SCHEMAS[5] = [
     SCHEMAS[4][0],
-    _node_table("Memory", MEMORY_TYPES),
+    _node_table("Memory", MEMORY_TYPES_V7),
     *SCHEMAS[4][2:],
     *_KG_TABLES,
 ]
@@ -165,6 +168,10 @@ CHANGE_TYPES: dict[str, str] = {
     "edge_ends": "STRING[]", "removed": "STRING[]", "accessed": "STRING[]", "bulk": "BOOLEAN",
 }  # fmt: skip
 SCHEMAS[7] = [*SCHEMAS[6], _node_table("Change", CHANGE_TYPES)]
+#: v8: a memory keeps the vectors of its sentences (made when its text is written; the
+#: memories of an older store have none until ``reembed`` makes them, and are searched
+#: by their own vector alone).
+SCHEMAS[8] = [SCHEMAS[7][0], _node_table("Memory", MEMORY_TYPES), *SCHEMAS[7][2:]]
 #: version -> statements that lift a database from ``version - 1``.
 MIGRATIONS: dict[int, list[str]] = {
     2: [
@@ -183,6 +190,7 @@ MIGRATIONS: dict[int, list[str]] = {
     6: ["MERGE (m:Meta {key: 'kg_repair'}) SET m.value = '1'"],
     # a process killed between the table and the version number finishes on reopening
     7: [_node_table("Change", CHANGE_TYPES, if_missing=True)],
+    8: ["ALTER TABLE Memory ADD IF NOT EXISTS sentences STRING"],
 }
 
 

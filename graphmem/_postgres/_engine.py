@@ -58,6 +58,7 @@ from .._records import (
     VERSION_COLUMNS,
     json_dump,
     memory_from_columns,
+    sentences_text,
     stored_value,
 )
 from . import _jobs
@@ -226,11 +227,18 @@ class PostgresEngine(rules.Writes):
             changes.accessed.update(dict.fromkeys(ids))
             record(cur, changes, self._changes.origin)
 
-    def set_vectors(self, vectors: Mapping[str, np.ndarray | None]) -> None:
-        """Replace stored vectors in one transaction."""
+    def set_vectors(self, vectors: Mapping[str, np.ndarray | None],
+                    sentences: Mapping[str, np.ndarray | None] | None = None) -> None:
+        """Replace stored vectors (and with ``sentences`` the sentence vectors of the same
+        memories) in one transaction."""
         with self.db.transaction() as cur:
-            cur.executemany("UPDATE memories SET vec = %s WHERE id = %s",
-                            [(vector_value(v), i) for i, v in vectors.items()])
+            if sentences is None:
+                cur.executemany("UPDATE memories SET vec = %s WHERE id = %s",
+                                [(vector_value(v), i) for i, v in vectors.items()])
+            else:
+                cur.executemany("UPDATE memories SET vec = %s, sentences = %s WHERE id = %s",
+                                [(vector_value(v), sentences_text(sentences.get(i)), i)
+                                 for i, v in vectors.items()])
             changes = ChangeSet()
             changes.touch(vectors)
             record(cur, changes, self._changes.origin)

@@ -13,7 +13,7 @@ from ._db import Database
 
 __all__ = ["SCHEMAS", "SCHEMA_VERSION", "TABLES", "ensure_schema", "sql_type", "store_schema"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: graphmem's tables; a database or schema that holds any of them without ``meta`` is
 #: not graphmem's.
 TABLES = ("meta", "memories", "versions", "events", "edges", "entities", "mentions", "facts",
@@ -39,10 +39,13 @@ def _table(name: str, columns: dict[str, str], key: str) -> str:
     return f'CREATE TABLE "{name}" ({body}, PRIMARY KEY ("{key}"))'
 
 
+#: v4 adds the vectors of a memory's sentences; v1's memories have the other columns.
+_MEMORY_V1 = {c: t for c, t in MEMORY_COLUMNS.items() if c != "sentences"}
+
 SCHEMAS: dict[int, list[str]] = {
     1: [
-                "CREATE TABLE meta (key text PRIMARY KEY, value text)",
-        _table("memories", MEMORY_COLUMNS, "id"),
+        "CREATE TABLE meta (key text PRIMARY KEY, value text)",
+        _table("memories", _MEMORY_V1, "id"),
         "CREATE INDEX memories_owner ON memories (owner)",
         "CREATE INDEX memories_status ON memories (status)",
         _table("versions", VERSION_COLUMNS, "id"),
@@ -113,6 +116,11 @@ MIGRATIONS[3] = [
     "SET value = excluded.value",
 ]
 SCHEMAS[3] = [*SCHEMAS[2], _SECRETS]
+# v4: a memory keeps the vectors of its sentences (made when its text is written; the
+# memories of an older store have none until ``reembed`` makes them, and are searched by
+# their own vector alone).
+MIGRATIONS[4] = ["ALTER TABLE memories ADD COLUMN IF NOT EXISTS sentences text"]
+SCHEMAS[4] = [*SCHEMAS[3], *MIGRATIONS[4]]
 
 
 def search_path_entries(setting: str) -> list[str]:

@@ -59,6 +59,11 @@ class Query:
     as_of: datetime | None = None
     #: the query's embedding, on its way (None: no vector channel)
     vector_future: Future[np.ndarray] | None = None
+    #: the embedding of the query as sentence vectors are searched with it
+    #: (``EntityIndex.without_people``), and their share of the vector score
+    #: (``RecallConfig.sentences``; None: the memories' own vectors alone)
+    sentence_future: Future[np.ndarray] | None = None
+    sentence_weight: float = 0.0
     _nearest: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray | None]] = field(
         default_factory=dict, repr=False)
 
@@ -111,7 +116,9 @@ class Query:
         found = self._nearest.get(k)
         if found is None:
             assert self.vector is not None
-            found = self._nearest[k] = self.index.nearest(self.vector, self.mask, k)
+            sentence = self.sentence_future.result() if self.sentence_future else None
+            found = self._nearest[k] = self.index.nearest(
+                self.vector, self.mask, k, sentence, self.sentence_weight)
         return found
 
 

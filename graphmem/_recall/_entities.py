@@ -214,6 +214,46 @@ class EntityIndex:
                 at = match.start() + len(word)
         return "".join(out) + query[at:]
 
+    def without_people(self, query: str, owner: str | None) -> str:
+        """``query`` without the names of the people ``owner``'s memories mention (every
+        owner's when None), as the sentence vectors are searched (``sentence_texts``):
+        a sentence says "I went", not its speaker's name, so in "When did Caroline go to
+        the support group?" the name only pulls towards what Caroline says of anything.
+
+        >>> from graphmem._engine import EntityRecord
+        >>> index = EntityIndex()
+        >>> index.add_entities([EntityRecord(id=f"e{n}", name=name, type=kind, owner=None)
+        ...                     for n, (name, kind) in enumerate([("caroline", "person"),
+        ...                         ("mary ann", "person"), ("lisbon", "place")])])
+        >>> index.without_people("Did Caroline's friend Mary Ann move to Lisbon?", None)
+        'Did friend move to Lisbon?'
+        """
+        words = list(_WORDS.finditer(query))
+        owners: set[str | None] = set(self.owner) if owner is None else {owner}
+        cut: list[tuple[int, int]] = []
+        start = 0
+        while start < len(words):
+            size = min(_MAX_NAME_WORDS, len(words) - start)
+            while size and not self._person(" ".join(
+                    w.group() for w in words[start:start + size]), owners):
+                size -= 1
+            if size:
+                cut.append((words[start].start(), words[start + size - 1].end()))
+            start += max(size, 1)
+        if not cut:
+            return query
+        kept, at = [], 0
+        for begin, end in cut:
+            kept.append(query[at:begin])
+            at = end
+        kept.append(query[at:])
+        return " ".join("".join(kept).split())
+
+    def _person(self, surface: str, owners: set[str | None]) -> bool:
+        form = normalize(surface)
+        return bool(form) and any(self.types[p] == "person" for o in owners
+                                  for p in self.by_form.get((o, form), ()))
+
     def _self_forms(self, owner: str | None) -> frozenset[str]:
         """The names and aliases of the owner alone (``selves`` where they are the owner
         alone: named like the owner, or the one person who speaks the owner's memories;

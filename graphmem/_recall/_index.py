@@ -377,6 +377,16 @@ class RecallIndex:
         self.session: list[str | None] = []
         #: the knowledge graph beside the memories (entities, mentions, facts, times)
         self.entities = EntityIndex()
+        #: the vectors of memories' sentences (``sentence_texts``), kept as ``vectors``
+        #: are: ``sentence_count[pos]`` rows from ``sentence_start[pos]`` are memory
+        #: ``pos``'s; ``sentence_of`` the memory of each row (-1: replaced since), of the
+        #: first ``sentence_rows``. They come from the store (``Memory`` internal field
+        #: ``sentences``), made when the memory's text was written.
+        self.sentences = np.zeros((0, dim), dtype=self.vectors.dtype)
+        self.sentence_of = np.zeros(0, dtype=np.int64)
+        self.sentence_rows = 0
+        self.sentence_start = np.zeros(capacity, dtype=np.int64)
+        self.sentence_count = np.zeros(capacity, dtype=np.int64)
         #: the vectors' sign bits, built on the first search that uses them, then kept
         self._signs: SignCodes | None = None
         #: ``Settings.sign_bits_from`` of the store (None: ``SIGN_BITS_FROM``)
@@ -403,7 +413,8 @@ class RecallIndex:
                            ("created", math.nan),
                            ("valid_from", math.nan), ("valid_to", math.nan),
                            ("access_count", 0), ("useful", 0), ("ignored", 0),
-                           ("confidence", 0.0), ("importance", 0.0)):
+                           ("confidence", 0.0), ("importance", 0.0),
+                           ("sentence_start", 0), ("sentence_count", 0)):
             old = getattr(self, name)
             grown = np.full(new, fill, dtype=old.dtype)
             grown[:capacity] = old
@@ -424,9 +435,12 @@ class RecallIndex:
 
     def upsert(self, rows: Iterable[Mapping[str, Any]],
                vectors: Sequence[np.ndarray | None] | np.ndarray | None = None,
-               has_vector: Sequence[bool] | np.ndarray | None = None) -> None:
+               has_vector: Sequence[bool] | np.ndarray | None = None,
+               sentences: Sequence[np.ndarray | None] | None = None) -> None:
         """Add or refresh memories from rows (dicts with ``INDEX_FIELDS``) and their
-        vectors (a vector of another width than the index's counts as none)."""
+        vectors (a vector of another width than the index's counts as none), and the
+        sentence vectors of each row (``sentences``: a matrix, or None for none; the index's
+        are kept where not given)."""
         self.changes += 1
         texts: dict[int, tuple[str, int]] = {}  # what BM25 indexes, all at once at the end
         for n, row in enumerate(rows):
@@ -455,8 +469,11 @@ class RecallIndex:
             self.vectors[pos] = 0 if vector is None else self._stored(vector)
             if self._signs is not None:
                 self._signs.set(pos, vector)
+            if sentences is not None:
+                self.set_sentences(pos, sentences[n])
             self.entities.set_times(pos, row.get("times_from") or (), row.get("times_to") or ())
             if self.status[pos] == _FORGOTTEN:
+                self.set_sentences(pos, None)
                 texts.pop(pos, None)
                 self.bm25.remove(pos)
                 self.has_vector[pos] = False
@@ -556,6 +573,61 @@ class RecallIndex:
             return to_bfloat16(vectors)
         return np.asarray(vectors, dtype=np.float32)
 
+    def set_sentences(self, pos: int, vectors: np.ndarray | None) -> None:
+        """Memory ``pos``'s sentence vectors are now ``vectors`` (None, no rows or another
+        width than the index's: it has none)."""
+        count = int(self.sentence_count[pos])
+        if count:
+            start = int(self.sentence_start[pos])
+            self.sentence_of[start:start + count] = -1
+            self.sentences[start:start + count] = 0  # nothing of a forgotten text stays
+        if vectors is None or len(vectors) == 0 or vectors.shape[1] != self.dim:
+            self.sentence_start[pos] = self.sentence_count[pos] = 0
+            return
+        start, end = self.sentence_rows, self.sentence_rows + len(vectors)
+        if end > len(self.sentences):
+            capacity = max(end, 2 * len(self.sentences), 1024)
+            grown = np.zeros((capacity, self.dim), dtype=self.sentences.dtype)
+            grown[:start] = self.sentences[:start]
+            owners = np.full(capacity, -1, dtype=np.int64)
+            owners[:start] = self.sentence_of[:start]
+            self.sentences, self.sentence_of = grown, owners
+        self.sentences[start:end] = self._stored(vectors)
+        self.sentence_of[start:end] = pos
+        self.sentence_start[pos], self.sentence_count[pos] = start, len(vectors)
+        self.sentence_rows = end
+
+    def sentence_scores(self, query: np.ndarray) -> np.ndarray:
+        """Per memory, the best cosine of ``query`` with one of its sentences (-inf for
+        a memory without sentence vectors)."""
+        best = np.full(self.size, -np.inf, dtype=np.float32)
+        used = self.sentence_rows
+        if used:
+            scores = dot_all(self.sentences, used, query)
+            scores[self.sentence_of[:used] < 0] = -np.inf  # rows of replaced sentences
+            # a memory's sentences are rows start..start+count: the best of each run
+            # (up to the next memory's start; the rows between are replaced ones)
+            count = self.sentence_count[:self.size]
+            memories = np.flatnonzero(count)
+            if memories.size:
+                starts = self.sentence_start[memories]
+                order = np.argsort(starts, kind="stable")
+                best[memories[order]] = np.maximum.reduceat(scores, starts[order])
+        return best
+
+    def sentence_cosines(self, positions: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """``sentence_scores`` of these positions alone."""
+        counts = self.sentence_count[positions]
+        best = np.full(len(positions), -np.inf, dtype=np.float32)
+        if not counts.any():
+            return best
+        rows = np.concatenate([np.arange(s, s + c) for s, c in
+                               zip(self.sentence_start[positions].tolist(),
+                                   counts.tolist(), strict=True)])
+        np.maximum.at(best, np.repeat(np.arange(len(positions)), counts),
+                      dot_rows(self.sentences, rows, query))
+        return best
+
     def has_row(self, pos: int) -> bool:
         return self.rows is not None and pos < self.rows.num_rows and pos not in self.stale
 
@@ -602,7 +674,7 @@ class RecallIndex:
         fields the index does not keep); False (nothing done): read it again instead."""
         pos = self.pos.get(memory_id)
         kept = [name for name in fields if name in INDEX_FIELDS]
-        if pos is None or not set(kept) <= PATCHABLE:
+        if pos is None or not set(kept) <= PATCHABLE or "sentences" in fields:
             return False
         status = fields.get("status")
         if status is not None and STATUS_CODE[getattr(status, "value", status)] == _FORGOTTEN:
@@ -728,23 +800,44 @@ class RecallIndex:
                 keep &= self.created[:n] < until.timestamp()
         return keep
 
-    def nearest(self, query: np.ndarray, mask: np.ndarray, k: int
+    def nearest(self, query: np.ndarray, mask: np.ndarray, k: int,
+                sentence_query: np.ndarray | None = None, sentence_weight: float = 0.0
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """The ``k`` masked memories with a vector nearest to ``query`` (positions and
-        cosines, best first), and the cosine of every memory when the search computed
-        them all (exact search, below ``SIGN_BITS_FROM`` memories), else None."""
+        scores, best first), and the score of every memory when the search computed
+        them all (exact search, below ``SIGN_BITS_FROM`` memories), else None.
+
+        A memory's score is its cosine with ``query``; with ``sentence_weight`` and a
+        ``sentence_query``, that of a memory with sentence vectors is ``(1 - w) * cosine
+        + w * its best sentence's cosine with sentence_query``. Where sign bits choose
+        the candidates they choose them by the memory's own vector."""
         n = self.size
+        blend = sentence_weight > 0 and sentence_query is not None and self.sentence_rows > 0
         if not self.uses_sign_bits(n):
             similarity = dot_all(self.vectors, n, query)
+            if blend:
+                assert sentence_query is not None
+                best = self.sentence_scores(sentence_query)
+                has = np.isfinite(best)
+                similarity[has] = ((1 - sentence_weight) * similarity[has]
+                                   + sentence_weight * best[has])
             similarity[~self.has_vector[:n]] = -np.inf
             positions, scores = top_scores(similarity, k, mask)
             return positions, scores, similarity
         signs = self._signs
         if signs is None or len(signs) < n:
             signs = self._signs = SignCodes.from_vectors(self.vectors[:n])
-        positions, scores = signs.search(query, self.vectors[:n], k=k,
-                                         candidates=self.sign_candidates(n, k),
+        candidates = self.sign_candidates(n, k)
+        positions, scores = signs.search(query, self.vectors[:n],
+                                         k=candidates if blend else k, candidates=candidates,
                                          mask=mask & self.has_vector[:n])
+        if blend:
+            assert sentence_query is not None
+            best = self.sentence_cosines(positions, sentence_query)
+            has = np.isfinite(best)
+            scores[has] = (1 - sentence_weight) * scores[has] + sentence_weight * best[has]
+            order, scores = top_scores(scores, k)
+            positions = positions[order]
         return positions, scores, None
 
     def uses_sign_bits(self, n: int) -> bool:

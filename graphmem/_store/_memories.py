@@ -22,6 +22,7 @@ from .._derive import (
     lifecycle_event,
     new_memory,
     patch_of,
+    sentence_vectors,
 )
 from .._embed import Embedder, embed_memories
 from .._engine import EDGE_KINDS, EdgeRecord, EventQuery, Link, NewMemory, Patch, WriteBatch
@@ -169,7 +170,7 @@ class Memories:
         derived = derive_fields(self._ctx.embed_memories, [
             TextItem(i.subject, i.text, i.context, i.entities or None,
                      at=i.observed or i.created or now, speaker=_speaker(i.provenance))
-            for i in items], facts=self._ctx.facts)
+            for i in items], facts=self._ctx.facts, sentences=self._ctx.embed)
         new = [new_memory(item, d, now=now, reason=reason, actor=self._ctx.actor(actor))
                for item, d in zip(items, derived, strict=True)]
         batch.memories += new
@@ -208,7 +209,8 @@ class Memories:
             if created:
                 ctx.changed(Changed([n.memory.id for n in created],
                                     new=[n.memory for n in created],
-                                    vectors={n.memory.id: n.vector for n in created}))
+                                    vectors={n.memory.id: n.vector for n in created},
+                                    sentences={n.memory.id: n.sentences for n in created}))
             if changed:
                 patched = batch.patched()
                 ctx.changed(Changed(list(changed), patched=patched
@@ -308,7 +310,8 @@ class Memories:
                     continue
                 if memory_id in derived:
                     fresh = derived[memory_id]
-                    update.update(vector=fresh.vector, text_sha256=fresh.text_sha256,
+                    update.update(vector=fresh.vector, sentences=fresh.sentences,
+                                  text_sha256=fresh.text_sha256,
                                   entities=list(fresh.entities), **_times(fresh))
                     if fresh.extraction is not None:
                         self._knowledge.plan_retext(batch, existing[memory_id], fresh.extraction)
@@ -342,7 +345,8 @@ class Memories:
                                   update.get("context", current.context), given or None,
                                   at=current.observed or current.created,
                                   speaker=_speaker(current.provenance)))
-        return derive_fields(self._ctx.embed_memories, items, facts=self._ctx.facts)
+        return derive_fields(self._ctx.embed_memories, items, facts=self._ctx.facts,
+                             sentences=self._ctx.embed)
 
     def check_supersede_cycles(self, edges: Sequence[Edge], *,
                                index_of: Mapping[str | None, int] | None = None,
@@ -470,8 +474,10 @@ class Memories:
             fresh = derive_fields(self._ctx.embed_memories, [TextItem(
                 updates.get("subject", memory.subject), updates.get("text", memory.text),
                 memory.context, at=memory.observed or memory.created,
-                speaker=_speaker(memory.provenance))], facts=self._ctx.facts)[0]
+                speaker=_speaker(memory.provenance))], facts=self._ctx.facts,
+                sentences=self._ctx.embed)[0]
             updates.update(entities=list(fresh.entities), vector=fresh.vector,
+                           sentences=fresh.sentences,
                            text_sha256=fresh.text_sha256, **_times(fresh))
             if fresh.extraction is not None:
                 self._knowledge.plan_retext(batch, memory, fresh.extraction)
@@ -557,7 +563,9 @@ class Memories:
     # -- switching models --------------------------------------------------------------
     def reembed(self, embedder: Embedder | str, *, batch_size: int = 256,
                 progress_bar: bool = False) -> int:
-        """Re-embed every memory with another model and make it the store's model.
+        """Re-embed every memory with another model (or the store's own) and make it the
+        store's model: each memory's vector and the vectors of its sentences (which the
+        memories of a store made before they were kept get this way).
 
         Returns the number of memories embedded.
         """
@@ -570,8 +578,11 @@ class Memories:
             chunk = rows[start:start + batch_size]
             vectors = embed_memories(chosen, [embedding_head(r["subject"], r["text"])
                                               for r in chunk], [r["context"] for r in chunk])
+            sentences = sentence_vectors(chosen.embed, [r["text"] for r in chunk])
             with ctx.lock:
-                ctx.engine.set_vectors({r["id"]: v for r, v in zip(chunk, vectors, strict=True)})
+                ctx.engine.set_vectors(
+                    {r["id"]: v for r, v in zip(chunk, vectors, strict=True)},
+                    {r["id"]: v for r, v in zip(chunk, sentences, strict=True)})
             bar.update(len(chunk))
         bar.close()
         with ctx.lock:

@@ -152,22 +152,27 @@ class Recall:
         when = to_utc(as_of) if as_of is not None else None
         self._ctx.sync()  # what other processes committed (a shared engine)
         qvec: Future[np.ndarray] | None = None
+        svec: Future[np.ndarray] | None = None
         current = self._index.current
-        # the vector channel reads the query as the owner would say it (``Query.spoken``)
+        # the vector channel reads the query as the owner would say it (``Query.spoken``),
+        # and sentence vectors are searched with it without the names of people
         spoken = (current.entities.in_first_person(query, owner) if current is not None
                   else query)
+        plain = _plain(current, spoken, owner, config)
         if config.active("vector") and (current is None or current.size):
             # submitted before the index is built, so a first recall (a one-shot command)
             # loads the model while it scans
-            qvec = self._embed_query(spoken)
+            qvec, svec = self._embed_queries(spoken, plain)
         index = self._index.ensure_index()
         if qvec is not None:
             # the index brought up to date (or built) may know the owner's names otherwise
             again = index.entities.in_first_person(query, owner)
-            if again != spoken:
-                qvec = self._embed_query(again)
+            again_plain = _plain(index, again, owner, config)
+            if (again, again_plain) != (spoken, plain):
+                qvec, svec = self._embed_queries(again, again_plain)
         with self._index.gate.shared():
             hits, positions, candidates = self._rank(index, query, qvec, config, k=k,
+                                                     sentence_vector=svec,
                                                      owner=owner, kinds=kind_names,
                                                      as_of=when,
                                                      include_archived=include_archived,
@@ -187,14 +192,34 @@ class Recall:
                              candidates, self._ctx.now())
         return result
 
-    def _embed_query(self, text: str) -> Future[np.ndarray]:
-        return self._pool().submit(lambda: self._ctx.embed_query([text])[0])
+    def _embed_queries(self, text: str, plain: str | None
+                       ) -> tuple[Future[np.ndarray], Future[np.ndarray] | None]:
+        """The embeddings of the query and, when given and another text, of the query as
+        sentence vectors are searched with it (``plain``), in one batch."""
+        if plain is None or plain == text:
+            found = self._pool().submit(lambda: self._ctx.embed_query([text])[0])
+            return found, found if plain is not None else None
+        both = self._pool().submit(lambda: self._ctx.embed_query([text, plain]))
+        first: Future[np.ndarray] = Future()
+        second: Future[np.ndarray] = Future()
+
+        def split(done: Future[np.ndarray]) -> None:
+            error = done.exception()
+            for n, part in enumerate((first, second)):
+                if error is not None:
+                    part.set_exception(error)
+                else:
+                    part.set_result(done.result()[n])
+
+        both.add_done_callback(split)
+        return first, second
 
     def _rank(self, index: RecallIndex, query: str, qvec: Future[np.ndarray] | None,
               config: RecallConfig, *, k: int, owner: str | None,
               kinds: list[str] | None, as_of: datetime | None, include_archived: bool,
               window: RecallWindow = (None, None), min_similarity: float | None = None,
               min_relative: float | None = None,
+              sentence_vector: Future[np.ndarray] | None = None,
               ) -> tuple[list[tuple[int, Explanation]], list[int], Candidates | None]:
         n = index.size
         if n == 0:
@@ -210,7 +235,8 @@ class Recall:
                 qvec.result()  # surface embedding errors; never leave work running
             return [], [], None
         q = Query(index, query, mask, now, owner=owner, as_of=as_of,
-                  vector_future=qvec if config.active("vector") else None)
+                  vector_future=qvec if config.active("vector") else None,
+                  sentence_future=sentence_vector, sentence_weight=config.sentences)
         found = run_channels(q, config, min_similarity=min_similarity)
         if found is None:
             return [], [], None
@@ -360,6 +386,15 @@ class Recall:
             if memory_id in record.ids and (query is None or record.query == query):
                 return record
         return None
+
+
+def _plain(index: RecallIndex | None, spoken: str, owner: str | None,
+           config: RecallConfig) -> str | None:
+    """The query as the sentence vectors of ``index`` are searched with it
+    (``EntityIndex.without_people``), when the configuration and the index use them."""
+    if not config.sentences or index is None or not index.sentence_rows:
+        return None
+    return index.entities.without_people(spoken, owner)
 
 
 def _check_query(query: Any) -> str:

@@ -10,11 +10,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._arrow import to_pylist
+from .._arrow import column_values, to_pylist
 from .._context import Changed, StoreContext
 from .._models import Memory
 from .._recall._entities import EntityIndex
 from .._recall._index import ACCESS_FIELDS, INDEX_FIELDS, RecallIndex
+from .._records import sentences_matrix
 from .._sync import Gate
 from .._trim import release_freed_memory
 from ._saved_index import SavedIndex
@@ -70,21 +71,27 @@ class IndexSync:
                 # read every fact again, measured by eval.bench_writes).
                 for memory_id in ids:
                     if not index.patch(memory_id, change.patched.get(memory_id, {})):
-                        scan = self._ctx.engine.scan([*INDEX_FIELDS, "vector"],
-                                                     ids=[memory_id])
-                        index.upsert(to_pylist(scan.table), scan.vectors, scan.has_vector)
+                        self._reread(index, [memory_id])
                 return
             if not change.edges_only:
                 if change.new and len(change.new) == len(ids):
                     vectors = change.vectors or {}
+                    sentences = change.sentences or {}
                     index.upsert([{f: getattr(m, f) for f in INDEX_FIELDS} for m in change.new],
-                                 [vectors.get(m.id) for m in change.new])
+                                 [vectors.get(m.id) for m in change.new],
+                                 sentences=[sentences.get(m.id) for m in change.new])
                 else:
-                    scan = self._ctx.engine.scan([*INDEX_FIELDS, "vector"], ids=list(ids))
-                    index.upsert(to_pylist(scan.table), scan.vectors, scan.has_vector)
+                    self._reread(index, ids)
                 self._refresh_graph(index, ids, reread=change.removed)
             if change.edges_only or change.removed:
                 self._refresh_edges(index, ids)
+
+    def _reread(self, index: RecallIndex, ids: Sequence[str]) -> None:
+        """These memories into the index as the store holds them, sentence vectors too."""
+        scan = self._ctx.engine.scan([*INDEX_FIELDS, "vector", "sentences"], ids=list(ids))
+        rows = to_pylist(scan.table)
+        index.upsert(rows, scan.vectors, scan.has_vector,
+                     sentences=[_sentences(r.get("sentences"), index.dim) for r in rows])
 
     def _load_edges(self, index: RecallIndex) -> None:
         for kind in ("references", "co_occurs"):
@@ -126,12 +133,17 @@ class IndexSync:
                                              self._ctx.settings.sign_bits_from)
         built = RecallIndex(self._ctx.vector_dim(), half=half)
         built.sign_bits_from = self._ctx.settings.sign_bits_from
-        scan = engine.scan([*ROW_FIELDS, "vector"],
+        scan = engine.scan([*ROW_FIELDS, "vector", "sentences"],
                            vector_dtype=np.float16 if half else np.float32)
         built.load(scan.table.select(list(INDEX_FIELDS)), scan.vectors,
                    scan.has_vector)
-        built.set_rows(scan.table)
-        del scan
+        # the sentence vectors made when each text was written (none re-embedded here)
+        statuses = column_values(scan.table.column("status"))
+        for pos, text in enumerate(column_values(scan.table.column("sentences"))):
+            if text is not None and statuses[pos] != "forgotten":
+                built.set_sentences(pos, _sentences(text, built.dim))
+        built.set_rows(scan.table.drop_columns(["sentences"]))
+        del scan, statuses
         self._load_edges(built)
         self._load_graph(built)
         if built.size >= _TRIM_FROM:
@@ -182,3 +194,12 @@ class IndexSync:
         index, self._index = self._index, None
         if index is not None:
             self._saved.close(index, self.gate)
+
+
+def _sentences(text: str | None, dim: int) -> np.ndarray | None:
+    """The sentence vectors a ``sentences`` value holds (none when it holds none of the
+    index's width: the memory's own vector still serves)."""
+    try:
+        return sentences_matrix(text, dim)
+    except ValueError:
+        return None

@@ -151,7 +151,8 @@ class Transitions:
         history = ctx.engine.history(memory_id)
         digest = keyed_digest(key, memory.text, key_id=tag)
         blank: dict[str, Any] = {
-            "text": "", "subject": None, "tags": [], "vector": None, "payload": None,
+            "text": "", "subject": None, "tags": [], "vector": None, "sentences": None,
+            "payload": None,
             "payload_hash": None, "context": None, "entities": [],
             "provenance": {"redacted": True}, "extra": {}, "integrity": {}, "access_times": [],
             "status": Status.FORGOTTEN.value, "prev_status": memory.status.value,

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from graphmem import (
@@ -34,6 +35,7 @@ from graphmem._engine import (
     WriteBatch,
 )
 from graphmem._models import ChangeType, EventType, Kind
+from graphmem._records import sentences_matrix, sentences_text
 
 from .conftest import stored_files
 
@@ -248,6 +250,37 @@ def test_access_and_vectors(engine: Engine) -> None:
     engine.set_vectors({"m:b": np.zeros(384, dtype=np.float32), "m:c": None})
     scan = engine.scan(["id", "vector"])
     assert scan.has_vector is not None and list(scan.has_vector) == [True, True, False]
+
+
+def test_sentence_vectors_are_kept_read_moved_and_cleared(engine: Engine) -> None:
+    """A memory's sentence vectors land with it, come back by scan and in its table (as
+    ``sentences_text`` writes them), change with ``set_vectors`` and leave with a patch."""
+    two = np.arange(2 * 384, dtype=np.float32).reshape(2, 384)
+    item = MemoryInput.parse({"id": "m:s", "text": "Caroline: I went. It was great."})
+    made = derive_fields(EMBED, [TextItem(None, item.text)], sentences=HashingEmbedder(384).embed)
+    assert made[0].sentences is not None and made[0].sentences.shape == (2, 384)
+    new = new_memory(item, made[0], now=NOW)
+    engine.commit(WriteBatch(memories=[new, *_new({"id": "m:t", "text": "One sentence."})]))
+
+    def stored() -> dict[str, np.ndarray | None]:
+        table = engine.scan(["id", "sentences"]).table
+        return {i: sentences_matrix(t, 384) for i, t in zip(
+            table.column("id").to_pylist(), table.column("sentences").to_pylist(), strict=True)}
+
+    assert stored()["m:t"] is None
+    np.testing.assert_array_equal(stored()["m:s"], made[0].sentences)
+    rows = pa.concat_tables(engine.read_table("memories"))
+    assert rows.column("sentences").to_pylist() == [sentences_text(made[0].sentences), None]
+    engine.set_vectors({"m:s": np.ones(384, dtype=np.float32),
+                        "m:t": np.ones(384, dtype=np.float32)}, {"m:t": two})
+    after = stored()
+    assert after["m:s"] is None
+    np.testing.assert_array_equal(after["m:t"], two)
+    memory = engine.get("m:t")
+    assert memory is not None
+    engine.commit(WriteBatch(patches=[patch_of(memory, {"sentences": None},
+                                               ChangeType.MANUAL_EDIT, NOW)]))
+    assert stored()["m:t"] is None
 
 
 def test_erasure_removes_text_edges_and_quotes(disk_engine: Engine, tmp_path: Path) -> None:

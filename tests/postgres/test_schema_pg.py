@@ -196,13 +196,38 @@ def test_a_version_2_store_moves_its_forget_key_out_of_meta(pg_url: str) -> None
         conn.execute("UPDATE memories SET text_sha256 = %s WHERE id = %s",
                      (keyed_digest(legacy, "PIN 4071"), gone.id))
     with MemoryStore(pg_url, embedder="hashing") as store:
-        assert store.stats().schema_version == _schema.SCHEMA_VERSION == 3
+        assert store.stats().schema_version == _schema.SCHEMA_VERSION == 4
         assert "forget_key" not in store._ctx.engine.meta()
         assert store._ctx.engine.meta()["kg_repair"] == "0"
         assert [v for p, v in store._ctx.engine.secrets() if p == "forget"] == [legacy]
         assert store.verify_forgotten(gone.id, "PIN 4071")
         assert legacy not in repr(store.export())
-    assert _version(pg_url) == "3"
+    assert _version(pg_url) == "4"
+
+
+def test_a_v3_store_gets_sentence_vectors_by_reembed(pg_url: str) -> None:
+    """A v3 store (no ``sentences`` column) is migrated; its memories are searched by their
+    own vectors until ``reembed`` makes their sentence vectors; new ones get them."""
+    turn = "Caroline: I went to the LGBTQ support group. It was powerful."
+    with MemoryStore(pg_url, embedder="hashing") as store:
+        old = store.add(turn)
+    with psycopg.connect(pg_url) as conn:  # as v3 left it
+        conn.execute("ALTER TABLE memories DROP COLUMN sentences")
+        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    with MemoryStore(pg_url, embedder="hashing") as store:
+        assert store.stats().schema_version == 4
+
+        def sentences() -> dict[str, str | None]:
+            table = store._ctx.engine.scan(["id", "sentences"]).table
+            return dict(zip(table.column("id").to_pylist(),
+                            table.column("sentences").to_pylist(), strict=True))
+
+        assert sentences() == {old.id: None}
+        assert store.recall("support group", k=1)[0].memory.id == old.id
+        new = store.add(turn + " Twice.")
+        assert sentences()[new.id] is not None
+        store.reembed("hashing")
+        assert sentences()[old.id] is not None
 
 
 def test_a_mistyped_database_fails_at_once_with_the_cause(pg_server: str) -> None:

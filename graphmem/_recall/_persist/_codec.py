@@ -31,7 +31,7 @@ from ._file import DamagedFile, SnapshotFile, SnapshotWriter
 __all__ = ["ATTRIBUTES", "FORMAT", "read_index", "write_index"]
 
 #: The format of the file: a new one whenever what is written changes.
-FORMAT = 3
+FORMAT = 4
 
 #: class -> the attributes written (or derived from what is written) for it
 ATTRIBUTES: dict[type, frozenset[str]] = {
@@ -41,7 +41,8 @@ ATTRIBUTES: dict[type, frozenset[str]] = {
         "confidence", "importance", "access_times", "access_seconds", "last_accessed",
         "superseded_by", "owner_codes", "bm25", "references", "co_occurs", "rows",
         "_row_batches", "_row_starts", "stale", "_adjacency", "session", "entities",
-        "_signs", "sign_bits_from", "changes", "_derived", "_derived_at"}),
+        "_signs", "sign_bits_from", "changes", "_derived", "_derived_at", "sentences",
+        "sentence_of", "sentence_rows", "sentence_start", "sentence_count"}),
     BM25Index: frozenset({
         "k1", "b", "context_weight", "_vocab", "_token", "_doc", "_tf", "_live", "_start", "_end",
         "_lengths", "_groups", "_docs", "_dead", "_total_length", "_sorted", "_perm",
@@ -59,7 +60,8 @@ _MEMORY_ARRAYS: dict[str, Any] = {
     "has_vector": False, "status": STATUS_CODE["forgotten"], "kind": 0, "owner": -1, "hot": False,
     "assistant": False,
     "created": np.nan, "valid_from": np.nan, "valid_to": np.nan, "access_count": 0,
-    "useful": 0, "ignored": 0, "confidence": 0.0, "importance": 0.0}
+    "useful": 0, "ignored": 0, "confidence": 0.0, "importance": 0.0,
+    "sentence_start": 0, "sentence_count": 0}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NO_TIMES = np.zeros(0)
 
@@ -85,6 +87,9 @@ def write_index(out: SnapshotWriter, index: RecallIndex) -> dict[str, Any]:
     out.array("vectors", index.vectors[:n], rows=rows)
     for name, fill in _MEMORY_ARRAYS.items():
         out.array(name, getattr(index, name)[:n], rows=rows, fill=fill)
+    used = index.sentence_rows
+    out.array("sentences", index.sentences[:used], rows=_room(used))
+    out.array("sentence_of", index.sentence_of[:used], rows=_room(used), fill=-1)
     out.table("memory_lists", pa.table({
         "id": array_of(index.ids, pa.string()),
         "session": array_of(index.session, pa.string())}))
@@ -116,6 +121,7 @@ def write_index(out: SnapshotWriter, index: RecallIndex) -> dict[str, Any]:
     entities = _write_entities(out, index.entities)
     return {
         "size": n, "dim": index.dim, "half": index.half, "owners": list(index.owner_codes),
+        "sentence_rows": used,
         "bm25": {"k1": index.bm25.k1, "b": index.bm25.b,
                  "context_weight": index.bm25.context_weight, "docs": index.bm25._docs,
                  "dead": index.bm25._dead, "total_length": index.bm25._total_length,
@@ -249,6 +255,12 @@ def _read(snapshot: SnapshotFile, values: dict[str, Any]) -> RecallIndex:
         if len(array) != len(index.vectors):
             raise DamagedFile(f"its {name} does not fit the vectors")
         setattr(index, name, array)
+    index.sentence_rows = used = int(values["sentence_rows"])
+    index.sentences = snapshot.array("sentences")
+    index.sentence_of = snapshot.array("sentence_of")
+    if index.sentences.ndim != 2 or index.sentences.shape[1] != dim \
+            or len(index.sentences) < used or len(index.sentence_of) != len(index.sentences):
+        raise DamagedFile("its sentence vectors do not fit the index")
     lists = snapshot.table("memory_lists")
     index.ids = lists.column("id").to_pylist()
     index.session = lists.column("session").to_pylist()

@@ -1,0 +1,123 @@
+"""Sentence vectors are the store's: made when a text is written, kept by the engine,
+read (not made again) when the recall index is built, carried by backups and restores,
+made again by ``reembed``, and absent from memories written before the store kept them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from graphmem import MemoryStore
+from graphmem._records import sentences_matrix
+
+TURN = "Caroline: I went to the LGBTQ support group. It was powerful."
+NOTE = "The gate code is 4512."
+
+
+def _stored(store: MemoryStore) -> dict[str, np.ndarray | None]:
+    table = store._ctx.engine.scan(["id", "sentences"]).table
+    dim = store._ctx.vector_dim()
+    return {i: sentences_matrix(t, dim) for i, t in zip(
+        table.column("id").to_pylist(), table.column("sentences").to_pylist(), strict=True)}
+
+
+def _counts(store: MemoryStore) -> dict[str, int]:
+    index = store._recall_index.ensure_index()
+    return {index.ids[p]: int(index.sentence_count[p]) for p in range(index.size)}
+
+
+def _listed(backup: Path, data: Path, *, tables: int | None = None) -> None:
+    """The manifest lists ``data`` as it is now (and the tables' layout ``tables``)."""
+    manifest = backup / "graphmem-backup.json"
+    info = json.loads(manifest.read_text())
+    info["files"][data.name] = hashlib.sha256(data.read_bytes()).hexdigest()
+    if tables is not None:
+        info["schema_version"] = tables
+    manifest.write_text(json.dumps(info))
+
+
+def test_made_at_write_and_read_back_when_the_index_is_built(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    path = tmp_path / "db"
+    with MemoryStore(path, embedder="hashing") as store:
+        turn, note = store.add(TURN), store.add(NOTE)
+        stored = _stored(store)
+        assert stored[turn.id] is not None and stored[turn.id].shape == (2, 384)
+        assert stored[note.id] is None  # one sentence, no speaker: its own vector says it
+        made = stored[turn.id].copy()
+    with MemoryStore(path, embedder="hashing") as store:
+        def refuse(*args: object, **kwargs: object) -> np.ndarray:
+            raise AssertionError("the index build embedded a text")
+
+        monkeypatch.setattr(store._ctx, "embed", refuse)
+        monkeypatch.setattr(store._ctx, "embed_memories", refuse)
+        store._recall_index._index = None  # built again from the store, not from a file
+        index = store._recall_index.ensure_index()
+        pos = index.pos[turn.id]
+        start, count = int(index.sentence_start[pos]), int(index.sentence_count[pos])
+        np.testing.assert_array_equal(index.sentences[start:start + count], made)
+        assert _counts(store)[note.id] == 0
+
+
+def test_an_edit_replaces_them_and_the_index_follows(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        turn = store.add(TURN)
+        assert _counts(store)[turn.id] == 2
+        store.update(turn.id, text="Caroline: I adopted a puppy. He is Oscar. He barks.")
+        assert _stored(store)[turn.id].shape == (3, 384)
+        assert _counts(store)[turn.id] == 3
+        store.update(turn.id, text=NOTE)
+        assert _stored(store)[turn.id] is None and _counts(store)[turn.id] == 0
+
+
+def test_backup_and_restore_carry_them(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        turn = store.add(TURN)
+        before = _stored(store)
+        store.backup(tmp_path / "backup")
+    restored = tmp_path / "restored"
+    MemoryStore.restore_backup(tmp_path / "backup", restored)
+    with MemoryStore(restored, embedder="hashing") as store:
+        np.testing.assert_array_equal(_stored(store)[turn.id], before[turn.id])
+        assert _counts(store)[turn.id] == 2
+
+
+def test_a_backup_of_the_layout_before_them_restores_without(tmp_path: Path) -> None:
+    """A format-2 backup of tables v1 (no ``sentences`` column) restores; its memories are
+    searched by their own vectors until ``reembed`` makes their sentence vectors."""
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        turn = store.add(TURN)
+        store.backup(tmp_path / "backup")
+    data = next(p for p in (tmp_path / "backup").rglob("memories.parquet"))
+    table = pq.read_table(data)
+    pq.write_table(table.drop_columns(["sentences"]), data, use_dictionary=False)
+    _listed(tmp_path / "backup", data, tables=1)
+    MemoryStore.restore_backup(tmp_path / "backup", tmp_path / "restored")
+    with MemoryStore(tmp_path / "restored", embedder="hashing") as store:
+        assert _stored(store)[turn.id] is None
+        assert store.recall("support group", k=1)[0].memory.id == turn.id
+        assert store.reembed("hashing") == 1
+        assert _stored(store)[turn.id].shape == (2, 384)
+        assert _counts(store)[turn.id] == 2
+
+
+def test_a_backup_with_bad_sentence_vectors_is_refused(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store.add(TURN)
+        store.backup(tmp_path / "backup")
+    data = next(p for p in (tmp_path / "backup").rglob("memories.parquet"))
+    table = pq.read_table(data)
+    column = table.schema.get_field_index("sentences")
+    table = table.set_column(column, "sentences", pa.array(["AAAA"], pa.string()))
+    pq.write_table(table, data, use_dictionary=False)
+    _listed(tmp_path / "backup", data)
+    with pytest.raises(Exception, match="sentences"):
+        MemoryStore.restore_backup(tmp_path / "backup", tmp_path / "restored")
+    assert not (tmp_path / "restored").exists() or not any((tmp_path / "restored").iterdir())
