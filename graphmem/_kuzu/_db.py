@@ -397,10 +397,7 @@ class Database:
         for params in param_sets:
             check_parameters(query, params)
         try:
-            with warnings.catch_warnings():
-                # Kuzu 0.11 deprecates prepare() but it is the only way to plan once.
-                warnings.simplefilter("ignore", DeprecationWarning)
-                statement = conn.prepare(query)
+            statement = self._write_statement(conn, query)  # kept for the next call too
             for params in param_sets:
                 conn.execute(statement, _bind(params))
         except RuntimeError as exc:
