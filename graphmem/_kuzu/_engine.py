@@ -654,6 +654,13 @@ class KuzuEngine(rules.Writes):
                 + ret, {"id": entity_id})
         return [MentionRecord(*row) for row in rows]
 
+    def mentioned_elsewhere(self, entity_ids: Sequence[str], memory_id: str) -> set[str]:
+        # LIMIT 1 stops at the first: 1.0 ms against 15 for the 2,089 mentions of a place
+        # at 100k memories
+        return {entity_id for entity_id in dict.fromkeys(entity_ids) if self.db.read_prepared(
+            "MATCH (m:Memory)-[r:MENTIONS]->(e:Entity {id: $e}) WHERE r.gone IS NULL "
+            "AND m.id <> $m RETURN m.id LIMIT 1", {"e": entity_id, "m": memory_id})}
+
     def facts(self, *, owner: str | None = None, all_owners: bool = False,
               sources: Sequence[str] | None = None,
               entity_ids: Sequence[str] | None = None) -> list[FactRecord]:

@@ -609,11 +609,9 @@ class Knowledge:
                 batch.gone_facts.append(fact)
                 self._swap(memory.owner, fact, None)
         mentioned = {m.entity_id for m in engine.mentions(memory_ids=[memory.id])}
-        for entity_id in sorted(mentioned - keep):
-            others = [m for m in engine.mentions(entity_ids=[entity_id])
-                      if m.memory_id != memory.id]
-            if not others:
-                batch.gone_entities.append(entity_id)
+        leaving = sorted(mentioned - keep)
+        elsewhere = engine.mentioned_elsewhere(leaving, memory.id)
+        batch.gone_entities += [e for e in leaving if e not in elsewhere]
         return mentioned
 
     def _entities_of(self, memory: Memory, extraction: Extraction) -> set[str]:
