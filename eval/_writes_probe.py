@@ -1,6 +1,8 @@
 """One process's figures for ``eval.bench_writes`` on one store: per memory, in turn, a
 plain ``get``, the engine's bare commit (the floor) and ``update(importance=...)`` of the
-same memory, then ``feedback`` and ``tombstone`` of two others; the p50 of each. Each
+same memory, then ``feedback`` and ``tombstone`` of two others, and ``update(text=...)``
+of a fourth (it takes the text of the tombstoned one: its mentions and facts leave, that
+text's come in); the p50 of each. Each
 memory is read once untimed first, so that the timed ``get`` finds its pages as warm as
 the read inside each write does (a first read of a memory cost more).
 
@@ -29,16 +31,17 @@ from graphmem.engines import KuzuEngine
 #: The floor's statement: a write Kuzu logs and syncs, that changes nothing.
 FLOOR = "MATCH (m:Memory {id: $id}) SET m.importance = m.importance"
 #: What is timed, in the order printed.
-OPS = ("get", "floor", "update(importance=...)", "feedback", "tombstone")
+OPS = ("get", "floor", "update(importance=...)", "feedback", "tombstone", "update(text=...)")
 CPU_OPS = tuple(f"cpu {name}" for name in OPS)
 
 
 def probe(db: Path, ids: Sequence[str]) -> dict[str, float]:
-    """The p50 in ms of each of ``OPS`` over ``ids`` (three memories a sample: the first
+    """The p50 in ms of each of ``OPS`` over ``ids`` (four memories a sample: the first
     is read, committed bare and updated; the second given feedback; the third
-    tombstoned; one more warms up), with the recall index loaded, as in a sidecar: wall
-    time, and as ``cpu <op>`` the process's CPU time, which load stretches less."""
-    samples = (len(ids) - 1) // 3
+    tombstoned; the fourth given the third's text; one more warms up), with the recall
+    index loaded, as in a sidecar: wall time, and as ``cpu <op>`` the process's CPU
+    time, which load stretches less."""
+    samples = (len(ids) - 1) // 4
     rng = random.Random(11)
     with MemoryStore(db, embedder="hashing") as store:
         engine = engine_of(store)
@@ -48,7 +51,9 @@ def probe(db: Path, ids: Sequence[str]) -> dict[str, float]:
         warm = ids[-1]  # the first calls load what later ones reuse
         store.get(warm)
         store.update(warm, importance=0.5)
+        store.update(warm, text=store.get(warm).text + " (edited)")
         engine.db.run_auto(FLOOR, {"id": warm})
+        texts: dict[str, str] = {}
         calls: dict[str, Callable[[str], object]] = {
             "get": store.get,
             "floor": lambda i: engine.db.run_auto(FLOOR, {"id": i}),
@@ -56,13 +61,15 @@ def probe(db: Path, ids: Sequence[str]) -> dict[str, float]:
                 i, importance=rng.uniform(0.1, 0.9)),
             "feedback": lambda i: store.feedback(i, useful=True),
             "tombstone": lambda i: store.tombstone(i, reason="bench"),
+            "update(text=...)": lambda i: store.update(i, text=texts[i]),
         }
         times: dict[str, list[float]] = {name: [] for name in (*OPS, *CPU_OPS)}
         for k in range(samples):
-            first, second, third = ids[3 * k:3 * k + 3]
-            for memory_id in (first, second, third):
+            first, second, third, fourth = ids[4 * k:4 * k + 4]
+            for memory_id in (first, second, third, fourth):
                 store.get(memory_id)
-            for name, memory_id in zip(OPS, (first, first, first, second, third),
+            texts[fourth] = store.get(third).text
+            for name, memory_id in zip(OPS, (first, first, first, second, third, fourth),
                                        strict=True):
                 cpu, started = time.process_time(), time.perf_counter()
                 calls[name](memory_id)

@@ -6,7 +6,8 @@ rules extract a realistic knowledge graph (about three facts a memory), with the
 embedder (no write measured here embeds). Then, on a copy, with the recall index loaded
 (as in a sidecar), the p50 of ``update(importance=...)``, ``feedback`` and ``tombstone``
 against a plain ``get`` of the same memory (target: within 3x), beside the floor: the
-engine's bare commit of one field, which every write pays (``_writes_probe``).
+engine's bare commit of one field, which every write pays; and of ``update(text=...)``,
+which takes another memory's text (its knowledge graph extracted again) (``_writes_probe``).
 
 ``--baseline DIR`` (a checkout of an earlier commit) measures its code too, each side in
 a fresh process on its own copy of the store, in alternating ``--rounds``.
@@ -72,7 +73,7 @@ def build(path: Path, n: int, cache: Path | None = None, chunk: int = 5000) -> N
 
 def _ids(n: int, samples: int, rounds: int) -> list[list[str]]:
     """Each round's memories (``_writes_probe.probe``'s), none used twice."""
-    per = 3 * samples + 1
+    per = 4 * samples + 1
     chosen = [f"urn:w:{i:07d}" for i in random.Random(5).sample(range(n), per * rounds)]
     return [chosen[r * per:(r + 1) * per] for r in range(rounds)]
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ._derive import FactSource
 from ._embed import Embedder, embed_memories, embedder_from_spec, fingerprint, query_vectors
-from ._engine import Engine, ForeignChange
+from ._engine import Engine, FactRecord, ForeignChange, WriteBatch
 from ._errors import EmbedderMismatchError, InvalidInputError, NotFoundError
 from ._keys import StoreKeys
 from ._kg import Fact
@@ -24,7 +24,7 @@ from ._models import Memory
 from ._settings import Settings
 from ._time import to_utc
 
-__all__ = ["Changed", "StoreContext"]
+__all__ = ["Changed", "FactsWritten", "StoreContext"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,23 @@ class Changed:
     foreign: bool = False
     access_only: bool = False
     patched: Mapping[str, Mapping[str, Any]] | None = None
+    #: the facts the commit wrote, when the writer has them all (None: any fact may have
+    #: changed), so that a listener need not read every fact again
+    facts: FactsWritten | None = None
+
+
+@dataclass(frozen=True)
+class FactsWritten:
+    """The facts one commit wrote, as it left them: ``live`` ones created or changed
+    (of one id, the last wins) and ``gone`` ones."""
+
+    live: Sequence[FactRecord] = ()
+    gone: Sequence[FactRecord] = ()
+
+    @classmethod
+    def of(cls, batch: WriteBatch) -> FactsWritten:
+        """What ``batch`` writes of facts, in the order the engines write it."""
+        return cls([*batch.facts, *batch.changed_facts], list(batch.gone_facts))
 
 
 def make_embedder(spec: Embedder | str, settings: Settings) -> Embedder:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from graphmem import MemoryStore, StoreLockedError
+from graphmem import MemoryStore, StoreError, StoreLockedError
 
 PROBE = """
 import sys
@@ -178,3 +179,45 @@ def test_a_checkpoint_that_finds_the_buffer_pool_full_is_tried_again(
         assert not wal.exists() or wal.stat().st_size == 0
     with MemoryStore(path, embedder="hashing") as store:
         assert store.get(memory.id).text == "a first note, edited"
+
+
+def test_a_write_whose_checkpoint_fails_returns_what_it_committed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The checkpoint after a commit fails (both tries refused): the write was committed,
+    so it returns what it wrote, with a warning (a store write, a statement run alone);
+    the checkpoint is tried again by a later write, and at close."""
+    from graphmem._kuzu import Database
+
+    path = tmp_path / "db"
+    with MemoryStore(path, embedder="hashing") as store:
+        memory = store.add("Caroline works at Acme Inc. in Lisbon.")
+        db = store._ctx.engine.db
+        refused: list[str] = []
+        checkpoint = Database._checkpoint_now
+        refuse = [True]
+
+        def refusing(self: Database) -> None:
+            if refuse[0]:
+                refused.append("CHECKPOINT")
+                raise StoreError("the database needs more memory than its buffer pool")
+            checkpoint(self)
+
+        monkeypatch.setattr(Database, "_checkpoint_now", refusing)
+        monkeypatch.setattr(Database, "CHECKPOINT_ROWS", 1)
+        monkeypatch.setattr(Database, "CHECKPOINT_RETRY_ROWS", 0, raising=False)
+        with caplog.at_level(logging.WARNING, logger="graphmem"):
+            edited = store.update(memory.id, text="Caroline moved to Porto in 2024.")
+            other = store.add("Melanie paints in Porto.")
+            db.run_auto("MATCH (m:Memory {id: $id}) SET m.importance = 0.25",
+                        {"id": other.id})
+        assert edited.text == "Caroline moved to Porto in 2024."
+        assert refused == ["CHECKPOINT"] * 3
+        assert caplog.text.count("the checkpoint after it failed") == 3
+        assert store.get(memory.id) == edited
+        assert store.get(other.id).importance == 0.25  # type: ignore[union-attr]
+        refuse[0] = False
+        store.tombstone(other.id, reason="done")
+        assert db.rows_written == 0  # tried again, and it went through
+    with MemoryStore(path, embedder="hashing") as store:
+        assert store.get(memory.id).text == "Caroline moved to Porto in 2024."

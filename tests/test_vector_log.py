@@ -165,11 +165,11 @@ def _v5_database(path: Path, texts: list[str]) -> np.ndarray:
         derived = derive_fields(functools.partial(embed_memories, HashingEmbedder(384)),
                                 [TextItem(i.subject, i.text, i.context) for i in items])
         new = [new_memory(i, d, now=CREATED) for i, d in zip(items, derived, strict=True)]
-        from graphmem._kuzu._engine import _CREATE_MEMORIES, _CREATE_VERSIONS
+        from graphmem._kuzu._engine import _CREATE_MEMORIES, _CREATE_VERSION
 
         with db.write() as tx:
             tx.run(_CREATE_MEMORIES, {"rows": [memory_params(n) for n in new]})
-            tx.run(_CREATE_VERSIONS, {"rows": [version_params(n.version) for n in new]})
+            tx.run_many(_CREATE_VERSION, [version_params(n.version) for n in new])
         for key, value in (("embedder_spec", "hashing"), ("embedder_name", "hashing-384")):
             db.run_auto("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
         return np.array([n.vector for n in new])

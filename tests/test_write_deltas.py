@@ -106,3 +106,41 @@ def test_a_write_returns_the_memory_as_stored_without_reading_it_back(
             monkeypatch.undo()
             assert returned == store.get(returned.id), returned.id
             monkeypatch.setattr(engine, "get", counted)
+
+
+def test_a_text_change_lists_the_facts_it_wrote_without_reading_every_fact(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A text update, an add, a supersede: the index's facts change by what the commit
+    wrote (and the facts of entities that came or went), listed as reading every fact
+    again lists them, and the index answers as a fresh build."""
+    path = tmp_path / "db"
+    with _open(path, persist_index=False) as store:
+        ids = _fill(store)
+        store.recall("Caroline", k=2)
+        engine = store._ctx.engine
+        every: list[bool] = []
+        original = engine.facts
+
+        def facts(**kwargs: Any) -> Any:
+            every.append(kwargs.get("all_owners", False) and not kwargs.get("entity_ids"))
+            return original(**kwargs)
+
+        monkeypatch.setattr(engine, "facts", facts)
+        graph = store._recall_index.ensure_index().entities
+        for write in (
+                lambda: store.update(ids[13], text="Caroline moved to Zanzibar in 2024."),
+                lambda: store.update(ids[13], text="Caroline moved to Porto in 2025 with "
+                                                   "Melanie."),
+                lambda: store.update(ids[1], text="Nadia joined Globex as an engineer."),
+                lambda: store.add("Caroline lives in Berlin and works at Initech.",
+                                  owner="ana"),
+                lambda: store.supersede(ids[2], "Nadia moved to Oslo in 2025.")):
+            write()
+            assert not any(every), "a write read every fact again"
+            listed = dict(graph.facts_of)
+            graph.set_facts(original(all_owners=True))
+            assert listed == graph.facts_of
+            assert graph.facts_of, "the store holds facts"
+        answers = _answers(store)
+        monkeypatch.undo()
+    assert answers == _fresh(path)

@@ -25,7 +25,10 @@ Kuzu 0.11.3 traps handled here (each reproduced on this machine):
 * the first checkpoint after ~400 text edits (2048 rows) of a 100k-memory store loaded
   in bulk found the 1 GB buffer pool full (3 builds of 3, ``eval/bench_backup.py``'s
   store), and the same CHECKPOINT again on a new connection went through (0.9 s): a
-  checkpoint refused so is tried once more before the error names the setting;
+  checkpoint refused so is tried once more before the error names the setting; one
+  that fails after a commit (that commit is durable in the WAL) fails nothing but
+  itself: a warning, and it is tried again ``CHECKPOINT_RETRY_ROWS`` rows later and at
+  close;
 * every row a statement writes is held in memory (outside the buffer pool's pages) until
   a checkpoint, far more than its WAL record: at 1M memories, recording one memory's
   access held ~24 KB for ~650 bytes of WAL, so 16 MB of WAL was ~0.6 GB of memory. The
@@ -242,6 +245,8 @@ class Database:
     #: is followed by a checkpoint: what Kuzu holds of them until then stays ~50 MB at
     #: 1M memories, where such a checkpoint took ~0.25 s (5 ms at 10k memories).
     CHECKPOINT_ROWS = 2048
+    #: Rows written after a failed checkpoint before the next try.
+    CHECKPOINT_RETRY_ROWS = 64
     #: The Kuzu file inside a store directory (Kuzu keeps ``graph.kuzu.wal`` beside it).
     FILE_NAME = "graph.kuzu"
 
@@ -275,6 +280,8 @@ class Database:
         self._closed = False
         #: statements run in write transactions since the last checkpoint
         self.rows_written = 0
+        #: no checkpoint after a commit before this many rows (one failed)
+        self._retry_at = 0
         #: what the engine writes with every write transaction (None: nothing)
         self.journal: Journal | None = None
         self._open()
@@ -307,7 +314,7 @@ class Database:
                     raise
                 # Once more, on a new connection: see the module's notes.
                 self._write_conn.execute("CHECKPOINT")
-            self.rows_written = 0
+            self.rows_written = self._retry_at = 0
         except RuntimeError as exc:
             self._replace_write_conn()
             raise map_error(exc, path=self.path) from exc
@@ -315,18 +322,26 @@ class Database:
             self._committed()
 
     def _due(self) -> bool:
-        return self._mark is not None and not self._closed and (
-            self._mark.size >= self.CHECKPOINT_BYTES
-            or self.rows_written >= self.CHECKPOINT_ROWS)
+        return self._mark is not None and not self._closed \
+            and self.rows_written >= self._retry_at and (
+                self._mark.size >= self.CHECKPOINT_BYTES
+                or self.rows_written >= self.CHECKPOINT_ROWS)
 
     def _maybe_checkpoint(self) -> None:
         """Checkpoint once the WAL is large or many rows were written since the last one:
-        running reads finish first, new ones wait."""
+        running reads finish first, new ones wait. It follows a commit, which stands
+        whatever happens here: a failed checkpoint is a warning, tried again later."""
         if not self._due():
             return
         with self._write_lock, self._gate.exclusive():
             if self._due():  # else another thread did it
-                self._checkpoint_now()
+                try:
+                    self._checkpoint_now()
+                except GraphmemError as exc:
+                    self._retry_at = self.rows_written + self.CHECKPOINT_RETRY_ROWS
+                    logging.getLogger("graphmem").warning(
+                        "the write was committed, but the checkpoint after it failed "
+                        "(tried again later and when the store closes): %s", exc)
 
     def _close_handles(self) -> None:
         for conn in [*self._readers, self._write_conn]:
@@ -397,10 +412,7 @@ class Database:
         for params in param_sets:
             check_parameters(query, params)
         try:
-            with warnings.catch_warnings():
-                # Kuzu 0.11 deprecates prepare() but it is the only way to plan once.
-                warnings.simplefilter("ignore", DeprecationWarning)
-                statement = conn.prepare(query)
+            statement = self._write_statement(conn, query)  # kept for the next call too
             for params in param_sets:
                 conn.execute(statement, _bind(params))
         except RuntimeError as exc:

@@ -430,6 +430,12 @@ class PostgresEngine(rules.Writes):
                                 "ANY(%s)", (list(memory_ids or ()), list(entity_ids or ())))
         return [mention_values(r) for r in rows]
 
+    def mentioned_elsewhere(self, entity_ids: Sequence[str], memory_id: str) -> set[str]:
+        rows = self.db.rows("SELECT e FROM unnest(%s::text[]) AS e WHERE EXISTS (SELECT 1 "
+                            "FROM mentions WHERE entity_id = e AND memory_id <> %s)",
+                            (list(dict.fromkeys(entity_ids)), memory_id))
+        return {str(e) for e, in rows}
+
     def facts(self, *, owner: str | None = None, all_owners: bool = False,
               sources: Sequence[str] | None = None,
               entity_ids: Sequence[str] | None = None) -> list[FactRecord]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -139,6 +139,7 @@ class EntityIndex:
             self.set_mentions(memory, pairs)
 
     def set_facts(self, facts: Iterable[FactRecord]) -> None:
+        """Every live fact (oldest recorded first), each listed under its ends."""
         self.changes += 1
         self.facts_of = {}
         for fact in facts:
@@ -146,6 +147,41 @@ class EntityIndex:
                 pos = self.pos.get(end)
                 if pos is not None:
                     self.facts_of.setdefault(pos, []).append(fact)
+
+    def set_facts_of(self, entities: Collection[int], facts: Iterable[FactRecord]) -> None:
+        """The facts of these entities: ``facts`` holds every live one about them."""
+        self.changes += 1
+        ids = {self.ids[pos]: pos for pos in entities}
+        listed: dict[int, list[FactRecord]] = {}
+        for fact in facts:
+            for end in {fact.subject, fact.object}:
+                if end in ids:
+                    listed.setdefault(ids[end], []).append(fact)
+        for pos in entities:
+            self._list_facts(pos, listed.get(pos, []))
+
+    def change_facts(self, live: Sequence[FactRecord], gone: Sequence[FactRecord], *,
+                     skip: Collection[int] = ()) -> None:
+        """What one commit wrote of facts (``live``: created or changed, of one id the
+        last wins; ``gone``), listed as ``set_facts`` of every live fact would list it;
+        the entities at ``skip`` are left as they are."""
+        self.changes += 1
+        final: dict[str, FactRecord | None] = {f.id: None for f in gone}
+        final.update({f.id: f for f in live})
+        ends = {self.pos[end] for fact in (*gone, *live) for end in (fact.subject, fact.object)
+                if end in self.pos}
+        for pos in ends - set(skip):
+            entity = self.ids[pos]
+            self._list_facts(pos, [
+                *(f for f in self.facts_of.get(pos, ()) if f.id not in final),
+                *(f for f in final.values() if f is not None and entity in (f.subject,
+                                                                            f.object))])
+
+    def _list_facts(self, pos: int, facts: list[FactRecord]) -> None:
+        if facts:
+            self.facts_of[pos] = sorted(facts, key=lambda f: (f.recorded, f.id))
+        else:
+            self.facts_of.pop(pos, None)
 
     def set_times(self, memory: int, starts: Sequence[datetime], ends: Sequence[datetime]
                   ) -> None:

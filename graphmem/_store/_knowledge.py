@@ -354,7 +354,8 @@ class Knowledge:
         touched are replayed without it: ``_replay``), the new text's statements come in."""
         with self._lock:
             stated = self._ctx.engine.facts(sources=[memory.id])
-            self._drop(batch, memory, keep=self._entities_of(memory, extraction))
+            self._drop(batch, memory, keep=self._entities_of(memory, extraction),
+                       stated=stated)
             self._replay(batch, memory.owner, {(f.subject, f.predicate) for f in stated},
                          dropped=memory.id, forgotten=False)
             self._add(batch, memory, extraction)
@@ -588,13 +589,17 @@ class Knowledge:
             batch.mentions.append(MentionRecord(memory.id, entity_id, role,
                                                 ROLE_WEIGHTS.get(role, 1.0), surface))
 
-    def _drop(self, batch: WriteBatch, memory: Memory, *, keep: set[str]) -> set[str]:
+    def _drop(self, batch: WriteBatch, memory: Memory, *, keep: set[str],
+              stated: Sequence[FactRecord] | None = None) -> set[str]:
         """What ``memory``'s text brought leaves: its mentions, the facts only it states
-        (the others lose it as a source) and the entities only it mentioned (but those in
-        ``keep``). Returns the entities it mentioned."""
+        (``stated``, when the caller read them already; the others lose it as a source)
+        and the entities only it mentioned (but those in ``keep``). Returns the entities
+        it mentioned."""
         engine = self._ctx.engine
         batch.unmentioned.append(memory.id)
-        for fact in engine.facts(sources=[memory.id]):
+        if stated is None:
+            stated = engine.facts(sources=[memory.id])
+        for fact in stated:
             rest = tuple(s for s in fact.sources if s != memory.id)
             if rest:
                 changed = _replace(fact, sources=rest)
@@ -604,11 +609,9 @@ class Knowledge:
                 batch.gone_facts.append(fact)
                 self._swap(memory.owner, fact, None)
         mentioned = {m.entity_id for m in engine.mentions(memory_ids=[memory.id])}
-        for entity_id in sorted(mentioned - keep):
-            others = [m for m in engine.mentions(entity_ids=[entity_id])
-                      if m.memory_id != memory.id]
-            if not others:
-                batch.gone_entities.append(entity_id)
+        leaving = sorted(mentioned - keep)
+        elsewhere = engine.mentioned_elsewhere(leaving, memory.id)
+        batch.gone_entities += [e for e in leaving if e not in elsewhere]
         return mentioned
 
     def _entities_of(self, memory: Memory, extraction: Extraction) -> set[str]:

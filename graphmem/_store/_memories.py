@@ -13,7 +13,7 @@ from typing import Any, Unpack
 
 import numpy as np
 
-from .._context import Changed, StoreContext, progress
+from .._context import Changed, FactsWritten, StoreContext, progress
 from .._derive import (
     Derived,
     TextItem,
@@ -206,16 +206,18 @@ class Memories:
             except BaseException:
                 self._knowledge.reset()  # it learnt what was planned
                 raise
+            facts = FactsWritten.of(batch)
             if created:
                 ctx.changed(Changed([n.memory.id for n in created],
                                     new=[n.memory for n in created],
                                     vectors={n.memory.id: n.vector for n in created},
-                                    sentences={n.memory.id: n.sentences for n in created}))
+                                    sentences={n.memory.id: n.sentences for n in created},
+                                    facts=facts))
             if changed:
                 patched = batch.patched()
                 ctx.changed(Changed(list(changed), patched=patched
                                     if patched is not None and set(changed) <= set(patched)
-                                    else None))
+                                    else None, facts=facts))
             if edges:
                 ctx.changed(Changed(sorted(set(edges)), edges_only=True))
 

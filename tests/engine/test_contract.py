@@ -425,6 +425,9 @@ def test_the_knowledge_graph_is_written_read_and_left(engine: Engine) -> None:
         memory_ids=["m:a"])) == [("m:a", "e:ada", "subject"), ("m:a", "e:lis", "object")]
     assert sorted(m.memory_id for m in engine.mentions(entity_ids=["e:ada"])) == ["m:a", "m:b"]
     assert len(engine.mentions()) == 4
+    assert engine.mentioned_elsewhere(["e:ada", "e:lis", "e:tea", "e:nope"], "m:a") == {
+        "e:ada", "e:tea"}
+    assert engine.mentioned_elsewhere(["e:ada", "e:lis"], "m:b") == {"e:ada", "e:lis"}
     assert engine.facts(owner="ann") == [fact]
     assert engine.facts(sources=["m:a"]) == [fact] and engine.facts(sources=["m:b"]) == []
     assert engine.facts(entity_ids=["e:lis"]) == [fact]
@@ -439,6 +442,7 @@ def test_the_knowledge_graph_is_written_read_and_left(engine: Engine) -> None:
     assert engine.entities(ids=["e:ada"]) == [merged]
     assert engine.facts(sources=["m:b"]) == [ended]
     assert engine.mentions(memory_ids=["m:c"]) == []
+    assert engine.mentioned_elsewhere(["e:tea"], "m:a") == set()  # its mention went
     assert engine.entities(owner="bob") == []
     # the entity comes back under its id when a memory names it again
     engine.commit(WriteBatch(new_entities=[tea],
