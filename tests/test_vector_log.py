@@ -165,10 +165,16 @@ def _v5_database(path: Path, texts: list[str]) -> np.ndarray:
         derived = derive_fields(functools.partial(embed_memories, HashingEmbedder(384)),
                                 [TextItem(i.subject, i.text, i.context) for i in items])
         new = [new_memory(i, d, now=CREATED) for i, d in zip(items, derived, strict=True)]
-        from graphmem._kuzu._engine import _CREATE_MEMORIES, _CREATE_VERSION
+        from graphmem._kuzu._engine import _CREATE_VERSION, _typed
+        from graphmem._kuzu._schema import MEMORY_TYPES
 
+        # v5 has no sentence vectors (v8)
+        columns = {c: t for c, t in MEMORY_TYPES.items() if c != "sentences"}
+        create = ("UNWIND $rows AS r CREATE (:Memory {"
+                  + ", ".join(f"{c}: {_typed(f'r.{c}', t)}" for c, t in columns.items()) + "})")
         with db.write() as tx:
-            tx.run(_CREATE_MEMORIES, {"rows": [memory_params(n) for n in new]})
+            tx.run(create, {"rows": [{c: v for c, v in memory_params(n).items()
+                                      if c in columns} for n in new]})
             tx.run_many(_CREATE_VERSION, [version_params(n.version) for n in new])
         for key, value in (("embedder_spec", "hashing"), ("embedder_name", "hashing-384")):
             db.run_auto("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
