@@ -30,6 +30,7 @@ import tempfile
 from pathlib import Path
 
 from ._fresh import HERE, check_tree, tree_env
+from .bench_recall import bench_edges
 from .bench_scale import cached_store
 
 NAMES = ["Nadia", "Tomas", "Amara", "Kenji", "Lucia", "Omar", "Priya", "Sven"]
@@ -76,7 +77,7 @@ print(json.dumps(out, sort_keys=True, default=str))
 
 
 def build(path: Path, n: int, cache: Path) -> None:
-    from graphmem import Edge, MemoryStore
+    from graphmem import MemoryStore
 
     rng = random.Random(5)
     with MemoryStore(path, embedder="hashing") as store:
@@ -88,15 +89,7 @@ def build(path: Path, n: int, cache: Path) -> None:
                 "text": f"{who} told {other} that {rng.choice(THINGS)} moves to {where} "
                         f"on day {i % 28 + 1}; note {i}"})
         store.add_many(records, batch_size=2000)
-        links = []
-        for i in range(n):
-            if i % 10:
-                links.append(Edge("co_occurs", f"urn:bench:{i - 1:06d}", f"urn:bench:{i:06d}",
-                                  source="session"))
-            for _ in range(2):
-                links.append(Edge("references", f"urn:bench:{i:06d}",
-                                  f"urn:bench:{rng.randrange(n):06d}", source="bench"))
-        store.link_many(links)
+        store.link_many(bench_edges(n, rng, width=6))
         for i in range(0, n, 5):
             store.update(f"urn:bench:{i:06d}", text=records[i]["text"] + " (edited)",
                          owner=records[i]["owner"])

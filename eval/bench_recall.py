@@ -72,16 +72,23 @@ def synthetic(n: int, seed: int = 11) -> tuple[list[dict], list[Edge]]:
         records.append({"id": f"urn:bench:{i:07d}", "text": text,
                         "kind": rng.choice(KINDS), "owner": OWNERS[i % len(OWNERS)],
                         "status": "active" if rng.random() < 0.9 else "archived"})
+    return records, bench_edges(n, rng)
+
+
+def bench_edges(n: int, rng: random.Random, width: int = 7) -> list[Edge]:
+    """The links of ``n`` synthetic memories ``urn:bench:<i>`` (``i`` zero-padded to
+    ``width``): each CO_OCCURS with the one before it except at every tenth (a session of
+    ten), and REFERENCES two chosen by ``rng``."""
     edges = []
     for i in range(n):
         if i % 10:
-            edges.append(Edge("co_occurs", f"urn:bench:{i - 1:07d}", f"urn:bench:{i:07d}",
-                              source="session"))
+            edges.append(Edge("co_occurs", f"urn:bench:{i - 1:0{width}d}",
+                              f"urn:bench:{i:0{width}d}", source="session"))
         for _ in range(2):
             j = rng.randrange(n)
-            edges.append(Edge("references", f"urn:bench:{i:07d}", f"urn:bench:{j:07d}",
-                              source="bench"))
-    return records, edges
+            edges.append(Edge("references", f"urn:bench:{i:0{width}d}",
+                              f"urn:bench:{j:0{width}d}", source="bench"))
+    return edges
 
 
 def build(path: Path, n: int) -> None:
