@@ -483,9 +483,6 @@ class Boom(Exception):
 def test_a_failed_restore_leaves_no_scratch(backup: Path, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch, stage: str,
                                             error: type[BaseException]) -> None:
-    def fail(*args: Any, **kwargs: Any) -> Any:
-        raise error("injected")
-
     import graphmem._backup as backup_module
     import graphmem._kuzu._engine as kuzu_engine_module
 
@@ -497,7 +494,17 @@ def test_a_failed_restore_leaves_no_scratch(backup: Path, tmp_path: Path,
         "counts": (kuzu_engine_module.KuzuEngine, "counts"),
         "rename": (backup_module.os, "replace"),
     }
-    monkeypatch.setattr(*where[stage], fail)
+    fails_cleanly(backup, tmp_path, monkeypatch, where[stage], error)
+
+
+def fails_cleanly(backup: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                  patched: tuple[Any, str], error: type[BaseException]) -> None:
+    """A restore whose ``patched`` step raises ``error`` raises it and leaves neither the
+    target nor a scratch directory, and the next attempt restores."""
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise error("injected")
+
+    monkeypatch.setattr(*patched, fail)
     target = tmp_path / "restored"
     with pytest.raises(error):
         MemoryStore.restore_backup(backup, target)

@@ -28,7 +28,14 @@ from graphmem import MemoryStore
 from graphmem._backup import MANIFEST
 from graphmem._backup_tables import TABLES
 
-from .test_files_backup import FAST, Boom, export_of, leftovers, refused, restore_flipped
+from .test_files_backup import (
+    FAST,
+    Boom,
+    export_of,
+    fails_cleanly,
+    refused,
+    restore_flipped,
+)
 
 
 @pytest.fixture(scope="module")
@@ -223,22 +230,13 @@ def test_a_failed_restore_leaves_no_scratch(original: tuple[Path, str], tmp_path
     import graphmem._backup as backup_module
     import graphmem._backup_tables as tables_module
 
-    def fail(*args: Any, **kwargs: Any) -> Any:
-        raise error("injected")
-
     where: dict[str, tuple[Any, str]] = {
         "read": (tables_module, "parquet_batches"),
         "write": (tables_module, "_load"),
         "check": (tables_module._Reader, "known"),
         "rename": (backup_module.os, "replace"),
     }
-    monkeypatch.setattr(*where[stage], fail)
-    target = tmp_path / "restored"
-    with pytest.raises(error):
-        MemoryStore.restore_backup(original[0], target)
-    monkeypatch.undo()
-    assert not target.exists() and leftovers(tmp_path) == []
-    MemoryStore.restore_backup(original[0], target)  # and nothing blocks the next attempt
+    fails_cleanly(original[0], tmp_path, monkeypatch, where[stage], error)
 
 
 def test_a_failed_backup_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
