@@ -116,3 +116,6 @@ def test_each_memory_scores_its_best_live_sentence() -> None:
     for pos, rows in written.items():
         expected[pos] = (rows @ query).max()
     np.testing.assert_allclose(best, expected, rtol=1e-5)
+    # the candidates of a sign-bit search are scored the same way, in any order
+    some = np.array([11, 7, 0, 2, 9, 3])
+    np.testing.assert_allclose(index.sentence_cosines(some, query), expected[some], rtol=1e-5)

@@ -616,16 +616,18 @@ class RecallIndex:
         return best
 
     def sentence_cosines(self, positions: np.ndarray, query: np.ndarray) -> np.ndarray:
-        """``sentence_scores`` of these positions alone."""
+        """``sentence_scores`` of these positions alone: their rows gathered one memory
+        after another, the best of each run."""
         counts = self.sentence_count[positions]
         best = np.full(len(positions), -np.inf, dtype=np.float32)
-        if not counts.any():
+        having = np.flatnonzero(counts)
+        if not having.size:
             return best
         rows = np.concatenate([np.arange(s, s + c) for s, c in
-                               zip(self.sentence_start[positions].tolist(),
-                                   counts.tolist(), strict=True)])
-        np.maximum.at(best, np.repeat(np.arange(len(positions)), counts),
-                      dot_rows(self.sentences, rows, query))
+                               zip(self.sentence_start[positions[having]].tolist(),
+                                   counts[having].tolist(), strict=True)])
+        runs = np.concatenate(([0], np.cumsum(counts[having])[:-1]))
+        best[having] = np.maximum.reduceat(dot_rows(self.sentences, rows, query), runs)
         return best
 
     def has_row(self, pos: int) -> bool:
