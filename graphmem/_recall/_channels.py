@@ -349,9 +349,8 @@ def time(q: Query, config: RecallConfig, fused: Mapping[int, float]) -> Channel:
         start, end = window.start.timestamp(), window.end.timestamp()
         with np.errstate(invalid="ignore"):
             inside = (index.created[:n] >= start) & (index.created[:n] < end)
-        for pos, spans in times.items():
-            if pos < n and np.any((spans[:, 0] < end) & (spans[:, 1] > start)):
-                inside[pos] = True
+        where, starts, ends = index.derived("time spans", lambda: _time_spans(times))
+        inside[where[(where < n) & (starts < end) & (ends > start)]] = True
         text = q.bm25
         scores = np.where(inside & mask, text + 1.0, -np.inf)
         ranking = top(scores, mask, config.candidates * 2, positive=True)
@@ -368,6 +367,21 @@ def time(q: Query, config: RecallConfig, fused: Mapping[int, float]) -> Channel:
     dated = [(p, s) for p, s in sorted(fused.items(), key=lambda kv: -kv[1])
              if p in times and s >= floor]
     return Channel(dated[: config.candidates])
+
+
+def _time_spans(times: Mapping[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray,
+                                                              np.ndarray]:
+    """Every time span memories speak of as flat arrays (the memory's position, the
+    span's start and end): a window's memories are found without a loop over the
+    memories (at 1M memories, ~10 ms a query for ~2,400 memories with times)."""
+    if not times:
+        empty = np.zeros(0)
+        return np.zeros(0, dtype=np.int64), empty, empty
+    spans = [np.reshape(s, (-1, 2)) for s in times.values()]
+    where = np.repeat(np.fromiter(times, dtype=np.int64, count=len(times)),
+                      [len(s) for s in spans])
+    flat = np.concatenate(spans)
+    return where, flat[:, 0], flat[:, 1]
 
 
 def _after_window(q: Query, text: np.ndarray, inside: np.ndarray, start: float, end: float,
