@@ -29,9 +29,9 @@ import numpy as np
 
 from ._context import StoreContext, make_embedder
 from ._embed import Embedder
+from ._engine import EDGE_KINDS, Link
 from ._engine import EntityRecord as Entity
 from ._engine import FactRecord as Fact
-from ._engine import Link
 from ._engine import MentionRecord as Mention
 from ._errors import StoreLockedError
 from ._input import MemoryInput, UpdateFields
@@ -514,7 +514,7 @@ class MemoryStore:
 
     @_doc(Views.to_networkx)
     def to_networkx(self, *, owner: str | None = None,
-                    edge_kinds: Iterable[str] = ("references", "co_occurs", "supersedes"),
+                    edge_kinds: Iterable[str] = EDGE_KINDS,
                     statuses: Iterable[str] | None = None) -> nx.MultiDiGraph:
         return self._views.to_networkx(owner=owner, edge_kinds=edge_kinds, statuses=statuses)
 

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, Self, Unpack
 
 from .._backup import MANIFEST, BackupInfo, _staged, read_manifest
 from .._context import progress as progress_bar
+from .._engine import EDGE_KINDS, Link
 from .._engine import EntityRecord as Entity
 from .._engine import FactRecord as Fact
-from .._engine import Link
 from .._errors import (
     ConfirmationRequiredError,
     InvalidInputError,
@@ -433,7 +433,7 @@ class Client:
         return [_fact(f) for f in body["facts"]]
 
     def to_networkx(self, *, owner: str | None = None,
-                    edge_kinds: Iterable[str] = ("references", "co_occurs", "supersedes"),
+                    edge_kinds: Iterable[str] = EDGE_KINDS,
                     statuses: Iterable[str] | None = None) -> nx.MultiDiGraph:
         import networkx as nx
 
