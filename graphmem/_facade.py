@@ -43,6 +43,7 @@ from ._lifecycle import (
     RestoreResult,
 )
 from ._models import (
+    AddResult,
     ChangeType,
     Edge,
     EventType,
@@ -57,7 +58,7 @@ from ._models import (
 )
 from ._recall import Hit, RecallConfig
 from ._settings import Settings
-from ._store._conversations import AddResult, Conversations, Extractor
+from ._store._conversations import Conversations, Extractor
 from ._store._knowledge import Knowledge
 from ._store._learning import Learning
 from ._store._lifecycle import Lifecycle

@@ -38,6 +38,7 @@ from .._lifecycle import (
     RestoreResult,
 )
 from .._models import (
+    AddResult,
     ChangeType,
     EventType,
     Kind,
@@ -48,7 +49,6 @@ from .._models import (
     Version,
 )
 from .._recall import Hit, RecallConfig
-from .._store._conversations import AddResult
 from .._store._memories import parse_records
 from .._time import parse_iso
 from ._transport import Transport, path_segment
