@@ -126,6 +126,12 @@ def test_no_store_floor_below_the_store(graph: dict[str, set[str]]) -> None:
     assert sorted(u for u in below - {"_context"} if "_context" in graph[u]) == []
 
 
+
+def test_the_client_stands_beside_the_store_not_on_it(graph: dict[str, set[str]]) -> None:
+    """``graphmem.connect`` speaks HTTP: it checks input and hands out the value types,
+    and needs none of the components or their context."""
+    assert sorted(graph["client"] & {"_store", "_context", "_facade"}) == []
+
 def _outside() -> Iterator[tuple[str, str]]:
     """The Python code outside the package that uses it: each file's name and source
     (a notebook's code cells, IPython's ``%`` and ``!`` lines left out)."""

@@ -18,7 +18,6 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Self, Unpack
 
 from .._backup import MANIFEST, BackupInfo, _staged, read_manifest
-from .._context import progress as progress_bar
 from .._engine import EDGE_KINDS, Link
 from .._engine import EntityRecord as Entity
 from .._engine import FactRecord as Fact
@@ -28,7 +27,14 @@ from .._errors import (
     ReadOnlyStoreError,
     StoreError,
 )
-from .._input import MemoryInput, UpdateFields, check_unit, recall_window, update_changes
+from .._input import (
+    MemoryInput,
+    UpdateFields,
+    check_unit,
+    parse_records,
+    recall_window,
+    update_changes,
+)
 from .._learn import LearnReport
 from .._lifecycle import (
     ArchiveResult,
@@ -48,8 +54,8 @@ from .._models import (
     Status,
     Version,
 )
+from .._progress import progress as progress_bar
 from .._recall import Hit, RecallConfig
-from .._store._memories import parse_records
 from .._time import parse_iso
 from ._transport import Transport, path_segment
 
