@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Self, Unpack
 
-from .._backup import MANIFEST, BackupInfo, _staged, read_manifest
+from .._backup import MANIFEST, BackupInfo, read_manifest, staged_directory
 from .._engine import EDGE_KINDS, Link
 from .._engine import EntityRecord as Entity
 from .._engine import FactRecord as Fact
@@ -469,7 +469,7 @@ class Client:
         empty) on this machine; its manifest and checksums are checked before it is
         kept (the token needs the admin and all_owners scopes)."""
         target = Path(directory)
-        with _staged(target, what="backup directory") as scratch:
+        with staged_directory(target, what="backup directory") as scratch:
             with tempfile.TemporaryFile(dir=scratch) as spool:
                 with self._http.stream("GET", "/v1/backup") as response:
                     for block in response.iter_bytes(1 << 20):
