@@ -49,8 +49,7 @@ if step == "backup":
         store.backup(target)
 elif step == "move":
     from graphmem import Settings
-    from graphmem._transfer import copy_store
-    from graphmem.engines import open_engine
+    from graphmem.engines import copy_store, open_engine
     opened = time.perf_counter()
     kuzu = open_engine(source, settings=Settings(), read_only=True)
     pg = open_engine(target, settings=Settings())

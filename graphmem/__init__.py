@@ -48,6 +48,7 @@ from ._lifecycle import (
     evaluate_memory_lifecycle,
 )
 from ._models import (
+    AddResult,
     ChangeType,
     Edge,
     EventType,
@@ -62,7 +63,6 @@ from ._models import (
 )
 from ._recall import PRESETS, Explanation, Hit, RecallConfig
 from ._settings import Settings
-from ._store._conversations import AddResult
 from ._time import format_iso, parse_iso
 
 if _typing.TYPE_CHECKING:

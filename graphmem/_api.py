@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         RestoreResult,
     )
     from ._models import (
+        AddResult,
         ChangeType,
         EventType,
         Kind,
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
         Version,
     )
     from ._recall import Hit, RecallConfig
-    from ._store._conversations import AddResult, Extractor
+    from ._store._conversations import Extractor
 
 __all__ = ["MemoryAPI"]
 

@@ -50,7 +50,7 @@ from .engines import LEGACY_SCHEMA_VERSION, is_postgres_url, open_engine, restor
 if TYPE_CHECKING:
     from ._context import StoreContext
 
-__all__ = ["MANIFEST", "BackupInfo", "backup", "read_manifest", "restore"]
+__all__ = ["MANIFEST", "BackupInfo", "backup", "read_manifest", "restore", "staged_directory"]
 
 MANIFEST = "graphmem-backup.json"
 #: 2: graphmem's records through the engine port; 1: Kuzu's export (restored only).
@@ -82,7 +82,7 @@ class BackupInfo:
 def backup(ctx: StoreContext, directory: str | os.PathLike[str]) -> BackupInfo:
     """Write a consistent snapshot of the store to ``directory`` (new or empty)."""
     engine = ctx.engine
-    with _staged(Path(directory), what="backup directory") as scratch:
+    with staged_directory(Path(directory), what="backup directory") as scratch:
         # Pending writes (access counts of recent recalls) land first: inside the
         # snapshot their writer would wait for the lock it holds (30 s, then lost).
         ctx.before_read()
@@ -171,7 +171,7 @@ def _new_location(target: str | os.PathLike[str]) -> Iterator[str]:
     if os.fspath(target) == ":memory:":
         raise StoreError("a backup is restored into a directory or a PostgreSQL URL; an "
                          "in-memory store would be gone when it closes")
-    with _staged(Path(target), what="database directory") as scratch:
+    with staged_directory(Path(target), what="database directory") as scratch:
         yield str(scratch)
 
 
@@ -362,7 +362,7 @@ class _BackupFiles:
 
 
 @contextlib.contextmanager
-def _staged(target: Path, *, what: str) -> Iterator[Path]:
+def staged_directory(target: Path, *, what: str) -> Iterator[Path]:
     """A scratch directory beside ``target`` (new or empty) that becomes ``target`` when
     the block succeeds and is removed when it fails, whatever fails (a Kuzu error, an
     interrupt). Scratch directories left by a process that died (kill -9, a crash inside

@@ -237,23 +237,6 @@ def foreign_changes(change: ForeignChange) -> list[Changed]:
     return out
 
 
-def progress(total: int, label: str, enabled: bool) -> Any:
-    """A tqdm bar, or a stand-in that does nothing."""
-    if not enabled:
-        return _NoBar()
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=label, unit="mem")
-
-
-class _NoBar:
-    def update(self, n: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
 def _fact_source(settings: Settings) -> FactSource | None:
     """Ollama's fact triples when ``fact_extractor`` asks for them (or, with "auto", when
     a server is configured); a failing server gives the rules' facts and one warning."""

@@ -29,9 +29,9 @@ import numpy as np
 
 from ._context import StoreContext, make_embedder
 from ._embed import Embedder
+from ._engine import EDGE_KINDS, Link
 from ._engine import EntityRecord as Entity
 from ._engine import FactRecord as Fact
-from ._engine import Link
 from ._engine import MentionRecord as Mention
 from ._errors import StoreLockedError
 from ._input import MemoryInput, UpdateFields
@@ -43,6 +43,7 @@ from ._lifecycle import (
     RestoreResult,
 )
 from ._models import (
+    AddResult,
     ChangeType,
     Edge,
     EventType,
@@ -57,7 +58,7 @@ from ._models import (
 )
 from ._recall import Hit, RecallConfig
 from ._settings import Settings
-from ._store._conversations import AddResult, Conversations, Extractor
+from ._store._conversations import Conversations, Extractor
 from ._store._knowledge import Knowledge
 from ._store._learning import Learning
 from ._store._lifecycle import Lifecycle
@@ -514,7 +515,7 @@ class MemoryStore:
 
     @_doc(Views.to_networkx)
     def to_networkx(self, *, owner: str | None = None,
-                    edge_kinds: Iterable[str] = ("references", "co_occurs", "supersedes"),
+                    edge_kinds: Iterable[str] = EDGE_KINDS,
                     statuses: Iterable[str] | None = None) -> nx.MultiDiGraph:
         return self._views.to_networkx(owner=owner, edge_kinds=edge_kinds, statuses=statuses)
 

@@ -1,11 +1,12 @@
-"""What callers hand the store: ``MemoryInput`` validates a new memory and names bad fields."""
+"""What callers hand the store: ``MemoryInput`` validates a new memory and names bad fields
+(``parse_records`` a list of them), ``UpdateFields`` what ``update`` changes."""
 
 from __future__ import annotations
 
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypedDict
 
@@ -23,8 +24,8 @@ from ._models import Kind, Status
 from ._time import parse_iso, to_utc
 
 __all__ = ["MAX_TAG", "MAX_TAGS", "MAX_TEXT", "MemoryInput", "RecallWindow", "UpdateFields",
-           "check_tags", "check_text", "check_unit", "check_validity", "recall_window",
-           "update_changes", "validation_message"]
+           "check_tags", "check_text", "check_unit", "check_validity", "parse_records",
+           "recall_window", "update_changes", "validation_message"]
 
 #: Longest memory text accepted (characters); longer input is an error, not a truncation.
 MAX_TEXT = 200_000
@@ -392,6 +393,15 @@ class MemoryInput(BaseModel):
         except ValidationError as exc:
             field, message = validation_message(exc)
             raise InvalidInputError(f"{where}{field}: {message}", field=field) from None
+
+
+def parse_records(records: Iterable[MemoryInput | Mapping[str, Any] | str]
+                  ) -> list[MemoryInput]:
+    """Every record checked, an error naming its index when there are several (a single
+    memory's error names the field alone: "record 0" would only puzzle)."""
+    listed = list(records)
+    label = (lambda i: f"record {i}: ") if len(listed) > 1 else (lambda i: "")
+    return [MemoryInput.parse(r, where=label(i)) for i, r in enumerate(listed)]
 
 
 def validation_message(exc: ValidationError) -> tuple[str, str]:

@@ -1,7 +1,7 @@
-"""graphmem's value types: memories, their versions, lifecycle events and store statistics
-(immutable pydantic models the store hands out and never keeps), the edges and merge
-results of a batch write, and the small integer codes the in-memory indexes keep for
-statuses and kinds.
+"""graphmem's value types: memories, their versions, lifecycle events, store statistics and
+what a conversation added (immutable pydantic models the store hands out and never
+keeps), the edges and merge results of a batch write, and the small integer codes the
+in-memory indexes keep for statuses and kinds.
 
 Imports nothing of graphmem's but its errors: every floor may use these.
 """
@@ -21,6 +21,7 @@ from ._errors import InvalidInputError
 __all__ = [
     "KIND_CODE",
     "STATUS_CODE",
+    "AddResult",
     "ChangeType",
     "Edge",
     "EventType",
@@ -258,6 +259,24 @@ class Stats(_Value):
     owners: int
     embedder: str | None = None
     schema_version: int
+
+
+class AddResult(BaseModel):
+    """What ``add_conversation`` did (the lifecycle model's add() result, with the ids)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memories_created: int
+    pending_candidates_buffered: int
+    nothing_to_extract: bool
+    created_ids: list[str] = Field(default_factory=list)
+    candidate_ids: list[str] = Field(default_factory=list)
+    reinforced_ids: list[str] = Field(default_factory=list)
+    #: memories that a correction in the conversation superseded
+    corrected_ids: list[str] = Field(default_factory=list)
+    dropped: list[tuple[int, str]] = Field(default_factory=list)
+    extractor: str = "rules"
+    warnings: list[str] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)

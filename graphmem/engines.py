@@ -6,7 +6,8 @@ PostgreSQL engine (any number of processes and hosts). psycopg is imported only 
 URL asks for PostgreSQL. ``Engine`` is the port every
 engine implements; ``HnswProbe`` measures Kuzu's HNSW vector index against exact search
 (``python -m eval.bench_recall``). ``restore_legacy_backup`` restores the backups
-graphmem wrote before their format 2 (Kuzu's export, whichever engine held the store).
+graphmem wrote before their format 2 (Kuzu's export, whichever engine held the store);
+``copy_store`` moves a store's rows from one engine into another through the port.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from ._transfer import copy_store
 #: The newest schema a legacy backup (format 1: Kuzu's export) may hold.
 LEGACY_SCHEMA_VERSION = SCHEMA_VERSION
 
-__all__ = ["LEGACY_SCHEMA_VERSION", "Engine", "HnswProbe", "KuzuEngine", "is_postgres_url",
-           "open_engine", "restore_legacy_backup"]
+__all__ = ["LEGACY_SCHEMA_VERSION", "Engine", "HnswProbe", "KuzuEngine", "copy_store",
+           "is_postgres_url", "open_engine", "restore_legacy_backup"]
 
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 

@@ -2,12 +2,13 @@
 function): the units of the package (its top-level modules and subpackages) import each
 other without a cycle; an algorithm package imports only base modules and the algorithm
 packages; and what stands outside the package (``eval/``, ``examples/``, ``notebooks/``)
-uses public names only."""
+uses public names only (scripts held in strings too)."""
 
 from __future__ import annotations
 
 import ast
 import json
+import textwrap
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -125,6 +126,12 @@ def test_no_store_floor_below_the_store(graph: dict[str, set[str]]) -> None:
     assert sorted(u for u in below - {"_context"} if "_context" in graph[u]) == []
 
 
+
+def test_the_client_stands_beside_the_store_not_on_it(graph: dict[str, set[str]]) -> None:
+    """``graphmem.connect`` speaks HTTP: it checks input and hands out the value types,
+    and needs none of the components or their context."""
+    assert sorted(graph["client"] & {"_store", "_context", "_facade"}) == []
+
 def _outside() -> Iterator[tuple[str, str]]:
     """The Python code outside the package that uses it: each file's name and source
     (a notebook's code cells, IPython's ``%`` and ``!`` lines left out)."""
@@ -138,10 +145,24 @@ def _outside() -> Iterator[tuple[str, str]]:
                 yield f"{path.relative_to(ROOT)}[{n}]", code
 
 
+def _with_scripts(tree: ast.AST) -> Iterator[ast.AST]:
+    """``tree`` and the Python its strings hold that names graphmem (a script a
+    benchmark runs in another process), each parsed."""
+    yield tree
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and "graphmem" in node.value and "import" in node.value):
+            try:
+                yield from _with_scripts(ast.parse(textwrap.dedent(node.value)))
+            except SyntaxError:
+                continue
+
+
 def test_eval_examples_and_notebooks_use_public_names_only() -> None:
     private = []
-    for name, source in _outside():
-        tree = ast.parse(source)
+    trees = [(name, tree) for name, source in _outside()
+             for tree in _with_scripts(ast.parse(source))]
+    for name, tree in trees:
         for imported in _imported(tree, "outside", False):
             parts = imported.split(".")
             if parts[0] == "graphmem" and any(p.startswith("_") and not p.startswith("__")
@@ -154,3 +175,9 @@ def test_eval_examples_and_notebooks_use_public_names_only() -> None:
                              and node.value.id in ("self", "cls"))):
                 private.append(f"{name}:{node.lineno}: {ast.unparse(node)}")
     assert private == []
+
+
+def test_a_script_in_a_string_is_read_too() -> None:
+    source = 'STEP = """\nimport sys\nfrom graphmem._transfer import copy_store\n"""\n'
+    found = [list(_imported(tree, "outside", False)) for tree in _with_scripts(ast.parse(source))]
+    assert found == [[], ["sys", "graphmem._transfer.copy_store"]]

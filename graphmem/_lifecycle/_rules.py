@@ -16,7 +16,9 @@ named in the reasons. Otherwise ``maintain``.
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,8 +27,16 @@ import numpy as np
 from .._settings import Settings
 from ._results import Action, EvaluationMetrics, EvaluationResult
 
-__all__ = ["decayed_score", "evaluate_arrays", "evaluate_memory_lifecycle"]
+__all__ = ["ARCHIVE_REASONS", "ARCHIVE_RULES", "PROMOTE_REASONS", "PROMOTE_RULES",
+           "decayed_score", "evaluate_arrays", "evaluate_memory_lifecycle"]
 
+#: The rules that promote an episodic memory and those that archive one, each in the
+#: order in which a memory's reason names the first that applies (``evaluate_arrays``).
+PROMOTE_RULES = ("high_access", "high_importance", "critical_tag", "cross_references")
+ARCHIVE_RULES = ("age", "deprecated")
+#: The reasons ``promote`` and ``archive`` take: a rule's name, or a person's decision.
+PROMOTE_REASONS = (*PROMOTE_RULES, "manual")
+ARCHIVE_REASONS = ("age", "low_importance", "deprecated", "manual")
 PROMOTE_TAGS = ("critical", "permanent")
 ARCHIVE_TAGS = ("deprecated",)
 _NEAR_IMPORTANCE = 0.1
@@ -189,9 +199,8 @@ def evaluate_arrays(
                 & (access_count <= s.archive_access_threshold)),
         "deprecated": archive_tag,
     }
-    promote = (rules["high_access"] | rules["high_importance"] | rules["critical_tag"]
-               | rules["cross_references"])
-    archive = rules["age"] | rules["deprecated"]
+    promote = functools.reduce(operator.or_, [rules[r] for r in PROMOTE_RULES])
+    archive = functools.reduce(operator.or_, [rules[r] for r in ARCHIVE_RULES])
     near_promote = episodic & (
         (access_count >= math.ceil(_NEAR_ACCESS * s.promotion_access_threshold))
         | (importance >= s.promotion_importance_threshold - _NEAR_IMPORTANCE)
@@ -204,11 +213,8 @@ def evaluate_arrays(
     do_archive = archive & ~conflict
     review = conflict | (~do_promote & ~do_archive & (near_promote | near_archive))
     maintain = ~(do_promote | do_archive | review)
-    promote_first = np.select([rules[r] for r in ("high_access", "high_importance",
-                                                  "critical_tag", "cross_references")],
-                              ["high_access", "high_importance", "critical_tag",
-                               "cross_references"], "")
-    archive_first = np.select([rules["age"], rules["deprecated"]], ["age", "deprecated"], "")
+    promote_first = np.select([rules[r] for r in PROMOTE_RULES], list(PROMOTE_RULES), "")
+    archive_first = np.select([rules[r] for r in ARCHIVE_RULES], list(ARCHIVE_RULES), "")
     reason = np.where(do_promote, promote_first, np.where(do_archive, archive_first, ""))
     return {"promote": do_promote, "archive": do_archive, "review": review,
             "maintain": maintain, "reason": reason}

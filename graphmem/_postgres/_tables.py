@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from .._arrow import array_of, column_values, vector_array, vector_matrix
-from .._engine import TableName
+from .._engine import EDGE_KINDS, TableName
 from .._records import FIELD_COLUMNS, MEMORY_COLUMNS, TABLE_TYPES
 from ._db import Cursor, Database, copy_rows
 
@@ -33,8 +33,8 @@ _QUERIES: dict[str, str] = {
     "edges": "SELECT kind, src, dst, CASE WHEN kind = 'supersedes' THEN 1.0::float8 ELSE "
              "weight END, CASE WHEN kind = 'co_occurs' THEN count ELSE 1 END, "
              "coalesce(source, ''), coalesce(reason, ''), at FROM edges "
-             "ORDER BY array_position(ARRAY['references', 'co_occurs', 'supersedes'], "
-             "kind), src, dst",
+             "ORDER BY array_position(ARRAY[" + ", ".join(f"'{k}'" for k in EDGE_KINDS)
+             + "], kind), src, dst",
     "entities": f"SELECT {_ENTITY} FROM entities ORDER BY id",
     "mentions": "SELECT memory_id, entity_id, role, weight, surface FROM mentions ORDER BY n",
     "facts": f"SELECT {_FACT} FROM facts ORDER BY id",

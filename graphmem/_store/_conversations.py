@@ -11,12 +11,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from .._context import Changed, StoreContext
 from .._errors import InvalidInputError
 from .._input import MAX_TEXT, MemoryInput
-from .._models import STATUS_CODE, ChangeType, Edge, EventType, Kind, Memory, Status
+from .._models import STATUS_CODE, AddResult, ChangeType, Edge, EventType, Kind, Memory, Status
 from .._ollama import OllamaGenerator
 from .._recall._channels import lexical_neighbours
 from .._recall._index import ASSISTANT_TAG
@@ -33,7 +32,7 @@ if TYPE_CHECKING:
 # The extractors (rules, the Ollama model, corrections, links) are imported by the
 # methods that use them: a process that only recalls never loads them.
 
-__all__ = ["AddResult", "Conversations", "Extractor"]
+__all__ = ["Conversations", "Extractor"]
 
 #: Cosine above which a new signal confirms a weak candidate of an earlier session.
 REINFORCE = 0.8
@@ -59,24 +58,6 @@ class Extractor(Protocol):
     name: str
 
     def extract(self, text: str) -> list[Extracted]: ...
-
-
-class AddResult(BaseModel):
-    """What ``add_conversation`` did (the lifecycle model's add() result, with the ids)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    memories_created: int
-    pending_candidates_buffered: int
-    nothing_to_extract: bool
-    created_ids: list[str] = Field(default_factory=list)
-    candidate_ids: list[str] = Field(default_factory=list)
-    reinforced_ids: list[str] = Field(default_factory=list)
-    #: memories that a correction in the conversation superseded
-    corrected_ids: list[str] = Field(default_factory=list)
-    dropped: list[tuple[int, str]] = Field(default_factory=list)
-    extractor: str = "rules"
-    warnings: list[str] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)

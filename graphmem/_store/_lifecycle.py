@@ -25,7 +25,9 @@ from .._lifecycle._results import (
     RestoreResult,
 )
 from .._lifecycle._rules import (
+    ARCHIVE_REASONS,
     ARCHIVE_TAGS,
+    PROMOTE_REASONS,
     PROMOTE_TAGS,
     evaluate_arrays,
     evaluate_memory_lifecycle,
@@ -51,9 +53,6 @@ from ._transitions import Transitions
 
 __all__ = ["Lifecycle"]
 
-PROMOTE_REASONS = ("high_access", "high_importance", "critical_tag", "cross_references",
-                   "manual")
-ARCHIVE_REASONS = ("age", "low_importance", "deprecated", "manual")
 _DAY = 86400.0
 #: Past this many changed memories, the recall index is rebuilt rather than patched.
 _PATCH_LIMIT = 200

@@ -13,7 +13,7 @@ from typing import Any, Unpack
 
 import numpy as np
 
-from .._context import Changed, FactsWritten, StoreContext, progress
+from .._context import Changed, FactsWritten, StoreContext
 from .._derive import (
     Derived,
     TextItem,
@@ -35,6 +35,7 @@ from .._input import (
     check_text,
     check_unit,
     check_validity,
+    parse_records,
     update_changes,
 )
 from .._models import (
@@ -50,23 +51,15 @@ from .._models import (
     parse_change_type,
     parse_kind,
 )
+from .._progress import progress
 from .._records import patched_memory
 from ._knowledge import Knowledge
 from ._transitions import Transitions
 
-__all__ = ["Memories", "parse_records"]
+__all__ = ["Memories"]
 
 #: Past this many changed memories, derived state is rebuilt rather than patched.
 _REFRESH_LIMIT = 1000
-
-
-def parse_records(records: Iterable[MemoryInput | Mapping[str, Any] | str]
-                  ) -> list[MemoryInput]:
-    """Every record checked, an error naming its index when there are several (a single
-    memory's error names the field alone: "record 0" would only puzzle)."""
-    listed = list(records)
-    label = (lambda i: f"record {i}: ") if len(listed) > 1 else (lambda i: "")
-    return [MemoryInput.parse(r, where=label(i)) for i, r in enumerate(listed)]
 
 
 class Memories:

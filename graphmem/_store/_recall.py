@@ -21,7 +21,6 @@ from .._input import RecallWindow, check_unit, recall_window
 from .._learn._features import Candidates, capture
 from .._learn._samples import Reranker, SampleLog
 from .._models import ChangeType, EventType, Kind, Memory, Status, parse_kind
-from .._recall._access import AccessRow, AccessWriter
 from .._recall._channels import Query, actr_terms, run_channels
 from .._recall._config import RecallConfig, resolve_preset
 from .._recall._hits import ActivationInfo, ChannelRank, Explanation, Hit, LearnedInfo
@@ -29,6 +28,7 @@ from .._recall._index import RecallIndex
 from .._recall._query import asks_about_assistant
 from .._records import patched_memory
 from .._time import to_utc
+from ._access import AccessRow, AccessWriter
 from ._memories import Memories
 from ._recall_index import IndexSync
 from ._row_cache import RowCache

@@ -9,8 +9,14 @@ from typing import Any
 import click
 
 from .._errors import ConflictError
-from .._lifecycle import ArchiveResult, LifecycleReport, PromoteResult, RestoreResult
-from .._store._lifecycle import ARCHIVE_REASONS, PROMOTE_REASONS
+from .._lifecycle import (
+    ARCHIVE_REASONS,
+    PROMOTE_REASONS,
+    ArchiveResult,
+    LifecycleReport,
+    PromoteResult,
+    RestoreResult,
+)
 from .._views import to_json
 from ._app import Context, cli, echo_json, pass_ctx, table, usage
 from ._progress import working

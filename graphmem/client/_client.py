@@ -17,18 +17,24 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Self, Unpack
 
-from .._backup import MANIFEST, BackupInfo, _staged, read_manifest
-from .._context import progress as progress_bar
+from .._backup import MANIFEST, BackupInfo, read_manifest, staged_directory
+from .._engine import EDGE_KINDS, Link
 from .._engine import EntityRecord as Entity
 from .._engine import FactRecord as Fact
-from .._engine import Link
 from .._errors import (
     ConfirmationRequiredError,
     InvalidInputError,
     ReadOnlyStoreError,
     StoreError,
 )
-from .._input import MemoryInput, UpdateFields, check_unit, recall_window, update_changes
+from .._input import (
+    MemoryInput,
+    UpdateFields,
+    check_unit,
+    parse_records,
+    recall_window,
+    update_changes,
+)
 from .._learn import LearnReport
 from .._lifecycle import (
     ArchiveResult,
@@ -38,6 +44,7 @@ from .._lifecycle import (
     RestoreResult,
 )
 from .._models import (
+    AddResult,
     ChangeType,
     EventType,
     Kind,
@@ -47,9 +54,8 @@ from .._models import (
     Status,
     Version,
 )
+from .._progress import progress as progress_bar
 from .._recall import Hit, RecallConfig
-from .._store._conversations import AddResult
-from .._store._memories import parse_records
 from .._time import parse_iso
 from ._transport import Transport, path_segment
 
@@ -433,7 +439,7 @@ class Client:
         return [_fact(f) for f in body["facts"]]
 
     def to_networkx(self, *, owner: str | None = None,
-                    edge_kinds: Iterable[str] = ("references", "co_occurs", "supersedes"),
+                    edge_kinds: Iterable[str] = EDGE_KINDS,
                     statuses: Iterable[str] | None = None) -> nx.MultiDiGraph:
         import networkx as nx
 
@@ -463,7 +469,7 @@ class Client:
         empty) on this machine; its manifest and checksums are checked before it is
         kept (the token needs the admin and all_owners scopes)."""
         target = Path(directory)
-        with _staged(target, what="backup directory") as scratch:
+        with staged_directory(target, what="backup directory") as scratch:
             with tempfile.TemporaryFile(dir=scratch) as spool:
                 with self._http.stream("GET", "/v1/backup") as response:
                     for block in response.iter_bytes(1 << 20):
