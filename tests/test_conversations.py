@@ -458,3 +458,24 @@ def test_a_long_assistant_list_is_read_once_for_all_its_items(store: MemoryStore
     assert list_lead_ins.cache_info().misses == 1
     assert store.get(result.created_ids[-1]).context == \
         "Some ideas:\nany ideas for a road trip?"
+
+
+def test_a_question_about_now_favours_what_was_said_last(store: MemoryStore,
+                                                         clock: Clock) -> None:
+    """"How does Diego prefer to learn guitar now?": the sitting that changed it comes
+    first, though the first one shares more of the question's words; asked without
+    "now", the first one stays first."""
+    store.add_conversation(["I'm trying to learn guitar with an app, at 52 lol"],
+                           session_id="g1", owner="diego")
+    clock.advance(days=20)
+    later = store.add_conversation(["guitar update: I quit the app, I'd rather learn from "
+                                    "youtube videos of people playing"],
+                                   session_id="g2", owner="diego")
+    clock.advance(days=1)
+    hits = store.recall("How does Diego prefer to learn guitar now?", owner="diego",
+                        record_access=False)
+    assert hits[0].memory.id == later.created_ids[0]
+    assert hits[0].explanation.channels["time"].rank == 1
+    plain = store.recall("How does Diego prefer to learn guitar?", owner="diego",
+                         record_access=False)
+    assert plain[0].memory.id != later.created_ids[0]

@@ -34,7 +34,14 @@ if _typing.TYPE_CHECKING:
         restrict,
     )
     from ._text import ROLE_SPEAKERS, normalize, person_speaker
-    from ._time import TimeMention, asks_for_time, is_temporal_question, parse_times, query_window
+    from ._time import (
+        TimeMention,
+        asks_for_time,
+        asks_now,
+        is_temporal_question,
+        parse_times,
+        query_window,
+    )
 
 #: where each name lives, imported on first use: recall needs the time parser and a few
 #: names, not the fact patterns or the Ollama extractor
@@ -51,8 +58,8 @@ _HOMES = {
                      "Resolution", "entity_weights", "informativeness", "new_entity_id",
                      "restrict"), "._resolve"),
     **dict.fromkeys(("ROLE_SPEAKERS", "normalize", "person_speaker"), "._text"),
-    **dict.fromkeys(("TimeMention", "asks_for_time", "is_temporal_question", "parse_times",
-                     "query_window"), "._time"),
+    **dict.fromkeys(("TimeMention", "asks_for_time", "asks_now", "is_temporal_question",
+                     "parse_times", "query_window"), "._time"),
 }
 
 __all__ = [
@@ -79,6 +86,7 @@ __all__ = [
     "TimeMention",
     "TimeWindow",
     "asks_for_time",
+    "asks_now",
     "entity_names",
     "entity_weights",
     "extract_facts",

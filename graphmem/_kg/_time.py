@@ -771,3 +771,19 @@ def is_temporal_question(query: str) -> bool:
     [False, False, False]
     """
     return search(_TEMPORAL, query) is not None
+
+
+_NOW = re.compile(r"\b(?:now|currently|nowadays|these\s+days|at\s+the\s+moment|anymore)\b",
+                  re.IGNORECASE)
+
+
+def asks_now(query: str) -> bool:
+    """Whether a question asks how things are now ("... now?", "these days",
+    "currently", "anymore"): what was said last of it answers, not what was said first.
+
+    >>> [asks_now(q) for q in ("How does Diego prefer to learn guitar now?",
+    ...  "How much sugar does Gustavo take these days?", "What did Aroha choose?",
+    ...  "Does Ana know the way?")]
+    [True, True, False, False]
+    """
+    return search(_NOW, query) is not None

@@ -25,7 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from .._kg import ASKED_AS, ROLE_WEIGHTS, asks_for_time, is_temporal_question, query_window
+from .._kg import (
+    ASKED_AS,
+    ROLE_WEIGHTS,
+    asks_for_time,
+    asks_now,
+    is_temporal_question,
+    query_window,
+)
 from .._kg._calendar import TimeWindow
 from .._text import tokenize
 from ._actr import activation_s
@@ -43,6 +50,8 @@ _NO_ROW = (np.zeros(0, dtype=np.int64), np.zeros(0))
 #: the longest window length ``time_after`` stretches (31 days, in seconds): an open window
 #: ("before March") would otherwise reach everything after it
 _MONTH_S = 31 * 86400.0
+#: what "said on the day of the latest" spans (``_latest``), in seconds
+_DAY_S = 86400.0
 
 
 @dataclass
@@ -359,6 +368,8 @@ def time(q: Query, config: RecallConfig, fused: Mapping[int, float]) -> Channel:
                                      config.candidates * 2 - len(ranking))
         return resolve(q, ranking, config.candidates)
     if not is_temporal_question(q.text):
+        if config.time_floor_now > 0 and asks_now(q.text):
+            return _latest(q, config, fused)
         return Channel([])
     share = config.time_floor
     if config.time_floor_when is not None and asks_for_time(q.text):
@@ -382,6 +393,20 @@ def _time_spans(times: Mapping[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray
                       [len(s) for s in spans])
     flat = np.concatenate(spans)
     return where, flat[:, 0], flat[:, 1]
+
+
+def _latest(q: Query, config: RecallConfig, fused: Mapping[int, float]) -> Channel:
+    """For a question about now: of the fused hits scoring at least ``time_floor_now``
+    of the best, those said on the day of the latest of them, all first alike (the other
+    channels order them)."""
+    floor = config.time_floor_now * max(fused.values(), default=0.0)
+    near = np.fromiter((p for p, s in fused.items() if s >= floor and s > 0), dtype=np.int64)
+    dates = q.index.created[near]
+    if not np.isfinite(dates).any():
+        return Channel([])
+    latest = sorted(near[dates >= np.nanmax(dates) - _DAY_S].tolist(),
+                    key=lambda p: (-fused[p], p))
+    return Channel([(p, 1.0) for p in latest[: config.candidates]])
 
 
 def _after_window(q: Query, text: np.ndarray, inside: np.ndarray, start: float, end: float,
