@@ -460,6 +460,20 @@ def test_a_long_assistant_list_is_read_once_for_all_its_items(store: MemoryStore
         "Some ideas:\nany ideas for a road trip?"
 
 
+def test_a_statement_opening_a_new_point_is_not_read_as_pointing_back(
+        store: MemoryStore) -> None:
+    """"also unrelated but I got a job" says what it is about: it is indexed alone, not
+    with the assistant's sentence before it (which would let it win questions about that)."""
+    result = store.add_conversation([
+        {"role": "assistant", "content": "Adult rescue cats are the best."},
+        "also unrelated but i got a job at a cafe!!",
+        "oh and she's 3",
+    ], session_id="s1", owner="tess")
+    memories = {store.get(i).text: store.get(i) for i in result.created_ids}
+    assert memories["also unrelated but i got a job at a cafe!!"].context is None
+    assert memories["oh and she's 3"].context == "also unrelated but i got a job at a cafe!!"
+
+
 def test_a_question_about_now_favours_what_was_said_last(store: MemoryStore,
                                                          clock: Clock) -> None:
     """"How does Diego prefer to learn guitar now?": the sitting that changed it comes

@@ -195,6 +195,9 @@ _POINTING = frozenset({"she", "he", "it", "they", "that", "this", "those", "thes
                        "sure", "ok", "okay", "she's", "he's", "it's", "they're", "that's",
                        "both", "neither", "either", "same", "also", "too", "which"})
 
+#: words that open a new point of a message ("also, I got a job"), not pointing back
+_OPENING = frozenset({"also", "and", "plus", "btw", "oh"})
+
 
 def sentences(text: str) -> list[str]:
     r"""A message cut into sentences: at ``.``, ``!``, ``?`` or ``…`` before a space (chat
@@ -367,10 +370,20 @@ def needs_context(sentence: str) -> bool:
     False
     >>> needs_context("My sister Mia is a nurse in Graz")
     False
+
+    A word that opens a new point ("also", "and", "oh") is passed over: the next word
+    says whether the statement points back.
+
+    >>> needs_context("also unrelated but i got a job at a cafe!!")
+    False
+    >>> needs_context("oh and she's 9"), needs_context("also the blue one")
+    (True, True)
     """
     words = _words(sentence)
     if not words:
         return False
+    while len(words) > 1 and words[0] in _OPENING:
+        words = words[1:]
     content = [w for w in words if w not in STOPWORDS and w not in _FILLER]
     return words[0] in _POINTING or len(content) <= 2
 
