@@ -119,3 +119,21 @@ def test_each_memory_scores_its_best_live_sentence() -> None:
     # the candidates of a sign-bit search are scored the same way, in any order
     some = np.array([11, 7, 0, 2, 9, 3])
     np.testing.assert_allclose(index.sentence_cosines(some, query), expected[some], rtol=1e-5)
+
+
+def test_vector_products_equal_numpys_matmul() -> None:
+    """The recall index's products (numpy's own loop, not BLAS) equal ``@`` on float32
+    and on bfloat16 rows, for every row and for gathered rows across block edges."""
+    from graphmem._recall._vectors import as_float32, dot_all, dot_rows, to_bfloat16
+
+    rng = np.random.default_rng(7)
+    rows = rng.standard_normal((9000, 384)).astype(np.float32)
+    query = rng.standard_normal(384).astype(np.float32)
+    np.testing.assert_allclose(dot_all(rows, 8500, query), rows[:8500] @ query, rtol=1e-4,
+                               atol=1e-3)
+    half = to_bfloat16(rows)
+    picked = rng.choice(9000, 5000, replace=False)
+    np.testing.assert_allclose(dot_rows(half, picked, query),
+                               as_float32(half[picked]) @ query, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(dot_all(half, 9000, query), as_float32(half) @ query,
+                               rtol=1e-4, atol=1e-3)

@@ -17,7 +17,10 @@ Re-scoring multiplies rows by the query with ``np.einsum`` in the calling thread
 ``@``: numpy hands a matrix-vector product to its BLAS, whose threads on a busy 2-core
 machine made 40,000 rows take 21-76 ms instead of 12-13 ms, and kept spinning after each
 product, slowing the rest of the recall too (``default`` p50 at 1M: 48.9-124.1 ms with
-BLAS threads, 40.4-44.0 ms with one; measured by ``eval/bench_scale.py``'s queries).
+BLAS threads, 40.4-44.0 ms with one; measured by ``eval/bench_scale.py``'s queries). The
+same holds at a conversation's size (LoCoMo's first, 1,445 sentence rows, ``default``, 120
+questions, runs alternating in one process): p50 16.5-23.9 ms with BLAS against 7.0-8.7 ms
+on a busy machine, 6.2-6.6 against 6.5-6.6 ms on an idle one.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ import sys
 
 import numpy as np
 
-__all__ = ["SignCodes", "as_float32", "dot_all", "dot_rows", "exact_top", "nearest_codes",
-           "to_bfloat16", "top_scores"]
+__all__ = ["SignCodes", "as_float32", "dot_all", "dot_rows", "exact_top", "matvec",
+           "nearest_codes", "to_bfloat16", "top_scores"]
 
 #: rows re-scored at a time: the gathered block stays in cache (all 40,000 candidates at
 #: once took 15.7 ms against 9.6 ms in blocks of 4,096, float32, measured at 1M)
@@ -55,8 +58,8 @@ def as_float32(rows: np.ndarray) -> np.ndarray:
     return wide.view(np.float32)
 
 
-def _products(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """``rows @ query`` (float32) in this thread (see the module's note on BLAS)."""
+def matvec(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``rows @ query`` in this thread (see the module's note on BLAS)."""
     return np.einsum("ij,j->i", rows, query)
 
 
@@ -74,26 +77,27 @@ def dot_rows(vectors: np.ndarray, positions: np.ndarray, query: np.ndarray) -> n
     if vectors.dtype != np.uint16:
         for start in range(0, len(positions), _BLOCK):
             part = positions[start:start + _BLOCK]
-            out[start:start + len(part)] = _products(vectors[part], query)
+            out[start:start + len(part)] = matvec(vectors[part], query)
         return out
     halves = np.zeros((min(_BLOCK, len(positions)), vectors.shape[1], 2), dtype=np.uint16)
     wide = halves.reshape(len(halves), -1).view(np.float32)
     for start in range(0, len(positions), _BLOCK):
         part = positions[start:start + _BLOCK]
         halves[:len(part), :, _UPPER] = vectors[part]
-        out[start:start + len(part)] = _products(wide[:len(part)], query)
+        out[start:start + len(part)] = matvec(wide[:len(part)], query)
     return out
 
 
 def dot_all(vectors: np.ndarray, n: int, query: np.ndarray) -> np.ndarray:
-    """The dot products of ``query`` with the first ``n`` rows of ``vectors``."""
+    """The dot products of ``query`` with the first ``n`` rows of ``vectors`` (float32 or
+    bfloat16)."""
     if vectors.dtype != np.uint16:
-        return vectors[:n] @ query
+        return matvec(vectors[:n], np.asarray(query, dtype=vectors.dtype))
     out = np.empty(n, dtype=np.float32)
     query = np.asarray(query, dtype=np.float32)
     for start in range(0, n, _BLOCK):
         end = min(n, start + _BLOCK)
-        out[start:end] = _products(as_float32(vectors[start:end]), query)
+        out[start:end] = matvec(as_float32(vectors[start:end]), query)
     return out
 
 

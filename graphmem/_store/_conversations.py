@@ -19,6 +19,7 @@ from .._models import STATUS_CODE, AddResult, ChangeType, Edge, EventType, Kind,
 from .._ollama import OllamaGenerator
 from .._recall._channels import lexical_neighbours
 from .._recall._index import ASSISTANT_TAG
+from .._recall._vectors import matvec
 from .._time import new_memory_id, parse_iso, to_utc
 from ._memories import Memories
 from ._recall_index import IndexSync
@@ -191,9 +192,9 @@ class Conversations:
                 dropped.append((f.index, f"duplicate of {duplicates[n]}"))
                 continue
             # every kept vector in one call (a Python loop over them took 12 s of 2,000
-            # messages' 39); einsum, as BLAS threads contending on 2 busy cores made one
-            # such product of 4,000 rows take 14-36 ms instead of 0.3
-            close = np.einsum("ij,j->i", kept[:n_kept], vectors[n])
+            # messages' 39), in this thread: BLAS threads contending on 2 busy cores made
+            # one such product of 4,000 rows take 14-36 ms instead of 0.3
+            close = matvec(kept[:n_kept], vectors[n])
             if n_kept and float(close.max()) >= DUPLICATE:
                 dropped.append((f.index, "duplicate within the conversation"))
                 continue
@@ -407,7 +408,7 @@ class Conversations:
             if not top:
                 continue
             others = self._memories.get_many(top)
-            similar = self._ctx.embed([m.text for m in others]) @ vectors[row]
+            similar = matvec(self._ctx.embed([m.text for m in others]), vectors[row])
             by_id = {m.id: float(c) for m, c in zip(others, similar, strict=True)}
             best_active = max(((c, i) for i, c in by_id.items() if active[index.pos[i]]),
                               default=(0.0, ""))
