@@ -327,12 +327,14 @@ class RecallIndex:
 
     #: From this many memories on, vector search reads the sign bits of every vector and
     #: re-scores the nearest ``candidates`` exactly, instead of reading every float32
-    #: vector (``nearest``). On the bundled MiniLM's vectors of 100k memories, 4,000
-    #: candidates kept 0.995 of the exact top 10 at half the time
-    #: (``python -m eval.bench_recall``). ``Settings.sign_bits_from``
-    #: (``GRAPHMEM_SIGN_BITS_FROM``) moves it for one store; 0 means always exact.
+    #: vector (``nearest``). ``Settings.sign_bits_from`` (``GRAPHMEM_SIGN_BITS_FROM``)
+    #: moves it for one store; 0 means always exact.
     SIGN_BITS_FROM = 100_000
-    #: candidates re-scored exactly: at least this many, and at least ``n / 25``
+    #: candidates re-scored exactly: at least this many, and at least ``n / 100``. With
+    #: the signs taken about the vectors' mean (``SignCodes.from_vectors``) that found
+    #: 0.986 of the exact top 10 at 100k (4,000) and at 1M (10,000), 0.902 and 0.912 of
+    #: the top 100, on ``eval/bench_scale.py``'s vectors and queries; plain signs found
+    #: 0.878 at 100k and needed ``n / 25`` (40,000) at 1M for 0.965
     SIGN_CANDIDATES = 4_000
 
     def __init__(self, dim: int, capacity: int = 1024, *, half: bool = False) -> None:
@@ -876,7 +878,7 @@ class RecallIndex:
     @classmethod
     def sign_candidates(cls, n: int, k: int) -> int:
         """How many sign-bit candidates a search for ``k`` among ``n`` re-scores exactly."""
-        return max(cls.SIGN_CANDIDATES, n // 25, k)
+        return max(cls.SIGN_CANDIDATES, n // 100, k)
 
     def head(self, pos: int, eligible: np.ndarray, as_of: datetime | None = None) -> int:
         """The current version of ``pos``: follow superseded-by to the newest memory that
