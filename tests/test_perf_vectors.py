@@ -75,6 +75,31 @@ def test_a_few_candidates_find_most_of_the_exact_top_ten() -> None:
     assert found / (10 * len(q)) > 0.9
 
 
+def test_the_estimate_is_the_query_summed_over_the_set_bits() -> None:
+    x, q = _data(3000, seed=2)
+    codes = SignCodes.from_vectors(x)
+    positions = np.arange(5, 3000, 11)
+    bits = (x[positions] > codes.center).astype(np.float32)
+    for query in q[:5]:
+        assert np.allclose(codes.estimate(query, positions), bits @ query, atol=1e-4)
+    assert codes.estimate(q[0], np.zeros(0, dtype=np.int64)).shape == (0,)
+
+
+def test_the_shortlist_ranked_by_estimate_keeps_what_hamming_alone_loses() -> None:
+    """The best ``candidates`` of ``SHORTLIST`` times as many nearest in Hamming distance,
+    ranked by the query's values over their signs, hold more of the exact top ten than
+    the ``candidates`` nearest in Hamming distance."""
+    x, q = _data(20_000, seed=5)
+    codes = SignCodes.from_vectors(x)
+    found = nearest = 0
+    for query in q:
+        exact = set(exact_top(x, query, 10)[0].tolist())
+        found += len(exact & set(codes.search(query, x, k=10, candidates=200)[0].tolist()))
+        near = nearest_codes(codes.hamming(query, len(x)), 200)
+        nearest += len(exact & set(near[np.argsort(-(x[near] @ query))[:10]].tolist()))
+    assert found > nearest
+
+
 def test_set_keeps_codes_in_step_with_rows() -> None:
     x, q = _data(100)
     built = SignCodes.from_vectors(x)
