@@ -330,12 +330,13 @@ class RecallIndex:
     #: vector (``nearest``). ``Settings.sign_bits_from`` (``GRAPHMEM_SIGN_BITS_FROM``)
     #: moves it for one store; 0 means always exact.
     SIGN_BITS_FROM = 100_000
-    #: candidates re-scored exactly: at least this many, and at least ``n / 100``. With
-    #: the signs taken about the vectors' mean (``SignCodes.from_vectors``) that found
-    #: 0.986 of the exact top 10 at 100k (4,000) and at 1M (10,000), 0.902 and 0.912 of
-    #: the top 100, on ``eval/bench_scale.py``'s vectors and queries; plain signs found
-    #: 0.878 at 100k and needed ``n / 25`` (40,000) at 1M for 0.965
-    SIGN_CANDIDATES = 4_000
+    #: candidates re-scored exactly (the best by ``SignCodes.estimate`` of four times as
+    #: many nearest in Hamming distance): at least this many, and at least ``n / 100``.
+    #: On ``eval/bench_scale.py``'s vectors and queries that finds 0.987 of the exact top
+    #: 10 at 100k (2,000; 0.998 with 4,000 at 1 ms more) and 0.998 at 1M (10,000), where
+    #: plain signs and Hamming alone found 0.866 at 100k with 4,000 and 0.960 at 1M with
+    #: ``n / 25`` (40,000)
+    SIGN_CANDIDATES = 2_000
 
     def __init__(self, dim: int, capacity: int = 1024, *, half: bool = False) -> None:
         self.dim = dim
