@@ -260,7 +260,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--candidates", type=int, default=None,
                         help="sign-bit candidates re-scored exactly (default: as the "
-                             "store does, max(4000, n/25))")
+                             "store does, max(2000, n/100))")
     parser.add_argument("--buffer-pool-mb", type=int, default=1024)
     parser.add_argument("--no-lifecycle", action="store_true")
     parser.add_argument("--churn", type=int, default=2000,

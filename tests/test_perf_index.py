@@ -142,3 +142,43 @@ def test_the_slimmed_snapshot_gives_every_memory_as_the_store_does(
             assert got == memory.model_dump(exclude=use), index.ids[pos]
             forgotten += memory.status == "forgotten"
         assert forgotten == 1
+
+
+def _mask_oracle(index: RecallIndex, owner: str | None, kinds: list[str] | None,
+                 statuses: tuple[str, ...], at: datetime, as_of: bool) -> np.ndarray:
+    """What ``RecallIndex.mask`` answers, one memory at a time."""
+    from graphmem._models import KIND_CODE, STATUS_CODE
+    t = at.timestamp()
+    out = np.zeros(index.size, dtype=bool)
+    for pos in range(index.size):
+        start, end = index.valid_from[pos], index.valid_to[pos]
+        out[pos] = (index.status[pos] in [STATUS_CODE[s] for s in statuses]
+                    and (owner is None or index.owner[pos] == index.owner_codes.get(owner))
+                    and (kinds is None or index.kind[pos] in [KIND_CODE[k] for k in kinds])
+                    and (np.isnan(start) or start <= t) and (np.isnan(end) or end > t)
+                    and (not as_of or index.created[pos] <= t))
+    return out
+
+
+def test_masks_are_made_once_per_change_and_answer_as_the_oracle(tmp_path: Path) -> None:
+    """The status, owner and kinds part of a mask is kept (read-only, shared) until the
+    index changes; times narrow a copy of it."""
+    with _varied_store(tmp_path / "db") as store:
+        index = store._recall_index.ensure_index()
+        start = datetime(2024, 3, 1, tzinfo=UTC)
+        for owner in (None, "ana", "nobody"):
+            for kinds in (None, ["semantic", "episodic"]):
+                for statuses in (("active",), ("active", "archived")):
+                    for at in (start - timedelta(days=1), start + timedelta(days=5)):
+                        for as_of in (False, True):
+                            got = index.mask(owner=owner, kinds=kinds, statuses=statuses,
+                                             now=at, as_of=at if as_of else None)
+                            want = _mask_oracle(index, owner, kinds, statuses, at, as_of)
+                            assert np.array_equal(got, want), (owner, kinds, statuses, at)
+        first = index.mask(owner="ana", now=start + timedelta(days=1))  # all within bounds
+        assert not first.flags.writeable
+        assert index.mask(owner="ana", now=start + timedelta(days=2)) is first
+        assert index.mask(owner="ana", now=start + timedelta(days=5)) is not first
+        store.add("a new note of ana's about the orchard", owner="ana")
+        again = index.mask(owner="ana", now=start + timedelta(days=1))
+        assert again is not first and again.sum() == first.sum() + 1

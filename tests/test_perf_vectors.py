@@ -31,12 +31,26 @@ def _data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
             q / np.linalg.norm(q, axis=1, keepdims=True))
 
 
-def test_hamming_distances_are_the_count_of_differing_signs() -> None:
+def test_hamming_distances_are_the_count_of_differing_signs_about_the_mean() -> None:
     x, q = _data(3000)
     codes = SignCodes.from_vectors(x)
-    want = ((x > 0) != (q[0] > 0)).sum(axis=1)
+    mean = x.mean(axis=0)
+    assert np.allclose(codes.center, mean, atol=1e-6)
+    want = ((x > codes.center) != (q[0] > codes.center)).sum(axis=1)
     assert np.array_equal(codes.hamming(q[0], len(x)), want)
     assert np.array_equal(codes.hamming(q[0], 100, chunk=7), want[:100])
+    plain = SignCodes.from_vectors(x, center=np.zeros(384))
+    assert np.array_equal(plain.hamming(q[0], len(x)), ((x > 0) != (q[0] > 0)).sum(axis=1))
+
+
+def test_the_center_is_the_mean_of_the_rows_holding_a_vector() -> None:
+    x, _ = _data(1000)
+    held = np.zeros((1500, 384), dtype=np.float32)
+    held[::3][:500] = x[:500]
+    held[1::3][:500] = x[500:]
+    codes = SignCodes.from_vectors(to_bfloat16(held), chunk=64)
+    assert np.allclose(codes.center, as_float32(to_bfloat16(x)).mean(axis=0), atol=1e-6)
+    assert not SignCodes.from_vectors(np.zeros((5, 384), dtype=np.float32)).center.any()
 
 
 def test_every_candidate_gives_exactly_the_exact_answer_and_scores() -> None:
@@ -61,15 +75,41 @@ def test_a_few_candidates_find_most_of_the_exact_top_ten() -> None:
     assert found / (10 * len(q)) > 0.9
 
 
+def test_the_estimate_is_the_query_summed_over_the_set_bits() -> None:
+    x, q = _data(3000, seed=2)
+    codes = SignCodes.from_vectors(x)
+    positions = np.arange(5, 3000, 11)
+    bits = (x[positions] > codes.center).astype(np.float32)
+    for query in q[:5]:
+        assert np.allclose(codes.estimate(query, positions), bits @ query, atol=1e-4)
+    assert codes.estimate(q[0], np.zeros(0, dtype=np.int64)).shape == (0,)
+
+
+def test_the_shortlist_ranked_by_estimate_keeps_what_hamming_alone_loses() -> None:
+    """The best ``candidates`` of ``SHORTLIST`` times as many nearest in Hamming distance,
+    ranked by the query's values over their signs, hold more of the exact top ten than
+    the ``candidates`` nearest in Hamming distance."""
+    x, q = _data(20_000, seed=5)
+    codes = SignCodes.from_vectors(x)
+    found = nearest = 0
+    for query in q:
+        exact = set(exact_top(x, query, 10)[0].tolist())
+        found += len(exact & set(codes.search(query, x, k=10, candidates=200)[0].tolist()))
+        near = nearest_codes(codes.hamming(query, len(x)), 200)
+        nearest += len(exact & set(near[np.argsort(-(x[near] @ query))[:10]].tolist()))
+    assert found > nearest
+
+
 def test_set_keeps_codes_in_step_with_rows() -> None:
     x, q = _data(100)
-    codes = SignCodes(384, capacity=4)
+    built = SignCodes.from_vectors(x)
+    codes = SignCodes(384, capacity=4, center=built.center)
     for pos, row in enumerate(x):
         codes.set(pos, row)
     assert len(codes) >= 100
-    assert np.array_equal(codes.codes[:, :100], SignCodes.from_vectors(x).codes)
+    assert np.array_equal(codes.codes[:, :100], built.codes)
     codes.set(7, None)
-    assert codes.hamming(q[0], 100)[7] == int((q[0] > 0).sum())
+    assert codes.hamming(q[0], 100)[7] == int((q[0] > built.center).sum())
 
 
 def test_bfloat16_keeps_eight_bits_of_every_value_and_its_sign() -> None:
@@ -79,7 +119,9 @@ def test_bfloat16_keeps_eight_bits_of_every_value_and_its_sign() -> None:
     back = as_float32(half)
     assert np.all(np.abs(back - x) <= np.abs(x) * 2.0**-8)  # rounded: half a unit of 2^-7
     assert np.array_equal(back > 0, x > 0)
-    assert np.array_equal(SignCodes.from_vectors(half).codes, SignCodes.from_vectors(x).codes)
+    plain = np.zeros(384)
+    assert np.array_equal(SignCodes.from_vectors(half, center=plain).codes,
+                          SignCodes.from_vectors(x, center=plain).codes)
     assert as_float32(to_bfloat16(np.zeros(3, dtype=np.float32))).tolist() == [0.0] * 3
 
 

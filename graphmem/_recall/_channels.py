@@ -691,10 +691,13 @@ def top(scores: np.ndarray, mask: np.ndarray, n: int, *, positive: bool) -> Rank
     """The ``n`` best masked positions with a finite score, best first, ties by position
     (``positive``: scores above zero only). Only the scored positions are sorted: text
     and time channels score few of a million memories."""
-    kept = np.isfinite(scores) & mask
     if positive:
-        kept &= scores > 0
-    best = np.flatnonzero(kept)
+        # the few scored first, then the mask and finiteness on them alone (at 1M
+        # memories four passes over every score took ~1.5 ms)
+        best = np.flatnonzero(scores > 0)
+        best = best[mask[best] & np.isfinite(scores[best])]
+    else:
+        best = np.flatnonzero(np.isfinite(scores) & mask)
     if n <= 0 or best.size == 0:
         return []
     if best.size > n:

@@ -327,13 +327,16 @@ class RecallIndex:
 
     #: From this many memories on, vector search reads the sign bits of every vector and
     #: re-scores the nearest ``candidates`` exactly, instead of reading every float32
-    #: vector (``nearest``). On the bundled MiniLM's vectors of 100k memories, 4,000
-    #: candidates kept 0.995 of the exact top 10 at half the time
-    #: (``python -m eval.bench_recall``). ``Settings.sign_bits_from``
-    #: (``GRAPHMEM_SIGN_BITS_FROM``) moves it for one store; 0 means always exact.
+    #: vector (``nearest``). ``Settings.sign_bits_from`` (``GRAPHMEM_SIGN_BITS_FROM``)
+    #: moves it for one store; 0 means always exact.
     SIGN_BITS_FROM = 100_000
-    #: candidates re-scored exactly: at least this many, and at least ``n / 25``
-    SIGN_CANDIDATES = 4_000
+    #: candidates re-scored exactly (the best by ``SignCodes.estimate`` of four times as
+    #: many nearest in Hamming distance): at least this many, and at least ``n / 100``.
+    #: On ``eval/bench_scale.py``'s vectors and queries that finds 0.987 of the exact top
+    #: 10 at 100k (2,000; 0.998 with 4,000 at 1 ms more) and 0.998 at 1M (10,000), where
+    #: plain signs and Hamming alone found 0.866 at 100k with 4,000 and 0.960 at 1M with
+    #: ``n / 25`` (40,000)
+    SIGN_CANDIDATES = 2_000
 
     def __init__(self, dim: int, capacity: int = 1024, *, half: bool = False) -> None:
         self.dim = dim
@@ -772,36 +775,62 @@ class RecallIndex:
     ) -> np.ndarray:
         """Which positions a query may return (before supersede redirection): valid at
         ``as_of`` (and created by then) when given, else valid at ``now``; created at or
-        after ``since`` and before ``until`` when given."""
+        after ``since`` and before ``until`` when given.
+
+        The array may be shared by other queries (read-only): what status, owner and
+        kinds allow is made once per change of the index (``_MASKS`` of them kept), and
+        a time changes it only where a memory is out of its validity then (the few with
+        bounds) or with ``as_of``, ``since`` or ``until`` (a copy then). At 1M memories
+        the copy per query cost 2.6 ms a recall."""
         n = self.size
         statuses = tuple(statuses)
-        keep = self.derived(("statuses", statuses), lambda: self._of_status(statuses)).copy()
-        if owner is not None:
-            code = self.owner_codes.get(owner)
-            if code is None:
-                return np.zeros(n, dtype=bool)
-            keep &= self.owner[:n] == code
-        if kinds is not None:
-            wanted = np.zeros(len(KIND_CODE), dtype=bool)
-            wanted[[KIND_CODE[k] for k in kinds]] = True
-            keep &= wanted[self.kind[:n]]
+        kept = tuple(sorted(set(kinds))) if kinds is not None else None
+        keep = self._allowed(statuses, owner, kept)
         at = as_of or now
-        if at is not None:
-            t = at.timestamp()
-            # only the memories with a validity bound can be out of it
-            bounded = self.derived("bounded", self._bounded)
-            with np.errstate(invalid="ignore"):
-                if as_of is not None:
-                    keep &= self.created[:n] <= t
-                starts, ends = self.valid_from[bounded], self.valid_to[bounded]
-                keep[bounded] &= (np.isnan(starts) | (starts <= t)) & (np.isnan(ends)
-                                                                       | (ends > t))
         with np.errstate(invalid="ignore"):
+            if at is not None:
+                t = at.timestamp()
+                if as_of is not None:
+                    keep = keep & (self.created[:n] <= t)
+                # only the memories with a validity bound can be out of it
+                bounded = self.derived("bounded", self._bounded)
+                starts, ends = self.valid_from[bounded], self.valid_to[bounded]
+                valid = (np.isnan(starts) | (starts <= t)) & (np.isnan(ends) | (ends > t))
+                outside = bounded[~valid]
+                if len(outside) and keep[outside].any():
+                    keep = keep.copy() if not keep.flags.writeable else keep
+                    keep[outside] = False
             if since is not None:
-                keep &= self.created[:n] >= since.timestamp()
+                keep = keep & (self.created[:n] >= since.timestamp())
             if until is not None:
-                keep &= self.created[:n] < until.timestamp()
+                keep = keep & (self.created[:n] < until.timestamp())
         return keep
+
+    #: how many masks of status, owner and kinds ``mask`` keeps between changes
+    _MASKS = 8
+
+    def _allowed(self, statuses: tuple[str, ...], owner: str | None,
+                 kinds: tuple[str, ...] | None) -> np.ndarray:
+        """Which positions hold a memory of one of ``statuses``, of ``owner`` and of one
+        of ``kinds`` when given (read-only; up to ``_MASKS`` kept, then made again)."""
+        masks: dict[tuple[Any, ...], np.ndarray] = self.derived("masks", dict)
+        key = (statuses, owner, kinds)
+        found = masks.get(key)
+        if found is None:
+            n = self.size
+            found = self._of_status(statuses)
+            if owner is not None:
+                code = self.owner_codes.get(owner)
+                found &= self.owner[:n] == code if code is not None else False
+            if kinds is not None:
+                wanted = np.zeros(len(KIND_CODE), dtype=bool)
+                wanted[[KIND_CODE[k] for k in kinds]] = True
+                found &= wanted[self.kind[:n]]
+            found.flags.writeable = False
+            if len(masks) >= self._MASKS:
+                masks.clear()
+            masks[key] = found
+        return found
 
     def _of_status(self, statuses: Sequence[str]) -> np.ndarray:
         """Which positions hold a memory of one of ``statuses`` (a lookup table, not
@@ -876,7 +905,7 @@ class RecallIndex:
     @classmethod
     def sign_candidates(cls, n: int, k: int) -> int:
         """How many sign-bit candidates a search for ``k`` among ``n`` re-scores exactly."""
-        return max(cls.SIGN_CANDIDATES, n // 25, k)
+        return max(cls.SIGN_CANDIDATES, n // 100, k)
 
     def head(self, pos: int, eligible: np.ndarray, as_of: datetime | None = None) -> int:
         """The current version of ``pos``: follow superseded-by to the newest memory that

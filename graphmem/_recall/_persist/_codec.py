@@ -31,7 +31,7 @@ from ._file import DamagedFile, SnapshotFile, SnapshotWriter
 __all__ = ["ATTRIBUTES", "FORMAT", "read_index", "write_index"]
 
 #: The format of the file: a new one whenever what is written changes.
-FORMAT = 4
+FORMAT = 5
 
 #: class -> the attributes written (or derived from what is written) for it
 ATTRIBUTES: dict[type, frozenset[str]] = {
@@ -52,7 +52,7 @@ ATTRIBUTES: dict[type, frozenset[str]] = {
     EntityIndex: frozenset({
         "ids", "pos", "names", "types", "owner", "by_form", "of_memory", "memories_of",
         "facts_of", "times", "_count", "_selves", "_forms", "changes"}),
-    SignCodes: frozenset({"dim", "words", "codes"}),
+    SignCodes: frozenset({"dim", "words", "codes", "center"}),
 }
 
 #: the per-memory arrays and the value their unused rows hold (``RecallIndex._grow``)
@@ -118,6 +118,7 @@ def write_index(out: SnapshotWriter, index: RecallIndex) -> dict[str, Any]:
         kept = min(len(signs), codes.shape[1])
         codes[:, :kept] = signs.codes[:, :kept]
         out.array("signs", codes)
+        out.array("signs_center", signs.center)
     entities = _write_entities(out, index.entities)
     return {
         "size": n, "dim": index.dim, "half": index.half, "owners": list(index.owner_codes),
@@ -302,7 +303,9 @@ def _read(snapshot: SnapshotFile, values: dict[str, Any]) -> RecallIndex:
     if values["signs"]:
         signs = SignCodes(int(values["signs_dim"]), capacity=1)
         signs.codes = snapshot.array("signs")
-        if signs.codes.ndim != 2 or signs.codes.shape[0] != signs.words:
+        signs.center = snapshot.array("signs_center")
+        if signs.codes.ndim != 2 or signs.codes.shape[0] != signs.words \
+                or signs.center.shape != (signs.dim,):
             raise DamagedFile("its sign bits do not fit the vectors")
         index._signs = signs
     index.entities = _read_entities(snapshot, values["entities"])
