@@ -4,7 +4,10 @@ adds, replacements, removals and re-sorts, with and without groups."""
 from __future__ import annotations
 
 import math
+import os
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -159,3 +162,27 @@ def test_posting_lists_each_document_holding_a_token_with_its_frequency() -> Non
     assert dict(index.posting("sensor")) == {2: 3}
     assert dict(index.posting("deploy")) == {0: 1}
     assert dict(index.posting("missing")) == {}
+
+
+_SCORES_IN_A_PROCESS = """
+import random, sys
+from graphmem._recall._bm25 import BM25Index
+words = sys.argv[1].split()
+rng = random.Random(7)
+index = BM25Index()
+for pos in range(400):
+    index.set(pos, " ".join(rng.choice(words) for _ in range(rng.randint(3, 30))))
+sys.stdout.write(index.scores(" ".join(words), 400).tobytes().hex())
+"""
+
+
+def test_scores_are_the_same_bytes_whatever_the_hash_seed() -> None:
+    """A query's terms are summed in one order: in set order, which PYTHONHASHSEED picks,
+    float32 sums differed in the last bit between processes and near-ties flipped."""
+    outputs = set()
+    for seed in ("0", "1", "2", "3", "4", "5"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run([sys.executable, "-c", _SCORES_IN_A_PROCESS, " ".join(WORDS)],
+                              env=env, capture_output=True, text=True, check=True)
+        outputs.add(done.stdout)
+    assert len(outputs) == 1

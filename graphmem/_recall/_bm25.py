@@ -333,7 +333,7 @@ class BM25Index:
         """The share of ``query``'s informative weight (the idf of its terms, a term no
         document holds counting as the rarest) that document ``pos`` holds: 1.0 when it
         holds every term, 0.0 when it holds none."""
-        terms = set(tokenize(query))
+        terms = sorted(set(tokenize(query)))
         if not terms or pos >= len(self._start) or self._start[pos] < 0:
             return 0.0
         start, end = int(self._start[pos]), int(self._end[pos])
@@ -360,7 +360,9 @@ class BM25Index:
         if n == 0:
             return out
         avgdl = max(total / n, 1e-9)
-        for token in set(tokenize(query)):
+        # In a fixed order: float32 sums in set order (which PYTHONHASHSEED picks) differ
+        # in the last bit from one process to the next and flip near-ties.
+        for token in sorted(set(tokenize(query))):
             tid = self._vocab.get(token)
             if tid is None or not self._df[tid]:
                 continue
