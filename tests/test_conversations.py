@@ -231,6 +231,45 @@ def test_a_correction_in_other_words_and_sessions_later(store: MemoryStore,
     assert plain.corrected_ids == []
 
 
+def test_a_short_correction_corrects_an_earlier_message_not_its_own(store: MemoryStore,
+                                                                    clock: Clock) -> None:
+    """"We added Fridays. so it's 4 evenings now not 3": the first statement says what the
+    correction is about; what it corrects was said in an earlier message, even with a long
+    answer of the assistant between, and a date in another statement ("sept 20") is not a
+    number to correct."""
+    first = store.add_conversation(["Leo started swim club at the Eastgate pool. "
+                                    "he goes mondays and wednesdays"],
+                                   session_id="s1", owner="tess")
+    clock.advance(days=2)
+    store.add_conversation([
+        {"role": "user", "content": "any tips for packing his swim bag?"},
+        {"role": "assistant", "content": "Tips for a new swimmer:\n" + "\n".join(
+            f"- pack the {a} {b} the night before" for a in ("blue", "spare", "old", "warm",
+                                                            "small", "dry", "big")
+            for b in ("towel", "goggles", "cap", "snack", "bottle", "hoodie", "flip-flops"))},
+    ], session_id="s1b", owner="tess")
+    old = next(i for i in first.created_ids if "mondays" in store.get(i).text)
+    clock.advance(days=9)
+    later = store.add_conversation([
+        "the school trip is not sept 12 anymore, it's going ahead on sept 20",
+        "swim club is going well, Leo loves the Eastgate coach so we added fridays. "
+        "so its 3 evenings now not 2",
+    ], session_id="s2", owner="tess")
+    texts = {i: store.get(i).text for i in later.created_ids}
+    [correction] = [i for i, t in texts.items() if t.startswith("so its 3")]
+    about = next(i for i, t in texts.items() if "added fridays" in t)
+    trip = next(i for i, t in texts.items() if "school trip" in t)
+    assert store.get(about).superseded_by == ()
+    assert store.get(trip).superseded_by == ()
+    assert store.get(correction).superseded_by == ()
+    assert {x.other for x in store.links(correction) if x.kind == "supersedes"} <= set(
+        first.created_ids)
+    [corrected] = later.corrected_ids
+    assert store.get(corrected).superseded_by == (correction,)
+    assert corrected in (old, next(i for i in first.created_ids
+                                   if "Eastgate" in store.get(i).text))
+
+
 def test_corrections_are_found_by_what_they_negate_or_share() -> None:
     recent = [Statement("b", "the recycling goes out on Wednesdays"),
               Statement("a", "our anniversary dinner is on the 14th at Rosa's")]
@@ -258,10 +297,14 @@ CORRECTIONS = [
     ("I had it wrong, the office is on floor 6", "the office is on floor 4"),
     ("correcting myself, the rent is 950", "the rent is 900 a month"),
     ("oops I misremembered, her surgery is in March", "her surgery is in May"),
+    ("I had the time of the match wrong, kick-off is at 3", "the match kicks off at 5"),
+    ("the quiz night is not Thursday, it's Friday", "the quiz night at the Crown is Thursday"),
 ]
 NOT_CORRECTIONS = ["she's actually really nice", "it's actually pretty good",
                    "I went to the wrong place yesterday", "just ignore that noise",
-                   "make that cake tonight", "I actually love cycling in the rain"]
+                   "make that cake tonight", "I actually love cycling in the rain",
+                   "I'm not Spanish but I love paella", "it is not Friday yet, sadly",
+                   "I had the best time at the lake"]
 
 
 @pytest.mark.parametrize(("said", "earlier"), CORRECTIONS)

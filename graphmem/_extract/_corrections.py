@@ -13,15 +13,18 @@ from .._kg._scan import finditer, search, starting_at
 from .._text import tokenize
 from ._rules import sentences
 
-__all__ = ["NOW_SIMILAR", "Statement", "correction_target", "is_correction", "says_now"]
+__all__ = ["NOW_SIMILAR", "Statement", "correction_target", "is_correction", "says_now",
+           "takes_back"]
 
 
+_MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
 _DAYS = (r"(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:days?)?\b"
-         r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b")
+         r"|" + _MONTHS + r"\b")
 #: Phrases by which a person takes back what they said ...
 _TAKE_BACK = re.compile(
     r"\b(?:scratch that|correction|i meant|i mean,|no,? wait|wait,? no|oh wait|hang on"
-    r"|i (?:got|had) (?:that|it|them) wrong|i was wrong|(?:that|this|it) (?:was|is) wrong"
+    r"|i (?:got|had) (?:that|it|them|the [\w ]{1,30}?) wrong|i was wrong"
+    r"|(?:that|this|it) (?:was|is) wrong"
     r"|(?:sorry|oops|oh|ah)\W+wrong (?:date|day|time|number|name|place|city|address|year"
     r"|month|week|one)"
     r"|my (?:bad|mistake)|i misspoke|typo|i mis(?:read|heard|remembered|typed)"
@@ -43,7 +46,14 @@ _NOT = re.compile(r"\bnot\b", re.IGNORECASE)
 #: What follows "not" in "16 people not 14", "friday the 6th not thursday", "Calgary, not
 #: Edmonton": a number, a day or month, or a name.
 _VALUE_AFTER = re.compile(r"\s(?:the\s)?(?:\d|" + _DAYS + r"|(?-i:[A-Z]))", re.IGNORECASE)
-_VALUE_WORD = re.compile(r"\d|" + _DAYS + r"|(?-i:[A-Z])", re.IGNORECASE)
+#: ... and then the value that holds: " Tuesday, it is Wednesday", " the 14th but the 21st".
+#: a capitalised word, a name (the pronoun "I" is not one)
+_NAME = r"(?-i:(?!I\b|I['’])[A-Z])"
+_BUT_VALUE = re.compile(r"\s(?:the\s)?[\w'’-]+,?\s(?:it'?s|it is|it was|its|but)\s"
+                        r"(?:on\s|at\s|in\s)?(?:the\s)?(?:\d|" + _DAYS + r"|" + _NAME + r")",
+                        re.IGNORECASE)
+#: a value before "not"
+_VALUE_WORD = re.compile(r"\d|" + _DAYS + r"|" + _NAME, re.IGNORECASE)
 #: ... or says how things are now, which may replace how they were ("I've gone vegan now",
 #: "I quit the bakery job"): such a statement replaces only a statement it is close to.
 _NOW = re.compile(r"\b(?:now|these days|anymore|any more|no more|quit|stopped|gave up"
@@ -87,6 +97,18 @@ class Statement:
     message: str | None = None
 
 
+def takes_back(text: str) -> bool:
+    """Whether a message says outright that something said was wrong ("scratch that",
+    "I meant", "I got the date wrong"), which may correct a statement of the same message
+    ("we meet at 3. scratch that, 4"); a value set against another ("3 days now not 2")
+    or a change corrects what was said before the message.
+
+    >>> takes_back("scratch that, it's Tuesday"), takes_back("so it's 3 days now not 2")
+    (True, False)
+    """
+    return any(search(_TAKE_BACK, s) for s in sentences(text))
+
+
 def is_correction(text: str) -> bool:
     """Whether a message takes back or changes something said before.
 
@@ -101,10 +123,19 @@ def is_correction(text: str) -> bool:
 
 def _value_not_value(sentence: str) -> bool:
     """"16 people not 14", "in Calgary, not Edmonton": a value, then "not" and a value
-    (a number, a day or month, a name), within four words of each other."""
+    (a number, a day or month, a name), within four words of each other; or "not" and a
+    value and then the one that holds ("it is not Tuesday, it is Wednesday").
+
+    >>> _value_not_value("it is not Tuesday, it is Wednesday the 18th")
+    True
+    >>> _value_not_value("it is not Tuesday yet"), _value_not_value("I'm not Canadian")
+    (False, False)
+    """
     for found in finditer(_NOT, sentence):
         if not starting_at(_VALUE_AFTER, sentence, found.end()):
             continue
+        if starting_at(_BUT_VALUE, sentence, found.end()):
+            return True
         before = sentence[max(0, found.start() - 60):found.start()].split()[-4:]
         if any(_VALUE_WORD.match(word.strip(",;:")) for word in before):
             return True
@@ -127,8 +158,28 @@ def _terms(text: str) -> set[str]:
     return set(tokenize(text)) - _MARKER_TERMS
 
 
+#: A day of a month written as a number beside the month ("sept 12", "12 September"): a
+#: date, not a count ("3 days not 2").
+_MONTH_DAY = re.compile(r"\b(?:" + _MONTHS + r")\.?\s+\d{1,2}\b|\b\d{1,2}\s+(?:" + _MONTHS + r")",
+                        re.IGNORECASE)
+
+
 def _slots(text: str) -> set[str]:
-    return {name for name, pattern in _SLOTS.items() if search(pattern, text)}
+    """The kinds of value ``text`` holds.
+
+    >>> sorted(_slots("we're going saturday sept 12")), sorted(_slots("3 days now not 2"))
+    (['day', 'month', 'weekday'], ['number'])
+    """
+    out = {name for name, pattern in _SLOTS.items() if search(pattern, text)}
+    if "number" in out:
+        dates = [m.span() for m in finditer(_MONTH_DAY, text)]
+        if dates:
+            out.discard("number")
+            if any(not any(a <= m.start() < b for a, b in dates)
+                   for m in finditer(_SLOTS["number"], text)):
+                out.add("number")
+            out.add("day")
+    return out
 
 
 def correction_target(text: str, recent: Sequence[Statement],

@@ -145,6 +145,7 @@ class Conversations:
             correction_target,
             is_correction,
             says_now,
+            takes_back,
         )
         from .._extract._links import derive_edges
         from .._extract._rules import DUPLICATE, RuleExtractor, is_hedge
@@ -223,8 +224,13 @@ class Conversations:
                 said = said or (f.item.text if says_now(f.item.text) else "")
                 own = siblings[f.index]
                 at = own.index(f.item.text) if f.item.text in own else 0
-                target = correction_target(said, recent,
-                                           self._similarity(vectors[n], recent, cosines),
+                # what the message itself said is corrected only when taken back outright
+                # ("at 3. scratch that, 4"): "we added Mondays. so it's 3 days now not 2"
+                # corrects an earlier message, and its first statement says what about
+                earlier = recent if takes_back(said) else [
+                    r for r in recent if r.message != f.message["text"]]
+                target = correction_target(said, earlier,
+                                           self._similarity(vectors[n], earlier, cosines),
                                            about=own[at - 1] if at else None
                                            ) if said else None
                 if target is not None and target not in corrected.values():
@@ -354,7 +360,9 @@ class Conversations:
 
     def _recent_statements(self, owner: str | None, limit: int = 40) -> list[Statement]:
         """The owner's latest current statements (active or candidate), most recent
-        first: what a correction may replace."""
+        first: what a correction may replace. ``limit`` counts what the user said; what
+        the assistant said between comes with it, up to ``4 * limit`` in all (an answer
+        of twenty bullet points does not push the user's own words out of reach)."""
         from .._extract._corrections import Statement
 
         index = self._index.ensure_index()
@@ -369,7 +377,11 @@ class Conversations:
         positions = np.flatnonzero(eligible)
         if not len(positions):
             return []
-        latest = positions[np.argsort(-index.created[positions], kind="stable")[:limit]]
+        latest = positions[np.argsort(-index.created[positions], kind="stable")]
+        users = np.flatnonzero(~index.assistant[latest])
+        if len(users) > limit:
+            latest = latest[:users[limit - 1] + 1]
+        latest = latest[:4 * limit]
         ids = [index.ids[p] for p in latest]
         found = self._memories.get_many(ids)
         by_id = {m.id: m for m in found}
