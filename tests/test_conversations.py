@@ -212,6 +212,44 @@ def test_saying_what_one_does_now_leaves_the_assistants_reminder(store: MemorySt
     assert len(now.corrected_ids) == 1
 
 
+def _exchange(store: MemoryStore, session: str, asked: str, answer: str) -> Any:
+    """One sitting: the user asks, the assistant answers."""
+    return store.add_conversation([{"role": "user", "content": asked},
+                                   {"role": "assistant", "content": answer}],
+                                  session_id=session, owner="tess")
+
+
+def test_the_assistant_moving_its_reminder_replaces_the_reminder(store: MemoryStore,
+                                                                   clock: Clock) -> None:
+    """"I've moved your reminder to Thursday" supersedes the assistant's "reminder set for
+    Wednesday"; its advice ("rye instead of white bread") and what the user said do not."""
+    set_up = store.add_conversation([
+        {"role": "user", "content": "can you remind me to renew the parking permit?"},
+        {"role": "assistant",
+         "content": "Done - I've set a reminder for Wednesday 4 March at 9am: renew the "
+                    "parking permit."},
+        {"role": "user", "content": "my permit number is PK-4471 and it runs out in March"},
+    ], session_id="s1", owner="tess")
+    reminder = next(i for i in set_up.created_ids if "assistant" in store.get(i).tags)
+    user_said = next(i for i in set_up.created_ids if "PK-4471" in store.get(i).text)
+    clock.advance(days=1)
+    advice = _exchange(store, "s2", "any tips for a cheaper lunch near the office?",
+                       "I'd suggest rye sandwiches from home instead of the canteen's white "
+                       "bread rolls, about 2 euro a day.")
+    assert advice.corrected_ids == []
+    clock.advance(days=1)
+    moved = _exchange(store, "s3", "the office is closed on wednesday, can you move it?",
+                      "Sure - I've moved your reminder to Thursday 5 March at 9am, same text: "
+                      "renew the parking permit.")
+    assert moved.corrected_ids == [reminder]
+    [new] = store.get(reminder).superseded_by
+    assert "Thursday" in store.get(new).text
+    assert not store.get(user_said).superseded_by
+    hits = store.recall("when will you remind me about the parking permit?", owner="tess")
+    assert reminder not in [h.memory.id for h in hits]
+    assert new in [h.memory.id for h in hits[:3]]
+
+
 def test_a_correction_in_other_words_and_sessions_later(store: MemoryStore,
                                                         clock: Clock) -> None:
     first = store.add_conversation(["my sister Ines lives in Linz with her two kids",

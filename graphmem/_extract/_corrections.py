@@ -13,8 +13,8 @@ from .._kg._scan import finditer, search, starting_at
 from .._text import tokenize
 from ._rules import sentences
 
-__all__ = ["NOW_SIMILAR", "Statement", "correction_target", "is_correction", "says_now",
-           "takes_back"]
+__all__ = ["NOW_SIMILAR", "Statement", "correction_target", "is_correction", "redoes",
+           "says_now", "takes_back"]
 
 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
@@ -109,6 +109,27 @@ def takes_back(text: str) -> bool:
     return any(search(_TAKE_BACK, s) for s in sentences(text))
 
 
+#: What an assistant says when it changes something it did: "I've moved your reminder to
+#: Tuesday", "updated - the booking is now for 4".
+_REDO = re.compile(
+    r"\b(?:moved|changed|updated|rescheduled|pushed|switched|amended)\b[^.?!]{0,60}?"
+    r"\b(?:to|until|for)\b|^\W*(?:updated|changed|done)\W+[^.?!]{0,60}\bnow\b",
+    re.IGNORECASE)
+
+
+def redoes(text: str) -> bool:
+    """Whether an assistant's statement changes what it did before ("I have moved your
+    reminder to Tuesday 17 February"), which replaces the assistant's earlier statement
+    of it; advice ("brown rice instead of white") replaces nothing.
+
+    >>> redoes("I have moved your reminder to Tuesday 17 February at 7pm")
+    True
+    >>> redoes("Try brown rice instead of white rice"), redoes("I set a reminder for Monday")
+    (False, False)
+    """
+    return any(search(_TAKE_BACK, s) or search(_REDO, s) for s in sentences(text))
+
+
 def is_correction(text: str) -> bool:
     """Whether a message takes back or changes something said before.
 
@@ -184,7 +205,7 @@ def _slots(text: str) -> set[str]:
 
 def correction_target(text: str, recent: Sequence[Statement],
                       similarity: Mapping[str, float] | None = None, *,
-                      about: str | None = None) -> str | None:
+                      about: str | None = None, redo: bool = False) -> str | None:
     """The statement (of ``recent``, most recent first) that ``text`` replaces, or None
     when none plausibly is. ``similarity``: the cosine of ``text`` with each statement
     (by id), when the caller has it.
@@ -199,7 +220,8 @@ def correction_target(text: str, recent: Sequence[Statement],
     replaces only what it is close to: cosine at least ``NOW_SIMILAR`` and a shared
     word, or that much more without one. ``about``: the statement before a short
     correction in its message ("we added Mondays. so it's 3 days now not 2"), whose words
-    say what the correction is about.
+    say what the correction is about. ``redo``: ``text`` is an assistant changing what it
+    did (``redoes``), a correction whatever its words.
 
     >>> recent = [Statement("b", "Dev takes the curry to work"),
     ...           Statement("a", "my dentist appointment moved to Monday")]
@@ -226,7 +248,7 @@ def correction_target(text: str, recent: Sequence[Statement],
     if not recent:
         return None
     similarity = similarity or {}
-    if not is_correction(text):
+    if not redo and not is_correction(text):
         # "doing the review now, like you reminded me" does not undo the reminder: how
         # things are now replaces only what the same person said
         own = [s for s in recent if not s.assistant]

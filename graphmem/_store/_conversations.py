@@ -144,6 +144,7 @@ class Conversations:
             Statement,
             correction_target,
             is_correction,
+            redoes,
             says_now,
             takes_back,
         )
@@ -233,6 +234,15 @@ class Conversations:
                                            self._similarity(vectors[n], earlier, cosines),
                                            about=own[at - 1] if at else None
                                            ) if said else None
+                if target is not None and target not in corrected.values():
+                    corrected[memory_id] = target
+            elif status is Status.ACTIVE and redoes(f.item.text):
+                # the assistant changing what it did ("I've moved your reminder to
+                # Tuesday") replaces what it said it did, never what the user said
+                done = [r for r in recent if r.assistant and r.message != f.message["text"]]
+                target = correction_target(f.item.text, done,
+                                           self._similarity(vectors[n], done, cosines),
+                                           redo=True)
                 if target is not None and target not in corrected.values():
                     corrected[memory_id] = target
             # a correction is about what it corrects: indexed with it
