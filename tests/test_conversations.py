@@ -137,6 +137,26 @@ def test_advice_in_the_words_people_give_it_is_kept() -> None:
                                 "you try it first? Have fun!") == []
 
 
+def test_the_answer_to_a_request_for_advice_is_kept_as_the_assistants(store: MemoryStore
+                                                                       ) -> None:
+    """Asked "what should I water it with?", the assistant's first statement is its advice,
+    kept as the assistant's; the same words answering no request are an explanation."""
+    asked = _exchange(store, "s1", "the fig tree in the hall is dropping leaves. what should "
+                      "I water it with, and how often?",
+                      "Oh no, poor fig! Give it rainwater or tap water left out overnight, "
+                      "once a week, only when the top 3 cm of soil are dry. Figs sulk after "
+                      "any move, so some leaf drop is normal.")
+    kept = [store.get(i) for i in asked.created_ids]
+    [advice] = [m for m in kept if "assistant" in m.tags]
+    assert advice.text.startswith("Give it rainwater or tap water left out overnight")
+    told = _exchange(store, "s2", "the fig tree is dropping leaves again.",
+                     "Give it rainwater or tap water left out overnight, once a week, only "
+                     "when the top 3 cm of soil are dry.")
+    assert not [i for i in told.created_ids if "assistant" in store.get(i).tags]
+    hits = store.recall("what did you tell me to water the fig with?", owner="tess")
+    assert hits[0].memory.id == advice.id
+
+
 def test_what_the_assistant_said_yields_to_what_the_user_said(store: MemoryStore) -> None:
     store.add_conversation([
         {"role": "user", "content": "I'm allergic to peanuts"},

@@ -269,7 +269,14 @@ def is_question(sentence: str) -> bool:
     return "?" in tail or (not any(c in tail for c in ".!") and bool(search(_ASKS, sentence)))
 
 
-def assistant_statements(text: str) -> list[Extracted]:
+#: A user asking for advice or a choice ("what food should we get?", "any tips?", "which
+#: one do you recommend?"), whose answer's first statement is the assistant's advice.
+_ADVICE_ASK = re.compile(
+    r"\b(?:should|shld|shall|recommend|suggest|advi[cs]e|tips?|ideas?|which|best"
+    r"|what (?:do|would) (?:you|u) (?:think|do))\b", re.IGNORECASE)
+
+
+def assistant_statements(text: str, asked: str | None = None) -> list[Extracted]:
     r"""What an assistant message says that its user may ask about later: what it did
     (a reminder set, a booking), what it recommended or advised ("I'd suggest ...", "a good
     first one: ...", "you could try ..."), and the items of a plan or a list
@@ -285,6 +292,17 @@ def assistant_statements(text: str) -> list[Extracted]:
     ['Monday: a long run', 'Tuesday: rest']
     >>> assistant_statements("Sure, happy to help, Tom!")
     []
+
+    ``asked``: the user's message it answers. When that asks for advice or a choice and
+    the reply neither lists nor says it recommends, the reply's first statement is its
+    advice ("Keep her on the same food for two weeks - a new home is stressful enough").
+
+    >>> [found.text for found in assistant_statements(
+    ...     "Great question! Keep her on the same food for two weeks. Cats hate change.",
+    ...     asked="what food should we get her?")]
+    ['Keep her on the same food for two weeks.']
+    >>> assistant_statements("Keep her on the same food for two weeks.", asked="she's shy")
+    []
     """
     out = []
     for line in _lines(text):
@@ -299,6 +317,14 @@ def assistant_statements(text: str) -> list[Extracted]:
                 if search(_ASSISTANT_ACT, s) and not is_question(s)]
         out += [Extracted(_MARKUP.sub("", s), 0.7, extract_entities(s),
                           ("assistant: did or recommended",)) for s in kept]
+    if not out and asked and any(is_question(s) and search(_ADVICE_ASK, s)
+                                 for s in sentences(asked)):
+        answer = next((s for line in _lines(text) for s in sentences(line)
+                       if not is_question(s) and not is_filler(s) and len(_words(s)) >= 5),
+                      None)
+        if answer is not None:
+            body = _MARKUP.sub("", answer)
+            out.append(Extracted(body, 0.7, extract_entities(body), ("assistant: advised",)))
     return out
 
 

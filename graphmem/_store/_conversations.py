@@ -162,7 +162,9 @@ class Conversations:
         warnings: list[str] = []
         found: list[_Found] = []
         for index, message in enumerate(parsed):
-            items, reason = self._statements(chosen, message, warnings, index)
+            before = parsed[index - 1] if index else None
+            asked = before["text"] if before is not None and before["role"] == "user" else None
+            items, reason = self._statements(chosen, message, warnings, index, asked)
             if not items:
                 dropped.append((index, reason))
             for item in items:
@@ -314,13 +316,15 @@ class Conversations:
                          dropped=sorted(dropped), extractor=chosen.name, warnings=warnings)
 
     def _statements(self, chosen: Extractor, message: Mapping[str, Any],
-                    warnings: list[str], index: int) -> tuple[list[Extracted], str]:
-        """What the gate may keep of one message, or why nothing."""
+                    warnings: list[str], index: int, asked: str | None = None
+                    ) -> tuple[list[Extracted], str]:
+        """What the gate may keep of one message, or why nothing; ``asked``: the user's
+        message an assistant's answers."""
         from .._extract._rules import assistant_statements, is_filler
 
         role = message["role"]
         if role == "assistant":
-            return assistant_statements(message["text"]), "assistant message"
+            return assistant_statements(message["text"], asked), "assistant message"
         if role in _SKIPPED_ROLES:
             return [], f"{role} message"
         if is_filler(message["text"]):
