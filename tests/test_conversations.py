@@ -13,6 +13,8 @@ import pytest
 from graphmem import InvalidInputError, MemoryStore, Status
 from graphmem._extract._corrections import Statement, correction_target, is_correction
 from graphmem._extract._rules import RuleExtractor, assistant_statements, needs_context
+from graphmem._recall._channels import corrections_first
+from graphmem._recall._index import RecallIndex
 from graphmem._recall._query import asks_about_assistant, named_actor
 from tests.conftest import Clock
 
@@ -237,6 +239,39 @@ def _exchange(store: MemoryStore, session: str, asked: str, answer: str) -> Any:
     return store.add_conversation([{"role": "user", "content": asked},
                                    {"role": "assistant", "content": answer}],
                                   session_id=session, owner="tess")
+
+
+def test_a_correction_comes_before_the_rest_of_the_message_it_corrects() -> None:
+    """"I got the job at Fernhill!! I start on the 3rd", then "sorry, the 10th, not the
+    3rd" superseding the second statement: a query the opening statement leads in fusion
+    but the correction leads in the vector channel puts the correction first; not when
+    the opening statement is closer in vectors too, nor for a statement of another
+    message. The map of what replaced what follows patches of ``superseded_by``."""
+    index = RecallIndex(dim=4)
+    message, other = "hash-of-the-first-message", "hash-of-another-message"
+    index.upsert([
+        {"id": "job", "status": "active", "kind": "episodic", "payload_hash": message},
+        {"id": "date", "status": "active", "kind": "episodic", "payload_hash": message,
+         "superseded_by": ["fix"]},
+        {"id": "boiler", "status": "active", "kind": "episodic", "payload_hash": other},
+        {"id": "fix", "status": "active", "kind": "episodic", "payload_hash": "its-own"},
+    ])
+    job, date, boiler, fix = (index.pos[i] for i in ("job", "date", "boiler", "fix"))
+    assert index.replaced("fix") == {date} and index.replaced("job") == set()
+    fused = {job: 0.9, fix: 0.8, boiler: 0.85}
+    moved = corrections_first(index, fused, {fix: 1, job: 2, boiler: 3})
+    assert moved == {fix: job} and fused[fix] > fused[job] > fused[boiler]
+    # the opening statement closer in vectors too: it said what was asked
+    fused = {job: 0.9, fix: 0.8}
+    assert corrections_first(index, fused, {job: 1, fix: 2}) == {} and fused[fix] == 0.8
+    # a statement of another message is never passed this way
+    fused = {boiler: 0.9, fix: 0.8}
+    assert corrections_first(index, fused, {fix: 1, boiler: 2}) == {}
+    # no longer superseded: nothing moves
+    assert index.patch("date", {"superseded_by": []})
+    assert index.replaced("fix") == set()
+    assert corrections_first(index, {job: 0.9, fix: 0.8}, {fix: 1, job: 2}) == {}
+    assert index.patch("date", {"superseded_by": ["fix"]}) and index.replaced("fix") == {date}
 
 
 def test_the_assistant_moving_its_reminder_replaces_the_reminder(store: MemoryStore,

@@ -42,7 +42,8 @@ from ._fusion import competition_ranks
 from ._index import RecallIndex
 from ._walk import hop_expansion, local_ppr
 
-__all__ = ["Channel", "Fusion", "Query", "Ranking", "lexical_neighbours", "run_channels", "top"]
+__all__ = ["Channel", "Fusion", "Query", "Ranking", "corrections_first", "lexical_neighbours",
+           "run_channels", "top"]
 
 Ranking = list[tuple[int, float]]
 
@@ -572,6 +573,38 @@ def run_channels(q: Query, config: RecallConfig, *,
                 not rankings["vector"] or rankings["vector"][0][1] < min_similarity):
             return None  # nothing stored is about what the query asks
     return Channels(rankings, fusion, redirected, paths)
+
+
+def corrections_first(index: RecallIndex, fused: dict[int, float],
+                      vector_ranks: Mapping[int, int]) -> dict[int, int]:
+    """A memory that replaced a statement of an earlier message (a correction) comes
+    before the other statements of that message it is at least as close to the query as
+    (its vector rank as good or better): what matched there is most likely what it
+    corrects ("the move is on the 14th" corrected, "we got the flat" beside it).
+    ``fused`` is changed in place; returns each memory moved -> the statement it now
+    comes before. Costs a look-up per fused candidate (``RecallIndex.replaced``)."""
+    messages = index.message
+    moved: dict[int, int] = {}
+    by_message: dict[int, list[int]] | None = None
+    for pos in list(fused):
+        old = index.replaced(index.ids[pos])
+        mine = vector_ranks.get(pos)
+        if not old or mine is None:
+            continue
+        corrected = {int(messages[p]) for p in old} - {0, int(messages[pos])}
+        if not corrected:
+            continue
+        if by_message is None:
+            by_message = {}
+            for p in fused:
+                by_message.setdefault(int(messages[p]), []).append(p)
+        beside = [p for m in corrected for p in by_message.get(m, ())
+                  if fused[p] > fused[pos] and vector_ranks.get(p, math.inf) >= mine]
+        if beside:
+            best = max(beside, key=lambda p: (fused[p], -p))
+            fused[pos] = math.nextafter(fused[best], math.inf)
+            moved[pos] = best
+    return moved
 
 
 def actr_terms(index: RecallIndex, candidates: list[int], fused: Mapping[int, float],

@@ -61,6 +61,9 @@ class Explanation(_Value):
     #: the factor the fused score was multiplied by for what the assistant, not its user,
     #: said (``RecallConfig.assistant``), or None
     assistant: float | None = None
+    #: the statement this memory was moved before: one beside what it corrects, of the
+    #: same message (``corrections_first``), or None
+    corrects_before: str | None = None
     preset: str
 
     def lines(self) -> list[str]:
@@ -96,6 +99,8 @@ class Explanation(_Value):
             out.append("  current version of " + ", ".join(self.redirected_from))
         if self.assistant is not None:
             out.append(f"  said by the assistant: fused x {self.assistant:g}")
+        if self.corrects_before is not None:
+            out.append(f"  corrects the message of {self.corrects_before}: ranked before it")
         return out
 
 

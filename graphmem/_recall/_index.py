@@ -33,7 +33,7 @@ INDEX_FIELDS = (
     "id", "status", "kind", "owner", "hot", "created", "valid_from", "valid_to",
     "access_count", "access_times", "last_accessed", "confidence", "importance",
     "superseded_by", "subject", "text", "session", "context", "times_from", "times_to",
-    "useful_count", "ignored_count", "tags",
+    "useful_count", "ignored_count", "tags", "payload_hash",
 )  # fmt: skip
 #: The tag of what the assistant said (``add_conversation``), not its user.
 ASSISTANT_TAG = "assistant"
@@ -45,6 +45,25 @@ _NO_TIMES = np.zeros(0)
 BLOCK_ROWS = 65_536
 _NO_NEIGHBOURS = (np.zeros(0, dtype=np.int64), np.zeros(0))
 _T = TypeVar("_T")
+
+
+def message_code(payload_hash: str | None) -> int:
+    """The code of the message a memory was said in, from its ``payload_hash`` (the
+    statements ``add_conversation`` keeps of one message share it; 0: none).
+
+    >>> message_code(None), message_code("ab") == message_code("ab") != message_code("ac")
+    (0, True)
+    """
+    if not payload_hash:
+        return 0
+    digest = hashlib.blake2b(payload_hash.encode("utf-8"), digest_size=8).digest()
+    return (int.from_bytes(digest, "big") >> 1) or 1
+
+
+def _set_superseded_by(index: RecallIndex, pos: int, value: Any) -> None:
+    newer = tuple(value or ())
+    index.note_replaced(pos, index.superseded_by[pos], newer)
+    index.superseded_by[pos] = newer
 
 
 def _set_status(index: RecallIndex, pos: int, value: Any) -> None:
@@ -83,8 +102,9 @@ _SETTERS: dict[str, Callable[[RecallIndex, int, Any], None]] = {
     "last_accessed": _setter("last_accessed", lambda t: _aware(t)),
     "confidence": _setter("confidence", lambda v: float(v or 0.0)),
     "importance": _setter("importance", lambda v: float(v or 0.0)),
-    "superseded_by": _setter("superseded_by", lambda v: tuple(v or ())),
+    "superseded_by": _set_superseded_by,
     "session": _setter("session", lambda v: v),
+    "payload_hash": _setter("message", message_code),
 }
 #: the fields ``RecallIndex.patch`` takes from a commit as they are
 PATCHABLE = frozenset(_SETTERS)
@@ -352,6 +372,8 @@ class RecallIndex:
         self.hot = np.zeros(capacity, dtype=bool)
         #: said by the assistant of a conversation (tagged ``assistant``)
         self.assistant = np.zeros(capacity, dtype=bool)
+        #: the message each memory was said in (``message_code``; 0: none)
+        self.message = np.zeros(capacity, dtype=np.int64)
         self.created = np.full(capacity, math.nan)
         self.valid_from = np.full(capacity, math.nan)
         self.valid_to = np.full(capacity, math.nan)
@@ -365,6 +387,9 @@ class RecallIndex:
         self.access_seconds: list[np.ndarray] = []
         self.last_accessed: list[datetime | None] = []
         self.superseded_by: list[tuple[str, ...]] = []
+        #: id of a memory that superseded others -> their positions (``replaced``): made on
+        #: first use, then kept by every change of ``superseded_by``
+        self._replaced: dict[str, set[int]] | None = None
         self.owner_codes: dict[str | None, int] = {}
         self.bm25 = BM25Index()
         self.references = EdgeTable()
@@ -413,7 +438,7 @@ class RecallIndex:
         new = max(needed, 2 * capacity)
         for name, fill in (("has_vector", False), ("status", _FORGOTTEN), ("kind", 0),
                            ("owner", -1), ("hot", False), ("assistant", False),
-                           ("created", math.nan),
+                           ("message", 0), ("created", math.nan),
                            ("valid_from", math.nan), ("valid_to", math.nan),
                            ("access_count", 0), ("useful", 0), ("ignored", 0),
                            ("confidence", 0.0), ("importance", 0.0),
@@ -478,6 +503,7 @@ class RecallIndex:
             if self.status[pos] == _FORGOTTEN:
                 self.set_sentences(pos, None)
                 texts.pop(pos, None)
+                self.message[pos] = 0  # nothing of a forgotten message stays
                 self.bm25.remove(pos)
                 self.has_vector[pos] = False
                 self.vectors[pos] = 0
@@ -527,6 +553,8 @@ class RecallIndex:
                                for times in self.access_times]
         self.last_accessed = [_aware(t) for t in values("last_accessed")]
         self.superseded_by = [tuple(s) if s else () for s in values("superseded_by")]
+        self._replaced = None
+        self.message[:n] = [message_code(h) for h in values("payload_hash")]
         self.session = values("session")
         for pos, (starts, ends) in enumerate(zip(values("times_from"), values("times_to"),
                                                  strict=True)):
@@ -906,6 +934,26 @@ class RecallIndex:
     def sign_candidates(cls, n: int, k: int) -> int:
         """How many sign-bit candidates a search for ``k`` among ``n`` re-scores exactly."""
         return max(cls.SIGN_CANDIDATES, n // 100, k)
+
+    def replaced(self, memory_id: str) -> set[int]:
+        """The positions of the memories ``memory_id`` superseded (what a correction
+        replaced). The map is made from ``superseded_by`` once, then kept up to date."""
+        if self._replaced is None:
+            found: dict[str, set[int]] = {}
+            for pos, newer in enumerate(self.superseded_by):
+                for other in newer:
+                    found.setdefault(other, set()).add(pos)
+            self._replaced = found
+        return self._replaced.get(memory_id, set())
+
+    def note_replaced(self, pos: int, before: tuple[str, ...], after: tuple[str, ...]) -> None:
+        """``superseded_by[pos]`` changes from ``before`` to ``after``: ``replaced`` follows."""
+        if self._replaced is None or before == after:
+            return
+        for other in before:
+            self._replaced.get(other, set()).discard(pos)
+        for other in after:
+            self._replaced.setdefault(other, set()).add(pos)
 
     def head(self, pos: int, eligible: np.ndarray, as_of: datetime | None = None) -> int:
         """The current version of ``pos``: follow superseded-by to the newest memory that

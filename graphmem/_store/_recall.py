@@ -21,7 +21,7 @@ from .._input import RecallWindow, check_unit, recall_window
 from .._learn._features import Candidates, capture
 from .._learn._samples import Reranker, SampleLog
 from .._models import ChangeType, EventType, Kind, Memory, Status, parse_kind
-from .._recall._channels import Query, actr_terms, run_channels
+from .._recall._channels import Query, actr_terms, corrections_first, run_channels
 from .._recall._config import RecallConfig, resolve_preset
 from .._recall._hits import ActivationInfo, ChannelRank, Explanation, Hit, LearnedInfo
 from .._recall._index import RecallIndex
@@ -256,6 +256,7 @@ class Recall:
                 fused[pos] *= config.assistant
         if not fused:
             return [], [], None
+        before = corrections_first(index, fused, ranks.get("vector", {}))
         order = sorted(fused, key=lambda p: (-fused[p], index.ids[p]))
         final = dict(fused)
         activations: dict[int, tuple[Any, int, float]] = {}
@@ -297,6 +298,7 @@ class Recall:
                 redirected_from=tuple(sorted(index.ids[p] for p in redirected.get(pos, ()))),
                 graph_path=paths.get(pos, ()), learned=learned.get(pos),
                 assistant=config.assistant if pos in demoted else None,
+                corrects_before=index.ids[before[pos]] if pos in before else None,
                 preset=config.name)))
         return out, [pos for pos, _ in out], candidates
 

@@ -31,13 +31,14 @@ from ._file import DamagedFile, SnapshotFile, SnapshotWriter
 __all__ = ["ATTRIBUTES", "FORMAT", "read_index", "write_index"]
 
 #: The format of the file: a new one whenever what is written changes.
-FORMAT = 5
+FORMAT = 6
 
 #: class -> the attributes written (or derived from what is written) for it
 ATTRIBUTES: dict[type, frozenset[str]] = {
     RecallIndex: frozenset({
         "dim", "ids", "pos", "vectors", "has_vector", "status", "kind", "owner", "hot", "assistant",
-        "created", "valid_from", "valid_to", "access_count", "useful", "ignored",
+        "message", "_replaced", "created", "valid_from", "valid_to", "access_count", "useful",
+        "ignored",
         "confidence", "importance", "access_times", "access_seconds", "last_accessed",
         "superseded_by", "owner_codes", "bm25", "references", "co_occurs", "rows",
         "_row_batches", "_row_starts", "stale", "_adjacency", "session", "entities",
@@ -58,7 +59,7 @@ ATTRIBUTES: dict[type, frozenset[str]] = {
 #: the per-memory arrays and the value their unused rows hold (``RecallIndex._grow``)
 _MEMORY_ARRAYS: dict[str, Any] = {
     "has_vector": False, "status": STATUS_CODE["forgotten"], "kind": 0, "owner": -1, "hot": False,
-    "assistant": False,
+    "assistant": False, "message": 0,
     "created": np.nan, "valid_from": np.nan, "valid_to": np.nan, "access_count": 0,
     "useful": 0, "ignored": 0, "confidence": 0.0, "importance": 0.0,
     "sentence_start": 0, "sentence_count": 0}
@@ -276,10 +277,14 @@ def _read(snapshot: SnapshotFile, values: dict[str, Any]) -> RecallIndex:
                      snapshot.array("last_accessed.us").tolist(), strict=True):
         index.last_accessed[p] = _moment(us)
     index.superseded_by = [()] * n
+    replaced: dict[str, set[int]] = {}
     for p, found in zip(snapshot.array("superseded_by.pos").tolist(),
                         snapshot.table("superseded_by").column("values").to_pylist(),
                         strict=True):
         index.superseded_by[p] = tuple(found)
+        for newer in found:
+            replaced.setdefault(newer, set()).add(p)
+    index._replaced = replaced
     index.owner_codes = {owner: code for code, owner in enumerate(values["owners"])}
     index.bm25 = _read_bm25(snapshot, values["bm25"])
     index.references = _read_edges(snapshot, "references")
