@@ -496,16 +496,21 @@ def test_configurations_are_scored_beside_the_presets(tmp_path: Path) -> None:
             configs_from(path)
 
 
+def _said(store: MemoryStore, speaker: str, *messages: str | tuple[str, str]) -> Any:
+    """One sitting of ``speaker`` (the owner), with (speaker, text) pairs for others."""
+    return store.add_conversation(
+        [{"speaker": m[0], "text": m[1]} if isinstance(m, tuple)
+         else {"speaker": speaker, "text": m} for m in messages],
+        session_id="s1", owner=speaker.lower())
+
+
 def test_a_question_naming_the_user_is_read_as_the_user_says_it(store: MemoryStore) -> None:
     """The owner's own name in a question matches nothing in their first-person turns and
     only noise elsewhere: the text and vector channels read it as "I" / "my"."""
-    store.add_conversation([
-        {"speaker": "Oskar", "text": "I repair church organs, a rare trade these days"},
-        {"speaker": "assistant", "text": "Good morning, Oskar!"},
-        {"speaker": "Oskar", "text": "my parrot Ilse says Oskar, Oskar, Oskar all day long"},
-        {"speaker": "Oskar", "text": "I moved to Leipzig in 2019"},
-        {"speaker": "Oskar", "text": "I play the cello on Sundays"},
-    ], session_id="s1", owner="oskar")
+    _said(store, "Oskar", "I repair church organs, a rare trade these days",
+          ("assistant", "Good morning, Oskar!"),
+          "my parrot Ilse says Oskar, Oskar, Oskar all day long", "I moved to Leipzig in 2019",
+          "I play the cello on Sundays")
     [hit, *_] = store.recall("What is Oskar's trade?", owner="oskar")
     assert hit.memory.text == "I repair church organs, a rare trade these days"
     # a transcript of two people: a question naming one of them is about that one
@@ -629,3 +634,43 @@ def test_a_question_about_now_favours_what_was_said_last(store: MemoryStore,
     plain = store.recall("How does Diego prefer to learn guitar?", owner="diego",
                          record_access=False)
     assert plain[0].memory.id != later.created_ids[0]
+
+
+def test_the_vector_query_leaves_out_people_the_owner_only_mentions(
+        store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """For an owner, "What is Tess getting Fiona for her birthday?" is embedded once, as
+    the owner says it and without Fiona, whom the owner's memories only mention (her name
+    pulls towards everything said of her); a speaker's name stays, and a recall without
+    an owner (a transcript of several speakers) embeds the names as they are."""
+    _said(store, "Tess", "My daughter Fiona turns 30 in March.",
+          "Fiona loves her garden and good olive oil.",
+          "I think I'll order the olive oil tasting set for her.",
+          "Our neighbour Ruth waters the plants when we travel.")
+    embedded: list[list[str]] = []
+    real = store._ctx.embed_query
+    monkeypatch.setattr(store._ctx, "embed_query",
+                        lambda texts: embedded.append(list(texts)) or real(texts))
+    store.recall("What is Tess getting Fiona for her birthday?", owner="tess")
+    [[text]] = embedded
+    assert "Fiona" not in text and "Tess" not in text and "birthday" in text
+    embedded.clear()
+    store.recall("What is Tess getting Fiona for her birthday?")
+    assert "Fiona" in embedded[0][0]
+
+
+def test_the_names_of_speakers_stay_in_the_vector_query() -> None:
+    """Two people who each speak the owner's memories (a transcript) keep their names;
+    a person they only mention does not."""
+    from graphmem._engine import EntityRecord
+    from graphmem._recall._entities import SPEAKER_WEIGHT, EntityIndex
+
+    index = EntityIndex()
+    index.add_entities([EntityRecord(id=f"e{n}", name=name, type="person", owner="log")
+                        for n, name in enumerate(["ana", "ben", "ruth"])])
+    ana, ben, ruth = (index.pos[f"e{n}"] for n in range(3))
+    for memory in range(8):
+        index.set_mentions(memory, [(ana if memory % 2 else ben, SPEAKER_WEIGHT)]
+                           + ([(ruth, 1.0)] if memory == 3 else []))
+    asked = "Did Ana tell Ben about Ruth?"
+    assert index.without_people(asked, "log", keep_speakers=True) == "Did Ana tell Ben about ?"
+    assert index.without_people(asked, "log") == "Did tell about ?"

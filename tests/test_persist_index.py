@@ -120,9 +120,12 @@ def _same(a: Any, b: Any, where: str = "index") -> None:
     assert type(b) is kind, where
     if kind in ATTRIBUTES:
         for name in sorted(ATTRIBUTES[kind]):
-            if name in ("_index", "_selves", "_forms", "changes", "_derived", "_derived_at"):
-                # the adjacency's back reference; caches of the owners' own entities, and
-                # of what recall derives until a change, with the count of changes
+            if name in ("_index", "_selves", "_forms", "_speakers", "changes", "_derived",
+                        "_derived_at", "_replaced"):
+                # the adjacency's back reference; caches of the owners' own entities and
+                # speakers, of what recall derives until a change, with the count of
+                # changes, and the map of what replaced what (made on first use; compared
+                # through ``replaced`` below)
                 continue
             _same(getattr(a, name), getattr(b, name), f"{where}.{name}")
     elif isinstance(a, _Column):
@@ -162,6 +165,9 @@ def test_the_file_holds_the_index_as_it_is(tmp_path: Path) -> None:
         assert read._signs is not None or not read.uses_sign_bits(read.size)
         assert list(read._adjacency) == list(index._adjacency) != []
         _same(read, index)
+        replaced = {i: index.replaced(i) for i in index.ids}
+        assert {i: read.replaced(i) for i in read.ids} == replaced
+        assert any(replaced.values())  # the superseded memory of ``_fill``
 
 
 def test_a_reopened_store_reads_its_file_and_answers_as_a_fresh_build(
