@@ -120,12 +120,12 @@ def _same(a: Any, b: Any, where: str = "index") -> None:
     assert type(b) is kind, where
     if kind in ATTRIBUTES:
         for name in sorted(ATTRIBUTES[kind]):
-            if name in ("_index", "_selves", "_forms", "_speakers", "changes", "_derived",
-                        "_derived_at", "_replaced"):
-                # the adjacency's back reference; caches of the owners' own entities and
-                # speakers, of what recall derives until a change, with the count of
-                # changes, and the map of what replaced what (made on first use; compared
-                # through ``replaced`` below)
+            if name in ("_index", "_selves", "_forms", "changes", "_derived", "_derived_at",
+                        "_replaced"):
+                # the adjacency's back reference; caches of the owners' own entities, and
+                # of what recall derives until a change, with the count of changes, and
+                # the map of what replaced what (made on first use; compared through
+                # ``replaced`` below)
                 continue
             _same(getattr(a, name), getattr(b, name), f"{where}.{name}")
     elif isinstance(a, _Column):

@@ -49,8 +49,6 @@ class EntityIndex:
         self._selves: dict[str | None, frozenset[int]] = {}
         #: owner -> the names of the owner alone (see ``_self_forms``), until a change
         self._forms: dict[str | None, frozenset[str]] = {}
-        #: owner -> the names of the people who speak the owner's memories, until a change
-        self._speakers: dict[str | None, frozenset[str]] = {}
         #: counts the changes (``RecallIndex.derived`` keeps what it made until one)
         self.changes = 0
 
@@ -83,7 +81,6 @@ class EntityIndex:
     def _changed(self) -> None:
         self._selves.clear()
         self._forms.clear()
-        self._speakers.clear()
         self.changes += 1
 
     def differs(self, record: EntityRecord) -> bool:
@@ -253,8 +250,7 @@ class EntityIndex:
                 at = match.start() + len(word)
         return "".join(out) + query[at:]
 
-    def without_people(self, query: str, owner: str | None, *,
-                       keep_speakers: bool = False) -> str:
+    def without_people(self, query: str, owner: str | None) -> str:
         """``query`` without the names of the people ``owner``'s memories mention (every
         owner's when None), as the sentence vectors are searched (``sentence_texts``):
         a sentence says "I went", not its speaker's name, so in "When did Caroline go to
@@ -267,20 +263,15 @@ class EntityIndex:
         ...                         ("mary ann", "person"), ("lisbon", "place")])])
         >>> index.without_people("Did Caroline's friend Mary Ann move to Lisbon?", None)
         'Did friend move to Lisbon?'
-
-        ``keep_speakers``: the names of the people who speak ``owner``'s memories (three
-        or more of them) stay: in a transcript their turns carry their names.
         """
         words = list(_WORDS.finditer(query))
         owners: set[str | None] = set(self.owner) if owner is None else {owner}
-        kept_names = self._speaker_forms(owner) if keep_speakers and owner is not None \
-            else frozenset()
         cut: list[tuple[int, int]] = []
         start = 0
         while start < len(words):
             size = min(_MAX_NAME_WORDS, len(words) - start)
             while size and not self._person(" ".join(
-                    w.group() for w in words[start:start + size]), owners, kept_names):
+                    w.group() for w in words[start:start + size]), owners):
                 size -= 1
             if size:
                 cut.append((words[start].start(), words[start + size - 1].end()))
@@ -294,22 +285,10 @@ class EntityIndex:
         kept.append(query[at:])
         return " ".join("".join(kept).split())
 
-    def _person(self, surface: str, owners: set[str | None],
-                kept: frozenset[str] = frozenset()) -> bool:
+    def _person(self, surface: str, owners: set[str | None]) -> bool:
         form = normalize(surface)
-        return bool(form) and form not in kept and any(self.types[p] == "person" for o in owners
+        return bool(form) and any(self.types[p] == "person" for o in owners
                                   for p in self.by_form.get((o, form), ()))
-
-    def _speaker_forms(self, owner: str) -> frozenset[str]:
-        """The names and aliases of the people who speak three or more of ``owner``'s
-        memories, found once until a change."""
-        found = self._speakers.get(owner)
-        if found is None:
-            speakers = {e for e, count in self._spoken(owner).items() if count >= 3}
-            found = self._speakers[owner] = frozenset(
-                form for (o, form), entities in self.by_form.items()
-                if o == owner and speakers.intersection(entities))
-        return found
 
     def _self_forms(self, owner: str | None) -> frozenset[str]:
         """The names and aliases of the owner alone (``selves`` where they are the owner

@@ -162,14 +162,14 @@ class Recall:
         if config.active("vector") and (current is None or current.size):
             # submitted before the index is built, so a first recall (a one-shot command)
             # loads the model while it scans
-            qvec, svec = self._embed_queries(_for_vectors(current, spoken, owner), plain)
+            qvec, svec = self._embed_queries(spoken, plain)
         index = self._index.ensure_index()
         if qvec is not None:
             # the index brought up to date (or built) may know the owner's names otherwise
             again = index.entities.in_first_person(query, owner)
             again_plain = _plain(index, again, owner, config)
             if (again, again_plain) != (spoken, plain):
-                qvec, svec = self._embed_queries(_for_vectors(index, again, owner), again_plain)
+                qvec, svec = self._embed_queries(again, again_plain)
         with self._index.gate.shared():
             hits, positions, candidates = self._rank(index, query, qvec, config, k=k,
                                                      sentence_vector=svec,
@@ -388,18 +388,6 @@ class Recall:
             if memory_id in record.ids and (query is None or record.query == query):
                 return record
         return None
-
-
-def _for_vectors(index: RecallIndex | None, spoken: str, owner: str | None) -> str:
-    """The query as the memories' vectors are searched with it: for an owner, without the
-    names of the people the owner's memories mention but who do not speak them ("What is
-    Margaret getting Fiona for her birthday?" pulls towards all the owner said of Fiona;
-    the owner's own name is already "I", ``in_first_person``). Measured on the everyday
-    chats (eval/results/conversations.md). Without an owner (a transcript of several
-    speakers, whose turns carry their names) the names stay."""
-    if owner is None or index is None:
-        return spoken
-    return index.entities.without_people(spoken, owner, keep_speakers=True)
 
 
 def _plain(index: RecallIndex | None, spoken: str, owner: str | None,

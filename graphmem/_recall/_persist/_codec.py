@@ -52,7 +52,7 @@ ATTRIBUTES: dict[type, frozenset[str]] = {
     Adjacency: frozenset({"_index", "key", "indptr", "indices", "weights", "overlay"}),
     EntityIndex: frozenset({
         "ids", "pos", "names", "types", "owner", "by_form", "of_memory", "memories_of",
-        "facts_of", "times", "_count", "_selves", "_forms", "_speakers", "changes"}),
+        "facts_of", "times", "_count", "_selves", "_forms", "changes"}),
     SignCodes: frozenset({"dim", "words", "codes", "center"}),
 }
 
