@@ -124,8 +124,8 @@ def _same(a: Any, b: Any, where: str = "index") -> None:
                         "_replaced"):
                 # the adjacency's back reference; caches of the owners' own entities, and
                 # of what recall derives until a change, with the count of changes, and
-                # the map of what replaced what (made on first use; compared through
-                # ``replaced`` below)
+                # the map of what replaced what (its sets in another order; compared
+                # through ``replaced`` below)
                 continue
             _same(getattr(a, name), getattr(b, name), f"{where}.{name}")
     elif isinstance(a, _Column):

@@ -586,7 +586,7 @@ def corrections_first(index: RecallIndex, fused: dict[int, float],
     messages = index.message
     moved: dict[int, int] = {}
     by_message: dict[int, list[int]] | None = None
-    for pos in list(fused):
+    for pos in fused:  # values change below, never keys
         old = index.replaced(index.ids[pos])
         mine = vector_ranks.get(pos)
         if not old or mine is None:

@@ -60,6 +60,16 @@ def message_code(payload_hash: str | None) -> int:
     return (int.from_bytes(digest, "big") >> 1) or 1
 
 
+def replaced_map(pairs: Iterable[tuple[int, Sequence[str]]]) -> dict[str, set[int]]:
+    """Id of a memory that superseded others -> their positions, from (position, its
+    ``superseded_by``) pairs (``RecallIndex.replaced``)."""
+    found: dict[str, set[int]] = {}
+    for pos, newer in pairs:
+        for other in newer:
+            found.setdefault(other, set()).add(pos)
+    return found
+
+
 def _set_superseded_by(index: RecallIndex, pos: int, value: Any) -> None:
     newer = tuple(value or ())
     index.note_replaced(pos, index.superseded_by[pos], newer)
@@ -387,9 +397,9 @@ class RecallIndex:
         self.access_seconds: list[np.ndarray] = []
         self.last_accessed: list[datetime | None] = []
         self.superseded_by: list[tuple[str, ...]] = []
-        #: id of a memory that superseded others -> their positions (``replaced``): made on
-        #: first use, then kept by every change of ``superseded_by``
-        self._replaced: dict[str, set[int]] | None = None
+        #: id of a memory that superseded others -> their positions (``replaced``): made
+        #: with ``superseded_by`` when the index is built or read, then kept by every change
+        self._replaced: dict[str, set[int]] = {}
         self.owner_codes: dict[str | None, int] = {}
         self.bm25 = BM25Index()
         self.references = EdgeTable()
@@ -553,7 +563,7 @@ class RecallIndex:
                                for times in self.access_times]
         self.last_accessed = [_aware(t) for t in values("last_accessed")]
         self.superseded_by = [tuple(s) if s else () for s in values("superseded_by")]
-        self._replaced = None
+        self._replaced = replaced_map((p, s) for p, s in enumerate(self.superseded_by) if s)
         self.message[:n] = [message_code(h) for h in values("payload_hash")]
         self.session = values("session")
         for pos, (starts, ends) in enumerate(zip(values("times_from"), values("times_to"),
@@ -937,18 +947,12 @@ class RecallIndex:
 
     def replaced(self, memory_id: str) -> set[int]:
         """The positions of the memories ``memory_id`` superseded (what a correction
-        replaced). The map is made from ``superseded_by`` once, then kept up to date."""
-        if self._replaced is None:
-            found: dict[str, set[int]] = {}
-            for pos, newer in enumerate(self.superseded_by):
-                for other in newer:
-                    found.setdefault(other, set()).add(pos)
-            self._replaced = found
+        replaced)."""
         return self._replaced.get(memory_id, set())
 
     def note_replaced(self, pos: int, before: tuple[str, ...], after: tuple[str, ...]) -> None:
         """``superseded_by[pos]`` changes from ``before`` to ``after``: ``replaced`` follows."""
-        if self._replaced is None or before == after:
+        if before == after:
             return
         for other in before:
             self._replaced.get(other, set()).discard(pos)

@@ -236,8 +236,6 @@ class Conversations:
                                            self._similarity(vectors[n], earlier, cosines),
                                            about=own[at - 1] if at else None
                                            ) if said else None
-                if target is not None and target not in corrected.values():
-                    corrected[memory_id] = target
             elif status is Status.ACTIVE and redoes(f.item.text):
                 # the assistant changing what it did ("I've moved your reminder to
                 # Tuesday") replaces what it said it did, never what the user said
@@ -245,8 +243,8 @@ class Conversations:
                 target = correction_target(f.item.text, done,
                                            self._similarity(vectors[n], done, cosines),
                                            redo=True)
-                if target is not None and target not in corrected.values():
-                    corrected[memory_id] = target
+            if target is not None and target not in corrected.values():
+                corrected[memory_id] = target
             # a correction is about what it corrects: indexed with it
             context = (next(r.message or r.text for r in recent
                             if r.id == corrected[memory_id])

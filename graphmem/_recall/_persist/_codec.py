@@ -24,7 +24,7 @@ from ..._engine import FactRecord
 from ..._models import STATUS_CODE
 from .._bm25 import BM25Index, _Column
 from .._entities import EntityIndex
-from .._index import Adjacency, EdgeTable, RecallIndex
+from .._index import Adjacency, EdgeTable, RecallIndex, replaced_map
 from .._vectors import SignCodes
 from ._file import DamagedFile, SnapshotFile, SnapshotWriter
 
@@ -277,14 +277,12 @@ def _read(snapshot: SnapshotFile, values: dict[str, Any]) -> RecallIndex:
                      snapshot.array("last_accessed.us").tolist(), strict=True):
         index.last_accessed[p] = _moment(us)
     index.superseded_by = [()] * n
-    replaced: dict[str, set[int]] = {}
-    for p, found in zip(snapshot.array("superseded_by.pos").tolist(),
-                        snapshot.table("superseded_by").column("values").to_pylist(),
-                        strict=True):
+    superseded = list(zip(snapshot.array("superseded_by.pos").tolist(),
+                          snapshot.table("superseded_by").column("values").to_pylist(),
+                          strict=True))
+    for p, found in superseded:
         index.superseded_by[p] = tuple(found)
-        for newer in found:
-            replaced.setdefault(newer, set()).add(p)
-    index._replaced = replaced
+    index._replaced = replaced_map(superseded)
     index.owner_codes = {owner: code for code, owner in enumerate(values["owners"])}
     index.bm25 = _read_bm25(snapshot, values["bm25"])
     index.references = _read_edges(snapshot, "references")
