@@ -24,10 +24,15 @@ from types import FrameType
 
 from graphmem.algorithms import (
     RuleExtractor,
+    Statement,
+    assistant_statements,
+    correction_target,
     extract,
     extract_entities,
+    is_correction,
     is_temporal_question,
     query_window,
+    redoes,
 )
 
 NOW = datetime(2023, 5, 10, 12, 0, tzinfo=UTC)
@@ -48,6 +53,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "pronouns": ("She was at Paris. ", "whom 'she' means"),
     "sentences": ("A. ", "speaker and times of each sentence"),
     "wiki links": ("[wiki/", "wiki page names"),
+    "month days": ("sept 1 ", "numbers beside dates in a correction"),
 }
 SIZES = (10_000, 50_000, 200_000)
 
@@ -64,6 +70,11 @@ def extract_all(text: str) -> None:
     RuleExtractor().extract(text)
     query_window(text, NOW)
     is_temporal_question(text)
+    # the conversation gate: what an assistant's answer keeps, and a correction's target
+    assistant_statements(text, asked="what should we do?")
+    is_correction(text)
+    redoes(text)
+    correction_target(text, [Statement("earlier", text)], redo=True)
 
 
 class _Stopped(Exception):

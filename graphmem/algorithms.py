@@ -10,7 +10,9 @@ The pure algorithms run on arrays and texts (no store, no I/O):
 * extraction: ``extract`` (a text's entities, facts and times, as a stored memory
   derives them), the knowledge graph's parsers (``extract_facts``, ``extract_mentions``,
   ``parse_times``, ``normalize``, ``is_temporal_question``, ``query_window``) and the
-  conversation gate's thresholds (``DUPLICATE``, ``NOW_SIMILAR``);
+  conversation gate's thresholds (``DUPLICATE``, ``NOW_SIMILAR``), its rules for what an
+  assistant said (``assistant_statements``) and for corrections (``is_correction``,
+  ``redoes``, and ``correction_target`` over earlier ``Statement``);
 * learning from use: the ranker's and the forecast's training and metrics.
 
 ``Fact``, ``Mention`` and ``TimeMention`` here are what the parsers return (a stored
@@ -26,8 +28,14 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from ._derive import extract
-from ._extract._corrections import NOW_SIMILAR
-from ._extract._rules import DUPLICATE, RuleExtractor, extract_entities
+from ._extract._corrections import (
+    NOW_SIMILAR,
+    Statement,
+    correction_target,
+    is_correction,
+    redoes,
+)
+from ._extract._rules import DUPLICATE, RuleExtractor, assistant_statements, extract_entities
 from ._kg import (
     RELATION_PREDICATES,
     Fact,
@@ -86,8 +94,11 @@ __all__ = [
     "RecallIndex",
     "RuleExtractor",
     "SignCodes",
+    "Statement",
     "TimeMention",
+    "assistant_statements",
     "channels_of",
+    "correction_target",
     "cuts",
     "engine_of",
     "exact_top",
@@ -98,6 +109,7 @@ __all__ = [
     "extract_mentions",
     "fit_logistic",
     "fit_ranker",
+    "is_correction",
     "is_temporal_question",
     "last_candidates",
     "normalize",
@@ -105,6 +117,7 @@ __all__ = [
     "query_window",
     "rank_metrics",
     "ranking_samples",
+    "redoes",
     "stack",
     "timed_reranker",
     "to_bfloat16",

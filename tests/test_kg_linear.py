@@ -175,6 +175,7 @@ def work(text: str) -> int:
 @example(unit="party ")
 @example(unit="2020 ")
 @example(unit="A. ")
+@example(unit="sept 1 ")
 def test_work_grows_in_proportion_to_a_hostile_text(unit: str) -> None:
     small, large = work(repeat(unit, SMALL)), work(repeat(unit, LARGE))
     assert large <= 4.5 * small + 20 * SMALL, (unit, small, large)

@@ -196,10 +196,16 @@ def _slots(text: str) -> set[str]:
         dates = [m.span() for m in finditer(_MONTH_DAY, text)]
         if dates:
             out.discard("number")
-            if any(not any(a <= m.start() < b for a, b in dates)
-                   for m in finditer(_SLOTS["number"], text)):
-                out.add("number")
             out.add("day")
+            # both in the text's order: one pass (a number against every date was
+            # quadratic on "sept 1 sept 1 ...")
+            at = 0
+            for number in finditer(_SLOTS["number"], text):
+                while at < len(dates) and dates[at][1] <= number.start():
+                    at += 1
+                if at == len(dates) or number.start() < dates[at][0]:
+                    out.add("number")
+                    break
     return out
 
 
