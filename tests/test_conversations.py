@@ -571,6 +571,30 @@ def test_a_question_naming_the_assistant_does_not_set_back_what_it_proposed(
     assert named_actor("Which restaurant did you suggest?") is None
 
 
+def test_a_question_about_what_the_assistant_proposed_sets_back_what_the_user_said(
+        store: MemoryStore) -> None:
+    """Asked what the assistant (by its name or as "you") proposed, the user's own words
+    on the subject count half, so the proposal comes first; asked what a person of the
+    user's world proposed, nobody is set back."""
+    store.add_conversation([
+        {"role": "user", "content": "my sister Lene wants a quiet dinner for her birthday, "
+                                    "her friend Mads suggested the harbour restaurant Noma"},
+        {"role": "assistant", "speaker": "Wren",
+         "content": "I'd suggest Hjem on Mill Street: quiet, with a set menu for birthdays."},
+        {"role": "user", "content": "Lene loved her birthday dinner at a quiet restaurant"},
+    ], session_id="s1", owner="tess")
+    for question in ("Which restaurant did Wren suggest for Lene's birthday dinner?",
+                     "Which restaurant did you suggest for Lene's birthday dinner?"):
+        hits = store.recall(question, owner="tess", record_access=False)
+        assert "assistant" in hits[0].memory.tags, question
+        users = [h for h in hits if "assistant" not in h.memory.tags]
+        assert users and all(h.explanation.user == 0.5 for h in users)
+        assert "asked what the assistant did" in "\n".join(users[0].explanation.lines())
+    hits = store.recall("Which restaurant did Mads suggest for Lene's birthday dinner?",
+                        owner="tess", record_access=False)
+    assert all(h.explanation.user is None and h.explanation.assistant is None for h in hits)
+
+
 def test_a_question_asks_for_a_fact_in_everyday_words(store: MemoryStore) -> None:
     """ "What does Fatou do for a living?" asks for what she is (``is_a``), which no word
     of the question names: the facts channel reads the question's words for it."""

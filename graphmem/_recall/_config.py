@@ -114,7 +114,9 @@ class RecallConfig:
     time_after: float = 0.0
     #: what the assistant of a conversation said (a suggestion, a reminder it set) counts
     #: this much of its fused score, unless the query asks what the assistant did
-    #: ("what did I suggest ...?"): a user's memories are first of all what they said
+    #: ("what did I suggest ...?"): a user's memories are first of all what they said.
+    #: When it asks that, what the user said counts this much instead, unless the one it
+    #: names as suggesting is a person of the user's world ("did Maria recommend")
     assistant: float = 0.5
     #: the share of a memory's vector score that the best cosine of one of its sentences
     #: (``sentence_texts``: speaker labels left out) with the question (the names of

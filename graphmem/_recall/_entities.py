@@ -285,6 +285,11 @@ class EntityIndex:
         kept.append(query[at:])
         return " ".join("".join(kept).split())
 
+    def is_person(self, surface: str, owner: str | None) -> bool:
+        """Whether ``surface`` names a person ``owner``'s memories mention (any owner's
+        when None)."""
+        return self._person(surface, set(self.owner) if owner is None else {owner})
+
     def _person(self, surface: str, owners: set[str | None]) -> bool:
         form = normalize(surface)
         return bool(form) and any(self.types[p] == "person" for o in owners

@@ -61,6 +61,9 @@ class Explanation(_Value):
     #: the factor the fused score was multiplied by for what the assistant, not its user,
     #: said (``RecallConfig.assistant``), or None
     assistant: float | None = None
+    #: the factor the fused score was multiplied by for what the user, not the assistant,
+    #: said when the query asks what the assistant did or proposed, or None
+    user: float | None = None
     #: the statement this memory was moved before: one beside what it corrects, of the
     #: same message (``corrections_first``), or None
     corrects_before: str | None = None
@@ -99,6 +102,9 @@ class Explanation(_Value):
             out.append("  current version of " + ", ".join(self.redirected_from))
         if self.assistant is not None:
             out.append(f"  said by the assistant: fused x {self.assistant:g}")
+        if self.user is not None:
+            out.append(f"  said by the user, asked what the assistant did: fused x "
+                       f"{self.user:g}")
         if self.corrects_before is not None:
             out.append(f"  corrects the message of {self.corrects_before}: ranked before it")
         return out

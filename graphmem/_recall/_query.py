@@ -43,8 +43,9 @@ _NOT_NAMES = frozenset({"i", "you", "we", "he", "she", "they", "it", "someone", 
 
 def named_actor(query: str) -> str | None:
     """The name of whoever a query says suggested, recommended or booked something, or
-    None: maybe the assistant's name (what it proposed is not set back for such a query;
-    if it is a friend's, the assistant's proposals merely compete as the user's do).
+    None: maybe the assistant's name (what it proposed comes before what the user said
+    for such a query); if it is a friend's, the assistant's proposals merely compete as
+    the user's do.
 
     >>> named_actor("What day trips did Wren suggest for Oliver's visit?")
     'Wren'

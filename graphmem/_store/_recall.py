@@ -25,7 +25,7 @@ from .._recall._channels import Query, actr_terms, corrections_first, run_channe
 from .._recall._config import RecallConfig, resolve_preset
 from .._recall._hits import ActivationInfo, ChannelRank, Explanation, Hit, LearnedInfo
 from .._recall._index import RecallIndex
-from .._recall._query import asks_about_assistant
+from .._recall._query import asks_about_assistant, named_actor
 from .._records import patched_memory
 from .._time import to_utc
 from ._access import AccessRow, AccessWriter
@@ -250,8 +250,14 @@ class Recall:
             weights = {**weights, "fulltext": weights["fulltext"] * cover ** config.coverage}
         fused = found.fusion.with_weights(weights)
         demoted: set[int] = set()
-        if config.assistant < 1.0 and not asks_about_assistant(query):
-            demoted = {pos for pos in fused if index.assistant[pos]}
+        users = False  # whether ``demoted`` holds what the user said
+        if config.assistant < 1.0:
+            theirs = {pos for pos in fused if index.assistant[pos]}
+            if not asks_about_assistant(query):
+                demoted = theirs
+            elif theirs and not self._asks_a_friend(index, query, owner):
+                # "what did the assistant advise?": what it said comes before the user's
+                demoted, users = set(fused) - theirs, True
             for pos in demoted:
                 fused[pos] *= config.assistant
         if not fused:
@@ -297,10 +303,18 @@ class Recall:
                 fused=fused[pos], activation=info, final=final[pos],
                 redirected_from=tuple(sorted(index.ids[p] for p in redirected.get(pos, ()))),
                 graph_path=paths.get(pos, ()), learned=learned.get(pos),
-                assistant=config.assistant if pos in demoted else None,
+                assistant=config.assistant if pos in demoted and not users else None,
+                user=config.assistant if pos in demoted and users else None,
                 corrects_before=index.ids[before[pos]] if pos in before else None,
                 preset=config.name)))
         return out, [pos for pos, _ in out], candidates
+
+    @staticmethod
+    def _asks_a_friend(index: RecallIndex, query: str, owner: str | None) -> bool:
+        """Whether the one a query says suggested or booked something is a person of the
+        owner's world ("which café did Maria recommend?"), not the assistant's name."""
+        actor = named_actor(query)
+        return actor is not None and index.entities.is_person(actor, owner)
 
     def _record(self, index: RecallIndex, positions: Sequence[int]) -> None:
         now = self._ctx.now()
