@@ -212,6 +212,9 @@ def _recall_ablations() -> dict[str, dict[str, RecallConfig]]:
         "time_floor_when": {f"time_floor_when={f}": base.with_(time_floor_when=f)
                             for f in (None, 0.5, 0.0)},
         "facts_weight": weight("facts", (0.0, 0.3, 0.5)),
+        # what a person a question names said, lifted (adversarial questions name the
+        # other person of the conversation)
+        "speaker": {f"speaker={s}": base.with_(speaker=s) for s in (0.0, 0.1, 0.2, 0.4)},
         "entities_channel": weight("entities", (0.0, 0.3)),
         "graph_weight": weight("graph", (0.0, 0.2, 0.4, 0.6, 1.0)),
         "rrf_k": {f"k={k}": base.with_(rrf_k=float(k)) for k in (10, 30, 60, 100)},

@@ -321,3 +321,50 @@ def test_the_entities_channel_searches_what_the_named_entities_say(store: Memory
                          record_access=False)
     assert not any("entities" in h.explanation.channels for h in plain)  # nobody named
 
+
+
+def test_a_transcript_lines_label_is_its_speaker(store: MemoryStore) -> None:
+    """"Caroline: I went ..." said by Caroline: the label names who speaks (role speaker),
+    not someone the line speaks of; her name said to her is a mention."""
+    own = store.add("Caroline: I went to a support group yesterday.", owner="ann",
+                    provenance={"speaker": "Caroline"})
+    told = store.add("Melanie: Thanks, Caroline! Glad you went.", owner="ann",
+                     provenance={"speaker": "Melanie"})
+    graph = _graph(store, "ann")
+    names = {i: e.name for i, e in graph["entities"].items()}  # type: ignore[attr-defined]
+    roles = {(m.memory_id, names[m.entity_id]): m.role
+             for m in graph["mentions"]}  # type: ignore[attr-defined]
+    assert roles[(own.id, "caroline")] == "speaker"
+    assert roles[(told.id, "melanie")] == "speaker"
+    assert roles[(told.id, "caroline")] == "mention"
+
+
+def test_a_question_naming_a_speaker_favours_what_they_said(store: MemoryStore) -> None:
+    """Of two turns that match a question alike, the one said by the person it names comes
+    first (``RecallConfig.speaker``); naming the owner's own self favours nothing."""
+    said = {who: store.add(text, owner="ann", provenance={"speaker": who}, session="s1")
+            for who, text in (("Caroline", "We went camping by the lake last week."),
+                              ("Melanie", "Last week we went camping by the lake."))}
+    base = RecallConfig(name="t", weights={"fulltext": 1.0, "vector": 0.5}, rrf_k=10.0)
+
+    def first(question: str, config: RecallConfig, owner: str = "ann") -> str:
+        hits = store.recall(question, owner=owner, preset=config, k=5, record_access=False)
+        return hits[0].memory.id
+
+    for who in ("Caroline", "Melanie"):
+        assert first(f"Where did {who} go camping?", base.with_(speaker=0.5)) == said[who].id
+    assert first("Where did Caroline go camping?", base) == first(
+        "Where did Melanie go camping?", base)  # alike without it
+    # the owner's own memories: every one is theirs, so their name lifts none of them
+    mine = [store.add(t, owner="priya", provenance={"speaker": "Priya"}, session="p")
+            for t in ("I went camping in the hills.", "I cook dal on Sundays.",
+                      "I bake bread on Saturdays.")]
+    mine.append(store.add("Where to go camping: the lake, the hills.", owner="priya"))
+    plain = [h.memory.id for h in store.recall("Where did Priya go camping?", owner="priya",
+                                               preset=base, k=5, record_access=False)]
+    lifted = [h.memory.id for h in store.recall("Where did Priya go camping?", owner="priya",
+                                                preset=base.with_(speaker=0.5), k=5,
+                                                record_access=False)]
+    assert plain[0] == mine[-1].id and plain == lifted
+    with pytest.raises(InvalidInputError):
+        RecallConfig(speaker=-0.1)

@@ -217,6 +217,26 @@ class EntityIndex:
             found = self._selves[owner] = frozenset(named)
         return found
 
+    def spoken_by(self, entities: Iterable[int], owner: str | None) -> set[int]:
+        """The memories the ``entities`` speak (a mention in the speaker's role alone),
+        but not the owner's own (``selves``): every memory of theirs is theirs.
+
+        >>> from graphmem._engine import EntityRecord
+        >>> index = EntityIndex()
+        >>> index.add_entities([EntityRecord(id="e1", name="priya", type="person",
+        ...                                  owner="priya"),
+        ...                     EntityRecord(id="e2", name="dev", type="person", owner="priya")])
+        >>> priya, dev = index.pos["e1"], index.pos["e2"]
+        >>> index.set_mentions(0, [(priya, SPEAKER_WEIGHT)])   # memory 0: said by Priya
+        >>> index.set_mentions(1, [(dev, SPEAKER_WEIGHT), (priya, 0.8)])   # by Dev, to her
+        >>> index.set_mentions(2, [(dev, 0.8)])   # of Dev
+        >>> sorted(index.spoken_by([priya, dev], "priya")), sorted(index.spoken_by([priya], None))
+        ([1], [0])
+        """
+        selves = self.selves(owner)
+        return {m for e in entities if e not in selves
+                for m, w in self.memories_of.get(e, {}).items() if w == SPEAKER_WEIGHT}
+
     def _spoken(self, owner: str) -> dict[int, int]:
         """Per entity of ``owner``: how many memories it speaks (mentions as speaker)."""
         return {entity: sum(1 for w in memories.values() if w == SPEAKER_WEIGHT)

@@ -36,6 +36,7 @@ from .._kg import (
     ROLE_WEIGHTS,
     Entity,
     EntityResolver,
+    Mention,
     entity_names,
     normalize,
 )
@@ -540,7 +541,8 @@ class Knowledge:
             roles.setdefault(resolve(extraction.speaker, "person"), ("speaker",
                                                                       extraction.speaker))
         for mention in extraction.mentions:
-            if mention.type in NOT_ENTITIES:
+            if mention.type in NOT_ENTITIES or _labels_speaker(memory.text, mention,
+                                                               extraction.speaker):
                 continue
             entity_id = resolve(mention.surface, mention.type)
             if roles.get(entity_id, ("speaker",))[0] == "speaker":
@@ -747,3 +749,19 @@ def _iso(value: datetime | None) -> str | None:
 
 def _replace(fact: FactRecord, **changes: object) -> FactRecord:
     return replace(fact, **changes)  # type: ignore[arg-type]
+
+
+def _labels_speaker(text: str, mention: Mention, speaker: str | None) -> bool:
+    """Whether a mention is the label of who speaks a transcript's line ("Caroline: I
+    went ..." said by Caroline): the speaker, not someone the line speaks of.
+
+    >>> from graphmem._kg import Mention
+    >>> label = Mention("Caroline", 0, 8, "person", "caroline")
+    >>> _labels_speaker("Caroline: I went.", label, "Caroline")
+    True
+    >>> _labels_speaker("Caroline: I went.", label, "Melanie"), _labels_speaker(
+    ...     "Caroline went.", label, "Caroline")
+    (False, False)
+    """
+    return (speaker is not None and mention.start == 0 and mention.surface == speaker
+            and text[mention.end:mention.end + 1] == ":")

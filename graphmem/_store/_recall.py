@@ -260,6 +260,10 @@ class Recall:
                 demoted, users = set(fused) - theirs, True
             for pos in demoted:
                 fused[pos] *= config.assistant
+        if config.speaker > 0 and index.entities.size:
+            # a question about one of a conversation's people is mostly about what they said
+            for pos in index.entities.spoken_by(q.named, owner) & fused.keys():
+                fused[pos] *= 1.0 + config.speaker
         if not fused:
             return [], [], None
         before = corrections_first(index, fused, ranks.get("vector", {}))
