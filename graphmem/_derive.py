@@ -8,6 +8,7 @@ calls ``derive_fields``, so a new text can never keep stale entities or a stale 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -115,6 +116,9 @@ class TextItem:
     entities: Sequence[str] | None = None
     at: datetime | None = None
     speaker: str | None = None
+    #: whom a leading "she" / "he" of the text means ("she's a pharmacist" after "my wife
+    #: Abena"): its facts are read with the name in the pronoun's place
+    refers_to: str | None = None
 
 
 #: Facts of a text by another extractor than the rules: (text, speaker, its time) -> facts.
@@ -122,18 +126,49 @@ FactSource = Callable[[str, str | None, datetime | None], Sequence[Fact]]
 
 
 def extract(text: str, *, at: datetime | None, speaker: str | None,
-            facts: FactSource | None = None) -> Extraction:
+            facts: FactSource | None = None, refers_to: str | None = None) -> Extraction:
     """Times, mentions and facts of one text (deterministic rules, ~0.2 ms a text; the
     facts from ``facts`` instead when given, e.g. an Ollama model's checked triples). A
-    speaker who is a chat's role ("assistant") is nobody: no person, no first-person facts."""
+    speaker who is a chat's role ("assistant") is nobody: no person, no first-person facts.
+    With ``refers_to``, the facts are those of the text with its leading "she" / "he"
+    replaced by that name (``named``); times and mentions are the text's own."""
     from ._kg._patterns import extract_facts  # on first use: a recall never extracts
 
     speaker = person_speaker(speaker)
     times = parse_times(text, now=at)
     mentions = extract_mentions(text, now=at, times=times)
-    found = (facts(text, speaker, at) if facts is not None else
-             extract_facts(text, speaker=speaker, now=at, mentions=mentions, times=times))
+    said = named(text, refers_to) if refers_to else text
+    if facts is not None:
+        found = facts(said, speaker, at)
+    elif said != text:
+        found = extract_facts(said, speaker=speaker, now=at)
+    else:
+        found = extract_facts(text, speaker=speaker, now=at, mentions=mentions, times=times)
     return Extraction(tuple(times), tuple(mentions), tuple(found), speaker)
+
+
+_LEADING_PRONOUN = re.compile(r"^(\s*)(she|he|her|his|hers)(['’](?:s|d|ll))?\b",
+                              re.IGNORECASE)
+
+
+def named(text: str, name: str) -> str:
+    """``text`` with its leading "she" / "he" (or "her", "his", "she's", ...) replaced by
+    ``name``; else ``text`` itself.
+
+    >>> named("she's a pharmacist, so she does the numbers", "Abena")
+    "Abena's a pharmacist, so she does the numbers"
+    >>> named("His car is blue", "Tom"), named("he said hi", "my dad")
+    ("Tom's car is blue", 'my dad said hi')
+    >>> named("the blue one", "Ana")
+    'the blue one'
+    """
+    found = _LEADING_PRONOUN.match(text)
+    if found is None:
+        return text
+    word, suffix = found.group(2).lower(), found.group(3) or ""
+    if word in ("her", "his", "hers") and not suffix:
+        suffix = "'s"
+    return f"{found.group(1)}{name}{suffix}{text[found.end():]}"
 
 
 #: Vectors of memories from their heads (``embedding_head``) and contexts.
@@ -158,7 +193,8 @@ def derive_fields(embed: MemoryEmbed, items: Sequence[TextItem], *,
     split = sentence_vectors(sentences, [i.text for i in items]) if sentences else None
     out = []
     for n, i in enumerate(items):
-        found = extract(i.text, at=i.at, speaker=i.speaker, facts=facts) \
+        found = extract(i.text, at=i.at, speaker=i.speaker, facts=facts,
+                        refers_to=i.refers_to) \
             if graph or not i.entities else None
         entities = tuple(i.entities) if i.entities else () if found is None \
             else entities_of(i.text, found.mentions, found.facts, found.speaker)

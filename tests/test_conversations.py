@@ -595,6 +595,29 @@ def test_a_question_about_what_the_assistant_proposed_sets_back_what_the_user_sa
     assert all(h.explanation.user is None and h.explanation.assistant is None for h in hits)
 
 
+def test_a_statement_starting_with_she_states_its_facts_of_whom_she_is(
+        store: MemoryStore) -> None:
+    """ "she's a physiotherapist" after "my partner Wanjiru ...": the facts are read with
+    her name in the pronoun's place (the text stays as said, the provenance says whom it
+    means), so "what does Wanjiru do?" finds it through the facts channel."""
+    store.add_conversation([
+        "my partner Wanjiru wants us to save for a trip to Mombasa",
+        "she's a physiotherapist so she knows her budgets, honestly",
+        "the trip would be in August",
+    ], session_id="s1", owner="omar")
+    said = next(m for m in store.memories(owner="omar") if m.text.startswith("she's"))
+    assert said.provenance["refers_to"] == "Wanjiru"
+    assert said.text == "she's a physiotherapist so she knows her budgets, honestly"
+    names = {e.id: e.name for e in store.entities(owner="omar")}
+    facts = {(names[f.subject], f.predicate, names[f.object])
+             for f in store.facts(owner="omar")}
+    assert ("wanjiru", "is_a", "physiotherapist") in facts
+    hits = store.recall("What does Wanjiru do for a living?", owner="omar",
+                        record_access=False)
+    assert hits[0].memory.id == said.id
+    assert hits[0].explanation.channels["facts"].rank == 1
+
+
 def test_a_question_asks_for_a_fact_in_everyday_words(store: MemoryStore) -> None:
     """ "What does Fatou do for a living?" asks for what she is (``is_a``), which no word
     of the question names: the facts channel reads the question's words for it."""

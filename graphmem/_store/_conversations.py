@@ -245,16 +245,17 @@ class Conversations:
                                            redo=True)
             if target is not None and target not in corrected.values():
                 corrected[memory_id] = target
+            who = _who(f, siblings[f.index], parsed)
             # a correction is about what it corrects: indexed with it
             context = (next(r.message or r.text for r in recent
                             if r.id == corrected[memory_id])
                        if memory_id in corrected
-                       else _context(f, siblings[f.index], parsed, cooccur_window))
+                       else _context(f, siblings[f.index], parsed, cooccur_window, who))
             records.append(self._record(memory_id, f, status, context, owner,
                                         session_id, base_time, chosen.name,
                                         reinforces=next((c for c, m in reinforced.items()
                                                          if m == memory_id), None),
-                                        corrects=corrected.get(memory_id)))
+                                        corrects=corrected.get(memory_id), refers_to=who))
             if status is Status.CANDIDATE:
                 candidates.append(memory_id)
             else:
@@ -335,7 +336,8 @@ class Conversations:
 
     def _record(self, memory_id: str, f: _Found, status: Status, context: str | None,
                 owner: str | None, session_id: str, base_time: datetime, extractor: str, *,
-                reinforces: str | None, corrects: str | None) -> MemoryInput:
+                reinforces: str | None, corrects: str | None,
+                refers_to: str | None = None) -> MemoryInput:
         message, item = f.message, f.item
         speaker = message["speaker"]
         by_assistant = message["role"] == "assistant"
@@ -352,6 +354,9 @@ class Conversations:
             provenance["reinforces"] = reinforces
         if corrects:
             provenance["corrects"] = corrects
+        if refers_to:
+            # whom its leading "she" / "he" means: its facts are read with that name
+            provenance["refers_to"] = refers_to
         when = message["timestamp"] or base_time
         return MemoryInput(
             id=memory_id, text=item.text, context=context, kind=Kind.EPISODIC, status=status,
@@ -531,16 +536,16 @@ def _message(message: Any, index: int) -> dict[str, Any]:
 
 
 def _context(found: _Found, siblings: Sequence[str], parsed: Sequence[Mapping[str, Any]],
-             window: int) -> str | None:
+             window: int, who: str | None) -> str | None:
     """What a statement is indexed with besides its own words: nothing when it says what
     it is about (a neighbour's words would let it win queries about them); when it
     points back ("she's 9", "the blue one"), the statement before it in its message or,
     first in its message, the last sentence of the message it answers, and for "she" or
-    "he" whom it means (``antecedent``). Indexing every statement with the rest of its
+    "he" whom it means (``who``, ``_who``). Indexing every statement with the rest of its
     message was measured to lose (``eval/results/conversations.md``)."""
     if window <= 0:
         return None
-    from .._extract._rules import antecedent, needs_context, sentences
+    from .._extract._rules import needs_context, sentences
 
     if found.message["role"] == "assistant":
         return _answered(found, parsed)
@@ -548,16 +553,27 @@ def _context(found: _Found, siblings: Sequence[str], parsed: Sequence[Mapping[st
     at = siblings.index(text) if text in siblings else 0
     if not needs_context(text):
         return None
-    # whom "she" / "he" means: the last person the user named before it, this sitting
-    said = [*reversed(siblings[:at]), *(m["text"] for m in reversed(parsed[:found.index])
-                                        if m["role"] == "user")]
-    who = antecedent(text, said[:_ANTECEDENT_TEXTS])
     if at:
         return _with(who, siblings[at - 1])
     if found.index == 0:
         return who
     before = sentences(parsed[found.index - 1]["text"])
     return _with(who, " ".join(before[-1].split()[:_CONTEXT_WORDS]) if before else None)
+
+
+def _who(found: _Found, siblings: Sequence[str], parsed: Sequence[Mapping[str, Any]]
+         ) -> str | None:
+    """Whom a user's statement that starts with "she" or "he" means: the last person
+    the user named before it, this sitting (``antecedent``), else None."""
+    from .._extract._rules import antecedent
+
+    text = found.item.text
+    if found.message["role"] == "assistant":
+        return None
+    at = siblings.index(text) if text in siblings else 0
+    said = [*reversed(siblings[:at]), *(m["text"] for m in reversed(parsed[:found.index])
+                                        if m["role"] == "user")]
+    return antecedent(text, said[:_ANTECEDENT_TEXTS])
 
 
 def _answered(found: _Found, parsed: Sequence[Mapping[str, Any]]) -> str | None:

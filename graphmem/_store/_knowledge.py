@@ -650,10 +650,11 @@ class Knowledge:
                                                "created", "observed", "session")},
                         "modified": row["created"]})
                     provenance = _provenance(row["provenance"])
-                    speaker = provenance.get("speaker")
+                    speaker, who = provenance.get("speaker"), provenance.get("refers_to")
                     extraction = extract(memory.text, at=memory.observed or memory.created,
                                          speaker=speaker if isinstance(speaker, str) else None,
-                                         facts=ctx.facts)
+                                         facts=ctx.facts,
+                                         refers_to=who if isinstance(who, str) else None)
                     self._add(batch, memory, extraction)
                     if extraction.times:
                         batch.patches.append(_times_patch(memory.id, extraction))

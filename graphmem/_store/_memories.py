@@ -162,7 +162,8 @@ class Memories:
         now = self._ctx.now()
         derived = derive_fields(self._ctx.embed_memories, [
             TextItem(i.subject, i.text, i.context, i.entities or None,
-                     at=i.observed or i.created or now, speaker=_speaker(i.provenance))
+                     at=i.observed or i.created or now, speaker=_speaker(i.provenance),
+                     refers_to=_refers_to(i.provenance))
             for i in items], facts=self._ctx.facts, sentences=self._ctx.embed)
         new = [new_memory(item, d, now=now, reason=reason, actor=self._ctx.actor(actor))
                for item, d in zip(items, derived, strict=True)]
@@ -339,7 +340,8 @@ class Memories:
                                   update.get("text", current.text),
                                   update.get("context", current.context), given or None,
                                   at=current.observed or current.created,
-                                  speaker=_speaker(current.provenance)))
+                                  speaker=_speaker(current.provenance),
+                                  refers_to=_refers_to(current.provenance)))
         return derive_fields(self._ctx.embed_memories, items, facts=self._ctx.facts,
                              sentences=self._ctx.embed)
 
@@ -469,7 +471,8 @@ class Memories:
             fresh = derive_fields(self._ctx.embed_memories, [TextItem(
                 updates.get("subject", memory.subject), updates.get("text", memory.text),
                 memory.context, at=memory.observed or memory.created,
-                speaker=_speaker(memory.provenance))], facts=self._ctx.facts,
+                speaker=_speaker(memory.provenance),
+                refers_to=_refers_to(memory.provenance))], facts=self._ctx.facts,
                 sentences=self._ctx.embed)[0]
             updates.update(entities=list(fresh.entities), vector=fresh.vector,
                            sentences=fresh.sentences,
@@ -624,8 +627,17 @@ def _times(derived: Derived) -> dict[str, list[datetime]]:
 
 def _speaker(provenance: Mapping[str, Any]) -> str | None:
     """Who said a memory's text (conversations record it), for first-person facts."""
-    speaker = provenance.get("speaker")
-    return speaker if isinstance(speaker, str) and speaker else None
+    return _named_in(provenance, "speaker")
+
+
+def _refers_to(provenance: Mapping[str, Any]) -> str | None:
+    """Whom a leading "she" / "he" of a memory's text means (conversations record it)."""
+    return _named_in(provenance, "refers_to")
+
+
+def _named_in(provenance: Mapping[str, Any], key: str) -> str | None:
+    value = provenance.get(key)
+    return value if isinstance(value, str) and value else None
 
 
 def find_cycle(graph: Mapping[str, set[str]], starts: Iterable[str]) -> list[str]:
