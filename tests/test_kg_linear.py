@@ -106,6 +106,7 @@ UNMETERED = {
     ("_extract._corrections", "_VALUE_WORD", "match"): "one word, anchored",
     ("_extract._links", "_PHRASE_WORD", "findall"): "once per memory",
     ("_extract._links", "_NUMERIC", "fullmatch"): "one entity",
+    ("_derive", "_LEADING_PRONOUN", "match"): "a statement's leading word, anchored",
     ("_time", "_ISO", "match"): "one timestamp, anchored",
     ("_time", "re", "sub"): "one timestamp",
 }
