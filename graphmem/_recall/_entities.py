@@ -217,9 +217,12 @@ class EntityIndex:
             found = self._selves[owner] = frozenset(named)
         return found
 
-    def spoken_by(self, entities: Iterable[int], owner: str | None) -> set[int]:
-        """The memories the ``entities`` speak (a mention in the speaker's role alone),
-        but not the owner's own (``selves``): every memory of theirs is theirs.
+    def spoken_by(self, entities: Iterable[int], owner: str | None,
+                  among: Iterable[int]) -> set[int]:
+        """The memories of ``among`` that the ``entities`` speak (a mention in the
+        speaker's role alone), but not the owner's own (``selves``): every memory of
+        theirs is theirs. Reads the mentions of ``among`` (a recall's candidates), not
+        every memory a person speaks.
 
         >>> from graphmem._engine import EntityRecord
         >>> index = EntityIndex()
@@ -230,12 +233,15 @@ class EntityIndex:
         >>> index.set_mentions(0, [(priya, SPEAKER_WEIGHT)])   # memory 0: said by Priya
         >>> index.set_mentions(1, [(dev, SPEAKER_WEIGHT), (priya, 0.8)])   # by Dev, to her
         >>> index.set_mentions(2, [(dev, 0.8)])   # of Dev
-        >>> sorted(index.spoken_by([priya, dev], "priya")), sorted(index.spoken_by([priya], None))
-        ([1], [0])
+        >>> (sorted(index.spoken_by([priya, dev], "priya", range(3))),
+        ...  sorted(index.spoken_by([priya], None, range(3))), index.spoken_by([dev], None, [0]))
+        ([1], [0], set())
         """
-        selves = self.selves(owner)
-        return {m for e in entities if e not in selves
-                for m, w in self.memories_of.get(e, {}).items() if w == SPEAKER_WEIGHT}
+        speakers = set(entities) - self.selves(owner)
+        if not speakers:
+            return set()
+        return {m for m in among
+                if any(self.mentioned(m).get(e) == SPEAKER_WEIGHT for e in speakers)}
 
     def _spoken(self, owner: str) -> dict[int, int]:
         """Per entity of ``owner``: how many memories it speaks (mentions as speaker)."""
@@ -285,7 +291,7 @@ class EntityIndex:
         'Did friend move to Lisbon?'
         """
         words = list(_WORDS.finditer(query))
-        owners: set[str | None] = set(self.owner) if owner is None else {owner}
+        owners = self._owners(owner)
         cut: list[tuple[int, int]] = []
         start = 0
         while start < len(words):
@@ -308,7 +314,11 @@ class EntityIndex:
     def is_person(self, surface: str, owner: str | None) -> bool:
         """Whether ``surface`` names a person ``owner``'s memories mention (any owner's
         when None)."""
-        return self._person(surface, set(self.owner) if owner is None else {owner})
+        return self._person(surface, self._owners(owner))
+
+    def _owners(self, owner: str | None) -> set[str | None]:
+        """``owner`` alone, or every owner an entity has when None."""
+        return set(self.owner) if owner is None else {owner}
 
     def _person(self, surface: str, owners: set[str | None]) -> bool:
         form = normalize(surface)

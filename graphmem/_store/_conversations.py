@@ -8,6 +8,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import chain, islice
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -571,9 +572,11 @@ def _who(found: _Found, siblings: Sequence[str], parsed: Sequence[Mapping[str, A
     if found.message["role"] == "assistant":
         return None
     at = siblings.index(text) if text in siblings else 0
-    said = [*reversed(siblings[:at]), *(m["text"] for m in reversed(parsed[:found.index])
-                                        if m["role"] == "user")]
-    return antecedent(text, said[:_ANTECEDENT_TEXTS])
+    # the nearest texts first, taken only as far as needed (every statement asks)
+    said = islice(chain(reversed(siblings[:at]),
+                        (parsed[k]["text"] for k in range(found.index - 1, -1, -1)
+                         if parsed[k]["role"] == "user")), _ANTECEDENT_TEXTS)
+    return antecedent(text, list(said))
 
 
 def _answered(found: _Found, parsed: Sequence[Mapping[str, Any]]) -> str | None:

@@ -262,7 +262,7 @@ class Recall:
                 fused[pos] *= config.assistant
         if config.speaker > 0 and index.entities.size:
             # a question about one of a conversation's people is mostly about what they said
-            for pos in index.entities.spoken_by(q.named, owner) & fused.keys():
+            for pos in index.entities.spoken_by(q.named, owner, fused):
                 fused[pos] *= 1.0 + config.speaker
         if not fused:
             return [], [], None
