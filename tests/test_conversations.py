@@ -38,6 +38,9 @@ GATE_CASES = [
     ("ok cool, thanks, that's really helpful", "dropped"),
     ("do you know how long cooked rice keeps in the fridge?", "dropped"),
     ("lol", "dropped"),
+    # a statement, then a hedged or asking clause joined by "so" / "but" / "tho"
+    ("my brother Kofi is coeliac so maybe no pasta night??", "active"),
+    ("our landlord said no dogs but maybe a cat?", "active"),
     # a message of acknowledgements, sentence by sentence
     ("haha yes that's exactly why she did it. ok thanks for everything this week",
      "dropped"),
@@ -73,12 +76,17 @@ def test_a_statement_and_a_hedge_in_one_message_are_kept_apart(store: MemoryStor
         session_id="s2", owner="tess")
     [memory] = [store.get(i) for i in asked.created_ids]
     assert memory.text == "my mum is visiting from Cork on the 12th"
+    # ... and so does one whose hedge follows "so", with no comma
+    joined = store.add_conversation(["my brother Kofi is coeliac tho so maybe we skip pasta night"],
+                                    session_id="s3", owner="tess")
+    assert [store.get(i).text for i in joined.created_ids] == ["my brother Kofi is coeliac tho"]
+    assert [store.get(i).text for i in joined.candidate_ids] == ["so maybe we skip pasta night"]
 
 
 def test_filler_sentences_are_dropped_from_a_message_that_says_something(
         store: MemoryStore) -> None:
     result = store.add_conversation(
-        ["ugh ok, that makes sense. good list. my landlord Tomasz still owes us the deposit"],
+        ["ugh ok, that makes sense. good list. idk. my landlord Tomasz still owes us the deposit"],
         session_id="s1", owner="tess")
     assert [store.get(i).text for i in result.created_ids] == [
         "my landlord Tomasz still owes us the deposit"]

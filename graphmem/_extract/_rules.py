@@ -65,7 +65,8 @@ _FILLER = {"hi", "hello", "hey", "yo", "thanks", "thank", "thx", "ok", "okay", "
            "lifesaver", "amazing", "perfect", "brilliant", "lovely", "fantastic", "excellent",
            "wonderful", "super", "sweet", "fab", "cheers", "ta", "legend", "hero", "idea",
            "makes", "sense", "noted", "got", "will", "do", "done", "pls", "plz", "ty",
-           "lot", "lots", "mil", "million", "bunch", "again", "everything", "glad", "happy"}
+           "lot", "lots", "mil", "million", "bunch", "again", "everything", "glad", "happy",
+           "idk", "dunno", "idc"}
 
 @dataclass(frozen=True)
 class Extracted:
@@ -166,8 +167,9 @@ _TENTATIVE = re.compile(r"\b(?:thinking (?:of|about)|considering|hoping to|proba
 _WHEN = re.compile(r"\b(?:\d+|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug"
                    r"|sep|oct|nov|dec|tomorrow|tonight|next|this (?:week|weekend|month))",
                    re.IGNORECASE)
-#: Where a clause ends: a comma, semicolon or colon, or a dash between spaces.
-_CLAUSE = re.compile(r"[,;:](?= )| [-–—](?= )")
+#: Where a clause ends: a comma, semicolon or colon, a dash between spaces, or before a
+#: word that joins a new clause ("jess is allergic tho so maybe a sphynx??").
+_CLAUSE = re.compile(r"[,;:](?= )| [-–—](?= )| (?=(?:so|but|tho|though) )", re.IGNORECASE)
 #: What the assistant did or proposed that its user may ask about later.
 _ASSISTANT_ACT = re.compile(
     r"\b(?:i'?ve|i have|i'?ll|i will|i just) (?:also )?(?:set|booked|added|put|scheduled"
@@ -231,7 +233,13 @@ def is_hedge(sentence: str) -> bool:
 
 def _clauses(sentence: str) -> tuple[str, str]:
     """A sentence cut before its first hedged or questioning clause: ("my girlfriend
-    climbs", "maybe I'll join her"); the second part is empty when there is no cut."""
+    climbs", "maybe I'll join her"); the second part is empty when there is no cut.
+
+    >>> _clauses("jess is allergic tho so maybe a sphynx??")
+    ('jess is allergic tho', 'so maybe a sphynx??')
+    >>> _clauses("I'm so tired"), _clauses("I love sushi but not tonight")
+    (("I'm so tired", ''), ('I love sushi but not tonight', ''))
+    """
     cuts = [m.end() for m in finditer(_CLAUSE, sentence)]
     for n, cut in enumerate(cuts):
         head, rest = sentence[:cut].rstrip(" ,;:-–—"), sentence[cut:].strip()
