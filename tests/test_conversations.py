@@ -689,3 +689,13 @@ def test_a_question_about_now_favours_what_was_said_last(store: MemoryStore,
     plain = store.recall("How does Diego prefer to learn guitar?", owner="diego",
                          record_access=False)
     assert plain[0].memory.id != later.created_ids[0]
+
+
+def test_for_a_living_asks_for_work_not_for_where_one_lives(store: MemoryStore) -> None:
+    store.add_many([{"text": "Ana and I live in Lucan, a long drive from the depot",
+                     "owner": "tess"},
+                    {"text": "Ana is a pharmacist at the Boots in the shopping centre",
+                     "owner": "tess"}])
+    [first, *_] = store.recall("What does Ana do for a living?", owner="tess",
+                               preset="fulltext", record_access=False)
+    assert "pharmacist" in first.memory.text

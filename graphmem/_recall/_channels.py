@@ -103,8 +103,10 @@ class Query:
 
     @cached_property
     def bm25(self) -> np.ndarray:
-        """The BM25 score of every memory, with the owner's statistics."""
-        return self.index.bm25.scores(self.spoken, self.size, group=self.group)
+        """The BM25 score of every memory, with the owner's statistics; an idiom's words
+        are not searched for ("what does she do for a living?" asks for no "live")."""
+        return self.index.bm25.scores(_IDIOM.sub("", self.spoken), self.size,
+                                      group=self.group)
 
     @cached_property
     def named(self) -> dict[int, str]:
