@@ -50,6 +50,9 @@ def _spans(text: str, now: datetime | None = NOW) -> list[tuple[str, str, str, s
     ("See you on Friday!", "on Friday", "2023-05-12", "2023-05-13", "day"),
     ("See you next Tuesday.", "next Tuesday", "2023-05-16", "2023-05-17", "day"),
     ("This Friday is free.", "This Friday", "2023-05-12", "2023-05-13", "day"),
+    # chat text writes weekdays in lower case
+    ("the party is saturday", "saturday", "2023-05-13", "2023-05-14", "day"),
+    ("thursday!! so excited", "thursday", "2023-05-11", "2023-05-12", "day"),
     ("I'll be back in two weeks.", "in two weeks", "2023-05-22", "2023-05-29", "week"),
     ("It was 5 hours ago.", "5 hours ago", "2023-05-10T07:00", "2023-05-10T08:00", "hour"),
     ("Thanksgiving 2023 is late.", "Thanksgiving 2023", "2023-11-23", "2023-11-24", "day"),

@@ -227,8 +227,6 @@ def _weekday(m: re.Match[str], c: _Ctx) -> _Result:
             starting_at(_PLURAL_PART, c.text, m.end()):
         return None
     mod = " ".join((m["mod"] or "").lower().split())
-    if not mod and not m["wd"][0].isupper():
-        return None
     target, today = _WEEKDAYS[m["wd"].lower()], c.today
     if mod == "this":
         found = today + timedelta(days=target - today.weekday())
