@@ -215,6 +215,7 @@ def _recall_ablations() -> dict[str, dict[str, RecallConfig]]:
         # what a person a question names said, lifted (adversarial questions name the
         # other person of the conversation)
         "speaker": {f"speaker={s}": base.with_(speaker=s) for s in (0.0, 0.1, 0.2, 0.4)},
+        "answer": {f"answer={a}": base.with_(answer=a) for a in (0.0, 0.1, 0.2, 0.4)},
         "entities_channel": weight("entities", (0.0, 0.3)),
         "graph_weight": weight("graph", (0.0, 0.2, 0.4, 0.6, 1.0)),
         "rrf_k": {f"k={k}": base.with_(rrf_k=float(k)) for k in (10, 30, 60, 100)},

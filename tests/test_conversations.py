@@ -699,3 +699,21 @@ def test_for_a_living_asks_for_work_not_for_where_one_lives(store: MemoryStore) 
     [first, *_] = store.recall("What does Ana do for a living?", owner="tess",
                                preset="fulltext", record_access=False)
     assert "pharmacist" in first.memory.text
+
+
+def test_a_question_asking_for_a_kind_of_value_lifts_what_holds_one(store: MemoryStore
+                                                                    ) -> None:
+    from graphmem import PRESETS
+
+    store.add_many([
+        {"text": "Ana works at the bakery, she loves the bakery and the early starts at the "
+                "bakery", "owner": "tess"},
+        {"text": "Ana is at the bakery tues and thurs", "owner": "tess"}])
+    asked = "Which days does Ana work at the bakery?"
+    [without, *_] = store.recall(asked, owner="tess", record_access=False,
+                                 preset=PRESETS["default"].with_(answer=0.0))
+    assert "tues" not in without.memory.text and without.explanation.answers is None
+    [first, *_] = store.recall(asked, owner="tess", record_access=False,
+                               preset=PRESETS["default"].with_(answer=1.0))
+    assert "tues" in first.memory.text and first.explanation.answers == "weekday"
+    assert "holds a day of the week, as the question asks" in first.explanation.lines()[-1]

@@ -10,8 +10,9 @@ scores with numpy.
 
 from __future__ import annotations
 
+import builtins
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import islice
 
 import numpy as np
@@ -117,6 +118,8 @@ class BM25Index:
         #: entries set since the last flush, as Python lists (appending to them is ~5x
         #: cheaper per document than growing numpy columns)
         self._pending: tuple[list[int], list[int], list[float]] = ([], [], [])
+        #: per kind of term (``holding``): whether each token id is one, for the ids seen
+        self._term_masks: dict[str, np.ndarray] = {}
 
     def __len__(self) -> int:
         return self._docs
@@ -319,6 +322,34 @@ class BM25Index:
         entries = self._entries(tid)
         return dict(zip(self._doc.data[entries].tolist(),
                         self._tf.data[entries].astype(np.int64).tolist(), strict=True))
+
+    def holding(self, key: str, term: Callable[[str], bool], among: Iterable[int]
+                ) -> builtins.set[int]:
+        """The documents of ``among`` whose own text (not their context) holds a term for
+        which ``term`` is true. Which terms are such is kept under ``key`` and found only
+        for terms new since the last call (token ids are given in order, never reused).
+
+        >>> index = BM25Index()
+        >>> index.set(0, "we meet at 9pm"); index.set(1, "at noon\x1fthe 9pm one")
+        >>> index.holding("pm", lambda t: t.endswith("pm"), [0, 1])
+        {0}
+        """
+        mask = self._term_masks.get(key)
+        if mask is None or len(mask) < len(self._df):
+            seen = 0 if mask is None else len(mask)
+            new = np.fromiter((term(t) for t in islice(self._vocab, seen, None)),
+                              dtype=np.bool_, count=len(self._df) - seen)
+            mask = self._term_masks[key] = new if mask is None else np.concatenate([mask, new])
+        self._flush()
+        tokens, tf = self._token.data, self._tf.data
+        out: builtins.set[int] = builtins.set()
+        for pos in among:
+            if pos >= len(self._start) or self._start[pos] < 0:
+                continue
+            start, end = int(self._start[pos]), int(self._end[pos])
+            if (mask[tokens[start:end]] & (tf[start:end] >= 1.0)).any():
+                out.add(pos)
+        return out
 
     def idf(self, token: str, *, group: int | None = None) -> float:
         tid = self._vocab.get(token)

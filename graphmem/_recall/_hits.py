@@ -46,6 +46,10 @@ class LearnedInfo(_Value):
     contributions: tuple[tuple[str, float], ...] = ()
 
 
+#: how an explanation names a kind of value (``RecallConfig.answer``)
+_KIND_WORDS = {"weekday": "day of the week", "clock": "time of day", "amount": "number"}
+
+
 class Explanation(_Value):
     """Why a memory was recalled: per-channel ranks, the fused score, the activation."""
 
@@ -67,6 +71,9 @@ class Explanation(_Value):
     #: the statement this memory was moved before: one beside what it corrects, of the
     #: same message (``corrections_first``), or None
     corrects_before: str | None = None
+    #: the kind of value the question asks for that this memory holds ("weekday",
+    #: "clock", "amount"), for which its fused score was lifted (``RecallConfig.answer``)
+    answers: str | None = None
     preset: str
 
     def lines(self) -> list[str]:
@@ -105,6 +112,9 @@ class Explanation(_Value):
         if self.user is not None:
             out.append(f"  said by the user, asked what the assistant did: fused x "
                        f"{self.user:g}")
+        if self.answers is not None:
+            out.append(f"  holds a {_KIND_WORDS.get(self.answers, self.answers)}, as the "
+                       f"question asks")
         if self.corrects_before is not None:
             out.append(f"  corrects the message of {self.corrects_before}: ranked before it")
         return out

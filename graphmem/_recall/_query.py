@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["asks_about_assistant", "named_actor"]
+__all__ = ["answer_kind", "asks_about_assistant", "holds_kind", "named_actor"]
 
 #: "what did I suggest ...", "the reminder I set", "which plugin did you recommend": a
 #: question about what the assistant did or proposed (the agent asks in the first
@@ -56,3 +56,50 @@ def named_actor(query: str) -> str | None:
     if found is None or found.group(1).lower() in _NOT_NAMES:
         return None
     return found.group(1)
+
+
+#: What kind of value a question asks for, when its words say so: a day of the week
+#: ("which days does she work?", "on which day", "how often"), a time of day ("what time
+#: does it start?"), an amount ("how much does it cost?", "how many", "how old").
+_ASKS_KIND = (
+    ("weekday", re.compile(r"\b(?:(?:which|what)\s+days?(?!\s+(?:trips?|out))|how\s+often)\b",
+                           re.IGNORECASE)),
+    ("clock", re.compile(r"\bwhat\s+time\b(?!\s+of\s+(?:the\s+)?(?:day|year))"
+                         r"|\b(?:at\s+)?what\s+hour\b", re.IGNORECASE)),
+    ("amount", re.compile(r"\bhow\s+(?:much|many|old)\b|\b(?:cost|costs|price|prices|fee"
+                          r"|fees|charge|charges)\b", re.IGNORECASE)),
+)
+
+
+def answer_kind(query: str) -> str | None:
+    """The kind of value a question asks for ("weekday", "clock", "amount"), or None.
+
+    >>> [answer_kind(q) for q in ("Which days does Ana work at the bakery?",
+    ...  "What time does choir practice start?", "How much was the bike?",
+    ...  "What day trips did Wren suggest?", "What time of day does she run?")]
+    ['weekday', 'clock', 'amount', None, None]
+    """
+    for kind, pattern in _ASKS_KIND:
+        if pattern.search(query):
+            return kind
+    return None
+
+
+_WEEKDAY_TERM = re.compile(r"(?:mon|tue|tues|wed|wednes|thu|thur|thurs|fri|sat|satur|sun)"
+                           r"(?:day)?s?")
+_CLOCK_TERM = re.compile(r"\d{1,2}(?:[.:]?\d{2})?(?:am|pm|h)|\d{2}(?:am|pm)")
+_AMOUNT_TERM = re.compile(r"\d[\d.,]*(?:k|m|eur|usd|gbp|kg|km|yrs?|years?)?")
+_TERMS = {"weekday": _WEEKDAY_TERM, "clock": _CLOCK_TERM, "amount": _AMOUNT_TERM}
+
+
+def holds_kind(kind: str, term: str) -> bool:
+    """Whether an indexed term (``tokenize``'s) is a value of ``kind``.
+
+    >>> holds_kind("weekday", "thur"), holds_kind("weekday", "wednesday")
+    (True, True)
+    >>> holds_kind("clock", "9pm"), holds_kind("clock", "30pm"), holds_kind("clock", "9")
+    (True, True, False)
+    >>> holds_kind("amount", "65"), holds_kind("amount", "v3")
+    (True, False)
+    """
+    return _TERMS[kind].fullmatch(term) is not None

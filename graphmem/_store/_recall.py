@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from .._recall._channels import Query, actr_terms, corrections_first, run_channe
 from .._recall._config import RecallConfig, resolve_preset
 from .._recall._hits import ActivationInfo, ChannelRank, Explanation, Hit, LearnedInfo
 from .._recall._index import RecallIndex
-from .._recall._query import asks_about_assistant, named_actor
+from .._recall._query import answer_kind, asks_about_assistant, holds_kind, named_actor
 from .._records import patched_memory
 from .._time import to_utc
 from ._access import AccessRow, AccessWriter
@@ -264,6 +265,13 @@ class Recall:
             # a question about one of a conversation's people is mostly about what they said
             for pos in index.entities.spoken_by(q.named, owner, fused):
                 fused[pos] *= 1.0 + config.speaker
+        kind = answer_kind(query) if config.answer > 0 else None
+        answering: set[int] = set()
+        if kind is not None:
+            # "which days does she work?": what names a day of the week comes first
+            answering = index.bm25.holding(kind, partial(holds_kind, kind), fused)
+            for pos in answering:
+                fused[pos] *= 1.0 + config.answer
         if not fused:
             return [], [], None
         before = corrections_first(index, fused, ranks.get("vector", {}))
@@ -310,6 +318,7 @@ class Recall:
                 assistant=config.assistant if pos in demoted and not users else None,
                 user=config.assistant if pos in demoted and users else None,
                 corrects_before=index.ids[before[pos]] if pos in before else None,
+                answers=kind if pos in answering else None,
                 preset=config.name)))
         return out, [pos for pos, _ in out], candidates
 

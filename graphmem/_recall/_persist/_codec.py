@@ -47,7 +47,8 @@ ATTRIBUTES: dict[type, frozenset[str]] = {
     BM25Index: frozenset({
         "k1", "b", "context_weight", "_vocab", "_token", "_doc", "_tf", "_live", "_start", "_end",
         "_lengths", "_groups", "_docs", "_dead", "_total_length", "_sorted", "_perm",
-        "_offsets", "_group_docs", "_group_length", "_df", "_group_df", "_pending"}),
+        "_offsets", "_group_docs", "_group_length", "_df", "_group_df", "_pending",
+        "_term_masks"}),
     EdgeTable: frozenset({"overlay", "indptr", "indices", "weights"}),
     Adjacency: frozenset({"_index", "key", "indptr", "indices", "weights", "overlay"}),
     EntityIndex: frozenset({
