@@ -722,7 +722,7 @@ _WHAT_DAY = (r"what\s+day(?=\s*\?|\s*$|\s+(?:is|was|are|were|did|does|do|will|wo
 #: Paris before Rome?") or which came first. Measured: everyday development chats
 #: hit@1 0.720 -> 0.740, LoCoMo conversations 1-5 R@10 0.791 either way.
 _TEMPORAL = re.compile(
-    r"\b(?:when|what\s+time(?!\s+of\s+(?:the\s+)?day)|what\s+date|" + _WHAT_DAY +
+    r"\b(?:when|what\s+date|" + _WHAT_DAY +
     r"|what\s+year|which\s+year|what\s+month|which\s+month|which\s+day|how\s+long"
     r"|how\s+many\s+(?:days|weeks|months|years|hours|minutes)|how\s+old|how\s+often"
     r"|how\s+recently|last\s+time|earliest|most\s+recent(?:ly)?|ago|(?:in\s+)?what\s+order)\b"
@@ -732,7 +732,7 @@ _TEMPORAL = re.compile(
 
 
 _ASKS_TIME = re.compile(
-    r"\b(?:when|what\s+(?:time(?!\s+of\s+(?:the\s+)?day)|date|day|year|month)"
+    r"\b(?:when|what\s+(?:date|day|year|month)"
     r"|which\s+(?:year|month|day)|how\s+long|"
     r"how\s+many\s+(?:days|weeks|months|years))\b", re.IGNORECASE)
 
@@ -761,12 +761,14 @@ def is_temporal_question(query: str) -> bool:
     ...  "How many days between the wedding and the party?", "What does Mel like?")]
     [True, True, True, True, False]
 
-    A time of day is a habit, not a date: "what time of day does she run?" is not one,
-    nor is a question that places what it asks by an event.
+    A time of day is not a date: "what time does practice start?" and "what time of day
+    does she run?" are answered by a clock time, which no dated memory is the likelier to
+    hold, nor is a question that places what it asks by an event one.
 
     >>> [is_temporal_question(q) for q in ("What time of day does she run?",
+    ...  "What time does the bedtime routine start?",
     ...  "What did Leif do before he retired?", "What day trips did Wren suggest?")]
-    [False, False, False]
+    [False, False, False, False]
     """
     return search(_TEMPORAL, query) is not None
 
