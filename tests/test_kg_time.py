@@ -53,6 +53,10 @@ def _spans(text: str, now: datetime | None = NOW) -> list[tuple[str, str, str, s
     # chat text writes weekdays in lower case
     ("the party is saturday", "saturday", "2023-05-13", "2023-05-14", "day"),
     ("thursday!! so excited", "thursday", "2023-05-11", "2023-05-12", "day"),
+    # a day of the month alone, in this month or the next one to it
+    ("the plumber comes on the 14th", "on the 14th", "2023-05-14", "2023-05-15", "day"),
+    ("we flew back on the 28th.", "on the 28th", "2023-04-28", "2023-04-29", "day"),
+    ("I'll have it done by 3rd at the latest", "by 3rd", "2023-06-03", "2023-06-04", "day"),
     ("I'll be back in two weeks.", "in two weeks", "2023-05-22", "2023-05-29", "week"),
     ("It was 5 hours ago.", "5 hours ago", "2023-05-10T07:00", "2023-05-10T08:00", "hour"),
     ("Thanksgiving 2023 is late.", "Thanksgiving 2023", "2023-11-23", "2023-11-24", "day"),
@@ -98,6 +102,7 @@ def test_this_weekend_is_the_one_just_gone_in_past_text_on_a_weekday() -> None:
 
 
 @pytest.mark.parametrize("text", ["May I ask?", "I may go.", "Every Friday we run.",
+                                  "we live on the 4th floor", "she came 2nd in the race",
                                   "On Fridays we run.", "We run every second Friday.",
                                   "It costs 2023 USD.", "The meeting is at 10:00.",
                                   "March to the beat.", "I fall asleep early."])

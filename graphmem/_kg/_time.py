@@ -196,6 +196,24 @@ def _dm(m: re.Match[str], c: _Ctx) -> _Result:
     return (window, True) if window else None
 
 
+def _day_alone(m: re.Match[str], c: _Ctx) -> _Result:
+    """"on the 24th", "reached on 17th not 18th": a day of the month named alone, in
+    this month or the one next to it: the latest one on or before today in past text,
+    else the first one on or after today."""
+    d = int(m["d"])
+    if c.now is None or not 1 <= d <= 31:
+        return None
+    today, step = c.today, -1 if _tense(m, c) == "past" else 1
+    y, mon = today.year, today.month
+    for _ in range(3):  # a 31st may skip a month
+        chosen = _safe_date(y, mon, d)
+        if chosen is not None and (chosen <= today if step < 0 else chosen >= today):
+            return day(chosen, c.tz), True
+        mon += step
+        y, mon = (y - 1, 12) if mon < 1 else (y + 1, 1) if mon > 12 else (y, mon)
+    return None
+
+
 def _my(m: re.Match[str], c: _Ctx) -> _Result:
     return month(int(m["y"]), _month_of(m), c.tz), False
 
@@ -393,6 +411,12 @@ _PATTERNS: list[tuple[re.Pattern[str], _Handler, tuple[str, ...]]] = [
     (re.compile(rf"\b(?P<d>\d{{1,2}}){_ORD}(?:\s+of)?\s+{_MON}", _F), _dm, _DIGIT),
     (re.compile(rf"\b{_MON}\s+(?P<d>\d{{1,2}}){_ORD}\b(?![:.,]?\d)", _F), _dm, _DIGIT),
     (re.compile(rf"\b{_MON},?\s+(?:of\s+)?(?P<y>\d{{4}})\b", _F), _my, _DIGIT),
+    # a day of the month alone, after a word that places it ("on the 24th", "by 17th"),
+    # and followed by no noun ("on the 4th floor" is no date) nor month (the two above)
+    (re.compile(r"\b(?:on|by|until|till|from|since|before|after)\s+(?:the\s+)?"
+                r"(?P<d>\d{1,2})(?:st|nd|rd|th)\b(?=\s*(?:$|[^\w\s]|(?:not|and|or|i|we|at"
+                r"|so|but|to|instead|then|as|because|for|in|this|next|it|is|was|she|he"
+                r"|they)\b))", _F), _day_alone, _DIGIT),
     (re.compile(rf"\b(?P<mod>last|this|next|coming)\s+{_MON_FULL}", _F), _mod_month,
      _MONTH_WORDS),
     (re.compile(rf"\b{_MON_FULL}", _F), _month_alone, _MONTH_WORDS),
