@@ -241,12 +241,24 @@ def _clauses(sentence: str) -> tuple[str, str]:
     (("I'm so tired", ''), ('I love sushi but not tonight', ''))
     """
     cuts = [m.end() for m in finditer(_CLAUSE, sentence)]
+    if not cuts:
+        return sentence, ""
+    # whether the text before a cut is a hedge (``is_hedge``), read from the first match
+    # of each pattern in the whole sentence: one pass, not one per cut (quadratic on
+    # "... maybe, maybe, maybe ...")
+    hedge, tentative, when = (search(p, sentence) for p in (_HEDGE, _TENTATIVE, _WHEN))
+
+    def hedged_before(cut: int) -> bool:
+        if hedge is not None and hedge.end() <= cut:
+            return True
+        return tentative is not None and tentative.end() <= cut and not (
+            when is not None and when.end() <= cut)
+
     for n, cut in enumerate(cuts):
-        head, rest = sentence[:cut].rstrip(" ,;:-–—"), sentence[cut:].strip()
-        clause = sentence[cut:cuts[n + 1]] if n + 1 < len(cuts) else rest
-        if (is_hedge(clause) or (n == len(cuts) - 1 and is_question(rest))) \
-                and not is_hedge(head):
-            return head, rest
+        last = n + 1 == len(cuts)
+        clause = sentence[cut:] if last else sentence[cut:cuts[n + 1]]
+        if (is_hedge(clause) or (last and is_question(clause))) and not hedged_before(cut):
+            return sentence[:cut].rstrip(" ,;:-–—"), sentence[cut:].strip()
     return sentence, ""
 
 
