@@ -318,6 +318,14 @@ def test_an_entity_keeps_only_the_names_its_memories_use(opener: Opener, clock: 
     assert melanie.name == "melanie okafor" and "okafor" in json.dumps(melanie.merges)
     assert store.recall("Melanie Okafor choir", k=3, owner="ann")  # the recall index is built
     assert _leaks(store, "okafor", "What did Melanie Okafor do?")  # the trap is set
+    engine = store._ctx.engine
+    if engine.path.startswith("postgresql"):
+        # the planner's statistics sample the tables' values, as autovacuum may any time
+        import psycopg
+
+        with psycopg.connect(engine.db.url, autocommit=True) as conn:  # type: ignore[attr-defined]
+            conn.execute("ANALYZE")
+            assert "okafor" in _statistics(conn)
     store.forget(secret.id, confirm=True)
     [melanie] = [e for e in store.entities(owner="ann") if "mel" in e.aliases]
     assert (melanie.name, melanie.aliases) == ("melanie", ("melanie", "mel"))
@@ -331,6 +339,10 @@ def test_an_entity_keeps_only_the_names_its_memories_use(opener: Opener, clock: 
         from tests.engine.conftest import stored_files
 
         files = stored_files(type(engine)(engine.path), tmp_path)  # type: ignore[call-arg]
+        import psycopg
+
+        with psycopg.connect(engine.db.url, autocommit=True) as conn:  # type: ignore[attr-defined]
+            assert "okafor" not in _statistics(conn)
     else:
         files = [p for p in (tmp_path / "db").rglob("*") if p.is_file()]
     assert [str(p) for p in files if b"okafor" in p.read_bytes().lower()] == []
@@ -343,3 +355,10 @@ def test_an_entity_only_a_forgotten_memory_named_goes(opener: Opener) -> None:
     store.forget(secret.id, confirm=True)
     assert sorted(e.name for e in store.entities(owner="ann")) == ["priya", "zorbatech"]
     assert _leaks(store, "pimpernickel") == []
+
+
+def _statistics(conn: Any) -> str:
+    """What PostgreSQL's planner statistics hold of the tables of the store's schema."""
+    rows = conn.execute("SELECT most_common_vals::text, histogram_bounds::text FROM pg_stats "
+                        "WHERE schemaname = current_schema()").fetchall()
+    return " ".join(str(v) for row in rows for v in row).lower()

@@ -245,12 +245,17 @@ class PostgresEngine(rules.Writes):
 
     def purge(self) -> None:
         """Rewrite the tables that held text (VACUUM FULL), so that erased text leaves
-        their files. PostgreSQL's write-ahead log and any replica or base backup still
-        hold it until they are recycled."""
+        their files, and sample them again (ANALYZE): the planner's statistics hold
+        values of their columns (an erased name among the most common ones), kept in
+        ``pg_statistic``, whose replaced rows are rewritten away too where the role may
+        (a superuser, as the embedded server's; another role's VACUUM of it is skipped
+        with a warning). PostgreSQL's write-ahead log and any replica or base backup
+        still hold the text until they are recycled."""
         with self.db.connection() as conn:
             for table in ("memories", "versions", "events", "edges", "entities", "mentions",
                           "facts", "meta"):
-                conn.execute(f"VACUUM FULL {table}")
+                conn.execute(f"VACUUM (FULL, ANALYZE) {table}")
+            conn.execute("VACUUM FULL pg_statistic")
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:

@@ -59,9 +59,16 @@ def stored_files(engine: Engine, tmp_path: Path) -> list[Path]:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("CHECKPOINT")  # pages in shared buffers reach the files
             root = Path(conn.execute("SHOW data_directory").fetchone()[0])  # type: ignore[index]
+            # the schema's relations and their TOAST tables and indexes (not every TOAST
+            # table of the database: other stores' schemas share the server)
             rows = conn.execute(
-                "SELECT pg_relation_filepath(c.oid) FROM pg_class c JOIN pg_namespace n ON "
-                "n.oid = c.relnamespace WHERE n.nspname IN (current_schema(), 'pg_toast') "
-                "AND pg_relation_filepath(c.oid) IS NOT NULL").fetchall()
+                "WITH own AS (SELECT c.oid, c.reltoastrelid FROM pg_class c JOIN pg_namespace n"
+                " ON n.oid = c.relnamespace WHERE n.nspname = current_schema()), "
+                "toast AS (SELECT reltoastrelid AS oid FROM own WHERE reltoastrelid <> 0 "
+                "UNION SELECT indexrelid FROM pg_index WHERE indrelid IN "
+                "(SELECT reltoastrelid FROM own)) "
+                "SELECT pg_relation_filepath(oid) FROM (SELECT oid FROM own UNION "
+                "SELECT oid FROM toast) r WHERE pg_relation_filepath(oid) IS NOT NULL"
+            ).fetchall()
         return [p for (rel,) in rows for p in root.glob(rel + "*") if p.is_file()]
     return [p for p in (tmp_path / "db").rglob("*") if p.is_file()]
