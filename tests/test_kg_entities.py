@@ -99,6 +99,17 @@ def test_a_possessor_is_not_part_of_an_event() -> None:
                                                                ("wedding", "event")]
 
 
+def test_chat_words_that_are_no_names() -> None:
+    # an emoji ends a sentence; a function word, a weekday in the plural are no names
+    def surfaces(text: str) -> list[str]:
+        return [m.surface for m in extract_mentions(text)]
+
+    assert surfaces("long day 😩 But the kids slept well") == []
+    assert surfaces("ok ✌️ Tomorrow we go") == []
+    assert surfaces("the market is on Saturdays, the choir on Thursdays") == []
+    assert surfaces("haha So then Priya won the raffle") == ["Priya"]
+
+
 def test_normalized_forms() -> None:
     found = {m.surface: m.normalized for m in extract_mentions(
         "Caroline's sister met Prof. Adeyemi in the US.")}

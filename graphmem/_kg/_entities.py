@@ -4,6 +4,7 @@ phrases, product versions, event nouns, dialogue speakers and (through ``parse_t
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -61,8 +62,12 @@ _SPAN = re.compile(rf"(?<![\w@/.])(?:(?:Mr|Mrs|Ms|Dr|Prof)\.?[ \t]+|(?:Aunt|Uncl
 _WORD = re.compile(r"\S+")
 _CONNECTOR_WORD = re.compile(_CONNECTOR)
 _INITIAL_BEFORE = set(".!?:;\"“(\n•*→-–—[")
+#: what may stand between a sentence's end and its first word: spaces, and the variation
+#: selector and joiner of an emoji ("❤️")
+_BETWEEN = frozenset(" \t\ufe0f\u200d")
 _TIME_WORDS = words("january february march april may june july august september october "
                     "november december monday tuesday wednesday thursday friday saturday sunday "
+                    "mondays tuesdays wednesdays thursdays fridays saturdays sundays "
                     "today yesterday tomorrow tonight")
 _DROP = frozenset({"I", "I'm", "I've", "I'd", "I'll", "I’m", "I’ve", "I’d", "I’ll"})
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Za-z]\d|\d[A-Za-z]")
@@ -232,9 +237,11 @@ def _speakers(text: str) -> list[Mention]:
 def _initial(text: str, position: int) -> bool:
     """Whether a word at ``position`` opens a sentence, heading, list item or quotation."""
     j = position - 1
-    while j >= 0 and text[j] in " \t":
+    while j >= 0 and text[j] in _BETWEEN:
         j -= 1
-    return j < 0 or text[j] in _INITIAL_BEFORE
+    # chat text ends sentences with an emoji as often as with a full stop ("so stressed
+    # 😅 And my knee ...")
+    return j < 0 or text[j] in _INITIAL_BEFORE or unicodedata.category(text[j]) == "So"
 
 
 def _names(text: str, speaker_starts: set[int]) -> list[Mention]:
@@ -260,8 +267,12 @@ def _names(text: str, speaker_starts: set[int]) -> list[Mention]:
             start, end = part[0][0], part[-1][0] + len(part[-1][1])
             surface = text[start:end]
             words = surface.split()
+            # a lone function word is no name wherever it stands ("lol And then ..."),
+            # unless written as an acronym ("the US")
             if len(words) == 1 and (surface.upper() in ACRONYMS or
-                                    surface.lower() in _TIME_WORDS or _shouted(surface)):
+                                    surface.lower() in _TIME_WORDS or _shouted(surface)
+                                    or (surface.lower() in FUNCTION_WORDS
+                                        and not surface.isupper())):
                 continue
             out.append(Mention(surface, start, end, _classify(text, start, end, words),
                                normalize(surface)))
