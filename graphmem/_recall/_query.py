@@ -60,14 +60,14 @@ def named_actor(query: str) -> str | None:
 
 #: What kind of value a question asks for, when its words say so: a day of the week
 #: ("which days does she work?", "on which day", "how often"), a time of day ("what time
-#: does it start?"), an amount ("how much does it cost?", "how many", "how old").
+#: does it start?"), an amount ("how much does it cost?", "how many", "how old", "what age").
 _ASKS_KIND = (
     ("weekday", re.compile(r"\b(?:(?:which|what)\s+days?(?!\s+(?:trips?|out))|how\s+often)\b",
                            re.IGNORECASE)),
     ("clock", re.compile(r"\bwhat\s+time\b(?!\s+of\s+(?:the\s+)?(?:day|year))"
                          r"|\b(?:at\s+)?what\s+hour\b", re.IGNORECASE)),
     ("amount", re.compile(r"\bhow\s+(?:much|many|old)\b|\b(?:cost|costs|price|prices|fee"
-                          r"|fees|charge|charges)\b", re.IGNORECASE)),
+                          r"|fees|charge|charges|age|ages)\b", re.IGNORECASE)),
 )
 
 
@@ -76,8 +76,9 @@ def answer_kind(query: str) -> str | None:
 
     >>> [answer_kind(q) for q in ("Which days does Ana work at the bakery?",
     ...  "What time does choir practice start?", "How much was the bike?",
-    ...  "What day trips did Wren suggest?", "What time of day does she run?")]
-    ['weekday', 'clock', 'amount', None, None]
+    ...  "What day trips did Wren suggest?", "What time of day does she run?",
+    ...  "What age is Omar's nephew?")]
+    ['weekday', 'clock', 'amount', None, None, 'amount']
     """
     for kind, pattern in _ASKS_KIND:
         if pattern.search(query):
