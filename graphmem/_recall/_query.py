@@ -14,7 +14,9 @@ _ASSISTANT_ACT = re.compile(
     r"(?:suggested|recommended|proposed|set|booked|gave|sent|told|said|made|added|scheduled"
     r"|put|reserved|drafted|offered|mentioned|advised|planned))\b"
     r"|\b(?:the assistant'?s?|my|your) (?:suggestion|recommendation|advice|reminder|plan"
-    r"|proposal|idea|tip)s?\b", re.IGNORECASE)
+    r"|proposal|idea|tip)s?\b"
+    # a reminder in a chat is what the assistant set ("when will she get the reminder?")
+    r"|\bthe reminders?\b", re.IGNORECASE)
 
 
 def asks_about_assistant(query: str) -> bool:
@@ -25,6 +27,10 @@ def asks_about_assistant(query: str) -> bool:
     >>> asks_about_assistant("When is the reminder I set for the budget review?")
     True
     >>> asks_about_assistant("Is there an ingredient I should leave out of recipes I suggest?")
+    False
+    >>> asks_about_assistant("When does Ines get the reminder about her passport?")
+    True
+    >>> asks_about_assistant("What time of day does the user want reminders?")
     False
 
     Or calls it by a name ("which day trips did Wren suggest?": ``named_actor``).
