@@ -10,9 +10,9 @@ The pure algorithms run on arrays and texts (no store, no I/O):
 * extraction: ``extract`` (a text's entities, facts and times, as a stored memory
   derives them), the knowledge graph's parsers (``extract_facts``, ``extract_mentions``,
   ``parse_times``, ``normalize``, ``is_temporal_question``, ``query_window``) and the
-  conversation gate's thresholds (``DUPLICATE``, ``NOW_SIMILAR``, ``NOW_DATED``), its
-  rules for what an assistant said (``assistant_statements``) and for corrections
-  (``is_correction``, ``redoes``, and ``correction_target`` over earlier ``Statement``);
+  conversation gate's thresholds (``DUPLICATE``, ``NOW_SIMILAR``), its rules for what an
+  assistant said (``assistant_statements``) and for corrections (``is_correction``,
+  ``redoes``, and ``correction_target`` over earlier ``Statement``);
 * learning from use: the ranker's and the forecast's training and metrics.
 
 ``Fact``, ``Mention`` and ``TimeMention`` here are what the parsers return (a stored
@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING
 
 from ._derive import extract
 from ._extract._corrections import (
-    NOW_DATED,
     NOW_SIMILAR,
     Statement,
     correction_target,
@@ -82,7 +81,6 @@ __all__ = [
     "DUPLICATE",
     "FEATURES",
     "FORECAST_FEATURES",
-    "NOW_DATED",
     "NOW_SIMILAR",
     "RELATION_PREDICATES",
     "BM25Index",

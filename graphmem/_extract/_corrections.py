@@ -13,8 +13,8 @@ from .._kg._scan import finditer, search, starting_at
 from .._text import tokenize
 from ._rules import sentences
 
-__all__ = ["NOW_DATED", "NOW_SIMILAR", "Statement", "correction_target", "is_correction",
-           "redoes", "says_now", "takes_back"]
+__all__ = ["NOW_SIMILAR", "Statement", "correction_target", "is_correction", "redoes",
+           "says_now", "takes_back"]
 
 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
@@ -224,9 +224,7 @@ def correction_target(text: str, recent: Sequence[Statement],
     replace a statement whose cosine is at least ``NOW_SIMILAR``. The best overlap wins,
     then the most recent. A statement of how things are now ("I've gone vegan now")
     replaces only what it is close to: cosine at least ``NOW_SIMILAR`` and a shared
-    word, or that much more without one, or ``NOW_DATED`` when both give a date of the
-    calendar and a word they share names a thing ("my start date is the 9th now" after
-    "I start on the 2nd"). ``about``: the statement before a short
+    word, or that much more without one. ``about``: the statement before a short
     correction in its message ("we added Mondays. so it's 3 days now not 2"), whose words
     say what the correction is about. ``redo``: ``text`` is an assistant changing what it
     did (``redoes``), a correction whatever its words.
@@ -283,30 +281,13 @@ def correction_target(text: str, recent: Sequence[Statement],
     return best[1] if best else None
 
 
-#: How close a statement of how things are now must be to one it shares a word and a
-#: date of the calendar with ("my joining back date is 18th May now" after "on leave till
-#: 30th April, then back to office": cosine 0.32): a new date for the same thing. Not a
-#: weekday: "I go on mondays too now" adds to a week's days, it does not move a date.
-NOW_DATED = 0.3
-_CALENDAR = frozenset({"month", "day"})
-
-
-def _not_a_value(term: str) -> bool:
-    """Whether a word names a thing, not a value: "back", not "june", "friday" or "3rd"."""
-    return not (any(c.isdigit() for c in term) or search(_SLOTS["month"], term)
-                or search(_SLOTS["weekday"], term))
-
-
 def _closest_now(text: str, recent: Sequence[Statement], similarity: Mapping[str, float]
                  ) -> str | None:
-    terms, dates = _terms(text), _slots(text) & _CALENDAR
+    terms = _terms(text)
     best: tuple[float, str] | None = None
     for statement in recent:
         cosine = similarity.get(statement.id, 0.0)
-        shared = terms & _terms(statement.text)
-        dated = dates & _slots(statement.text) and any(map(_not_a_value, shared))
-        needed = (NOW_SIMILAR + 0.15 if not shared
-                  else NOW_DATED if dated else NOW_SIMILAR)
+        needed = NOW_SIMILAR if terms & _terms(statement.text) else NOW_SIMILAR + 0.15
         if cosine >= needed and (best is None or cosine > best[0]):
             best = (cosine, statement.id)
     return best[1] if best else None
