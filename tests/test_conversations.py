@@ -382,6 +382,19 @@ def test_corrections_are_found_by_what_they_negate_or_share() -> None:
     assert is_correction("the exam is NOT on june 12")
 
 
+def test_a_statement_that_adds_to_how_things_are_replaces_nothing() -> None:
+    # close enough to replace, were it not for the words that add
+    earlier = [Statement("piano", "Noor has piano lessons on Tuesdays at the music school")]
+    close = {"piano": 0.8}
+    assert correction_target("Noor has piano lessons on Thursdays now", earlier,
+                             close) == "piano"
+    for adds in ("Idris has piano lessons on Thursdays now too",
+                 "Noor also has a theory class at the music school now",
+                 "Noor has piano lessons with a second teacher now",
+                 "now that Noor likes the music school she goes on Thursdays as well"):
+        assert correction_target(adds, earlier, close) is None, adds
+
+
 # (a correction in everyday words, the statement it corrects): written for these tests,
 # none taken from the evaluation sets
 CORRECTIONS = [

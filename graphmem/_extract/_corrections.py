@@ -58,6 +58,13 @@ _VALUE_WORD = re.compile(r"\d|" + _DAYS + r"|" + _NAME, re.IGNORECASE)
 #: "I quit the bakery job"): such a statement replaces only a statement it is close to.
 _NOW = re.compile(r"\b(?:now|these days|anymore|any more|no more|quit|stopped|gave up"
                   r"|switched|gone|dropped)\b", re.IGNORECASE)
+#: ... unless it says that it adds to what was ("Sam has a school play now too", "I also
+#: have to get the VAT return in now", "the next scan is on 14 April", "now that I booked
+#: it"); "also" opening a statement opens a new point ("also I dropped the sat shift").
+_ADDS = re.compile(
+    r"\b(?:too|as well)(?=\s*(?:[,.!?;:)]|$))|\b(?:another|separately|in addition|now that"
+    r"|either)\b|(?<=\w )also\b|\b(?:a|the) (?:next|second|other) (?!(?:week|month|year|weekend|day"
+    r"|time)s?\b)", re.IGNORECASE)
 #: How close (cosine of the two texts) a statement of how things are now must be to what it
 #: replaces; and a correction that shares no word or value with any statement.
 NOW_SIMILAR = 0.55
@@ -165,14 +172,18 @@ def _value_not_value(sentence: str) -> bool:
 
 def says_now(text: str) -> bool:
     """Whether a statement says how things are now ("I've gone vegan now"), which may
-    replace how they were.
+    replace how they were, and not that it adds to them ("my dad's visiting now too").
 
     >>> says_now("down to 1 sugar now"), says_now("I quit the bakery job"), says_now("I cycle")
     (True, True, False)
-    >>> says_now("I dropped the saturday shift")
-    True
+    >>> says_now("also I dropped the saturday shift, too tired"), says_now("we're 20 weeks")
+    (True, False)
+    >>> says_now("Sam has a school play now too"), says_now("the next scan is on 14 April now")
+    (False, False)
+    >>> says_now("my flight is on 9 May now that I booked it"), says_now("I'm off next week now")
+    (False, True)
     """
-    return bool(search(_NOW, text))
+    return bool(search(_NOW, text)) and not search(_ADDS, text)
 
 
 def _terms(text: str) -> set[str]:
