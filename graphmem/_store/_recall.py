@@ -165,7 +165,7 @@ class Recall:
             # loads the model while it scans
             qvec, svec = self._embed_queries(spoken, plain)
         index = self._index.ensure_index()
-        if qvec is not None:
+        if qvec is not None and index is not current:
             # the index brought up to date (or built) may know the owner's names otherwise
             again = index.entities.in_first_person(query, owner)
             again_plain = _plain(index, again, owner, config)
