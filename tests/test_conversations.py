@@ -730,3 +730,16 @@ def test_a_question_asking_for_a_kind_of_value_lifts_what_holds_one(store: Memor
                                preset=PRESETS["default"].with_(answer=1.0))
     assert "tues" in first.memory.text and first.explanation.answers == "weekday"
     assert "holds a day of the week, as the question asks" in first.explanation.lines()[-1]
+
+
+def test_a_question_asking_for_a_weekday_finds_a_weekly_day_in_the_time_channel(
+        store: MemoryStore) -> None:
+    store.add_many([
+        {"text": "the shop reopens on 3 June after the works", "owner": "tess"},
+        {"text": "my nephew Kofi helps at the shop on Thursdays", "owner": "tess"}])
+    hits = store.recall("Who helps at the shop, and on which day?", owner="tess",
+                        record_access=False)
+    by_text = {h.memory.text: h.explanation for h in hits}
+    # the weekly day has no date, yet speaks of the time asked for
+    assert "time" in by_text["my nephew Kofi helps at the shop on Thursdays"].channels
+    assert "time" in by_text["the shop reopens on 3 June after the works"].channels

@@ -40,6 +40,7 @@ from ._config import GraphParams, RecallConfig
 from ._entities import EntityIndex
 from ._fusion import competition_ranks
 from ._index import RecallIndex
+from ._query import answer_kind, holds_kind
 from ._walk import hop_expansion, local_ppr
 
 __all__ = ["Channel", "Fusion", "Query", "Ranking", "corrections_first", "lexical_neighbours",
@@ -378,8 +379,12 @@ def time(q: Query, config: RecallConfig, fused: Mapping[int, float]) -> Channel:
     if config.time_floor_when is not None and asks_for_time(q.text):
         share = config.time_floor_when
     floor = share * max(fused.values(), default=0.0)
+    # "on which day does she come?": a day of the week is the time asked for, and what
+    # names one ("she comes on Wednesdays") speaks of it, though no date is parsed from it
+    weekly = (index.bm25.holding("weekday", functools.partial(holds_kind, "weekday"), fused)
+              if answer_kind(q.text) == "weekday" else set())
     dated = [(p, s) for p, s in sorted(fused.items(), key=lambda kv: -kv[1])
-             if p in times and s >= floor]
+             if (p in times or p in weekly) and s >= floor]
     return Channel(dated[: config.candidates])
 
 
