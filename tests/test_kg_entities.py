@@ -108,6 +108,8 @@ def test_chat_words_that_are_no_names() -> None:
     assert surfaces("ok ✌️ Tomorrow we go") == []
     assert surfaces("the market is on Saturdays, the choir on Thursdays") == []
     assert surfaces("haha So then Priya won the raffle") == ["Priya"]
+    assert surfaces("great run 👍🏽 But my knee") == []
+    assert surfaces("I met Will at the gym") == ["Will"]
 
 
 def test_normalized_forms() -> None:

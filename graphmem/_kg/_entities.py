@@ -65,10 +65,14 @@ _INITIAL_BEFORE = set(".!?:;\"“(\n•*→-–—[")
 #: what may stand between a sentence's end and its first word: spaces, and the variation
 #: selector and joiner of an emoji ("❤️")
 _BETWEEN = frozenset(" \t\ufe0f\u200d")
+#: the Unicode categories of an emoji and of its skin tone ("👍🏽")
+_EMOJI = frozenset({"So", "Sk"})
 _TIME_WORDS = words("january february march april may june july august september october "
                     "november december monday tuesday wednesday thursday friday saturday sunday "
                     "mondays tuesdays wednesdays thursdays fridays saturdays sundays "
                     "today yesterday tomorrow tonight")
+#: function words that are also first names
+_NAMES_TOO = frozenset({"will"})
 _DROP = frozenset({"I", "I'm", "I've", "I'd", "I'll", "I’m", "I’ve", "I’d", "I’ll"})
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Za-z]\d|\d[A-Za-z]")
 #: A product name before its version. The name runs to the end of a run of name characters
@@ -241,7 +245,7 @@ def _initial(text: str, position: int) -> bool:
         j -= 1
     # chat text ends sentences with an emoji as often as with a full stop ("so stressed
     # 😅 And my knee ...")
-    return j < 0 or text[j] in _INITIAL_BEFORE or unicodedata.category(text[j]) == "So"
+    return j < 0 or text[j] in _INITIAL_BEFORE or unicodedata.category(text[j]) in _EMOJI
 
 
 def _names(text: str, speaker_starts: set[int]) -> list[Mention]:
@@ -268,10 +272,10 @@ def _names(text: str, speaker_starts: set[int]) -> list[Mention]:
             surface = text[start:end]
             words = surface.split()
             # a lone function word is no name wherever it stands ("lol And then ..."),
-            # unless written as an acronym ("the US")
+            # unless written as an acronym ("the US") or a name too ("I met Will")
             if len(words) == 1 and (surface.upper() in ACRONYMS or
                                     surface.lower() in _TIME_WORDS or _shouted(surface)
-                                    or (surface.lower() in FUNCTION_WORDS
+                                    or (surface.lower() in FUNCTION_WORDS - _NAMES_TOO
                                         and not surface.isupper())):
                 continue
             out.append(Mention(surface, start, end, _classify(text, start, end, words),
