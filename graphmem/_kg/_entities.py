@@ -71,8 +71,8 @@ _TIME_WORDS = words("january february march april may june july august september
                     "november december monday tuesday wednesday thursday friday saturday sunday "
                     "mondays tuesdays wednesdays thursdays fridays saturdays sundays "
                     "today yesterday tomorrow tonight")
-#: function words that are also first names
-_NAMES_TOO = frozenset({"will"})
+#: function words, which are no names alone, less those that are also first names ("Will")
+_NOT_NAMES = FUNCTION_WORDS - frozenset({"will"})
 _DROP = frozenset({"I", "I'm", "I've", "I'd", "I'll", "I’m", "I’ve", "I’d", "I’ll"})
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Za-z]\d|\d[A-Za-z]")
 #: A product name before its version. The name runs to the end of a run of name characters
@@ -275,7 +275,7 @@ def _names(text: str, speaker_starts: set[int]) -> list[Mention]:
             # unless written as an acronym ("the US") or a name too ("I met Will")
             if len(words) == 1 and (surface.upper() in ACRONYMS or
                                     surface.lower() in _TIME_WORDS or _shouted(surface)
-                                    or (surface.lower() in FUNCTION_WORDS - _NAMES_TOO
+                                    or (surface.lower() in _NOT_NAMES
                                         and not surface.isupper())):
                 continue
             out.append(Mention(surface, start, end, _classify(text, start, end, words),

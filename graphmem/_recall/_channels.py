@@ -110,6 +110,12 @@ class Query:
                                       group=self.group)
 
     @cached_property
+    def asks(self) -> str | None:
+        """The kind of value the query asks for (``answer_kind``: "weekday", "clock",
+        "amount"), or None."""
+        return answer_kind(self.text)
+
+    @cached_property
     def named(self) -> dict[int, str]:
         """The entities the query names (entity position -> the form)."""
         return self.index.entities.link(self.text, self.owner,
@@ -382,7 +388,7 @@ def time(q: Query, config: RecallConfig, fused: Mapping[int, float]) -> Channel:
     # "on which day does she come?": a day of the week is the time asked for, and what
     # names one ("she comes on Wednesdays") speaks of it, though no date is parsed from it
     weekly = (index.bm25.holding("weekday", functools.partial(holds_kind, "weekday"), fused)
-              if answer_kind(q.text) == "weekday" else set())
+              if q.asks == "weekday" else set())
     dated = [(p, s) for p, s in sorted(fused.items(), key=lambda kv: -kv[1])
              if (p in times or p in weekly) and s >= floor]
     return Channel(dated[: config.candidates])

@@ -26,7 +26,7 @@ from .._recall._channels import Query, actr_terms, corrections_first, run_channe
 from .._recall._config import RecallConfig, resolve_preset
 from .._recall._hits import ActivationInfo, ChannelRank, Explanation, Hit, LearnedInfo
 from .._recall._index import RecallIndex
-from .._recall._query import answer_kind, asks_about_assistant, holds_kind, named_actor
+from .._recall._query import asks_about_assistant, holds_kind, named_actor
 from .._records import patched_memory
 from .._time import to_utc
 from ._access import AccessRow, AccessWriter
@@ -267,7 +267,7 @@ class Recall:
             # a question about one of a conversation's people is mostly about what they said
             for pos in index.entities.spoken_by(q.named, owner, fused):
                 fused[pos] *= 1.0 + config.speaker
-        kind = answer_kind(query) if config.answer > 0 else None
+        kind = q.asks if config.answer > 0 else None
         answering: set[int] = set()
         if kind is not None:
             # "which days does she work?": what names a day of the week comes first
