@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 import random
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import networkx as nx
+import numpy as np
 import pytest
 
 from graphmem._recall import (
@@ -15,7 +17,7 @@ from graphmem._recall import (
     base_level,
     reciprocal_rank_fusion,
 )
-from graphmem._recall._walk import hop_expansion, local_ppr, rows_of
+from graphmem._recall._walk import FlatRows, hop_expansion, local_ppr, neighbour_arrays, rows_of
 
 
 def test_rrf_by_hand() -> None:
@@ -112,6 +114,38 @@ def test_local_ppr_matches_networkx_on_the_neighbourhood(seed: int) -> None:
                          dangling={n: w / total for n, w in seeds.items()})
     for node in nodes:
         assert ours.get(node, 0.0) == pytest.approx(oracle[node], abs=1e-9)
+
+
+def test_flat_rows_gather_what_the_row_function_makes() -> None:
+    graph = _random_graph(7)
+    made: list[int] = []
+
+    def row(node: int) -> tuple[np.ndarray, np.ndarray]:
+        made.append(node)
+        return neighbour_arrays(graph.get(node, {}))
+
+    rows = FlatRows(row, limit=12)  # small: the rows are dropped and made again
+    rng = random.Random(3)
+    for _ in range(50):
+        nodes = np.array([*rng.sample(sorted(graph), rng.randint(1, 10)), 999],
+                         dtype=np.int64)
+        lengths, others, weights = rows.gather(nodes)
+        assert lengths.tolist() == [len(graph.get(n, {})) for n in nodes.tolist()]
+        assert others.tolist() == [o for n in nodes.tolist() for o in graph.get(n, {})]
+        assert weights.tolist() == [w for n in nodes.tolist() for w in graph.get(n, {}).values()]
+        one = rng.choice(sorted(graph))
+        assert rows(one)[0].tolist() == list(graph[one])
+    # kept between gathers: far fewer rows made than asked for, yet some made again
+    assert len(set(made)) < len(made) < 50 * 12
+
+
+def test_local_ppr_is_the_same_over_many_threads() -> None:
+    graph = _random_graph(11)
+    rows = rows_of(graph)
+    alone = local_ppr({0: 1.0, 5: 0.5}, rows_of(graph))
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: local_ppr({0: 1.0, 5: 0.5}, rows), range(40)))
+    assert all(r == alone for r in results)
 
 
 def test_hop_expansion_by_hand() -> None:

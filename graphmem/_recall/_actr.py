@@ -80,9 +80,12 @@ def activation_s(
     age = max(now - created, _MIN_AGE_S)
     conf_term = epsilon * confidence
     if access_count <= len(access_times):
-        kept = access_times[access_times <= now]
-        ages = np.maximum(now - kept, _MIN_AGE_S)
-        base = math.log(age ** -d + float(np.sum(ages ** -d)))
+        if len(access_times):
+            kept = access_times[access_times <= now]
+            ages = np.maximum(now - kept, _MIN_AGE_S)
+            base = math.log(age ** -d + float(np.sum(ages ** -d)))
+        else:  # never accessed (most memories): the same value, without numpy's overhead
+            base = math.log(age ** -d)
         formula = "exact"
     else:
         base = -d * math.log(age) + beta * math.log1p(access_count)
