@@ -16,7 +16,7 @@ import numpy as np
 
 from ._derive import FactSource
 from ._embed import Embedder, embed_memories, embedder_from_spec, fingerprint, query_vectors
-from ._engine import Engine, FactRecord, ForeignChange, WriteBatch
+from ._engine import EdgeRecord, Engine, FactRecord, ForeignChange, WriteBatch
 from ._errors import EmbedderMismatchError, InvalidInputError, NotFoundError
 from ._keys import StoreKeys
 from ._kg import Fact
@@ -52,6 +52,9 @@ class Changed:
     #: the facts the commit wrote, when the writer has them all (None: any fact may have
     #: changed), so that a listener need not read every fact again
     facts: FactsWritten | None = None
+    #: with ``edges_only``: the edges the commit created, when creating them is all it
+    #: did to edges (None: the edges of ``ids`` may have changed otherwise: read them)
+    edges: Sequence[EdgeRecord] | None = None
 
 
 @dataclass(frozen=True)

@@ -743,3 +743,63 @@ def test_a_question_asking_for_a_weekday_finds_a_weekly_day_in_the_time_channel(
     # the weekly day has no date, yet speaks of the time asked for
     assert "time" in by_text["my nephew Kofi helps at the shop on Thursdays"].channels
     assert "time" in by_text["the shop reopens on 3 June after the works"].channels
+
+
+def test_the_index_takes_the_edges_a_conversation_wrote_as_a_fresh_build_reads_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphmem._store._recall_index import IndexSync
+
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store.add("my sister Ana is a nurse in Porto", owner="tess")
+        sync = store._recall_index
+        live = sync.ensure_index()
+
+        def no_reading(*args: Any) -> None:
+            raise AssertionError("the edges a commit created were read back")
+
+        with monkeypatch.context() as patched:
+            patched.setattr(IndexSync, "_refresh_edges", no_reading)
+            for session in ("s1", "s2"):
+                store.add_conversation(
+                    ["I moved to Lisbon in March and started at the harbour office",
+                     "Ana visits every second weekend, she loves the tram to Belém",
+                     "my manager Rui wants the quarterly report by Friday"],
+                    session_id=session, owner="tess")
+        ids = [m.id for m in store.memories(owner="tess")]
+        store.link(ids[0], ids[-1], weight=2.0)  # strengthened or created: read again
+        fresh = sync._build()
+        assert live is sync.current and live.size == fresh.size
+        edges = 0
+        for memory_id in ids:
+            for kind in ("references", "co_occurs"):
+                mine = {live.ids[p]: w for p, w in getattr(live, kind).get(
+                    live.pos[memory_id]).items()}
+                built = {fresh.ids[p]: w for p, w in getattr(fresh, kind).get(
+                    fresh.pos[memory_id]).items()}
+                assert mine == pytest.approx(built), (memory_id, kind)
+                edges += len(built)
+        assert edges > 4  # co-occurrences within each sitting, the link
+
+
+def test_the_texts_a_conversation_compares_are_embedded_once_and_forgotten_with_forget(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        kept = store._conversations._text_vectors
+        ctx, embedded = kept._ctx, []
+        original = ctx.embed
+
+        def counted(texts: Any) -> Any:
+            embedded.extend(texts)
+            return original(texts)
+
+        monkeypatch.setattr(ctx, "embed", counted)
+        said = ["my sister Ana is a nurse in Porto", "Ana works nights at the Santo António",
+                "I moved to Lisbon in March, Ana helped with the boxes"]
+        for n, text in enumerate(said):
+            store.add_conversation([text], session_id=f"s{n}", owner="tess")
+        # each text alone once, though later statements are compared with the earlier
+        assert sorted(embedded) == sorted(said)
+        assert kept([said[1]])[0] == pytest.approx(original([said[1]])[0])
+        [ana] = [m for m in store.memories(owner="tess") if m.text == said[0]]
+        store.forget(ana.id, confirm=True)
+        assert not kept._kept  # no forgotten text stays in memory

@@ -18,13 +18,18 @@ Table = dict[int, dict[int, float]]
 
 def oracle_load(pos: dict[str, int], edges: Iterable[tuple[str, str, float]]) -> Table:
     table: Table = {}
+    oracle_add(table, pos, edges)
+    return table
+
+
+def oracle_add(table: Table, pos: dict[str, int],
+               edges: Iterable[tuple[str, str, float]]) -> None:
     for src, dst, weight in edges:
         a, b = pos.get(src, -1), pos.get(dst, -1)
         if a < 0 or b < 0 or a == b:
             continue
         table.setdefault(a, {})[b] = table.get(a, {}).get(b, 0.0) + float(weight)
         table.setdefault(b, {})[a] = table.get(b, {}).get(a, 0.0) + float(weight)
-    return table
 
 
 def oracle_replace(table: Table, pos: dict[str, int], memory_id: str,
@@ -89,11 +94,16 @@ def test_edge_tables_and_adjacency_agree_with_dicts(seed: int,
     index.adjacency(*weights)  # built before the edits: refreshed by them
     for step in range(rng.randint(0, 6)):
         kind = rng.choice(["references", "co_occurs"])
-        memory = f"m{rng.randrange(n)}"
-        new = [(f"m{rng.randrange(n + 1)}", rng.choice([1.0, 2.0]))
-               for _ in range(rng.randint(0, 5))]
-        index.replace_edges_of(kind, memory, new)
-        oracle_replace(refs if kind == "references" else cooc, index.pos, memory, new)
+        if rng.random() < 0.5:  # one memory's edges as the store holds them
+            memory = f"m{rng.randrange(n)}"
+            new = [(f"m{rng.randrange(n + 1)}", rng.choice([1.0, 2.0]))
+                   for _ in range(rng.randint(0, 5))]
+            index.replace_edges_of(kind, memory, new)
+            oracle_replace(refs if kind == "references" else cooc, index.pos, memory, new)
+        else:  # the edges a commit created, handed over
+            created = random_edges(rng, n, rng.randint(0, 6))
+            index.add_edges([(kind, *edge) for edge in created])
+            oracle_add(refs if kind == "references" else cooc, index.pos, created)
         if step == 2:
             index.adjacency(weights[0] + 0.25, weights[1], weights[2])  # built mid-way
     for pos in range(n):

@@ -779,6 +779,25 @@ class RecallIndex:
         for adjacency in self._adjacency.values():
             adjacency.refresh(touched)
 
+    def add_edges(self, edges: Iterable[tuple[str, str, str, float]]) -> None:
+        """New edges: (kind, one end's id, the other's, weight), each added to both ends'
+        rows as ``replace_edges_of`` would find it (an end not indexed is skipped)."""
+        touched: set[int] = set()
+        for kind, src, dst, weight in edges:
+            a, b = self.pos.get(src, -1), self.pos.get(dst, -1)
+            if a < 0 or b < 0 or a == b:
+                continue
+            table: EdgeTable = getattr(self, kind)
+            for one, other in ((a, b), (b, a)):
+                row = table.get(one)
+                row[other] = row.get(other, 0.0) + weight
+                table.set(one, row)
+            touched |= {a, b}
+        if touched:
+            self.changes += 1
+            for adjacency in self._adjacency.values():
+                adjacency.refresh(touched)
+
     def set_access(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Refresh the access counters of memories from rows (``ACCESS_FIELDS``), as
         another process's recall left them; nothing else of theirs changed."""

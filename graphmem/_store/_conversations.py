@@ -5,6 +5,8 @@ ingest derives (``derive_links``)."""
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -72,6 +74,52 @@ class _Found:
     status: Status
 
 
+class _TextVectors:
+    """The vectors of texts alone (no context), kept for the texts asked for again: the
+    statements a conversation's new ones are compared with (their full-text neighbours,
+    the owner's recent statements) recur from one message to the next, and embedding
+    them again took two thirds of the ingest of a day's chats. Up to ``LIMIT`` texts,
+    the least recently used dropped first; all dropped when the model changes or a
+    memory is forgotten (no forgotten text stays in memory)."""
+
+    LIMIT = 4096
+
+    def __init__(self, ctx: StoreContext) -> None:
+        self._ctx = ctx
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._model: object = ctx.embedder
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        """The vectors of ``texts`` (one row each), those not kept embedded in one call."""
+        with self._lock:
+            if self._model is not self._ctx.embedder:
+                self._kept.clear()
+                self._model = self._ctx.embedder
+            missing = list(dict.fromkeys(t for t in texts if t not in self._kept))
+        made = dict(zip(missing, self._ctx.embed(missing), strict=True)) if missing else {}
+        with self._lock:
+            rows = []
+            for text in texts:
+                vector = made.get(text)
+                if vector is None:
+                    vector = self._kept.get(text)
+                    if vector is None:  # dropped meanwhile by another thread
+                        vector = self._ctx.embed([text])[0]
+                    else:
+                        self._kept.move_to_end(text)
+                self._kept[text] = vector
+                rows.append(vector)
+            while len(self._kept) > self.LIMIT:
+                self._kept.popitem(last=False)
+        return np.stack(rows) if rows else np.zeros((0, self._ctx.embedder.dim),
+                                                    dtype=np.float32)
+
+
 class Conversations:
     """Turning conversations into memories, and linking what they mention."""
 
@@ -82,9 +130,12 @@ class Conversations:
         self._index = index
         self._transitions = transitions
         self._links: LinkIndex | None = None
+        self._text_vectors = _TextVectors(ctx)
         ctx.on_change(self._on_change)
 
     def _on_change(self, change: Changed) -> None:
+        if change.removed or change.bulk or change.foreign:
+            self._text_vectors.clear()
         links = self._links
         if links is None or change.edges_only or change.access_only:
             return
@@ -180,7 +231,7 @@ class Conversations:
         for f in found:
             siblings.setdefault(f.index, []).append(f.item.text)
         # Texts alone, for duplicates and reinforcement; stored vectors add the context.
-        vectors = ctx.embed([f.item.text for f in found])
+        vectors = self._text_vectors([f.item.text for f in found])
         duplicates, similar = self._match_existing(vectors, [f.item.text for f in found],
                                                    owner, session_id)
         recent = self._recent_statements(owner)
@@ -373,7 +424,7 @@ class Conversations:
         missing = [s for s in recent if s.id not in known]
         if missing:
             known.update(zip([s.id for s in missing],
-                             self._ctx.embed([s.text for s in missing]), strict=True))
+                             self._text_vectors([s.text for s in missing]), strict=True))
         return {s.id: float(known[s.id] @ vector) for s in recent}
 
     def _recent_statements(self, owner: str | None, limit: int = 40) -> list[Statement]:
@@ -438,7 +489,7 @@ class Conversations:
             if not top:
                 continue
             others = self._memories.get_many(top)
-            similar = matvec(self._ctx.embed([m.text for m in others]), vectors[row])
+            similar = matvec(self._text_vectors([m.text for m in others]), vectors[row])
             by_id = {m.id: float(c) for m, c in zip(others, similar, strict=True)}
             best_active = max(((c, i) for i, c in by_id.items() if active[index.pos[i]]),
                               default=(0.0, ""))

@@ -213,7 +213,9 @@ class Memories:
                                     if patched is not None and set(changed) <= set(patched)
                                     else None, facts=facts))
             if edges:
-                ctx.changed(Changed(sorted(set(edges)), edges_only=True))
+                # new edges are handed over as written; strengthened ones are read again
+                ctx.changed(Changed(sorted(set(edges)), edges_only=True,
+                                    edges=None if batch.merged_edges else batch.new_edges))
 
     # -- merging (imports) ---------------------------------------------------------------
     def merge(self, records: Sequence[MemoryInput], *, edges: Sequence[Edge] = (),
