@@ -803,3 +803,8 @@ def test_the_texts_a_conversation_compares_are_embedded_once_and_forgotten_with_
         [ana] = [m for m in store.memories(owner="tess") if m.text == said[0]]
         store.forget(ana.id, confirm=True)
         assert not kept._kept  # no forgotten text stays in memory
+        # a text read from the store before a forget is embedded, not kept, after it
+        before = kept.epoch
+        kept.clear()
+        assert kept([said[0]], since=before).shape == (1, store.embedder.dim)
+        assert said[0] not in kept._kept

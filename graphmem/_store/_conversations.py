@@ -89,35 +89,43 @@ class _TextVectors:
         self._lock = threading.Lock()
         self._kept: OrderedDict[str, np.ndarray] = OrderedDict()
         self._model: object = ctx.embedder
+        #: counts the clears: what was embedded across one is returned, not kept (a
+        #: memory forgotten meanwhile may have been among the texts)
+        self._epoch = 0
 
     def clear(self) -> None:
         with self._lock:
             self._kept.clear()
+            self._epoch += 1
 
-    def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        """The vectors of ``texts`` (one row each), those not kept embedded in one call."""
+    @property
+    def epoch(self) -> int:
+        """How many times all was dropped: taken before the texts are read from the store."""
+        return self._epoch
+
+    def __call__(self, texts: Sequence[str], *, since: int | None = None) -> np.ndarray:
+        """The vectors of ``texts`` (one row each), those not kept embedded in one call;
+        kept only if nothing was dropped ``since`` (an ``epoch``) or during the call."""
         with self._lock:
             if self._model is not self._ctx.embedder:
                 self._kept.clear()
                 self._model = self._ctx.embedder
-            missing = list(dict.fromkeys(t for t in texts if t not in self._kept))
+                self._epoch += 1
+            epoch = self._epoch if since is None else since
+            have = {t: self._kept[t] for t in texts if t in self._kept}
+        missing = list(dict.fromkeys(t for t in texts if t not in have))
         made = dict(zip(missing, self._ctx.embed(missing), strict=True)) if missing else {}
         with self._lock:
-            rows = []
-            for text in texts:
-                vector = made.get(text)
-                if vector is None:
-                    vector = self._kept.get(text)
-                    if vector is None:  # dropped meanwhile by another thread
-                        vector = self._ctx.embed([text])[0]
-                    else:
+            if self._epoch == epoch:
+                for text in have:
+                    if text in self._kept:
                         self._kept.move_to_end(text)
-                self._kept[text] = vector
-                rows.append(vector)
-            while len(self._kept) > self.LIMIT:
-                self._kept.popitem(last=False)
-        return np.stack(rows) if rows else np.zeros((0, self._ctx.embedder.dim),
-                                                    dtype=np.float32)
+                self._kept.update(made)
+                while len(self._kept) > self.LIMIT:
+                    self._kept.popitem(last=False)
+        if not texts:
+            return np.zeros((0, self._ctx.embedder.dim), dtype=np.float32)
+        return np.stack([made[t] if t in made else have[t] for t in texts])
 
 
 class Conversations:
@@ -207,6 +215,7 @@ class Conversations:
             raise InvalidInputError("session_id must be a non-empty string", field="session_id")
         parsed = [_message(m, i) for i, m in enumerate(_messages(messages))]
         ctx = self._ctx
+        since = self._text_vectors.epoch  # before anything is read from the store
         base_time = to_utc(timestamp) if timestamp is not None else ctx.now()
         chosen = extractor or _default_extractor(ctx.settings)
         strong = getattr(chosen, "strong", RuleExtractor().strong)
@@ -231,9 +240,9 @@ class Conversations:
         for f in found:
             siblings.setdefault(f.index, []).append(f.item.text)
         # Texts alone, for duplicates and reinforcement; stored vectors add the context.
-        vectors = self._text_vectors([f.item.text for f in found])
+        vectors = self._text_vectors([f.item.text for f in found], since=since)
         duplicates, similar = self._match_existing(vectors, [f.item.text for f in found],
-                                                   owner, session_id)
+                                                   owner, session_id, since=since)
         recent = self._recent_statements(owner)
         cosines: dict[str, np.ndarray] = {}  # the recent statements' vectors, when needed
         records: list[MemoryInput] = []
@@ -285,7 +294,7 @@ class Conversations:
                 earlier = recent if takes_back(said) else [
                     r for r in recent if r.message != f.message["text"]]
                 target = correction_target(said, earlier,
-                                           self._similarity(vectors[n], earlier, cosines),
+                                           self._similarity(vectors[n], earlier, cosines, since),
                                            about=own[at - 1] if at else None
                                            ) if said else None
             elif status is Status.ACTIVE and redoes(f.item.text):
@@ -293,7 +302,7 @@ class Conversations:
                 # Tuesday") replaces what it said it did, never what the user said
                 done = [r for r in recent if r.assistant and r.message != f.message["text"]]
                 target = correction_target(f.item.text, done,
-                                           self._similarity(vectors[n], done, cosines),
+                                           self._similarity(vectors[n], done, cosines, since),
                                            redo=True)
             if target is not None and target not in corrected.values():
                 corrected[memory_id] = target
@@ -418,13 +427,15 @@ class Conversations:
             provenance=provenance, payload=message["text"])
 
     def _similarity(self, vector: np.ndarray, recent: Sequence[Statement],
-                    known: dict[str, np.ndarray]) -> dict[str, float]:
+                    known: dict[str, np.ndarray], since: int | None = None
+                    ) -> dict[str, float]:
         """The cosine of a statement (its text alone) with each recent statement's text;
         those not embedded yet are embedded once per call."""
         missing = [s for s in recent if s.id not in known]
         if missing:
             known.update(zip([s.id for s in missing],
-                             self._text_vectors([s.text for s in missing]), strict=True))
+                             self._text_vectors([s.text for s in missing], since=since),
+                             strict=True))
         return {s.id: float(known[s.id] @ vector) for s in recent}
 
     def _recent_statements(self, owner: str | None, limit: int = 40) -> list[Statement]:
@@ -459,7 +470,7 @@ class Conversations:
                 for i in ids if i in by_id]
 
     def _match_existing(self, vectors: np.ndarray, texts: Sequence[str],
-                        owner: str | None, session: str
+                        owner: str | None, session: str, *, since: int | None = None
                         ) -> tuple[dict[int, str], dict[int, tuple[str, float]]]:
         """For each new text: an existing active memory it duplicates, or a candidate of
         another session it reinforces (with their cosine). Stored vectors include each
@@ -489,7 +500,8 @@ class Conversations:
             if not top:
                 continue
             others = self._memories.get_many(top)
-            similar = matvec(self._text_vectors([m.text for m in others]), vectors[row])
+            similar = matvec(self._text_vectors([m.text for m in others], since=since),
+                             vectors[row])
             by_id = {m.id: float(c) for m, c in zip(others, similar, strict=True)}
             best_active = max(((c, i) for i, c in by_id.items() if active[index.pos[i]]),
                               default=(0.0, ""))
