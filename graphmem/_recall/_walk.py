@@ -117,23 +117,26 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     return values[keep]
 
 
+def _places(nodes: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of ``values`` is in the sorted ``nodes`` (an index), and whether it is
+    there at all."""
+    at = np.minimum(np.searchsorted(nodes, values), len(nodes) - 1)
+    return at, nodes[at] == values
+
+
 def _subgraph(seeds: np.ndarray, rows: FlatRows, depth: int
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Nodes within ``depth`` hops (sorted) and the edges among them (local indices)."""
     nodes = _distinct(seeds)
-    seen = np.zeros(int(nodes[-1]) + 1 if nodes.size else 0, dtype=bool)
-    seen[nodes] = True
     frontier = nodes
     for _ in range(depth):
         if not frontier.size:
             break
         _, reached, _ = rows.gather(frontier)
-        if reached.size and reached.max() >= seen.size:
-            seen = np.concatenate([seen, np.zeros(int(reached.max()) + 1 - seen.size, bool)])
-        fresh = _distinct(reached[~seen[reached]])
+        reached = _distinct(reached)
+        fresh = reached[~_places(nodes, reached)[1]]
         if fresh.size == 0:
             break
-        seen[fresh] = True
         nodes = np.sort(np.concatenate([nodes, fresh]))
         frontier = fresh
     lengths, others, weights = rows.gather(nodes)
@@ -142,8 +145,7 @@ def _subgraph(seeds: np.ndarray, rows: FlatRows, depth: int
         return nodes, empty, empty, np.zeros(0)
     # every row at once: the edges of node i, in node order, kept when they end inside
     src = np.repeat(np.arange(len(nodes), dtype=np.int64), lengths)
-    local = np.minimum(np.searchsorted(nodes, others), len(nodes) - 1)
-    inside = nodes[local] == others
+    local, inside = _places(nodes, others)
     return nodes, src[inside], local[inside], weights[inside]
 
 
