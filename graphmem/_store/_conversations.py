@@ -244,7 +244,6 @@ class Conversations:
         duplicates, similar = self._match_existing(vectors, [f.item.text for f in found],
                                                    owner, session_id, since=since)
         recent = self._recent_statements(owner)
-        cosines: dict[str, np.ndarray] = {}  # the recent statements' vectors, when needed
         records: list[MemoryInput] = []
         candidates: list[str] = []
         reinforced: dict[str, str] = {}    # candidate -> memory id that confirms it
@@ -294,7 +293,7 @@ class Conversations:
                 earlier = recent if takes_back(said) else [
                     r for r in recent if r.message != f.message["text"]]
                 target = correction_target(said, earlier,
-                                           self._similarity(vectors[n], earlier, cosines, since),
+                                           self._similarity(vectors[n], earlier, since),
                                            about=own[at - 1] if at else None
                                            ) if said else None
             elif status is Status.ACTIVE and redoes(f.item.text):
@@ -302,7 +301,7 @@ class Conversations:
                 # Tuesday") replaces what it said it did, never what the user said
                 done = [r for r in recent if r.assistant and r.message != f.message["text"]]
                 target = correction_target(f.item.text, done,
-                                           self._similarity(vectors[n], done, cosines, since),
+                                           self._similarity(vectors[n], done, since),
                                            redo=True)
             if target is not None and target not in corrected.values():
                 corrected[memory_id] = target
@@ -323,7 +322,6 @@ class Conversations:
                 recent.insert(0, Statement(memory_id, f.item.text,
                                            assistant=f.message["role"] == "assistant",
                                            message=f.message["text"]))
-                cosines[memory_id] = vectors[n]
         edges = _session_edges([r.id or "" for r in records], cooccur_window, session_id)
         batch, result, new_memories = self._memories.plan_merge(
             records, edges=edges, reason=f"conversation {session_id}", actor=actor)
@@ -427,16 +425,13 @@ class Conversations:
             provenance=provenance, payload=message["text"])
 
     def _similarity(self, vector: np.ndarray, recent: Sequence[Statement],
-                    known: dict[str, np.ndarray], since: int | None = None
-                    ) -> dict[str, float]:
-        """The cosine of a statement (its text alone) with each recent statement's text;
-        those not embedded yet are embedded once per call."""
-        missing = [s for s in recent if s.id not in known]
-        if missing:
-            known.update(zip([s.id for s in missing],
-                             self._text_vectors([s.text for s in missing], since=since),
-                             strict=True))
-        return {s.id: float(known[s.id] @ vector) for s in recent}
+                    since: int | None = None) -> dict[str, float]:
+        """The cosine of a statement (its text alone) with each recent statement's text
+        (their vectors kept from one call to the next: ``_TextVectors``)."""
+        if not recent:
+            return {}
+        vectors = self._text_vectors([s.text for s in recent], since=since)
+        return {s.id: float(v @ vector) for s, v in zip(recent, vectors, strict=True)}
 
     def _recent_statements(self, owner: str | None, limit: int = 40) -> list[Statement]:
         """The owner's latest current statements (active or candidate), most recent
