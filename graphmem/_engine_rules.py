@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from ._engine import BatchWriter, ChangeSet, Decision, EventQuery, Job, WriteBatch
+from ._errors import ConflictError
 
 __all__ = [
     "BATCH_STEPS",
@@ -48,6 +49,7 @@ __all__ = [
     "Writes",
     "erase",
     "event_conditions",
+    "key_taken",
     "quoting_probes",
     "quoting_rows",
     "render",
@@ -68,6 +70,25 @@ def version_id(memory_id: str, seq: int) -> str:
     'm:a#v2'
     """
     return f"{memory_id}{VERSION_MARK}{seq}"
+
+
+def key_taken(key: str) -> ConflictError:
+    """The error for a write refused because ``key`` (a memory's id, or a version's) is
+    already stored: a version's means another writer changed the memory after this write
+    read it.
+
+    >>> str(key_taken("m:a#v3"))[:64]
+    'memory m:a was changed by another writer after this write read i'
+    >>> str(key_taken("m:a"))
+    'a memory with id m:a already exists'
+    """
+    memory_id, mark, seq = key.rpartition(VERSION_MARK)
+    if mark and memory_id and seq.isdigit():
+        return ConflictError(
+            f"memory {memory_id} was changed by another writer after this write read it "
+            f"(its version {seq} is stored already); nothing was written: read it again "
+            "and retry")
+    return ConflictError(f"a memory with id {key} already exists")
 
 
 # -- lifecycle jobs --------------------------------------------------------------------

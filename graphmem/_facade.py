@@ -20,10 +20,11 @@ construction; the algorithms they run are in the packages below (``_recall``, ``
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack, cast
 
 import numpy as np
 
@@ -90,6 +91,20 @@ def _doc(source: Callable[..., Any]) -> Callable[[F], F]:
         return method
 
     return copy
+
+
+def _one_writer(method: F) -> F:
+    """A write that reads the memories it changes holds the store's write lock from that
+    read to its commit, so two threads writing one memory each build on the other's
+    change: unlocked, both wrote the same next version and the second failed (and with
+    Kuzu 0.11.3 a failed write broke the row it had updated, ``_kuzu._db``)."""
+
+    @functools.wraps(method)
+    def locked(self: MemoryStore, *args: Any, **kwargs: Any) -> Any:
+        with self._ctx.lock:
+            return method(self, *args, **kwargs)
+
+    return cast(F, locked)
 
 
 class MemoryStore:
@@ -286,6 +301,7 @@ class MemoryStore:
                                            reason=reason, actor=actor, source=source)
 
     @_doc(Memories.update)
+    @_one_writer
     def update(self, memory_id: str, *, reason: ChangeType | str = ChangeType.MANUAL_EDIT,
                actor: str | None = None, owner: str | None = None,
                **fields: Unpack[UpdateFields]) -> Memory:
@@ -293,22 +309,26 @@ class MemoryStore:
                                      **fields)
 
     @_doc(Memories.supersede)
+    @_one_writer
     def supersede(self, old_id: str, new: Memory | str, *, reason: str = "conflict_update",
                   owner: str | None = None, actor: str | None = None, **fields: Any) -> Memory:
         return self._memories.supersede(old_id, new, reason=reason, owner=owner, actor=actor,
                                         **fields)
 
     @_doc(Memories.link)
+    @_one_writer
     def link(self, a: str, b: str, *, kind: str = "references", weight: float = 1.0,
              source: str = "explicit", owner: str | None = None) -> None:
         self._memories.link(a, b, kind=kind, weight=weight, source=source, owner=owner)
 
     @_doc(Memories.link_many)
+    @_one_writer
     def link_many(self, edges: Sequence[Edge]) -> int:
         return self._memories.link_many(edges)
 
     # -- state changes ---------------------------------------------------------------------
     @_doc(Transitions.tombstone)
+    @_one_writer
     def tombstone(self, memory_id: str, *, reason: str = "manual", owner: str | None = None,
                   triggered_by: TriggeredBy = TriggeredBy.MANUAL,
                   actor: str | None = None) -> Memory:
@@ -316,11 +336,13 @@ class MemoryStore:
                                            triggered_by=triggered_by, actor=actor)
 
     @_doc(Transitions.keep)
+    @_one_writer
     def keep(self, memory_id: str, *, reason: str = "kept on review", owner: str | None = None,
              actor: str | None = None) -> LifecycleEvent:
         return self._transitions.keep(memory_id, reason=reason, owner=owner, actor=actor)
 
     @_doc(Transitions.forget)
+    @_one_writer
     def forget(self, memory_id: str, *, confirm: bool = False, reason: str = "manual",
                owner: str | None = None, purge: bool = True, actor: str | None = None) -> None:
         self._transitions.forget(memory_id, confirm=confirm, reason=reason, owner=owner,
@@ -347,6 +369,7 @@ class MemoryStore:
                                    record_access=record_access, since=since, until=until,
                                    min_similarity=min_similarity, min_relative=min_relative)
 
+    @_one_writer
     def feedback(self, memory_id: str, *, useful: bool, query: str | None = None,
                  owner: str | None = None, actor: str | None = None) -> Memory:
         """Report whether a recalled memory helped (retrieval feedback).
@@ -408,6 +431,7 @@ class MemoryStore:
         return self._lifecycle.batch_evaluate(ids, owner=owner, kinds=kinds, statuses=statuses)
 
     @_doc(Lifecycle.promote)
+    @_one_writer
     def promote(self, memory_id: str, *, reason: str = "manual", owner: str | None = None,
                 triggered_by: TriggeredBy = TriggeredBy.MANUAL,
                 actor: str | None = None) -> PromoteResult:
@@ -415,6 +439,7 @@ class MemoryStore:
                                        triggered_by=triggered_by, actor=actor)
 
     @_doc(Lifecycle.archive)
+    @_one_writer
     def archive(self, memory_id: str, *, reason: str = "manual", create_summary: bool = False,
                 owner: str | None = None, triggered_by: TriggeredBy = TriggeredBy.MANUAL,
                 actor: str | None = None) -> ArchiveResult:
@@ -422,6 +447,7 @@ class MemoryStore:
                                        owner=owner, triggered_by=triggered_by, actor=actor)
 
     @_doc(Lifecycle.restore)
+    @_one_writer
     def restore(self, memory_id: str, *, owner: str | None = None,
                 window_days: float | None = None, actor: str | None = None) -> RestoreResult:
         return self._lifecycle.restore(memory_id, owner=owner, window_days=window_days,
@@ -443,6 +469,7 @@ class MemoryStore:
             extractor=extractor, cooccur_window=cooccur_window, actor=actor)
 
     @_doc(Conversations.correct)
+    @_one_writer
     def correct(self, memory_id: str, new_text: str, *, owner: str | None = None,
                 actor: str | None = None, **fields: Any) -> Memory:
         return self._conversations.correct(memory_id, new_text, owner=owner, actor=actor,

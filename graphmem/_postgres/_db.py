@@ -9,6 +9,7 @@ Every connection runs in UTC with graphmem's schema first on its search path (th
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -19,6 +20,7 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
+from .._engine_rules import VERSION_MARK, key_taken
 from .._errors import (
     ConflictError,
     GraphmemError,
@@ -57,6 +59,9 @@ def map_error(exc: BaseException, *, where: str) -> GraphmemError:
         return exc
     if isinstance(exc, psycopg.errors.UniqueViolation):
         detail = getattr(getattr(exc, "diag", None), "message_detail", None) or str(exc)
+        version = re.search(r"=\(([^()]*" + re.escape(VERSION_MARK) + r"\d+)\)", detail)
+        if version:
+            return key_taken(version.group(1))
         return ConflictError(f"already stored: {detail}")
     if isinstance(exc, psycopg.errors.ForeignKeyViolation):
         detail = getattr(getattr(exc, "diag", None), "message_detail", None) or str(exc)

@@ -74,6 +74,10 @@ class _Found:
     status: Status
 
 
+class _Replan(Exception):
+    """A conversation's plan is stale: another writer changed what it was planned on."""
+
+
 class _TextVectors:
     """The vectors of texts alone (no context), kept for the texts asked for again: the
     statements a conversation's new ones are compared with (their full-text neighbours,
@@ -200,6 +204,27 @@ class Conversations:
         indexed with the statements it needs to be understood (``context``). Everything
         is written in one transaction, recorded under ``actor``.
         """
+        try:
+            return self._add_conversation(messages, session_id=session_id, owner=owner,
+                                          timestamp=timestamp, extractor=extractor,
+                                          cooccur_window=cooccur_window, actor=actor,
+                                          locked=False)
+        except _Replan:
+            # another writer changed what it was planned on: planned again, alone
+            with self._ctx.lock:
+                return self._add_conversation(messages, session_id=session_id, owner=owner,
+                                              timestamp=timestamp, extractor=extractor,
+                                              cooccur_window=cooccur_window, actor=actor,
+                                              locked=True)
+
+    def _add_conversation(
+        self, messages: Sequence[Mapping[str, Any] | str], *, session_id: str,
+        owner: str | None, timestamp: datetime | None, extractor: Extractor | None,
+        cooccur_window: int, actor: str | None, locked: bool,
+    ) -> AddResult:
+        """``add_conversation``, planned while other writers go on (``locked``: while
+        none can); the commit refuses (``_Replan``) a plan that another writer's forget,
+        or change of a memory it updates, made stale meanwhile."""
         from .._extract._corrections import (
             Statement,
             correction_target,
@@ -328,9 +353,12 @@ class Conversations:
         created_now = {m.memory.id: m.memory for m in new_memories}
         changed: list[str] = []
         now = ctx.now()
+        read: dict[str, int] = {}  # the stored memories it updates: their versions read
         for candidate in in_place:
+            memory = ctx.visible(candidate, owner)
+            read[candidate] = memory.version
             batch.patches.append(self._transitions.transition_patch(
-                ctx.visible(candidate, owner), status=Status.ACTIVE,
+                memory, status=Status.ACTIVE,
                 event_type=EventType.ACTIVATE, change_type=ChangeType.REINFORCED,
                 reason=f"stated again in conversation {session_id}", actor=actor))
             changed.append(candidate)
@@ -340,6 +368,8 @@ class Conversations:
                      for new, old in corrected.items()]
         for new, old, reason, change_type in replaced:
             memory = created_now.get(old) or ctx.visible(old, owner)
+            if old not in created_now:
+                read[old] = memory.version
             patch, edge = self._memories.supersede_patch(memory, new, reason=reason, at=now,
                                                          actor=actor, change_type=change_type)
             batch.patches.append(patch)
@@ -361,7 +391,9 @@ class Conversations:
                 derived, known={m.memory.id for m in new_memories})
             self._memories.commit(batch, created=new_memories, changed=changed,
                                   edges=[e.src for e in batch.new_edges]
-                                  + [e.dst for e in batch.new_edges])
+                                  + [e.dst for e in batch.new_edges],
+                                  check=None if locked else functools.partial(
+                                      self._unchanged, since, read))
         except BaseException:
             self._links = None  # it already holds memories that were not written
             raise
@@ -372,6 +404,18 @@ class Conversations:
                          created_ids=created, candidate_ids=candidates,
                          reinforced_ids=list(reinforced), corrected_ids=list(corrected.values()),
                          dropped=sorted(dropped), extractor=chosen.name, warnings=warnings)
+
+    def _unchanged(self, since: int, read: Mapping[str, int]) -> None:
+        """Raise ``_Replan`` when, since a conversation was planned, a memory was forgotten
+        (or the store changed in bulk, or from another process: ``since``, an epoch of
+        the text vectors) or a memory it updates was changed (``read``: their versions
+        then); called under the write lock."""
+        if self._text_vectors.epoch != since:
+            raise _Replan
+        if read:
+            now = self._ctx.engine.get_many(list(read))
+            if any(i not in now or now[i].version != v for i, v in read.items()):
+                raise _Replan
 
     def _statements(self, chosen: Extractor, message: Mapping[str, Any],
                     warnings: list[str], index: int, asked: str | None = None

@@ -7,7 +7,7 @@ Each write validates everything, derives what the texts imply (``_derive``), bui
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Unpack
 
@@ -190,12 +190,17 @@ class Memories:
             raise ConflictError(f"a memory with id {sorted(taken)[0]} already exists")
 
     def commit(self, batch: WriteBatch, *, created: Sequence[NewMemory] = (),
-               changed: Sequence[str] = (), edges: Sequence[str] = ()) -> None:
+               changed: Sequence[str] = (), edges: Sequence[str] = (),
+               check: Callable[[], None] | None = None) -> None:
         """Commit one batch, then tell the listeners what it created (``created``),
-        changed (``changed``) and linked (``edges``: the ends of new edges)."""
+        changed (``changed``) and linked (``edges``: the ends of new edges). ``check``,
+        called under the write lock before anything is written, may raise to refuse a
+        batch planned on what another writer has changed meanwhile."""
         ctx = self._ctx
         with ctx.lock:
             try:
+                if check is not None:
+                    check()
                 ctx.engine.commit(batch)
             except BaseException:
                 self._knowledge.reset()  # it learnt what was planned

@@ -1,0 +1,171 @@
+"""Writers at once on one store: threads writing the same memories, a conversation planned
+while a memory it corrects is forgotten, and a write transaction rolled back (Kuzu 0.11.3
+left the rows such a transaction had updated unwritable, or crashed the next write of
+them). The first two run in a child process: what failed here was a segfault."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+from graphmem import MemoryStore, Status
+from graphmem.algorithms import engine_of
+
+
+def _child(script: str, db: Path) -> dict[str, Any]:
+    """Run ``script`` (``DB``: the store's path) in a fresh process; its last line is JSON."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script), str(db)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, (done.returncode, done.stderr[-3000:])
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_a_rolled_back_write_leaves_its_rows_writable(tmp_path: Path) -> None:
+    result = _child("""
+        import json, sys
+        from graphmem import MemoryStore
+        from graphmem.algorithms import engine_of
+
+        class Boom(Exception):
+            pass
+
+        with MemoryStore(sys.argv[1], embedder="hashing") as store:
+            ids = [m.id for m in store.add_many([f"note {i} about tea" for i in range(4)])]
+            db = engine_of(store).db
+            refused, written = 0, []
+            for k in range(40):
+                memory_id = ids[k % 4]
+                try:
+                    with db.write() as tx:  # a write that fails after it set a field
+                        tx.run("MATCH (m:Memory {id: $id}) SET m.importance = 0.99",
+                               {"id": memory_id})
+                        raise Boom
+                except Boom:
+                    refused += 1
+                value = round(0.01 * (k + 1), 2)
+                store.update(memory_id, importance=value)
+                written.append(store.get(memory_id).importance == value)
+            print(json.dumps({"refused": refused, "written": written,
+                              "last": [store.get(i).importance for i in ids]}))
+    """, tmp_path / "db")
+    assert result["refused"] == 40
+    assert all(result["written"]), result["written"]
+    assert result["last"] == [0.37, 0.38, 0.39, 0.4]
+
+
+def test_threads_writing_one_memory_each_build_on_the_others(tmp_path: Path) -> None:
+    result = _child("""
+        import json, random, sys, threading
+        from graphmem import MemoryStore
+
+        with MemoryStore(sys.argv[1], embedder="hashing") as store:
+            ids = [m.id for m in store.add_many([f"Lena's note {i}" for i in range(3)])]
+            errors, done = [], []
+
+            def work(seed):
+                rng = random.Random(seed)
+                for _ in range(25):
+                    memory_id = rng.choice(ids)
+                    try:
+                        if rng.random() < 0.5:
+                            store.update(memory_id, importance=rng.uniform(0.1, 0.9))
+                            done.append("update")
+                        else:
+                            store.feedback(memory_id, useful=rng.random() < 0.5)
+                            done.append("feedback")
+                    except Exception as exc:
+                        errors.append(repr(exc))
+
+            threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            print(json.dumps({
+                "errors": errors, "done": len(done), "asked": done.count("feedback"),
+                "versions": [store.get(i).version for i in ids],
+                "history": [len(store.history(i)) for i in ids],
+                "feedback": sum(len(store.events(i, event_type="feedback")) for i in ids)}))
+    """, tmp_path / "db")
+    assert result["errors"] == []
+    assert result["done"] == 100
+    # every version each writer wrote is in the history, none lost or doubled
+    assert result["versions"] == result["history"]
+    assert result["feedback"] == result["asked"] > 0
+
+
+def test_a_conversation_planned_before_a_forget_is_planned_again(tmp_path: Path) -> None:
+    said = [{"role": "user", "content": "My dentist appointment is on Tuesday at 3pm."}]
+    again = [{"role": "user", "content": "Sorry, the dentist appointment is on Thursday at "
+                                         "3pm now, not Tuesday."}]
+    # without a forget, the second sitting corrects the first
+    with MemoryStore(tmp_path / "twin", embedder="hashing") as twin:
+        first = twin.add_conversation(said, session_id="s1", owner="ana").created_ids
+        assert twin.add_conversation(again, session_id="s2", owner="ana").corrected_ids == first
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        (stated,) = store.add_conversation(said, session_id="s1", owner="ana").created_ids
+        plan = store._memories.plan_merge
+        forgot: list[BaseException | None] = []
+
+        def forget_meanwhile(*args: Any, **kwargs: Any) -> Any:
+            if not forgot:  # the conversation chose what it corrects; the user forgets it
+                thread = threading.Thread(target=lambda: forgot.append(
+                    store.forget(stated, confirm=True, purge=False)))
+                thread.start()
+                thread.join()
+            return plan(*args, **kwargs)
+
+        store._memories.plan_merge = forget_meanwhile  # type: ignore[method-assign]
+        result = store.add_conversation(again, session_id="s2", owner="ana")
+        store._memories.plan_merge = plan  # type: ignore[method-assign]
+        assert forgot == [None]
+        assert result.corrected_ids == [] and len(result.created_ids) == 1
+        gone = store.get(stated)
+        assert gone.status is Status.FORGOTTEN and gone.text == ""
+        assert store.links(stated) == []
+        assert len(store.history(stated)) == 2  # created, forgotten: nothing after
+        engine = engine_of(store)
+        assert not [f for f in engine.facts(all_owners=True) if stated in f.sources]
+
+
+def test_clients_writing_one_memory_through_the_sidecar_at_once(tmp_path: Path) -> None:
+    import random
+
+    import httpx
+
+    from ._servers import running_sidecar
+
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store, \
+            running_sidecar(store) as base:
+        ids = [m.id for m in store.add_many([f"Lena's note {i} about tea" for i in range(3)])]
+        answers: list[int | str] = []
+
+        def client(seed: int) -> None:
+            rng = random.Random(seed)
+            with httpx.Client(base_url=base, timeout=60) as http:
+                for _ in range(30):
+                    memory_id = rng.choice(ids)
+                    try:
+                        if rng.random() < 0.5:
+                            answer = http.patch(f"/v1/memories/{memory_id}", json={
+                                "importance": round(rng.uniform(0.1, 0.9), 3)})
+                        else:
+                            answer = http.post("/v1/feedback", json={
+                                "memory_id": memory_id, "useful": rng.random() < 0.5})
+                        answers.append(answer.status_code)
+                    except httpx.HTTPError as exc:
+                        answers.append(type(exc).__name__)
+
+        threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert answers == [200] * 240
+        assert [store.get(i).version for i in ids] == [len(store.history(i)) for i in ids]
