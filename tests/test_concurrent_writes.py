@@ -169,3 +169,29 @@ def test_clients_writing_one_memory_through_the_sidecar_at_once(tmp_path: Path) 
             thread.join()
         assert answers == [200] * 240
         assert [store.get(i).version for i in ids] == [len(store.history(i)) for i in ids]
+
+
+def test_a_conversation_planned_while_the_model_changes_is_planned_again(
+        tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store.add("my sister Ana is a nurse at the hospital in Porto", owner="tess")
+        ctx = store._ctx
+        embed = ctx.embed
+        switched: list[int] = []
+
+        def switch_meanwhile(texts: Any) -> Any:
+            vectors = embed(texts)  # the old model's
+            if not switched:  # another thread re-embeds the store with another model
+                switched.append(store.reembed("hashing:128"))
+            return vectors
+
+        ctx.embed = switch_meanwhile  # type: ignore[method-assign]
+        result = store.add_conversation(["I moved to Lisbon in March",
+                                         "Ana visits every second weekend"],
+                                        session_id="s1", owner="tess")
+        ctx.embed = embed  # type: ignore[method-assign]
+        assert switched == [1] and len(result.created_ids) == 2
+    with MemoryStore(tmp_path / "db") as store:
+        assert store.embedder.dim == 128
+        (hit,) = store.recall("Lisbon in March", owner="tess", k=1)
+        assert hit.memory.text == "I moved to Lisbon in March"

@@ -204,18 +204,24 @@ class Conversations:
         indexed with the statements it needs to be understood (``context``). Everything
         is written in one transaction, recorded under ``actor``.
         """
+        model = self._ctx.embedder
         try:
             return self._add_conversation(messages, session_id=session_id, owner=owner,
                                           timestamp=timestamp, extractor=extractor,
                                           cooccur_window=cooccur_window, actor=actor,
                                           locked=False)
         except _Replan:
-            # another writer changed what it was planned on: planned again, alone
-            with self._ctx.lock:
-                return self._add_conversation(messages, session_id=session_id, owner=owner,
-                                              timestamp=timestamp, extractor=extractor,
-                                              cooccur_window=cooccur_window, actor=actor,
-                                              locked=True)
+            pass
+        except ValueError:
+            if self._ctx.embedder is model:
+                raise
+            # ``reembed`` switched the model meanwhile: vectors of two models were compared
+        # another writer changed what it was planned on: planned again, alone
+        with self._ctx.lock:
+            return self._add_conversation(messages, session_id=session_id, owner=owner,
+                                          timestamp=timestamp, extractor=extractor,
+                                          cooccur_window=cooccur_window, actor=actor,
+                                          locked=True)
 
     def _add_conversation(
         self, messages: Sequence[Mapping[str, Any] | str], *, session_id: str,
