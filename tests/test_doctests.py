@@ -53,7 +53,7 @@ EXAMPLED = {
     "graphmem._recall._entities": 13,
     "graphmem._recall._fusion": 7,
     "graphmem._recall._hits": 2,
-    "graphmem._recall._index": 1,
+    "graphmem._recall._index": 2,
     "graphmem._recall._query": 8,
     "graphmem._recall._vectors": 2,
     "graphmem._recall._walk": 7,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -46,16 +47,25 @@ def oracle_replace(table: Table, pos: dict[str, int], memory_id: str,
 
 
 def oracle_merged(refs: Table, cooc: Table, pos: int, r: float, c: float,
-                  limit: int) -> dict[int, float]:
+                  limit: int, ids: list[str]) -> dict[int, float]:
     out: dict[int, float] = {}
     for weight, table in ((r, refs), (c, cooc)):
         if weight <= 0:
             continue
         for other, w in table.get(pos, {}).items():
             out[other] = out.get(other, 0.0) + weight * w
-    if len(out) > limit:
-        out = dict(sorted(out.items(), key=lambda kv: -kv[1])[:limit])
+    if len(out) > limit:  # the strongest; ties: the later id
+        out = dict(sorted(out.items(), key=lambda kv: (-kv[1], _Desc(ids[kv[0]])))[:limit])
     return out
+
+
+class _Desc(str):
+    """A string that sorts after the ones it precedes."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: str) -> bool:
+        return str.__gt__(self, other)
 
 
 def make_index(n: int) -> RecallIndex:
@@ -112,10 +122,10 @@ def test_edge_tables_and_adjacency_agree_with_dicts(seed: int,
         for r, c, limit in (weights, (weights[0] + 0.25, weights[1], weights[2])):
             if (r, c, limit) in index._adjacency:
                 same(index.adjacency(r, c, limit).row(pos),
-                     oracle_merged(refs, cooc, pos, r, c, limit))
+                     oracle_merged(refs, cooc, pos, r, c, limit, index.ids))
     fresh = index.adjacency(1.0, 0.5, 3)  # built after the edits, from the overlay too
     for pos in range(n):
-        same(fresh.row(pos), oracle_merged(refs, cooc, pos, 1.0, 0.5, 3))
+        same(fresh.row(pos), oracle_merged(refs, cooc, pos, 1.0, 0.5, 3, index.ids))
 
 
 def test_an_empty_edge_table_answers_no_neighbours() -> None:
@@ -137,3 +147,35 @@ def test_edge_ids_are_read_in_blocks_and_shared() -> None:
     a, b = _shared_ids(src, dst, block=2)
     assert a == src.to_pylist() and b == dst.to_pylist()
     assert a[0] is a[2] is b[3] and a[1] is b[0] is b[4]
+
+
+def test_a_hub_keeps_the_same_tied_neighbours_live_and_rebuilt(tmp_path: Any) -> None:
+    """A memory with more neighbours than the walk keeps (50), all of one weight, linked
+    in shuffled batches: the live index (handed each batch's edges) keeps the neighbours
+    a fresh build from the store keeps, and the row made again for it agrees."""
+    from graphmem import Edge, MemoryStore
+
+    rng = random.Random(3)
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        hub = store.add("the hub memory about Ana and project Atlas")
+        others = [m.id for m in store.add_many([f"note {i} on Atlas" for i in range(90)])]
+        store.recall("Atlas", k=1)  # the live index exists, and takes the edges as made
+        rng.shuffle(others)
+        while others:
+            cut = rng.randint(1, 25)
+            chunk, others = others[:cut], others[cut:]
+            store.link_many([Edge("co_occurs", hub.id, o) if rng.random() < 0.5
+                             else Edge("co_occurs", o, hub.id) for o in chunk])
+        live, fresh = store._recall_index.current, store._recall_index._build()
+        assert live is not None
+
+        def kept(index: RecallIndex, rebuilt_row: bool = False) -> list[str]:
+            adjacency = index.adjacency(1.0, 1.0)
+            if rebuilt_row:
+                adjacency.refresh([index.pos[hub.id]])
+            return sorted(index.ids[p] for p in adjacency.row(index.pos[hub.id])[0].tolist())
+
+        expected = kept(fresh)
+        assert len(expected) == 50
+        assert kept(live) == expected
+        assert kept(live, rebuilt_row=True) == expected

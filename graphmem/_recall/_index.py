@@ -143,6 +143,21 @@ def _aware(value: Any) -> Any:
     return value
 
 
+def _later_id_first(ids: Sequence[str], positions: np.ndarray) -> np.ndarray:
+    """A key for each of ``positions`` that sorts their memories' ids from the last to
+    the first.
+
+    >>> _later_id_first(["m:b", "m:a", "m:c"], np.array([0, 1, 2, 0])).tolist()
+    [1, 2, 0, 1]
+    """
+    unique, inverse = np.unique(positions, return_inverse=True)
+    names = np.array([ids[p] for p in unique.tolist()], dtype=object)
+    rank = np.empty(unique.size, dtype=np.int64)
+    rank[np.argsort(names, kind="stable")[::-1]] = np.arange(unique.size)
+    result: np.ndarray = rank[inverse]
+    return result
+
+
 def _first_order(a: np.ndarray, b: np.ndarray, w: np.ndarray, rank: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Pairs ``(a, b)`` made unique: weights added up in ``rank`` order, each pair at the
@@ -291,10 +306,14 @@ class Adjacency:
         a, b, w, rank = _first_order(*(np.concatenate(p) for p in zip(*parts,
                                                                      strict=True)))
         counts = np.bincount(a - lo, minlength=hi - lo)
-        # rows over the limit keep their strongest (ties: the earlier), in that order;
-        # the others keep insertion order
+        # rows over the limit keep their strongest (ties: the later id, which neither the
+        # order edges came in nor positions decide, so a live index keeps what a fresh
+        # build does), in that order; the others keep insertion order
         big = counts[a - lo] > limit
-        order = np.lexsort((rank, np.where(big, -w, 0.0), a))
+        tie = np.zeros(a.size, dtype=np.int64)
+        if big.any():
+            tie[big] = _later_id_first(index.ids, b[big])
+        order = np.lexsort((rank, tie, np.where(big, -w, 0.0), a))
         a, b, w = a[order], b[order], w[order]
         starts = np.concatenate([[0], np.cumsum(counts)])[:-1]
         keep = (np.arange(a.size) - starts[a - lo]) < limit
@@ -1002,8 +1021,9 @@ class RecallIndex:
                 continue
             for other, w in table.get(pos).items():
                 out[other] = out.get(other, 0.0) + weight * w
-        if len(out) > limit:
-            out = dict(sorted(out.items(), key=lambda kv: -kv[1])[:limit])
+        if len(out) > limit:  # the strongest; ties: the later id (as ``Adjacency``)
+            by_id = sorted(out.items(), key=lambda kv: self.ids[kv[0]], reverse=True)
+            out = dict(sorted(by_id, key=lambda kv: -kv[1])[:limit])
         return out
 
     def derived(self, key: Hashable, build: Callable[[], _T]) -> _T:
