@@ -59,7 +59,7 @@ def _text(rng: random.Random) -> str:
         for _ in range(rng.randint(2, 3)))
 
 
-def build(path: Path, n: int, cache: Path | None = None, chunk: int = 5000) -> None:
+def build(path: Path, n: int, cache: Path | None = None, chunk: int = 1000) -> None:
     rng = random.Random(7)
     started = time.perf_counter()
     with MemoryStore(path, embedder="hashing", settings=Settings()) as store:
