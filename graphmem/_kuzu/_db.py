@@ -563,8 +563,12 @@ class Database:
         rolled back: Kuzu 0.11.3 leaves the rows it updated unwritable, or crashing the
         next write of them, in this process (the module's notes); opened again, the
         rolled-back changes are gone and every row takes writes. Running reads finish
-        first. An in-memory database cannot be opened again."""
-        if self.in_memory or self._closed:
+        first. An in-memory database cannot be opened again: its write connection is
+        replaced (a connection reused after some failures crashed the process)."""
+        if self._closed:
+            return
+        if self.in_memory:
+            self._replace_write_conn()
             return
         with self._write_lock, self._gate.exclusive():
             self._close_handles()
