@@ -286,6 +286,7 @@ class MemoryStore:
                                        actor=actor)
 
     @_doc(Memories.merge)
+    @_one_writer
     def merge(self, records: Sequence[MemoryInput], *, edges: Sequence[Edge] = (),
               reason: str = "import", actor: str | None = None,
               source: str | None = None) -> MergeResult:

@@ -26,6 +26,15 @@ def _child(script: str, db: Path) -> dict[str, Any]:
     return result
 
 
+def _at_once(work: Any, threads: int) -> None:
+    """``work(n)`` in ``threads`` threads at once, each waited for."""
+    running = [threading.Thread(target=work, args=(n,)) for n in range(threads)]
+    for thread in running:
+        thread.start()
+    for thread in running:
+        thread.join()
+
+
 def test_a_rolled_back_write_leaves_its_rows_writable(tmp_path: Path) -> None:
     result = _child("""
         import json, sys
@@ -162,11 +171,7 @@ def test_clients_writing_one_memory_through_the_sidecar_at_once(tmp_path: Path) 
                     except httpx.HTTPError as exc:
                         answers.append(type(exc).__name__)
 
-        threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        _at_once(client, 8)
         assert answers == [200] * 240
         assert [store.get(i).version for i in ids] == [len(store.history(i)) for i in ids]
 
@@ -195,3 +200,88 @@ def test_a_conversation_planned_while_the_model_changes_is_planned_again(
         assert store.embedder.dim == 128
         (hit,) = store.recall("Lisbon in March", owner="tess", k=1)
         assert hit.memory.text == "I moved to Lisbon in March"
+
+
+def test_two_threads_merging_one_record_both_succeed(tmp_path: Path) -> None:
+    from graphmem import MemoryInput
+
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        errors: list[str] = []
+
+        def merge(thread: int) -> None:
+            for n in range(10):
+                try:
+                    store.merge([MemoryInput(id="ext-1", text=f"Lena's note, take {thread}.{n}")])
+                except Exception as exc:
+                    errors.append(repr(exc))
+
+        _at_once(merge, 2)
+        assert errors == []
+        assert store.get("ext-1").version == len(store.history("ext-1"))
+
+
+def test_a_lifecycle_planned_before_a_forget_leaves_the_forgotten_memory(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from graphmem._store._lifecycle import Lifecycle
+
+    days = [0.0]
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    with MemoryStore(tmp_path / "db", embedder="hashing",
+                     clock=lambda: start + timedelta(days=days[0])) as store:
+        victim = store.add_many([f"note {i}: Lena drinks tea at {i} pm" for i in range(5)])[2]
+        days[0] = 30  # a month later: decay has work for every memory
+        plan = Lifecycle.plan
+
+        def forget_after_planning(self: Lifecycle, *args: Any) -> Any:
+            planned = plan(self, *args)
+            assert any(d.memory_id == victim.id for d in planned.decisions["decay"])
+            store.forget(victim.id, confirm=True)  # another thread, as the plan is made
+            return planned
+
+        monkeypatch.setattr(Lifecycle, "plan", forget_after_planning)
+        report = store.run_lifecycle(apply=True)
+        assert report.jobs.decayed == 5  # planned for all; written for the four others
+        assert [v.change_type.value for v in store.history(victim.id)] == [
+            "created", "forgotten"]
+        others = [m for m in store.memories() if m.id != victim.id]
+        assert all(store.history(m.id)[-1].change_type.value == "importance_decay"
+                   for m in others)
+
+
+def test_a_flush_waits_for_the_accesses_before_it_not_for_a_busy_recall_loop() -> None:
+    import time
+    from datetime import UTC, datetime
+
+    from graphmem._store._access import AccessWriter
+
+    written: list[set[str]] = []
+
+    def write(rows: Any) -> None:
+        time.sleep(0.02)
+        written.append(set(rows))
+
+    writer = AccessWriter(write, window=0.01)
+    stop = threading.Event()
+
+    def recall_loop() -> None:  # a recall recording accesses, again and again
+        n = 0
+        while not stop.is_set():
+            writer.submit({f"m{n}": (1, datetime.now(UTC), ())})
+            n += 1
+            time.sleep(0.001)
+
+    writer.submit({"mine": (1, datetime.now(UTC), ())})
+    loop = threading.Thread(target=recall_loop)
+    loop.start()
+    try:
+        started = time.monotonic()
+        writer.flush(timeout=8.0)
+        waited = time.monotonic() - started
+    finally:
+        stop.set()
+        loop.join()
+        writer.close()
+    assert any("mine" in batch for batch in written)
+    assert waited < 2.0, waited  # waiting for no access pending took the whole timeout

@@ -2,8 +2,8 @@
 
 A recall updates the in-process index at once (the next query sees the new activation)
 and hands the new counters here; a writer thread commits everything pending in one
-batched write. ``flush()`` waits for it; the store flushes before any read of a memory
-and on close, so callers always read their own accesses.
+batched write. ``flush()`` waits for what was submitted before it; the store flushes
+before any read of a memory and on close, so callers always read their own accesses.
 """
 
 from __future__ import annotations
@@ -29,6 +29,12 @@ class AccessWriter:
         self._wake = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
+        #: submissions so far, and how many of them are written: a flush waits for the
+        #: ones before it alone (waiting for none to be pending, a reader beside a busy
+        #: recall loop waited for the 30 s timeout)
+        self._submitted = 0
+        self._written = 0
+        self._done = threading.Condition(self._lock)
         self._stop = False
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
@@ -36,6 +42,7 @@ class AccessWriter:
     def submit(self, rows: Mapping[str, AccessRow]) -> None:
         with self._lock:
             self._pending.update(rows)
+            self._submitted += 1
             self._idle.clear()
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="graphmem-access",
@@ -61,12 +68,15 @@ class AccessWriter:
                 self._flushing.wait(self._window)
             with self._lock:
                 batch, self._pending = self._pending, {}
+                upto = self._submitted
             if batch:
                 try:
                     self._write(batch)
                 except BaseException as exc:  # reported by flush()
                     self.error = exc
             with self._lock:
+                self._written = upto
+                self._done.notify_all()
                 if not self._pending:
                     self._idle.set()
                 stop = self._stop and not self._pending
@@ -76,9 +86,12 @@ class AccessWriter:
     def flush(self, timeout: float = 30.0) -> None:
         """Wait until every submitted access is committed."""
         if self._thread is not None:
+            with self._lock:
+                target = self._submitted
             self._flushing.set()
             self._wake.set()
-            self._idle.wait(timeout)
+            with self._done:
+                self._done.wait_for(lambda: self._written >= target, timeout)
             self._flushing.clear()
 
     def close(self) -> Any:

@@ -76,11 +76,15 @@ class Lifecycle:
         #: the forecast of need (``graphmem._learn``): (horizon in days, memory id ->
         #: probability of use), or None when the store has no validated forecast
         self.forecaster: Callable[[], tuple[float, Mapping[str, float]] | None] | None = None
+        #: while an applying run plans: the memories other writers changed meanwhile
+        self._moved: set[str] | None = None
         ctx.on_change(self._on_change)
 
     def _on_change(self, change: Changed) -> None:
         if change.access_only:  # ranks and cross-references do not count accesses
             return
+        if self._moved is not None:
+            self._moved.update(change.ids)
         self._signals = None  # a new memory changes its owner's ranks too
 
     # -- graph signals ------------------------------------------------------------------
@@ -312,7 +316,11 @@ class Lifecycle:
             # Processes that share the store run it one after the other: the second
             # plans from what the first applied, and finds nothing left to do.
             with self._ctx.engine.exclusive("lifecycle"):
-                return self._run(apply=True, owner=owner, actor=actor)
+                self._moved = set()
+                try:
+                    return self._run(apply=True, owner=owner, actor=actor)
+                finally:
+                    self._moved = None
         return self._run(apply=False, owner=owner, actor=actor)
 
     def _run(self, *, apply: bool, owner: str | None, actor: str | None) -> LifecycleReport:
@@ -446,10 +454,14 @@ class Lifecycle:
         ctx = self._ctx
         touched: set[str] = set()
         with ctx.lock:
+            # a memory another writer changed while the plan was made (forgotten,
+            # tombstoned, edited) is left for the next run: its decision is stale
+            moved, self._moved = self._moved or set(), None
             order: tuple[Job, ...] = ("signals", "decay", "recompute", "promote", "archive",
                                       "expire", "cool", "hot", "payload")
             for job in order:
-                decisions = plan.decisions.get(job, [])
+                decisions = [d for d in plan.decisions.get(job, [])
+                             if d.memory_id not in moved]
                 if decisions and job in _AUDITED:  # events get their ids when written
                     decisions = [d._replace(event_id=e) for d, e in
                                  zip(decisions, new_event_ids(now, len(decisions)), strict=True)]
