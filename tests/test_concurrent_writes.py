@@ -13,11 +13,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from graphmem import MemoryStore, Status
 from graphmem.algorithms import engine_of
 
 
-def _child(script: str, db: Path) -> dict[str, Any]:
+def _child(script: str, db: Path | str) -> dict[str, Any]:
     """Run ``script`` (``DB``: the store's path) in a fresh process; its last line is JSON."""
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(script), str(db)],
                           capture_output=True, text=True, timeout=300, check=False)
@@ -35,7 +37,8 @@ def _at_once(work: Any, threads: int) -> None:
         thread.join()
 
 
-def test_a_rolled_back_write_leaves_its_rows_writable(tmp_path: Path) -> None:
+@pytest.mark.parametrize("in_memory", [False, True])
+def test_a_rolled_back_write_leaves_its_rows_writable(tmp_path: Path, in_memory: bool) -> None:
     result = _child("""
         import json, sys
         from graphmem import MemoryStore
@@ -61,11 +64,14 @@ def test_a_rolled_back_write_leaves_its_rows_writable(tmp_path: Path) -> None:
                 store.update(memory_id, importance=value)
                 written.append(store.get(memory_id).importance == value)
             print(json.dumps({"refused": refused, "written": written,
-                              "last": [store.get(i).importance for i in ids]}))
-    """, tmp_path / "db")
+                              "last": [store.get(i).importance for i in ids],
+                              "found": [h.memory.id for h in store.recall("note 2 tea")][:1]
+                              == [ids[2]], "history": len(store.history(ids[0]))}))
+    """, ":memory:" if in_memory else tmp_path / "db")
     assert result["refused"] == 40
     assert all(result["written"]), result["written"]
     assert result["last"] == [0.37, 0.38, 0.39, 0.4]
+    assert result["found"] and result["history"] == 11  # created, ten updates
 
 
 def test_threads_writing_one_memory_each_build_on_the_others(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ Kuzu 0.11.3 traps handled here (each reproduced on this machine):
   transaction, or a plain ``ROLLBACK`` after a ``SET``: in 39-79 of 100 tries, measured).
   The database opened again is sound (the rolled-back change gone, the rows writable):
   after a write transaction that ran a statement is rolled back, the file is opened
-  again (``_reopen_after_rollback``; an in-memory database cannot be, and keeps the flaw);
+  again (``_reopen_after_rollback``; an in-memory database is copied into a new one);
 * the first checkpoint after ~400 text edits (2048 rows) of a 100k-memory store loaded
   in bulk found the 1 GB buffer pool full (3 builds of 3, ``eval/bench_backup.py``'s
   store), and the same CHECKPOINT again on a new connection went through (0.9 s): a
@@ -49,6 +49,7 @@ import logging
 import os
 import re
 import shutil
+import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
@@ -563,16 +564,35 @@ class Database:
         rolled back: Kuzu 0.11.3 leaves the rows it updated unwritable, or crashing the
         next write of them, in this process (the module's notes); opened again, the
         rolled-back changes are gone and every row takes writes. Running reads finish
-        first. An in-memory database cannot be opened again: its write connection is
-        replaced (a connection reused after some failures crashed the process)."""
+        first. An in-memory database is copied into a new one instead (Kuzu's export and
+        import, through a private directory); should that fail, it is kept as it is, with
+        a new write connection (a connection reused after some failures crashed the
+        process)."""
         if self._closed:
             return
-        if self.in_memory:
-            self._replace_write_conn()
-            return
         with self._write_lock, self._gate.exclusive():
+            if not self.in_memory:
+                self._close_handles()
+                self._open()
+                return
+            try:
+                with tempfile.TemporaryDirectory(prefix="graphmem-copy-") as work:
+                    export = Path(work) / "export"
+                    self._export(export)
+                    fresh = kuzu.Database(":memory:", buffer_pool_size=self._buffer_pool,
+                                          auto_checkpoint=False)
+                    conn = kuzu.Connection(fresh)
+                    conn.execute(f"IMPORT DATABASE '{_cypher_path(export)}'")
+            except (RuntimeError, GraphmemError, OSError) as exc:
+                logging.getLogger("graphmem").warning(
+                    "an in-memory store could not be copied after a failed write (%s): rows "
+                    "that write had changed may refuse later writes", exc)
+                self._replace_write_conn()
+                return
             self._close_handles()
-            self._open()
+            self._db, self._write_conn = fresh, conn
+            self._write_statements = {}
+            self._generation += 1
 
     def run_auto(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         """Run one statement in auto-commit mode (DDL, index creation, user writes)."""
