@@ -575,6 +575,7 @@ class Database:
                 self._close_handles()
                 self._open()
                 return
+            self._replace_write_conn()  # the export runs on it: one that took no failure
             try:
                 with tempfile.TemporaryDirectory(prefix="graphmem-copy-") as work:
                     export = Path(work) / "export"
@@ -587,7 +588,6 @@ class Database:
                 logging.getLogger("graphmem").warning(
                     "an in-memory store could not be copied after a failed write (%s): rows "
                     "that write had changed may refuse later writes", exc)
-                self._replace_write_conn()
                 return
             self._close_handles()
             self._db, self._write_conn = fresh, conn
