@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from graphmem import MemoryStore, Status
@@ -291,3 +292,32 @@ def test_a_flush_waits_for_the_accesses_before_it_not_for_a_busy_recall_loop() -
         writer.close()
     assert any("mine" in batch for batch in written)
     assert waited < 2.0, waited  # waiting for no access pending took the whole timeout
+
+
+def test_a_memory_added_while_reembed_runs_gets_the_new_model(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    from graphmem._store import _memories
+
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store.add_many([f"note {i}: Lena drinks tea at {i} pm" for i in range(6)])
+        embedded = _memories._embedded
+        late: list[str] = []
+
+        def add_meanwhile(*args: Any) -> Any:
+            if not late:  # another thread adds a memory with the old model, and edits one
+                late.append(store.add("Ana moved to Porto in May").id)
+                first = store.memories()[0]
+                store.update(first.id, text=first.text + " (with lemon)")
+            return embedded(*args)
+
+        monkeypatch.setattr(_memories, "_embedded", add_meanwhile)
+        assert store.reembed("hashing:128", batch_size=4) == 7
+        monkeypatch.setattr(_memories, "_embedded", embedded)
+        for memory in store.memories():  # each vector the new model's (old: 384 values)
+            stored = engine_of(store).scan(["id", "vector"], ids=[memory.id]).vectors
+            assert stored is not None
+            fresh = store._ctx.embed_memories([memory.text], [memory.context])
+            assert stored.shape == (1, 128)
+            assert float(np.abs(stored - fresh).max()) < 1e-3, memory.text
+    with MemoryStore(tmp_path / "db") as store:
+        assert store.recall("Porto", k=1)[0].memory.id == late[0]

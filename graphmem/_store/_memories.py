@@ -576,24 +576,44 @@ class Memories:
         """
         ctx = self._ctx
         chosen = ctx.make_embedder(embedder)
-        table = ctx.engine.scan(["id", "subject", "text", "context", "status"]).table
-        rows = [r for r in table.to_pylist() if r["status"] != Status.FORGOTTEN.value]
+        fields = ["id", "subject", "text", "context", "status", "version"]
+        rows = _to_embed(ctx.engine.scan(fields).table.to_pylist(), {})
         bar = progress(len(rows), "re-embedding", progress_bar)
         for start in range(0, len(rows), batch_size):
             chunk = rows[start:start + batch_size]
-            vectors = embed_memories(chosen, [embedding_head(r["subject"], r["text"])
-                                              for r in chunk], [r["context"] for r in chunk])
-            sentences = sentence_vectors(chosen.embed, [r["text"] for r in chunk])
+            vectors = _embedded(chosen, chunk)
             with ctx.lock:
-                ctx.engine.set_vectors(
-                    {r["id"]: v for r, v in zip(chunk, vectors, strict=True)},
-                    {r["id"]: v for r, v in zip(chunk, sentences, strict=True)})
+                ctx.engine.set_vectors(*vectors)
             bar.update(len(chunk))
         bar.close()
         with ctx.lock:
+            # what other writers added or changed meanwhile was embedded with the old
+            # model: embedded again, then the model switches, with no write between
+            done = {r["id"]: r["version"] for r in rows}
+            late = _to_embed(ctx.engine.scan(fields).table.to_pylist(), done)
+            for start in range(0, len(late), batch_size):
+                ctx.engine.set_vectors(*_embedded(chosen, late[start:start + batch_size]))
             ctx.switch_embedder(chosen)
             ctx.changed(Changed([], bulk=True))
-        return len(rows)
+        return len({r["id"] for r in (*rows, *late)})
+
+
+
+def _embedded(embedder: Embedder, rows: Sequence[Mapping[str, Any]]
+              ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``embedder``'s memory vectors and sentence vectors of ``rows``, by id."""
+    vectors = embed_memories(embedder, [embedding_head(r["subject"], r["text"])
+                                        for r in rows], [r["context"] for r in rows])
+    sentences = sentence_vectors(embedder.embed, [r["text"] for r in rows])
+    return ({r["id"]: v for r, v in zip(rows, vectors, strict=True)},
+            {r["id"]: v for r, v in zip(rows, sentences, strict=True)})
+
+
+def _to_embed(rows: list[dict[str, Any]], done: Mapping[str, int]) -> list[dict[str, Any]]:
+    """The scanned memories ``reembed`` embeds: not forgotten, and not already embedded at
+    their current version (``done``: id -> version)."""
+    return [r for r in rows if r["status"] != Status.FORGOTTEN.value
+            and done.get(r["id"]) != r["version"]]
 
 
 def _checked_updates(fields: Mapping[str, Any]) -> dict[str, Any]:
