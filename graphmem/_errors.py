@@ -2,7 +2,7 @@
 
     GraphmemError
     ├── StoreError                   the database cannot be opened or used
-    │   ├── StoreLockedError         another process holds the database
+    │   ├── StoreLockedError         another process (or handle) holds the database
     │   ├── SchemaVersionError       the database was written by a newer graphmem
     │   ├── ReadOnlyStoreError       a write on a store opened read-only
     │   └── UnsupportedError         the store's engine does not offer the operation
@@ -48,7 +48,12 @@ class StoreError(GraphmemError):
 
 
 class StoreLockedError(StoreError):
-    """Another process holds the database's write lock."""
+    """Another process holds the database's write lock (or, with ``here`` true, this
+    process has it open already)."""
+
+    def __init__(self, message: str, *, here: bool = False) -> None:
+        super().__init__(message)
+        self.here = here
 
 
 class SchemaVersionError(StoreError):

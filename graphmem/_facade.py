@@ -149,6 +149,8 @@ class MemoryStore:
             engine = open_engine(path, settings=self.settings, read_only=read_only,
                                  create=create)
         except StoreLockedError as exc:
+            if exc.here:
+                raise
             from ._discovery import held_by
 
             raise StoreLockedError(f"{exc}: {held_by(path)}") from None

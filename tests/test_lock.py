@@ -36,6 +36,32 @@ def test_second_process_gets_store_locked_error(store: MemoryStore) -> None:
         assert "Traceback" not in out.stderr
 
 
+def test_a_second_handle_in_this_process_is_refused(tmp_path: Path) -> None:
+    """Kuzu lets one process open a file twice, and the two handles diverge: graphmem
+    refuses the second while the first writes, by any spelling of the path."""
+    path = tmp_path / "db"
+    first = MemoryStore(path)
+    kept = first.add("the first handle keeps working")
+    alias = tmp_path / "alias"
+    alias.symlink_to(path)
+    for other, read_only in ((path, False), (path, True), (alias, False)):
+        with pytest.raises(StoreLockedError, match="already open for writing in this process"):
+            MemoryStore(other, read_only=read_only)
+    first.update(kept.id, importance=0.9)
+    assert first.get(kept.id).importance == 0.9
+    assert [h.memory.id for h in first.recall("first handle", k=1)] == [kept.id]
+    first.close()
+    readers = [MemoryStore(path, read_only=True) for _ in range(2)]
+    with pytest.raises(StoreLockedError, match="already open read-only in this process"):
+        MemoryStore(path)
+    for reader in readers:
+        assert reader.get(kept.id).importance == 0.9
+        reader.close()
+    again = MemoryStore(path)
+    assert again.get(kept.id).text == kept.text
+    again.close()
+
+
 def test_readers_share_a_database_nobody_writes(tmp_path: Path) -> None:
     path = tmp_path / "db"
     with MemoryStore(path, embedder="hashing") as store:

@@ -277,11 +277,16 @@ class Database:
             _check_path(directory, read_only=read_only)
             directory.mkdir(exist_ok=True)
             self._target = str(directory / self.FILE_NAME)
-            self.recovery_note = recover(self._target, read_only=read_only)
-            if self.recovery_note:
-                logging.getLogger("graphmem").warning("%s", self.recovery_note)
-            if not read_only:
-                self._mark = WalMark(self._target)
+            _claim(self._target, path=path, read_only=read_only)
+            try:
+                self.recovery_note = recover(self._target, read_only=read_only)
+                if self.recovery_note:
+                    logging.getLogger("graphmem").warning("%s", self.recovery_note)
+                if not read_only:
+                    self._mark = WalMark(self._target)
+            except BaseException:
+                _release(self._target, read_only=read_only)
+                raise
         self._write_lock = threading.RLock()
         self._gate = Gate()
         self._local = threading.local()
@@ -297,15 +302,25 @@ class Database:
         self._retry_at = 0
         #: what the engine writes with every write transaction (None: nothing)
         self.journal: Journal | None = None
-        self._open()
-
-    def _open(self) -> None:
         try:
-            self._db = kuzu.Database(self._target, buffer_pool_size=self._buffer_pool,
-                                     read_only=self.read_only, auto_checkpoint=False)
-        except RuntimeError as exc:
-            raise map_error(exc, path=self.path) from exc
-        self._write_conn = kuzu.Connection(self._db)
+            self._open()
+        except BaseException:
+            if not self.in_memory:
+                _release(self._target, read_only=read_only)
+            raise
+
+    def _open(self, made: tuple[Any, Any] | None = None) -> None:
+        """Take a database and its write connection: the file's, opened here, or
+        ``made`` (an in-memory copy)."""
+        if made is None:
+            try:
+                db = kuzu.Database(self._target, buffer_pool_size=self._buffer_pool,
+                                   read_only=self.read_only, auto_checkpoint=False)
+            except RuntimeError as exc:
+                raise map_error(exc, path=self.path) from exc
+            made = db, kuzu.Connection(db)
+        self._db: Any = made[0]
+        self._write_conn: Any = made[1]
         self._write_statements: dict[str, Any] = {}
         self._generation += 1
         self._committed()
@@ -590,9 +605,7 @@ class Database:
                     "that write had changed may refuse later writes", exc)
                 return
             self._close_handles()
-            self._db, self._write_conn = fresh, conn
-            self._write_statements = {}
-            self._generation += 1
+            self._open((fresh, conn))
 
     def run_auto(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         """Run one statement in auto-commit mode (DDL, index creation, user writes)."""
@@ -715,6 +728,42 @@ class Database:
             self._committed()
             if self._mark is not None:
                 self._mark.close()
+            if not self.in_memory:
+                _release(self._target, read_only=self.read_only)
+
+#: the database files open in this process: (handles that write, read-only handles).
+#: Kuzu lets one process open a file twice; the two handles then diverge (each keeps its
+#: own pages and write-ahead log) and a write through one can crash the other.
+_OPEN: dict[str, tuple[int, int]] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def _claim(target: str, *, path: str, read_only: bool) -> None:
+    """Refuse a second handle on a file this process has open for writing (or a handle
+    that writes beside read-only ones), as Kuzu refuses another process."""
+    key = os.path.realpath(target)
+    with _OPEN_LOCK:
+        writers, readers = _OPEN.get(key, (0, 0))
+        if writers or (readers and not read_only):
+            held = "for writing" if writers else "read-only"
+            raise StoreLockedError(
+                f"database {path} is already open {held} in this process; use the store "
+                "that opened it (it is safe to share between threads), or close() it first",
+                here=True,
+            )
+        _OPEN[key] = (writers + (not read_only), readers + read_only)
+
+
+def _release(target: str, *, read_only: bool) -> None:
+    key = os.path.realpath(target)
+    with _OPEN_LOCK:
+        writers, readers = _OPEN.get(key, (0, 0))
+        left = (max(writers - (not read_only), 0), max(readers - read_only, 0))
+        if left == (0, 0):
+            _OPEN.pop(key, None)
+        else:
+            _OPEN[key] = left
+
 
 class _Materialised:
     """A query result read to the end while its transaction was open."""
