@@ -335,14 +335,14 @@ class Lifecycle:
             plan.decisions["signals"] = _signal_changes(view, signals)
         evaluations = self._sample_evaluations(view, plan, xrefs, centrality, now)
         size = {job: len(rows) for job, rows in plan.decisions.items()}
+        if apply:  # what was written: a memory changed meanwhile is left for the next run
+            size |= self._apply(plan, now, self._ctx.actor(actor))
         jobs = JobCounts(
             centrality_computed=view.n, decayed=size["decay"], recomputed=size["recompute"],
             promoted=size["promote"], archived=size["archive"],
             archive_for_review=plan.review_archive, hot_added=size["hot"],
             hot_removed=size["cool"], candidates_expired=size["expire"],
             payloads_redacted=size["payload"])
-        if apply:
-            self._apply(plan, now, self._ctx.actor(actor))
         return LifecycleReport(generated=now, applied=apply, evaluated=int(view.active.sum()),
                                counts=plan.counts, evaluations=evaluations, jobs=jobs,
                                seconds=time.perf_counter() - started,
@@ -450,9 +450,11 @@ class Lifecycle:
                                        xrefs, centrality), plan.forecast))
         return out
 
-    def _apply(self, plan: LifecyclePlan, now: datetime, actor: str) -> None:
+    def _apply(self, plan: LifecyclePlan, now: datetime, actor: str) -> dict[Job, int]:
+        """Write the plan's decisions; returns how many of each job were written."""
         ctx = self._ctx
         touched: set[str] = set()
+        written: dict[Job, int] = {}
         with ctx.lock:
             # a memory another writer changed while the plan was made (forgotten,
             # tombstoned, edited) is left for the next run: its decision is stale
@@ -462,6 +464,7 @@ class Lifecycle:
             for job in order:
                 decisions = [d for d in plan.decisions.get(job, [])
                              if d.memory_id not in moved]
+                written[job] = len(decisions)
                 if decisions and job in _AUDITED:  # events get their ids when written
                     decisions = [d._replace(event_id=e) for d, e in
                                  zip(decisions, new_event_ids(now, len(decisions)), strict=True)]
@@ -475,6 +478,7 @@ class Lifecycle:
             elif touched:
                 ctx.changed(Changed(sorted(touched)))
             self._signals = signals  # states changed, the graph did not
+        return written
 
 
 def _decayed(v: _Columns, act: np.ndarray, kinds: np.ndarray, s: Any
