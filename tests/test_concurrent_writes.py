@@ -321,3 +321,42 @@ def test_a_memory_added_while_reembed_runs_gets_the_new_model(
             assert float(np.abs(stored - fresh).max()) < 1e-3, memory.text
     with MemoryStore(tmp_path / "db") as store:
         assert store.recall("Porto", k=1)[0].memory.id == late[0]
+
+
+def test_a_closed_store_says_so_to_every_caller_and_to_a_recall_running_beside_close(
+        tmp_path: Path) -> None:
+    from graphmem import StoreError
+
+    store = MemoryStore(tmp_path / "db", embedder="hashing")
+    kept = store.add_many([f"note {i}: tea by the sea on day {i % 7}" for i in range(300)])[0]
+    errors: list[BaseException] = []
+    recalls = [0]
+    started = threading.Event()
+
+    def recall_loop() -> None:
+        while True:
+            try:
+                store.recall("tea by the sea", k=5)
+            except BaseException as exc:  # what a caller beside close() is told
+                errors.append(exc)
+                return
+            recalls[0] += 1
+            started.set()
+
+    thread = threading.Thread(target=recall_loop)
+    thread.start()
+    assert started.wait(60)
+    store.close()
+    thread.join(60)
+    assert recalls[0] > 0
+    assert len(errors) == 1 and type(errors[0]) is StoreError, errors
+    assert str(errors[0]) == "the store is closed"
+    calls = [lambda: store.recall("tea"), lambda: store.get(kept.id), lambda: store.add("x"),
+             lambda: store.update(kept.id, importance=0.2), lambda: store.memories(),
+             lambda: store.forget(kept.id, confirm=True), lambda: store.entities(),
+             lambda: store.run_lifecycle(apply=True)]
+    for call in calls:
+        with pytest.raises(StoreError, match=r"^the store is closed$"):
+            call()
+    with MemoryStore(tmp_path / "db", embedder="hashing") as again:
+        assert again.get(kept.id).text == kept.text  # nothing half-written

@@ -454,17 +454,26 @@ class Database:
         except RuntimeError as exc:
             raise map_error(exc, path=self.path) from exc
 
+    @contextlib.contextmanager
+    def _live(self) -> Iterator[None]:
+        """Shared use of the open database: refused, clearly, once it is closed (a
+        closed handle raised Kuzu's own errors, or ``None`` has no attribute ...)."""
+        with self._gate.shared():
+            if self._closed:
+                raise StoreError("the store is closed")
+            yield
+
     # -- reads ---------------------------------------------------------------------
     def read(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         """Run a read query in its own auto-commit transaction."""
-        with self._gate.shared():
+        with self._live():
             return self._execute(self._reader(), query, params or {})
 
     def read_prepared(self, query: str, params: Mapping[str, Any]) -> list[Row]:
         """Like ``read``, planning ``query`` once per thread (for hot fixed queries whose
         parameter types never change): 1.2 ms against 3.4 ms for a 35-column lookup."""
         check_parameters(query, params)
-        with self._gate.shared():
+        with self._live():
             conn = self._reader()
             statements: dict[str, Any] = self._local.statements
             try:
@@ -485,7 +494,7 @@ class Database:
         """Run a read query and return a ``pyarrow.Table`` (bulk reads)."""
         params = params or {}
         check_parameters(query, params)
-        with self._gate.shared():
+        with self._live():
             try:
                 result = self._reader().execute(query, _bind(params))
                 return result.get_as_arrow(chunk_size=100_000)
@@ -501,7 +510,7 @@ class Database:
         It takes no write lock: writes go on meanwhile. A checkpoint waits for it (and
         holds new reads), which the timeout bounds."""
         check_parameters(query, params)
-        with self._gate.shared():
+        with self._live():
             conn = kuzu.Connection(self._db)
             conn.set_query_timeout(_timeout_ms(timeout_s))
             try:
@@ -526,7 +535,7 @@ class Database:
         with self._write_lock:
             conn = self._write_conn
             failure: BaseException | None = None
-            with self._gate.shared():
+            with self._live():
                 try:
                     conn.execute("BEGIN TRANSACTION")
                 except RuntimeError as exc:
@@ -624,7 +633,7 @@ class Database:
         out: list[list[Row]] = []
         with self._write_lock:
             try:
-                with self._gate.shared():
+                with self._live():
                     try:
                         for statement in statements:
                             query, params = ((statement, {}) if isinstance(statement, str)
@@ -669,7 +678,7 @@ class Database:
         (the layout of a format-1 backup)."""
         with self.snapshot():
             self.checkpoint()
-            with self._gate.shared():
+            with self._live():
                 self._export(directory)
 
     def rebuild(self, build: Callable[[Database, Path], None]) -> None:

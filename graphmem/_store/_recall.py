@@ -5,12 +5,12 @@ retrieval feedback."""
 from __future__ import annotations
 
 import collections
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -61,7 +61,8 @@ class Recall:
         self._recent: collections.deque[_RecallRecord] = collections.deque(
             maxlen=_RECENT_RECALLS)
         self._access = AccessWriter(lambda records: ctx.engine.record_access(records))
-        self._workers: ThreadPoolExecutor | None = None
+        self._workers: _Workers | None = None
+        self._closed = False
         #: recent recalls' candidates, for the feedback that teaches the learned ranker
         self.samples = SampleLog(_RECENT_RECALLS)
         #: the learned ranker (``graphmem._learn``) for configurations with ``learned``
@@ -72,8 +73,10 @@ class Recall:
     def _pool(self) -> ThreadPoolExecutor:
         """Two workers: the query embedding overlaps the full-text work, and cold hits are
         fetched two at a time (17.7 -> 9.3 ms for 10 hits at 100k, measured)."""
+        if self._closed:  # a recall in another thread as the store closes
+            raise StoreError("the store is closed")
         if self._workers is None:
-            self._workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="graphmem")
+            self._workers = _Workers(max_workers=2, thread_name_prefix="graphmem")
         return self._workers
 
     # -- accesses ---------------------------------------------------------------------
@@ -94,6 +97,7 @@ class Recall:
             raise StoreError(f"recording accesses failed: {error}") from error
 
     def close(self) -> None:
+        self._closed = True
         self._access.close()
         if self._workers is not None:
             self._workers.shutdown(wait=True)
@@ -450,3 +454,16 @@ def _check_kinds(kinds: Sequence[Kind | str] | None) -> list[str] | None:
         except InvalidInputError as exc:
             raise InvalidInputError(str(exc), field="kinds") from None
     return out
+
+
+_T = TypeVar("_T")
+
+
+class _Workers(ThreadPoolExecutor):
+    """Recall's workers: work handed to them after the store closed is refused as such."""
+
+    def submit(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> Future[_T]:
+        try:
+            return super().submit(fn, *args, **kwargs)
+        except RuntimeError as exc:  # "cannot schedule new futures after shutdown"
+            raise StoreError("the store is closed") from exc
