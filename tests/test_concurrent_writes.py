@@ -323,6 +323,37 @@ def test_a_memory_added_while_reembed_runs_gets_the_new_model(
         assert store.recall("Porto", k=1)[0].memory.id == late[0]
 
 
+def test_a_forget_while_reembed_runs_leaves_its_neighbours_with_the_new_model(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    from graphmem._store import _memories
+
+    turns = ["My sister Ana is a nurse in Porto", "I work at a bakery on Rua Augusta",
+             "she's 34, older than me", "My cat Miso is twelve", "he's grey and shy"]
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        ids = store.add_conversation(turns, owner="lena", session_id="s1").created_ids
+        made = [store.get(i) for i in ids]
+        assert len(made) == 5 and any("bakery" in (m.context or "") for m in made)
+        embedded = _memories._embedded
+        gone: list[str] = []
+
+        def forget_meanwhile(*args: Any) -> Any:
+            if not gone:  # another thread forgets a turn: its words leave the neighbours
+                gone.append(made[1].id)
+                store.forget(made[1].id, confirm=True)
+            return embedded(*args)
+
+        monkeypatch.setattr(_memories, "_embedded", forget_meanwhile)
+        store.reembed("hashing:128", batch_size=2)
+        monkeypatch.setattr(_memories, "_embedded", embedded)
+        left = [m for m in store.memories(owner="lena") if m.id not in gone]
+        assert left and all("bakery" not in (m.context or "") for m in left)
+        for memory in left:
+            stored = engine_of(store).scan(["id", "vector"], ids=[memory.id]).vectors
+            assert stored is not None
+            fresh = store._ctx.embed_memories([memory.text], [memory.context])
+            assert float(np.abs(stored - fresh).max()) < 1e-3, memory.text
+
+
 def test_a_closed_store_says_so_to_every_caller_and_to_a_recall_running_beside_close(
         tmp_path: Path) -> None:
     from graphmem import StoreError

@@ -589,7 +589,7 @@ class Memories:
         with ctx.lock:
             # what other writers added or changed meanwhile was embedded with the old
             # model: embedded again, then the model switches, with no write between
-            done = {r["id"]: r["version"] for r in rows}
+            done = {r["id"]: _embedded_as(r) for r in rows}
             late = _to_embed(ctx.engine.scan(fields).table.to_pylist(), done)
             for start in range(0, len(late), batch_size):
                 ctx.engine.set_vectors(*_embedded(chosen, late[start:start + batch_size]))
@@ -609,11 +609,18 @@ def _embedded(embedder: Embedder, rows: Sequence[Mapping[str, Any]]
             {r["id"]: v for r, v in zip(rows, sentences, strict=True)})
 
 
-def _to_embed(rows: list[dict[str, Any]], done: Mapping[str, int]) -> list[dict[str, Any]]:
-    """The scanned memories ``reembed`` embeds: not forgotten, and not already embedded at
-    their current version (``done``: id -> version)."""
+def _embedded_as(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a memory's vectors are made of: its version, and the text and context (a
+    forget scrubs its neighbours' context without a new version)."""
+    return row["version"], row["subject"], row["text"], row["context"]
+
+
+def _to_embed(rows: list[dict[str, Any]], done: Mapping[str, tuple[Any, ...]]
+              ) -> list[dict[str, Any]]:
+    """The scanned memories ``reembed`` embeds: not forgotten, and not already embedded as
+    they are now (``done``: id -> ``_embedded_as``)."""
     return [r for r in rows if r["status"] != Status.FORGOTTEN.value
-            and done.get(r["id"]) != r["version"]]
+            and done.get(r["id"]) != _embedded_as(r)]
 
 
 def _checked_updates(fields: Mapping[str, Any]) -> dict[str, Any]:
