@@ -733,12 +733,14 @@ class Database:
                 with contextlib.suppress(GraphmemError):
                     self._checkpoint_now()  # automatic checkpoints are off
             self._closed = True
-            self._close_handles()
-            self._committed()
-            if self._mark is not None:
-                self._mark.close()
-            if not self.in_memory:
-                _release(self._target, read_only=self.read_only)
+            try:
+                self._close_handles()
+                self._committed()
+                if self._mark is not None:
+                    self._mark.close()
+            finally:  # the file is no longer held here, whatever failed above
+                if not self.in_memory:
+                    _release(self._target, read_only=self.read_only)
 
 #: the database files open in this process: (handles that write, read-only handles).
 #: Kuzu lets one process open a file twice; the two handles then diverge (each keeps its

@@ -183,10 +183,13 @@ class KuzuEngine(rules.Writes):
     def __init__(self, path: str, *, buffer_pool_mb: int = 512, read_only: bool = False) -> None:
         self.db = Database(path, buffer_pool_mb=buffer_pool_mb, read_only=read_only)
         try:
-            self.schema_version = ensure_schema(self.db, target=SCHEMA_VERSION)
-        except BaseException:
+            self._start(path, read_only)
+        except BaseException:  # nothing of a failed open stays held (the file, the keys)
             self.db.close()
             raise
+
+    def _start(self, path: str, read_only: bool) -> None:
+        self.schema_version = ensure_schema(self.db, target=SCHEMA_VERSION)
         self.path = path
         self.read_only = read_only
         self._keys = KeyFile(None if self.db.in_memory else path, read_only=read_only)
