@@ -75,6 +75,41 @@ def test_a_rolled_back_write_leaves_its_rows_writable(tmp_path: Path, in_memory:
     assert result["found"] and result["history"] == 11  # created, ten updates
 
 
+def test_an_in_memory_store_that_cannot_heal_refuses_writes_and_keeps_reads(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """Should the copy after a rolled-back write fail (no writable temporary directory),
+    writing on could crash the process (Kuzu 0.11.3): writes are refused, saying why."""
+    import tempfile as tempfile_module
+
+    from graphmem import StoreError
+
+    class Boom(Exception):
+        pass
+
+    def unwritable(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(30, "Read-only file system", "/tmp")
+
+    with MemoryStore(embedder="hashing") as store:
+        kept = store.add("Lena drinks green tea at noon")
+        db = engine_of(store).db
+        monkeypatch.setattr(tempfile_module, "TemporaryDirectory", unwritable)
+        with pytest.raises(Boom), db.write() as tx:
+            tx.run("MATCH (m:Memory {id: $id}) SET m.importance = 0.99", {"id": kept.id})
+            raise Boom
+        for write in (lambda: store.update(kept.id, importance=0.2),
+                      lambda: store.add("another note"),
+                      lambda: store.forget(kept.id, confirm=True)):
+            with pytest.raises(StoreError, match=r"takes no more writes.*Read-only file"):
+                write()
+        assert store.get(kept.id).importance == kept.importance  # nothing half-written
+        assert [h.memory.id for h in store.recall("green tea", k=1)] == [kept.id]
+        monkeypatch.undo()
+        store.backup(tmp_path / "saved")  # what it holds can be taken out
+    MemoryStore.restore_backup(tmp_path / "saved", tmp_path / "copy")
+    with MemoryStore(tmp_path / "copy", embedder="hashing") as copy:
+        assert copy.get(kept.id).text == kept.text
+
+
 def test_threads_writing_one_memory_each_build_on_the_others(tmp_path: Path) -> None:
     result = _child("""
         import json, random, sys, threading

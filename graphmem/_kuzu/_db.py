@@ -296,6 +296,9 @@ class Database:
         #: schema is fixed while the store is open, so the verdict stands
         self._vetted: dict[Hashable, None] = {}
         self._closed = False
+        #: why writes are refused: an in-memory store that could not be healed after a
+        #: rolled-back write (``_reopen_after_rollback``); None: they are not
+        self._unhealed: str | None = None
         #: statements run in write transactions since the last checkpoint
         self.rows_written = 0
         #: no checkpoint after a commit before this many rows (one failed)
@@ -609,9 +612,14 @@ class Database:
                     conn = kuzu.Connection(fresh)
                     conn.execute(f"IMPORT DATABASE '{_cypher_path(export)}'")
             except (RuntimeError, GraphmemError, OSError) as exc:
-                logging.getLogger("graphmem").warning(
-                    "an in-memory store could not be copied after a failed write (%s): rows "
-                    "that write had changed may refuse later writes", exc)
+                # a later write of a row the failed one touched could crash the process:
+                # this store takes no more writes (its reads stay sound)
+                self._unhealed = (
+                    f"this in-memory store takes no more writes: after a failed write it "
+                    f"could not be copied into a sound database ({exc}), and writing on "
+                    "could crash the process; read or export what it holds "
+                    "(MemoryStore.backup) and open a new store")
+                logging.getLogger("graphmem").error("%s", self._unhealed)
                 return
             self._close_handles()
             self._open((fresh, conn))
@@ -650,6 +658,8 @@ class Database:
     def _refuse_if_read_only(self) -> None:
         if self.read_only:
             raise ReadOnlyStoreError(f"database {self.path} was opened read-only")
+        if self._unhealed is not None:
+            raise StoreError(self._unhealed)
 
     def checkpoint(self) -> None:
         """Fold the WAL into the database file (after running reads finish)."""
