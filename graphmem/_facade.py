@@ -30,7 +30,7 @@ import numpy as np
 
 from ._context import StoreContext, make_embedder
 from ._embed import Embedder
-from ._engine import EDGE_KINDS, Link
+from ._engine import EDGE_KINDS, Engine, Link
 from ._engine import EntityRecord as Entity
 from ._engine import FactRecord as Fact
 from ._engine import MentionRecord as Mention
@@ -155,19 +155,27 @@ class MemoryStore:
 
             raise StoreLockedError(f"{exc}: {held_by(path)}") from None
         try:
-            ctx = StoreContext(engine, self.settings, clock or utcnow, embedder)
-            meta = engine.meta()
-            self._store_id = meta.get("store_id")
-            if self._store_id is None and not read_only:
-                # A random id given when the store is first opened read-write: faces use it
-                # to tell whether two handles (a sidecar, an embedded open) are one store.
-                import uuid
-
-                self._store_id = uuid.uuid4().hex
-                engine.set_meta({"store_id": self._store_id})
-        except BaseException:
+            self._assemble(engine, clock or utcnow, embedder, read_only=read_only)
+        except BaseException:  # (Ctrl-C in a long derivation too) nothing stays held
+            recall = getattr(self, "_recall", None)
+            if recall is not None:
+                recall.close()
             engine.close()
             raise
+
+    def _assemble(self, engine: Engine, clock: Callable[[], datetime],
+                  embedder: Embedder | None, *, read_only: bool) -> None:
+        """The components over the opened engine, and what an old store needs once."""
+        ctx = StoreContext(engine, self.settings, clock, embedder)
+        meta = engine.meta()
+        self._store_id = meta.get("store_id")
+        if self._store_id is None and not read_only:
+            # A random id given when the store is first opened read-write: faces use it
+            # to tell whether two handles (a sidecar, an embedded open) are one store.
+            import uuid
+
+            self._store_id = uuid.uuid4().hex
+            engine.set_meta({"store_id": self._store_id})
         self._ctx = ctx
         self._knowledge = Knowledge(ctx)
         self._transitions = Transitions(ctx, self._knowledge)

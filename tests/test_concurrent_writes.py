@@ -389,6 +389,33 @@ def test_a_forget_while_reembed_runs_leaves_its_neighbours_with_the_new_model(
             assert float(np.abs(stored - fresh).max()) < 1e-3, memory.text
 
 
+def test_a_memory_forgotten_while_reembed_embeds_it_keeps_no_vector(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    from graphmem._store import _memories
+
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        made = store.add_many([f"note {i}: Lena's PIN is {1000 + i}" for i in range(4)])
+        victim = made[1]
+        embedded = _memories._embedded
+        forgotten: list[str] = []
+
+        def forget_inside_the_batch(chosen: Any, rows: Any) -> Any:
+            if not forgotten and any(r["id"] == victim.id for r in rows):
+                forgotten.append(victim.id)  # after the scan read its text
+                store.forget(victim.id, confirm=True)
+            return embedded(chosen, rows)
+
+        monkeypatch.setattr(_memories, "_embedded", forget_inside_the_batch)
+        store.reembed("hashing:128", batch_size=2)
+        assert forgotten == [victim.id]
+        scan = engine_of(store).scan(["id", "vector"], ids=[victim.id])
+        assert scan.vectors is None or not np.abs(scan.vectors).any()
+    with MemoryStore(tmp_path / "db") as store:  # nor in the vector log read at open
+        scan = engine_of(store).scan(["id", "vector"], ids=[victim.id])
+        assert scan.vectors is None or not np.abs(scan.vectors).any()
+        assert victim.id not in [h.memory.id for h in store.recall("Lena's PIN", k=4)]
+
+
 def test_a_closed_store_says_so_to_every_caller_and_to_a_recall_running_beside_close(
         tmp_path: Path) -> None:
     from graphmem import StoreError

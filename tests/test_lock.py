@@ -62,6 +62,82 @@ def test_a_second_handle_in_this_process_is_refused(tmp_path: Path) -> None:
     again.close()
 
 
+def test_a_handle_lets_go_of_its_store_however_it_ends(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dropped without close() (a notebook cell run again), failing while it assembles
+    (Ctrl-C in a long derivation), closed by two threads at once, or opened through a
+    symlink that now points elsewhere: the claim on the store goes with the handle, and
+    only that claim."""
+    import gc
+    import threading
+
+    from graphmem._views import Views
+
+    path = tmp_path / "db"
+    dropped = MemoryStore(path, embedder="hashing")
+    kept = dropped.add("written before the handle was dropped")
+    del dropped
+    gc.collect()
+    again = MemoryStore(path, embedder="hashing")
+    assert again.get(kept.id).text == kept.text
+    again.close()
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Views, "__init__", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        MemoryStore(path, embedder="hashing")
+    monkeypatch.undo()
+    MemoryStore(path, embedder="hashing").close()
+
+    first, second = (MemoryStore(path, read_only=True) for _ in range(2))
+    gate = first._ctx.engine.db._gate  # a read in progress holds both closers back
+    with gate.shared():
+        closers = [threading.Thread(target=first.close) for _ in range(2)]
+        for closer in closers:
+            closer.start()
+        closers[0].join(0.5)
+    for closer in closers:
+        closer.join()
+    with pytest.raises(StoreLockedError, match="already open read-only"):
+        MemoryStore(path)  # the second reader still holds it
+    second.close()
+
+    other = tmp_path / "other"
+    MemoryStore(other).close()
+    link = tmp_path / "current"
+    link.symlink_to(path)
+    old, new = MemoryStore(link), MemoryStore(other)
+    link.unlink()
+    link.symlink_to(other)
+    old.close()  # gives back the store it opened, not the one its path names now
+    MemoryStore(path).close()
+    with pytest.raises(StoreLockedError, match="already open for writing"):
+        MemoryStore(other)
+    new.close()
+
+
+def test_a_closed_store_refuses_a_purge_and_the_command_line_says_so_at_once(
+        tmp_path: Path) -> None:
+    import time
+
+    from click.testing import CliRunner
+
+    from graphmem.cli import cli
+
+    store = MemoryStore(tmp_path / "db", embedder="hashing")
+    store.add("a note")
+    started = time.perf_counter()
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "db"), "stats"])
+    assert result.exit_code == 1 and "already open for writing in this process" in result.output
+    assert time.perf_counter() - started < 5  # no wait for a sidecar that cannot come
+    store.close()
+    with pytest.raises(StoreError, match=r"^the store is closed$"):
+        store.purge()
+    assert not (tmp_path / "db" / ".rebuild").exists()
+
+
 def test_readers_share_a_database_nobody_writes(tmp_path: Path) -> None:
     path = tmp_path / "db"
     with MemoryStore(path, embedder="hashing") as store:
@@ -247,3 +323,15 @@ def test_a_write_whose_checkpoint_fails_returns_what_it_committed(
         assert db.rows_written == 0  # tried again, and it went through
     with MemoryStore(path, embedder="hashing") as store:
         assert store.get(memory.id).text == "Caroline moved to Porto in 2024."
+
+
+def test_a_closed_store_says_so_on_both_engines(store_location: str) -> None:
+    store = MemoryStore(store_location, embedder="hashing")
+    kept = store.add("a note about tea")
+    store.close()
+    calls = [lambda: store.get(kept.id), lambda: store.add("x"), lambda: store.recall("tea"),
+             lambda: store.update(kept.id, importance=0.3), lambda: store.memories(),
+             lambda: store.named_query("recent_memories")]
+    for call in calls:
+        with pytest.raises(StoreError, match=r"^the store is closed$"):
+            call()

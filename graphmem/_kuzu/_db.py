@@ -45,6 +45,7 @@ Kuzu 0.11.3 traps handled here (each reproduced on this machine):
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import re
@@ -52,6 +53,7 @@ import shutil
 import tempfile
 import threading
 import warnings
+import weakref
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -270,6 +272,8 @@ class Database:
         self._buffer_pool = buffer_pool_mb * 1024 * 1024
         self._target = path
         self._mark: WalMark | None = None
+        #: this process's claim on the file (``_claim``), given back once
+        self._claimed: Callable[[], Any] = _no_claim
         #: what crash recovery did when the store opened (None: nothing to do)
         self.recovery_note: str | None = None
         if not self.in_memory:
@@ -277,7 +281,10 @@ class Database:
             _check_path(directory, read_only=read_only)
             directory.mkdir(exist_ok=True)
             self._target = str(directory / self.FILE_NAME)
-            _claim(self._target, path=path, read_only=read_only)
+            key = _claim(directory, path=path, read_only=read_only)
+            # given back at close(), or when this object is collected unclosed (a store
+            # dropped, a notebook cell run again), or when opening fails below
+            self._claimed = weakref.finalize(self, _release, key, read_only)
             try:
                 self.recovery_note = recover(self._target, read_only=read_only)
                 if self.recovery_note:
@@ -285,7 +292,7 @@ class Database:
                 if not read_only:
                     self._mark = WalMark(self._target)
             except BaseException:
-                _release(self._target, read_only=read_only)
+                self._claimed()
                 raise
         self._write_lock = threading.RLock()
         self._gate = Gate()
@@ -308,8 +315,7 @@ class Database:
         try:
             self._open()
         except BaseException:
-            if not self.in_memory:
-                _release(self._target, read_only=read_only)
+            self._claimed()
             raise
 
     def _open(self, made: tuple[Any, Any] | None = None) -> None:
@@ -703,6 +709,8 @@ class Database:
             return
         work = Path(self.path) / ".rebuild"
         with self._write_lock, self._gate.exclusive():
+            if self._closed:
+                raise StoreError("the store is closed")
             shutil.rmtree(work, ignore_errors=True)
             work.mkdir()
             try:
@@ -739,6 +747,8 @@ class Database:
         if self._closed:
             return
         with self._write_lock, self._gate.exclusive():
+            if self._closed:  # another thread closed it while this one waited
+                return
             if not self.read_only:
                 with contextlib.suppress(GraphmemError):
                     self._checkpoint_now()  # automatic checkpoints are off
@@ -749,34 +759,44 @@ class Database:
                 if self._mark is not None:
                     self._mark.close()
             finally:  # the file is no longer held here, whatever failed above
-                if not self.in_memory:
-                    _release(self._target, read_only=self.read_only)
+                self._claimed()
 
-#: the database files open in this process: (handles that write, read-only handles).
-#: Kuzu lets one process open a file twice; the two handles then diverge (each keeps its
-#: own pages and write-ahead log) and a write through one can crash the other.
-_OPEN: dict[str, tuple[int, int]] = {}
+#: the store directories open in this process, by device and inode (any spelling of the
+#: path, symlinks and bind mounts alike): (handles that write, read-only handles). Kuzu
+#: lets one process open a file twice; the two handles then diverge (each keeps its own
+#: pages and write-ahead log) and a write through one can crash the other.
+_OPEN: dict[tuple[int, int], tuple[int, int]] = {}
 _OPEN_LOCK = threading.Lock()
 
 
-def _claim(target: str, *, path: str, read_only: bool) -> None:
-    """Refuse a second handle on a file this process has open for writing (or a handle
-    that writes beside read-only ones), as Kuzu refuses another process."""
-    key = os.path.realpath(target)
-    with _OPEN_LOCK:
-        writers, readers = _OPEN.get(key, (0, 0))
-        if writers or (readers and not read_only):
-            held = "for writing" if writers else "read-only"
-            raise StoreLockedError(
-                f"database {path} is already open {held} in this process; use the store "
-                "that opened it (it is safe to share between threads), or close() it first",
-                here=True,
-            )
-        _OPEN[key] = (writers + (not read_only), readers + read_only)
+def _no_claim() -> None:
+    """An in-memory database claims no file."""
 
 
-def _release(target: str, *, read_only: bool) -> None:
-    key = os.path.realpath(target)
+def _claim(directory: Path, *, path: str, read_only: bool) -> tuple[int, int]:
+    """Refuse a second handle on a store this process has open for writing (or a handle
+    that writes beside read-only ones), as Kuzu refuses another process; returns the
+    claim's key. A handle dropped without ``close()`` and not yet collected is collected
+    first."""
+    found = os.stat(directory)
+    key = (found.st_dev, found.st_ino)
+    for attempt in range(2):
+        with _OPEN_LOCK:
+            writers, readers = _OPEN.get(key, (0, 0))
+            if not (writers or (readers and not read_only)):
+                _OPEN[key] = (writers + (not read_only), readers + read_only)
+                return key
+        if attempt == 0:
+            gc.collect()  # a dropped store in a reference cycle gives its claim back
+    held = "for writing" if writers else "read-only"
+    raise StoreLockedError(
+        f"database {path} is already open {held} in this process; use the store "
+        "that opened it (it is safe to share between threads), or close() it first",
+        here=True,
+    )
+
+
+def _release(key: tuple[int, int], read_only: bool) -> None:
     with _OPEN_LOCK:
         writers, readers = _OPEN.get(key, (0, 0))
         left = (max(writers - (not read_only), 0), max(readers - read_only, 0))

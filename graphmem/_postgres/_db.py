@@ -110,6 +110,7 @@ class Database:
         self.url = url
         self.where = redacted_url(url)
         self.read_only = read_only
+        self._closed = False
         self._pinned = threading.local()
         self._probe()
         try:
@@ -156,6 +157,7 @@ class Database:
         self._pool.drain()
 
     def close(self) -> None:
+        self._closed = True
         self._pool.close()
 
     # -- transactions -------------------------------------------------------------------
@@ -168,6 +170,8 @@ class Database:
         except GraphmemError:
             raise
         except psycopg.Error as exc:
+            if self._closed:  # the closed pool says so in its own words
+                raise StoreError("the store is closed") from exc
             raise map_error(exc, where=self.where) from exc
 
     @contextlib.contextmanager
@@ -252,6 +256,8 @@ class Database:
                     names = [c.name for c in cur.description or ()]
                 return names, [list(r) for r in rows]
         except psycopg.Error as exc:
+            if self._closed:
+                raise StoreError("the store is closed") from exc
             raise _statement_error(exc, where=self.where, timeout_s=timeout_s) from exc
 
     def run(self, query: str | sql.Composable,

@@ -583,7 +583,13 @@ class Memories:
             chunk = rows[start:start + batch_size]
             vectors = _embedded(chosen, chunk)
             with ctx.lock:
-                ctx.engine.set_vectors(*vectors)
+                # a memory forgotten since the scan keeps no vector of its erased text
+                live = ctx.engine.scan(["id", "status"], ids=list(vectors[0])).table
+                gone = {i for i, status in zip(live["id"].to_pylist(),
+                                               live["status"].to_pylist(), strict=True)
+                        if status == Status.FORGOTTEN.value}
+                ctx.engine.set_vectors(*({i: v for i, v in part.items() if i not in gone}
+                                         for part in vectors))
             bar.update(len(chunk))
         bar.close()
         with ctx.lock:

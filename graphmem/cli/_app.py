@@ -66,7 +66,9 @@ class Context:
             if found is None:
                 try:
                     found = self._open(create=create, read_only=read_only, embedder=None)
-                except StoreLockedError:
+                except StoreLockedError as exc:
+                    if exc.here:  # this process holds it: no sidecar will come for it
+                        raise
                     found = self._wait_for_sidecar()
                     if found is None:
                         raise

@@ -181,15 +181,15 @@ class EmbeddedBackend(_Tools):
     def store_id(self) -> str | None:
         """The id of the store at ``db``, read without creating or changing anything:
         None when there is no database there."""
-        with self._lock:
+        with self._lock:  # a peek beside this backend's own first open would refuse it
             if self._store is not None:
                 return self._store.store_id
-        if str(self.db) == ":memory:" or (not is_postgres_url(str(self.db))
-                                          and not Path(self.db).exists()):
-            return None
-        with MemoryStore(self.db, settings=self._settings, embedder=self._embedder,
-                         read_only=True) as peek:
-            return peek.store_id
+            if str(self.db) == ":memory:" or (not is_postgres_url(str(self.db))
+                                              and not Path(self.db).exists()):
+                return None
+            with MemoryStore(self.db, settings=self._settings, embedder=self._embedder,
+                             read_only=True) as peek:
+                return peek.store_id
 
     def close(self) -> None:
         with self._lock:
