@@ -139,12 +139,15 @@ class JobRule:
     least must differ from the value the job gives it (null counts as a value) for the
     job to touch the memory: the "still in the planned state" guard (none: always);
     ``change`` the version row's change type (the version goes up, ``BUMP``) or None;
-    ``event`` (event type, from state, to state) of the event it records, or None."""
+    ``event`` (event type, from state, to state) of the event it records, or None;
+    ``states`` the statuses the decisions were planned from, which the memory must still
+    have (none: any): a memory another handle forgot or tombstoned meanwhile is left."""
 
     sets: tuple[tuple[str, Term], ...]
     needs: tuple[str, ...] = ()
     change: str | None = None
     event: tuple[str, Term, Term] | None = None
+    states: tuple[str, ...] = ()
 
     def assignments(self) -> tuple[tuple[str, Term], ...]:
         """``sets``, then the version bump when the job records a version."""
@@ -206,29 +209,30 @@ _NOW = Param("now")
 #: job -> its rule. promote (episodic -> semantic), archive, expire (weak candidate ->
 #: tombstoned), decay and recompute (importance := number), hot and cool (the hot set),
 #: payload (drop the raw payload), signals (centrality := number, cross-references).
+_ACTIVE = ("active",)
 JOBS: Mapping[Job, JobRule] = {
     "promote": JobRule(
         sets=(("prev_kind", Field("kind")), ("state_changed", _NOW), ("kind", "semantic")),
         needs=("kind",), change="promoted",
-        event=("promote", Field("prev_kind"), Field("kind"))),
+        event=("promote", Field("prev_kind"), Field("kind")), states=_ACTIVE),
     "archive": JobRule(
         sets=(("prev_status", Field("status")), ("state_changed", _NOW),
               ("status", "archived"), ("hot", False)),
         needs=("status",), change="archived",
-        event=("archive", Field("prev_status"), Field("status"))),
+        event=("archive", Field("prev_status"), Field("status")), states=_ACTIVE),
     "expire": JobRule(
         sets=(("prev_status", Field("status")), ("state_changed", _NOW),
               ("status", "tombstoned")),
         needs=("status",), change="tombstoned",
-        event=("expire", Field("prev_status"), Field("status"))),
+        event=("expire", Field("prev_status"), Field("status")), states=("candidate",)),
     "decay": JobRule(sets=(("importance", Staged("number")),), needs=("importance",),
-                     change="importance_decay"),
+                     change="importance_decay", states=_ACTIVE),
     "recompute": JobRule(sets=(("importance", Staged("number")),), needs=("importance",),
-                         change="importance_boost"),
+                         change="importance_boost", states=_ACTIVE),
     "hot": JobRule(sets=(("hot", True),), needs=("hot",),
-                   event=("hot", Field("status"), "hot")),
+                   event=("hot", Field("status"), "hot"), states=_ACTIVE),
     "cool": JobRule(sets=(("hot", False),), needs=("hot",),
-                    event=("cool", "hot", Field("status"))),
+                    event=("cool", "hot", Field("status")), states=_ACTIVE),
     "payload": JobRule(sets=(("payload", None), ("payload_at", None)),
                        needs=("payload", "payload_at")),
     "signals": JobRule(sets=(("centrality", Staged("number")), ("xref_count", Staged("xrefs")))),

@@ -453,3 +453,39 @@ def test_a_closed_store_says_so_to_every_caller_and_to_a_recall_running_beside_c
             call()
     with MemoryStore(tmp_path / "db", embedder="hashing") as again:
         assert again.get(kept.id).text == kept.text  # nothing half-written
+
+
+def test_a_lifecycle_leaves_a_memory_another_handle_forgot_as_it_planned(
+        pg_url: str, monkeypatch: Any) -> None:
+    """Two handles on one PostgreSQL store (two processes, as a fleet runs them): a
+    forget through the other lands between the plan and its writes. The job statements
+    touch only memories still in the state the plan saw."""
+    from datetime import UTC, datetime, timedelta
+
+    from graphmem._store._lifecycle import Lifecycle
+
+    days = [0.0]
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def clock() -> datetime:
+        return start + timedelta(days=days[0])
+
+    with MemoryStore(pg_url, embedder="hashing", clock=clock) as mine, \
+            MemoryStore(pg_url, embedder="hashing", clock=clock) as other:
+        victim = mine.add_many([f"note {i}: Lena drinks tea at {i} pm" for i in range(5)])[2]
+        days[0] = 30  # decay has work for every memory
+        plan = Lifecycle.plan
+
+        def forget_elsewhere(self: Lifecycle, *args: Any) -> Any:
+            planned = plan(self, *args)
+            other.forget(victim.id, confirm=True)
+            return planned
+
+        monkeypatch.setattr(Lifecycle, "plan", forget_elsewhere)
+        mine.run_lifecycle(apply=True)
+        assert [v.change_type.value for v in mine.history(victim.id)] == [
+            "created", "forgotten"]
+        assert mine.get(victim.id).status is Status.FORGOTTEN
+        others = [m for m in mine.memories() if m.id != victim.id]
+        assert len(others) == 4 and all(
+            mine.history(m.id)[-1].change_type.value == "importance_decay" for m in others)

@@ -80,6 +80,8 @@ def statement(rule: JobRule) -> str:
     guard = rule.guard()
     where = "".join(f" AND {_differs(*guard[0])}" if len(guard) == 1 else
                     f" AND ({' OR '.join(_differs(n, v) for n, v in guard)})" if guard else "")
+    if rule.states:
+        where += " AND m.status IN [" + ", ".join(f"'{state}'" for state in rule.states) + "]"
     out = "MATCH (s:Stage), (m:Memory) WHERE s.id = m.id" + where + " "
     sets = rule.assignments()
     reading = [(n, v) for n, v in sets if isinstance(v, Field | Next)]

@@ -57,6 +57,9 @@ def statement(rule: rules.JobRule) -> str:
     assignments = ", ".join(f'"{n}" = {_term(v, moved=False)}' for n, v in rule.assignments())
     guard = " OR ".join(f'm."{n}" IS DISTINCT FROM {_term(v, moved=False)}'
                         for n, v in rule.guard()) or "true"
+    if rule.states:
+        guard = f"({guard}) AND m.\"status\" IN (" + ", ".join(
+            f"'{state}'" for state in rule.states) + ")"
     staged_columns = ", ".join(f"s.{c} AS s_{c}" for c in _COLUMN.values())
     parts = [f"WITH moved AS (UPDATE memories m SET {assignments} FROM stage s "
              f"WHERE s.id = m.id AND ({guard}) RETURNING m.*, {staged_columns})"]
