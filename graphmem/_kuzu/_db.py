@@ -791,7 +791,9 @@ def _claim(directory: Path, *, path: str, read_only: bool) -> tuple[int, int]:
     held = "for writing" if writers else "read-only"
     raise StoreLockedError(
         f"database {path} is already open {held} in this process; use the store "
-        "that opened it (it is safe to share between threads), or close() it first",
+        "that opened it (it is safe to share between threads), or close() it first (a "
+        "notebook cell run again: close the store its first run opened, or open it with "
+        "`with MemoryStore(...) as store:`)",
         here=True,
     )
 
