@@ -309,13 +309,13 @@ def write_batch(batch: WriteBatch, steps: BatchSteps) -> None:
 class _Writer(Protocol):
     def writer(self) -> contextlib.AbstractContextManager[BatchWriter]: ...
     def _run_job(self, job: Job, decisions: Sequence[Decision], changes: ChangeSet, *,
-                 now: datetime, actor: str) -> None: ...
+                 now: datetime, actor: str) -> int: ...
 
 
 class Writes:
     """``Engine.commit`` and ``Engine.apply_decisions`` as every engine does them, over
     its ``writer`` and its ``_run_job`` (which applies ``JOBS[job]`` to the decisions in
-    one transaction that records ``changes``)."""
+    one transaction that records ``changes``, and returns how many memories it changed)."""
 
     def commit(self: _Writer, batch: WriteBatch) -> None:
         """Write the batch in one transaction: all of it is committed, or none."""
@@ -327,13 +327,13 @@ class Writes:
     def apply_decisions(self: _Writer, job: Job, decisions: Sequence[Decision], *,
                         now: datetime, actor: str) -> int:
         """Apply a lifecycle job to staged decisions in one transaction; returns how many
-        were staged (none: no transaction)."""
+        memories it changed (a memory no longer in the state the decision was planned
+        from is left; none staged: no transaction)."""
         if not decisions:
             return 0
         changes = ChangeSet()
         changes.touch(d.memory_id for d in decisions)
-        self._run_job(job, decisions, changes, now=now, actor=actor)
-        return len(decisions)
+        return self._run_job(job, decisions, changes, now=now, actor=actor)
 
 
 # -- erasure ---------------------------------------------------------------------------

@@ -482,7 +482,8 @@ def test_a_lifecycle_leaves_a_memory_another_handle_forgot_as_it_planned(
             return planned
 
         monkeypatch.setattr(Lifecycle, "plan", forget_elsewhere)
-        mine.run_lifecycle(apply=True)
+        report = mine.run_lifecycle(apply=True)
+        assert report.jobs.decayed == 4  # what was written, though this handle saw no forget
         assert [v.change_type.value for v in mine.history(victim.id)] == [
             "created", "forgotten"]
         assert mine.get(victim.id).status is Status.FORGOTTEN

@@ -291,8 +291,8 @@ class KuzuEngine(rules.Writes):
         return wanted & {str(r[0]) for r in rows}
 
     def _run_job(self, job: Job, decisions: Sequence[Decision], changes: ChangeSet, *,
-                 now: datetime, actor: str) -> None:
-        _jobs.run_job(self.db, job, decisions, changes, now=now, actor=actor)
+                 now: datetime, actor: str) -> int:
+        return _jobs.run_job(self.db, job, decisions, changes, now=now, actor=actor)
 
     def record_access(self, records: Mapping[str, AccessRecord]) -> None:
         """Write access counters (absolute values) for many memories in one transaction."""

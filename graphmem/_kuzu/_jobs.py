@@ -94,7 +94,7 @@ def statement(rule: JobRule) -> str:
     if event := rule.event_row():
         out += ("CREATE (:LifecycleEvent {"
                 + ", ".join(f"{c}: {_term(v)}" for c, v in event) + "}) ")
-    return out.rstrip()
+    return out + "RETURN count(*)"
 
 
 def _stage_table(rows: list[dict[str, object]]) -> pa.Table:
@@ -114,9 +114,9 @@ def _stage_table(rows: list[dict[str, object]]) -> pa.Table:
 
 
 def run_job(db: Database, job: Job, decisions: Sequence[Decision], changes: ChangeSet, *,
-            now: datetime, actor: str) -> None:
+            now: datetime, actor: str) -> int:
     """Apply ``job`` to the memories of ``decisions`` in one transaction that records
-    ``changes``."""
+    ``changes``; returns how many it changed."""
     rule = JOBS[job]
     text = statement(rule)
     rows = staged(decisions)
@@ -127,5 +127,6 @@ def run_job(db: Database, job: Job, decisions: Sequence[Decision], changes: Chan
     with db.write() as tx:
         tx.changes = changes
         tx.copy("Stage", _stage_table(rows))
-        tx.run(text, params)
+        changed = int(tx.run(text, params)[0][0])
         tx.run("MATCH (s:Stage) DELETE s")
+    return changed

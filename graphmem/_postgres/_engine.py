@@ -197,10 +197,11 @@ class PostgresEngine(rules.Writes):
             record(cur, writer.changes, self._changes.origin)
 
     def _run_job(self, job: Job, decisions: Sequence[Decision], changes: ChangeSet, *,
-                 now: datetime, actor: str) -> None:
+                 now: datetime, actor: str) -> int:
         with self.db.transaction() as cur:
-            _jobs.run_job(cur, job, decisions, now=now, actor=actor)
+            changed = _jobs.run_job(cur, job, decisions, now=now, actor=actor)
             record(cur, changes, self._changes.origin)
+        return changed
 
     def record_access(self, records: Mapping[str, AccessRecord]) -> None:
         """Write access counters for many memories in one transaction. Counters are

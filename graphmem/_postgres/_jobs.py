@@ -78,11 +78,16 @@ def statement(rule: rules.JobRule) -> str:
 
 
 def run_job(cur: Cursor, job: Job, decisions: Sequence[Decision], *, now: datetime,
-            actor: str) -> None:
-    """Apply ``job`` to the memories of ``decisions`` inside the open transaction."""
+            actor: str) -> int:
+    """Apply ``job`` to the memories of ``decisions`` inside the open transaction;
+    returns how many it changed."""
     cur.execute(_STAGE)
     rows = rules.staged(decisions)
     copy_rows(cur, "stage", ["id", *_COLUMN.values()],
               [(r["id"], *(r[k] for k in _COLUMN)) for r in rows])
-    cur.execute(statement(rules.JOBS[job]), {"now": now, "actor": actor})
+    rule = rules.JOBS[job]
+    cur.execute(statement(rule), {"now": now, "actor": actor})
+    # one event per memory changed, or the count of them
+    changed = cur.rowcount if rule.event_row() else int(cur.fetchone()[0])  # type: ignore[index]
     cur.execute("DROP TABLE stage")
+    return changed

@@ -464,14 +464,13 @@ class Lifecycle:
             for job in order:
                 decisions = [d for d in plan.decisions.get(job, [])
                              if d.memory_id not in moved]
-                written[job] = len(decisions)
                 if decisions and job in _AUDITED:  # events get their ids when written
                     decisions = [d._replace(event_id=e) for d, e in
                                  zip(decisions, new_event_ids(now, len(decisions)), strict=True)]
-                if decisions:
-                    ctx.engine.apply_decisions(job, decisions, now=now, actor=actor)
-                    if job != "signals":  # stored signals are read by no derived state
-                        touched.update(d.memory_id for d in decisions)
+                # what was written: a memory another handle changed meanwhile is left
+                written[job] = ctx.engine.apply_decisions(job, decisions, now=now, actor=actor)
+                if job != "signals":  # stored signals are read by no derived state
+                    touched.update(d.memory_id for d in decisions)
             signals = self._signals
             if len(touched) > _PATCH_LIMIT:
                 ctx.changed(Changed(sorted(touched), bulk=True))

@@ -217,9 +217,12 @@ def test_a_decision_applies_only_while_the_memory_is_in_its_planned_state(
         ("hot", Decision("m:c", reason="r")), ("decay", Decision("m:a", number=0.25)),
         ("payload", Decision("m:b"))]
     for run in range(2):
-        for job, decision in plan:
-            engine.apply_decisions(job, [decision._replace(event_id=f"evt-{job}-{run}")],
-                                   now=later, actor="manager")
+        changed = [engine.apply_decisions(job, [decision._replace(event_id=f"evt-{job}-{run}")],
+                                          now=later, actor="manager") for job, decision in plan]
+        assert changed == ([1] * len(plan) if run == 0 else [0] * len(plan))
+    # m:b is archived now: a decay planned while it was active leaves it
+    assert engine.apply_decisions("decay", [Decision("m:b", number=0.1)], now=later,
+                                  actor="manager") == 0
     a, b, c = (engine.get(i) for i in ("m:a", "m:b", "m:c"))
     assert a is not None and b is not None and c is not None
     assert (a.kind, a.importance, a.version) == (Kind.SEMANTIC, 0.25, 3)
