@@ -27,8 +27,6 @@ class AccessWriter:
         self._pending: dict[str, AccessRow] = {}
         self._lock = threading.Lock()
         self._wake = threading.Event()
-        self._idle = threading.Event()
-        self._idle.set()
         #: submissions so far, and how many of them are written: a flush waits for the
         #: ones before it alone (waiting for none to be pending, a reader beside a busy
         #: recall loop waited for the 30 s timeout)
@@ -43,7 +41,6 @@ class AccessWriter:
         with self._lock:
             self._pending.update(rows)
             self._submitted += 1
-            self._idle.clear()
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="graphmem-access",
                                                 daemon=True)
@@ -56,7 +53,9 @@ class AccessWriter:
 
     @property
     def pending(self) -> bool:
-        return not self._idle.is_set()
+        """Whether a submission is not written yet (read before every read of a memory:
+        two counters, no lock)."""
+        return self._written < self._submitted
 
     def _run(self) -> None:
         while True:
@@ -77,8 +76,6 @@ class AccessWriter:
             with self._lock:
                 self._written = upto
                 self._done.notify_all()
-                if not self._pending:
-                    self._idle.set()
                 stop = self._stop and not self._pending
             if stop:
                 return

@@ -584,10 +584,7 @@ class Memories:
             vectors = _embedded(chosen, chunk)
             with ctx.lock:
                 # a memory forgotten since the scan keeps no vector of its erased text
-                live = ctx.engine.scan(["id", "status"], ids=list(vectors[0])).table
-                gone = {i for i, status in zip(live["id"].to_pylist(),
-                                               live["status"].to_pylist(), strict=True)
-                        if status == Status.FORGOTTEN.value}
+                gone = ctx.engine.forgotten(list(vectors[0]))
                 ctx.engine.set_vectors(*({i: v for i, v in part.items() if i not in gone}
                                          for part in vectors))
             bar.update(len(chunk))
@@ -602,7 +599,6 @@ class Memories:
             ctx.switch_embedder(chosen)
             ctx.changed(Changed([], bulk=True))
         return len({r["id"] for r in (*rows, *late)})
-
 
 
 def _embedded(embedder: Embedder, rows: Sequence[Mapping[str, Any]]
