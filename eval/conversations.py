@@ -3,8 +3,7 @@ owner) beside plain BM25, MiniLM and their RRF over the user's own turns, in one
 
 A question is answered by its gold turn(s); a hit is a memory whose provenance names a gold
 turn. Metrics per arm and per category: hit@1/@3/@5, MRR (top 10), "gold not stored" (no
-recallable memory came from any gold turn: the gate dropped it or kept it as a candidate, or
-a correction superseded it and left nothing of it standing), and
+active memory came from any gold turn: the gate dropped it or kept it as a candidate), and
 for corrections "stale first" (the corrected turn ranks above the correction, or the
 correction is missing while the stale turn is returned).
 
@@ -38,7 +37,6 @@ from graphmem import (
     embedder_from_spec,
     query_vectors,
 )
-from graphmem.algorithms import leaves_standing
 from ingest.chats import (
     CATEGORIES,
     Chat,
@@ -165,23 +163,11 @@ def _now(chats: Sequence[Chat]) -> datetime:
 
 
 def _stored_turns(store: MemoryStore, owner: str) -> set[Turn]:
-    """Turns that some recallable memory of ``owner`` came from: an active one, current
-    or corrected only in part (recalled after its correction: ``leaves_standing``)."""
-    memories = {m.id: m for m in store.memories(owner=owner)}
+    """Turns that some recallable (active or hot, current) memory of ``owner`` came from."""
     out = set()
-    for memory in memories.values():
+    for memory in store.memories(owner=owner):
         turn = turn_of(memory.provenance)
-        if turn is None or memory.status.value != "active":
-            continue
-        if not memory.superseded_by:
-            out.add(turn)
-            continue
-        head = memories.get(memory.superseded_by[-1])
-        seen = {memory.id}
-        while head is not None and head.superseded_by and head.id not in seen:
-            seen.add(head.id)  # the current version, as recall redirects to it
-            head = memories.get(head.superseded_by[-1])
-        if head is not None and leaves_standing(memory.text, head.text):
+        if turn is not None and memory.status.value == "active" and not memory.superseded_by:
             out.add(turn)
     return out
 

@@ -12,7 +12,7 @@ The pure algorithms run on arrays and texts (no store, no I/O):
   ``parse_times``, ``normalize``, ``is_temporal_question``, ``query_window``) and the
   conversation gate's thresholds (``DUPLICATE``, ``NOW_SIMILAR``), its rules for what an
   assistant said (``assistant_statements``) and for corrections (``is_correction``,
-  ``redoes``, ``correction_target`` over earlier ``Statement``, and ``leaves_standing``);
+  ``redoes``, and ``correction_target`` over earlier ``Statement``);
 * learning from use: the ranker's and the forecast's training and metrics.
 
 ``Fact``, ``Mention`` and ``TimeMention`` here are what the parsers return (a stored
@@ -33,7 +33,6 @@ from ._extract._corrections import (
     Statement,
     correction_target,
     is_correction,
-    leaves_standing,
     redoes,
 )
 from ._extract._rules import DUPLICATE, RuleExtractor, assistant_statements, extract_entities
@@ -113,7 +112,6 @@ __all__ = [
     "is_correction",
     "is_temporal_question",
     "last_candidates",
-    "leaves_standing",
     "normalize",
     "parse_times",
     "query_window",

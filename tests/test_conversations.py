@@ -406,35 +406,6 @@ def test_a_statement_of_a_new_date_now_replaces_what_shares_a_word_and_a_date() 
     assert correction_target("my exam is on 3rd June now", earlier) is None
 
 
-def test_what_a_correction_leaves_standing_is_recalled_right_after_it(
-        store: MemoryStore) -> None:
-    [old] = store.add_conversation(["my son Tariq is doing chemistry at Leeds, he loves it"],
-                                   session_id="s1", owner="tess").created_ids
-    [new] = store.add_conversation(["I told you Tariq does chemistry, but it is physics!"],
-                                   session_id="s2", owner="tess").created_ids
-    assert store.get(old).superseded_by == (new,)
-    hits = store.recall("which university is Tariq at? Leeds?", owner="tess", k=5)
-    ids = [h.memory.id for h in hits]
-    assert ids.index(old) == ids.index(new) + 1, ids
-    kept = hits[ids.index(old)]
-    assert kept.explanation.kept_after == new and kept.rank == ids.index(old) + 1
-    assert kept.score < hits[ids.index(new)].score
-    assert f"corrected in part by {new}" in "\n".join(kept.explanation.lines())
-    # a correction that leaves nothing of a statement standing hides it
-    [date] = store.add_conversation(["the dentist is on the 14th"], session_id="s3",
-                                    owner="tess").created_ids
-    [fixed] = store.add_conversation(["sorry, I meant the 15th, not the 14th"],
-                                     session_id="s4", owner="tess").created_ids
-    assert store.get(date).superseded_by == (fixed,)
-    ids = [h.memory.id for h in store.recall("when is the dentist?", owner="tess", k=5)]
-    assert fixed in ids and date not in ids
-    # so does a supersede outside a conversation, whatever the old memory held
-    plain = store.add("Ines works at the bakery in Graz", owner="tess")
-    store.supersede(plain.id, "Ines works at the library", owner="tess")
-    ids = [h.memory.id for h in store.recall("where does Ines work?", owner="tess", k=5)]
-    assert plain.id not in ids
-
-
 # (a correction in everyday words, the statement it corrects): written for these tests,
 # none taken from the evaluation sets
 CORRECTIONS = [

@@ -104,7 +104,6 @@ UNMETERED = {
     ("_extract._rules", "_SENTENCE_END", "split"): "once per line of a message",
     ("_extract._rules", "_MARKUP", "sub"): "once per list item or sentence",
     ("_extract._corrections", "_VALUE_WORD", "match"): "one word, anchored",
-    ("_extract._corrections", "_NOT_A_NAME", "fullmatch"): "one word",
     ("_extract._links", "_PHRASE_WORD", "findall"): "once per memory",
     ("_extract._links", "_NUMERIC", "fullmatch"): "one entity",
     ("_derive", "_LEADING_PRONOUN", "match"): "a statement's leading word, anchored",

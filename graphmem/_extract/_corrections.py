@@ -13,8 +13,7 @@ from .._kg._scan import finditer, search, starting_at
 from .._text import tokenize
 from ._rules import sentences
 
-__all__ = ["NOW_SIMILAR", "Statement", "correction_target", "is_correction", "leaves_standing",
-           "redoes",
+__all__ = ["NOW_SIMILAR", "Statement", "correction_target", "is_correction", "redoes",
            "says_now", "takes_back"]
 
 
@@ -308,55 +307,3 @@ def _closest_now(text: str, recent: Sequence[Statement], similarity: Mapping[str
         if cosine >= needed and (best is None or cosine > best[0]):
             best = (cosine, statement.id)
     return best[1] if best else None
-
-
-#: A word, and what ends a sentence before the next one.
-_WORD_OR_END = re.compile(r"[^\W\d_][\w'’-]*|[.!?\n]")
-#: Capitalised words that are no names: a day or month, and "I".
-_NOT_A_NAME = re.compile(r"i(?:['’].*)?|(?:" + _DAYS + r")", re.IGNORECASE)
-_VALUE_KINDS = ("weekday", "month", "day", "time")
-
-
-def _names(text: str) -> set[str]:
-    """The capitalised words inside the sentences of ``text`` (lower-cased): a
-    sentence's first word, days, months and "I" left out.
-
-    >>> sorted(_names("My daughter Júlia studies in Florianópolis (UFSC). Maybe May"))
-    ['florianópolis', 'júlia', 'ufsc']
-    """
-    out, first = set(), True
-    for found in finditer(_WORD_OR_END, text):
-        word = found.group()
-        if word in ".!?\n":
-            first = True
-            continue
-        if not first and word[0].isupper() and not _NOT_A_NAME.fullmatch(word):
-            out.add(word.lower().rstrip("'’"))
-        first = False
-    return out
-
-
-def leaves_standing(old: str, new: str) -> bool:
-    """Whether a correction ``new`` leaves part of the statement ``old`` it replaced
-    standing: ``old`` names someone or something (a capitalised word inside a sentence)
-    that ``new`` does not, or holds a kind of date or time (a weekday, a month, a day, a
-    time of day) that ``new`` holds none of (a bare number may be what was corrected).
-    "I told you Júlia studies medicine, but it is nursing" corrects the subject and
-    leaves the city; "the vet is on the 26th" leaves nothing of "the vet is on the 24th".
-
-    >>> leaves_standing("My daughter Júlia studies medicine in Porto, at FEUP",
-    ...                 "I told you Júlia studies medicine, but it is nursing!")
-    True
-    >>> leaves_standing("tues thurs n sat from 7:30", "so its just tues n thurs now")
-    True
-    >>> leaves_standing("my dentist is on Monday at 9", "scratch that, it's Tuesday")
-    False
-    >>> leaves_standing("the vet is on the 24th i think", "no wait the 26th not the 24th")
-    False
-    >>> leaves_standing("I'm off till 30th April, then back", "my return date is 18th May now")
-    False
-    """
-    kinds = _slots(new)
-    if any(k in _slots(old) and k not in kinds for k in _VALUE_KINDS):
-        return True
-    return bool(_names(old) - _names(new) - set(tokenize(new)))

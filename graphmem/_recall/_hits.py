@@ -74,10 +74,6 @@ class Explanation(_Value):
     #: the kind of value the question asks for that this memory holds ("weekday",
     #: "clock", "amount"), for which its fused score was lifted (``RecallConfig.answer``)
     answers: str | None = None
-    #: the memory that corrected part of this one (a conversation's correction that
-    #: superseded it): this one is ranked just after it, for what the correction left
-    #: standing ("Júlia studies nursing, not medicine" leaves the city she studies in)
-    kept_after: str | None = None
     preset: str
 
     def lines(self) -> list[str]:
@@ -121,9 +117,6 @@ class Explanation(_Value):
                        f"question asks")
         if self.corrects_before is not None:
             out.append(f"  corrects the message of {self.corrects_before}: ranked before it")
-        if self.kept_after is not None:
-            out.append(f"  corrected in part by {self.kept_after}: kept after it for what "
-                       "the correction left standing")
         return out
 
 

@@ -5,7 +5,6 @@ retrieval feedback."""
 from __future__ import annotations
 
 import collections
-import math
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -19,7 +18,6 @@ from .._context import Changed, StoreContext
 from .._derive import lifecycle_event, patch_of
 from .._engine import EdgeRecord, Patch
 from .._errors import ConflictError, InvalidInputError, StoreError
-from .._extract._corrections import leaves_standing
 from .._input import RecallWindow, check_unit, recall_window
 from .._learn._features import Candidates, capture
 from .._learn._samples import Reranker, SampleLog
@@ -178,8 +176,7 @@ class Recall:
             if (again, again_plain) != (spoken, plain):
                 qvec, svec = self._embed_queries(again, again_plain)
         with self._index.gate.shared():
-            hits, positions, candidates, beside = self._rank(
-                index, query, qvec, config, k=k,
+            hits, positions, candidates = self._rank(index, query, qvec, config, k=k,
                                                      sentence_vector=svec,
                                                      owner=owner, kinds=kind_names,
                                                      as_of=when,
@@ -189,14 +186,11 @@ class Recall:
                                                      min_relative=min_relative)
             if record_access and hits and not self._ctx.engine.read_only:
                 self._record(index, positions)
-        wanted = [pos for pos, _ in hits] + [p for olds in beside.values() for p in olds]
-        self._rows.prefetch([index.ids[pos] for pos in wanted], self._index.current,
+        self._rows.prefetch([index.ids[pos] for pos, _ in hits], self._index.current,
                            self._pool())
-        snapshot = self._rows.from_snapshot(index, wanted)
+        snapshot = self._rows.from_snapshot(index, [pos for pos, _ in hits])
         result = [self._hit(index, pos, rank, explanation, snapshot.get(pos))
                   for rank, (pos, explanation) in enumerate(hits, start=1)]
-        if beside:
-            result = self._keep_beside(index, result, hits, beside, snapshot, k)
         self._recent.append(_RecallRecord(query, [h.memory.id for h in result]))
         if candidates is not None:
             self.samples.add(query, config, [index.ids[p] for p in candidates.positions],
@@ -231,13 +225,12 @@ class Recall:
               window: RecallWindow = (None, None), min_similarity: float | None = None,
               min_relative: float | None = None,
               sentence_vector: Future[np.ndarray] | None = None,
-              ) -> tuple[list[tuple[int, Explanation]], list[int], Candidates | None,
-                         dict[int, list[int]]]:
+              ) -> tuple[list[tuple[int, Explanation]], list[int], Candidates | None]:
         n = index.size
         if n == 0:
             if qvec is not None:
                 qvec.result()
-            return [], [], None, {}
+            return [], [], None
         now = self._ctx.now()
         statuses = ("active", "archived") if include_archived else ("active",)
         mask = index.mask(owner=owner, kinds=kinds, statuses=statuses, as_of=as_of,
@@ -245,13 +238,13 @@ class Recall:
         if not mask.any():
             if qvec is not None:
                 qvec.result()  # surface embedding errors; never leave work running
-            return [], [], None, {}
+            return [], [], None
         q = Query(index, query, mask, now, owner=owner, as_of=as_of,
                   vector_future=qvec if config.active("vector") else None,
                   sentence_future=sentence_vector, sentence_weight=config.sentences)
         found = run_channels(q, config, min_similarity=min_similarity)
         if found is None:
-            return [], [], None, {}
+            return [], [], None
         channels, ranks = found.rankings, found.fusion.ranks
         redirected, paths = found.redirected, found.paths
         weights = config.weights
@@ -286,7 +279,7 @@ class Recall:
             for pos in answering:
                 fused[pos] *= 1.0 + config.answer
         if not fused:
-            return [], [], None, {}
+            return [], [], None
         before = corrections_first(index, fused, ranks.get("vector", {}))
         order = sorted(fused, key=lambda p: (-fused[p], index.ids[p]))
         final = dict(fused)
@@ -333,8 +326,7 @@ class Recall:
                 corrects_before=index.ids[before[pos]] if pos in before else None,
                 answers=kind if pos in answering else None,
                 preset=config.name)))
-        return (out, [pos for pos, _ in out], candidates,
-                _partly_corrected(index, out, redirected, mask))
+        return out, [pos for pos, _ in out], candidates
 
     @staticmethod
     def _asks_a_friend(index: RecallIndex, query: str, owner: str | None) -> bool:
@@ -350,25 +342,6 @@ class Recall:
             index.ids[p]: (int(index.access_count[p]), now, index.access_times[p])
             for p in positions}
         self._access.submit(rows)
-
-    def _keep_beside(self, index: RecallIndex, result: list[Hit],
-                     hits: Sequence[tuple[int, Explanation]], beside: Mapping[int, list[int]],
-                     snapshot: Mapping[int, Memory], k: int) -> list[Hit]:
-        """``result`` with each memory a hit's correction left part of standing
-        (``leaves_standing``) just after that hit, cut to ``k`` and ranked again."""
-        out: list[Hit] = []
-        for hit, (pos, explanation) in zip(result, hits, strict=True):
-            out.append(hit)
-            for old in beside.get(pos, ()):
-                memory = snapshot.get(old) or self._rows.get(index.ids[old],
-                                                             self._index.current)
-                if not leaves_standing(memory.text, hit.memory.text):
-                    continue
-                kept = Explanation(channels={}, fused=explanation.fused,
-                                   final=math.nextafter(explanation.final, -math.inf),
-                                   kept_after=hit.memory.id, preset=explanation.preset)
-                out.append(self._hit(index, old, 0, kept, memory))
-        return [h.model_copy(update={"rank": n}) for n, h in enumerate(out[:k], start=1)]
 
     def _hit(self, index: RecallIndex, pos: int, rank: int, explanation: Explanation,
              memory: Memory | None = None) -> Hit:
@@ -494,23 +467,3 @@ class _Workers(ThreadPoolExecutor):
             return super().submit(fn, *args, **kwargs)
         except RuntimeError as exc:  # "cannot schedule new futures after shutdown"
             raise StoreError("the store is closed") from exc
-
-
-def _partly_corrected(index: RecallIndex, hits: Sequence[tuple[int, Explanation]],
-                      redirected: Mapping[int, set[int]], mask: np.ndarray
-                      ) -> dict[int, list[int]]:
-    """Per hit that took the place of memories it superseded, those of them that may be
-    shown (``mask``) and are, as the hit is, statements of a conversation, not hits
-    themselves: the ones whose words a correction may have left part of standing
-    (``Recall._keep_beside`` reads their texts)."""
-    shown = {pos for pos, _ in hits}
-    out: dict[int, list[int]] = {}
-    for pos, _ in hits:
-        if index.session[pos] is None:
-            continue
-        olds = [p for p in sorted(redirected.get(pos, ())) if p not in shown
-                and mask[p] and index.session[p] is not None]
-        if olds:
-            out[pos] = olds
-            shown.update(olds)
-    return out
