@@ -294,16 +294,11 @@ def correction_target(text: str, recent: Sequence[Statement],
 
 def _closest_now(text: str, recent: Sequence[Statement], similarity: Mapping[str, float]
                  ) -> str | None:
-    terms, dates = _terms(text), _slots(text) & _DATE_SLOTS
+    terms = _terms(text)
     best: tuple[float, str] | None = None
     for statement in recent:
         cosine = similarity.get(statement.id, 0.0)
-        shared = terms & _terms(statement.text)
-        needed = NOW_SIMILAR if shared else NOW_SIMILAR + 0.15
-        # "my joining back date is 18th May now" of "on leave till 30th April, then back":
-        # a word and a whole date (day and month) in common
-        if shared and len(dates & _slots(statement.text)) >= 2:
-            cosine = max(cosine, needed)
+        needed = NOW_SIMILAR if terms & _terms(statement.text) else NOW_SIMILAR + 0.15
         if cosine >= needed and (best is None or cosine > best[0]):
             best = (cosine, statement.id)
     return best[1] if best else None
