@@ -103,10 +103,6 @@ _GONE_KEY = "gone_edges"
 _LEGACY_FORGET_KEY = "forget_key"
 #: Up to this many ids, look each up by primary key; beyond, one scan is cheaper.
 _LOOKUP_LIMIT = 32
-#: Up to this many ids, ``forgotten`` looks each status up by primary key (~0.33 ms an id)
-#: rather than reading every forgotten memory's id (~1 ms at 10k memories, growing with
-#: the table): what ``link`` and ``supersede`` ask; a re-embedding batch scans.
-_STATUS_LOOKUPS = 4
 #: Whole-store scans read this many memories at a time (``KuzuEngine._arrow_scan``,
 #: ``KuzuEngine._vectors``).
 _PAGE = 50_000
@@ -384,7 +380,7 @@ class KuzuEngine(rules.Writes):
         wanted = set(ids)
         if not wanted:
             return set()
-        if len(wanted) <= _STATUS_LOOKUPS:
+        if len(wanted) <= _LOOKUP_LIMIT:  # link, supersede; a re-embedding batch scans
             return {i for i in wanted if self.db.read_prepared(
                 "MATCH (m:Memory {id: $id}) RETURN m.status", {"id": i}) == [["forgotten"]]}
         rows = self.db.read("MATCH (m:Memory) WHERE m.status = 'forgotten' RETURN m.id")
