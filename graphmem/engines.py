@@ -49,7 +49,7 @@ def open_engine(location: str | os.PathLike[str], *, settings: Settings,
 
         return PostgresEngine(str(location), read_only=read_only, create=create)
     path = os.fspath(location)
-    if not create and path != ":memory:" and not os.path.exists(path):
+    if not create and path != ":memory:" and not KuzuEngine.holds_store(path):
         raise StoreError(f"no graphmem database at {path}: open it for writing once to "
                          f"create it (`graphmem --db {path} init`, or MemoryStore(path))")
     return KuzuEngine(path, buffer_pool_mb=settings.buffer_pool_mb,

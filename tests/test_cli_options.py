@@ -219,6 +219,29 @@ def test_a_mistyped_db_on_a_reading_command_makes_no_store(tmp_path: Path) -> No
     assert json.loads(run("--db", str(typo), "--json", "stats").stdout)["memories"] == 0
 
 
+def test_a_directory_of_other_files_is_no_store_and_gets_none(tmp_path: Path) -> None:
+    """--db pointed at a directory that holds other files (a notes folder): a reading
+    command says there is no database there, a writing one refuses to put one beside
+    them, and the directory is left as it was."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.md").write_text("buy milk\n", encoding="utf-8")
+    for args in (["stats"], ["recall", "x"], ["export"]):
+        result = run("--db", str(notes), *args, code=1)
+        assert result.stderr.startswith(f"error: no graphmem database at {notes}: "), args
+    for args in (["init"], ["add", "a note"]):
+        result = run("--db", str(notes), "--embedder", "hashing", *args, code=1)
+        assert result.stderr == (f"error: {notes} holds other files (todo.md) and no "
+                                 "graphmem database: a new database goes into a new or empty "
+                                 "directory; check --db and $GRAPHMEM_DB\n"), args
+    assert [p.name for p in notes.iterdir()] == ["todo.md"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    run("--db", str(empty), "--embedder", "hashing", "init")  # an empty directory is fine
+    (empty / "README.txt").write_text("the agent's memory\n", encoding="utf-8")
+    run("--db", str(empty), "--embedder", "hashing", "add", "a note")  # a store: fine
+
+
 def test_a_misspelled_named_query_lists_the_names(sample: Path) -> None:
     result = run("--db", str(sample), "query", "most_refrenced", code=1)
     assert result.stderr.startswith("error: no named query 'most_refrenced'; did you mean "

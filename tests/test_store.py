@@ -395,3 +395,9 @@ def test_opening_without_create_makes_no_store(tmp_path: Path) -> None:
         store.add("made on purpose")
     with MemoryStore(missing, embedder="hashing", create=False) as store:
         assert len(store.memories()) == 1
+    notes = tmp_path / "notes"  # a directory of other files holds no store either
+    notes.mkdir()
+    (notes / "todo.md").write_text("buy milk\n", encoding="utf-8")
+    with pytest.raises(StoreError, match=f"no graphmem database at {notes}"):
+        MemoryStore(notes, embedder="hashing", create=False)
+    assert [p.name for p in notes.iterdir()] == ["todo.md"]

@@ -10,6 +10,7 @@ small writes one statement a row that finds its ends by key (``UNWIND ... MATCH 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -179,6 +180,12 @@ _ARROW_EDGE_TYPES = {"from": pa.string(), "to": pa.string(), "source": pa.string
 
 class KuzuEngine(rules.Writes):
     """One store in an embedded Kuzu database (a directory, or ``":memory:"``)."""
+
+    @staticmethod
+    def holds_store(path: str | os.PathLike[str]) -> bool:
+        """Whether the directory ``path`` holds a store already (its Kuzu file): a
+        directory of other files does not, and opening it without creating is refused."""
+        return os.path.isfile(os.path.join(path, Database.FILE_NAME))
 
     def __init__(self, path: str, *, buffer_pool_mb: int = 512, read_only: bool = False) -> None:
         self.db = Database(path, buffer_pool_mb=buffer_pool_mb, read_only=read_only)

@@ -94,13 +94,20 @@ class Context:
 
     def _open(self, *, create: bool, read_only: bool, embedder: str | None) -> MemoryStore:
         from .._facade import MemoryStore
-        from ..engines import is_postgres_url
+        from ..engines import KuzuEngine, is_postgres_url
 
-        if not create and self.db != ":memory:" and not is_postgres_url(self.db) \
-                and not Path(self.db).exists():
+        local = self.db != ":memory:" and not is_postgres_url(self.db)
+        if local and not create and not KuzuEngine.holds_store(self.db):
             raise StoreError(f"no graphmem database at {self.db}: create one with "
                              f"`graphmem --db {self.db} init` (or import into it), or check "
                              "--db and $GRAPHMEM_DB")
+        if local and create and not KuzuEngine.holds_store(self.db):
+            others = _other_files(Path(self.db))
+            if others:
+                raise StoreError(
+                    f"{self.db} holds other files ({', '.join(others)}) and no graphmem "
+                    "database: a new database goes into a new or empty directory; check "
+                    "--db and $GRAPHMEM_DB")
         now = self.now
         clock = (lambda: now) if now is not None else None
         return MemoryStore(self.db, settings=self.settings(),
@@ -415,3 +422,17 @@ def parse_params(pairs: Sequence[str], *, convert: Callable[[str, str], Any] | N
         except ValueError:
             params[name] = raw
     return params
+
+
+def _other_files(directory: Path, shown: int = 3) -> list[str]:
+    """Up to ``shown`` names of what ``directory`` holds that no graphmem store puts
+    there (none when it is missing, empty, or a store's own files)."""
+    try:
+        names = sorted(entry.name for entry in directory.iterdir()
+                       if not entry.name.startswith(("graph.kuzu", "graphmem.", "recall.")))
+    except (NotADirectoryError, FileNotFoundError):
+        return []
+    except OSError as exc:
+        raise StoreError(f"cannot read {directory}: {exc.strerror or exc}") from None
+    return names[:shown] + (["..."] if len(names) > shown else [])
+
