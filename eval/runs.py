@@ -18,6 +18,7 @@ from graphmem import (
     InvalidInputError,
     MemoryStore,
     RecallConfig,
+    RecordError,
     Settings,
     embedder_from_spec,
 )
@@ -469,6 +470,52 @@ def _fixed(moment: datetime) -> Callable[[], datetime]:
     return lambda: moment
 
 
+def read_qrels(path: str | Path) -> dict[str, list[str]]:
+    """A qrels file: a JSON object, each query (a non-empty string) -> a non-empty list of
+    the ids (non-empty strings) of the memories that answer it. ``RecordError`` names
+    the file and the query of what is wrong.
+
+    >>> import tempfile
+    >>> bad = Path(tempfile.mkdtemp()) / "qrels.json"
+    >>> _ = bad.write_text('{"where is the key?": "urn:a"}', encoding="utf-8")
+    >>> read_qrels(bad)
+    Traceback (most recent call last):
+    ...
+    graphmem._errors.RecordError: ...qrels.json: query 'where is the key?': ... not a string
+    """
+    from ingest.ump import json_type
+
+    source = str(path)
+    try:
+        judged = json.loads(Path(path).read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"not UTF-8 (byte {exc.start})", source=source) from None
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"not valid JSON: {exc.msg} at line {exc.lineno} column "
+                          f"{exc.colno}", source=source) from None
+    except RecursionError:
+        raise RecordError("JSON nested too deeply to be qrels", source=source) from None
+    if not isinstance(judged, dict) or not judged:
+        raise RecordError("qrels are a JSON object of at least one query -> [relevant "
+                          f"ids]; this file holds a JSON {json_type(judged)}"
+                          + (" with no query" if judged == {} else ""), source=source)
+    for query, relevant in judged.items():
+        if not query.strip():
+            raise RecordError("a query is empty", source=source)
+        if not isinstance(relevant, list) or not relevant:
+            raise RecordError(f"query {query!r}: the relevant ids are a non-empty JSON "
+                              f"array of memory ids, not {_a(json_type(relevant))}",
+                              source=source)
+        if not all(isinstance(i, str) and i.strip() for i in relevant):
+            raise RecordError(f"query {query!r}: a relevant id is not a non-empty string",
+                              source=source)
+    return judged
+
+
+def _a(kind: str) -> str:
+    return ("an " if kind[:1] in "aeiou" else "a ") + kind
+
+
 def run_ump(path: str | Path, qrels: str | Path, *, presets: Sequence[str] = ROWS,
             limit: int | None = None, embedder: str | Embedder = "minilm",
             now: datetime | None = None, progress: bool = True
@@ -495,10 +542,7 @@ def run_ump(path: str | Path, qrels: str | Path, *, presets: Sequence[str] = ROW
     from ingest.ump import import_ump
 
     started = time.perf_counter()
-    judged = json.loads(Path(qrels).read_text(encoding="utf-8"))
-    if not isinstance(judged, dict) or not all(isinstance(v, list) and v
-                                               for v in judged.values()):
-        raise ValueError(f"{qrels}: qrels must be a JSON object: query -> [relevant ids]")
+    judged = read_qrels(qrels)
     queries = list(judged.items())[:limit] if limit is not None else list(judged.items())
     emb = _embedder(embedder)
     clock = now or datetime.now(UTC)

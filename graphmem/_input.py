@@ -24,7 +24,8 @@ from ._models import Kind, Status
 from ._time import parse_iso, to_utc
 
 __all__ = ["MAX_TAG", "MAX_TAGS", "MAX_TEXT", "MemoryInput", "RecallWindow", "UpdateFields",
-           "check_tags", "check_text", "check_unit", "check_validity", "parse_records",
+           "check_tags", "check_text", "check_unicode", "check_unit", "check_validity",
+           "parse_records",
            "recall_window", "update_changes", "validation_message"]
 
 #: Longest memory text accepted (characters); longer input is an error, not a truncation.
@@ -80,12 +81,35 @@ def check_text(value: Any, *, field: str, max_len: int = MAX_TEXT, allow_empty: 
                                 field=field)
     if "\x00" in value:
         raise InvalidInputError(f"{field} contains a NUL character", field=field)
+    check_unicode(value, field=field)
     if len(value) > max_len:
         raise InvalidInputError(
             f"{field} is {len(value)} characters long; the limit is {max_len}", field=field
         )
     if not allow_empty and not value.strip():
         raise InvalidInputError(f"{field} is empty", field=field)
+    return value
+
+
+def check_unicode(value: str, *, field: str) -> str:
+    """``value``, refused when it holds a lone surrogate: no UTF-8 text holds one (a JSON
+    ``"\\ud800"`` escape, bytes that were not UTF-8 read with ``surrogateescape``), and
+    nothing could store or hash it.
+
+    >>> check_unicode("caf\\udce9", field="text")
+    Traceback (most recent call last):
+    ...
+    graphmem._errors.InvalidInputError: text holds U+DCE9 at character 4, which is not text...
+    """
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"{field} holds U+{ord(value[exc.start]):04X} at character {exc.start + 1}, which "
+            "is not text (a lone surrogate: bytes that were not UTF-8, or a \\u escape that "
+            "encodes half a character)", field=field) from None
     return value
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._context import Changed, StoreContext
 from .._errors import InvalidInputError
-from .._input import MAX_TEXT, MemoryInput
+from .._input import MAX_TEXT, MemoryInput, check_unicode
 from .._models import STATUS_CODE, AddResult, ChangeType, Edge, EventType, Kind, Memory, Status
 from .._ollama import OllamaGenerator
 from .._recall._channels import lexical_neighbours
@@ -244,6 +244,7 @@ class Conversations:
 
         if not isinstance(session_id, str) or not session_id.strip():
             raise InvalidInputError("session_id must be a non-empty string", field="session_id")
+        check_unicode(session_id, field="session_id")
         parsed = [_message(m, i) for i, m in enumerate(_messages(messages))]
         ctx = self._ctx
         since = self._text_vectors.epoch  # before anything is read from the store
@@ -630,6 +631,9 @@ def _message(message: Any, index: int) -> dict[str, Any]:
             speaker is not None and not isinstance(speaker, str)):
         raise InvalidInputError(f"message {index}: role and speaker must be strings",
                                 field=f"messages[{index}].role")
+    for name, value in (("text", text), ("role", role), ("speaker", speaker)):
+        if value is not None:
+            check_unicode(value, field=f"messages[{index}].{name}")
     if not role:
         role = ("assistant" if speaker and speaker.strip().lower() in _ASSISTANT_SPEAKERS
                 else "user")

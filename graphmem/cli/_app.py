@@ -277,6 +277,12 @@ class _Group(click.Group):
              **extra: Any) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
         json_mode = "--json" in argv[:argv.index("--")] if "--" in argv else "--json" in argv
+        garbled = _not_utf8(argv)
+        if garbled is not None:
+            _report(garbled, code="usage", json_mode=json_mode)
+            if standalone_mode:
+                sys.exit(2)
+            return 2
         try:
             result = super().main(argv, prog_name, complete_var, standalone_mode=False,
                                   **extra)
@@ -436,3 +442,17 @@ def _other_files(directory: Path, shown: int = 3) -> list[str]:
         raise StoreError(f"cannot read {directory}: {exc.strerror or exc}") from None
     return names[:shown] + (["..."] if len(names) > shown else [])
 
+
+def _not_utf8(argv: Sequence[str]) -> str | None:
+    """What is wrong with the first argument that was not UTF-8 (Python reads such bytes
+    as lone surrogates, which nothing downstream can encode), or None."""
+    for number, arg in enumerate(argv, 1):
+        if not arg.isascii():
+            try:
+                arg.encode("utf-8")
+            except UnicodeEncodeError:
+                shown = arg.encode("utf-8", "surrogateescape").decode("utf-8",
+                                                                      "backslashreplace")
+                return (f"argument {number} ({shown}) is not UTF-8 text: graphmem reads its "
+                        "arguments as UTF-8; check the terminal's or the script's encoding")
+    return None

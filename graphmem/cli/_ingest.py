@@ -81,6 +81,9 @@ def import_conversation_cmd(ctx: Context, file: str, session_id: str,
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"{file}: not valid JSON: {exc.msg} at line {exc.lineno} "
                                 f"column {exc.colno}") from None
+    except RecursionError:
+        raise InvalidInputError(f"{file}: JSON nested too deeply to be a conversation "
+                                "(a JSON array of messages)") from None
     if not isinstance(messages, list):
         from ingest.ump import json_type
 
@@ -89,7 +92,10 @@ def import_conversation_cmd(ctx: Context, file: str, session_id: str,
                                 f"{json_type(messages)}")
     store = ctx.api(create=True)
     with working(f"remembering {Path(file).name}", enabled=ctx.progress):
-        result = store.add_conversation(messages, session_id=session_id, owner=owner)
+        try:
+            result = store.add_conversation(messages, session_id=session_id, owner=owner)
+        except InvalidInputError as exc:  # which file the message or field is of
+            raise InvalidInputError(f"{file}: {exc}", field=exc.field) from None
     if ctx.json:
         echo_json(to_json(result))
         return
