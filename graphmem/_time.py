@@ -68,13 +68,20 @@ def format_iso(value: datetime) -> str:
     '2026-06-06T21:49:57.806Z'
     >>> format_iso(datetime(2026, 6, 6, 21, 49, 57, 806001)), format_iso(parse_iso("2026-06-06"))
     ('2026-06-06T21:49:57.806001Z', '2026-06-06T00:00:00Z')
+
+    The year has four digits, as ISO 8601 wants (``strftime`` writes year 1 as ``1``):
+
+    >>> format_iso(parse_iso("0001-01-01T00:00:00Z"))
+    '0001-01-01T00:00:00Z'
     """
     value = to_utc(value)
+    stamp = (f"{value.year:04d}-{value.month:02d}-{value.day:02d}T{value.hour:02d}:"
+             f"{value.minute:02d}:{value.second:02d}")
     if value.microsecond:
         if value.microsecond % 1000 == 0:
-            return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
-        return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+            return f"{stamp}.{value.microsecond // 1000:03d}Z"
+        return f"{stamp}.{value.microsecond:06d}Z"
+    return f"{stamp}Z"
 
 
 _SHIFTS = tuple(range(125, -1, -5))

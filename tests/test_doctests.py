@@ -69,7 +69,7 @@ EXAMPLED = {
     "graphmem._store._memories": 2,
     "graphmem._text": 1,
     "graphmem._input": 1,
-    "graphmem._time": 13,
+    "graphmem._time": 14,
     "graphmem._views": 2,
     "graphmem.cli._lifecycle": 4,
     "graphmem.client._client": 1,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -327,3 +328,19 @@ def test_context_and_session_travel_with_the_file(tmp_path: Path) -> None:
     with MemoryStore(tmp_path / "c", embedder="hashing") as third, \
             pytest.raises(RecordError, match=r"field body\.context"):
         import_ump(third, tmp_path / "bad.json")
+
+
+def test_times_of_any_year_travel_with_the_file(tmp_path: Path) -> None:
+    """A time before the year 1000 (a conversation's "0001-01-01" timestamp) is written
+    with four digits, so the file it is exported to imports again."""
+    early, late = datetime(1, 1, 1, tzinfo=UTC), datetime(987, 6, 5, 4, 3, 2, 1000, tzinfo=UTC)
+    with MemoryStore(tmp_path / "a", embedder="hashing") as first:
+        made = first.add("the oldest note", created=early, observed=late)
+        export_ump(first, tmp_path / "one.json")
+    record = json.loads((tmp_path / "one.json").read_text("utf-8"))[0]
+    assert record["time"]["created"] == "0001-01-01T00:00:00Z"
+    assert record["time"]["observed"] == "0987-06-05T04:03:02.001Z"
+    with MemoryStore(tmp_path / "b", embedder="hashing") as other:
+        import_ump(other, tmp_path / "one.json")
+        got = other.get(made.id)
+        assert (got.created, got.observed) == (early, late)
