@@ -141,6 +141,28 @@ def test_supersede_by_existing_id_and_self(store: MemoryStore) -> None:
         store.supersede(b.id, b.id)
 
 
+def test_a_memory_replaced_already_is_replaced_at_its_current_version(
+        store: MemoryStore) -> None:
+    """Superseding the same memory twice (an agent that kept the first id): the second
+    replacement replaces the first, so one version stays current, not two."""
+    v15 = store.add("Orchard stores data in PostgreSQL 15", owner="nadia")
+    v16 = store.supersede(v15.id, "Orchard stores data in PostgreSQL 16")
+    v17 = store.supersede(v15.id, "Orchard stores data in PostgreSQL 17")
+    assert store.get(v15.id).superseded_by == (v16.id,)
+    assert store.get(v16.id).superseded_by == (v17.id,)
+    assert store.get(v17.id).is_current
+    assert [h.memory.id for h in store.recall("Orchard PostgreSQL", k=5)] == [v17.id]
+    # asking again for a replacement the chain holds changes nothing
+    assert store.supersede(v15.id, v17.id).id == v17.id
+    assert store.supersede(v15.id, v16.id).id == v16.id
+    assert store.stats().edges["supersedes"] == 2
+    # an existing memory given as the replacement also replaces the current version
+    other = store.add("Orchard stores data in PostgreSQL 18")
+    assert store.supersede(v15.id, other.id).id == other.id
+    assert store.get(v17.id).superseded_by == (other.id,)
+    assert [h.memory.id for h in store.recall("Orchard PostgreSQL", k=5)] == [other.id]
+
+
 def test_link_references_and_co_occurs(store: MemoryStore) -> None:
     a, b, c = (store.add(t) for t in ("a", "b", "c"))
     store.link(a.id, b.id)

@@ -500,13 +500,27 @@ class Memories:
                   **fields: Any) -> Memory:
         """Record that ``new`` replaces ``old_id``: a SUPERSEDES edge (new -> old), the old
         memory marked superseded-by (kept, no longer recalled). ``new`` is a memory, the id
-        of one, or the text of a new memory that inherits the old one's kind and scope."""
+        of one, or the text of a new memory that inherits the old one's kind and scope.
+        A memory replaced already is replaced at its current version (the newest at the
+        end of its chain), so that one version stays current."""
         ctx = self._ctx
         old = ctx.visible(old_id, owner)
         if old.status is Status.FORGOTTEN:
             raise ConflictError(f"memory {old_id} was forgotten")
-        now = ctx.now()
         known = ctx.engine.get(new) if isinstance(new, str) and new else None
+        if known is not None and owner is not None and known.owner != owner:
+            known = None  # another owner's id: the text of a new memory, as below
+        new_given = new.id if isinstance(new, Memory) else known.id if known else None
+        if new_given is not None and new_given in old.superseded_by:
+            return ctx.engine.get(new_given)  # type: ignore[return-value]
+        current = self._current_version(old)
+        if current is not old:
+            # replaced already: what replaces it now replaces its current version, so
+            # that one version stays current (two replacements of one memory were both)
+            if new_given == current.id:
+                return current
+            old, old_id = current, current.id
+        now = ctx.now()
         created: list[NewMemory] = []
         batch = WriteBatch()
         if isinstance(new, Memory):
@@ -541,6 +555,28 @@ class Memories:
         self._knowledge.plan_supersede(batch, old, new_facts, at=now, by=new_id)
         self.commit(batch, created=created, changed=[old_id, new_id])
         return ctx.engine.get(new_id)  # type: ignore[return-value]
+
+    def _current_version(self, memory: Memory) -> Memory:
+        """The newest memory at the end of ``memory``'s supersede chain that is not
+        forgotten (``memory`` itself when nothing replaces it)."""
+        seen = {memory.id}
+        heads: list[Memory] = []
+        todo = list(memory.superseded_by)
+        while todo:
+            found = self._ctx.engine.get_many([i for i in dict.fromkeys(todo) if i not in seen])
+            seen.update(todo)
+            todo = []
+            for later in found.values():
+                if later.status is Status.FORGOTTEN:
+                    continue
+                fresh = [i for i in later.superseded_by if i not in seen]
+                if fresh:
+                    todo += fresh
+                elif not later.superseded_by or set(later.superseded_by) <= seen:
+                    heads.append(later)
+        if not heads:
+            return memory
+        return max(heads, key=lambda m: (m.created, m.id))
 
     def supersede_patch(self, old: Memory, new_id: str, *, reason: str, at: datetime,
                         actor: str | None = None,
