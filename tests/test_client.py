@@ -120,6 +120,8 @@ def scenario(store: Any, clock: Clock) -> Trace:
          "kind": "note"},
         {"text": "Might try the oat milk at the lab", "status": "candidate"}]))
     runbook, demo, standup, _ = batch
+    t.see("add created", store.add("Ran the first orchard trial in the old lab",
+                                   created=datetime(2019, 5, 1, 9, 30, tzinfo=UTC)))
     t.see("add_conversation", store.add_conversation([
         {"speaker": "Nadia", "text": "Hi!"},
         {"speaker": "Nadia", "text": "I moved to Ibadan in March 2026 for lab work."}],
@@ -339,6 +341,20 @@ def test_recall_and_conflicts_keep_their_types(served: tuple[MemoryStore, Clock,
             client.supersede(memory.id, memory)
         with pytest.raises(ConfirmationRequiredError):
             client.forget(memory.id)
+
+
+def test_a_bad_record_of_a_batch_is_named(served: tuple[MemoryStore, Clock, str]) -> None:
+    import httpx
+
+    store, _, url = served
+    before = len(store.memories())
+    answer = httpx.post(f"{url}/v1/memories", json={"memories": [
+        {"text": "Nadia prefers green tea"}, {"text": "fine"}, {"text": "   "}]})
+    assert answer.status_code == 422, answer.text
+    body = answer.json()
+    assert body["detail"] == "memories[2]: text: text is empty"
+    assert body["field"] == "memories[2].text"
+    assert len(store.memories()) == before  # all or nothing
 
 
 def test_export_as_ump_over_http(served: tuple[MemoryStore, Clock, str]) -> None:

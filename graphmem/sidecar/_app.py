@@ -80,8 +80,18 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
     @app.post("/v1/memories", status_code=201, tags=["memories"], responses=adding)
     def add_memories(body: MemoryIn | MemoriesIn, who: Writer) -> dict[str, Any]:
         """Add one memory, or several (``{"memories": [...]}``) in bulk."""
-        items = body.memories if isinstance(body, MemoriesIn) else [body]
-        created = store.add_many([new_input(who, item) for item in items], actor=who.acting)
+        if isinstance(body, MemoriesIn):
+            inputs = []
+            for index, item in enumerate(body.memories):
+                try:
+                    inputs.append(new_input(who, item))
+                except InvalidInputError as exc:  # which record of the batch
+                    at = f"memories[{index}]"
+                    raise InvalidInputError(f"{at}: {exc}", field=f"{at}.{exc.field}"
+                                            if exc.field else at) from None
+        else:
+            inputs = [new_input(who, body)]
+        created = store.add_many(inputs, actor=who.acting)
         if isinstance(body, MemoriesIn):
             return {"memories": [to_json(m) for m in created], "count": len(created)}
         return to_json(created[0])

@@ -37,6 +37,9 @@ class MemoryIn(_Body):
     owner: str | None = None
     project: str | None = None
     visibility: str = "private"
+    created: datetime | None = Field(
+        default=None, description="When it was first remembered (default: now), as "
+                                  "MemoryStore.add takes it: a memory brought from before")
     observed: datetime | None = None
     valid_from: datetime | None = None
     valid_to: datetime | None = None
