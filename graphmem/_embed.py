@@ -218,9 +218,14 @@ class HashingEmbedder:
     torch. Similar wording gives similar vectors; meaning does not.
     """
 
+    #: The largest dimension: a vector of 4,096 floats is 16 KiB a memory (MiniLM's 384
+    #: are 1.5 KiB); more buys nothing a hashing embedder can give.
+    MAX_DIM = 4096
+
     def __init__(self, dim: int = 384) -> None:
-        if dim < 8:
-            raise InvalidInputError("hashing embedder needs dim >= 8", field="dim")
+        if not 8 <= dim <= self.MAX_DIM:
+            raise InvalidInputError(f"the hashing embedder's dimension is 8 to {self.MAX_DIM}, "
+                                    f"got {dim}", field="dim")
         self._dim = dim
 
     @property
@@ -463,11 +468,15 @@ def embedder_from_spec(
             "minilm:torch", field="embedder")
     if kind == "hashing":
         try:
-            return HashingEmbedder(int(arg) if arg else 384)
+            dim = int(arg) if arg else 384
         except ValueError:
             raise InvalidInputError(
-                f"bad hashing embedder spec {spec!r}", field="embedder"
+                f"bad hashing embedder spec {spec!r}: hashing or hashing:DIM", field="embedder"
             ) from None
+        try:
+            return HashingEmbedder(dim)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{spec!r}: {exc}", field="embedder") from None
     if kind == "ollama" and arg:
         return OllamaEmbedder(arg, host=ollama_host, timeout=timeout)
     if spec == "e5":

@@ -88,6 +88,14 @@ def test_specs_name_the_pooled_model_and_refuse_unknown_options() -> None:
     assert caught.value.field == "embedder"
     with pytest.raises(InvalidInputError, match="unknown embedder"):
         embedder_from_spec("nothing+pooled")
+    # a hashing dimension is bounded: 100M floats a memory filled a disk
+    assert embedder_from_spec("hashing:4096").dim == 4096
+    for spec, said in (("hashing:4097", "dimension is 8 to 4096, got 4097"),
+                       ("hashing:4", "dimension is 8 to 4096, got 4"),
+                       ("hashing:x", "bad hashing embedder spec 'hashing:x'")):
+        with pytest.raises(InvalidInputError, match=said) as caught:
+            embedder_from_spec(spec)
+        assert caught.value.field == "embedder"
 
 
 def test_a_store_keeps_pooled_vectors_and_reembeds_between_the_kinds(tmp_path: Path) -> None:
