@@ -1,11 +1,14 @@
 # graphmem: `make demo` runs the sample corpus through the store, `make test` runs every check.
-# Both create .venv on first use and install what the project needs (torch's CPU build first).
+# Both create .venv on first use and install what the project needs (torch first, from
+# TORCH_INDEX when set: where pip's own index gives torch's CUDA build, run once with
+# TORCH_INDEX=https://download.pytorch.org/whl/cpu for the CPU build).
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PACKAGES := graphmem ingest queries eval
+TORCH_INDEX ?=
 # pytest-xdist workers for `make test` (TEST_JOBS= runs the suite in one process)
 TEST_JOBS ?= -n auto --dist loadfile
 
@@ -14,7 +17,7 @@ TEST_JOBS ?= -n auto --dist loadfile
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
