@@ -588,3 +588,19 @@ def test_the_replays_agent_gives_feedback_only_on_the_hits_it_was_shown() -> Non
     assert order.index(1) > order.index(0) and order.index(2) > order.index(0)
     assert by_index[1].used_before  # D1:3, shown and marked useful for question 0
     assert not by_index[2].used_before  # D2:26 was never shown before it
+
+
+def test_a_long_history_without_enough_use_says_what_it_lacks(tmp_path: Path) -> None:
+    """Memories spread over 300 days that nobody used: the history is long enough, and
+    the message says so and what a window lacks instead of asking for more days."""
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    with MemoryStore(tmp_path / "db", embedder="hashing", clock=lambda: now) as store:
+        for n in range(60):
+            store.add(f"note {n} about the orchard", created=now - timedelta(days=5 * n + 1))
+        with pytest.raises(ConflictError) as caught:
+            store.learn()
+    message = str(caught.value)
+    assert "; forecast not trained: the forecast needs 75 days of use" in message
+    assert "(this store's history spans 296 days): long enough, but of its " in message
+    assert "training examples (a memory at a cut) 0 were used in the 30 days after" in message
+    assert message.endswith("40 are needed, 8 of each)")

@@ -527,6 +527,14 @@ def fit_forecast(h: History, *, now: datetime, horizon_days: float, settings: Se
                     for t in earlier])
     test = examples_at(h, held_cut, horizon_days=horizon_days, settings=settings)
     if not earlier or not _enough(train) or not _enough(test):
+        if span >= horizon_days * 2.5:  # long enough: say what the windows lack
+            short = train if earlier and not _enough(train) else test
+            used = short.used if short.used is not None else np.zeros(0, dtype=bool)
+            need += (f": long enough, but of its {short.size} "
+                     f"{'training' if short is train else 'validation'} examples (a memory "
+                     f"at a cut) {int(used.sum())} were used in the {horizon_days:g} days "
+                     f"after and {int((~used).sum())} not; {MIN_EXAMPLES} are needed, "
+                     f"{MIN_CLASS} of each)")
         raise ValueError(need)
     assert train.used is not None
     first = fit_logistic(train.features, train.used.astype(int), FORECAST_FEATURES,

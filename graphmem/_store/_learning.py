@@ -195,7 +195,7 @@ class Learning:
             except ValueError as exc:
                 notes.append(f"forecast not trained: {exc}")
         if not stored:
-            raise ConflictError("nothing learned: " + " ".join(notes))
+            raise ConflictError("nothing learned: " + "; ".join(notes))
         with ctx.lock:
             ctx.engine.set_meta(stored)
         self._reload()
