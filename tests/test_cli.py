@@ -328,6 +328,10 @@ def test_import_locomo_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert json.loads(cli_run(db, "--json", "stats").stdout)["memories"] == 5
     monkeypatch.setenv("GRAPHMEM_LOCOMO", str(tmp_path / "missing.json"))
     assert "snap-research/locomo" in cli_run(db, "import", "locomo", code=1).stderr
+    assert cli_run(db, "import", "locomo", str(source), "--conversation", "conv-a",
+                   "--conversation", "conv-z", code=1).stderr == (
+        "error: no conversation conv-z in the LoCoMo file; its conversations are conv-a, "
+        "conv-b\n")  # a misspelled id imports nothing, and says so
 
 
 # -- make demo ------------------------------------------------------------------------------

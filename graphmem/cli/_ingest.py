@@ -49,6 +49,12 @@ def import_locomo_cmd(ctx: Context, file: str | None, sample_ids: tuple[str, ...
 
     conversations = load_locomo(file)
     if sample_ids:
+        known = [c.sample_id for c in conversations]
+        unknown = [s for s in sample_ids if s not in known]
+        if unknown:
+            raise InvalidInputError(
+                f"no conversation {', '.join(unknown)} in the LoCoMo file; its conversations "
+                f"are {', '.join(known)}", field="conversation")
         conversations = [c for c in conversations if c.sample_id in sample_ids]
     store = ctx.store()
     turns = sum(len(s.turns) for c in conversations for s in c.sessions)
