@@ -318,6 +318,17 @@ class MemoryInput(BaseModel):
             raise ValueError("contains a NUL character")
         if len(value) > _MAX_SHORT:
             raise ValueError(f"is {len(value)} characters long; the limit is {_MAX_SHORT}")
+        try:
+            check_unicode(value, field="it")
+        except InvalidInputError as exc:
+            raise ValueError(str(exc).removeprefix("it ")) from None
+        return value
+
+    @field_validator("owner")
+    @classmethod
+    def _owner(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("is empty: leave it out for the local user's memory")
         return value
 
     @field_validator("id")

@@ -70,6 +70,10 @@ def test_half_characters_and_deep_nesting_in_a_conversation_file(tmp_path: Path)
             store.add_conversation(["I moved to Porto."], session_id="s\udce9")
         with pytest.raises(InvalidInputError, match=r"text holds U\+D800"):
             store.add("R\ud800ex")
+        with pytest.raises(InvalidInputError, match=r"owner: holds U\+DCE9 at character 3"):
+            store.add("Rex is a dog", owner="bo\udce9")
+        with pytest.raises(InvalidInputError, match="owner: is empty: leave it out"):
+            store.add("Rex is a dog", owner=" ")
         assert len(store.memories()) == 1
 
 
