@@ -175,10 +175,7 @@ def draw_neighbourhood(store: MemoryStore, memory_id: str, out: str | Path, *,
     >>> store.close()
     """
     path = Path(out)
-    kind = (fmt or path.suffix.lstrip(".")).lower()
-    if kind not in ("png", "html"):
-        raise InvalidInputError(f"{path}: draw writes .png or .html (or pass a format)",
-                                field="out")
+    kind = _kind(path, fmt)
     graph = neighbourhood(store, memory_id, depth=depth, max_nodes=max_nodes, owner=owner)
     positions = _layout(graph, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -558,10 +555,7 @@ def draw_entities(store: MemoryStore, out: str | Path, *, about: str | None = No
     >>> store.close()
     """
     path = Path(out)
-    kind = (fmt or path.suffix.lstrip(".")).lower()
-    if kind not in ("png", "html"):
-        raise InvalidInputError(f"{path}: draw writes .png or .html (or pass a format)",
-                                field="out")
+    kind = _kind(path, fmt)
     view = entity_view(store, about=about, owner=owner, limit=limit, as_of=as_of)
     positions = _layout(view, seed) if view.number_of_nodes() else {}
     title = (f"graphmem: entities around {about}" if about is not None
@@ -673,3 +667,14 @@ def draw_lifecycle_flow(store: MemoryStore, out: str | Path) -> Path:
     fig.savefig(path, format="png")
     plt.close(fig)
     return path
+
+
+def _kind(path: Path, fmt: str | None) -> str:
+    """What a drawing is written as: ``fmt``, else the file's suffix (png or html)."""
+    kind = (fmt or path.suffix.lstrip(".")).lower()
+    if kind not in ("png", "html"):
+        raise InvalidInputError(
+            f"{path}: a drawing is a .png picture or an .html page; name the file so"
+            + ("" if fmt is None else f" (fmt {fmt!r} is neither)"),
+            field="out")
+    return kind

@@ -638,3 +638,19 @@ def test_retrieve_filters(served: tuple[MemoryStore, str], alice: Api,
                         ({"include_archived": "sometimes"}, "include_archived")]:
         response = alice.post("/v1/memories/retrieve", json={"query": "Nadia", **body})
         assert response.status_code == 422 and response.json()["field"] == field, body
+
+
+def test_a_cypher_write_over_http_says_the_route_only_reads(store: MemoryStore) -> None:
+    """The library's way to ask for a write (write=True, --write) is no option of
+    /v1/cypher: its refusal says the route only reads and where changes go."""
+    store.add("Nadia prefers green tea")
+    with running_sidecar(store) as url, httpx.Client(base_url=url, timeout=60) as http:
+        for query in ("CREATE (:Entity {id: 'e-x', name: 'x'})",
+                      "MATCH (m:Memory) SET m.importance = 1.0"):
+            answer = http.post("/v1/cypher", json={"query": query})
+            assert answer.status_code == 405, answer.text
+            detail = answer.json()["detail"]
+            assert detail.endswith("; /v1/cypher only reads: change memories through their "
+                                   "routes (/v1/memories ...)"), detail
+            assert "write=True" not in detail and "--write" not in detail
+    assert store.get(store.memories()[0].id).importance == 0.5

@@ -158,7 +158,8 @@ def restore(ctx: Context, memory_id: str) -> None:
         from ._backup import restore_backup
 
         click.echo(f"note: `graphmem restore {memory_id}` restores a backup only for a while; "
-                   f"use `graphmem --db {ctx.db} restore-backup {memory_id}`", err=True)
+                   f"use `graphmem --db NEW restore-backup {memory_id}` (NEW: a new or "
+                   "empty directory)", err=True)
         restore_backup(ctx, memory_id)
         return
     _result(ctx, ctx.api().restore(memory_id))

@@ -34,6 +34,7 @@ from fastapi.responses import FileResponse
 from starlette.background import BackgroundTask
 
 from .._engine import EDGE_KINDS
+from .._errors import ReadOnlyStoreError
 from .._facade import MemoryStore
 from .._models import Stats
 from .._time import format_iso
@@ -146,7 +147,12 @@ def add_live_routes(app: FastAPI, store: MemoryStore) -> None:
         routes. A statement still running after GRAPHMEM_CYPHER_TIMEOUT_S (10 s unless
         the sidecar sets it) is stopped: 422, field 'query'; other requests are served
         meanwhile."""
-        rows = store.cypher(body.query, body.params)
+        try:
+            rows = store.cypher(body.query, body.params)
+        except ReadOnlyStoreError as exc:  # the library's way to write is not this route's
+            reason = str(exc).split(" (write=True", 1)[0].split(" unless you ask", 1)[0]
+            raise ReadOnlyStoreError(f"{reason}; /v1/cypher only reads: change memories "
+                                     "through their routes (/v1/memories ...)") from None
         return {"count": len(rows), "rows": _plain(rows)}
 
     @app.get("/v1/backup", tags=["analysis"], responses=errors(*GATE),
