@@ -161,6 +161,11 @@ def test_a_memory_replaced_already_is_replaced_at_its_current_version(
     assert store.supersede(v15.id, other.id).id == other.id
     assert store.get(v17.id).superseded_by == (other.id,)
     assert [h.memory.id for h in store.recall("Orchard PostgreSQL", k=5)] == [other.id]
+    # a forgotten end of the chain is passed over: the version before it is current
+    store.forget(other.id, confirm=True)
+    v19 = store.supersede(v15.id, "Orchard stores data in PostgreSQL 19")
+    assert v19.id in store.get(v17.id).superseded_by
+    assert [h.memory.id for h in store.recall("Orchard PostgreSQL", k=5)] == [v19.id]
 
 
 def test_link_references_and_co_occurs(store: MemoryStore) -> None:

@@ -557,26 +557,22 @@ class Memories:
         return ctx.engine.get(new_id)  # type: ignore[return-value]
 
     def _current_version(self, memory: Memory) -> Memory:
-        """The newest memory at the end of ``memory``'s supersede chain that is not
-        forgotten (``memory`` itself when nothing replaces it)."""
-        seen = {memory.id}
-        heads: list[Memory] = []
-        todo = list(memory.superseded_by)
+        """The newest memory at the end of ``memory``'s supersede chain: of the memories
+        that replaced it, directly or not, and are not forgotten, those that nothing
+        there replaced (``memory`` itself when nothing replaces it, or only forgotten
+        memories do)."""
+        chain: dict[str, Memory] = {}
+        todo = [i for i in memory.superseded_by if i != memory.id]
         while todo:
-            found = self._ctx.engine.get_many([i for i in dict.fromkeys(todo) if i not in seen])
-            seen.update(todo)
+            found = self._ctx.engine.get_many(list(dict.fromkeys(todo)))
             todo = []
             for later in found.values():
-                if later.status is Status.FORGOTTEN:
+                if later.id in chain or later.status is Status.FORGOTTEN:
                     continue
-                fresh = [i for i in later.superseded_by if i not in seen]
-                if fresh:
-                    todo += fresh
-                elif not later.superseded_by or set(later.superseded_by) <= seen:
-                    heads.append(later)
-        if not heads:
-            return memory
-        return max(heads, key=lambda m: (m.created, m.id))
+                chain[later.id] = later
+                todo += [i for i in later.superseded_by if i not in chain and i != memory.id]
+        heads = [m for m in chain.values() if not any(i in chain for i in m.superseded_by)]
+        return max(heads, key=lambda m: (m.created, m.id)) if heads else memory
 
     def supersede_patch(self, old: Memory, new_id: str, *, reason: str, at: datetime,
                         actor: str | None = None,
