@@ -6,15 +6,16 @@ it when asked (``time_after``)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from graphmem import InvalidInputError, MemoryStore, RecallConfig
+from graphmem import HashingEmbedder, InvalidInputError, MemoryStore, RecallConfig
 from graphmem.cli import cli
 from graphmem.mcpserver._backends import EmbeddedBackend
 
@@ -134,3 +135,34 @@ def test_a_question_asking_when_favours_dated_hits_from_its_own_floor(
     assert _in_time_channel(store, order, config.with_(time_floor=0.0)) == {"dated"}
     with pytest.raises(InvalidInputError, match="time_floor_when"):
         config.with_(time_floor_when=1.5)
+
+
+class _Looks(HashingEmbedder):
+    """Texts about how someone looks ("look", "dyed") point one way, all others another:
+    a vector channel that knows what the full-text one cannot."""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            out[row, 0 if {"look", "dyed"} & set(text.lower().split()) else 1] = 1.0
+        return out
+
+
+def test_a_window_orders_its_memories_by_what_the_other_channels_matched(
+        tmp_path: Path) -> None:
+    """A window holds many memories that match none of a question's words (a goodbye
+    among them): what the channels before the window matched comes first, not the
+    memory that happens to be stored first."""
+    now = datetime(2023, 12, 1, tzinfo=UTC)
+    at = datetime(2023, 4, 20, 19, tzinfo=UTC)
+    with MemoryStore(tmp_path / "db", embedder=_Looks(), clock=lambda: now) as store:
+        store.add("goodbye: Totally! Bye for today!", observed=at, created=at)
+        store.add("hair: Guess what? I dyed it blue last week, come and see!",
+                  observed=at, created=at)
+        query = "How did Nate change his look in April 2023?"
+        config = RecallConfig(name="t", weights={"fulltext": 1.0, "vector": 1.0, "time": 1.0})
+        hits = store.recall(query, k=5, preset=config)
+        by_time = sorted((h.explanation.channels["time"].rank, h.memory.text.split(":")[0])
+                         for h in hits if "time" in h.explanation.channels)
+        assert by_time == [(1, "hair"), (2, "goodbye")]
+        assert hits[0].memory.text.startswith("hair")

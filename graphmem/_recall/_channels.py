@@ -349,7 +349,8 @@ class _Paths(Mapping[int, tuple[str, ...]]):
 
 def time(q: Query, config: RecallConfig, fused: Mapping[int, float]) -> Channel:
     """Memories of the time a query names ("last weekend", "in May 2023"): dated in
-    that window or speaking of it, best text matches first. A question about when,
+    that window or speaking of it, those the channels before it matched first
+    (``_window_order``). A question about when,
     order or duration, naming no window, favours the hits of the channels before it
     (``fused``: their fusion) that speak of a time."""
     window = q.window
@@ -362,7 +363,8 @@ def time(q: Query, config: RecallConfig, fused: Mapping[int, float]) -> Channel:
         where, starts, ends = index.derived("time spans", lambda: _time_spans(times))
         inside[where[(where < n) & (starts < end) & (ends > start)]] = True
         text = q.bm25
-        scores = np.where(inside & mask, text + 1.0, -np.inf)
+        scores = np.where(inside & mask, _window_order(text, _with_replaced(index, fused), n),
+                          -np.inf)
         ranking = top(scores, mask, config.candidates * 2, positive=True)
         if config.time_after > 0:
             ranking += _after_window(q, text, inside, start, end, config,
@@ -383,6 +385,37 @@ def time(q: Query, config: RecallConfig, fused: Mapping[int, float]) -> Channel:
     dated = [(p, s) for p, s in sorted(fused.items(), key=lambda kv: -kv[1])
              if (p in times or p in weekly) and s >= floor]
     return Channel(dated[: config.candidates])
+
+
+def _with_replaced(index: RecallIndex, fused: Mapping[int, float]) -> dict[int, float]:
+    """``fused``, and for each of its memories the older versions it replaced, at its
+    score: the fused channels rank current versions, and a window may hold the version
+    a later one replaced (what was said then) rather than the later one itself."""
+    out = dict(fused)
+    todo = list(fused.items())
+    while todo:
+        pos, score = todo.pop()
+        for older in index.replaced(index.ids[pos]):
+            if older not in out:
+                out[older] = score
+                todo.append((older, score))
+    return out
+
+
+def _window_order(text: np.ndarray, fused: Mapping[int, float], n: int) -> np.ndarray:
+    """How the memories of a window are ordered: those the channels before matched first,
+    by their fused score, then the others by their full-text score (a window holds many
+    memories that match none of the question's words, a greeting or a goodbye among them,
+    and a name's faint full-text score says little)."""
+    text_order = text[:n] / max(float(np.max(text[:n], initial=0.0)), 1e-9)
+    order = 1.0 + 0.5 * text_order
+    before = [(p, s) for p, s in fused.items() if p < n and s > 0]
+    if before:
+        where = np.fromiter((p for p, _ in before), dtype=np.int64, count=len(before))
+        score = np.fromiter((s for _, s in before), dtype=np.float64, count=len(before))
+        # equal fused scores (mirrored ranks) go by text, not by where a memory is held
+        order[where] = 2.0 + score / score.max() + 1e-6 * text_order[where]
+    return order
 
 
 def _time_spans(times: Mapping[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray,
