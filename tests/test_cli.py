@@ -165,6 +165,9 @@ def test_feedback_without_useful_or_ignored_is_a_usage_error(tmp_path: Path) -> 
     memory = cli_run(db, "--embedder", "hashing", "add", "something useful").stdout.strip()
     result = cli_run(db, "feedback", memory, code=2)
     assert "--useful" in result.output
+    both = cli_run(db, "feedback", memory, "--useful", "--ignored", code=2)  # not the last
+    assert both.stderr.startswith("error: --useful and --ignored contradict each other")
+    assert json.loads(cli_run(db, "--json", "show", memory).stdout)["useful_count"] == 0
 
 
 def test_transition_commands(tmp_path: Path) -> None:

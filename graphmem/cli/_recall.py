@@ -89,14 +89,17 @@ def explain_table(hits: list[Hit]) -> str:
 
 @cli.command()
 @click.argument("memory_id", metavar="ID")
-@click.option("--useful/--ignored", default=None,
-              help="Whether the recalled memory helped.")
+@click.option("--useful", "helped", is_flag=True, help="The recalled memory helped.")
+@click.option("--ignored", "ignored", is_flag=True, help="It did not.")
 @click.option("--query", default=None, help="The query it answered (to pair co-occurrences).")
 @pass_ctx
-def feedback(ctx: Context, memory_id: str, useful: bool | None, query: str | None) -> None:
-    """Report whether a recalled memory was useful."""
-    if useful is None:
-        usage("say whether it helped: --useful or --ignored")
+def feedback(ctx: Context, memory_id: str, helped: bool, ignored: bool,
+             query: str | None) -> None:
+    """Report whether a recalled memory was useful: --useful or --ignored."""
+    if helped == ignored:
+        usage("say whether it helped: --useful or --ignored" if not helped else
+              "--useful and --ignored contradict each other: give one")
+    useful = helped
     memory = ctx.api().feedback(memory_id, useful=useful, query=query)
     if ctx.json:
         echo_json(to_json(memory))
