@@ -23,6 +23,7 @@ from graphmem import (
     StoreError,
 )
 from graphmem._kuzu import SCHEMA_VERSION
+from ingest.ump import import_ump
 
 
 def test_schema_is_created_and_reopened(tmp_path: Path, clock) -> None:
@@ -166,6 +167,26 @@ def test_a_memory_replaced_already_is_replaced_at_its_current_version(
     v19 = store.supersede(v15.id, "Orchard stores data in PostgreSQL 19")
     assert v19.id in store.get(v17.id).superseded_by
     assert [h.memory.id for h in store.recall("Orchard PostgreSQL", k=5)] == [v19.id]
+    # a replacement in the middle of the chain is there already: nothing changes
+    assert store.supersede(v15.id, v17.id).id == v17.id
+    assert store.get(v15.id).superseded_by == (v16.id,)
+
+
+def test_a_chain_never_leads_into_another_owners_memories(tmp_path: Path) -> None:
+    """A file can link one owner's memory to another's; replacing it again follows the
+    chain through its owner's memories alone."""
+    records = [{"ump": "1.0", "id": "urn:t:a1", "kind": "episodic",
+                "body": {"text": "alice's pin is 1234"}, "scope": {"owner": "alice"},
+                "superseded_by": ["urn:t:b1"]},
+               {"ump": "1.0", "id": "urn:t:b1", "kind": "episodic",
+                "body": {"text": "bob's note"}, "scope": {"owner": "bob"}}]
+    (tmp_path / "x.json").write_text(json.dumps(records), encoding="utf-8")
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        import_ump(store, tmp_path / "x.json")
+        new = store.supersede("urn:t:a1", "alice's pin is 9999", owner="alice")
+        assert new.owner == "alice"
+        assert store.get("urn:t:b1").superseded_by == ()  # bob's memory untouched
+        assert new.id in store.get("urn:t:a1").superseded_by
 
 
 def test_link_references_and_co_occurs(store: MemoryStore) -> None:

@@ -501,8 +501,10 @@ class Memories:
         """Record that ``new`` replaces ``old_id``: a SUPERSEDES edge (new -> old), the old
         memory marked superseded-by (kept, no longer recalled). ``new`` is a memory, the id
         of one, or the text of a new memory that inherits the old one's kind and scope.
-        A memory replaced already is replaced at its current version (the newest at the
-        end of its chain), so that one version stays current."""
+        A memory replaced already is replaced at its current version (the newest memory
+        of its owner at the end of its chain; a forgotten one ends the chain, as if never
+        written), so that one version stays current; a replacement the chain holds
+        already changes nothing."""
         ctx = self._ctx
         old = ctx.visible(old_id, owner)
         if old.status is Status.FORGOTTEN:
@@ -513,13 +515,15 @@ class Memories:
         new_given = new.id if isinstance(new, Memory) else known.id if known else None
         if new_given is not None and new_given in old.superseded_by:
             return ctx.engine.get(new_given)  # type: ignore[return-value]
-        current = self._current_version(old)
-        if current is not old:
+        chain = self._later_versions(old)
+        if new_given is not None and new_given in chain:
+            return chain[new_given]  # the chain holds it already: nothing to change
+        heads = [m for m in chain.values() if not any(i in chain for i in m.superseded_by)]
+        if heads:
             # replaced already: what replaces it now replaces its current version, so
             # that one version stays current (two replacements of one memory were both)
-            if new_given == current.id:
-                return current
-            old, old_id = current, current.id
+            old = max(heads, key=lambda m: (m.created, m.id))
+            old_id = old.id
         now = ctx.now()
         created: list[NewMemory] = []
         batch = WriteBatch()
@@ -556,23 +560,22 @@ class Memories:
         self.commit(batch, created=created, changed=[old_id, new_id])
         return ctx.engine.get(new_id)  # type: ignore[return-value]
 
-    def _current_version(self, memory: Memory) -> Memory:
-        """The newest memory at the end of ``memory``'s supersede chain: of the memories
-        that replaced it, directly or not, and are not forgotten, those that nothing
-        there replaced (``memory`` itself when nothing replaces it, or only forgotten
-        memories do)."""
+    def _later_versions(self, memory: Memory) -> dict[str, Memory]:
+        """The memories that replaced ``memory``, directly or not, of its owner alone (a
+        chain never leads into another owner's memories) and not forgotten (a forgotten
+        memory is as if never written: what replaced it replaced nothing of ``memory``)."""
         chain: dict[str, Memory] = {}
         todo = [i for i in memory.superseded_by if i != memory.id]
         while todo:
             found = self._ctx.engine.get_many(list(dict.fromkeys(todo)))
             todo = []
             for later in found.values():
-                if later.id in chain or later.status is Status.FORGOTTEN:
+                if later.id in chain or later.owner != memory.owner \
+                        or later.status is Status.FORGOTTEN:
                     continue
                 chain[later.id] = later
                 todo += [i for i in later.superseded_by if i not in chain and i != memory.id]
-        heads = [m for m in chain.values() if not any(i in chain for i in m.superseded_by)]
-        return max(heads, key=lambda m: (m.created, m.id)) if heads else memory
+        return chain
 
     def supersede_patch(self, old: Memory, new_id: str, *, reason: str, at: datetime,
                         actor: str | None = None,
