@@ -132,6 +132,7 @@ def check_tags(value: Any) -> list[str]:
         if not isinstance(tag, str) or not tag or "\x00" in tag or len(tag) > MAX_TAG:
             raise InvalidInputError(f"tags must be non-empty strings of at most {MAX_TAG} "
                                     "characters with no NUL", field="tags")
+        check_unicode(tag, field="tags")
     return list(value)
 
 
@@ -262,9 +263,15 @@ def _json_safe(value: Any, field: str) -> dict[str, Any]:
         raise ValueError(f"{field} must be an object")
     try:
         # Stored as JSON, so kept as JSON gives it back: what is returned is what was stored.
-        normal: dict[str, Any] = json.loads(json.dumps(value, allow_nan=False))
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+        normal: dict[str, Any] = json.loads(text)
     except (TypeError, ValueError, RecursionError) as exc:
         raise ValueError(f"{field} must be JSON (finite numbers, string keys): {exc}") from None
+    try:
+        check_unicode(text, field=field)
+    except InvalidInputError as exc:  # a key or value holds half a character
+        raise ValueError(re.sub(r" at character (\d+)", r" at character \1 of its JSON",
+                                str(exc), count=1).removeprefix(f"{field} ")) from None
     return normal
 
 
@@ -363,6 +370,10 @@ class MemoryInput(BaseModel):
             if not item or "\x00" in item or len(item) > longest:
                 raise ValueError(f"bad entry {item[:40]!r} (non-empty, no NUL, at most "
                                  f"{longest} characters)")
+            try:
+                check_unicode(item, field="it")
+            except InvalidInputError as exc:
+                raise ValueError(f"an entry {str(exc).removeprefix('it ')}") from None
         return value
 
     @field_validator("visibility")

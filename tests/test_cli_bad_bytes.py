@@ -28,8 +28,15 @@ def test_arguments_that_are_not_utf8_are_named(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert done.stderr.decode() == (
         "error: argument 4 (caf\\xe9 au lait) is not UTF-8 text: graphmem reads its "
-        "arguments as UTF-8; check the terminal's or the script's encoding\n")
+        "arguments and settings as UTF-8; check the terminal's or the script's encoding\n")
     assert not db.exists()
+    elsewhere = os.fsencode(tmp_path) + b"/caf\xe9"  # a setting, not an argument
+    done = subprocess.run([sys.executable, "-m", "graphmem", "add", "a note"],
+                          env={**ENV, "GRAPHMEM_DB": os.fsdecode(elsewhere)},
+                          capture_output=True)
+    assert done.returncode == 2 and done.stderr.decode().startswith(
+        f"error: $GRAPHMEM_DB ({tmp_path}/caf\\xe9) is not UTF-8 text"), done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
     made = CliRunner().invoke(cli, ["--db", str(db), "--embedder", "hashing", "init"])
     assert made.exit_code == 0, made.output
     for args in (["show", "urn:\udce9"], ["--db", str(tmp_path / "x\udce9"), "stats"],
@@ -74,6 +81,13 @@ def test_half_characters_and_deep_nesting_in_a_conversation_file(tmp_path: Path)
             store.add("Rex is a dog", owner="bo\udce9")
         with pytest.raises(InvalidInputError, match="owner: is empty: leave it out"):
             store.add("Rex is a dog", owner=" ")
+        with pytest.raises(InvalidInputError, match=r"tags: an entry holds U\+D800"):
+            store.add("Rex is a dog", tags=["d\ud800g"])
+        with pytest.raises(InvalidInputError, match=r"provenance: holds U\+DC00 at character "
+                                                    r"\d+ of its JSON"):
+            store.add("Rex is a dog", provenance={"from\udc00": "chat"})
+        with pytest.raises(InvalidInputError, match=r"tags holds U\+DC00"):
+            store.update(store.memories()[0].id, tags=["b\udc00"])
         assert len(store.memories()) == 1
 
 

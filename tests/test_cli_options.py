@@ -229,7 +229,8 @@ def test_a_directory_of_other_files_is_no_store_and_gets_none(tmp_path: Path) ->
     for args in (["stats"], ["recall", "x"], ["export"]):
         result = run("--db", str(notes), *args, code=1)
         assert result.stderr.startswith(f"error: no graphmem database at {notes}: "), args
-    for args in (["init"], ["add", "a note"]):
+    for args in (["init"], ["add", "a note"], ["serve", "--port", "0"],
+                 ["mcp", "--embedded"]):
         result = run("--db", str(notes), "--embedder", "hashing", *args, code=1)
         assert result.stderr == (f"error: {notes} holds other files (todo.md) and no "
                                  "graphmem database: a new database goes into a new or empty "

@@ -101,18 +101,27 @@ class Context:
             raise StoreError(f"no graphmem database at {self.db}: create one with "
                              f"`graphmem --db {self.db} init` (or import into it), or check "
                              "--db and $GRAPHMEM_DB")
-        if local and create and not KuzuEngine.holds_store(self.db):
-            others = _other_files(Path(self.db))
-            if others:
-                raise StoreError(
-                    f"{self.db} holds other files ({', '.join(others)}) and no graphmem "
-                    "database: a new database goes into a new or empty directory; check "
-                    "--db and $GRAPHMEM_DB")
+        self.refuse_foreign_directory()
         now = self.now
         clock = (lambda: now) if now is not None else None
         return MemoryStore(self.db, settings=self.settings(),
                            embedder=embedder or self.embedder, read_only=read_only,
                            clock=clock, create=create)
+
+    def refuse_foreign_directory(self) -> None:
+        """Refuse --db when it is a directory of other files that holds no store: a new
+        database goes into a new or empty directory (every face that may create one)."""
+        from ..engines import KuzuEngine, is_postgres_url
+
+        if self.db == ":memory:" or is_postgres_url(self.db) \
+                or KuzuEngine.holds_store(self.db):
+            return
+        others = _other_files(Path(self.db))
+        if others:
+            raise StoreError(
+                f"{self.db} holds other files ({', '.join(others)}) and no graphmem "
+                "database: a new database goes into a new or empty directory; check "
+                "--db and $GRAPHMEM_DB")
 
     def _wait_for_sidecar(self, timeout_s: float = 15.0) -> Client | None:
         """While another process holds the database: the sidecar it is starting (a sidecar
@@ -430,12 +439,19 @@ def parse_params(pairs: Sequence[str], *, convert: Callable[[str, str], Any] | N
     return params
 
 
+#: What a store directory may hold before its Kuzu file is there (a store being made, or
+#: one whose open failed half-way).
+_OWN_FILES = frozenset({"graph.kuzu", "graph.kuzu.wal", "graph.kuzu.vectors",
+                        "graph.kuzu.walmark", "graphmem.keys", "recall.index"})
+
+
 def _other_files(directory: Path, shown: int = 3) -> list[str]:
     """Up to ``shown`` names of what ``directory`` holds that no graphmem store puts
     there (none when it is missing, empty, or a store's own files)."""
     try:
         names = sorted(entry.name for entry in directory.iterdir()
-                       if not entry.name.startswith(("graph.kuzu", "graphmem.", "recall.")))
+                       if entry.name not in _OWN_FILES
+                       and not entry.name.startswith(("graph.kuzu.wal", "recall.index.")))
     except (NotADirectoryError, FileNotFoundError):
         return []
     except OSError as exc:
@@ -444,15 +460,19 @@ def _other_files(directory: Path, shown: int = 3) -> list[str]:
 
 
 def _not_utf8(argv: Sequence[str]) -> str | None:
-    """What is wrong with the first argument that was not UTF-8 (Python reads such bytes
-    as lone surrogates, which nothing downstream can encode), or None."""
-    for number, arg in enumerate(argv, 1):
+    """What is wrong with the first argument, or ``GRAPHMEM_*`` variable, that was not
+    UTF-8 (Python reads such bytes as lone surrogates, which nothing downstream can
+    encode), or None."""
+    named = [(f"argument {number}", arg) for number, arg in enumerate(argv, 1)]
+    named += [(f"${name}", value) for name, value in sorted(os.environ.items())
+              if name.startswith("GRAPHMEM_")]
+    for what, arg in named:
         if not arg.isascii():
             try:
                 arg.encode("utf-8")
             except UnicodeEncodeError:
                 shown = arg.encode("utf-8", "surrogateescape").decode("utf-8",
                                                                       "backslashreplace")
-                return (f"argument {number} ({shown}) is not UTF-8 text: graphmem reads its "
-                        "arguments as UTF-8; check the terminal's or the script's encoding")
+                return (f"{what} ({shown}) is not UTF-8 text: graphmem reads its arguments "
+                        "and settings as UTF-8; check the terminal's or the script's encoding")
     return None

@@ -40,6 +40,7 @@ def serve(ctx: Context, host: str, port: int, tokens_file: str | None, log_level
     from ..sidecar import serve as run
 
     settings = ctx.settings()
+    ctx.refuse_foreign_directory()
     if auto:  # the port, the tokens and the lifetime are the starter's, not the user's
         port, tokens_file, log_level = 0, None, "warning"
         idle_exit_s = idle_exit_s or settings.sidecar_idle_s
@@ -91,6 +92,9 @@ def mcp(ctx: Context, sidecar_url: str | None, token: str | None, embedded: bool
     """
     need_extra("mcp", "mcp")
     from ..mcpserver import run_stdio
+
+    if not (sidecar_url or ctx.sidecar or ctx.settings().sidecar_url):
+        ctx.refuse_foreign_directory()  # the store it works on, through a sidecar or not
 
     run_stdio(ctx.db, sidecar_url=sidecar_url or ctx.sidecar or ctx.settings().sidecar_url,
               token=token or ctx.token, settings=ctx.settings(), embedder=ctx.embedder,
