@@ -349,7 +349,8 @@ def test_drawings_are_valid_files(analyst: MemoryStore, tmp_path: Path) -> None:
     assert {e["kind"] for e in data["edges"]} >= {"references"}
     flow = draw_lifecycle_flow(analyst, tmp_path / "flow.png")
     assert flow.read_bytes()[:4] == b"\x89PNG"
-    with pytest.raises(InvalidInputError, match=r"\.png or \.html"):
+    with pytest.raises(InvalidInputError,
+                       match=r"a \.png picture or an \.html page; name the file so"):
         draw_neighbourhood(analyst, DEPLOY, tmp_path / "n.svg")
 
 

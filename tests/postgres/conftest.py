@@ -38,6 +38,7 @@ KUZU_ONLY = {
     "test_cypher_is_read_only_and_checks_parameters": "Cypher is Kuzu's",
     "test_tombstone_then_forget": "inspects the graph through Cypher",
     "test_feedback_counts_boosts_and_pairs": "inspects the graph through Cypher",
+    "test_a_cypher_write_over_http_says_the_route_only_reads": "Cypher is Kuzu's",
 }
 
 
