@@ -61,7 +61,14 @@ class SchemaVersionError(StoreError):
 
 
 class ReadOnlyStoreError(StoreError):
-    """A write was attempted on a store opened read-only."""
+    """A write was attempted on a store opened read-only, or in read-only Cypher.
+
+    ``reason`` is what was refused without the library's way to ask for a write
+    (``write=True``, ``--write``), for a face that offers none (the sidecar)."""
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class UnsupportedError(StoreError):

@@ -25,8 +25,8 @@ from ._time import parse_iso, to_utc
 
 __all__ = ["MAX_TAG", "MAX_TAGS", "MAX_TEXT", "MemoryInput", "RecallWindow", "UpdateFields",
            "check_tags", "check_text", "check_unicode", "check_unit", "check_validity",
-           "parse_records",
-           "recall_window", "update_changes", "validation_message"]
+           "parse_records", "recall_window", "unicode_problem", "update_changes",
+           "validation_message"]
 
 #: Longest memory text accepted (characters); longer input is an error, not a truncation.
 MAX_TEXT = 200_000
@@ -91,25 +91,36 @@ def check_text(value: Any, *, field: str, max_len: int = MAX_TEXT, allow_empty: 
     return value
 
 
+def unicode_problem(value: str, *, of: str = "") -> str | None:
+    """What makes ``value`` no text, or None: a lone surrogate, which no UTF-8 text holds
+    (a JSON ``"\\ud800"`` escape, bytes that were not UTF-8 read with
+    ``surrogateescape``) and nothing could store or hash. ``of`` follows the position.
+
+    >>> unicode_problem("café"), unicode_problem("caf\\udce9", of=" of its JSON")[:39]
+    (None, 'holds U+DCE9 at character 4 of its JSON')
+    """
+    if value.isascii():
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (f"holds U+{ord(value[exc.start]):04X} at character {exc.start + 1}{of}, which "
+                "is not text (a lone surrogate: bytes that were not UTF-8, or a \\u escape "
+                "that encodes half a character)")
+    return None
+
+
 def check_unicode(value: str, *, field: str) -> str:
-    """``value``, refused when it holds a lone surrogate: no UTF-8 text holds one (a JSON
-    ``"\\ud800"`` escape, bytes that were not UTF-8 read with ``surrogateescape``), and
-    nothing could store or hash it.
+    """``value``, refused (naming ``field``) when it is no text (``unicode_problem``).
 
     >>> check_unicode("caf\\udce9", field="text")
     Traceback (most recent call last):
     ...
     graphmem._errors.InvalidInputError: text holds U+DCE9 at character 4, which is not text...
     """
-    if value.isascii():
-        return value
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInputError(
-            f"{field} holds U+{ord(value[exc.start]):04X} at character {exc.start + 1}, which "
-            "is not text (a lone surrogate: bytes that were not UTF-8, or a \\u escape that "
-            "encodes half a character)", field=field) from None
+    problem = unicode_problem(value)
+    if problem is not None:
+        raise InvalidInputError(f"{field} {problem}", field=field)
     return value
 
 
@@ -267,11 +278,9 @@ def _json_safe(value: Any, field: str) -> dict[str, Any]:
         normal: dict[str, Any] = json.loads(text)
     except (TypeError, ValueError, RecursionError) as exc:
         raise ValueError(f"{field} must be JSON (finite numbers, string keys): {exc}") from None
-    try:
-        check_unicode(text, field=field)
-    except InvalidInputError as exc:  # a key or value holds half a character
-        raise ValueError(re.sub(r" at character (\d+)", r" at character \1 of its JSON",
-                                str(exc), count=1).removeprefix(f"{field} ")) from None
+    problem = unicode_problem(text, of=" of its JSON")  # a key or value: half a character
+    if problem is not None:
+        raise ValueError(problem)
     return normal
 
 
@@ -325,10 +334,9 @@ class MemoryInput(BaseModel):
             raise ValueError("contains a NUL character")
         if len(value) > _MAX_SHORT:
             raise ValueError(f"is {len(value)} characters long; the limit is {_MAX_SHORT}")
-        try:
-            check_unicode(value, field="it")
-        except InvalidInputError as exc:
-            raise ValueError(str(exc).removeprefix("it ")) from None
+        problem = unicode_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @field_validator("owner")
@@ -370,10 +378,9 @@ class MemoryInput(BaseModel):
             if not item or "\x00" in item or len(item) > longest:
                 raise ValueError(f"bad entry {item[:40]!r} (non-empty, no NUL, at most "
                                  f"{longest} characters)")
-            try:
-                check_unicode(item, field="it")
-            except InvalidInputError as exc:
-                raise ValueError(f"an entry {str(exc).removeprefix('it ')}") from None
+            problem = unicode_problem(item)
+            if problem is not None:
+                raise ValueError(f"an entry {problem}")
         return value
 
     @field_validator("visibility")

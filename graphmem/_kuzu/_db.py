@@ -159,10 +159,9 @@ def map_error(exc: BaseException, *, path: str, user: bool = False) -> GraphmemE
     if "duplicated primary key" in lowered:
         return key_taken(message.rsplit("value", 1)[-1].split(",")[0].strip())
     if "read-only transaction" in lowered or ("read only" in lowered and "write" in lowered):
-        return ReadOnlyStoreError(
-            "this query writes; ad-hoc Cypher is read-only unless you ask for write "
-            "(write=True, or --write on the command line)"
-        )
+        reason = "this query writes; ad-hoc Cypher is read-only"
+        return ReadOnlyStoreError(f"{reason} unless you ask for write (write=True, or "
+                                  "--write on the command line)", reason=reason)
     if "cannot execute write operations in a read-only database" in lowered:
         return ReadOnlyStoreError(f"database {path} was opened read-only")
     if user and lowered.startswith(("parser exception", "binder exception", "catalog exception")):

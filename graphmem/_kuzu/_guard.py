@@ -183,10 +183,11 @@ def _check_write_clause(value: str, after: Key, *, write: bool) -> bool:
                       "history, and a deleted relationship corrupts Kuzu 0.11.3's "
                       "storage")
     if not write:
+        reason = f"{value.upper()} writes, and ad-hoc Cypher is read-only"
         raise ReadOnlyStoreError(
-            f"{value.upper()} writes, and ad-hoc Cypher is read-only unless you ask "
-            "for a write (write=True, or --write on the command line): a write "
-            "bypasses the version history and is recorded as an audit event")
+            f"{reason} unless you ask for a write (write=True, or --write on the command "
+            "line): a write bypasses the version history and is recorded as an audit event",
+            reason=reason)
     return True
 
 

@@ -150,9 +150,9 @@ def add_live_routes(app: FastAPI, store: MemoryStore) -> None:
         try:
             rows = store.cypher(body.query, body.params)
         except ReadOnlyStoreError as exc:  # the library's way to write is not this route's
-            reason = str(exc).split(" (write=True", 1)[0].split(" unless you ask", 1)[0]
-            raise ReadOnlyStoreError(f"{reason}; /v1/cypher only reads: change memories "
-                                     "through their routes (/v1/memories ...)") from None
+            raise ReadOnlyStoreError(f"{exc.reason or exc}; /v1/cypher only reads: change "
+                                     "memories through their routes (/v1/memories ...)"
+                                     ) from None
         return {"count": len(rows), "rows": _plain(rows)}
 
     @app.get("/v1/backup", tags=["analysis"], responses=errors(*GATE),
