@@ -362,11 +362,6 @@ def test_a_forget_leaves_no_trace_in_the_file_even_before_the_store_closes(
     assert secret.lower().encode() not in (saved / FILE_NAME).read_bytes().lower()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Kuzu 0.11.3 checkpoint bug: a checkpoint whose WAL holds both a SET of a list column on "
-    "a row already checkpointed and a new row with a non-empty list in that column gives the "
-    "new row the list data at offset 0 of the node group (times_from of memory 0 here); the "
-    "write and the live recall index hold the right value, the store does not"))
 def test_list_columns_of_new_memory_survive_checkpoint(tmp_path: Path) -> None:
     path = tmp_path / "db"
     with _open(path, persist_index=False) as store:  # 20 rows checkpointed at close

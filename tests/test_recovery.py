@@ -43,7 +43,7 @@ def crash_image(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, by
         handle.seek(mark + AT)
         handle.write(TORN)
     # the premise: opening this database crashes the process that tries (a signal)
-    assert _probe(str(image / "graph.kuzu"), read_only=True) < 0
+    assert _probe(str(image / "graph.kuzu")) < 0
     return image, mark, wal.read_bytes()
 
 

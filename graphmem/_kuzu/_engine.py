@@ -84,6 +84,7 @@ from ._rows import (
     version_params,
 )
 from ._schema import (
+    CHANGE_TYPES,
     ENTITY_TYPES,
     EVENT_TYPES,
     FACT_TYPES,
@@ -109,6 +110,13 @@ _LOOKUP_LIMIT = 32
 _PAGE = 50_000
 #: Writes up to this many rows CREATE; bigger ones COPY (see ``KuzuEngine.commit``).
 _SMALL_WRITE = 64
+#: The node tables with list columns, for ``Database.watch_lists`` (a checkpoint of
+#: Kuzu 0.11.3 can write new rows' lists wrong: ``_db``'s notes).
+LIST_TABLES: dict[str, tuple[str, dict[str, str]]] = {
+    table: (key, {c: t for c, t in types.items() if t.endswith("[]")})
+    for table, key, types in (("Memory", "id", MEMORY_TYPES), ("Entity", "id", ENTITY_TYPES),
+                              ("Change", "slot", CHANGE_TYPES))}
+_MEMORY_LISTS = frozenset(LIST_TABLES["Memory"][1])
 
 
 def _typed(expr: str, kuzu_type: str) -> str:
@@ -197,6 +205,7 @@ class KuzuEngine(rules.Writes):
 
     def _start(self, path: str, read_only: bool) -> None:
         self.schema_version = ensure_schema(self.db, target=SCHEMA_VERSION)
+        self.db.watch_lists(LIST_TABLES)
         self.path = path
         self.read_only = read_only
         self._keys = KeyFile(None if self.db.in_memory else path, read_only=read_only)
@@ -306,6 +315,7 @@ class KuzuEngine(rules.Writes):
         with self.db.write() as tx:
             tx.changes = ChangeSet()
             tx.changes.accessed.update(dict.fromkeys(records))
+            tx.set_lists("Memory")
             tx.run_many(
                 "MATCH (m:Memory {id: $id}) SET m.access_count = $n, m.last_accessed = $t, "
                 "m.access_times = CAST($ts AS TIMESTAMP[])",
@@ -780,6 +790,7 @@ class _Steps:
         memories = [memory_params(m) for m in rows]
         versions = [version_params(m.version) for m in rows]
         if self._small:
+            tx.created("Memory", (m["id"] for m in memories))
             tx.run(_CREATE_MEMORIES, {"rows": memories})
             tx.run_many(_CREATE_VERSION, versions)
             return
@@ -799,6 +810,8 @@ class _Steps:
             self._tx.copy("HAS_VERSION", pa.table({"from": [p.memory_id for p in alone],
                                                    "to": [v["id"] for v in versions]}))
         copied = {id(p) for p in alone}
+        if any(_MEMORY_LISTS.intersection(p.set) for p in rows):
+            self._tx.set_lists("Memory")
         for patch in (p for p in rows if id(p) not in copied):
             query, params = patch_statement(patch)
             if query:
@@ -846,6 +859,7 @@ class _Steps:
 
     def gone_entities(self, rows: list[str]) -> None:
         # the name and forms are text of the memories that mentioned it
+        self._tx.set_lists("Entity")
         self._tx.run_many("MATCH (e:Entity {id: $id}) SET e.gone = true, e.name = '', "
                           "e.aliases = CAST([] AS STRING[]), e.merges = NULL",
                           [{"id": i} for i in rows])
@@ -862,6 +876,7 @@ class _Steps:
         if taken:  # an id is its owner's for good, even once the entity went
             raise ConflictError(f"entity {taken[0]} belongs to another owner")
         if returning:
+            tx.set_lists("Entity")
             tx.run_many("MATCH (e:Entity {id: $id}) SET e.owner = $owner, e.name = $name, "
                         "e.type = $type, e.aliases = CAST($aliases AS STRING[]), "
                         "e.merges = $merges, e.created = $created, e.gone = NULL",
@@ -869,11 +884,13 @@ class _Steps:
                          if e["id"] in returning])
             entities = [e for e in entities if e["id"] not in returning]
         if entities and (self._small or len(entities) <= _SMALL_WRITE):
+            tx.created("Entity", (e["id"] for e in entities))
             tx.run(_CREATE_ENTITIES, {"rows": entities})
         elif entities:
             tx.copy("Entity", _arrow(entities, ENTITY_TYPES))
 
     def changed_entities(self, rows: list[EntityRecord]) -> None:
+        self._tx.set_lists("Entity")
         self._tx.run_many("MATCH (e:Entity {id: $id}) SET e.name = $name, e.type = $type, "
                           "e.aliases = CAST($aliases AS STRING[]), e.merges = $merges, "
                           "e.gone = NULL",

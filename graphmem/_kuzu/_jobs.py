@@ -26,7 +26,7 @@ from .._engine_rules import (
     staged,
 )
 from ._db import Database
-from ._schema import STAGE_TYPES
+from ._schema import MEMORY_TYPES, STAGE_TYPES
 
 __all__ = ["run_job", "statement"]
 
@@ -126,6 +126,8 @@ def run_job(db: Database, job: Job, decisions: Sequence[Decision], changes: Chan
     params = {k: v for k, v in {"now": now, "actor": actor}.items() if f"${k}" in text}
     with db.write() as tx:
         tx.changes = changes
+        if any(MEMORY_TYPES[name].endswith("[]") for name, _ in rule.assignments()):
+            tx.set_lists("Memory")
         tx.copy("Stage", _stage_table(rows))
         changed = int(tx.run(text, params)[0][0])
         tx.run("MATCH (s:Stage) DELETE s")

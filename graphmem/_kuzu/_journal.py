@@ -93,9 +93,13 @@ class ChangeJournal:
         if self._slots is None:
             self._slots = {int(r[0]) for r in tx.run(_SLOTS, {"first": 0})}
         if slot not in self._slots:  # the ring's first lap
+            tx.created("Change", [slot])
             tx.run(_NEW_ROW, params)
             self._new_slot = slot
-        elif not tx.run(_SET_ROW, params):
+            return
+        tx.set_lists("Change")
+        if not tx.run(_SET_ROW, params):
+            tx.created("Change", [slot])
             tx.run(_ANY_ROW, params)  # a row that went missing
 
     def after_commit(self, tx: Tx, committed: bool) -> None:

@@ -33,8 +33,7 @@ __all__ = ["WalMark", "recover"]
 
 _PROBE = (
     "import sys, kuzu\n"
-    "db = kuzu.Database(sys.argv[1], buffer_pool_size=64 * 1024 * 1024,\n"
-    "                   read_only=sys.argv[2] == '1')\n"
+    "db = kuzu.Database(sys.argv[1], buffer_pool_size=64 * 1024 * 1024, read_only=True)\n"
     "kuzu.Connection(db).execute('RETURN 1')\n"
     "db.close()\n"
 )
@@ -75,10 +74,15 @@ class WalMark:
             self._fd = None
 
 
-def _probe(target: str, *, read_only: bool) -> int:
-    """Open the database in a child process; its return code (negative: a signal)."""
+def _probe(target: str) -> int:
+    """Open the database in a child process; its return code (negative: a signal).
+
+    The child opens it read-only: that replays the WAL too, and leaves it as it is.
+    Opened for writing, the child checkpointed at its close, and a checkpoint of a
+    replayed log can write new rows' lists wrong (``_db``'s notes) before the real open
+    could check them."""
     result = subprocess.run(
-        [sys.executable, "-c", _PROBE, target, "1" if read_only else "0"],
+        [sys.executable, "-c", _PROBE, target],
         capture_output=True, text=True, timeout=600, check=False,
     )
     return result.returncode
@@ -96,7 +100,7 @@ def recover(target: str, *, read_only: bool) -> str | None:
             return None
     except FileNotFoundError:
         return None
-    if _probe(target, read_only=read_only) >= 0:
+    if _probe(target) >= 0:
         return None  # the WAL replays (an error is reported by the real open)
     store = Path(target).parent
     if read_only:
@@ -119,7 +123,7 @@ def recover(target: str, *, read_only: bool) -> str | None:
         wal.unlink()
     else:
         os.truncate(wal, length)
-    if _probe(target, read_only=False) < 0:
+    if _probe(target) < 0:
         raise StoreError(
             f"database {store} could not be recovered from its write-ahead log (kept as "
             f"{kept.name}); restore it from a backup (`graphmem --db NEW restore BACKUP_DIR`)"
