@@ -231,17 +231,20 @@ def check_graph(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-def _time(value: Any, field: str) -> datetime | None:
+def _time(value: Any, field: str | None) -> datetime | None:
+    """A time from a datetime or an ISO 8601 string; ValueError names ``field`` (None:
+    the caller's message names it, as pydantic's does)."""
+    named = "" if field is None else f"{field}: "
     if value is None:
         return None
-    if isinstance(value, datetime):
-        return to_utc(value)
-    if isinstance(value, str):
-        try:
+    try:
+        if isinstance(value, datetime):
+            return to_utc(value)
+        if isinstance(value, str):
             return parse_iso(value)
-        except ValueError as exc:
-            raise ValueError(f"{field}: {exc}") from None
-    raise ValueError(f"{field} must be a datetime or an ISO 8601 string")
+    except ValueError as exc:
+        raise ValueError(f"{named}{exc}") from None
+    raise ValueError(f"{named}must be a datetime or an ISO 8601 string")
 
 
 #: a recall's time range: ``since`` (inclusive) and ``until`` (exclusive), each optional
@@ -399,7 +402,7 @@ class MemoryInput(BaseModel):
     @field_validator("created", "modified", "observed", "valid_from", "valid_to", mode="before")
     @classmethod
     def _times(cls, value: Any, info: Any) -> datetime | None:
-        return _time(value, info.field_name)
+        return _time(value, None)
 
     @field_validator("provenance", "integrity", "extra", mode="before")
     @classmethod

@@ -22,7 +22,8 @@ def utcnow() -> datetime:
 
 
 def to_utc(value: datetime) -> datetime:
-    """An aware UTC datetime; a naive one is taken to be UTC already.
+    """An aware UTC datetime; a naive one is taken to be UTC already. ValueError when
+    the time in UTC is outside the years 1-9999.
 
     >>> from datetime import timedelta, timezone
     >>> to_utc(datetime(2026, 7, 1, 9, 30, tzinfo=timezone(timedelta(hours=1)))).isoformat()
@@ -32,7 +33,10 @@ def to_utc(value: datetime) -> datetime:
     """
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:00-05:00 is in the year 10000 in UTC
+        raise ValueError(f"{value.isoformat()} falls outside the years 1-9999 in UTC") from None
 
 
 def parse_iso(text: str) -> datetime:
