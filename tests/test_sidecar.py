@@ -170,6 +170,8 @@ def test_tokens_401_and_scopes(served: tuple[MemoryStore, str]) -> None:
     ({"text": "x", "kind": "dream"}, "kind"),
     ({"memories": [{"text": "ok"}, {"text": "x", "importance": -1}]}, "memories.1.importance"),
     ({"text": "x", "owner": "bob"}, "owner"),
+    ({"text": "x", "created": "9999-12-31T23:00:00-05:00"}, "created"),  # year 10000 in UTC
+    ({"text": "x", "observed": "9999-12-31T23:00:00-05:00"}, "observed"),
 ])
 def test_422_names_the_field(alice: Api, body: dict[str, Any], field: str) -> None:
     before = _export(alice)
@@ -309,6 +311,11 @@ def test_lone_surrogates_are_refused(alice: Api) -> None:
     headers = {"Content-Type": "application/json"}
     bad = alice.post("/v1/memories/retrieve", content=b'{"query": "x \\ud800"}', headers=headers)
     assert bad.status_code == 422 and "lone surrogate (U+D800)" in bad.json()["detail"]
+    assert bad.json()["field"] == "query"  # named as any 422 names its field
+    batch = alice.post("/v1/memories", headers=headers, content=(
+        b'{"memories": [{"text": "fine"}, {"text": "ok", "tags": ["a", "\\udc00"]}]}'))
+    assert batch.status_code == 422 and batch.json()["field"] == "memories.1.tags.1"
+    assert batch.json()["detail"].startswith("memories.1.tags.1: text holds a lone surrogate")
     added = alice.post("/v1/memories", content=b'{"text": "a \\ud83d\\ude00 pair is fine"}',
                        headers=headers)
     assert added.status_code == 201, added.text

@@ -191,7 +191,8 @@ class Guard:
             body = await self._read_body(headers, receive)
             problem = _lone_surrogate(body)
             if problem:
-                raise Refusal(422, "invalid_input", f"body: {problem}", field="body")
+                field, message = problem
+                raise Refusal(422, "invalid_input", f"{field}: {message}", field=field)
         except Refusal as refusal:
             await _answer(send, refusal, close=_has_body(headers))
             return
@@ -318,26 +319,30 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return again
 
 
-def _lone_surrogate(body: bytes) -> str | None:
-    """What is wrong when a JSON body holds a string with a lone surrogate (JSON may
-    escape one, ``"\\ud800"``; such text is not Unicode and cannot be stored), else None."""
+def _lone_surrogate(body: bytes) -> tuple[str, str] | None:
+    """Where and what is wrong when a JSON body holds a string with a lone surrogate
+    (JSON may escape one, ``"\\ud800"``; such text is not Unicode and cannot be stored):
+    the field's path as the 422 answers name fields (``memories.1.text``; a key is named
+    by its object's path), and the problem; else None."""
     if not _SURROGATE_ESCAPE.search(body):
         return None
     try:
-        stack = [json.loads(body)]
+        stack: list[tuple[str, Any]] = [("", json.loads(body))]
     except (ValueError, RecursionError):
         return None  # the request's own validation reports it
     while stack:
-        value = stack.pop()
+        path, value = stack.pop()
         if isinstance(value, dict):
-            stack.extend(value.keys())
-            stack.extend(value.values())
+            stack.extend((path or "body", key) for key in value)
+            stack.extend((f"{path}.{key}" if path else str(key), item)
+                         for key, item in value.items())
         elif isinstance(value, list):
-            stack.extend(value)
+            stack.extend((f"{path}.{i}" if path else str(i), item)
+                         for i, item in enumerate(value))
         elif isinstance(value, str):
             try:
                 value.encode("utf-8")
             except UnicodeEncodeError as exc:
-                return (f"text holds a lone surrogate (U+{ord(value[exc.start]):04X}): "
-                        "not valid Unicode")
+                return (path or "body", f"text holds a lone surrogate "
+                        f"(U+{ord(value[exc.start]):04X}): not valid Unicode")
     return None
