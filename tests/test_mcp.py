@@ -331,3 +331,49 @@ def test_the_embedded_backend_scopes_every_call_to_its_owner(store: MemoryStore,
         assert alice.store.get(bobs.id).status.value == "active"
     finally:
         alice.close()
+
+
+def test_a_request_holding_a_lone_surrogate_is_answered_with_its_field(tmp_path: Path) -> None:
+    """JSON may escape a lone surrogate; the SDK's parser refuses such a line, and the
+    request went unanswered (the client waited for ever). It gets an error naming the
+    field, nothing is stored, and the server goes on."""
+    import selectors
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "graphmem.cli", "--db", str(tmp_path / "db"), "mcp", "--embedded"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env={**os.environ, "GRAPHMEM_EMBEDDER": "hashing"})
+    assert server.stdin is not None and server.stdout is not None
+    selector = selectors.DefaultSelector()
+    selector.register(server.stdout, selectors.EVENT_READ)
+
+    def send(line: str) -> None:
+        assert server.stdin is not None
+        server.stdin.write(line.encode() + b"\n")
+        server.stdin.flush()
+
+    def answer() -> dict[str, Any]:
+        assert server.stdout is not None and selector.select(timeout=120), "no answer"
+        return dict(json.loads(server.stdout.readline()))
+
+    try:
+        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}))
+        assert answer()["id"] == 1
+        send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        send('{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": '
+             '{"name": "remember", "arguments": {"text": "x \\ud800"}}}')
+        refused = answer()
+        assert refused["id"] == 2 and refused["error"]["code"] == -32602
+        assert refused["error"]["message"].startswith("params.arguments.text: text holds a "
+                                                      "lone surrogate")
+        send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "remember", "arguments": {"text": "a \U0001f600 pair is fine"}}}))
+        stored = answer()
+        assert stored["id"] == 3 and not stored["result"].get("isError"), stored
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    with MemoryStore(tmp_path / "db", read_only=True) as store:
+        assert [m.text for m in store.memories()] == ["a \U0001f600 pair is fine"]

@@ -30,6 +30,7 @@ from ._backends import (
     SidecarBackend,
     within_budget,
 )
+from ._screen import serve_stdio
 
 __all__ = ["build_server", "run_stdio"]
 
@@ -216,7 +217,7 @@ def run_stdio(db: str | Path, *, sidecar_url: str | None = None, token: str | No
     server = build_server(db, sidecar_url=sidecar_url, token=token, settings=settings,
                           embedder=embedder, embedded=embedded)
     try:
-        server.run("stdio")
+        serve_stdio(server)
     finally:
         server.graphmem_embedded.close()
         if server.graphmem_sidecar is not None:
