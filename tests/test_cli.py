@@ -433,3 +433,22 @@ def test_a_face_without_its_extra_says_what_to_install(tmp_path: Path, command: 
                            *command], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert f"pip install 'graphmem[{extra}]'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_failed_command_leaves_no_store_where_there_was_none(tmp_path: Path) -> None:
+    records = json.loads(SAMPLE.read_text())[:2]
+    records[1]["body"]["text"] = 5  # record 0 is fine, record 1 is not
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(records))
+    new, empty = tmp_path / "new", tmp_path / "empty"
+    empty.mkdir()
+    for db in (new, empty):
+        failed = gm(db, "import", "ump", str(bad))
+        assert failed.returncode == 1 and "record 1" in failed.stderr, failed.stderr
+    assert not new.exists()  # it made a store there before, empty, and said it failed
+    assert empty.is_dir() and not list(empty.iterdir())
+    kept = tmp_path / "kept"
+    assert gm(kept, "import", "ump", str(SAMPLE)).returncode == 0
+    assert gm(kept, "import", "ump", str(bad)).returncode == 1
+    with MemoryStore(kept, read_only=True) as store:  # a store that was there stays
+        assert store.stats().memories == len(json.loads(SAMPLE.read_text()))

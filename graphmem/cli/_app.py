@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -44,6 +45,9 @@ class Context:
         #: whether --db (or $GRAPHMEM_DB) named the database, rather than the default
         self.db_named = "GRAPHMEM_DB" in os.environ
         self._store: MemoryStore | Client | None = None
+        #: the store this command created (its directory, and whether the directory was
+        #: there before): a command that fails leaves none behind (``close``)
+        self._made: tuple[Path, bool] | None = None
 
     def settings(self) -> Settings:
         return Settings.from_env()
@@ -104,6 +108,8 @@ class Context:
         self.refuse_foreign_directory()
         now = self.now
         clock = (lambda: now) if now is not None else None
+        if local and create and not read_only and not KuzuEngine.holds_store(self.db):
+            self._made = (Path(self.db), Path(self.db).exists())
         return MemoryStore(self.db, settings=self.settings(),
                            embedder=embedder or self.embedder, read_only=read_only,
                            clock=clock, create=create)
@@ -182,9 +188,35 @@ class Context:
             ctx=click.get_current_context(silent=True))
 
     def close(self) -> None:
+        """Close the store at the command's end (click calls this as its context exits,
+        with the command's exception, if any, being handled): a store the command
+        created is removed when the command failed (a refused import made an empty store
+        where there was none), so that --db is as it was."""
+        failed = _failing(sys.exc_info()[1])
         if self._store is not None:
             self._store.close()
             self._store = None
+        if failed and self._made is not None:
+            directory, existed = self._made
+            self._made = None
+            if existed:  # it was empty (a store goes into no other directory)
+                for entry in directory.iterdir():
+                    if entry.is_dir() and not entry.is_symlink():
+                        shutil.rmtree(entry, ignore_errors=True)
+                    else:
+                        entry.unlink(missing_ok=True)
+            else:
+                shutil.rmtree(directory, ignore_errors=True)
+
+
+def _failing(exc: BaseException | None) -> bool:
+    """Whether ``exc`` ends a command that failed (not an exit with status 0)."""
+    if exc is None:
+        return False
+    if isinstance(exc, SystemExit | click.exceptions.Exit):
+        code = exc.code if isinstance(exc, SystemExit) else exc.exit_code
+        return code not in (0, None)
+    return True
 
 
 pass_ctx = click.make_pass_decorator(Context)
