@@ -23,10 +23,25 @@ from ._errors import InvalidInputError
 from ._models import Kind, Status
 from ._time import parse_iso, to_utc
 
-__all__ = ["MAX_TAG", "MAX_TAGS", "MAX_TEXT", "MemoryInput", "RecallWindow", "UpdateFields",
-           "check_tags", "check_text", "check_unicode", "check_unit", "check_validity",
-           "parse_records", "recall_window", "unicode_problem", "update_changes",
-           "validation_message"]
+__all__ = [
+    "MAX_TAG",
+    "MAX_TAGS",
+    "MAX_TEXT",
+    "MEMORY_PAGE",
+    "MemoryInput",
+    "RecallWindow",
+    "UpdateFields",
+    "check_tags",
+    "check_text",
+    "check_unicode",
+    "check_unit",
+    "check_validity",
+    "parse_records",
+    "recall_window",
+    "unicode_problem",
+    "update_changes",
+    "validation_message",
+]
 
 #: Longest memory text accepted (characters); longer input is an error, not a truncation.
 MAX_TEXT = 200_000
@@ -38,6 +53,8 @@ MAX_TAG = 200
 MAX_LIST = 256
 #: A visibility is a short label ("private", "team", ...).
 MAX_VISIBILITY = 200
+#: The most memories one answer of the sidecar's memory list holds (its client pages).
+MEMORY_PAGE = 1_000
 
 
 class UpdateFields(TypedDict, total=False):

@@ -368,3 +368,27 @@ def test_export_as_ump_over_http(served: tuple[MemoryStore, Clock, str]) -> None
         assert [record_to_input(r).id for r in records[:3]] == [r["id"] for r in records[:3]]
         gdpr = client.export()
         assert gdpr["format"] == "graphmem-gdpr-export/1"
+
+
+def test_the_memory_list_comes_in_pages(served: tuple[MemoryStore, Clock, str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx
+
+    from graphmem.client import _client
+
+    store, _, url = served
+    store.add_many([{"text": f"note number {i}"} for i in range(7)])
+    everything = [m.id for m in store.memories()]
+    first = httpx.get(f"{url}/v1/memories", params={"limit": 3}).json()
+    assert (first["count"], first["offset"], first["next_offset"]) == (7, 0, 3)
+    assert [m["id"] for m in first["memories"]] == everything[:3]
+    last = httpx.get(f"{url}/v1/memories", params={"limit": 3, "offset": 6}).json()
+    assert [m["id"] for m in last["memories"]] == everything[6:]
+    assert last["next_offset"] is None
+    whole = httpx.get(f"{url}/v1/memories").json()  # no limit: all, as before
+    assert len(whole["memories"]) == 7 and whole["next_offset"] is None
+    refused = httpx.get(f"{url}/v1/memories", params={"limit": 0})
+    assert refused.status_code == 422 and refused.json()["field"] == "query.limit"
+    monkeypatch.setattr(_client, "MEMORY_PAGE", 2)  # the client reads page by page
+    with graphmem.connect(url) as client:
+        assert [m.id for m in client.memories()] == everything

@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from .. import __version__
 from .._errors import InvalidInputError
 from .._facade import MemoryStore
-from .._input import MemoryInput
+from .._input import MEMORY_PAGE, MemoryInput
 from .._models import LifecycleEvent
 from .._views import to_json
 from ._auth import Principal, Tokens
@@ -134,10 +134,22 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
         return to_json(store.get(memory_id, owner=scoped_owner(who, owner)))
 
     @app.get("/v1/memories", tags=["memories"], responses=errors(*GATE, 422))
-    def list_memories(who: Reader, owner: OwnerParam = None) -> dict[str, Any]:
-        """Every memory the caller sees (a token: its owner's), whatever its status."""
+    def list_memories(who: Reader, owner: OwnerParam = None,
+                      limit: Annotated[int | None, Query(
+                          ge=1, le=10 * MEMORY_PAGE, description="at most this many (default: "
+                          "all); the answer's next_offset asks for the next page")] = None,
+                      offset: Annotated[int, Query(ge=0, description="memories to skip, in "
+                                                   "the store's order (new ones come last)")] = 0
+                      ) -> dict[str, Any]:
+        """The memories the caller sees (a token: its owner's), whatever their status: all
+        of them, or a page (``limit``, ``offset``; ``count`` is the total, ``next_offset``
+        null on the last page)."""
         found = store.memories(owner=scoped_owner(who, owner))
-        return {"count": len(found), "memories": [to_json(m) for m in found]}
+        page = found[offset:] if limit is None else found[offset:offset + limit]
+        end = offset + len(page)
+        return {"count": len(found), "offset": offset,
+                "next_offset": end if end < len(found) else None,
+                "memories": [to_json(m) for m in page]}
 
     @app.get("/v1/memories/{memory_id}/history", tags=["memories"], responses=by_id)
     def history(memory_id: MemoryId, who: Reader, owner: OwnerParam = None
