@@ -370,6 +370,8 @@ def test_query_and_draw_commands(analyst_db: Path, tmp_path: Path) -> None:
     listing = _cli(analyst_db, "query", "--list", "--format", "json")
     assert listing.returncode == 0, listing.stderr
     assert {q["name"] for q in json.loads(listing.stdout)} == set(load_queries())
+    shown = _cli(analyst_db, "query", "--list").stdout  # the table, whole (piped here)
+    assert all(q.description in shown for q in load_queries().values())
     top = _cli(analyst_db, "query", "most_referenced", "--param", "limit=2", "--param",
                "include_tombstoned=true", "--format", "csv")
     assert top.returncode == 0 and top.stdout.splitlines()[1].startswith(DEPLOY)

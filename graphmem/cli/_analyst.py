@@ -44,7 +44,7 @@ def query(ctx: Context, query_text: str | None, list_queries: bool, params: tupl
     if list_queries:
         rows = [{"name": q.name, "parameters": ", ".join(p.describe() for p in q.params),
                  "description": q.description} for q in named.values()]
-        emit_rows(rows, fmt)
+        emit_rows(rows, fmt, cut=None)  # a reference: read whole, piped to grep too
         return
     if not query_text:
         usage("give a query NAME or CYPHER text (or --list)")
@@ -68,8 +68,8 @@ def query(ctx: Context, query_text: str | None, list_queries: bool, params: tupl
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def emit_rows(rows: list[dict[str, Any]], fmt: str) -> None:
-    """Print query rows as a table, CSV or JSON."""
+def emit_rows(rows: list[dict[str, Any]], fmt: str, *, cut: int | None = 80) -> None:
+    """Print query rows as a table (a cell cut at ``cut`` characters), CSV or JSON."""
     if fmt == "json":
         echo_json(rows)
         return
@@ -86,7 +86,7 @@ def emit_rows(rows: list[dict[str, Any]], fmt: str) -> None:
     if not rows:
         click.echo("(no rows)")
         return
-    click.echo(table([list(r.values()) for r in rows], headers))
+    click.echo(table([list(r.values()) for r in rows], headers, cut=cut))
 
 
 @cli.command()

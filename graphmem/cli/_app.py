@@ -426,9 +426,11 @@ def echo_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
-def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
-    """A plain text table, columns padded to their widest cell."""
-    cells = [[_cell(c) for c in row] for row in rows]
+def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], *, cut: int | None = 80
+          ) -> str:
+    """A plain text table, columns padded to their widest cell, a cell cut at ``cut``
+    characters (None: whole)."""
+    cells = [[_cell(c, cut) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in cells:
         for i, cell in enumerate(row):
@@ -439,7 +441,7 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
     return "\n".join([line, rule, *body])
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, cut: int | None) -> str:
     if value is None:
         return ""
     if isinstance(value, float):
@@ -447,7 +449,7 @@ def _cell(value: Any) -> str:
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M")
     text = str(value).replace("\n", " ")
-    return text if len(text) <= 80 else text[:79] + "…"
+    return text if cut is None or len(text) <= cut else text[:cut - 1] + "…"
 
 
 def parse_params(pairs: Sequence[str], *, convert: Callable[[str, str], Any] | None = None
