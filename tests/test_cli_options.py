@@ -64,6 +64,7 @@ def test_every_command_takes_the_global_options_after_it(command: tuple[str, ...
     ("stats",),
     ("show", "urn:ump:qiwl24cv2sejkhrndb56r6dvhz"),
     ("recall", "how do I deploy orchard", "-k", "3", "--no-record"),
+    ("recall", "how do I deploy orchard", "-k", "3", "--no-record-access"),
     ("query", "most_referenced", "--param", "limit=3"),
     ("query", "MATCH (m:Memory) RETURN count(*) AS n"),
     ("lifecycle", "evaluate", "urn:ump:qiwl24cv2sejkhrndb56r6dvhz"),

@@ -34,9 +34,10 @@ from ._app import Context, cli, echo_json, iso_time, pass_ctx, table, usage
 @click.option("--min-relative", type=click.FloatRange(0, 1), default=None, metavar="X",
               help="Drop hits scoring below X times the best hit's score.")
 @click.option("--include-archived", is_flag=True, help="Archived memories too.")
-@click.option("--record-access/--no-record", default=False,
+@click.option("--record-access/--no-record-access", " /--no-record", default=False,
               help="Record an access for each hit (ACT-R's uses, the lifecycle's access "
-                   "counts). Off by default: a recall changes nothing.")
+                   "counts). Off by default: a recall changes nothing (--no-record is "
+                   "the old name of the default).")
 @pass_ctx
 def recall(ctx: Context, query: str, k: int, preset: str, explain: bool, owner: str | None,
            kinds: tuple[str, ...], as_of: datetime | None, since: datetime | None,
