@@ -452,3 +452,16 @@ def test_a_failed_command_leaves_no_store_where_there_was_none(tmp_path: Path) -
     assert gm(kept, "import", "ump", str(bad)).returncode == 1
     with MemoryStore(kept, read_only=True) as store:  # a store that was there stays
         assert store.stats().memories == len(json.loads(SAMPLE.read_text()))
+    keys = tmp_path / "keys"  # a store's own file, without the store: never touched
+    keys.mkdir()
+    (keys / "graphmem.keys").write_text("{}")
+    assert gm(keys, "import", "ump", str(bad)).returncode == 1
+    assert [p.name for p in keys.iterdir()] == ["graphmem.keys"]
+    try:  # in this process, while another exception is handled: the command succeeds
+        raise KeyError("elsewhere")
+    except KeyError:
+        done = CliRunner().invoke(cli, ["--db", str(tmp_path / "quiet"), "--embedder",
+                                        "hashing", "add", "kept"])
+    assert done.exit_code == 0
+    with MemoryStore(tmp_path / "quiet", read_only=True) as store:
+        assert [m.text for m in store.memories()] == ["kept"]

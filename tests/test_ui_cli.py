@@ -53,3 +53,24 @@ def test_ui_refuses_to_listen_beyond_loopback_without_tokens(tmp_path: Path) -> 
                                       "0.0.0.0", "--no-open"])
     assert result.exit_code == 1 and "without tokens" in result.output
     assert time.monotonic() - started < 30
+
+
+def test_ctrl_c_keeps_a_store_the_dashboard_created(tmp_path: Path) -> None:
+    # Ctrl-C is how the dashboard ends (status 130): not a failure whose new store goes
+    db = str(tmp_path / "new")
+    env = {**os.environ, "GRAPHMEM_EMBEDDER": "hashing", "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen([sys.executable, "-m", "graphmem", "--db", db, "ui",
+                                "--no-open"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=env)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("dashboard: http://127.0.0.1:"), (line, process.stderr)
+        base = line.split()[1].removesuffix("/ui/")
+        added = httpx.post(base + "/v1/memories", json={"text": "keep me"}, timeout=30)
+        assert added.status_code == 201, added.text
+    finally:
+        assert interrupt(process, 30), "the dashboard did not end on Ctrl-C"
+    assert process.returncode == 130
+    with MemoryStore(db, embedder="hashing") as store:
+        assert [m.text for m in store.memories()] == ["keep me"]

@@ -4,6 +4,7 @@ before or after the subcommand), opening the store or the sidecar that holds it,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -45,9 +46,9 @@ class Context:
         #: whether --db (or $GRAPHMEM_DB) named the database, rather than the default
         self.db_named = "GRAPHMEM_DB" in os.environ
         self._store: MemoryStore | Client | None = None
-        #: the store this command created (its directory, and whether the directory was
-        #: there before): a command that fails leaves none behind (``close``)
-        self._made: tuple[Path, bool] | None = None
+        #: where this command may create a store: the directory, and what it held before
+        #: (None: no directory); see ``close``
+        self._made: tuple[Path, set[str] | None] | None = None
 
     def settings(self) -> Settings:
         return Settings.from_env()
@@ -108,11 +109,16 @@ class Context:
         self.refuse_foreign_directory()
         now = self.now
         clock = (lambda: now) if now is not None else None
+        made = None
         if local and create and not read_only and not KuzuEngine.holds_store(self.db):
-            self._made = (Path(self.db), Path(self.db).exists())
-        return MemoryStore(self.db, settings=self.settings(),
-                           embedder=embedder or self.embedder, read_only=read_only,
-                           clock=clock, create=create)
+            directory = Path(self.db)
+            made = (directory, {e.name for e in directory.iterdir()}
+                    if directory.is_dir() else None)
+        store = MemoryStore(self.db, settings=self.settings(),
+                            embedder=embedder or self.embedder, read_only=read_only,
+                            clock=clock, create=create)
+        self._made = made  # the store is this process's now: no other can have made it
+        return store
 
     def refuse_foreign_directory(self) -> None:
         """Refuse --db when it is a directory of other files that holds no store: a new
@@ -188,35 +194,44 @@ class Context:
             ctx=click.get_current_context(silent=True))
 
     def close(self) -> None:
-        """Close the store at the command's end (click calls this as its context exits,
-        with the command's exception, if any, being handled): a store the command
-        created is removed when the command failed (a refused import made an empty store
-        where there was none), so that --db is as it was."""
-        failed = _failing(sys.exc_info()[1])
+        """Close the store at the command's end. A store this command created and left
+        without a memory is noted (``_UNMADE``): should the command fail with an error,
+        what it created goes (``undo_new_store``), so that a refused import into a new
+        --db leaves no empty store there."""
+        from .._facade import MemoryStore
+
+        made, self._made = self._made, None
         if self._store is not None:
+            empty = False
+            if made is not None and isinstance(self._store, MemoryStore):
+                with contextlib.suppress(GraphmemError):
+                    empty = self._store.stats().memories == 0
             self._store.close()
             self._store = None
-        if failed and self._made is not None:
-            directory, existed = self._made
-            self._made = None
-            if existed:  # it was empty (a store goes into no other directory)
-                for entry in directory.iterdir():
-                    if entry.is_dir() and not entry.is_symlink():
-                        shutil.rmtree(entry, ignore_errors=True)
-                    else:
-                        entry.unlink(missing_ok=True)
+            if empty and made is not None:
+                _UNMADE.append(made)
+
+
+#: New, empty stores of the command that ran (``Context.close``), for ``undo_new_store``.
+_UNMADE: list[tuple[Path, set[str] | None]] = []
+
+
+def undo_new_store() -> None:
+    """After a command failed with an error (not an interruption: Ctrl-C ends ``ui``):
+    remove the empty store it created, the entries its directory did not hold before
+    (the directory too when it made it)."""
+    while _UNMADE:
+        directory, before = _UNMADE.pop()
+        if before is None:
+            shutil.rmtree(directory, ignore_errors=True)
+            continue
+        for entry in directory.iterdir():
+            if entry.name in before:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
             else:
-                shutil.rmtree(directory, ignore_errors=True)
-
-
-def _failing(exc: BaseException | None) -> bool:
-    """Whether ``exc`` ends a command that failed (not an exit with status 0)."""
-    if exc is None:
-        return False
-    if isinstance(exc, SystemExit | click.exceptions.Exit):
-        code = exc.code if isinstance(exc, SystemExit) else exc.exit_code
-        return code not in (0, None)
-    return True
+                entry.unlink(missing_ok=True)
 
 
 pass_ctx = click.make_pass_decorator(Context)
@@ -324,6 +339,7 @@ class _Group(click.Group):
             if standalone_mode:
                 sys.exit(2)
             return 2
+        _UNMADE.clear()
         try:
             result = super().main(argv, prog_name, complete_var, standalone_mode=False,
                                   **extra)
@@ -348,6 +364,9 @@ class _Group(click.Group):
         except (click.Abort, KeyboardInterrupt):
             _report("interrupted", code="interrupted", json_mode=json_mode)
             code = 130
+        if code not in (0, 130):
+            undo_new_store()
+        _UNMADE.clear()
         if standalone_mode:
             sys.exit(code)
         return code
