@@ -77,7 +77,7 @@ EXAMPLED = {
     "graphmem.integrations.llamaindex": 17,
     "graphmem.integrations.pydantic_ai": 11,
     "graphmem.mcpserver._backends": 2,
-    "graphmem.mcpserver._screen": 2,
+    "graphmem.mcpserver._screen": 4,
     "ingest.locomo": 8,
     "ingest.longmemeval": 4,
     "ingest.ump": 1,

@@ -368,6 +368,11 @@ def test_a_request_holding_a_lone_surrogate_is_answered_with_its_field(tmp_path:
         assert refused["id"] == 2 and refused["error"]["code"] == -32602
         assert refused["error"]["message"].startswith("params.arguments.text: text holds a "
                                                       "lone surrogate")
+        # no id an answer could carry, or a response (never answered): dropped, and the
+        # server goes on (an id of true once crashed it)
+        send('{"jsonrpc": "2.0", "id": true, "method": "tools/call", "params": '
+             '{"name": "remember", "arguments": {"text": "\\ud800"}}}')
+        send('{"jsonrpc": "2.0", "id": 52, "result": {"x": "\\ud800"}}')
         send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
             "name": "remember", "arguments": {"text": "a \U0001f600 pair is fine"}}}))
         stored = answer()

@@ -47,7 +47,22 @@ def surrogate_at(value: Any, path: str = "") -> str | None:
 
 def refusal(exc: Exception) -> Any:
     """The JSON-RPC error answering the line ``exc`` failed to parse, when it is a request
-    (it has an id) holding a lone surrogate; else None."""
+    (a method and an integer or string id) holding a lone surrogate; else None.
+
+    >>> import pydantic
+    >>> class Probe(pydantic.BaseModel):
+    ...     x: int
+    >>> def failed(line):
+    ...     try:
+    ...         Probe.model_validate_json(line)
+    ...     except pydantic.ValidationError as exc:
+    ...         return exc
+    >>> refusal(failed('{"id": 7, "method": "m", "params": {"a": "\\ud800"}}')).message.id
+    7
+    >>> [refusal(failed(line)) for line in ('{"id": true, "method": "m", "p": "\\ud800"}',
+    ...                                     '{"id": 8, "result": {"x": "\\ud800"}}')]
+    [None, None]
+    """
     from mcp.shared.message import SessionMessage
     from mcp.types import ErrorData, JSONRPCError
 
@@ -59,14 +74,21 @@ def refusal(exc: Exception) -> Any:
         request = json.loads(line) if isinstance(line, str) else None
     except (ValueError, IndexError, TypeError, RecursionError):
         return None
-    if not isinstance(request, dict) or not isinstance(request.get("id"), int | str):
-        return None
+    if not isinstance(request, dict) or "method" not in request:
+        return None  # a response or a notification is never answered
+    ident = request.get("id")
+    if isinstance(ident, bool) or not isinstance(ident, int | str) \
+            or (isinstance(ident, str) and surrogate_at(ident)):
+        return None  # no id the answer could carry
     field = surrogate_at(request)
-    if field is None or (isinstance(request["id"], str) and surrogate_at(request["id"])):
+    if field is None:
         return None
     message = f"{field}: text holds a lone surrogate: not valid Unicode"
-    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=request["id"],
-                                       error=ErrorData(code=INVALID_PARAMS, message=message)))
+    try:
+        return SessionMessage(JSONRPCError(jsonrpc="2.0", id=ident, error=ErrorData(
+            code=INVALID_PARAMS, message=message)))
+    except ValueError:  # an id the SDK's types refuse: the line is dropped, as the SDK does
+        return None
 
 
 class Screened:
