@@ -36,6 +36,7 @@ __all__ = [
     "check_unicode",
     "check_unit",
     "check_validity",
+    "moment",
     "parse_records",
     "recall_window",
     "unicode_problem",
@@ -53,8 +54,8 @@ MAX_TAG = 200
 MAX_LIST = 256
 #: A visibility is a short label ("private", "team", ...).
 MAX_VISIBILITY = 200
-#: The most memories one answer of the sidecar's memory list holds (its client pages).
-MEMORY_PAGE = 1_000
+#: The most memories a page of the sidecar's memory list holds.
+MEMORY_PAGE = 10_000
 
 
 class UpdateFields(TypedDict, total=False):
@@ -272,14 +273,17 @@ def recall_window(since: Any, until: Any) -> RecallWindow:
     """A recall's time range from datetimes or ISO 8601 strings (either may be None),
     refused with the field named when a time is not one or ``until`` is not after
     ``since``."""
-    start, end = _moment(since, "since"), _moment(until, "until")
+    start, end = moment(since, "since"), moment(until, "until")
     if start is not None and end is not None and end <= start:
         raise InvalidInputError(f"until ({end.isoformat()}) must be after since "
                                 f"({start.isoformat()})", field="until")
     return start, end
 
 
-def _moment(value: Any, name: str) -> datetime | None:
+def moment(value: Any, name: str) -> datetime | None:
+    """A time argument (a datetime or an ISO 8601 string, or None) in UTC, refused as
+    ``InvalidInputError`` with ``name`` as its field when it is not one, or falls outside
+    the years 1-9999 in UTC."""
     try:
         return _time(value, name)
     except ValueError as exc:

@@ -370,11 +370,8 @@ def test_export_as_ump_over_http(served: tuple[MemoryStore, Clock, str]) -> None
         assert gdpr["format"] == "graphmem-gdpr-export/1"
 
 
-def test_the_memory_list_comes_in_pages(served: tuple[MemoryStore, Clock, str],
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_memory_list_comes_in_pages(served: tuple[MemoryStore, Clock, str]) -> None:
     import httpx
-
-    from graphmem.client import _client
 
     store, _, url = served
     store.add_many([{"text": f"note number {i}"} for i in range(7)])
@@ -389,6 +386,5 @@ def test_the_memory_list_comes_in_pages(served: tuple[MemoryStore, Clock, str],
     assert len(whole["memories"]) == 7 and whole["next_offset"] is None
     refused = httpx.get(f"{url}/v1/memories", params={"limit": 0})
     assert refused.status_code == 422 and refused.json()["field"] == "query.limit"
-    monkeypatch.setattr(_client, "MEMORY_PAGE", 2)  # the client reads page by page
     with graphmem.connect(url) as client:
         assert [m.id for m in client.memories()] == everything

@@ -28,7 +28,6 @@ from .._errors import (
     StoreError,
 )
 from .._input import (
-    MEMORY_PAGE,
     MemoryInput,
     UpdateFields,
     check_unit,
@@ -189,14 +188,10 @@ class Client:
         return Stats.model_validate(self._http.call("GET", "/v1/stats"))
 
     def memories(self, *, owner: str | None = None) -> list[Memory]:
-        out: list[Memory] = []
-        offset: int | None = 0
-        while offset is not None:  # a page a request: no answer holds a whole big store
-            body = self._http.call("GET", "/v1/memories", params={
-                **_owner(owner), "limit": MEMORY_PAGE, "offset": offset})
-            out += [Memory.model_validate(m) for m in body["memories"]]
-            offset = body.get("next_offset")
-        return out
+        # one request: each page of the sidecar's list reads the whole list (30 pages of
+        # a 30k-memory store took 340 s against 17 s for one answer, measured)
+        body = self._http.call("GET", "/v1/memories", params=_owner(owner))
+        return [Memory.model_validate(m) for m in body["memories"]]
 
     def events(self, memory_id: str | None = None, *, event_type: EventType | str | None = None,
                since: datetime | None = None, until: datetime | None = None,

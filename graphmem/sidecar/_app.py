@@ -136,7 +136,7 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
     @app.get("/v1/memories", tags=["memories"], responses=errors(*GATE, 422))
     def list_memories(who: Reader, owner: OwnerParam = None,
                       limit: Annotated[int | None, Query(
-                          ge=1, le=10 * MEMORY_PAGE, description="at most this many (default: "
+                          ge=1, le=MEMORY_PAGE, description="at most this many (default: "
                           "all); the answer's next_offset asks for the next page")] = None,
                       offset: Annotated[int, Query(ge=0, description="memories to skip, in "
                                                    "the store's order (new ones come last)")] = 0
