@@ -370,8 +370,14 @@ def test_query_and_draw_commands(analyst_db: Path, tmp_path: Path) -> None:
     listing = _cli(analyst_db, "query", "--list", "--format", "json")
     assert listing.returncode == 0, listing.stderr
     assert {q["name"] for q in json.loads(listing.stdout)} == set(load_queries())
-    shown = _cli(analyst_db, "query", "--list").stdout  # the table, whole (piped here)
-    assert all(q.description in shown for q in load_queries().values())
+    shown = _cli(analyst_db, "query", "--list").stdout  # each query, whole (piped here)
+    words = " ".join(shown.split())
+    assert all(f"{q.name}(" in shown and " ".join(q.description.split()) in words
+               for q in load_queries().values())
+    assert max(len(line) for line in shown.splitlines()
+               if line.startswith("    ")) <= 88  # descriptions wrapped, not padded
+    extra = _cli(analyst_db, "query", "--list", "most_referenced")
+    assert extra.returncode == 2 and "--list lists the named queries" in extra.stderr
     top = _cli(analyst_db, "query", "most_referenced", "--param", "limit=2", "--param",
                "include_tombstoned=true", "--format", "csv")
     assert top.returncode == 0 and top.stdout.splitlines()[1].startswith(DEPLOY)

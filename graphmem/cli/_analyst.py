@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import re
+import textwrap
 from typing import Any
 
 import click
@@ -42,9 +43,17 @@ def query(ctx: Context, query_text: str | None, list_queries: bool, params: tupl
     fmt = fmt or ("json" if ctx.json else "table")
     named = load_queries()
     if list_queries:
+        if query_text or params:
+            usage("--list lists the named queries: give it no query or --param")
         rows = [{"name": q.name, "parameters": ", ".join(p.describe() for p in q.params),
                  "description": q.description} for q in named.values()]
-        emit_rows(rows, fmt, cut=None)  # a reference: read whole, piped to grep too
+        if fmt != "table":
+            emit_rows(rows, fmt)
+            return
+        for row in rows:  # a reference, read whole (a table's cells were 800 wide)
+            click.echo(f"{row['name']}({row['parameters']})")
+            click.echo(textwrap.fill(row["description"], width=88, initial_indent="    ",
+                                     subsequent_indent="    ") + "\n")
         return
     if not query_text:
         usage("give a query NAME or CYPHER text (or --list)")
