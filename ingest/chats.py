@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from graphmem import AddResult, InvalidInputError, MemoryStore
+from graphmem import AddResult, InvalidInputError, MemoryStore, parse_iso
 
 __all__ = ["CATEGORIES", "Chat", "ChatQuestion", "Sitting", "Turn", "ingest_chat",
            "load_chats", "user_turns"]
@@ -118,6 +118,10 @@ def _sitting(path: Path, where: str, raw: Any) -> Sitting:
         timestamp = None
     if timestamp is None or timestamp.tzinfo is None:
         raise _fail(path, f"{where}.timestamp", f"{stamp!r} is not an ISO 8601 time with an offset")
+    try:
+        parse_iso(str(stamp))  # in UTC too: 9999-12-31T23:00-05:00 is not
+    except ValueError as exc:
+        raise _fail(path, f"{where}.timestamp", str(exc)) from None
     if not isinstance(messages, list) or not messages:
         raise _fail(path, f"{where}.messages", "must be a non-empty list")
     for n, message in enumerate(messages):

@@ -304,8 +304,10 @@ def record_to_input(record: Any, *, index: int = 0, source: str = "<records>") -
             continue
         try:
             parsed_times[key] = parse_iso(value)
-        except ValueError:
-            raise fail(f"not an ISO 8601 timestamp: {str(value)[:60]!r}", f"time.{key}") from None
+        except ValueError as exc:
+            problem = str(exc) if "falls outside" in str(exc) \
+                else f"not an ISO 8601 timestamp: {str(value)[:60]!r}"
+            raise fail(problem, f"time.{key}") from None
         raw_times[key] = value
     superseded_by = record.get("superseded_by") or []
     if not isinstance(superseded_by, list) or not all(isinstance(s, str) and s

@@ -661,3 +661,21 @@ def test_a_cypher_write_over_http_says_the_route_only_reads(store: MemoryStore) 
                                    "routes (/v1/memories ...)"), detail
             assert "write=True" not in detail and "--write" not in detail
     assert store.get(store.memories()[0].id).importance == 0.5
+
+
+@pytest.mark.parametrize(("method", "path", "request_args", "field"), [
+    ("get", "/v1/events", {"params": {"since": "9999-12-31T23:00:00-05:00"}}, "since"),
+    ("get", "/v1/events", {"params": {"until": "0001-01-01T00:00:00+00:01"}}, "until"),
+    ("post", "/v1/memories/retrieve", {"json": {"query": "t",
+                                                "as_of": "9999-12-31T23:00:00-05:00"}}, "as_of"),
+    ("post", "/v1/conversations", {"json": {"session_id": "s", "messages": ["hi"],
+                                            "timestamp": "9999-12-31T23:00:00-05:00"}},
+     "timestamp"),
+])
+def test_a_time_outside_the_years_in_utc_is_a_422(alice: Api, method: str, path: str,
+                                                   request_args: dict[str, Any],
+                                                   field: str) -> None:
+    # these were 500s: the time was valid in its own offset, not in UTC
+    answer = getattr(alice, method)(path, **request_args)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["field"] == field and "falls outside" in answer.json()["detail"]

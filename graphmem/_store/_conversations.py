@@ -17,7 +17,7 @@ import numpy as np
 
 from .._context import Changed, StoreContext
 from .._errors import InvalidInputError
-from .._input import MAX_TEXT, MemoryInput, check_unicode
+from .._input import MAX_TEXT, MemoryInput, check_unicode, moment
 from .._models import STATUS_CODE, AddResult, ChangeType, Edge, EventType, Kind, Memory, Status
 from .._ollama import OllamaGenerator
 from .._recall._channels import lexical_neighbours
@@ -248,7 +248,7 @@ class Conversations:
         parsed = [_message(m, i) for i, m in enumerate(_messages(messages))]
         ctx = self._ctx
         since = self._text_vectors.epoch  # before anything is read from the store
-        base_time = to_utc(timestamp) if timestamp is not None else ctx.now()
+        base_time = moment(timestamp, "timestamp") or ctx.now()
         chosen = extractor or _default_extractor(ctx.settings)
         strong = getattr(chosen, "strong", RuleExtractor().strong)
         dropped: list[tuple[int, str]] = []
@@ -641,8 +641,8 @@ def _message(message: Any, index: int) -> dict[str, Any]:
     if when is not None:
         try:
             when = to_utc(when) if isinstance(when, datetime) else parse_iso(when)
-        except (ValueError, TypeError):
-            raise InvalidInputError(f"message {index}: timestamp {when!r} is not ISO 8601",
+        except (ValueError, TypeError) as exc:
+            raise InvalidInputError(f"message {index}: timestamp {when!r}: {exc}",
                                     field=f"messages[{index}].timestamp") from None
     return {"text": text, "role": role.lower(), "speaker": speaker or
             (None if role.lower() == "user" else role), "timestamp": when}

@@ -35,6 +35,7 @@ from .._input import (
     check_text,
     check_unit,
     check_validity,
+    moment,
     parse_records,
     update_changes,
 )
@@ -119,6 +120,7 @@ class Memories:
                 raise InvalidInputError(f"unknown event type {event_type!r}; one of "
                                         + ", ".join(e.value for e in EventType),
                                         field="event_type") from None
+        since, until = moment(since, "since"), moment(until, "until")
         return self._ctx.engine.events(EventQuery(
             memory_id=memory_id, owner=owner if memory_id is None else None,
             event_type=kind, since=since, until=until, limit=limit))

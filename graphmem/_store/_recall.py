@@ -18,7 +18,7 @@ from .._context import Changed, StoreContext
 from .._derive import lifecycle_event, patch_of
 from .._engine import EdgeRecord, Patch
 from .._errors import ConflictError, InvalidInputError, StoreError
-from .._input import RecallWindow, check_unit, recall_window
+from .._input import RecallWindow, check_unit, moment, recall_window
 from .._learn._features import Candidates, capture
 from .._learn._samples import Reranker, SampleLog
 from .._models import ChangeType, EventType, Kind, Memory, Status, parse_kind
@@ -28,7 +28,6 @@ from .._recall._hits import ActivationInfo, ChannelRank, Explanation, Hit, Learn
 from .._recall._index import RecallIndex
 from .._recall._query import asks_about_assistant, holds_kind, named_actor
 from .._records import patched_memory
-from .._time import to_utc
 from ._access import AccessRow, AccessWriter
 from ._memories import Memories
 from ._recall_index import IndexSync
@@ -154,7 +153,7 @@ class Recall:
                                     f"{config.name!r} does not have", field="min_similarity")
         if not query.strip():
             return []
-        when = to_utc(as_of) if as_of is not None else None
+        when = moment(as_of, "as_of")
         self._ctx.sync()  # what other processes committed (a shared engine)
         qvec: Future[np.ndarray] | None = None
         svec: Future[np.ndarray] | None = None
