@@ -17,20 +17,26 @@ from graphmem.cli import cli
 from ._servers import interrupt
 
 
+def _dashboard(db: str) -> tuple[subprocess.Popen[str], str]:
+    """``graphmem ui`` on ``db`` as a process, and the line that gives its address."""
+    env = {**os.environ, "GRAPHMEM_EMBEDDER": "hashing", "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen([sys.executable, "-m", "graphmem", "--db", db, "ui",
+                                "--no-open"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=env)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line.startswith("dashboard: http://127.0.0.1:"), (line, process.stderr)
+    return process, line
+
+
 def test_ui_serves_the_dashboard_of_the_store_until_interrupted(store_location: str
                                                                ) -> None:
     db = store_location
     with MemoryStore(db, embedder="hashing") as store:
         store.add("the orchard runs on PostgreSQL", owner="nadia")
         store.add("tomas keeps bees", owner="tomas")
-    env = {**os.environ, "GRAPHMEM_EMBEDDER": "hashing", "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen([sys.executable, "-m", "graphmem", "--db", db, "ui",
-                                "--no-open"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, env=env)
+    process, line = _dashboard(db)
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith("dashboard: http://127.0.0.1:"), (line, process.stderr)
         url = line.split()[1]
         with httpx.Client(timeout=30) as client:
             assert "graphmem dashboard" in client.get(url).text
@@ -58,14 +64,8 @@ def test_ui_refuses_to_listen_beyond_loopback_without_tokens(tmp_path: Path) -> 
 def test_ctrl_c_keeps_a_store_the_dashboard_created(tmp_path: Path) -> None:
     # Ctrl-C is how the dashboard ends (status 130): not a failure whose new store goes
     db = str(tmp_path / "new")
-    env = {**os.environ, "GRAPHMEM_EMBEDDER": "hashing", "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen([sys.executable, "-m", "graphmem", "--db", db, "ui",
-                                "--no-open"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, env=env)
+    process, line = _dashboard(db)
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith("dashboard: http://127.0.0.1:"), (line, process.stderr)
         base = line.split()[1].removesuffix("/ui/")
         added = httpx.post(base + "/v1/memories", json={"text": "keep me"}, timeout=30)
         assert added.status_code == 201, added.text
