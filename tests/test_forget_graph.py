@@ -362,3 +362,20 @@ def _statistics(conn: Any) -> str:
     rows = conn.execute("SELECT most_common_vals::text, histogram_bounds::text FROM pg_stats "
                         "WHERE schemaname = current_schema()").fetchall()
     return " ".join(str(v) for row in rows for v in row).lower()
+
+
+def test_an_entity_that_went_comes_back_when_a_later_text_names_it(tmp_path: Path) -> None:
+    # found by an outside stress run: the resolver still knew "Berlin" after a text
+    # update took its last mention, so a later memory mentioned the gone entity (not
+    # listed, its fact on a gone end) and forget's rebuild then failed on that edge
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        first = store.add("Nadia lives in Berlin.")
+        store.update(first.id, text="Nadia likes green tea.")
+        assert "berlin" not in {e.name for e in store.entities()}
+        store.add("Omar lives in Berlin.")
+        assert "berlin" in {e.name for e in store.entities()}
+        assert store.cypher(
+            "MATCH (:Memory)-[r:MENTIONS]->(e:Entity) WHERE e.gone = true "
+            "AND (r.gone IS NULL OR r.gone = false) RETURN e.id") == []
+        store.forget(first.id, confirm=True)  # its rebuild loads every live edge
+        assert {e.name for e in store.entities()} >= {"berlin", "omar"}

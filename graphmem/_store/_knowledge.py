@@ -53,6 +53,8 @@ class Knowledge:
         self._ctx = ctx
         self._lock = threading.RLock()
         self._resolvers: dict[str | None, EntityResolver] = {}
+        #: owners an entity of whom a planned write marks gone (``_drop``)
+        self._gone_owners: set[str | None] = set()
         #: owner -> (subject entity, predicate) -> its facts (ended ones too)
         self._facts: dict[str | None, dict[tuple[str, str], list[FactRecord]]] = {}
         #: the last ``recorded`` given: facts are recorded in a strict order, which forget
@@ -64,6 +66,11 @@ class Knowledge:
         if change.bulk or (change.foreign and not change.access_only):
             # another process may have resolved entities
             self.reset()
+        elif self._gone_owners:
+            with self._lock:
+                for owner in self._gone_owners:
+                    self._resolvers.pop(owner, None)
+                self._gone_owners.clear()
 
     def reset(self) -> None:
         """Forget the cached resolvers and facts (they reload from the engine)."""
@@ -613,7 +620,13 @@ class Knowledge:
         mentioned = {m.entity_id for m in engine.mentions(memory_ids=[memory.id])}
         leaving = sorted(mentioned - keep)
         elsewhere = engine.mentioned_elsewhere(leaving, memory.id)
-        batch.gone_entities += [e for e in leaving if e not in elsewhere]
+        going = [e for e in leaving if e not in elsewhere]
+        if going:
+            batch.gone_entities += going
+            # the owner's resolver knows them: once this commits, a later text naming
+            # one again must bring it back (a new entity under its old id), not mention
+            # it where it went (``_on_change``)
+            self._gone_owners.add(memory.owner)
         return mentioned
 
     def _entities_of(self, memory: Memory, extraction: Extraction) -> set[str]:
