@@ -244,6 +244,20 @@ def test_a_directory_of_other_files_is_no_store_and_gets_none(tmp_path: Path) ->
     run("--db", str(empty), "--embedder", "hashing", "add", "a note")  # a store: fine
 
 
+def test_a_db_that_is_a_dangling_link_is_named_as_such(tmp_path: Path) -> None:
+    """--db at a symbolic link whose target is gone said "File exists"."""
+    link = tmp_path / "db"
+    link.symlink_to(tmp_path / "moved" / "db")
+    result = run("--db", str(link), "--embedder", "hashing", "add", "a note", code=1)
+    assert result.stderr == (f"error: {link} is a symbolic link to {tmp_path}/moved/db, which "
+                             "does not exist; create the directory it points to, or choose "
+                             "another path\n")
+    assert link.is_symlink() and not (tmp_path / "moved").exists()
+    (tmp_path / "moved" / "db").mkdir(parents=True)
+    run("--db", str(link), "--embedder", "hashing", "add", "a note")  # a link to a directory
+    assert (tmp_path / "moved" / "db" / "graph.kuzu").exists()
+
+
 def test_a_misspelled_named_query_lists_the_names(sample: Path) -> None:
     result = run("--db", str(sample), "query", "most_refrenced", code=1)
     assert result.stderr.startswith("error: no named query 'most_refrenced'; did you mean "

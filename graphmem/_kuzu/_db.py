@@ -1087,6 +1087,9 @@ def _cypher_path(path: Path) -> str:
 
 def _check_path(path: Path, *, read_only: bool) -> None:
     """Refuse unusable store directories with a message that says what to do."""
+    if path.is_symlink() and not path.exists():
+        raise StoreError(f"{path} is a symbolic link to {os.readlink(path)}, which does not "
+                         "exist; create the directory it points to, or choose another path")
     if path.exists() and not path.is_dir():
         raise StoreError(
             f"{path} is a file, not a graphmem database directory; choose another path"
