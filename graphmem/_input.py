@@ -36,6 +36,7 @@ __all__ = [
     "check_unicode",
     "check_unit",
     "check_validity",
+    "lone_surrogate_at",
     "moment",
     "parse_records",
     "recall_window",
@@ -125,6 +126,34 @@ def unicode_problem(value: str, *, of: str = "") -> str | None:
         return (f"holds U+{ord(value[exc.start]):04X} at character {exc.start + 1}{of}, which "
                 "is not text (a lone surrogate: bytes that were not UTF-8, or a \\u escape "
                 "that encodes half a character)")
+    return None
+
+
+def lone_surrogate_at(value: Any, *, top: str = "value") -> tuple[str, str] | None:
+    """Where and what: the path of the first string of a parsed JSON ``value`` (in
+    document order; keys too, a key named by its object's path) that is no text
+    (``unicode_problem``), dotted as the sidecar's 422 answers name fields
+    (``memories.1.text``; ``top`` for the value itself), and the problem; else None.
+
+    >>> lone_surrogate_at({"memories": [{"text": "ok"}, {"text": "x \\ud800"}]})[0]
+    'memories.1.text'
+    >>> lone_surrogate_at({"\\ud800": 1}, top="body")[0], lone_surrogate_at(["ok"])
+    ('body', None)
+    """
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            problem = unicode_problem(item)
+            if problem is not None:
+                return path or top, problem
+        elif isinstance(item, dict):
+            stack.extend(reversed([
+                pair for key, child in item.items()
+                for pair in ((path, key), (f"{path}.{key}" if path else str(key), child))]))
+        elif isinstance(item, list):
+            stack.extend(reversed([(f"{path}.{i}" if path else str(i), child)
+                                   for i, child in enumerate(item)]))
     return None
 
 

@@ -352,8 +352,8 @@ def test_a_bad_record_of_a_batch_is_named(served: tuple[MemoryStore, Clock, str]
         {"text": "Nadia prefers green tea"}, {"text": "fine"}, {"text": "   "}]})
     assert answer.status_code == 422, answer.text
     body = answer.json()
-    assert body["detail"] == "memories[2]: text: text is empty"
-    assert body["field"] == "memories[2].text"
+    assert body["detail"] == "memories.2: text: text is empty"
+    assert body["field"] == "memories.2.text"  # as pydantic's 422s name fields
     assert len(store.memories()) == before  # all or nothing
 
 

@@ -366,8 +366,15 @@ def test_a_request_holding_a_lone_surrogate_is_answered_with_its_field(tmp_path:
              '{"name": "remember", "arguments": {"text": "x \\ud800"}}}')
         refused = answer()
         assert refused["id"] == 2 and refused["error"]["code"] == -32602
-        assert refused["error"]["message"].startswith("params.arguments.text: text holds a "
-                                                      "lone surrogate")
+        assert refused["error"]["message"].startswith("params.arguments.text: holds U+D800")
+        # a line that is not JSON: a parse error, id null (JSON-RPC 2.0, 5.1)
+        send('{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {')
+        unparsed = answer()
+        assert unparsed["id"] is None and unparsed["error"]["code"] == -32700, unparsed
+        # a request of the wrong shape with an id an answer can carry: invalid request
+        send('{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": [1]}')
+        shaped = answer()
+        assert shaped["id"] == 5 and shaped["error"]["code"] == -32600, shaped
         # no id an answer could carry, or a response (never answered): dropped, and the
         # server goes on (an id of true once crashed it)
         send('{"jsonrpc": "2.0", "id": true, "method": "tools/call", "params": '

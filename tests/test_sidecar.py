@@ -310,15 +310,25 @@ def test_lone_surrogates_are_refused(alice: Api) -> None:
     """JSON can escape a lone surrogate; such text is refused (it once made a 500)."""
     headers = {"Content-Type": "application/json"}
     bad = alice.post("/v1/memories/retrieve", content=b'{"query": "x \\ud800"}', headers=headers)
-    assert bad.status_code == 422 and "lone surrogate (U+D800)" in bad.json()["detail"]
+    assert bad.status_code == 422 and "holds U+D800" in bad.json()["detail"]
     assert bad.json()["field"] == "query"  # named as any 422 names its field
     batch = alice.post("/v1/memories", headers=headers, content=(
         b'{"memories": [{"text": "fine"}, {"text": "ok", "tags": ["a", "\\udc00"]}]}'))
     assert batch.status_code == 422 and batch.json()["field"] == "memories.1.tags.1"
-    assert batch.json()["detail"].startswith("memories.1.tags.1: text holds a lone surrogate")
+    assert batch.json()["detail"].startswith("memories.1.tags.1: holds U+DC00 at character 1")
+    # the first in the document is named, whichever way the body is walked
+    two = alice.post("/v1/memories", headers=headers, content=(
+        b'{"memories": [{"text": "\\ud801"}, {"text": "ok", "tags": ["\\udc00"]}]}'))
+    assert two.status_code == 422 and two.json()["field"] == "memories.0.text", two.text
     added = alice.post("/v1/memories", content=b'{"text": "a \\ud83d\\ude00 pair is fine"}',
                        headers=headers)
     assert added.status_code == 201, added.text
+    # a query value that is not UTF-8 was read as U+FFFD: another owner, an empty answer
+    listed = alice.get("/v1/memories?owner=%ED%A0%80&limit=5")
+    assert listed.status_code == 422 and listed.json()["field"] == "owner", listed.text
+    assert alice.get("/v1/memories?owner=alice&limit=5").status_code == 200
+    fine = alice.get("/v1/memories?owner=alice&note=%C3%A9+x")
+    assert fine.status_code == 200, fine.text  # UTF-8 is fine
 
 
 # -- a read token changes nothing --------------------------------------------------------

@@ -1,8 +1,11 @@
-"""Answer requests the SDK cannot read: a JSON string may escape a lone surrogate
-(``"\\ud800"``), which is not Unicode; the SDK's parser refuses such a line and drops it,
-so the client waited for an answer that never came. Here the line is read again with
-Python's parser, which keeps the surrogate, and the request gets a JSON-RPC error naming
-the field (``params.arguments.text``), as the sidecar's 422 names it."""
+"""Answer the lines the SDK cannot read. The SDK's parser refuses a line that is not JSON,
+or a JSON string escaping a lone surrogate (``"\\ud800"``, which is not Unicode), or a
+request of the wrong shape, and drops it: the client waited for an answer that never
+came. Here such a line gets the JSON-RPC error it is owed: "parse error" (id null) for a
+line that is not JSON; "invalid params" naming the field (``params.arguments.text``, as
+the sidecar's 422 names it) for a request holding a lone surrogate, the line read again
+with Python's parser, which keeps the surrogate; "invalid request" for a request whose id
+an answer can carry. Notifications and responses are never answered."""
 
 from __future__ import annotations
 
@@ -10,48 +13,41 @@ import json
 from types import TracebackType
 from typing import Any
 
+from .._input import lone_surrogate_at
+
 __all__ = ["Screened", "serve_stdio"]
 
-#: JSON-RPC's "invalid params"
-INVALID_PARAMS = -32602
+#: JSON-RPC's error codes
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 
 
-def surrogate_at(value: Any, path: str = "") -> str | None:
-    """The path of the first string of ``value`` (keys too) holding a lone surrogate.
+def _usable_id(request: dict[str, Any]) -> bool:
+    ident = request.get("id")
+    return not isinstance(ident, bool) and isinstance(ident, int | str) \
+        and lone_surrogate_at(ident) is None
 
-    >>> surrogate_at({"params": {"arguments": {"text": "x \\ud800"}}})
-    'params.arguments.text'
-    >>> surrogate_at({"ok": ["fine"]}) is None
-    True
-    """
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return path or "message"
+
+def _error(ident: int | str | None, code: int, message: str) -> Any:
+    from mcp.shared.message import SessionMessage
+    from mcp.types import ErrorData, JSONRPCError
+
+    try:
+        return SessionMessage(JSONRPCError(jsonrpc="2.0", id=ident, error=ErrorData(
+            code=code, message=message)))
+    except ValueError:  # an id the SDK's types refuse: the line is dropped, as the SDK does
         return None
-    if isinstance(value, dict):
-        items = list(value.items())
-    elif isinstance(value, list):
-        items = list(enumerate(value))
-    else:
-        return None
-    for key, item in items:
-        if isinstance(key, str) and surrogate_at(key) is not None:
-            return path or "message"  # a key: its object is named
-        found = surrogate_at(item, f"{path}.{key}" if path else str(key))
-        if found is not None:
-            return found
-    return None
 
 
 def refusal(exc: Exception) -> Any:
-    """The JSON-RPC error answering the line ``exc`` failed to parse, when it is a request
-    (a method and an integer or string id) holding a lone surrogate; else None.
+    """The JSON-RPC error answering the line ``exc`` failed to parse, or None when the
+    line is no request an answer could reach (a notification, a response, an id that is
+    not an integer or a string, a blank line).
 
     >>> import pydantic
     >>> class Probe(pydantic.BaseModel):
-    ...     x: int
+    ...     jsonrpc: str
+    ...     id: int
+    ...     method: str
     >>> def failed(line):
     ...     try:
     ...         Probe.model_validate_json(line)
@@ -59,36 +55,48 @@ def refusal(exc: Exception) -> Any:
     ...         return exc
     >>> refusal(failed('{"id": 7, "method": "m", "params": {"a": "\\ud800"}}')).message.id
     7
+    >>> print(refusal(failed('{"id": 7, "method"')).message.error.code)
+    -32700
     >>> [refusal(failed(line)) for line in ('{"id": true, "method": "m", "p": "\\ud800"}',
-    ...                                     '{"id": 8, "result": {"x": "\\ud800"}}')]
-    [None, None]
+    ...                                     '{"id": 8, "result": {"x": "\\ud800"}}', "  ")]
+    [None, None, None]
     """
-    from mcp.shared.message import SessionMessage
-    from mcp.types import ErrorData, JSONRPCError
-
     errors = getattr(exc, "errors", None)
     if not callable(errors):
         return None
     try:
-        line = errors()[0].get("input")
-        request = json.loads(line) if isinstance(line, str) else None
-    except (ValueError, IndexError, TypeError, RecursionError):
+        found = list(errors())
+    except (TypeError, ValueError):
         return None
-    if not isinstance(request, dict) or "method" not in request:
-        return None  # a response or a notification is never answered
-    ident = request.get("id")
-    if isinstance(ident, bool) or not isinstance(ident, int | str) \
-            or (isinstance(ident, str) and surrogate_at(ident)):
-        return None  # no id the answer could carry
-    field = surrogate_at(request)
-    if field is None:
+    if not found:
         return None
-    message = f"{field}: text holds a lone surrogate: not valid Unicode"
+    if found[0].get("type") not in ("json_invalid", "string_unicode"):
+        return _invalid(found)  # JSON, but no message of JSON-RPC's shapes
+    line = found[0].get("input")
+    if not isinstance(line, str) or not line.strip():
+        return None
     try:
-        return SessionMessage(JSONRPCError(jsonrpc="2.0", id=ident, error=ErrorData(
-            code=INVALID_PARAMS, message=message)))
-    except ValueError:  # an id the SDK's types refuse: the line is dropped, as the SDK does
+        request = json.loads(line)
+    except (ValueError, RecursionError):
+        return _error(None, PARSE_ERROR, "parse error: the line is not JSON")
+    if not isinstance(request, dict) or "method" not in request or not _usable_id(request):
+        return None  # a response or a notification is never answered
+    problem = lone_surrogate_at(request, top="message")
+    if problem is None:
         return None
+    field, what = problem
+    return _error(request["id"], INVALID_PARAMS, f"{field}: {what}")
+
+
+def _invalid(errors: list[Any]) -> Any:
+    """"Invalid request" for a request of the wrong shape whose id an answer can carry."""
+    for error in errors:
+        request = error.get("input")
+        if isinstance(request, dict) and "method" in request and _usable_id(request):
+            where = ".".join(str(p) for p in error.get("loc", ()))
+            return _error(request["id"], INVALID_REQUEST, "invalid request: "
+                          f"{where + ': ' if where else ''}{error.get('msg', 'wrong shape')}")
+    return None
 
 
 class Screened:

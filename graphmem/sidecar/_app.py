@@ -86,7 +86,7 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
                 try:
                     inputs.append(new_input(who, item))
                 except InvalidInputError as exc:  # which record of the batch
-                    at = f"memories[{index}]"
+                    at = f"memories.{index}"  # as the 422s of the request's own validation
                     raise InvalidInputError(f"{at}: {exc}", field=f"{at}.{exc.field}"
                                             if exc.field else at) from None
         else:

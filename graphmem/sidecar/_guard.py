@@ -26,6 +26,7 @@ from urllib.parse import quote, unquote_to_bytes
 
 from starlette.routing import BaseRoute, Match
 
+from .._input import lone_surrogate_at
 from ._auth import LOCAL, Principal, Tokens
 
 __all__ = ["ACTOR_HEADER", "PRINCIPAL", "PUBLIC_PATHS", "SAFE_METHODS", "Guard", "Refusal",
@@ -130,6 +131,24 @@ def canonical_path(scope: Scope) -> str:
     return "/".join(segments)
 
 
+def check_query(scope: Scope) -> None:
+    """Refuse a query string whose names or values are percent-encoded bytes that are not
+    UTF-8 (``?owner=%ED%A0%80``): the server decodes them to U+FFFD, so the request
+    asked about another owner than the one meant and was answered with nothing. A
+    ``+`` stands for a space, as in any form-encoded query."""
+    for pair in bytes(scope.get("query_string") or b"").split(b"&"):
+        name, _, value = pair.partition(b"=")
+        for part in (name, value):
+            try:
+                unquote_to_bytes(part.replace(b"+", b" ")).decode("utf-8")
+            except UnicodeDecodeError:
+                field = unquote_to_bytes(name).decode("utf-8", "replace") \
+                    if part is value else "query"
+                raise Refusal(422, "invalid_input", f"{field}: the query string holds "
+                              "percent-encoded bytes that are not UTF-8; encode values "
+                              "as UTF-8, e.g. urllib.parse.urlencode", field=field) from None
+
+
 def gated_routes(routes: Sequence[BaseRoute]) -> list[Routable]:
     """Every route a request can reach, in the order the app tries them. FastAPI (from
     0.165) keeps an included router as one entry that matches for its routes but holds
@@ -184,6 +203,7 @@ class Guard:
                               "browsers: this request came from another site's page "
                               "(Origin, Sec-Fetch-Site)")
             scope = {**scope, "path": canonical_path(scope)}
+            check_query(scope)
             if scope["path"] not in PUBLIC_PATHS:
                 principal = self._authenticate(headers)
                 self._authorize(scope, principal)
@@ -322,10 +342,14 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 def _lone_surrogate(body: bytes) -> tuple[str, str] | None:
     """Where and what is wrong when a JSON body holds a string with a lone surrogate
     (JSON may escape one, ``"\\ud800"``; such text is not Unicode and cannot be stored):
-    the field's path as the 422 answers name fields (``memories.1.text``; a key is named
-    by its object's path), and the problem; else None."""
+    ``lone_surrogate_at`` of the parsed body; else None."""
     if not _SURROGATE_ESCAPE.search(body):
         return None
+    try:
+        parsed = json.loads(body)
+    except (ValueError, RecursionError):
+        return None  # the request's own validation reports it
+    return lone_surrogate_at(parsed, top="body")
     try:
         stack: list[tuple[str, Any]] = [("", json.loads(body))]
     except (ValueError, RecursionError):
