@@ -12,8 +12,10 @@ each checkpoint and sets again what changed (``graphmem/_kuzu/_db.py``). On a co
   are read before and after);
 * ``update + add, unchecked``: the same with the check switched off for that checkpoint
   (the baseline of the check's own cost; lists may come out wrong there);
-* ``cypher write``: a user Cypher write (what it wrote is not known: whole tables are
-  compared).
+* ``cypher write``: a user Cypher statement that sets a field (it created no rows: user
+  Cypher deletes nothing, so the tables' row counts say so, and nothing is compared);
+* ``cypher create``: a user Cypher statement that creates an entity with aliases (its
+  rows are not known by key: the Entity table is compared whole).
 
 Each is printed with its ratio to the baseline of the same run, and how many rows' lists
 came out different and were set again.
@@ -37,7 +39,8 @@ from ._fresh import store_copy
 from .bench_scale import cached_store
 from .bench_writes import build
 
-CASES = ("update", "add", "update + add", "update + add, unchecked", "cypher write")
+CASES = ("update", "add", "update + add", "update + add, unchecked", "cypher write",
+         "cypher create")
 
 
 def main() -> None:
@@ -72,6 +75,9 @@ def main() -> None:
             "cypher write": lambda k: store.cypher(
                 "MATCH (m:Memory {id: $id}) SET m.importance = 0.4", {"id": ids[3 * k + 2]},
                 write=True),
+            "cypher create": lambda k: store.cypher(
+                "CREATE (:Entity {id: $id, owner: 'bench', name: $id, type: 'thing', "
+                "aliases: [$id], gone: false})", {"id": f"bench-entity-{k}"}, write=True),
         }
         times: dict[str, list[float]] = {case: [] for case in CASES}
         for k in range(args.samples):

@@ -146,6 +146,34 @@ def test_lists_replayed_from_a_crashed_writers_log_survive_the_next_checkpoint(
     db.close()
 
 
+def _user(db: Database, query: str) -> None:
+    from graphmem._kuzu._guard import check_user_query
+
+    checked = check_user_query(query, write=True)
+    with db.write() as tx:
+        tx.run_user(checked.text, {}, checked.plan)
+
+
+@pytest.mark.parametrize("user_creates", [True, False])
+def test_user_cypher_writes_are_checked_too(tmp_path: Path, user_creates: bool) -> None:
+    """A user statement's rows are not known by key: a table where it created rows is
+    compared whole; one where it only set lists has its known new rows read."""
+    path = tmp_path / "db"
+    values = _base(path)
+    db = _database(path)
+    if user_creates:
+        _set(db, 3, [])
+        _user(db, "CREATE (:M {id: 100, tf: [2030], tg: ['2030']})")
+        assert db._lists.wholly == {"M"}
+    else:
+        _user(db, "MATCH (m:M {id: 3}) SET m.tf = [], m.tg = []")
+        assert not db._lists.wholly  # nothing created: no table read whole
+        _create(db, 100, [2030])
+    db.checkpoint()
+    assert db.lists_repaired >= 1
+    _holds(db, path, {**values, 3: [], 100: [2030]})
+
+
 def test_a_copy_after_a_list_set_keeps_the_copied_lists(tmp_path: Path) -> None:
     import pyarrow as pa
 

@@ -46,8 +46,9 @@ Kuzu 0.11.3 traps handled here (each reproduced on this machine):
   engine names (``watch_lists``) were created and whether a list column was set; when
   both happened, it reads those rows' lists before the checkpoint and after it, and sets
   again what came out different (``_checked``; ``tests/test_kuzu_lists.py``: each of its
-  random mixes loses values with the check switched off, none with it). After
-  user Cypher writes or a replayed WAL, whole tables are compared;
+  random mixes loses values with the check switched off, none with it). A table in
+  which a user Cypher write created rows (its row count grew: user Cypher deletes
+  nothing) is compared whole, and every table after a replayed WAL;
 * every row a statement writes is held in memory (outside the buffer pool's pages) until
   a checkpoint, far more than its WAL record: at 1M memories, recording one memory's
   access held ~24 KB for ~650 bytes of WAL, so 16 MB of WAL was ~0.6 GB of memory. The
@@ -263,15 +264,34 @@ class Tx:
         limit), which ends the transaction; its errors are the caller's to fix."""
         check_parameters(query, params)
         self.statements += 1
-        self.lists.whole = True  # what it wrote is not known here
+        counts = self._list_rows()
         self._conn.set_query_timeout(_timeout_ms(timeout_s))
         try:
-            return _run_vetted(self._conn, query, _bind(params), vet, self._db._vetted,
-                               path=self._db.path)
+            result = _run_vetted(self._conn, query, _bind(params), vet, self._db._vetted,
+                                 path=self._db.path)
         except RuntimeError as exc:
             raise _user_error(exc, path=self._db.path, timeout_s=timeout_s) from exc
         finally:
             self._conn.set_query_timeout(0)  # graphmem's own statements have no limit
+        # Which rows it created is not known here, but whether it created any is: user
+        # Cypher deletes nothing (``_plan``), so a table that grew is compared whole at
+        # the next checkpoint; one that did not may have had lists set on its rows.
+        for table, before in counts.items():
+            after = self._list_rows([table])[table]
+            if after != before:
+                self.lists.wholly.add(table)
+            self.lists.set.add(table)
+        return result
+
+    def _list_rows(self, tables: Iterable[str] | None = None) -> dict[str, int]:
+        """The number of rows of the watched tables a user statement may write (the
+        logs it may not: ``_plan.LOG_TABLES``)."""
+        from ._plan import LOG_TABLES
+
+        names = [t for t in (self._db._list_tables if tables is None else tables)
+                 if t.lower() not in LOG_TABLES]
+        return {t: self._db._execute(self._conn, f"MATCH (n:{t}) RETURN count(*)", {})[0][0]
+                for t in names}
 
     def run_many(self, query: str, param_sets: Sequence[Mapping[str, Any]]) -> None:
         """Run one statement for each parameter set, planned once (0.2 ms a row at 100k
@@ -398,8 +418,10 @@ class Database:
             return {}
         if lists.whole:
             return dict.fromkeys(self._list_tables)
-        return {t: sorted(keys) for t, keys in lists.fresh.items()
-                if keys and t in lists.set and t in self._list_tables}
+        keyed: dict[str, list[Any] | None] = {
+            t: sorted(keys) for t, keys in lists.fresh.items()
+            if keys and t in lists.set and t in self._list_tables}
+        return {**keyed, **dict.fromkeys(t for t in lists.wholly if t in self._list_tables)}
 
     def _list_values(self, conn: Any, table: str, keys: list[Any] | None) -> _Lists:
         """The lists of ``table``'s rows ``keys`` (None: all of them, read as Arrow: a
@@ -967,11 +989,13 @@ def _release(key: tuple[int, int], read_only: bool) -> None:
 
 class _ListWrites:
     """Rows created (keys by table) and tables whose lists were set, in a transaction
-    or since the last checkpoint; ``whole``: writes not known (see the module's notes)."""
+    or since the last checkpoint; ``wholly``: tables with new rows not known by key (a
+    user statement's); ``whole``: no write known (see the module's notes)."""
 
     def __init__(self) -> None:
         self.fresh: dict[str, set[Any]] = {}
         self.set: set[str] = set()
+        self.wholly: set[str] = set()
         self.whole = False
 
     def created(self, table: str, keys: Iterable[Any]) -> None:
@@ -983,6 +1007,7 @@ class _ListWrites:
             for table, keys in source.fresh.items():
                 out.created(table, keys)
             out.set |= source.set
+            out.wholly |= source.wholly
             out.whole |= source.whole
         return out
 
