@@ -102,15 +102,17 @@ class Context:
         from ..engines import KuzuEngine, is_postgres_url
 
         local = self.db != ":memory:" and not is_postgres_url(self.db)
-        if local and not create and not KuzuEngine.holds_store(self.db):
+        held = local and KuzuEngine.holds_store(self.db)  # asked once for the checks below
+        if local and not create and not held:
             raise StoreError(f"no graphmem database at {self.db}: create one with "
                              f"`graphmem --db {self.db} init` (or import into it), or check "
                              "--db and $GRAPHMEM_DB")
-        self.refuse_foreign_directory()
+        if local and not held:
+            self.refuse_foreign_directory()
         now = self.now
         clock = (lambda: now) if now is not None else None
         made = None
-        if local and create and not read_only and not KuzuEngine.holds_store(self.db):
+        if local and create and not read_only and not held:
             directory = Path(self.db)
             made = (directory, {e.name for e in directory.iterdir()}
                     if directory.is_dir() else None)
