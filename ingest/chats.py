@@ -194,10 +194,20 @@ def load_chats(path: str | Path) -> list[Chat]:
 
 
 def ingest_chat(store: MemoryStore, chat: Chat, **options: Any) -> list[AddResult]:
-    """Remember a chat as the README says: one ``add_conversation`` per sitting."""
-    return [store.add_conversation(list(s.messages), session_id=s.session, owner=chat.owner,
+    """Remember a chat as the README says: one ``add_conversation`` per sitting, a
+    message without a role that the chat's ``assistant_name`` speaks given the role
+    ``assistant`` (the store knows only the usual assistants' names)."""
+    return [store.add_conversation([_with_role(m, chat.assistant_name) for m in s.messages],
+                                   session_id=s.session, owner=chat.owner,
                                    timestamp=s.timestamp, **options)
             for s in chat.sittings]
+
+
+def _with_role(message: Any, assistant_name: str | None) -> Any:
+    if isinstance(message, dict) and not message.get("role") and assistant_name \
+            and is_assistant(message, assistant_name):
+        return {**message, "role": "assistant"}
+    return message
 
 
 def turn_of(provenance: Mapping[str, Any]) -> Turn | None:

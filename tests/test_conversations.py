@@ -123,6 +123,35 @@ def test_the_assistant_is_kept_as_the_assistant_only_for_what_it_did(store: Memo
     assert user.provenance["speaker"] == "Tess"
 
 
+def test_a_speaker_named_as_the_assistant_or_a_system_is_no_person(store: MemoryStore,
+                                                                  tmp_path: Path) -> None:
+    """A roleless system message is skipped, not a user's statement; a chat file's
+    ``assistant_name`` makes that speaker's roleless messages the assistant's."""
+    from ingest.chats import ingest_chat, load_chats
+
+    result = store.add_conversation([
+        {"speaker": "system", "text": "You are Pip, a helpful assistant for Tess."},
+        {"speaker": "Tess", "text": "My sister Ana is a nurse in Porto"}],
+        session_id="s0", owner="tess")
+    assert dict(result.dropped)[0] == "system message"
+    chats = {"conversations": [{
+        "id": "c1", "owner": "tess", "assistant_name": "Pip",
+        "sittings": [{"session": "c1-s1", "timestamp": "2026-03-02T09:15:00+00:00",
+                      "messages": [
+                          {"speaker": "Tess", "text": "can you remind me about the dentist?"},
+                          {"speaker": "Pip", "text": "Sure! I've set a reminder for Monday at "
+                                                     "9am to call the dentist."},
+                          {"speaker": "Pip", "text": "My favourite colour is teal."}]}]}]}
+    path = tmp_path / "chats.json"
+    path.write_text(json.dumps(chats), encoding="utf-8")
+    [added] = ingest_chat(store, load_chats(path)[0])
+    kept = [store.get(i) for i in added.created_ids]
+    assert [(m.text, m.provenance.get("role")) for m in kept if "assistant" in m.tags] == [
+        ("I've set a reminder for Monday at 9am to call the dentist.", "assistant")]
+    assert not any("teal" in m.text for m in kept)  # no person's statement
+    assert "pip" not in {e.name.lower() for e in store.entities(owner="tess")}
+
+
 def test_an_assistant_plan_is_kept_item_by_item() -> None:
     found = assistant_statements("Here's a plan for the week:\n- **Mon**: 5 km easy\n"
                                  "- Wed: intervals, 6 x 400 m\n\nLet me know how it goes!")

@@ -188,7 +188,8 @@ class Conversations:
         Messages are dicts with ``text`` (or ``content``), and optionally ``speaker`` (or
         ``role``/``name``) and ``timestamp``; plain strings are user messages, and a
         message without a role whose speaker is ``assistant`` (or ``ai``, ``bot``) is
-        the assistant's. The quality gate keeps what the user said about themselves and
+        the assistant's, one whose speaker is ``system`` or ``tool`` skipped as those
+        roles are. The quality gate keeps what the user said about themselves and
         their world: statements become active episodic memories; hedges and
         hypotheticals ("maybe I'll ...", "if I had time ...") become ``candidate``
         memories; greetings, filler, questions that say nothing about the asker and
@@ -634,9 +635,10 @@ def _message(message: Any, index: int) -> dict[str, Any]:
     for name, value in (("text", text), ("role", role), ("speaker", speaker)):
         if value is not None:
             check_unicode(value, field=f"messages[{index}].{name}")
-    if not role:
-        role = ("assistant" if speaker and speaker.strip().lower() in _ASSISTANT_SPEAKERS
-                else "user")
+    if not role:  # the speaker may say whose it is: the assistant's, or a system's
+        named = speaker.strip().lower() if speaker else ""
+        role = ("assistant" if named in _ASSISTANT_SPEAKERS
+                else named if named in _SKIPPED_ROLES else "user")
     when = message.get("timestamp")
     if when is not None:
         try:
