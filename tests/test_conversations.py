@@ -100,6 +100,22 @@ def test_a_title_does_not_end_a_sentence(store: MemoryStore) -> None:
     assert "The south one gets shade from Mr. Bellamy's pear tree" in texts
 
 
+def test_a_hedge_answers_only_a_question_about_what_someone_may_do(store: MemoryStore
+                                                                   ) -> None:
+    result = store.add_conversation([
+        "I joined the chess club at uni last month",
+        "maybe I'll join the rowing club too, they train on Saturdays"],
+        session_id="s1", owner="mei")
+    [hedge] = [store.get(i) for i in result.candidate_ids if "rowing" in store.get(i).text]
+    assert hedge.status is Status.CANDIDATE
+    asked = [h.memory.id for h in store.recall("Which club is Mei thinking of joining?",
+                                               owner="mei", k=5, record_access=False)]
+    assert hedge.id in asked
+    done = [h.memory.id for h in store.recall("Which club did Mei join?", owner="mei", k=5,
+                                              record_access=False)]
+    assert hedge.id not in done  # what she did: only what she said she did
+
+
 def test_the_assistant_is_kept_as_the_assistant_only_for_what_it_did(store: MemoryStore
                                                                       ) -> None:
     result = store.add_conversation([

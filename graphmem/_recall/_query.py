@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["answer_kind", "asks_about_assistant", "holds_kind", "named_actor"]
+__all__ = ["answer_kind", "asks_about_assistant", "asks_about_intent", "holds_kind",
+           "named_actor"]
 
 #: "what did I suggest ...", "the reminder I set", "which plugin did you recommend": a
 #: question about what the assistant did or proposed (the agent asks in the first
@@ -36,6 +37,27 @@ def asks_about_assistant(query: str) -> bool:
     Or calls it by a name ("which day trips did Wren suggest?": ``named_actor``).
     """
     return bool(_ASSISTANT_ACT.search(query)) or named_actor(query) is not None
+
+
+#: Words by which a question asks what someone may do, not what they do or did.
+_INTENT = re.compile(
+    r"\b(?:thinking\s+(?:of|about)|consider(?:s|ing)?|might|maybe|perhaps|planning"
+    r"|plans?\s+to|hop(?:e|es|ing)\s+to|would\s+like\s+to|wants?\s+to|wanting\s+to"
+    r"|wondering\s+(?:whether|if|about))\b", re.IGNORECASE)
+
+
+def asks_about_intent(query: str) -> bool:
+    """Whether a query asks what someone may do, hopes or plans to do: what the gate
+    kept as uncertain (a hedge, a ``candidate``) may then answer it.
+
+    >>> asks_about_intent("Which club is she thinking of joining?")
+    True
+    >>> asks_about_intent("What might they renovate next year?")
+    True
+    >>> asks_about_intent("Which club did she join?")
+    False
+    """
+    return bool(_INTENT.search(query))
 
 
 #: "which day trips did Wren suggest?": someone named did what an assistant does.

@@ -26,7 +26,7 @@ from .._recall._channels import Query, actr_terms, corrections_first, run_channe
 from .._recall._config import RecallConfig, resolve_preset
 from .._recall._hits import ActivationInfo, ChannelRank, Explanation, Hit, LearnedInfo
 from .._recall._index import RecallIndex
-from .._recall._query import asks_about_assistant, holds_kind, named_actor
+from .._recall._query import asks_about_assistant, asks_about_intent, holds_kind, named_actor
 from .._records import patched_memory
 from ._access import AccessRow, AccessWriter
 from ._memories import Memories
@@ -232,6 +232,8 @@ class Recall:
             return [], [], None
         now = self._ctx.now()
         statuses = ("active", "archived") if include_archived else ("active",)
+        if asks_about_intent(query):  # what someone may do: hedges kept as candidates too
+            statuses += ("candidate",)
         mask = index.mask(owner=owner, kinds=kinds, statuses=statuses, as_of=as_of,
                           now=now, since=window[0], until=window[1])
         if not mask.any():
