@@ -231,7 +231,7 @@ class Recall:
                 qvec.result()
             return [], [], None
         now = self._ctx.now()
-        statuses = ("active", "archived") if include_archived else ("active",)
+        statuses: tuple[str, ...] = ("active", "archived") if include_archived else ("active",)
         if asks_about_intent(query):  # what someone may do: hedges kept as candidates too
             statuses += ("candidate",)
         mask = index.mask(owner=owner, kinds=kinds, statuses=statuses, as_of=as_of,
