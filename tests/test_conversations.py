@@ -458,12 +458,16 @@ CORRECTIONS = [
     ("oops I misremembered, her surgery is in March", "her surgery is in May"),
     ("I had the time of the match wrong, kick-off is at 3", "the match kicks off at 5"),
     ("the quiz night is not Thursday, it's Friday", "the quiz night at the Crown is Thursday"),
+    ("one thing i told u wrong, the bbq is at 6", "the bbq is at 5 at Tom's"),
+    ("sorry I said it wrong, the flat is on the 3rd floor", "our flat is on the 4th floor"),
+    ("I changed my mind, we'll drive to Leeds", "we'll take the train to Leeds"),
 ]
 NOT_CORRECTIONS = ["she's actually really nice", "it's actually pretty good",
                    "I went to the wrong place yesterday", "just ignore that noise",
                    "make that cake tonight", "I actually love cycling in the rain",
                    "I'm not Spanish but I love paella", "it is not Friday yet, sadly",
-                   "I had the best time at the lake"]
+                   "I had the best time at the lake", "he told me I was doing it wrong",
+                   "I said nothing wrong"]
 
 
 @pytest.mark.parametrize(("said", "earlier"), CORRECTIONS)
