@@ -100,6 +100,20 @@ def test_a_title_does_not_end_a_sentence(store: MemoryStore) -> None:
     assert "The south one gets shade from Mr. Bellamy's pear tree" in texts
 
 
+def test_a_question_about_a_persons_reminder_asks_what_the_assistant_set(
+        store: MemoryStore) -> None:
+    store.add_conversation([
+        {"role": "user", "content": "The plumber Tomasz is coming on Thursday to fix the "
+                                    "boiler, I need to call him first. Please remind me."},
+        {"role": "assistant", "content": "Done - I've set a reminder for Wednesday at 6pm: "
+                                         "call Tomasz about the boiler."}],
+        session_id="s1", owner="tess")
+    for question in ("When is Tess's reminder to call the plumber?",
+                     "When will Tess be reminded to call Tomasz?"):
+        [first, *_] = store.recall(question, owner="tess", k=3, record_access=False)
+        assert "assistant" in first.memory.tags, (question, first.memory.text)
+
+
 def test_a_hedge_answers_only_a_question_about_what_someone_may_do(store: MemoryStore
                                                                    ) -> None:
     result = store.add_conversation([

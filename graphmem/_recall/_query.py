@@ -16,8 +16,11 @@ _ASSISTANT_ACT = re.compile(
     r"|put|reserved|drafted|offered|mentioned|advised|planned))\b"
     r"|\b(?:the assistant'?s?|my|your) (?:suggestion|recommendation|advice|reminder|plan"
     r"|proposal|idea|tip)s?\b"
-    # a reminder in a chat is what the assistant set ("when will she get the reminder?")
-    r"|\bthe reminders?\b", re.IGNORECASE)
+    # a reminder in a chat is what the assistant set ("when will she get the reminder?",
+    # "when is Olu's reminder to ...", "when will she be reminded", "it would remind him")
+    r"|\b(?:the|his|her|their|[^\W\d_][\w-]*'s|[^\W\d_][\w-]*’s) reminders?\b"
+    r"|\b(?:be|being|get|gets|getting) reminded\b|\b(?:would|will|'ll) remind\b",
+    re.IGNORECASE)
 
 
 def asks_about_assistant(query: str) -> bool:
@@ -33,6 +36,9 @@ def asks_about_assistant(query: str) -> bool:
     True
     >>> asks_about_assistant("What time of day does the user want reminders?")
     False
+    >>> [asks_about_assistant(q) for q in ("When is Olu's reminder to order the cake?",
+    ...  "When will Ana be reminded to call the bank?", "What was Ana reminded of by the song?")]
+    [True, True, False]
 
     Or calls it by a name ("which day trips did Wren suggest?": ``named_actor``).
     """
