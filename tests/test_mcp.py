@@ -375,6 +375,17 @@ def test_a_request_holding_a_lone_surrogate_is_answered_with_its_field(tmp_path:
         send('{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": [1]}')
         shaped = answer()
         assert shaped["id"] == 5 and shaped["error"]["code"] == -32600, shaped
+        # a response holding an object with a method and an id is still a response:
+        # never answered (it once got an error with the inner id, a second answer to it)
+        send('{"jsonrpc": "2.0", "id": 9, "error": {"method": "m", "id": 7}}')
+        # deeper than the SDK's parser goes: answered with its id, not dropped
+        send('{"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {"x": '
+             + "[" * 300 + "1" + "]" * 300 + "}}")
+        deep = answer()
+        assert deep["id"] == 6 and deep["error"]["code"] == -32600, deep
+        send('[{"jsonrpc": "2.0", "id": 11, "method": "ping"}]')  # a batch: not taken
+        batch = answer()
+        assert batch["id"] is None and batch["error"]["code"] == -32600, batch
         # no id an answer could carry, or a response (never answered): dropped, and the
         # server goes on (an id of true once crashed it)
         send('{"jsonrpc": "2.0", "id": true, "method": "tools/call", "params": '

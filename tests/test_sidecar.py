@@ -325,7 +325,11 @@ def test_lone_surrogates_are_refused(alice: Api) -> None:
     assert added.status_code == 201, added.text
     # a query value that is not UTF-8 was read as U+FFFD: another owner, an empty answer
     listed = alice.get("/v1/memories?owner=%ED%A0%80&limit=5")
-    assert listed.status_code == 422 and listed.json()["field"] == "owner", listed.text
+    assert listed.status_code == 422 and listed.json()["field"] == "query.owner", listed.text
+    for empty in ("owner=", "owner", "owner=a%00b"):  # asked about no one: said so
+        assert alice.get(f"/v1/memories?{empty}").status_code == 422, empty
+    with Api(str(alice.base_url), None) as anonymous:  # the token is checked first
+        assert anonymous.get("/v1/memories?owner=%ED%A0%80").status_code == 401
     assert alice.get("/v1/memories?owner=alice&limit=5").status_code == 200
     fine = alice.get("/v1/memories?owner=alice&note=%C3%A9+x")
     assert fine.status_code == 200, fine.text  # UTF-8 is fine

@@ -5,7 +5,9 @@ came. Here such a line gets the JSON-RPC error it is owed: "parse error" (id nul
 line that is not JSON; "invalid params" naming the field (``params.arguments.text``, as
 the sidecar's 422 names it) for a request holding a lone surrogate, the line read again
 with Python's parser, which keeps the surrogate; "invalid request" for a request whose id
-an answer can carry. Notifications and responses are never answered."""
+an answer can carry (of the wrong shape, or nested deeper than the SDK's parser goes), and
+with id null for a message that is no JSON object (a batch, a number). Notifications and
+responses are never answered, whatever objects they hold."""
 
 from __future__ import annotations
 
@@ -79,23 +81,39 @@ def refusal(exc: Exception) -> Any:
         request = json.loads(line)
     except (ValueError, RecursionError):
         return _error(None, PARSE_ERROR, "parse error: the line is not JSON")
-    if not isinstance(request, dict) or "method" not in request or not _usable_id(request):
+    if not isinstance(request, dict):
+        return _error(None, INVALID_REQUEST, _NOT_AN_OBJECT)
+    if "method" not in request or not _usable_id(request):
         return None  # a response or a notification is never answered
     problem = lone_surrogate_at(request, top="message")
-    if problem is None:
-        return None
-    field, what = problem
-    return _error(request["id"], INVALID_PARAMS, f"{field}: {what}")
+    if problem is not None:
+        field, what = problem
+        return _error(request["id"], INVALID_PARAMS, f"{field}: {what}")
+    # JSON that Python reads and the SDK's parser does not (nested deeper than it goes)
+    return _error(request["id"], INVALID_REQUEST,
+                  f"invalid request: {found[0].get('msg', 'unreadable JSON')}")
+
+
+_NOT_AN_OBJECT = ("invalid request: a message is one JSON object (a batch, an array of "
+                  "messages, is not taken)")
 
 
 def _invalid(errors: list[Any]) -> Any:
-    """"Invalid request" for a request of the wrong shape whose id an answer can carry."""
+    """"Invalid request" for a message of the wrong shape: with its id when it is a
+    request whose id an answer can carry, with none when it is no JSON object at all.
+    Only the message itself counts, never an object inside it (a response holding
+    ``{"method": ..., "id": 7}`` is still a response)."""
     for error in errors:
-        request = error.get("input")
-        if isinstance(request, dict) and "method" in request and _usable_id(request):
-            where = ".".join(str(p) for p in error.get("loc", ()))
-            return _error(request["id"], INVALID_REQUEST, "invalid request: "
-                          f"{where + ': ' if where else ''}{error.get('msg', 'wrong shape')}")
+        loc, message = error.get("loc", ()), error.get("input")
+        if len(loc) == 1 and not isinstance(message, dict):
+            return _error(None, INVALID_REQUEST, _NOT_AN_OBJECT)
+        top = len(loc) == 1 or (len(loc) == 2 and error.get("type") == "missing")
+        if top and isinstance(message, dict):
+            if "method" in message and _usable_id(message):
+                return _error(message["id"], INVALID_REQUEST, "invalid request: not a "
+                              'JSON-RPC 2.0 request (jsonrpc "2.0", a method name, params '
+                              "an object)")
+            return None  # a response or a notification is never answered
     return None
 
 

@@ -142,8 +142,9 @@ def check_query(scope: Scope) -> None:
             try:
                 unquote_to_bytes(part.replace(b"+", b" ")).decode("utf-8")
             except UnicodeDecodeError:
-                field = unquote_to_bytes(name).decode("utf-8", "replace") \
-                    if part is value else "query"
+                named = unquote_to_bytes(name).decode("utf-8", "replace")
+                # named as pydantic's 422s name a query parameter
+                field = f"query.{named}" if part is value and named else "query"
                 raise Refusal(422, "invalid_input", f"{field}: the query string holds "
                               "percent-encoded bytes that are not UTF-8; encode values "
                               "as UTF-8, e.g. urllib.parse.urlencode", field=field) from None
@@ -203,11 +204,11 @@ class Guard:
                               "browsers: this request came from another site's page "
                               "(Origin, Sec-Fetch-Site)")
             scope = {**scope, "path": canonical_path(scope)}
-            check_query(scope)
             if scope["path"] not in PUBLIC_PATHS:
                 principal = self._authenticate(headers)
                 self._authorize(scope, principal)
                 scope[PRINCIPAL] = principal
+            check_query(scope)  # after the token, as every check of what was sent
             body = await self._read_body(headers, receive)
             problem = _lone_surrogate(body)
             if problem:
