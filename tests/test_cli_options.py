@@ -249,9 +249,18 @@ def test_a_db_that_is_a_dangling_link_is_named_as_such(tmp_path: Path) -> None:
     link = tmp_path / "db"
     link.symlink_to(tmp_path / "moved" / "db")
     result = run("--db", str(link), "--embedder", "hashing", "add", "a note", code=1)
-    assert result.stderr == (f"error: {link} is a symbolic link to {tmp_path}/moved/db, which "
-                             "does not exist; create the directory it points to, or choose "
-                             "another path\n")
+    said = (f"error: {link} is a symbolic link to {tmp_path}/moved/db, which does not exist; "
+            "create that directory, or choose another path\n")
+    assert result.stderr == said
+    assert run("--db", str(link), "stats", code=1).stderr == said  # not "create it with init"
+    chain = tmp_path / "chain"  # a link to the link: the directory missing at its end named
+    chain.symlink_to(link)
+    assert run("--db", str(chain), "--embedder", "hashing", "init", code=1).stderr == (
+        said.replace(str(link), str(chain), 1))
+    loop = tmp_path / "loop"
+    loop.symlink_to(tmp_path / "loop")
+    assert run("--db", str(loop), "stats", code=1).stderr == (
+        f"error: {loop} is a loop of symbolic links; choose another path\n")
     assert link.is_symlink() and not (tmp_path / "moved").exists()
     (tmp_path / "moved" / "db").mkdir(parents=True)
     run("--db", str(link), "--embedder", "hashing", "add", "a note")  # a link to a directory

@@ -58,6 +58,7 @@ Kuzu 0.11.3 traps handled here (each reproduced on this machine):
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import logging
 import os
@@ -1110,11 +1111,34 @@ def _cypher_path(path: Path) -> str:
     return text
 
 
+def link_problem(path: str | os.PathLike[str]) -> str | None:
+    """What is wrong when ``path`` or a directory above it is a symbolic link that leads
+    nowhere (its target, or a link on the way, is missing) or in a loop; else None.
+
+    >>> link_problem("/") is None
+    True
+    """
+    path = Path(path)
+    for part in (path, *path.parents):
+        if not part.is_symlink():
+            continue
+        try:
+            os.stat(part)
+        except FileNotFoundError:
+            return (f"{part} is a symbolic link to {os.path.realpath(part)}, which does not "
+                    "exist; create that directory, or choose another path")
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return f"{part} is a loop of symbolic links; choose another path"
+            raise
+    return None
+
+
 def _check_path(path: Path, *, read_only: bool) -> None:
     """Refuse unusable store directories with a message that says what to do."""
-    if path.is_symlink() and not path.exists():
-        raise StoreError(f"{path} is a symbolic link to {os.readlink(path)}, which does not "
-                         "exist; create the directory it points to, or choose another path")
+    problem = link_problem(path)
+    if problem is not None:
+        raise StoreError(problem)
     if path.exists() and not path.is_dir():
         raise StoreError(
             f"{path} is a file, not a graphmem database directory; choose another path"

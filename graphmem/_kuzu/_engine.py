@@ -54,7 +54,7 @@ from .._errors import ConflictError, InvalidInputError
 from .._models import LifecycleEvent, Memory, Version
 from .._records import sentences_text
 from . import _jobs
-from ._db import Database, Tx, check_parameters
+from ._db import Database, Tx, check_parameters, link_problem
 from ._guard import check_user_query
 from ._journal import ChangeJournal
 from ._restore import build_from_parquet
@@ -194,6 +194,11 @@ class KuzuEngine(rules.Writes):
         """Whether the directory ``path`` holds a store already (its Kuzu file): a
         directory of other files does not, and opening it without creating is refused."""
         return os.path.isfile(os.path.join(path, Database.FILE_NAME))
+
+    @staticmethod
+    def link_problem(path: str | os.PathLike[str]) -> str | None:
+        """What is wrong when ``path`` leads through a symbolic link to nothing (``_db``)."""
+        return link_problem(path)
 
     def __init__(self, path: str, *, buffer_pool_mb: int = 512, read_only: bool = False) -> None:
         self.db = Database(path, buffer_pool_mb=buffer_pool_mb, read_only=read_only)
