@@ -159,6 +159,28 @@ def test_write_is_audited_and_cannot_touch_the_logs(seeded: MemoryStore) -> None
     assert _state(seeded) == before
 
 
+def test_a_write_that_leaves_a_memory_unreadable_is_refused(seeded: MemoryStore) -> None:
+    """Recall reads every memory: one row it could not read (a null in a list, a kind
+    it does not know, a memory made without its times) broke it for every owner."""
+    before = _state(seeded)
+    ann = seeded.memories(owner="ann")[0].id
+    for statement, params, said in [
+        ("MATCH (m:Memory {id: $id}) SET m.tags = $t", {"t": ["a", None]}, "tags must hold"),
+        ("MATCH (m:Memory {id: $id}) SET m.access_times = [timestamp('2024-01-01'), NULL]",
+         {}, "access_times must hold"),
+        ("MATCH (m:Memory {id: $id}) SET m.kind = 'bogus'", {}, "kind must be one of"),
+        ("MATCH (m:Memory {id: $id}) SET m.importance = NULL", {}, "importance must be set"),
+        ("CREATE (:Memory {id: 'partial', text: $id})", {}, "memory 'partial' unreadable"),
+    ]:
+        with pytest.raises(InvalidInputError, match=said):
+            seeded.cypher(statement, {"id": ann, **params}, write=True)
+    assert _state(seeded) == before  # nothing was changed
+    assert seeded.recall("orchard", owner="ann", record_access=False)
+    seeded.cypher("MATCH (m:Memory {id: $id}) SET m.tags = ['ok'], m.importance = 0.7",
+                  {"id": ann}, write=True)
+    assert seeded.get(ann).tags == ("ok",)
+
+
 def test_named_queries_pass_the_same_gate(seeded: MemoryStore) -> None:
     for name, query in load_queries().items():
         assert not any(word in query.text.upper().split() for word in ("SET", "DELETE",

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import pyarrow as pa
@@ -51,7 +51,7 @@ from .._engine import (
     check_vector_dtype,
 )
 from .._errors import ConflictError, InvalidInputError
-from .._models import LifecycleEvent, Memory, Version
+from .._models import Kind, LifecycleEvent, Memory, Status, Version
 from .._records import sentences_text
 from . import _jobs
 from ._db import Database, Tx, check_parameters, link_problem
@@ -995,9 +995,55 @@ class KuzuCypher:
             return CypherResult(columns=result.columns, rows=result.rows)
         with self._db.write() as tx:
             result = tx.run_user(checked.text, params, checked.plan, timeout_s=timeout_s)
+            _refuse_unreadable(tx, checked.text)
             if event is not None:
                 tx.run(_CREATE_EVENTS, {"rows": [event_params(event)]})
         return CypherResult(columns=result.columns, rows=result.rows)
+
+
+#: What a memory must hold for graphmem to read it (``Memory``): a kind and a status it
+#: knows, its times and scores, and lists without null items.
+_KINDS, _STATUSES = [k.value for k in Kind], [s.value for s in Status]
+# the values written into the statement: preparing "IN $kinds" without the parameter's
+# type crashed Kuzu 0.11.3 (a segfault)
+_SCALAR_CHECKS = {
+    "kind": f"m.kind IS NULL OR NOT m.kind IN {_KINDS!r}",
+    "status": f"m.status IS NULL OR NOT m.status IN {_STATUSES!r}",
+    **{c: f"m.{c} IS NULL" for c in ("created", "modified", "importance",
+                                      "original_importance", "confidence")},
+}
+_UNREADABLE = ("MATCH (m:Memory) WHERE "
+               + " OR ".join(f"({t})" for t in _SCALAR_CHECKS.values())
+               + " RETURN m.id, " + ", ".join(f"({t})" for t in _SCALAR_CHECKS.values())
+               + " LIMIT 1")
+_LISTS = ("tags", "entities", "superseded_by", "access_times", "times_from", "times_to")
+# UNWIND, not any(x IN ...) or list_filter: over these columns Kuzu 0.11.3 crashed the
+# process (a segfault, a double free) and read any(...) inside CASE as null
+_NULL_ITEM = "MATCH (m:Memory) UNWIND m.{c} AS x WITH m, x WHERE x IS NULL RETURN m.id LIMIT 1"
+
+
+def _refuse_unreadable(tx: Tx, query: str) -> None:
+    """Refuse (rolling the write back) a user write that leaves a memory graphmem cannot
+    read: recall reads every memory, and one such row broke it for every owner. Lists
+    are read only when the statement names them (a list gets a null item only from a
+    statement that names its column): each is a scan of the table (~5 ms at 10k)."""
+    rows = tx.run(_UNREADABLE)
+    if rows:
+        memory_id, *failed = rows[0]
+        field = next(c for c, bad in zip(_SCALAR_CHECKS, failed, strict=True) if bad)
+        allowed = ", ".join(_KINDS if field == "kind" else _STATUSES)
+        _unreadable(memory_id, field, f"be one of {allowed}" if field in ("kind", "status")
+                    else "be set")
+    lowered = query.lower()
+    for column in (c for c in _LISTS if c in lowered):
+        rows = tx.run(_NULL_ITEM.format(c=column))
+        if rows:
+            _unreadable(rows[0][0], column, "hold no null items")
+
+
+def _unreadable(memory_id: str, field: str, must: str) -> NoReturn:
+    raise InvalidInputError(f"the write would leave memory {memory_id!r} unreadable: its "
+                            f"{field} must {must}; nothing was changed", field="query")
 
 
 def patch_statement(patch: Patch) -> tuple[str, dict[str, Any]]:
