@@ -42,8 +42,9 @@ class Discovery:
 
 
 def discovery_path(db: str | os.PathLike[str]) -> Path:
-    """``<db>.sidecar.json``, beside the database directory."""
-    path = Path(db)
+    """``<db>.sidecar.json``, beside the database directory, its symbolic links followed:
+    a database named through a link is found by whoever names it otherwise."""
+    path = Path(os.path.realpath(db))
     return path.with_name(path.name + ".sidecar.json")
 
 

@@ -64,6 +64,10 @@ def test_commands_find_the_sidecar_that_holds_the_database(served: tuple[Path, s
     assert json.loads(stats.stdout)["memories"] == 301 and stats.stderr == ""
     shown = gm("stats", "--db", str(db))
     assert shown.returncode == 0 and shown.stdout.startswith("memories 301")
+    link = tmp_path / "linked"  # the same database through a symbolic link
+    link.symlink_to(db)
+    linked = gm("--db", str(link), "--json", "stats")
+    assert linked.returncode == 0 and json.loads(linked.stdout)["memories"] == 301, linked
     assert shown.stderr == f"note: the sidecar at {url} holds {db}; working through it\n"
     named = gm("--db", str(db), "--json", "query", "most_referenced", "--param", "limit=2")
     assert named.returncode == 0 and len(json.loads(named.stdout)) == 2
