@@ -437,6 +437,11 @@ def test_corrections_are_found_by_what_they_negate_or_share() -> None:
     assert correction_target("wait no, Thursdays", recent) == "b"
     assert correction_target("16 people not 14", [Statement("c", "about 14 people")]) == "c"
     assert correction_target("I love the 14th", recent) is None
+    # the value said before outweighs words shared with what came just before
+    runs = [Statement("tip", "Try them on your next long run.", assistant=True),
+            Statement("goal", "My goal is to finish under 2h15.")]
+    assert correction_target("Before I said under 2h15, but the long runs go so well that "
+                             "I will try for under 2h10.", runs) == "goal"
     assert not is_correction("she's not sure yet")
     assert is_correction("the exam is NOT on june 12")
 

@@ -75,6 +75,10 @@ _ADDS = re.compile(
 NOW_SIMILAR = 0.50
 #: "..., not the 14th" / "not Linz": the value a correction takes back (up to 3 words).
 _NEGATED = re.compile(r"\bnot\s+((?:the\s+)?[\w'’-]+(?:\s+[\w'’-]+){0,2})", re.IGNORECASE)
+#: "before I said under 2h15, but ...", "I told you the 14th": the value taken back, too
+_SAID = re.compile(r"\bi (?:said|told (?:you|u)|wrote|mentioned)\s+((?:the\s+)?[\w'’-]+"
+                   r"(?:\s+[\w'’-]+){0,2})", re.IGNORECASE)
+_NOT_VALUES = frozenset({"earlier", "before", "wrong", "that", "it", "last", "time"})
 _SLOTS = {
     "weekday": re.compile(r"\b(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:days?)?"
                           r"\b", re.IGNORECASE),
@@ -277,6 +281,7 @@ def correction_target(text: str, recent: Sequence[Statement],
         return _closest_now(text, own, similarity) if says_now(text) else None
     terms, slots = _terms(text), _slots(text)
     negated = [_terms(m.group(1)) for m in finditer(_NEGATED, text)]
+    negated += [_terms(m.group(1)) - _NOT_VALUES for m in finditer(_SAID, text)]
     short = len(terms) <= 4
     if short and about:
         terms |= _terms(about)
