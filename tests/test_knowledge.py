@@ -77,6 +77,26 @@ def test_a_newer_fact_ends_the_older_one(tmp_path: Path) -> None:
         assert lives["lisbon"].valid_to is None
 
 
+def test_an_ended_fact_the_question_does_not_ask_about_lifts_nothing(tmp_path: Path
+                                                                     ) -> None:
+    """Every fact about a named person lifted its memory, asked about or not: a memory of
+    an ended fact came first for every question naming her."""
+    clock = Clock(T0 + timedelta(days=40))
+    with MemoryStore(tmp_path / "db", embedder="hashing", clock=clock) as store:
+        old = store.add("Caroline lives in Ibadan", owner="ann", created=T0)
+        new = store.add("Caroline moved to Lisbon", owner="ann", created=T0 + timedelta(days=30))
+        store.add("Caroline paints on weekends", owner="ann", created=T0 + timedelta(days=31))
+
+        def by_facts(question: str) -> set[str]:
+            return {h.memory.id for h in store.recall(question, owner="ann", k=5,
+                                                      record_access=False)
+                    if "facts" in h.explanation.channels}
+
+        assert old.id not in by_facts("What does Caroline do on weekends?")
+        assert new.id in by_facts("What does Caroline do on weekends?")  # still true
+        assert old.id in by_facts("Where did Caroline live before she moved?")  # asked
+
+
 def test_the_same_statement_of_the_same_time_is_the_same_fact(store: MemoryStore) -> None:
     """Said again once a newer value ended it, a statement with its own start is one more
     source of the fact it names (one id, one row), not a second fact valid again."""
