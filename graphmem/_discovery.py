@@ -45,6 +45,11 @@ def discovery_path(db: str | os.PathLike[str]) -> Path:
     """``<db>.sidecar.json``, beside the database directory, its symbolic links followed:
     a database named through a link is found by whoever names it otherwise."""
     path = Path(os.path.realpath(db))
+    if not path.name:
+        from ._errors import StoreError
+
+        raise StoreError(f"{db} is the filesystem's root: a database goes into a directory "
+                         "of its own; choose another --db")
     return path.with_name(path.name + ".sidecar.json")
 
 

@@ -479,6 +479,7 @@ CORRECTIONS = [
     ("the quiz night is not Thursday, it's Friday", "the quiz night at the Crown is Thursday"),
     ("one thing i told u wrong, the bbq is at 6", "the bbq is at 5 at Tom's"),
     ("sorry I said it wrong, the flat is on the 3rd floor", "our flat is on the 4th floor"),
+    ("I gave you the wrong date, the dinner is on the 9th", "the dinner is on the 19th"),
     ("I changed my mind, we'll drive to Leeds", "we'll take the train to Leeds"),
 ]
 NOT_CORRECTIONS = ["she's actually really nice", "it's actually pretty good",
@@ -486,7 +487,9 @@ NOT_CORRECTIONS = ["she's actually really nice", "it's actually pretty good",
                    "make that cake tonight", "I actually love cycling in the rain",
                    "I'm not Spanish but I love paella", "it is not Friday yet, sadly",
                    "I had the best time at the lake", "he told me I was doing it wrong",
-                   "I said nothing wrong"]
+                   "I said nothing wrong", "I told Tom he was wrong about Lisbon being cheap",
+                   "Nothing ever changed my mind about Mia's violin lessons",
+                   "My coach changed my mind about running on Saturday"]
 
 
 @pytest.mark.parametrize(("said", "earlier"), CORRECTIONS)

@@ -171,6 +171,9 @@ def test_a_write_that_leaves_a_memory_unreadable_is_refused(seeded: MemoryStore)
         ("MATCH (m:Memory {id: $id}) SET m.kind = 'bogus'", {}, "kind must be one of"),
         ("MATCH (m:Memory {id: $id}) SET m.importance = NULL", {}, "importance must be set"),
         ("CREATE (:Memory {id: 'partial', text: $id})", {}, "memory 'partial' unreadable"),
+        ("MATCH (m:Memory {id: $id}) SET m.modified = timestamp('20000-01-01 00:00:00')", {},
+         "modified must be a time in the years 1-9999"),
+        ("MATCH (m:Memory {id: $id}) SET m.access_count = NULL", {}, "access_count must be"),
     ]:
         with pytest.raises(InvalidInputError, match=said):
             seeded.cypher(statement, {"id": ann, **params}, write=True)

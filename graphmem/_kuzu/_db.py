@@ -1131,6 +1131,9 @@ def link_problem(path: str | os.PathLike[str]) -> str | None:
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 return f"{part} is a loop of symbolic links; choose another path"
+            if exc.errno == errno.ENOTDIR:
+                return (f"{part} is a symbolic link to {os.readlink(part)}, which is no "
+                        "directory path (a file stands on the way); choose another path")
             raise
     return None
 

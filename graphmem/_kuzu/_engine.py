@@ -1004,13 +1004,20 @@ class KuzuCypher:
 #: What a memory must hold for graphmem to read it (``Memory``): a kind and a status it
 #: knows, its times and scores, and lists without null items.
 _KINDS, _STATUSES = [k.value for k in Kind], [s.value for s in Status]
+_EARLIEST, _LATEST = "timestamp('0001-01-01')", "timestamp('9999-12-31 23:59:59')"
 # the values written into the statement: preparing "IN $kinds" without the parameter's
 # type crashed Kuzu 0.11.3 (a segfault)
 _SCALAR_CHECKS = {
     "kind": f"m.kind IS NULL OR NOT m.kind IN {_KINDS!r}",
     "status": f"m.status IS NULL OR NOT m.status IN {_STATUSES!r}",
     **{c: f"m.{c} IS NULL" for c in ("created", "modified", "importance",
-                                      "original_importance", "confidence")},
+                                      "original_importance", "confidence", "access_count",
+                                      "useful_count", "ignored_count")},
+    # a time Python cannot hold (Kuzu can) made every recall and export fail, and a plain
+    # read of the column crash the process
+    **{f"{c}:time": f"m.{c} < {_EARLIEST} OR m.{c} >= {_LATEST}"
+       for c in ("created", "modified", "observed", "valid_from", "valid_to",
+                 "last_accessed")},
 }
 _UNREADABLE = ("MATCH (m:Memory) WHERE "
                + " OR ".join(f"({t})" for t in _SCALAR_CHECKS.values())
@@ -1032,8 +1039,15 @@ def _refuse_unreadable(tx: Tx, query: str) -> None:
         memory_id, *failed = rows[0]
         field = next(c for c, bad in zip(_SCALAR_CHECKS, failed, strict=True) if bad)
         allowed = ", ".join(_KINDS if field == "kind" else _STATUSES)
-        _unreadable(memory_id, field, f"be one of {allowed}" if field in ("kind", "status")
-                    else "be set")
+        _unreadable(memory_id, field.split(":")[0], f"be one of {allowed}"
+                    if field in ("kind", "status") else "be a time in the years 1-9999"
+                    if field.endswith(":time") else "be set")
+    for column in ("access_times", "times_from", "times_to"):
+        if column in query.lower():
+            rows = tx.run(f"MATCH (m:Memory) UNWIND m.{column} AS x WITH m, x WHERE "
+                          f"x < {_EARLIEST} OR x >= {_LATEST} RETURN m.id LIMIT 1")
+            if rows:
+                _unreadable(rows[0][0], column, "hold times in the years 1-9999")
     lowered = query.lower()
     for column in (c for c in _LISTS if c in lowered):
         rows = tx.run(_NULL_ITEM.format(c=column))

@@ -47,7 +47,7 @@ def asks_about_assistant(query: str) -> bool:
 
 #: Words by which a question asks what someone may do, not what they do or did.
 _INTENT = re.compile(
-    r"\b(?:thinking\s+(?:of|about)|consider(?:s|ing)?|might|maybe|perhaps|planning"
+    r"\b(?:thinking\s+(?:of|about)|consider(?:s|ing)?|might|planning"
     r"|plans?\s+to|hop(?:e|es|ing)\s+to|would\s+like\s+to|wants?\s+to|wanting\s+to"
     r"|wondering\s+(?:whether|if|about))\b", re.IGNORECASE)
 

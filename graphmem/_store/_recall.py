@@ -123,9 +123,11 @@ class Recall:
 
         Channels (full text, vectors, graph walks) are fused by reciprocal rank fusion
         and, in the ``default`` preset, re-ranked by ACT-R activation. Only active (and
-        hot) memories come back, archived ones too with ``include_archived``; never
-        candidates, tombstoned, forgotten or superseded ones (their current version comes
-        back instead). ``owner`` and ``kinds`` filter; ``as_of`` returns what was valid
+        hot) memories come back, archived ones too with ``include_archived``, and
+        candidates (hedges the gate kept as uncertain, ``status`` candidate) only for a
+        question about what someone may do ("which club is she thinking of joining?");
+        never tombstoned, forgotten or superseded ones (their current version comes back
+        instead). ``owner`` and ``kinds`` filter; ``as_of`` returns what was valid
         and current then. A recall changes nothing unless ``record_access`` asks it to
         record an access for each hit (ACT-R's uses, the lifecycle's access counts);
         useful ``feedback`` records one for the memory that helped. Measured on repeated

@@ -59,9 +59,11 @@ def recall(ctx: Context, query: str, k: int, preset: str, explain: bool, owner: 
 
 def hits_table(hits: list[Hit]) -> str:
     """Rank, score, kind, when (the day of its session), id and the memory's text (a
-    subject is shared by every version of a memory; the text tells them apart)."""
-    return table([(h.rank, f"{h.score:.4f}", h.memory.kind.value, f"{h.when:%Y-%m-%d}",
-                   h.memory.id, _text(h, 70)) for h in hits],
+    subject is shared by every version of a memory; the text tells them apart); a hit
+    that is not active says its status (a candidate: what was said as uncertain)."""
+    return table([(h.rank, f"{h.score:.4f}", h.memory.kind.value
+                   + ("" if h.memory.status.value == "active" else f" ({h.memory.status.value})"),
+                   f"{h.when:%Y-%m-%d}", h.memory.id, _text(h, 70)) for h in hits],
                  ["#", "score", "kind", "when", "id", "text"])
 
 
