@@ -174,6 +174,8 @@ def test_a_write_that_leaves_a_memory_unreadable_is_refused(seeded: MemoryStore)
         ("MATCH (m:Memory {id: $id}) SET m.modified = timestamp('20000-01-01 00:00:00')", {},
          "modified must be a time in the years 1-9999"),
         ("MATCH (m:Memory {id: $id}) SET m.access_count = NULL", {}, "access_count must be"),
+        ("MATCH (m:Memory {id: $id}) SET m.provenance = 'not json'", {},
+         "provenance must be a JSON object"),
     ]:
         with pytest.raises(InvalidInputError, match=said):
             seeded.cypher(statement, {"id": ann, **params}, write=True)

@@ -10,6 +10,7 @@ small writes one statement a row that finds its ends by key (``UNWIND ... MATCH 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -1024,6 +1025,9 @@ _UNREADABLE = ("MATCH (m:Memory) WHERE "
                + " RETURN m.id, " + ", ".join(f"({t})" for t in _SCALAR_CHECKS.values())
                + " LIMIT 1")
 _LISTS = ("tags", "entities", "superseded_by", "access_times", "times_from", "times_to")
+#: columns holding a JSON object as text; a user writing text that is not one made
+#: recall, show and export fail with a JSONDecodeError
+_JSON_COLUMNS = ("provenance", "integrity", "ump")
 # UNWIND, not any(x IN ...) or list_filter: over these columns Kuzu 0.11.3 crashed the
 # process (a segfault, a double free) and read any(...) inside CASE as null
 _NULL_ITEM = "MATCH (m:Memory) UNWIND m.{c} AS x WITH m, x WHERE x IS NULL RETURN m.id LIMIT 1"
@@ -1053,6 +1057,16 @@ def _refuse_unreadable(tx: Tx, query: str) -> None:
         rows = tx.run(_NULL_ITEM.format(c=column))
         if rows:
             _unreadable(rows[0][0], column, "hold no null items")
+    for column in (c for c in _JSON_COLUMNS if c in lowered):
+        # read here, as graphmem reads them (Kuzu has no JSON test without its extension)
+        for memory_id, text in tx.run(f"MATCH (m:Memory) WHERE m.{column} IS NOT NULL "
+                                      f"AND m.{column} <> '' RETURN m.id, m.{column}"):
+            try:
+                ok = isinstance(json.loads(text), dict)
+            except (TypeError, ValueError, RecursionError):
+                ok = False
+            if not ok:
+                _unreadable(memory_id, column, "be a JSON object (or null)")
 
 
 def _unreadable(memory_id: str, field: str, must: str) -> NoReturn:
