@@ -24,6 +24,7 @@ from ._models import Kind, Status
 from ._time import parse_iso, to_utc
 
 __all__ = [
+    "MAX_SHORT",
     "MAX_TAG",
     "MAX_TAGS",
     "MAX_TEXT",
@@ -47,7 +48,8 @@ __all__ = [
 
 #: Longest memory text accepted (characters); longer input is an error, not a truncation.
 MAX_TEXT = 200_000
-_MAX_SHORT = 2_000
+#: Longest short field (owner, subject, project, session, id), in characters.
+MAX_SHORT = 2_000
 #: At most this many tags, of at most ``MAX_TAG`` characters each.
 MAX_TAGS = 64
 MAX_TAG = 200
@@ -385,8 +387,8 @@ class MemoryInput(BaseModel):
             return None
         if "\x00" in value:
             raise ValueError("contains a NUL character")
-        if len(value) > _MAX_SHORT:
-            raise ValueError(f"is {len(value)} characters long; the limit is {_MAX_SHORT}")
+        if len(value) > MAX_SHORT:
+            raise ValueError(f"is {len(value)} characters long; the limit is {MAX_SHORT}")
         problem = unicode_problem(value)
         if problem is not None:
             raise ValueError(problem)
@@ -424,7 +426,7 @@ class MemoryInput(BaseModel):
     @classmethod
     def _strings(cls, value: tuple[str, ...], info: Any) -> tuple[str, ...]:
         most, longest = (MAX_TAGS, MAX_TAG) if info.field_name == "tags" \
-            else (MAX_LIST, _MAX_SHORT)
+            else (MAX_LIST, MAX_SHORT)
         if len(value) > most:
             raise ValueError(f"has {len(value)} entries; the limit is {most}")
         for item in value:

@@ -1025,19 +1025,22 @@ _UNREADABLE = ("MATCH (m:Memory) WHERE "
                + " RETURN m.id, " + ", ".join(f"({t})" for t in _SCALAR_CHECKS.values())
                + " LIMIT 1")
 _LISTS = ("tags", "entities", "superseded_by", "access_times", "times_from", "times_to")
+_TIME_LISTS = frozenset({"access_times", "times_from", "times_to"})
 #: columns holding a JSON object as text; a user writing text that is not one made
 #: recall, show and export fail with a JSONDecodeError
 _JSON_COLUMNS = ("provenance", "integrity", "ump")
 # UNWIND, not any(x IN ...) or list_filter: over these columns Kuzu 0.11.3 crashed the
 # process (a segfault, a double free) and read any(...) inside CASE as null
-_NULL_ITEM = "MATCH (m:Memory) UNWIND m.{c} AS x WITH m, x WHERE x IS NULL RETURN m.id LIMIT 1"
+_BAD_ITEM = ("MATCH (m:Memory) UNWIND m.{c} AS x WITH m, x WHERE {bad} "
+             "RETURN m.id, x IS NULL LIMIT 1")
 
 
 def _refuse_unreadable(tx: Tx, query: str) -> None:
     """Refuse (rolling the write back) a user write that leaves a memory graphmem cannot
     read: recall reads every memory, and one such row broke it for every owner. Lists
-    are read only when the statement names them (a list gets a null item only from a
-    statement that names its column): each is a scan of the table (~5 ms at 10k)."""
+    and JSON columns are read only when the statement names them (a list gets a null
+    item only from a statement that names its column): each is a scan of the table
+    (~5 ms at 10k)."""
     rows = tx.run(_UNREADABLE)
     if rows:
         memory_id, *failed = rows[0]
@@ -1046,17 +1049,15 @@ def _refuse_unreadable(tx: Tx, query: str) -> None:
         _unreadable(memory_id, field.split(":")[0], f"be one of {allowed}"
                     if field in ("kind", "status") else "be a time in the years 1-9999"
                     if field.endswith(":time") else "be set")
-    for column in ("access_times", "times_from", "times_to"):
-        if column in query.lower():
-            rows = tx.run(f"MATCH (m:Memory) UNWIND m.{column} AS x WITH m, x WHERE "
-                          f"x < {_EARLIEST} OR x >= {_LATEST} RETURN m.id LIMIT 1")
-            if rows:
-                _unreadable(rows[0][0], column, "hold times in the years 1-9999")
     lowered = query.lower()
     for column in (c for c in _LISTS if c in lowered):
-        rows = tx.run(_NULL_ITEM.format(c=column))
+        bad = "x IS NULL" + (f" OR x < {_EARLIEST} OR x >= {_LATEST}"
+                             if column in _TIME_LISTS else "")
+        rows = tx.run(_BAD_ITEM.format(c=column, bad=bad))
         if rows:
-            _unreadable(rows[0][0], column, "hold no null items")
+            memory_id, null = rows[0]
+            _unreadable(memory_id, column, "hold no null items" if null
+                        else "hold times in the years 1-9999")
     for column in (c for c in _JSON_COLUMNS if c in lowered):
         # read here, as graphmem reads them (Kuzu has no JSON test without its extension)
         for memory_id, text in tx.run(f"MATCH (m:Memory) WHERE m.{column} IS NOT NULL "

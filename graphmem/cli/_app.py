@@ -103,8 +103,9 @@ class Context:
 
         local = self.db != ":memory:" and not is_postgres_url(self.db)
         held = local and KuzuEngine.holds_store(self.db)  # asked once for the checks below
-        if local and not held and KuzuEngine.link_problem(self.db):
-            raise StoreError(str(KuzuEngine.link_problem(self.db)))
+        problem = KuzuEngine.link_problem(self.db) if local and not held else None
+        if problem is not None:
+            raise StoreError(problem)
         if local and not create and not held:
             raise StoreError(f"no graphmem database at {self.db}: create one with "
                              f"`graphmem --db {self.db} init` (or import into it), or check "
