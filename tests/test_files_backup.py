@@ -321,7 +321,7 @@ TAMPERED: list[tuple[str, Callable[[pa.Table], pa.Table], str]] = [
     ("Memory.parquet", lambda t: set_column(t, "a.provenance", ["{not json"] * t.num_rows),
      r"memory 'urn:.*' is not a valid memory"),
     ("Memory.parquet", lambda t: set_column(t, "a.vec", ["!!not base64!!"] * t.num_rows),
-     r"has a stored vector that is not base64 float32"),
+     r"has a stored vector that is not base64 of finite float32 values"),
     ("Meta.parquet", lambda t: set_column(
         t, "a.value", ["2" if k == "schema_version" else v for k, v in
                        zip(t.column(0).to_pylist(), t.column(1).to_pylist(), strict=True)]),

@@ -186,6 +186,49 @@ def test_a_write_that_leaves_a_memory_unreadable_is_refused(seeded: MemoryStore)
     assert seeded.get(ann).tags == ("ok",)
 
 
+def test_a_write_that_leaves_a_vector_or_the_knowledge_graph_unreadable_is_refused(
+        tmp_path: Path) -> None:
+    """A vector that is not base64 of float32, a score that is not a number, an entity
+    without a name, a fact without a predicate, a mention without a weight: each broke
+    recall (or printed NaN into JSON) for every owner."""
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        alice = store.add("Alice works at Acme in Paris since 2020.", owner="ann")
+        store.add("Bob's manager is Carol. Carol works at Acme.", owner="ann")
+        assert store.facts(owner="ann") and store.entities(owner="ann")
+        before = _state(store)
+        entity = "MATCH (e:Entity) WITH e LIMIT 1 SET "
+        fact = "MATCH (:Entity)-[f:FACT]->(:Entity) SET "
+        for statement, said in [
+            ("MATCH (m:Memory {id: $id}) SET m.vec = 'AAAA'", "vec must be base64"),
+            ("MATCH (m:Memory {id: $id}) SET m.vec = 'not base64!'", "vec must be base64"),
+            ("MATCH (m:Memory {id: $id}) SET m.vec = 'AADAfw=='", "vec must be base64"),  # NaN
+            ("MATCH (m:Memory {id: $id}) SET m.importance = 0.0 / 0.0",
+             "importance must be a finite number"),
+            ("MATCH (m:Memory {id: $id}) SET m.centrality = 1.0 / 0.0",
+             "centrality must be a finite number"),
+            (entity + "e.name = NULL", r"entity '.+' unreadable: its name must be set"),
+            (entity + "e.merges = '{}'", "merges must be a JSON array"),
+            (entity + "e.aliases = ['x', NULL]", "aliases must hold no null items"),
+            (entity + "e.created = timestamp('0001-01-01') - interval('1 day')",
+             "created must be a time in the years 1-9999"),
+            ("CREATE (:Entity {id: 'bare'})", "entity 'bare' unreadable"),
+            (fact + "f.predicate = NULL", r"fact '.+' unreadable: its predicate must be set"),
+            (fact + "f.confidence = 0.0 / 0.0", "confidence must be a finite number"),
+            (fact + "f.sources = [NULL]", "sources must hold no null items"),
+            ("MATCH (:Memory)-[r:MENTIONS]->(:Entity) SET r.weight = NULL",
+             r"mention '.+ -> .+' unreadable: its weight must be a finite number"),
+        ]:
+            with pytest.raises(InvalidInputError, match=said):
+                store.cypher(statement, {"id": alice.id} if "$id" in statement else {},
+                             write=True)
+        assert _state(store) == before  # nothing was changed
+        assert store.recall("Who works at Acme?", owner="ann", record_access=False)
+        store.cypher("MATCH (:Memory)-[r:MENTIONS]->(:Entity) SET r.weight = 0.5", write=True)
+        store.cypher("CREATE (:Entity {id: 'zed', name: 'Zed', owner: 'ann'})", write=True)
+        assert "zed" in {e.id for e in store.entities(owner="ann")}
+        assert store.recall("Who works at Acme?", owner="ann", record_access=False)
+
+
 def test_named_queries_pass_the_same_gate(seeded: MemoryStore) -> None:
     for name, query in load_queries().items():
         assert not any(word in query.text.upper().split() for word in ("SET", "DELETE",

@@ -10,12 +10,11 @@ small writes one statement a row that finds its ends by key (``UNWIND ... MATCH 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -52,12 +51,13 @@ from .._engine import (
     check_vector_dtype,
 )
 from .._errors import ConflictError, InvalidInputError
-from .._models import Kind, LifecycleEvent, Memory, Status, Version
+from .._models import LifecycleEvent, Memory, Version
 from .._records import sentences_text
 from . import _jobs
 from ._db import Database, Tx, check_parameters, link_problem
 from ._guard import check_user_query
 from ._journal import ChangeJournal
+from ._readable import refuse_unreadable
 from ._restore import build_from_parquet
 from ._rows import (
     EDGE_PROPS,
@@ -996,83 +996,10 @@ class KuzuCypher:
             return CypherResult(columns=result.columns, rows=result.rows)
         with self._db.write() as tx:
             result = tx.run_user(checked.text, params, checked.plan, timeout_s=timeout_s)
-            _refuse_unreadable(tx, checked.text)
+            refuse_unreadable(tx, checked.text)
             if event is not None:
                 tx.run(_CREATE_EVENTS, {"rows": [event_params(event)]})
         return CypherResult(columns=result.columns, rows=result.rows)
-
-
-#: What a memory must hold for graphmem to read it (``Memory``): a kind and a status it
-#: knows, its times and scores, and lists without null items.
-_KINDS, _STATUSES = [k.value for k in Kind], [s.value for s in Status]
-_EARLIEST, _LATEST = "timestamp('0001-01-01')", "timestamp('9999-12-31 23:59:59')"
-# the values written into the statement: preparing "IN $kinds" without the parameter's
-# type crashed Kuzu 0.11.3 (a segfault)
-_SCALAR_CHECKS = {
-    "kind": f"m.kind IS NULL OR NOT m.kind IN {_KINDS!r}",
-    "status": f"m.status IS NULL OR NOT m.status IN {_STATUSES!r}",
-    **{c: f"m.{c} IS NULL" for c in ("created", "modified", "importance",
-                                      "original_importance", "confidence", "access_count",
-                                      "useful_count", "ignored_count")},
-    # a time Python cannot hold (Kuzu can) made every recall and export fail, and a plain
-    # read of the column crash the process
-    **{f"{c}:time": f"m.{c} < {_EARLIEST} OR m.{c} >= {_LATEST}"
-       for c in ("created", "modified", "observed", "valid_from", "valid_to",
-                 "last_accessed")},
-}
-_UNREADABLE = ("MATCH (m:Memory) WHERE "
-               + " OR ".join(f"({t})" for t in _SCALAR_CHECKS.values())
-               + " RETURN m.id, " + ", ".join(f"({t})" for t in _SCALAR_CHECKS.values())
-               + " LIMIT 1")
-_LISTS = ("tags", "entities", "superseded_by", "access_times", "times_from", "times_to")
-_TIME_LISTS = frozenset({"access_times", "times_from", "times_to"})
-#: columns holding a JSON object as text; a user writing text that is not one made
-#: recall, show and export fail with a JSONDecodeError
-_JSON_COLUMNS = ("provenance", "integrity", "ump")
-# UNWIND, not any(x IN ...) or list_filter: over these columns Kuzu 0.11.3 crashed the
-# process (a segfault, a double free) and read any(...) inside CASE as null
-_BAD_ITEM = ("MATCH (m:Memory) UNWIND m.{c} AS x WITH m, x WHERE {bad} "
-             "RETURN m.id, x IS NULL LIMIT 1")
-
-
-def _refuse_unreadable(tx: Tx, query: str) -> None:
-    """Refuse (rolling the write back) a user write that leaves a memory graphmem cannot
-    read: recall reads every memory, and one such row broke it for every owner. Lists
-    and JSON columns are read only when the statement names them (a list gets a null
-    item only from a statement that names its column): each is a scan of the table
-    (~5 ms at 10k)."""
-    rows = tx.run(_UNREADABLE)
-    if rows:
-        memory_id, *failed = rows[0]
-        field = next(c for c, bad in zip(_SCALAR_CHECKS, failed, strict=True) if bad)
-        allowed = ", ".join(_KINDS if field == "kind" else _STATUSES)
-        _unreadable(memory_id, field.split(":")[0], f"be one of {allowed}"
-                    if field in ("kind", "status") else "be a time in the years 1-9999"
-                    if field.endswith(":time") else "be set")
-    lowered = query.lower()
-    for column in (c for c in _LISTS if c in lowered):
-        bad = "x IS NULL" + (f" OR x < {_EARLIEST} OR x >= {_LATEST}"
-                             if column in _TIME_LISTS else "")
-        rows = tx.run(_BAD_ITEM.format(c=column, bad=bad))
-        if rows:
-            memory_id, null = rows[0]
-            _unreadable(memory_id, column, "hold no null items" if null
-                        else "hold times in the years 1-9999")
-    for column in (c for c in _JSON_COLUMNS if c in lowered):
-        # read here, as graphmem reads them (Kuzu has no JSON test without its extension)
-        for memory_id, text in tx.run(f"MATCH (m:Memory) WHERE m.{column} IS NOT NULL "
-                                      f"AND m.{column} <> '' RETURN m.id, m.{column}"):
-            try:
-                ok = isinstance(json.loads(text), dict)
-            except (TypeError, ValueError, RecursionError):
-                ok = False
-            if not ok:
-                _unreadable(memory_id, column, "be a JSON object (or null)")
-
-
-def _unreadable(memory_id: str, field: str, must: str) -> NoReturn:
-    raise InvalidInputError(f"the write would leave memory {memory_id!r} unreadable: its "
-                            f"{field} must {must}; nothing was changed", field="query")
 
 
 def patch_statement(patch: Patch) -> tuple[str, dict[str, Any]]:

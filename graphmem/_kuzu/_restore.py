@@ -13,8 +13,6 @@ batches. The caller opens the files (inside the backup, never through a link).
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +24,7 @@ from .._arrow import parquet_batches
 from .._engine import EventQuery
 from .._errors import GraphmemError, StoreError
 from ._db import Database
-from ._rows import MODEL_COLUMNS, memory_from_row
+from ._rows import MODEL_COLUMNS, memory_from_row, vector_decodes
 from ._schema import SCHEMAS
 
 if TYPE_CHECKING:
@@ -171,9 +169,9 @@ def check_rows(graph: KuzuEngine, *, label: str) -> None:
     for batch in vectors.to_batches(max_chunksize=BATCH_ROWS):
         for memory_id, vec in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(),
                                   strict=True):
-            if vec is not None and not _decodes(vec):
+            if vec is not None and not vector_decodes(vec):
                 raise StoreError(f"{label}: memory {str(memory_id)[:200]!r} has a stored "
-                                 "vector that is not base64 float32")
+                                 "vector that is not base64 of finite float32 values")
     for what, read in (("version", graph.versions),
                        ("event", lambda: graph.events(EventQuery()))):
         try:
@@ -204,13 +202,6 @@ def build_store(directory: Path, schema_version: int, open_file: Opener, *, labe
     finally:
         engine.close()
     return sum(counts.by_kind.values()), counts.versions, counts.events, fingerprint
-
-
-def _decodes(text: str) -> bool:
-    try:
-        return len(base64.b64decode(text, validate=True)) % 4 == 0
-    except (binascii.Error, ValueError):
-        return False
 
 
 def _first_line(exc: BaseException) -> str:

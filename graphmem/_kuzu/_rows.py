@@ -87,6 +87,19 @@ def decode_vector(text: str | None) -> np.ndarray | None:
     return np.frombuffer(base64.b64decode(text), dtype=np.float32)
 
 
+def vector_decodes(text: str) -> bool:
+    """Whether ``text`` is base64 of float32 values, all finite (a vector graphmem wrote).
+
+    >>> vector_decodes("AACAPwAAAAA="), vector_decodes("AAAA"), vector_decodes("no!")
+    (True, False, False)
+    """
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except ValueError:  # binascii.Error is one
+        return False
+    return len(raw) % 4 == 0 and bool(np.isfinite(np.frombuffer(raw, dtype=np.float32)).all())
+
+
 def decode_vectors(texts: Sequence[str | None], dim: int | None = None
                    ) -> tuple[np.ndarray, np.ndarray]:
     """base64 vectors as rows of one float32 matrix and which rows hold one: the width is
