@@ -208,6 +208,14 @@ def test_query_window() -> None:
     ("What did Jon study before he moved to Oslo?", False),
     ("What day trips could we take with the kids?", False),
     ("What day is the party?", True),
+    # "when" asks when it opens the question or joins another question word ...
+    ("where and when is the party?", True),
+    ("Do you remember when Mel painted?", True),
+    ("Which dates does Rui fly?", True),
+    # ... not as a conjunction after one, nor for a time of day
+    ("What does Ana wear when hiking?", False),
+    ("Who looks after the cat when Nora is away?", False),
+    ("When in the day does Ed study?", False),
 ])
 def test_is_temporal_question(question: str, temporal: bool) -> None:
     assert is_temporal_question(question) is temporal

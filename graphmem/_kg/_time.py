@@ -745,8 +745,13 @@ _WHAT_DAY = (r"what\s+day(?=\s*\?|\s*$|\s+(?:is|was|are|were|did|does|do|will|wo
 #: done, not a time, unless the question asks yes or no of an order ("did I go to
 #: Paris before Rome?") or which came first. Measured: everyday development chats
 #: hit@1 0.720 -> 0.740, LoCoMo conversations 1-5 R@10 0.791 either way.
+#: "when" that asks: opening the question or joined to another question word ("where and
+#: when"), not a conjunction after one ("what does she pack when travelling?"), nor a time
+#: of day ("when in the day does he want classes?", as "what time of day")
+_WHEN = (r"(?:^\W*|\b(?:and|or|but|since|until|till|by|from|exactly|know|remember)\s+)when\b"
+         r"(?!\s+in\s+the\s+(?:day|morning|afternoon|evening))")
 _TEMPORAL = re.compile(
-    r"\b(?:when|what\s+date|" + _WHAT_DAY +
+    _WHEN + r"|\b(?:(?:what|which)\s+dates?|" + _WHAT_DAY +
     r"|what\s+year|which\s+year|what\s+month|which\s+month|which\s+day|how\s+long"
     r"|how\s+many\s+(?:days|weeks|months|years|hours|minutes)|how\s+old|how\s+often"
     r"|how\s+recently|last\s+time|earliest|most\s+recent(?:ly)?|ago|(?:in\s+)?what\s+order)\b"
@@ -756,7 +761,7 @@ _TEMPORAL = re.compile(
 
 
 _ASKS_TIME = re.compile(
-    r"\b(?:when|what\s+(?:date|day|year|month)"
+    _WHEN + r"|\b(?:(?:what|which)\s+dates?|what\s+(?:day|year|month)"
     r"|which\s+(?:year|month|day)|how\s+long|"
     r"how\s+many\s+(?:days|weeks|months|years))\b", re.IGNORECASE)
 
@@ -793,6 +798,14 @@ def is_temporal_question(query: str) -> bool:
     ...  "What time does the bedtime routine start?",
     ...  "What did Leif do before he retired?", "What day trips did Wren suggest?")]
     [False, False, False, False]
+
+    "When" asks when it opens the question or joins another question word, not as a
+    conjunction after one, nor for a time of day:
+
+    >>> [is_temporal_question(q) for q in ("Where and when is the party?",
+    ...  "What does Ana pack when travelling?", "When in the day does Ed want classes?",
+    ...  "On what dates does Ana fly?")]
+    [True, False, False, True]
     """
     return search(_TEMPORAL, query) is not None
 
