@@ -32,7 +32,7 @@ from ._arrow import column_values, numbers, parquet_batches, strings, vector_mat
 from ._engine import EDGE_KINDS, BatchWriter, Engine, TableName, WriteBatch
 from ._errors import GraphmemError, StoreError
 from ._models import ChangeType, EventType, Kind, Status, TriggeredBy
-from ._records import TABLE_TYPES, sentences_matrix
+from ._records import TABLE_TYPES, check_merges, sentences_matrix
 
 __all__ = ["ENGINE_META", "TABLES", "TABLE_VERSION", "Loaded", "check_empty", "copy_tables",
            "load_tables", "write_tables"]
@@ -324,7 +324,7 @@ class _Reader:
         if name == "entities":
             for row, text in enumerate(column_values(rows.column("merges"))):
                 try:
-                    _merges(text)
+                    check_merges(text)
                 except ValueError as exc:
                     self.refuse(table, rows, row, str(exc))
         return rows
@@ -530,12 +530,6 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _merges(text: str) -> None:
-    merges = json.loads(text)
-    if not isinstance(merges, list) or not all(
-            isinstance(m, dict) and all(isinstance(v, str) for v in (*m, *m.values()))
-            for m in merges):
-        raise ValueError("merges must be a list of objects of strings")
 
 
 

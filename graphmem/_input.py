@@ -322,6 +322,31 @@ def moment(value: Any, name: str) -> datetime | None:
                                 field=name) from None
 
 
+#: How deep a JSON field (``extra``, ``provenance``) may nest: graphmem's JSON output
+#: (export, ``--json``) holds it inside a memory, and its serializer stops at 254 levels.
+MAX_JSON_DEPTH = 100
+
+
+def json_depth(value: Any) -> int:
+    """How deep a parsed JSON value nests (a scalar 0, ``{"a": [1]}`` 2).
+
+    >>> json_depth({"a": [1]}), json_depth(3)
+    (2, 0)
+    """
+    deepest, todo = 0, [(value, 0)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, dict):
+            todo += [(v, depth + 1) for v in item.values()]
+        elif isinstance(item, list):
+            todo += [(v, depth + 1) for v in item]
+        else:
+            deepest = max(deepest, depth)
+            continue
+        deepest = max(deepest, depth + 1)
+    return deepest
+
+
 def _json_safe(value: Any, field: str) -> dict[str, Any]:
     if value is None:
         return {}
@@ -333,10 +358,38 @@ def _json_safe(value: Any, field: str) -> dict[str, Any]:
         normal: dict[str, Any] = json.loads(text)
     except (TypeError, ValueError, RecursionError) as exc:
         raise ValueError(f"{field} must be JSON (finite numbers, string keys): {exc}") from None
-    problem = unicode_problem(text, of=" of its JSON")  # a key or value: half a character
+    problem = stored_json_problem(text)
     if problem is not None:
-        raise ValueError(problem)
+        raise ValueError(f"{field} {problem}")
     return normal
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def stored_json_problem(text: str) -> str | None:
+    """What makes ``text`` (a JSON column as stored) one graphmem cannot read back and
+    write out again, or None: not a JSON object of finite numbers, nested deeper than
+    ``MAX_JSON_DEPTH``, or holding half a character (a lone surrogate).
+
+    >>> stored_json_problem('{"a": [1]}') is None, stored_json_problem('[1]')
+    (True, 'must be a JSON object (or null)')
+    >>> stored_json_problem('{"a": NaN}'), stored_json_problem('{"a": "\\ud800"}')[:20]
+    ('must be JSON of finite numbers', 'holds U+D800 at char')
+    """
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except (TypeError, RecursionError):
+        return "must be a JSON object (or null)"
+    except ValueError as exc:
+        return ("must be JSON of finite numbers" if "JSON number" in str(exc)
+                else "must be a JSON object (or null)")
+    if not isinstance(value, dict):
+        return "must be a JSON object (or null)"
+    if json_depth(value) > MAX_JSON_DEPTH:
+        return f"must nest at most {MAX_JSON_DEPTH} levels deep"
+    return unicode_problem(json.dumps(value, ensure_ascii=False), of=" of its JSON")
 
 
 class MemoryInput(BaseModel):

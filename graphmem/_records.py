@@ -29,6 +29,7 @@ __all__ = [
     "VERSION_COLUMNS",
     "arrow_type",
     "aware",
+    "check_merges",
     "event_from_values",
     "event_row",
     "json_dump",
@@ -156,6 +157,26 @@ def merges_text(entity: EntityRecord) -> str:
 def merges_from_text(text: str | None) -> tuple[Any, ...]:
     """An entity's ``merges`` from the stored text."""
     return tuple(json.loads(text)) if text else ()
+
+
+def check_merges(text: str) -> None:
+    """``ValueError`` unless ``text`` is an entity's ``merges`` as graphmem writes them:
+    a JSON list of objects of strings.
+
+    >>> check_merges('[{"from": "e1"}]')
+    >>> check_merges('[1, 2]')
+    Traceback (most recent call last):
+    ...
+    ValueError: merges must be a list of objects of strings
+    """
+    try:
+        merges = json.loads(text)
+    except RecursionError:
+        merges = None
+    if not isinstance(merges, list) or not all(
+            isinstance(m, dict) and all(isinstance(v, str) for v in (*m, *m.values()))
+            for m in merges):
+        raise ValueError("merges must be a list of objects of strings")
 
 
 def sentences_text(vectors: np.ndarray | None) -> str | None:

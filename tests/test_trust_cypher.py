@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -193,8 +194,16 @@ def test_a_write_that_leaves_a_vector_or_the_knowledge_graph_unreadable_is_refus
     recall (or printed NaN into JSON) for every owner."""
     with MemoryStore(tmp_path / "db", embedder="hashing") as store:
         alice = store.add("Alice works at Acme in Paris since 2020.", owner="ann")
-        store.add("Bob's manager is Carol. Carol works at Acme.", owner="ann")
+        bob = store.add("Bob's manager is Carol. Carol works at Acme.", owner="ann")
+        # the last second Python holds is a time graphmem reads: no write is refused for it
+        store.add("Dee's lease has no end.", owner="bob",
+                  valid_to=datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC))
+        store.link(alice.id, bob.id)
+        store.supersede(bob.id, "Bob's manager is Dan now. Dan works at Acme.")
         assert store.facts(owner="ann") and store.entities(owner="ann")
+        deep: dict[str, object] = {"a": 1}
+        for _ in range(150):
+            deep = {"a": deep}
         before = _state(store)
         entity = "MATCH (e:Entity) WITH e LIMIT 1 SET "
         fact = "MATCH (:Entity)-[f:FACT]->(:Entity) SET "
@@ -207,24 +216,47 @@ def test_a_write_that_leaves_a_vector_or_the_knowledge_graph_unreadable_is_refus
             ("MATCH (m:Memory {id: $id}) SET m.centrality = 1.0 / 0.0",
              "centrality must be a finite number"),
             (entity + "e.name = NULL", r"entity '.+' unreadable: its name must be set"),
-            (entity + "e.merges = '{}'", "merges must be a JSON array"),
+            (entity + "e.merges = '{}'", "merges must be a JSON list"),
             (entity + "e.aliases = ['x', NULL]", "aliases must hold no null items"),
             (entity + "e.created = timestamp('0001-01-01') - interval('1 day')",
              "created must be a time in the years 1-9999"),
             ("CREATE (:Entity {id: 'bare'})", "entity 'bare' unreadable"),
             (fact + "f.predicate = NULL", r"fact '.+' unreadable: its predicate must be set"),
+            ("MATCH (:Memory)-[r:SUPERSEDES]->(:Memory) SET r.at = timestamp('0001-01-01') - "
+             "interval('1 day')", r"edge '.+ -> .+' unreadable: its at must be a time"),
+            ("MATCH (:Memory)-[r:REFERENCES]->(:Memory) SET r.weight = NULL",
+             "weight must be set"),
             (fact + "f.confidence = 0.0 / 0.0", "confidence must be a finite number"),
             (fact + "f.sources = [NULL]", "sources must hold no null items"),
             ("MATCH (:Memory)-[r:MENTIONS]->(:Entity) SET r.weight = NULL",
-             r"mention '.+ -> .+' unreadable: its weight must be a finite number"),
+             r"mention '.+ -> .+' unreadable: its weight must be set"),
+            (fact + "f.confidence = NULL", "confidence must be set"),
+            (entity + "e.merges = '[1, 2]'", "merges must be a JSON list of objects"),
+            ("CREATE (:Entity {id: 'half', name: 'Half', owner: 'ann', type: 'person'})",
+             "entity 'half' unreadable: its aliases must be set"),
+            ("MATCH (m:Memory {id: $id}) SET m.ump = $deep", "ump must nest at most"),
+            ("MATCH (m:Memory {id: $id}) SET m.ump = '{\"a\": \"\\\\ud800\"}'",
+             "ump holds U\\+D800"),
+            ("MATCH (m:Memory {id: $id}) SET m.provenance = '{\"a\": NaN}'",
+             "provenance must be JSON of finite numbers"),
+            ("MATCH (m:Memory {id: $id}) SET m.payload_at = timestamp('20000-01-01 00:00:00')",
+             "payload_at must be a time in the years 1-9999"),
+            ("MATCH (m:Memory {id: $id}) SET m.prev_status = 'bogus'", "prev_status must be"),
+            ("MATCH (m:Memory {id: $id}) SET m.sentences = 'AAAA'", "sentences must be base64"),
+            ("CREATE (:Memory {id: 'whole', kind: 'episodic', status: 'active', importance: 0.5, "
+             "original_importance: 0.5, confidence: 1.0, access_count: 0, useful_count: 0, "
+             "ignored_count: 0, created: timestamp('2024-01-01'), "
+             "modified: timestamp('2024-01-01')})", "may not create memories"),
         ]:
             with pytest.raises(InvalidInputError, match=said):
-                store.cypher(statement, {"id": alice.id} if "$id" in statement else {},
+                params = {"id": alice.id, "deep": json.dumps(deep)}
+                store.cypher(statement, {k: v for k, v in params.items() if f"${k}" in statement},
                              write=True)
         assert _state(store) == before  # nothing was changed
         assert store.recall("Who works at Acme?", owner="ann", record_access=False)
         store.cypher("MATCH (:Memory)-[r:MENTIONS]->(:Entity) SET r.weight = 0.5", write=True)
-        store.cypher("CREATE (:Entity {id: 'zed', name: 'Zed', owner: 'ann'})", write=True)
+        store.cypher("CREATE (:Entity {id: 'zed', name: 'Zed', owner: 'ann', type: 'person', "
+                     "aliases: ['zed'], merges: '[]'})", write=True)
         assert "zed" in {e.id for e in store.entities(owner="ann")}
         assert store.recall("Who works at Acme?", owner="ann", record_access=False)
 

@@ -4,6 +4,7 @@ Each refused call leaves the store exactly as it was."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,8 @@ def test_odd_json_is_stored_as_json_and_read_back(mem_store: MemoryStore,
     ("extra", {"x": {1, 2}}), ("integrity", "not an object"), ("tags", ["ok"] * 65),
     ("tags", ["x" * 201]), ("visibility", "v" * 201), ("visibility", ""),
     ("entities", ["e"] * 300), ("valid_from", "not a time"),
+    # deeper than export and --json can write out (their serializer stops at 254 levels)
+    ("extra", functools.reduce(lambda inner, _: {"a": inner}, range(150), {})),
 ])
 def test_bad_fields_fail_before_anything_is_written(mem_store: MemoryStore, field: str,
                                                     value: Any) -> None:
