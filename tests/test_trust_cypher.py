@@ -242,6 +242,11 @@ def test_a_write_that_leaves_a_vector_or_the_knowledge_graph_unreadable_is_refus
             ("MATCH (m:Memory {id: $id}) SET m.payload_at = timestamp('20000-01-01 00:00:00')",
              "payload_at must be a time in the years 1-9999"),
             ("MATCH (m:Memory {id: $id}) SET m.prev_status = 'bogus'", "prev_status must be"),
+            ("MATCH (m:Memory {id: $id}) SET m.owner = 'bob'",
+             "owner must be the owner of the entities it mentions"),
+            (entity + "e.gone = true", "gone must stay unset while memories mention"),
+            ("MATCH (m:Memory {id: $id}) SET m.vec = 'AACAPwAAAAA='",  # 2 values, not the model's
+             "vec must hold .+ values"),
             ("MATCH (m:Memory {id: $id}) SET m.sentences = 'AAAA'", "sentences must be base64"),
             ("CREATE (:Memory {id: 'whole', kind: 'episodic', status: 'active', importance: 0.5, "
              "original_importance: 0.5, confidence: 1.0, access_count: 0, useful_count: 0, "

@@ -137,6 +137,43 @@ _OTHERS = {
 }
 
 
+#: Rows that must agree with the rows they join (what a backup's restore checks): a
+#: mention joins a memory and an entity of one owner, a fact entities of its own owner,
+#: and nothing live mentions an entity that is gone. Checked when a statement names a
+#: word of ``needs``: label -> (needs, the query finding a row that does not, what it must).
+_JOINS = {
+    "owner": (("owner",),
+              "MATCH (e:Memory)-[r:MENTIONS]->(x:Entity) WHERE coalesce(e.owner, '') <> "
+              "coalesce(x.owner, '') RETURN e.id LIMIT 1",
+              "must be the owner of the entities it mentions (Cypher moves no memory "
+              "between owners)"),
+    "entities' owner": (("owner",),
+                        "MATCH (a:Entity)-[e:FACT]->(b:Entity) WHERE NOT (coalesce(e.owner, "
+                        "'') = coalesce(a.owner, '') AND coalesce(a.owner, '') = "
+                        "coalesce(b.owner, '')) RETURN e.id LIMIT 1",
+                        "must be the fact's owner"),
+    "gone": (("gone",),
+             "MATCH (:Memory)-[r:MENTIONS]->(e:Entity) WHERE e.gone AND NOT "
+             "coalesce(r.gone, false) RETURN e.id LIMIT 1",
+             "must stay unset while memories mention the entity"),
+}
+_JOIN_TABLES = {"owner": _MEMORY, "entities' owner": _OTHERS["fact"],
+                "gone": _OTHERS["entity"]}
+
+
+def _refuse_other_widths(tx: Tx) -> None:
+    """Every vector is as wide as the store's model (a backup refused another width)."""
+    dim = tx.run("MATCH (x:Meta {key: 'embedder_dim'}) RETURN x.value")
+    if not dim or not str(dim[0][0]).isdigit():
+        return
+    width = 4 * -(-int(dim[0][0]) * 4 // 3)  # base64 characters of one vector
+    rows = tx.run("MATCH (e:Memory) WHERE e.vec IS NOT NULL AND e.vec <> '' AND "
+                  f"size(e.vec) <> {width} RETURN e.id LIMIT 1")
+    if rows:
+        _unreadable(_MEMORY, rows[0][0], "vec", f"must hold {dim[0][0]} values (the "
+                    "store's model)")
+
+
 def refuse_unreadable(tx: Tx, query: str) -> None:
     """Refuse (rolling the write back) a user write that leaves a row graphmem cannot
     read, or a memory it did not make. Memory's scalar columns are read after every
@@ -167,6 +204,11 @@ def refuse_unreadable(tx: Tx, query: str) -> None:
                 wrong = table.texts[column](text)
                 if wrong is not None:
                     _unreadable(table, row_id, column, wrong)
+    if "vec" in lowered:
+        _refuse_other_widths(tx)
+    for label, (needs, query, must) in _JOINS.items():
+        if any(word in lowered for word in needs) and (rows := tx.run(query)):
+            _unreadable(_JOIN_TABLES[label], rows[0][0], label, must)
     if "Memory" in tx.lists.wholly:  # the statement created memories
         raise InvalidInputError(
             "a Cypher write may not create memories: add them with add(), import or the "
