@@ -256,8 +256,13 @@ class MemoryStore:
         return self._memories.get_many(ids, owner=owner)
 
     @_doc(Memories.memories)
-    def memories(self, *, owner: str | None = None) -> list[Memory]:
-        return self._memories.memories(owner=owner)
+    def memories(self, *, owner: str | None = None, offset: int = 0,
+                 limit: int | None = None) -> list[Memory]:
+        return self._memories.memories(owner=owner, offset=offset, limit=limit)
+
+    @_doc(Memories.memory_count)
+    def memory_count(self, *, owner: str | None = None) -> int:
+        return self._memories.memory_count(owner=owner)
 
     @_doc(Memories.links)
     def links(self, memory_id: str, *, owner: str | None = None) -> list[Link]:

@@ -173,6 +173,22 @@ def check_unicode(value: str, *, field: str) -> str:
     return value
 
 
+def check_count(value: Any, field: str) -> int:
+    """A count argument (an offset, a limit): a whole number, 0 or more.
+
+    >>> check_count(3, "limit")
+    3
+    >>> check_count(-1, "offset")
+    Traceback (most recent call last):
+    ...
+    graphmem._errors.InvalidInputError: offset must be a whole number, 0 or more (got -1)
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInputError(f"{field} must be a whole number, 0 or more (got {value!r})",
+                                field=field)
+    return value
+
+
 def check_unit(value: Any, *, field: str) -> float:
     """A finite number in [0, 1]."""
     if isinstance(value, bool) or not isinstance(value, int | float):

@@ -388,3 +388,8 @@ def test_the_memory_list_comes_in_pages(served: tuple[MemoryStore, Clock, str]) 
     assert refused.status_code == 422 and refused.json()["field"] == "query.limit"
     with graphmem.connect(url) as client:
         assert [m.id for m in client.memories()] == everything
+        assert [m.id for m in client.memories(offset=2, limit=2)] == everything[2:4]
+        assert client.memory_count() == store.memory_count() == 7
+    assert [m.id for m in store.memories(offset=5)] == everything[5:]
+    with pytest.raises(InvalidInputError, match="offset must be a whole number"):
+        store.memories(offset=-1)

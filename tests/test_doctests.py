@@ -69,7 +69,7 @@ EXAMPLED = {
     "graphmem._store._knowledge": 3,
     "graphmem._store._memories": 2,
     "graphmem._text": 1,
-    "graphmem._input": 4,
+    "graphmem._input": 5,
     "graphmem._time": 14,
     "graphmem._views": 2,
     "graphmem.cli._lifecycle": 4,

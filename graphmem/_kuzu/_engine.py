@@ -409,12 +409,16 @@ class KuzuEngine(rules.Writes):
         rows = self.db.read("MATCH (m:Memory) WHERE m.status = 'forgotten' RETURN m.id")
         return wanted & {str(r[0]) for r in rows}
 
-    def memories(self, *, owner: str | None = None) -> list[Memory]:
-        return [memory_from_row(row) for row in
-                to_pylist(self._arrow_scan(MODEL_COLUMNS, owner=owner))]
+    def memories(self, *, owner: str | None = None, offset: int = 0,
+                 limit: int | None = None) -> list[Memory]:
+        return [memory_from_row(row) for row in to_pylist(self._arrow_scan(
+            MODEL_COLUMNS, owner=owner, offset=offset, limit=limit))]
 
-    def memory_count(self) -> int:
-        return int(self.db.read("MATCH (m:Memory) RETURN count(*)")[0][0])
+    def memory_count(self, *, owner: str | None = None) -> int:
+        if owner is None:
+            return int(self.db.read("MATCH (m:Memory) RETURN count(*)")[0][0])
+        return int(self.db.read("MATCH (m:Memory) WHERE m.owner = $owner RETURN count(*)",
+                                {"owner": owner})[0][0])
 
     def scan(self, fields: Sequence[str], *, owner: str | None = None,
              ids: Sequence[str] | None = None,
@@ -527,18 +531,25 @@ class KuzuEngine(rules.Writes):
                 present[rows[ok]] = True
         return matrix, present
 
-    def _arrow_scan(self, columns: Sequence[str], *, owner: str | None) -> pa.Table:
-        """``columns`` of every memory (of ``owner``) in id order. Beyond a page of
-        memories, a page of ids at a time: sorting every row at once needed more than a
-        1 GB buffer pool at 700k memories."""
+    def _arrow_scan(self, columns: Sequence[str], *, owner: str | None, offset: int = 0,
+                    limit: int | None = None) -> pa.Table:
+        """``columns`` of every memory (of ``owner``) in id order, or of ``limit`` of
+        them after the first ``offset``. The ids are read first; beyond a page of
+        memories, the rows a page of ids at a time: sorting every row at once needed
+        more than a 1 GB buffer pool at 700k memories."""
         where = "WHERE m.owner = $owner " if owner is not None else ""
         params: dict[str, Any] = {"owner": owner} if owner is not None else {}
         names = ", ".join(f"m.{c} AS {c}" for c in columns)
         ids = column_values(self.db.read_arrow(
             f"MATCH (m:Memory) {where}RETURN m.id AS id ORDER BY m.id", params).column("id"))
-        if len(ids) <= _PAGE:
+        everything = offset == 0 and (limit is None or limit >= len(ids))
+        ids = ids[offset:] if limit is None else ids[offset:offset + limit]
+        if everything and len(ids) <= _PAGE:
             return _utc(self.db.read_arrow(
                 f"MATCH (m:Memory) {where}RETURN {names} ORDER BY m.id", params))
+        if not ids:
+            return _utc(self.db.read_arrow(
+                f"MATCH (m:Memory) WHERE m.id = '\x00' RETURN {names}"))
         within = "WHERE m.id >= $first AND m.id <= $last" + (
             " AND m.owner = $owner " if owner is not None else " ")
         pages = [self.db.read_arrow(f"MATCH (m:Memory) {within}RETURN {names} ORDER BY m.id",

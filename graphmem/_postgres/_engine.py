@@ -287,14 +287,19 @@ class PostgresEngine(rules.Writes):
                             "status = 'forgotten'", (list(set(ids)),))
         return {str(r[0]) for r in rows}
 
-    def memories(self, *, owner: str | None = None) -> list[Memory]:
+    def memories(self, *, owner: str | None = None, offset: int = 0,
+                 limit: int | None = None) -> list[Memory]:
         where, params = ("WHERE owner = %s ", (owner,)) if owner is not None else ("", ())
-        rows = self.db.dict_rows(f"SELECT {_MODEL_COLS} FROM memories {where}ORDER BY id",
-                                 params)
+        page = " OFFSET %s" + (" LIMIT %s" if limit is not None else "")
+        rows = self.db.dict_rows(f"SELECT {_MODEL_COLS} FROM memories {where}ORDER BY id{page}",
+                                 (*params, offset, *(() if limit is None else (limit,))))
         return [memory_from_columns(r) for r in rows]
 
-    def memory_count(self) -> int:
-        return int(self.db.rows("SELECT count(*) FROM memories")[0][0])
+    def memory_count(self, *, owner: str | None = None) -> int:
+        if owner is None:
+            return int(self.db.rows("SELECT count(*) FROM memories")[0][0])
+        return int(self.db.rows("SELECT count(*) FROM memories WHERE owner = %s",
+                                (owner,))[0][0])
 
     def scan(self, fields: Sequence[str], *, owner: str | None = None,
              ids: Sequence[str] | None = None,

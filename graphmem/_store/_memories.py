@@ -31,6 +31,7 @@ from .._input import (
     MAX_VISIBILITY,
     MemoryInput,
     UpdateFields,
+    check_count,
     check_tags,
     check_text,
     check_unit,
@@ -96,10 +97,19 @@ class Memories:
         others = self._ctx.engine.get_many([x.other for x in links])
         return [x for x in links if x.other in others and others[x.other].owner == owner]
 
-    def memories(self, *, owner: str | None = None) -> list[Memory]:
-        """Every memory (of ``owner``), ordered by id."""
+    def memories(self, *, owner: str | None = None, offset: int = 0,
+                 limit: int | None = None) -> list[Memory]:
+        """Every memory (of ``owner``), ordered by id; or a page: ``limit`` of them after
+        the first ``offset`` (only the page is read)."""
+        offset = check_count(offset, "offset")
+        limit = None if limit is None else check_count(limit, "limit")
         self._ctx.before_read()
-        return self._ctx.engine.memories(owner=owner)
+        return self._ctx.engine.memories(owner=owner, offset=offset, limit=limit)
+
+    def memory_count(self, *, owner: str | None = None) -> int:
+        """How many memories there are (of ``owner``), whatever their status."""
+        self._ctx.before_read()
+        return self._ctx.engine.memory_count(owner=owner)
 
     def history(self, memory_id: str, *, owner: str | None = None) -> list[Version]:
         """The append-only version rows of one memory, oldest first."""

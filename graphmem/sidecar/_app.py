@@ -144,11 +144,12 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
         """The memories the caller sees (a token: its owner's), whatever their status: all
         of them, or a page (``limit``, ``offset``; ``count`` is the total, ``next_offset``
         null on the last page)."""
-        found = store.memories(owner=scoped_owner(who, owner))
-        page = found[offset:] if limit is None else found[offset:offset + limit]
+        whose = scoped_owner(who, owner)
+        page = store.memories(owner=whose, offset=offset, limit=limit)  # only the page
+        count = store.memory_count(owner=whose) if limit is not None or offset else len(page)
         end = offset + len(page)
-        return {"count": len(found), "offset": offset,
-                "next_offset": end if end < len(found) else None,
+        return {"count": count, "offset": offset,
+                "next_offset": end if end < count else None,
                 "memories": [to_json(m) for m in page]}
 
     @app.get("/v1/memories/{memory_id}/history", tags=["memories"], responses=by_id)

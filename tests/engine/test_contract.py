@@ -66,6 +66,13 @@ def test_new_memories_read_back_whole(engine: Engine) -> None:
     assert list(engine.get_many(["m:c", "m:x", "m:a"])) == ["m:c", "m:a"]
     assert engine.existing(["m:a", "m:x"]) == {"m:a"}
     assert [m.id for m in engine.memories(owner="ann")] == ["m:a", "m:b"]
+    # a page reads only its rows, in id order, within the owner's
+    assert [m.id for m in engine.memories(offset=1, limit=1)] == ["m:b"]
+    assert [m.id for m in engine.memories(owner="ann", offset=1)] == ["m:b"]
+    assert [m.id for m in engine.memories(offset=1, limit=5)] == ["m:b", "m:c"]
+    assert engine.memories(owner="ann", offset=2, limit=1) == []
+    assert engine.memories(offset=0, limit=2)[1] == new[1].memory
+    assert (engine.memory_count(), engine.memory_count(owner="bob")) == (3, 1)
     assert [v.seq for v in engine.history("m:a")] == [1]
     assert engine.history("m:a")[0].change_type is ChangeType.CREATED
     counts = engine.counts()
