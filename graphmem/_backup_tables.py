@@ -530,9 +530,6 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-
-
-
 def _first_line(exc: BaseException) -> str:
     lines = str(exc).splitlines()
     return " ".join(line.strip() for line in lines[:3])[:300]
