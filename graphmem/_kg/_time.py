@@ -761,7 +761,8 @@ _TEMPORAL = re.compile(
 
 
 _ASKS_TIME = re.compile(
-    _WHEN + r"|\b(?:(?:what|which)\s+dates?|what\s+(?:day|year|month)"
+    # "how old was I when Alex was born?": an age at an event, reckoned from both dates
+    _WHEN + r"|\bhow\s+old\b.*\bwhen\b|\b(?:(?:what|which)\s+dates?|what\s+(?:day|year|month)"
     r"|which\s+(?:year|month|day)|how\s+long|"
     r"how\s+many\s+(?:days|weeks|months|years))\b", re.IGNORECASE)
 
@@ -773,6 +774,9 @@ def asks_for_time(query: str) -> bool:
     >>> [asks_for_time(q) for q in ("When did Mel paint?", "How long has Nate had turtles?",
     ...                             "What did Jon do after the show?")]
     [True, True, False]
+    >>> [asks_for_time(q) for q in ("How old was I when Alex was born?",
+    ...                             "What does Ana pack when travelling?")]
+    [True, False]
     """
     return search(_ASKS_TIME, query) is not None
 
