@@ -204,6 +204,14 @@ def test_advice_in_the_words_people_give_it_is_kept() -> None:
     # an explanation, a question or a pleasantry is not advice
     assert assistant_statements("Most people find the first month the hardest. Should "
                                 "you try it first? Have fun!") == []
+    # what helps, the best thing to do: advice too, though nobody asked a question
+    helps = assistant_statements(
+        "Good to plan for it - the lake gets choppy. What works best for most people: "
+        "ginger an hour before. The easiest fix is to look at the horizon. The wind "
+        "drops after noon.", asked="i get carsick so kinda worried")
+    assert [f.text for f in helps] == [
+        "What works best for most people: ginger an hour before.",
+        "The easiest fix is to look at the horizon."]
 
 
 def test_the_answer_to_a_request_for_advice_is_kept_as_the_assistants(store: MemoryStore

@@ -178,7 +178,10 @@ _ASSISTANT_ACT = re.compile(
     r"|blocked|ordered|logged)\b"
     r"|\breminder (?:is )?set\b|\b(?:booked|reserved|scheduled) (?:for|at|on)\b"
     r"|\b(?:i'?d|i would|i) (?:strongly )?(?:recommend|suggest)\b"
-    r"|\bmy (?:pick|recommendation|suggestion|top (?:pick|choice)|vote)\b"
+    r"|\bmy (?:pick|recommendation|suggestion|top (?:pick|choice)|vote|advice|tip)\b"
+    # "what helps most people: ...", "the best thing is to ...", "the easiest fix: ..."
+    r"|\bwhat (?:helps|works)\b[\w ]{0,30}?(?::|\bis\b|\bare\b)"
+    r"|\bthe (?:best|easiest|simplest|quickest) (?:thing|way|fix|cure|remedy|trick)\b"
     r"|\b(?:i'?d|i would) (?:go with|pick|choose|start with|begin with)\b"
     # advice in the words people give it: "a good first one: ...", "you could try ...",
     # "start with ...", "X would be a good fit"
