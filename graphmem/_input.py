@@ -376,7 +376,7 @@ def _json_safe(value: Any, field: str) -> dict[str, Any]:
         raise ValueError(f"{field} must be JSON (finite numbers, string keys): {exc}") from None
     problem = stored_json_problem(text)
     if problem is not None:
-        raise ValueError(f"{field} {problem}")
+        raise ValueError(problem)
     return normal
 
 

@@ -390,6 +390,12 @@ def test_the_memory_list_comes_in_pages(served: tuple[MemoryStore, Clock, str]) 
         assert [m.id for m in client.memories()] == everything
         assert [m.id for m in client.memories(offset=2, limit=2)] == everything[2:4]
         assert client.memory_count() == store.memory_count() == 7
+        # the same answers as the store's, whatever the sidecar's page size
+        for offset, limit in ((0, 0), (1, 20_000), (7, 3), (2**63, 1)):
+            assert ([m.id for m in client.memories(offset=offset, limit=limit)]
+                    == [m.id for m in store.memories(offset=offset, limit=limit)])
+        with pytest.raises(InvalidInputError, match="limit must be a whole number"):
+            client.memories(limit=True)  # type: ignore[arg-type]
     assert [m.id for m in store.memories(offset=5)] == everything[5:]
     with pytest.raises(InvalidInputError, match="offset must be a whole number"):
         store.memories(offset=-1)

@@ -171,7 +171,7 @@ def test_a_write_that_leaves_a_memory_unreadable_is_refused(seeded: MemoryStore)
          {}, "access_times must hold"),
         ("MATCH (m:Memory {id: $id}) SET m.kind = 'bogus'", {}, "kind must be one of"),
         ("MATCH (m:Memory {id: $id}) SET m.importance = NULL", {}, "importance must be set"),
-        ("CREATE (:Memory {id: 'partial', text: $id})", {}, "memory 'partial' unreadable"),
+        ("CREATE (:Memory {id: 'partial', text: $id})", {}, "may not create memories"),
         ("MATCH (m:Memory {id: $id}) SET m.modified = timestamp('20000-01-01 00:00:00')", {},
          "modified must be a time in the years 1-9999"),
         ("MATCH (m:Memory {id: $id}) SET m.access_count = NULL", {}, "access_count must be"),
@@ -248,6 +248,11 @@ def test_a_write_that_leaves_a_vector_or_the_knowledge_graph_unreadable_is_refus
             ("MATCH (m:Memory {id: $id}) SET m.vec = 'AACAPwAAAAA='",  # 2 values, not the model's
              "vec must hold .+ values"),
             ("MATCH (m:Memory {id: $id}) SET m.sentences = 'AAAA'", "sentences must be base64"),
+            ("MATCH (m:Memory {id: $id}) SET m.sentences = 'AACAPwAAAAAAAAAA'",  # 3 values
+             "sentences must be rows of"),
+            ("MATCH (m:Memory {id: $id}), (x:Entity) WHERE x.owner = 'bob' "
+             "CREATE (m:Memory)-[r:MENTIONS {role: 'mention', surface: 'Dee', weight: 1.0}]->"
+             "(x:Entity)", "owner must be the owner of the entities it mentions"),
             ("CREATE (:Memory {id: 'whole', kind: 'episodic', status: 'active', importance: 0.5, "
              "original_importance: 0.5, confidence: 1.0, access_count: 0, useful_count: 0, "
              "ignored_count: 0, created: timestamp('2024-01-01'), "
@@ -264,6 +269,24 @@ def test_a_write_that_leaves_a_vector_or_the_knowledge_graph_unreadable_is_refus
                      "aliases: ['zed'], merges: '[]'})", write=True)
         assert "zed" in {e.id for e in store.entities(owner="ann")}
         assert store.recall("Who works at Acme?", owner="ann", record_access=False)
+
+
+def test_rows_graphmem_writes_itself_never_refuse_a_write(tmp_path: Path) -> None:
+    """The check reads every row of a table a statement names: what graphmem itself
+    leaves (entities and facts of no owner, an entity gone with its last mention, a
+    forgotten memory's facts) must pass it, or every user write is refused."""
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store.add("Alice lives in Paris and works at Acme Corp")  # no owner
+        carol = store.add("Carol likes Rome and works at Initech", owner="bob")
+        dan = store.add("Dan moved to Oslo in 2020", owner="bob")
+        store.update(carol.id, text="Nothing here at all", owner="bob")  # Carol goes
+        store.forget(dan.id, owner="bob", confirm=True, purge=False)
+        for statement in ("MATCH (e:Entity) WHERE e.name = 'alice' SET e.type = 'person'",
+                          "MATCH (:Memory)-[r:MENTIONS]->(:Entity) SET r.weight = 0.9",
+                          "MATCH (:Entity)-[f:FACT]->(:Entity) SET f.confidence = 0.8",
+                          "MATCH (m:Memory) WHERE m.owner IS NULL SET m.importance = 0.6"):
+            store.cypher(statement, write=True)
+        assert {m.importance for m in store.memories() if m.owner is None} == {0.6}
 
 
 def test_named_queries_pass_the_same_gate(seeded: MemoryStore) -> None:

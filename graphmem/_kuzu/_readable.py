@@ -23,7 +23,7 @@ from typing import NoReturn
 from .._errors import InvalidInputError
 from .._input import stored_json_problem
 from .._models import Kind, Status
-from .._records import check_merges
+from .._records import check_merges, sentences_matrix
 from ._db import Tx
 from ._rows import vector_decodes
 
@@ -50,8 +50,11 @@ def _enum(x: str, values: list[str], *, null: bool) -> str:
     return (f"{x} IS NULL OR " if not null else "") + f"NOT {x} IN {values!r}"
 
 
-def _needed(*columns: str) -> dict[str, tuple[str, str]]:
-    return {c: (f"e.{c} IS NULL", "must be set") for c in columns}
+def _needed(*columns: str, live: bool = False) -> dict[str, tuple[str, str]]:
+    """Columns that must hold a value (``live``: while the row is not gone; forget and
+    a memory's new text clear a gone row's)."""
+    alive = "NOT coalesce(e.gone, false) AND " if live else ""
+    return {c: (f"{alive}e.{c} IS NULL", "must be set") for c in columns}
 
 
 def _finite(*columns: str, null: bool = True) -> dict[str, tuple[str, str]]:
@@ -117,19 +120,19 @@ _MEMORY = _Table(
 _OTHERS = {
     "entity": _Table(
         "entity", "MATCH (e:Entity)", "e.id",
-        {**_needed("name", "type", "owner", "aliases", "merges"), **_times("created")},
+        {**_needed("name", "type", "aliases", "merges", live=True), **_times("created")},
         lists={"aliases": False}, texts={"merges": _merges}),
     "fact": _Table(
         "fact", "MATCH (:Entity)-[e:FACT]->(:Entity)", "e.id",
-        {**_needed("predicate", "owner", "recorded", "sources", "confidence"),
+        {**_needed("id", "predicate", "recorded", "sources", "confidence", live=True),
          **_finite("confidence"), **_times("valid_from", "valid_to", "recorded")},
         lists={"sources": False}),
     "mentions": _Table(
         "mention", "MATCH (m:Memory)-[e:MENTIONS]->(x:Entity)", "m.id + ' -> ' + x.id",
-        {**_needed("role", "surface", "weight"), **_finite("weight")}),
+        {**_needed("role", "surface", "weight", live=True), **_finite("weight")}),
     **{label: _Table(
         "edge", f"MATCH (m:Memory)-[e:{label.upper()}]->(x:Memory)", "m.id + ' -> ' + x.id",
-        {**_needed("weight"), **_finite("weight"), **_times("at")})
+        {**_needed("weight", live=True), **_finite("weight"), **_times("at")})
        for label in ("references", "co_occurs")},
     "supersedes": _Table(
         "edge", "MATCH (m:Memory)-[e:SUPERSEDES]->(x:Memory)", "m.id + ' -> ' + x.id",
@@ -142,17 +145,17 @@ _OTHERS = {
 #: and nothing live mentions an entity that is gone. Checked when a statement names a
 #: word of ``needs``: label -> (needs, the query finding a row that does not, what it must).
 _JOINS = {
-    "owner": (("owner",),
-              "MATCH (e:Memory)-[r:MENTIONS]->(x:Entity) WHERE coalesce(e.owner, '') <> "
-              "coalesce(x.owner, '') RETURN e.id LIMIT 1",
-              "must be the owner of the entities it mentions (Cypher moves no memory "
-              "between owners)"),
-    "entities' owner": (("owner",),
+    "owner": (("owner", "mentions"),
+              "MATCH (e:Memory)-[r:MENTIONS]->(x:Entity) WHERE NOT coalesce(r.gone, false) "
+              "AND coalesce(e.owner, '') <> coalesce(x.owner, '') RETURN e.id LIMIT 1",
+              "must be the owner of the entities it mentions (Cypher moves neither "
+              "memories nor entities between owners)"),
+    "entities' owner": (("owner", "fact"),
                         "MATCH (a:Entity)-[e:FACT]->(b:Entity) WHERE NOT (coalesce(e.owner, "
                         "'') = coalesce(a.owner, '') AND coalesce(a.owner, '') = "
                         "coalesce(b.owner, '')) RETURN e.id LIMIT 1",
                         "must be the fact's owner"),
-    "gone": (("gone",),
+    "gone": (("gone", "mentions"),
              "MATCH (:Memory)-[r:MENTIONS]->(e:Entity) WHERE e.gone AND NOT "
              "coalesce(r.gone, false) RETURN e.id LIMIT 1",
              "must stay unset while memories mention the entity"),
@@ -161,17 +164,28 @@ _JOIN_TABLES = {"owner": _MEMORY, "entities' owner": _OTHERS["fact"],
                 "gone": _OTHERS["entity"]}
 
 
-def _refuse_other_widths(tx: Tx) -> None:
-    """Every vector is as wide as the store's model (a backup refused another width)."""
-    dim = tx.run("MATCH (x:Meta {key: 'embedder_dim'}) RETURN x.value")
-    if not dim or not str(dim[0][0]).isdigit():
+def _refuse_other_widths(tx: Tx, lowered: str) -> None:
+    """Every vector is as wide as the store's model, and sentence vectors rows of that
+    width (a backup refused another)."""
+    found = tx.run("MATCH (x:Meta {key: 'embedder_dim'}) RETURN x.value")
+    if not found or not str(found[0][0]).isdigit():
         return
-    width = 4 * -(-int(dim[0][0]) * 4 // 3)  # base64 characters of one vector
-    rows = tx.run("MATCH (e:Memory) WHERE e.vec IS NOT NULL AND e.vec <> '' AND "
-                  f"size(e.vec) <> {width} RETURN e.id LIMIT 1")
-    if rows:
-        _unreadable(_MEMORY, rows[0][0], "vec", f"must hold {dim[0][0]} values (the "
-                    "store's model)")
+    dim = int(found[0][0])
+    if "vec" in lowered:
+        width = 4 * -(-dim * 4 // 3)  # base64 characters of one vector
+        rows = tx.run("MATCH (e:Memory) WHERE e.vec IS NOT NULL AND e.vec <> '' AND "
+                      f"size(e.vec) <> {width} RETURN e.id LIMIT 1")
+        if rows:
+            _unreadable(_MEMORY, rows[0][0], "vec", f"must hold {dim} values (the store's "
+                        "model)")
+    if "sentences" in lowered:
+        for row_id, text in tx.run("MATCH (e:Memory) WHERE e.sentences IS NOT NULL AND "
+                                   "e.sentences <> '' RETURN e.id, e.sentences"):
+            try:
+                sentences_matrix(text, dim)
+            except ValueError:
+                _unreadable(_MEMORY, row_id, "sentences", f"must be rows of {dim} values "
+                            "(the store's model)")
 
 
 def refuse_unreadable(tx: Tx, query: str) -> None:
@@ -180,6 +194,11 @@ def refuse_unreadable(tx: Tx, query: str) -> None:
     write (one scan); another table when the statement names it, and a list or text
     column when the statement names the column (only such a statement can change it):
     each a scan of its table (~5 ms at 10k rows; a named ``vec`` ~150 ms)."""
+    if "Memory" in tx.lists.wholly:  # the statement created memories
+        raise InvalidInputError(
+            "a Cypher write may not create memories: add them with add(), import or the "
+            "API, which give each its vector and version history; nothing was changed",
+            field="query")
     lowered = query.lower()
     tables = [_MEMORY, *(t for label, t in _OTHERS.items() if label in lowered)]
     for table in tables:
@@ -204,16 +223,11 @@ def refuse_unreadable(tx: Tx, query: str) -> None:
                 wrong = table.texts[column](text)
                 if wrong is not None:
                     _unreadable(table, row_id, column, wrong)
-    if "vec" in lowered:
-        _refuse_other_widths(tx)
+    if "vec" in lowered or "sentences" in lowered:
+        _refuse_other_widths(tx, lowered)
     for label, (needs, query, must) in _JOINS.items():
         if any(word in lowered for word in needs) and (rows := tx.run(query)):
             _unreadable(_JOIN_TABLES[label], rows[0][0], label, must)
-    if "Memory" in tx.lists.wholly:  # the statement created memories
-        raise InvalidInputError(
-            "a Cypher write may not create memories: add them with add(), import or the "
-            "API, which give each its vector and version history; nothing was changed",
-            field="query")
 
 
 def _unreadable(table: _Table, row_id: str, field: str, must: str) -> NoReturn:

@@ -101,8 +101,9 @@ class Memories:
                  limit: int | None = None) -> list[Memory]:
         """Every memory (of ``owner``), ordered by id; or a page: ``limit`` of them after
         the first ``offset`` (only the page is read)."""
-        offset = check_count(offset, "offset")
-        limit = None if limit is None else check_count(limit, "limit")
+        # beyond 2**62 nothing is left to show (PostgreSQL's bigint ends at 2**63)
+        offset = min(check_count(offset, "offset"), 2**62)
+        limit = None if limit is None else min(check_count(limit, "limit"), 2**62)
         self._ctx.before_read()
         return self._ctx.engine.memories(owner=owner, offset=offset, limit=limit)
 

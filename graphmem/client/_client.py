@@ -28,8 +28,10 @@ from .._errors import (
     StoreError,
 )
 from .._input import (
+    MEMORY_PAGE,
     MemoryInput,
     UpdateFields,
+    check_count,
     check_unit,
     parse_records,
     recall_window,
@@ -189,11 +191,18 @@ class Client:
 
     def memories(self, *, owner: str | None = None, offset: int = 0,
                  limit: int | None = None) -> list[Memory]:
-        # one request unless a page is asked for
+        # checked as the store checks them; one request (a page the sidecar serves, or
+        # everything after ``offset`` when more than a page is asked for)
+        offset = check_count(offset, "offset")
+        limit = None if limit is None else check_count(limit, "limit")
+        if limit == 0:
+            return []
+        paged = limit is not None and limit <= MEMORY_PAGE
         params = {**_owner(owner), **({"offset": offset} if offset else {}),
-                  **({"limit": limit} if limit is not None else {})}
+                  **({"limit": limit} if paged else {})}
         body = self._http.call("GET", "/v1/memories", params=params)
-        return [Memory.model_validate(m) for m in body["memories"]]
+        found = [Memory.model_validate(m) for m in body["memories"]]
+        return found if limit is None or paged else found[:limit]
 
     def memory_count(self, *, owner: str | None = None) -> int:
         body = self._http.call("GET", "/v1/memories", params={**_owner(owner), "limit": 1})
