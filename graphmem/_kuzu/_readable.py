@@ -151,9 +151,9 @@ _JOINS = {
               "must be the owner of the entities it mentions (Cypher moves neither "
               "memories nor entities between owners)"),
     "entities' owner": (("owner", "fact"),
-                        "MATCH (a:Entity)-[e:FACT]->(b:Entity) WHERE NOT (coalesce(e.owner, "
-                        "'') = coalesce(a.owner, '') AND coalesce(a.owner, '') = "
-                        "coalesce(b.owner, '')) RETURN e.id LIMIT 1",
+                        "MATCH (a:Entity)-[e:FACT]->(b:Entity) WHERE NOT coalesce(e.gone, "
+                        "false) AND NOT (coalesce(e.owner, '') = coalesce(a.owner, '') AND "
+                        "coalesce(a.owner, '') = coalesce(b.owner, '')) RETURN e.id LIMIT 1",
                         "must be the fact's owner"),
     "gone": (("gone", "mentions"),
              "MATCH (:Memory)-[r:MENTIONS]->(e:Entity) WHERE e.gone AND NOT "
