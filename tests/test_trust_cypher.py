@@ -212,7 +212,7 @@ def test_a_write_that_leaves_a_vector_or_the_knowledge_graph_unreadable_is_refus
             ("MATCH (m:Memory {id: $id}) SET m.vec = 'not base64!'", "vec must be base64"),
             ("MATCH (m:Memory {id: $id}) SET m.vec = 'AADAfw=='", "vec must be base64"),  # NaN
             ("MATCH (m:Memory {id: $id}) SET m.importance = 0.0 / 0.0",
-             "importance must be a finite number"),
+             "importance must be in \\[0, 1\\]"),
             ("MATCH (m:Memory {id: $id}) SET m.centrality = 1.0 / 0.0",
              "centrality must be a finite number"),
             (entity + "e.name = NULL", r"entity '.+' unreadable: its name must be set"),
@@ -242,6 +242,9 @@ def test_a_write_that_leaves_a_vector_or_the_knowledge_graph_unreadable_is_refus
             ("MATCH (m:Memory {id: $id}) SET m.payload_at = timestamp('20000-01-01 00:00:00')",
              "payload_at must be a time in the years 1-9999"),
             ("MATCH (m:Memory {id: $id}) SET m.prev_status = 'bogus'", "prev_status must be"),
+            ("MATCH (m:Memory {id: $id}) SET m.importance = 1e308", "importance must be in"),
+            ("MATCH (m:Memory {id: $id}) SET m.useful_count = 9223372036854775807",
+             "useful_count must be a count"),
             ("MATCH (m:Memory {id: $id}) SET m.owner = 'bob'",
              "owner must be the owner of the entities it mentions"),
             (entity + "e.gone = true", "gone must stay unset while memories mention"),

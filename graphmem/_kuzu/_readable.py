@@ -109,7 +109,13 @@ _MEMORY = _Table(
                      "must be one of " + ", ".join(_STATUSES) + " (or null)"),
      **_needed("created", "modified", "importance", "original_importance", "confidence",
                "access_count", "useful_count", "ignored_count"),
-     **_finite("importance", "original_importance", "confidence", "centrality"),
+     **_finite("centrality"),
+     # the API's own bounds: scores in [0, 1], counters that a float holds exactly (a
+     # count of 2**63 - 1 made the next feedback fail; a score of 1e308 the lifecycle)
+     **{f"{c}:unit": (f"NOT (e.{c} >= 0.0 AND e.{c} <= 1.0)", "must be in [0, 1]")
+        for c in ("importance", "original_importance", "confidence")},
+     **{f"{c}:count": (f"e.{c} < 0 OR e.{c} > {2**53}", "must be a count from 0 to 2**53")
+        for c in ("access_count", "useful_count", "ignored_count")},
      **_times("created", "modified", "observed", "valid_from", "valid_to", "last_accessed",
               "payload_at", "state_changed")},
     lists={"tags": False, "entities": False, "superseded_by": False, "access_times": True,
