@@ -762,7 +762,8 @@ _TEMPORAL = re.compile(
 
 _ASKS_TIME = re.compile(
     # "how old was I when Alex was born?": an age at an event, reckoned from both dates
-    _WHEN + r"|\bhow\s+old\b[^?!.]{0,80}?\bwhen\b|\b(?:(?:what|which)\s+dates?|what\s+(?:day|year|month)"
+    _WHEN + r"|\bhow\s+old\b[^?!.]{0,80}?\bwhen\b"
+    r"|\b(?:(?:what|which)\s+dates?|what\s+(?:day|year|month)"
     r"|which\s+(?:year|month|day)|how\s+long|"
     r"how\s+many\s+(?:days|weeks|months|years))\b", re.IGNORECASE)
 
