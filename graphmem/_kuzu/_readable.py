@@ -80,8 +80,12 @@ class _Table:
         self.lists = dict(lists or {})  # list column -> whether it holds times
         self.texts = dict(texts or {})  # text column -> what is wrong with a value (None)
 
-    def scalar_query(self) -> str:
-        conditions = [f"({c})" for c, _ in self.checks.values()]
+    def named(self, lowered: str) -> dict[str, tuple[str, str]]:
+        """The checks of the columns ``lowered`` (a statement) names."""
+        return {f: c for f, c in self.checks.items() if f.split(":")[0] in lowered}
+
+    def scalar_query(self, checks: Mapping[str, tuple[str, str]]) -> str:
+        conditions = [f"({c})" for c, _ in checks.values()]
         return (f"{self.pattern} WHERE {' OR '.join(conditions)} RETURN {self.name}, "
                 + ", ".join(conditions) + " LIMIT 1")
 
@@ -196,10 +200,10 @@ def _refuse_other_widths(tx: Tx, lowered: str) -> None:
 
 def refuse_unreadable(tx: Tx, query: str) -> None:
     """Refuse (rolling the write back) a user write that leaves a row graphmem cannot
-    read, or a memory it did not make. Memory's scalar columns are read after every
-    write (one scan); another table when the statement names it, and a list or text
-    column when the statement names the column (only such a statement can change it):
-    each a scan of its table (~5 ms at 10k rows; a named ``vec`` ~150 ms)."""
+    read, or a memory it did not make. A memory's column is read when the statement
+    names it (only such a statement can change it), another table when the statement
+    names the table: each a scan of its table (~5 ms at 10k rows; a named ``vec``
+    ~150 ms, decoded in Python)."""
     if "Memory" in tx.lists.wholly:  # the statement created memories
         raise InvalidInputError(
             "a Cypher write may not create memories: add them with add(), import or the "
@@ -208,11 +212,15 @@ def refuse_unreadable(tx: Tx, query: str) -> None:
     lowered = query.lower()
     tables = [_MEMORY, *(t for label, t in _OTHERS.items() if label in lowered)]
     for table in tables:
-        rows = tx.run(table.scalar_query())
+        # no statement creates a memory (refused above), so a memory's column changes
+        # only where the statement names it; another table's new rows hold whatever the
+        # statement gave them
+        checks = table.named(lowered) if table is _MEMORY else table.checks
+        rows = tx.run(table.scalar_query(checks)) if checks else []
         if rows:
             row_id, *failed = rows[0]
             field, (_, must) = next(item for item, bad in zip(
-                table.checks.items(), failed, strict=True) if bad)
+                checks.items(), failed, strict=True) if bad)
             _unreadable(table, row_id, field.split(":")[0], must)
         for column in (c for c in table.lists if c in lowered):
             bad = "x IS NULL" + (f" OR {_time('x')}" if table.lists[column] else "")
