@@ -31,6 +31,7 @@ import pyarrow as pa
 from ._arrow import column_values, numbers, parquet_batches, strings, vector_matrix
 from ._engine import EDGE_KINDS, BatchWriter, Engine, TableName, WriteBatch
 from ._errors import GraphmemError, StoreError
+from ._input import no_json_constant
 from ._models import ChangeType, EventType, Kind, Status, TriggeredBy
 from ._records import TABLE_TYPES, check_merges, sentences_matrix
 
@@ -356,7 +357,7 @@ class _Reader:
                 out.append(text)
                 continue
             try:
-                loaded = json.loads(text, parse_constant=_no_constant) if text else None
+                loaded = json.loads(text, parse_constant=no_json_constant) if text else None
             except (ValueError, RecursionError) as exc:
                 self.refuse(table, rows, row, f"{column}: {exc}")
             out.append(text if isinstance(loaded, dict) else "{}")
@@ -524,10 +525,6 @@ class _Store(_Reader):
 def _set(rows: pa.Table, column: str, values: Any) -> pa.Table:
     index = rows.schema.get_field_index(column)
     return rows.set_column(index, rows.schema.field(index), values)
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -24,6 +24,7 @@ from ._models import Kind, Status
 from ._time import parse_iso, to_utc
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "MAX_SHORT",
     "MAX_TAG",
     "MAX_TAGS",
@@ -32,15 +33,19 @@ __all__ = [
     "MemoryInput",
     "RecallWindow",
     "UpdateFields",
+    "check_count",
     "check_tags",
     "check_text",
     "check_unicode",
     "check_unit",
     "check_validity",
+    "json_depth",
     "lone_surrogate_at",
     "moment",
+    "no_json_constant",
     "parse_records",
     "recall_window",
+    "stored_json_problem",
     "unicode_problem",
     "update_changes",
     "validation_message",
@@ -380,7 +385,8 @@ def _json_safe(value: Any, field: str) -> dict[str, Any]:
     return normal
 
 
-def _no_constant(name: str) -> Any:
+def no_json_constant(name: str) -> Any:
+    """``json.loads``' ``parse_constant``: NaN and the infinities are not JSON numbers."""
     raise ValueError(f"{name} is not a JSON number")
 
 
@@ -395,7 +401,7 @@ def stored_json_problem(text: str) -> str | None:
     ('must be JSON of finite numbers', 'holds U+D800 at char')
     """
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=no_json_constant)
     except (TypeError, RecursionError):
         return "must be a JSON object (or null)"
     except ValueError as exc:

@@ -57,14 +57,18 @@ def _needed(*columns: str, live: bool = False) -> dict[str, tuple[str, str]]:
     return {c: (f"{alive}e.{c} IS NULL", "must be set") for c in columns}
 
 
-def _finite(*columns: str, null: bool = True) -> dict[str, tuple[str, str]]:
-    return {f"{c}:finite": ((f"e.{c} IS NULL OR " if not null else "") + _infinite(f"e.{c}"),
-                            "must be a finite number") for c in columns}
+def _finite(*columns: str) -> dict[str, tuple[str, str]]:
+    return {f"{c}:finite": (_infinite(f"e.{c}"), "must be a finite number") for c in columns}
 
 
 def _times(*columns: str) -> dict[str, tuple[str, str]]:
     return {f"{c}:time": (_time(f"e.{c}"), "must be a time in the years 1-9999")
             for c in columns}
+
+
+#: what is wrong with a text column's value (None: nothing), given the width of the
+#: store's vectors (None: not recorded)
+_TextCheck = Callable[[str, int | None], str | None]
 
 
 class _Table:
@@ -74,11 +78,11 @@ class _Table:
     def __init__(self, label: str, pattern: str, name: str,
                  checks: Mapping[str, tuple[str, str]],
                  lists: Mapping[str, bool] | None = None,
-                 texts: Mapping[str, Callable[[str], str | None]] | None = None) -> None:
+                 texts: Mapping[str, _TextCheck] | None = None) -> None:
         self.label, self.pattern, self.name = label, pattern, name
         self.checks = dict(checks)
         self.lists = dict(lists or {})  # list column -> whether it holds times
-        self.texts = dict(texts or {})  # text column -> what is wrong with a value (None)
+        self.texts = dict(texts or {})  # text column -> what is wrong with a value
 
     def named(self, lowered: str) -> dict[str, tuple[str, str]]:
         """The checks of the columns ``lowered`` (a statement) names."""
@@ -90,11 +94,33 @@ class _Table:
                 + ", ".join(conditions) + " LIMIT 1")
 
 
-def _vector(text: str) -> str | None:
-    return None if vector_decodes(text) else "must be base64 of finite float32 values"
+def _json(text: str, _dim: int | None) -> str | None:
+    return stored_json_problem(text)
 
 
-def _merges(text: str) -> str | None:
+def _vector(text: str, dim: int | None) -> str | None:
+    """A vector graphmem wrote: base64 of finite float32 values, as many as the store's
+    model gives (a backup refused another width)."""
+    if not vector_decodes(text):
+        return "must be base64 of finite float32 values"
+    if dim is not None and len(text) != 4 * -(-dim * 4 // 3):  # base64 of dim floats
+        return f"must hold {dim} values (the store's model)"
+    return None
+
+
+def _sentences(text: str, dim: int | None) -> str | None:
+    """Sentence vectors: rows of the store's width, each a vector graphmem wrote."""
+    if not vector_decodes(text):
+        return "must be base64 of finite float32 values"
+    if dim is not None:
+        try:
+            sentences_matrix(text, dim)
+        except ValueError:
+            return f"must be rows of {dim} values (the store's model)"
+    return None
+
+
+def _merges(text: str, _dim: int | None) -> str | None:
     try:
         check_merges(text)
     except ValueError:
@@ -124,8 +150,8 @@ _MEMORY = _Table(
               "payload_at", "state_changed")},
     lists={"tags": False, "entities": False, "superseded_by": False, "access_times": True,
            "times_from": True, "times_to": True},
-    texts={"provenance": stored_json_problem, "integrity": stored_json_problem,
-           "ump": stored_json_problem, "vec": _vector, "sentences": _vector})
+    texts={"provenance": _json, "integrity": _json, "ump": _json, "vec": _vector,
+           "sentences": _sentences})
 #: the knowledge graph's tables and the edges, checked when a statement names them
 _OTHERS = {
     "entity": _Table(
@@ -153,49 +179,30 @@ _OTHERS = {
 #: Rows that must agree with the rows they join (what a backup's restore checks): a
 #: mention joins a memory and an entity of one owner, a fact entities of its own owner,
 #: and nothing live mentions an entity that is gone. Checked when a statement names a
-#: word of ``needs``: label -> (needs, the query finding a row that does not, what it must).
+#: word of ``needs``: label -> (the table named in the error, needs, the query finding a
+#: row that does not, what it must).
 _JOINS = {
-    "owner": (("owner", "mentions"),
+    "owner": (_MEMORY, ("owner", "mentions"),
               "MATCH (e:Memory)-[r:MENTIONS]->(x:Entity) WHERE NOT coalesce(r.gone, false) "
               "AND coalesce(e.owner, '') <> coalesce(x.owner, '') RETURN e.id LIMIT 1",
               "must be the owner of the entities it mentions (Cypher moves neither "
               "memories nor entities between owners)"),
-    "entities' owner": (("owner", "fact"),
+    "entities' owner": (_OTHERS["fact"], ("owner", "fact"),
                         "MATCH (a:Entity)-[e:FACT]->(b:Entity) WHERE NOT coalesce(e.gone, "
                         "false) AND NOT (coalesce(e.owner, '') = coalesce(a.owner, '') AND "
                         "coalesce(a.owner, '') = coalesce(b.owner, '')) RETURN e.id LIMIT 1",
                         "must be the fact's owner"),
-    "gone": (("gone", "mentions"),
+    "gone": (_OTHERS["entity"], ("gone", "mentions"),
              "MATCH (:Memory)-[r:MENTIONS]->(e:Entity) WHERE e.gone AND NOT "
              "coalesce(r.gone, false) RETURN e.id LIMIT 1",
              "must stay unset while memories mention the entity"),
 }
-_JOIN_TABLES = {"owner": _MEMORY, "entities' owner": _OTHERS["fact"],
-                "gone": _OTHERS["entity"]}
 
 
-def _refuse_other_widths(tx: Tx, lowered: str) -> None:
-    """Every vector is as wide as the store's model, and sentence vectors rows of that
-    width (a backup refused another)."""
+def _store_dim(tx: Tx) -> int | None:
+    """The width of the store's vectors, as recorded (None: not recorded)."""
     found = tx.run("MATCH (x:Meta {key: 'embedder_dim'}) RETURN x.value")
-    if not found or not str(found[0][0]).isdigit():
-        return
-    dim = int(found[0][0])
-    if "vec" in lowered:
-        width = 4 * -(-dim * 4 // 3)  # base64 characters of one vector
-        rows = tx.run("MATCH (e:Memory) WHERE e.vec IS NOT NULL AND e.vec <> '' AND "
-                      f"size(e.vec) <> {width} RETURN e.id LIMIT 1")
-        if rows:
-            _unreadable(_MEMORY, rows[0][0], "vec", f"must hold {dim} values (the store's "
-                        "model)")
-    if "sentences" in lowered:
-        for row_id, text in tx.run("MATCH (e:Memory) WHERE e.sentences IS NOT NULL AND "
-                                   "e.sentences <> '' RETURN e.id, e.sentences"):
-            try:
-                sentences_matrix(text, dim)
-            except ValueError:
-                _unreadable(_MEMORY, row_id, "sentences", f"must be rows of {dim} values "
-                            "(the store's model)")
+    return int(found[0][0]) if found and str(found[0][0]).isdigit() else None
 
 
 def refuse_unreadable(tx: Tx, query: str) -> None:
@@ -229,19 +236,19 @@ def refuse_unreadable(tx: Tx, query: str) -> None:
             if rows:
                 _unreadable(table, rows[0][0], column, "must hold no null items"
                             if rows[0][1] else "must hold times in the years 1-9999")
-        for column in (c for c in table.texts if c in lowered):
+        named = [c for c in table.texts if c in lowered]
+        dim = _store_dim(tx) if {"vec", "sentences"} & set(named) else None
+        for column in named:
             # read here as graphmem reads them (Kuzu has no JSON test without its
             # extension, and no base64)
             for row_id, text in tx.run(f"{table.pattern} WHERE e.{column} IS NOT NULL AND "
                                        f"e.{column} <> '' RETURN {table.name}, e.{column}"):
-                wrong = table.texts[column](text)
+                wrong = table.texts[column](text, dim)
                 if wrong is not None:
                     _unreadable(table, row_id, column, wrong)
-    if "vec" in lowered or "sentences" in lowered:
-        _refuse_other_widths(tx, lowered)
-    for label, (needs, query, must) in _JOINS.items():
+    for label, (table, needs, query, must) in _JOINS.items():
         if any(word in lowered for word in needs) and (rows := tx.run(query)):
-            _unreadable(_JOIN_TABLES[label], rows[0][0], label, must)
+            _unreadable(table, rows[0][0], label, must)
 
 
 def _unreadable(table: _Table, row_id: str, field: str, must: str) -> NoReturn:
