@@ -12,6 +12,9 @@ module of ``_store``):
     conversations add_conversation, correct, derive_links                 (``_conversations``)
     views        export, cypher, sql, to_networkx, named_query           (``_views``)
 
+Every ``owner`` a method takes is checked here (``check_owner``: a string that a memory
+could be written with, or None) before a component, and so the engine, sees it.
+
 Recall searches the index that ``IndexSync`` (``_recall_index``) keeps in sync with every
 commit, which conversations read too. A component is handed the others it calls here, at
 construction; the algorithms they run are in the packages below (``_recall``, ``_learn``,
@@ -35,7 +38,7 @@ from ._engine import EntityRecord as Entity
 from ._engine import FactRecord as Fact
 from ._engine import MentionRecord as Mention
 from ._errors import StoreLockedError
-from ._input import MemoryInput, UpdateFields
+from ._input import MemoryInput, UpdateFields, check_owner
 from ._lifecycle import (
     ArchiveResult,
     EvaluationResult,
@@ -249,35 +252,35 @@ class MemoryStore:
     # -- memories --------------------------------------------------------------------------
     @_doc(Memories.get)
     def get(self, memory_id: str, *, owner: str | None = None) -> Memory:
-        return self._memories.get(memory_id, owner=owner)
+        return self._memories.get(memory_id, owner=check_owner(owner))
 
     @_doc(Memories.get_many)
     def get_many(self, ids: Iterable[str], *, owner: str | None = None) -> list[Memory]:
-        return self._memories.get_many(ids, owner=owner)
+        return self._memories.get_many(ids, owner=check_owner(owner))
 
     @_doc(Memories.memories)
     def memories(self, *, owner: str | None = None, offset: int = 0,
                  limit: int | None = None) -> list[Memory]:
-        return self._memories.memories(owner=owner, offset=offset, limit=limit)
+        return self._memories.memories(owner=check_owner(owner), offset=offset, limit=limit)
 
     @_doc(Memories.memory_count)
     def memory_count(self, *, owner: str | None = None) -> int:
-        return self._memories.memory_count(owner=owner)
+        return self._memories.memory_count(owner=check_owner(owner))
 
     @_doc(Memories.links)
     def links(self, memory_id: str, *, owner: str | None = None) -> list[Link]:
-        return self._memories.links(memory_id, owner=owner)
+        return self._memories.links(memory_id, owner=check_owner(owner))
 
     @_doc(Memories.history)
     def history(self, memory_id: str, *, owner: str | None = None) -> list[Version]:
-        return self._memories.history(memory_id, owner=owner)
+        return self._memories.history(memory_id, owner=check_owner(owner))
 
     @_doc(Memories.events)
     def events(self, memory_id: str | None = None, *, event_type: EventType | str | None = None,
                since: datetime | None = None, until: datetime | None = None,
                limit: int | None = None, owner: str | None = None) -> list[LifecycleEvent]:
         return self._memories.events(memory_id, event_type=event_type, since=since,
-                                     until=until, limit=limit, owner=owner)
+                                     until=until, limit=limit, owner=check_owner(owner))
 
     @_doc(Memories.stats)
     def stats(self) -> Stats:
@@ -321,21 +324,21 @@ class MemoryStore:
     def update(self, memory_id: str, *, reason: ChangeType | str = ChangeType.MANUAL_EDIT,
                actor: str | None = None, owner: str | None = None,
                **fields: Unpack[UpdateFields]) -> Memory:
-        return self._memories.update(memory_id, reason=reason, actor=actor, owner=owner,
-                                     **fields)
+        return self._memories.update(memory_id, reason=reason, actor=actor,
+                                     owner=check_owner(owner), **fields)
 
     @_doc(Memories.supersede)
     @_one_writer
     def supersede(self, old_id: str, new: Memory | str, *, reason: str = "conflict_update",
                   owner: str | None = None, actor: str | None = None, **fields: Any) -> Memory:
-        return self._memories.supersede(old_id, new, reason=reason, owner=owner, actor=actor,
-                                        **fields)
+        return self._memories.supersede(old_id, new, reason=reason, owner=check_owner(owner),
+                                        actor=actor, **fields)
 
     @_doc(Memories.link)
     @_one_writer
     def link(self, a: str, b: str, *, kind: str = "references", weight: float = 1.0,
              source: str = "explicit", owner: str | None = None) -> None:
-        self._memories.link(a, b, kind=kind, weight=weight, source=source, owner=owner)
+        self._memories.link(a, b, kind=kind, weight=weight, source=source, owner=check_owner(owner))
 
     @_doc(Memories.link_many)
     @_one_writer
@@ -348,21 +351,22 @@ class MemoryStore:
     def tombstone(self, memory_id: str, *, reason: str = "manual", owner: str | None = None,
                   triggered_by: TriggeredBy = TriggeredBy.MANUAL,
                   actor: str | None = None) -> Memory:
-        return self._transitions.tombstone(memory_id, reason=reason, owner=owner,
+        return self._transitions.tombstone(memory_id, reason=reason, owner=check_owner(owner),
                                            triggered_by=triggered_by, actor=actor)
 
     @_doc(Transitions.keep)
     @_one_writer
     def keep(self, memory_id: str, *, reason: str = "kept on review", owner: str | None = None,
              actor: str | None = None) -> LifecycleEvent:
-        return self._transitions.keep(memory_id, reason=reason, owner=owner, actor=actor)
+        return self._transitions.keep(memory_id, reason=reason, owner=check_owner(owner),
+                                      actor=actor)
 
     @_doc(Transitions.forget)
     @_one_writer
     def forget(self, memory_id: str, *, confirm: bool = False, reason: str = "manual",
                owner: str | None = None, purge: bool = True, actor: str | None = None) -> None:
-        self._transitions.forget(memory_id, confirm=confirm, reason=reason, owner=owner,
-                                 purge=purge, actor=actor)
+        self._transitions.forget(memory_id, confirm=confirm, reason=reason,
+                                 owner=check_owner(owner), purge=purge, actor=actor)
 
     @_doc(Transitions.verify_forgotten)
     def verify_forgotten(self, memory_id: str, text: str) -> bool:
@@ -380,7 +384,7 @@ class MemoryStore:
                record_access: bool = False, since: datetime | str | None = None,
                until: datetime | str | None = None, min_similarity: float | None = None,
                min_relative: float | None = None) -> list[Hit]:
-        return self._recall.recall(query, k=k, preset=preset, owner=owner, kinds=kinds,
+        return self._recall.recall(query, k=k, preset=preset, owner=check_owner(owner), kinds=kinds,
                                    as_of=as_of, include_archived=include_archived,
                                    record_access=record_access, since=since, until=until,
                                    min_similarity=min_similarity, min_relative=min_relative)
@@ -395,8 +399,8 @@ class MemoryStore:
         gain or strengthen a CO_OCCURS edge; a weak candidate is confirmed (it becomes
         active). Not useful: the ignored count grows.
         """
-        return self._recall.feedback(memory_id, useful=useful, query=query, owner=owner,
-                                     actor=actor)
+        return self._recall.feedback(memory_id, useful=useful, query=query,
+                                     owner=check_owner(owner), actor=actor)
 
     @_doc(Memories.reembed)
     def reembed(self, embedder: Embedder | str, *, batch_size: int = 256,
@@ -437,21 +441,22 @@ class MemoryStore:
 
     @_doc(Lifecycle.evaluate)
     def evaluate(self, memory_id: str, *, owner: str | None = None) -> EvaluationResult:
-        return self._lifecycle.evaluate(memory_id, owner=owner)
+        return self._lifecycle.evaluate(memory_id, owner=check_owner(owner))
 
     @_doc(Lifecycle.batch_evaluate)
     def batch_evaluate(self, ids: Sequence[str] | None = None, *, owner: str | None = None,
                        kinds: Sequence[Kind | str] | None = None,
                        statuses: Sequence[Status | str] = (Status.ACTIVE,)
                        ) -> list[EvaluationResult]:
-        return self._lifecycle.batch_evaluate(ids, owner=owner, kinds=kinds, statuses=statuses)
+        return self._lifecycle.batch_evaluate(ids, owner=check_owner(owner), kinds=kinds,
+                                              statuses=statuses)
 
     @_doc(Lifecycle.promote)
     @_one_writer
     def promote(self, memory_id: str, *, reason: str = "manual", owner: str | None = None,
                 triggered_by: TriggeredBy = TriggeredBy.MANUAL,
                 actor: str | None = None) -> PromoteResult:
-        return self._lifecycle.promote(memory_id, reason=reason, owner=owner,
+        return self._lifecycle.promote(memory_id, reason=reason, owner=check_owner(owner),
                                        triggered_by=triggered_by, actor=actor)
 
     @_doc(Lifecycle.archive)
@@ -460,19 +465,20 @@ class MemoryStore:
                 owner: str | None = None, triggered_by: TriggeredBy = TriggeredBy.MANUAL,
                 actor: str | None = None) -> ArchiveResult:
         return self._lifecycle.archive(memory_id, reason=reason, create_summary=create_summary,
-                                       owner=owner, triggered_by=triggered_by, actor=actor)
+                                       owner=check_owner(owner), triggered_by=triggered_by,
+                                       actor=actor)
 
     @_doc(Lifecycle.restore)
     @_one_writer
     def restore(self, memory_id: str, *, owner: str | None = None,
                 window_days: float | None = None, actor: str | None = None) -> RestoreResult:
-        return self._lifecycle.restore(memory_id, owner=owner, window_days=window_days,
+        return self._lifecycle.restore(memory_id, owner=check_owner(owner), window_days=window_days,
                                        actor=actor)
 
     @_doc(Lifecycle.run)
     def run_lifecycle(self, *, apply: bool = False, owner: str | None = None,
                       actor: str | None = None) -> LifecycleReport:
-        return self._lifecycle.run(apply=apply, owner=owner, actor=actor)
+        return self._lifecycle.run(apply=apply, owner=check_owner(owner), actor=actor)
 
     # -- conversations ---------------------------------------------------------------------
     @_doc(Conversations.add_conversation)
@@ -481,15 +487,15 @@ class MemoryStore:
                          timestamp: datetime | None = None, extractor: Extractor | None = None,
                          cooccur_window: int = 2, actor: str | None = None) -> AddResult:
         return self._conversations.add_conversation(
-            messages, session_id=session_id, owner=owner, timestamp=timestamp,
+            messages, session_id=session_id, owner=check_owner(owner), timestamp=timestamp,
             extractor=extractor, cooccur_window=cooccur_window, actor=actor)
 
     @_doc(Conversations.correct)
     @_one_writer
     def correct(self, memory_id: str, new_text: str, *, owner: str | None = None,
                 actor: str | None = None, **fields: Any) -> Memory:
-        return self._conversations.correct(memory_id, new_text, owner=owner, actor=actor,
-                                           **fields)
+        return self._conversations.correct(memory_id, new_text, owner=check_owner(owner),
+                                           actor=actor, **fields)
 
     @_doc(Conversations.derive_links)
     def derive_links(self, ids: Sequence[str] | None = None, *, max_df: int | None = None,
@@ -499,35 +505,36 @@ class MemoryStore:
     # -- the knowledge graph -----------------------------------------------------------------
     @_doc(Knowledge.entities)
     def entities(self, *, owner: str | None = None) -> list[Entity]:
-        return self._knowledge.entities(owner=owner)
+        return self._knowledge.entities(owner=check_owner(owner))
 
     @_doc(Knowledge.find)
     def find_entities(self, name: str, *, owner: str | None = None) -> list[Entity]:
-        return self._knowledge.find(name, owner=owner)
+        return self._knowledge.find(name, owner=check_owner(owner))
 
     @_doc(Knowledge.facts)
     def facts(self, *, owner: str | None = None, about: str | None = None,
               as_of: datetime | None = None, current: bool = False) -> list[Fact]:
-        return self._knowledge.facts(owner=owner, about=about, as_of=as_of, current=current)
+        return self._knowledge.facts(owner=check_owner(owner), about=about, as_of=as_of,
+                                     current=current)
 
     @_doc(Knowledge.mentions)
     def mentions(self, memory_id: str | None = None, *, owner: str | None = None
                  ) -> list[Mention]:
-        return self._knowledge.mentions(memory_id, owner=owner)
+        return self._knowledge.mentions(memory_id, owner=check_owner(owner))
 
     @_doc(Knowledge.sections)
     def graph_sections(self, memory_ids: Sequence[str], *, owner: str | None = None
                        ) -> dict[str, dict[str, list[dict[str, Any]]]]:
-        return self._knowledge.sections(memory_ids, owner=owner)
+        return self._knowledge.sections(memory_ids, owner=check_owner(owner))
 
     @_doc(Knowledge.split)
     def split_entity(self, entity_id: str, alias: str, *, owner: str | None = None) -> Entity:
-        return self._knowledge.split(entity_id, alias, owner=owner)
+        return self._knowledge.split(entity_id, alias, owner=check_owner(owner))
 
     # -- views -----------------------------------------------------------------------------
     @_doc(Views.export)
     def export(self, owner: str | None = None) -> dict[str, Any]:
-        return self._views.export(owner)
+        return self._views.export(check_owner(owner))
 
     @_doc(Views.cypher)
     def cypher(self, query: str, params: Mapping[str, Any] | None = None, *,
@@ -550,17 +557,18 @@ class MemoryStore:
         with ``as_dataframe=True``."""
         from . import named
 
-        return named.run(self, name, params, as_dataframe=as_dataframe, owner=owner)
+        return named.run(self, name, params, as_dataframe=as_dataframe, owner=check_owner(owner))
 
     @_doc(Views.vectors)
     def vectors(self, *, owner: str | None = None) -> tuple[list[str], np.ndarray]:
-        return self._views.vectors(owner=owner)
+        return self._views.vectors(owner=check_owner(owner))
 
     @_doc(Views.to_networkx)
     def to_networkx(self, *, owner: str | None = None,
                     edge_kinds: Iterable[str] = EDGE_KINDS,
                     statuses: Iterable[str] | None = None) -> nx.MultiDiGraph:
-        return self._views.to_networkx(owner=owner, edge_kinds=edge_kinds, statuses=statuses)
+        return self._views.to_networkx(owner=check_owner(owner), edge_kinds=edge_kinds,
+                                       statuses=statuses)
 
     # -- backups ---------------------------------------------------------------------------
     def backup(self, directory: str | os.PathLike[str]) -> BackupInfo:

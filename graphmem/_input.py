@@ -34,6 +34,7 @@ __all__ = [
     "RecallWindow",
     "UpdateFields",
     "check_count",
+    "check_owner",
     "check_tags",
     "check_text",
     "check_unicode",
@@ -43,6 +44,7 @@ __all__ = [
     "lone_surrogate_at",
     "moment",
     "no_json_constant",
+    "owner_problem",
     "parse_records",
     "recall_window",
     "stored_json_problem",
@@ -175,6 +177,54 @@ def check_unicode(value: str, *, field: str) -> str:
     problem = unicode_problem(value)
     if problem is not None:
         raise InvalidInputError(f"{field} {problem}", field=field)
+    return value
+
+
+def owner_problem(value: Any) -> str | None:
+    """What makes ``value`` no owner, or None: the one rule for the owner a memory is
+    written with (``MemoryInput``) and the one a read or change is confined to
+    (``check_owner``). An owner is a string of at most ``MAX_SHORT`` characters, text
+    (no NUL, no lone surrogate) and not blank.
+
+    >>> owner_problem("alice"), owner_problem(5), owner_problem(" ")[:22]
+    (None, 'must be a string, got int', 'is empty: leave it out')
+    """
+    if not isinstance(value, str):
+        return f"must be a string, got {type(value).__name__}"
+    problem = _short_problem(value)
+    if problem is None and not value.strip():
+        problem = ("is empty: leave it out (a memory of the local user's; on a read, every "
+                   "owner's memories)")
+    return problem
+
+
+def _short_problem(value: str) -> str | None:
+    """What makes ``value`` no short field (an id, a subject, an owner, a project, a
+    session), or None: a NUL, more than ``MAX_SHORT`` characters, or no text."""
+    if "\x00" in value:
+        return "contains a NUL character"
+    if len(value) > MAX_SHORT:
+        return f"is {len(value)} characters long; the limit is {MAX_SHORT}"
+    return unicode_problem(value)
+
+
+def check_owner(value: Any) -> str | None:
+    """The ``owner`` a call names, as given: None (left out), or an owner that
+    ``owner_problem`` accepts; anything else is refused before the store is asked
+    (a number or a list would reach the engine as a parameter of another type).
+
+    >>> check_owner(None), check_owner("alice")
+    (None, 'alice')
+    >>> check_owner(5)
+    Traceback (most recent call last):
+    ...
+    graphmem._errors.InvalidInputError: owner must be a string, got int
+    """
+    if value is None:
+        return None
+    problem = owner_problem(value)
+    if problem is not None:
+        raise InvalidInputError(f"owner {problem}", field="owner")
     return value
 
 
@@ -455,25 +505,22 @@ class MemoryInput(BaseModel):
         except InvalidInputError as exc:
             raise ValueError(str(exc)) from None
 
-    @field_validator("id", "subject", "owner", "project", "session")
+    @field_validator("id", "subject", "project", "session")
     @classmethod
     def _short(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        if "\x00" in value:
-            raise ValueError("contains a NUL character")
-        if len(value) > MAX_SHORT:
-            raise ValueError(f"is {len(value)} characters long; the limit is {MAX_SHORT}")
-        problem = unicode_problem(value)
+        problem = _short_problem(value)
         if problem is not None:
             raise ValueError(problem)
         return value
 
-    @field_validator("owner")
+    @field_validator("owner", mode="before")
     @classmethod
-    def _owner(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError("is empty: leave it out for the local user's memory")
+    def _owner(cls, value: Any) -> Any:
+        problem = None if value is None else owner_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @field_validator("id")

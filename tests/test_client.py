@@ -4,6 +4,7 @@ changes (owner, actor, scopes)."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -325,6 +326,48 @@ def test_an_unreachable_sidecar_says_so(tmp_path: Path) -> None:
     assert caught.value.maybe_applied is False
     with pytest.raises(InvalidInputError, match="http://"):
         graphmem.connect("127.0.0.1:4380")
+
+
+def test_an_owner_that_is_no_string_is_refused_without_a_request() -> None:
+    client = Client(f"http://127.0.0.1:{free_port()}", timeout_s=2)  # nothing listens
+    calls: dict[str, Callable[[Any], object]] = {
+        "get": lambda o: client.get("m", owner=o),
+        "links": lambda o: client.links("m", owner=o),
+        "history": lambda o: client.history("m", owner=o),
+        "memories": lambda o: client.memories(owner=o),
+        "memory_count": lambda o: client.memory_count(owner=o),
+        "events": lambda o: client.events(owner=o),
+        "recall": lambda o: client.recall("tea", owner=o),
+        "evaluate": lambda o: client.evaluate("m", owner=o),
+        "batch_evaluate": lambda o: client.batch_evaluate(owner=o),
+        "run_lifecycle": lambda o: client.run_lifecycle(owner=o),
+        "entities": lambda o: client.entities(owner=o),
+        "facts": lambda o: client.facts(owner=o),
+        "export": lambda o: client.export(o),
+        "named_query": lambda o: client.named_query("most_mentioned_entities", owner=o),
+        "to_networkx": lambda o: client.to_networkx(owner=o),
+        "update": lambda o: client.update("m", importance=0.9, owner=o),
+        "supersede": lambda o: client.supersede("m", "tea", owner=o),
+        "correct": lambda o: client.correct("m", "tea", owner=o),
+        "link": lambda o: client.link("m", "n", owner=o),
+        "tombstone": lambda o: client.tombstone("m", owner=o),
+        "keep": lambda o: client.keep("m", owner=o),
+        "forget": lambda o: client.forget("m", confirm=True, owner=o),
+        "feedback": lambda o: client.feedback("m", useful=True, owner=o),
+        "promote": lambda o: client.promote("m", owner=o),
+        "archive": lambda o: client.archive("m", owner=o),
+        "restore": lambda o: client.restore("m", owner=o),
+        "add_conversation": lambda o: client.add_conversation(["hi"], session_id="s",
+                                                              owner=o),
+    }
+    assert set(calls) == {
+        name for name, method in inspect.getmembers(Client, inspect.isfunction)
+        if not name.startswith("_") and "owner" in inspect.signature(method).parameters}
+    for name, call in calls.items():
+        for owner in (5, [1], b"x", True):
+            with pytest.raises(InvalidInputError, match="owner must be a string") as caught:
+                call(owner)  # not SidecarUnreachable: no request was made
+            assert caught.value.field == "owner", (name, owner)
 
 
 def test_recall_and_conflicts_keep_their_types(served: tuple[MemoryStore, Clock, str]) -> None:

@@ -263,6 +263,18 @@ def test_tokens_file_errors_name_the_entry(tmp_path: Path) -> None:
         Tokens.load(path)
     with pytest.raises(InvalidInputError, match="cannot read"):
         Tokens.load(tmp_path / "missing.json")
+    # an owner no call may name is refused when the file is read, not at every request
+    for owner, problem in (("a" * 2001, "2001 characters long"), ("a\x00b", "NUL"),
+                           ("  ", "is empty"), (5, "must be a string")):
+        path.write_text(json.dumps({"x" * 20: {"owner": owner}}))
+        with pytest.raises(InvalidInputError, match=f"token #1.*owner.*{problem}"):
+            Tokens.load(path)
+    path.write_bytes(b'{"' + b"x" * 20 + b'": {"owner": "caf\xe9"}}')  # Latin-1
+    with pytest.raises(InvalidInputError, match="not UTF-8"):
+        Tokens.load(path)
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(InvalidInputError, match="nested too deep"):
+        Tokens.load(path)
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import pytest
@@ -309,6 +312,85 @@ def test_links_with_an_owner_leave_out_other_owners_ends(store: MemoryStore) -> 
     assert {x.other for x in store.links(theirs.id, owner="bob")} == set()
     with pytest.raises(NotFoundError):
         store.links(theirs.id, owner="alice")
+
+
+class _Untouchable:
+    """An engine that fails any use: stands in for the store's while a call must be
+    refused before it reaches the engine."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"the engine was asked for {name}")
+
+
+def test_an_owner_that_is_no_string_is_refused_before_the_engine(store_location: str,
+                                                                 clock) -> None:
+    with MemoryStore(store_location, embedder="hashing", clock=clock) as store:
+        note = store.add("Nadia moved to Lisbon in 2024", owner="alice")
+        other = store.add("Nadia works at Acme", owner="alice")
+        entity = store.entities()[0].id
+        calls: dict[str, Callable[[Any], object]] = {
+            # reads
+            "get": lambda o: store.get(note.id, owner=o),
+            "get_many": lambda o: store.get_many([note.id], owner=o),
+            "memories": lambda o: store.memories(owner=o),
+            "memory_count": lambda o: store.memory_count(owner=o),
+            "links": lambda o: store.links(note.id, owner=o),
+            "history": lambda o: store.history(note.id, owner=o),
+            "events": lambda o: store.events(owner=o),
+            "recall": lambda o: store.recall("Lisbon", owner=o),
+            "evaluate": lambda o: store.evaluate(note.id, owner=o),
+            "batch_evaluate": lambda o: store.batch_evaluate(owner=o),
+            "run_lifecycle": lambda o: store.run_lifecycle(owner=o),
+            "entities": lambda o: store.entities(owner=o),
+            "find_entities": lambda o: store.find_entities("Nadia", owner=o),
+            "facts": lambda o: store.facts(owner=o),
+            "mentions": lambda o: store.mentions(owner=o),
+            "graph_sections": lambda o: store.graph_sections([note.id], owner=o),
+            "export": lambda o: store.export(o),
+            "named_query": lambda o: store.named_query("most_mentioned_entities", owner=o),
+            "vectors": lambda o: store.vectors(owner=o),
+            "to_networkx": lambda o: store.to_networkx(owner=o),
+            # changes
+            "update": lambda o: store.update(note.id, importance=0.9, owner=o),
+            "supersede": lambda o: store.supersede(note.id, "Nadia moved to Porto", owner=o),
+            "correct": lambda o: store.correct(note.id, "Nadia moved to Porto", owner=o),
+            "link": lambda o: store.link(note.id, other.id, owner=o),
+            "tombstone": lambda o: store.tombstone(note.id, owner=o),
+            "keep": lambda o: store.keep(note.id, owner=o),
+            "forget": lambda o: store.forget(note.id, confirm=True, owner=o),
+            "feedback": lambda o: store.feedback(note.id, useful=True, owner=o),
+            "promote": lambda o: store.promote(note.id, owner=o),
+            "archive": lambda o: store.archive(note.id, owner=o),
+            "restore": lambda o: store.restore(note.id, owner=o),
+            "add_conversation": lambda o: store.add_conversation(["I moved to Porto."],
+                                                                 session_id="s1", owner=o),
+            "split_entity": lambda o: store.split_entity(entity, "Nadia", owner=o),
+        }
+        # every method that takes an owner is called here
+        assert set(calls) == {
+            name for name, method in inspect.getmembers(MemoryStore, inspect.isfunction)
+            if not name.startswith("_") and "owner" in inspect.signature(method).parameters}
+        before = store.export()
+        engine = store._ctx.engine
+        store._ctx.engine = _Untouchable()  # type: ignore[assignment]
+        try:
+            for name, call in calls.items():
+                for owner in (5, [1], b"x", True):
+                    with pytest.raises(InvalidInputError, match="owner must be a string") \
+                            as caught:
+                        call(owner)
+                    assert caught.value.field == "owner", (name, owner)
+        finally:
+            store._ctx.engine = engine
+        assert store.export() == before
+        # a blank or overlong owner: refused by a read as by a write
+        for owner in ("", " ", "x" * 2001):
+            with pytest.raises(InvalidInputError) as wrote:
+                store.add("Nadia likes tea", owner=owner)
+            with pytest.raises(InvalidInputError) as read:
+                store.memories(owner=owner)
+            assert wrote.value.field == read.value.field == "owner"
+        assert store.memories(owner="alice") == store.memories()
 
 
 def test_events_filters(store: MemoryStore, clock) -> None:

@@ -32,6 +32,7 @@ from .._input import (
     MemoryInput,
     UpdateFields,
     check_count,
+    check_owner,
     check_unit,
     parse_records,
     recall_window,
@@ -212,7 +213,7 @@ class Client:
                since: datetime | None = None, until: datetime | None = None,
                limit: int | None = None, owner: str | None = None) -> list[LifecycleEvent]:
         given = {"memory_id": memory_id, "event_type": event_type, "since": since,
-                 "until": until, "limit": limit, "owner": owner}
+                 "until": until, "limit": limit, "owner": check_owner(owner)}
         body = self._http.call("GET", "/v1/events", params={
             k: _plain(v) for k, v in given.items() if v is not None})
         return [LifecycleEvent.model_validate(e) for e in body["events"]]
@@ -523,13 +524,16 @@ def _unpack(spool: Any, root: Path) -> None:
 
 
 def _owner(owner: str | None) -> dict[str, str]:
-    return {} if owner is None else {"owner": owner}
+    """The ``owner`` a call names as request parameters, checked as the store checks it:
+    a wrong one is refused here, before any request."""
+    checked = check_owner(owner)
+    return {} if checked is None else {"owner": checked}
 
 
 def _only_own(owner: str | None, client: Client) -> None:
     """Changes are scoped by the sidecar to the token's owner (or, for the local user,
     to whoever owns the memory): an owner given here can only repeat the token's."""
-    if owner is not None and owner != client.whoami().get("owner"):
+    if check_owner(owner) is not None and owner != client.whoami().get("owner"):
         raise InvalidInputError("over the sidecar, changes are scoped to the token's owner; "
                                 "leave owner out (or give the token's own)", field="owner")
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import InvalidInputError
+from .._input import owner_problem
 
 __all__ = ["SCOPES", "Principal", "Tokens"]
 
@@ -76,9 +77,9 @@ class Tokens:
                 raise InvalidInputError(f'{where}: expected {{"owner": ..., "scopes": [...]}}',
                                         field="token")
             owner, scopes = spec.get("owner"), spec.get("scopes", ["read"])
-            if not isinstance(owner, str) or not owner.strip():
-                raise InvalidInputError(f"{where}: owner must be a non-empty string",
-                                        field="owner")
+            problem = owner_problem(owner)  # the owner rule of every call
+            if problem is not None:
+                raise InvalidInputError(f"{where}: owner {problem}", field="owner")
             if not isinstance(scopes, list) or not scopes or any(s not in SCOPES
                                                                  for s in scopes):
                 raise InvalidInputError(f"{where}: scopes must be a non-empty list of "
@@ -94,10 +95,16 @@ class Tokens:
         except OSError as exc:
             raise InvalidInputError(f"{source}: cannot read the tokens file ({exc.strerror})",
                                     field="tokens") from None
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(f"{source}: not UTF-8 (byte {exc.start})",
+                                    field="tokens") from None
         try:
             data = json.loads(text)
         except ValueError as exc:
             raise InvalidInputError(f"{source}: not JSON ({exc})", field="tokens") from None
+        except RecursionError:
+            raise InvalidInputError(f"{source}: not JSON (nested too deep)",
+                                    field="tokens") from None
         return cls.from_mapping(data, source=str(source))
 
     def lookup(self, token: str) -> Principal | None:

@@ -11,7 +11,7 @@ from fastapi import Depends, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from .._errors import InvalidInputError
-from .._input import MAX_SHORT, check_text
+from .._input import check_owner
 from ._auth import Principal
 from ._guard import PRINCIPAL, Refusal
 
@@ -56,7 +56,7 @@ def scoped_owner(principal: Principal, owner: str | None) -> str | None:
     """The owner a call works on: the token's own (another one is refused), or for the
     local user the one asked for (None: every owner)."""
     if owner is not None:  # "?owner=" asks about no one: said, not answered with nothing
-        check_text(owner, field="owner", max_len=MAX_SHORT)
+        check_owner(owner)
     if principal.owner is None:
         return owner
     if owner is not None and owner != principal.owner:
