@@ -454,6 +454,19 @@ def test_corrections_are_found_by_what_they_negate_or_share() -> None:
     assert is_correction("the exam is NOT on june 12")
 
 
+def test_a_change_replaces_what_its_speaker_said_not_the_assistants_advice() -> None:
+    recent = [Statement("tip", "For Rome I'd book the Hotel Artemide near Termini",
+                        assistant=True),
+              Statement("own", "I was going to stay near Termini in Rome")]
+    assert correction_target("we're staying in Trastevere instead of Termini",
+                             recent[:1]) is None
+    assert correction_target("we're staying in Trastevere now instead of Termini",
+                             recent) == "own"
+    # an explicit correction may still take back what the assistant said it did
+    reminder = [Statement("r", "I've set a reminder for the 14th", assistant=True)]
+    assert correction_target("sorry, I meant the 15th, not the 14th", reminder) == "r"
+
+
 def test_a_statement_that_adds_to_how_things_are_replaces_nothing() -> None:
     # close enough to replace, were it not for the words that add
     earlier = [Statement("piano", "Noor has piano lessons on Tuesdays at the music school")]
@@ -489,6 +502,7 @@ CORRECTIONS = [
     ("sorry I said it wrong, the flat is on the 3rd floor", "our flat is on the 4th floor"),
     ("I gave you the wrong date, the dinner is on the 9th", "the dinner is on the 19th"),
     ("I changed my mind, we'll drive to Leeds", "we'll take the train to Leeds"),
+    ("sorry, the christening is on the 21st, not the 20th", "the christening is on 20 May"),
 ]
 NOT_CORRECTIONS = ["she's actually really nice", "it's actually pretty good",
                    "I went to the wrong place yesterday", "just ignore that noise",
@@ -497,7 +511,12 @@ NOT_CORRECTIONS = ["she's actually really nice", "it's actually pretty good",
                    "I had the best time at the lake", "he told me I was doing it wrong",
                    "I said nothing wrong", "I told Tom he was wrong about Lisbon being cheap",
                    "Nothing ever changed my mind about Mia's violin lessons",
-                   "My coach changed my mind about running on Saturday"]
+                   "My coach changed my mind about running on Saturday",
+                   # what people say of how things went, adding to what they said before
+                   "I ended up going to Lisbon with my sister for the weekend, it was lovely",
+                   "The hospital was chaotic last night but in the end the shift went fine",
+                   "We settled on white tiles for the kitchen renovation",
+                   "We moved the dog bed to the kitchen corner so Max stays warm"]
 
 
 @pytest.mark.parametrize(("said", "earlier"), CORRECTIONS)
@@ -809,6 +828,29 @@ def test_a_question_asking_for_a_kind_of_value_lifts_what_holds_one(store: Memor
                                preset=PRESETS["default"].with_(answer=1.0))
     assert "tues" in first.memory.text and first.explanation.answers == "weekday"
     assert "holds a day of the week, as the question asks" in first.explanation.lines()[-1]
+
+
+def test_a_question_asking_what_was_recommended_lifts_what_recommends(store: MemoryStore
+                                                                      ) -> None:
+    """The assistant's pick comes before the items of the checklist it gave earlier, which
+    share more of the question's words; with ``advice`` 0 they come first."""
+    from graphmem import PRESETS
+
+    store.add_conversation([
+        {"role": "user", "content": "Kim here, I'm starting to hike in the Alps this summer"},
+        {"role": "assistant", "content": "What a plan! Hiking kit for the Alps:\n"
+         "- Hiking boots for the Alps with ankle support\n- A rain shell\n- Trekking poles"},
+        {"role": "user", "content": "Which brand of boots would you go for?"},
+        {"role": "assistant", "content": "I'd recommend the Meindl Bhutan, stiff and "
+         "waterproof, great on scree."},
+    ], session_id="k1", owner="kim")
+    asked = "Which hiking boots for the Alps did the assistant suggest to Kim?"
+    [without, *_] = store.recall(asked, owner="kim", record_access=False,
+                                 preset=PRESETS["default"].with_(advice=0.0))
+    assert "Meindl" not in without.memory.text
+    [first, *_] = store.recall(asked, owner="kim", record_access=False)
+    assert "Meindl" in first.memory.text and first.explanation.answers == "advice"
+    assert "holds a recommendation, as the question asks" in first.explanation.lines()[-1]
 
 
 def test_a_question_asking_for_a_weekday_finds_a_weekly_day_in_the_time_channel(

@@ -27,7 +27,7 @@ EXAMPLED = {
     "eval.learning": 3,
     "eval.metrics": 10,
     "eval.runs": 15,
-    "graphmem._extract._corrections": 8,
+    "graphmem._extract._corrections": 9,
     "graphmem._extract._rules": 23,
     "graphmem._embed": 2,
     "graphmem._errors": 1,

@@ -388,3 +388,9 @@ def test_a_question_naming_a_speaker_favours_what_they_said(store: MemoryStore) 
     assert plain[0] == mine[-1].id and plain == lifted
     with pytest.raises(InvalidInputError):
         RecallConfig(speaker=-0.1)
+    # every lift is a finite number: an infinite one made every fused score NaN, a text
+    # or None failed with a bare TypeError
+    for name in ("speaker", "answer", "advice"):
+        for bad in (float("inf"), float("nan"), -1.0, "0.5", None, True):
+            with pytest.raises(InvalidInputError, match=f"{name} must be a finite number"):
+                RecallConfig(**{name: bad})

@@ -195,8 +195,22 @@ def says_now(text: str) -> bool:
     return bool(search(_NOW, text)) and not search(_ADDS, text)
 
 
+def _number(term: str) -> str:
+    """An ordinal day ("18th") as the number it names ("18 April"); other terms as they
+    are."""
+    if 3 <= len(term) <= 4 and term[:-2].isdigit() and term[-2:] in ("st", "nd", "rd", "th"):
+        return term[:-2]
+    return term
+
+
 def _terms(text: str) -> set[str]:
-    return set(tokenize(text)) - _MARKER_TERMS
+    """The words of ``text`` that say what it is about, an ordinal as its number (a
+    correction's "not the 18th" takes back "it's on 18 April").
+
+    >>> sorted(_terms("sorry, it's the 19th in Graz"))
+    ['19', 'graz']
+    """
+    return {_number(t) for t in tokenize(text)} - _MARKER_TERMS
 
 
 #: A day of a month written as a number beside the month ("sept 12", "12 September"): a
@@ -242,7 +256,9 @@ def correction_target(text: str, recent: Sequence[Statement],
     a short one ("scratch that, it's Tuesday") may also replace one of the last three
     statements that holds a weekday, a month, a day or a time as it does, and any may
     replace a statement whose cosine is at least ``NOW_SIMILAR``. The best overlap wins,
-    then the most recent. A statement of how things are now ("I've gone vegan now")
+    then the most recent. One that only says something changed ("we moved it to Friday",
+    "it's now at 4") replaces what its speaker said, not the assistant's.
+    A statement of how things are now ("I've gone vegan now")
     replaces only what it is close to: cosine at least ``NOW_SIMILAR`` and a shared
     word, or that much more without one. ``about``: the statement before a short
     correction in its message ("we added Mondays. so it's 3 days now not 2"), whose words
@@ -279,6 +295,11 @@ def correction_target(text: str, recent: Sequence[Statement],
         # things are now replaces only what the same person said
         own = [s for s in recent if not s.assistant]
         return _closest_now(text, own, similarity) if says_now(text) else None
+    if not redo and not any(search(_TAKE_BACK, s) or _value_not_value(s)
+                            for s in sentences(text)):
+        # a change ("we moved it to Friday", "it's now at 4") changes what its speaker
+        # said; what the assistant did or advised only an explicit one takes back
+        recent = [s for s in recent if not s.assistant]
     terms, slots = _terms(text), _slots(text)
     negated = [_terms(m.group(1)) for m in finditer(_NEGATED, text)]
     negated += [_terms(m.group(1)) - _NOT_VALUES for m in finditer(_SAID, text)]

@@ -112,7 +112,7 @@ class Query:
     @cached_property
     def asks(self) -> str | None:
         """The kind of value the query asks for (``answer_kind``: "weekday", "clock",
-        "amount"), or None."""
+        "amount", "advice"), or None."""
         return answer_kind(self.text)
 
     @cached_property

@@ -46,8 +46,9 @@ class LearnedInfo(_Value):
     contributions: tuple[tuple[str, float], ...] = ()
 
 
-#: how an explanation names a kind of value (``RecallConfig.answer``)
-_KIND_WORDS = {"weekday": "day of the week", "clock": "time of day", "amount": "number"}
+#: how an explanation names a kind of value (``RecallConfig.answer``, ``advice``)
+_KIND_WORDS = {"weekday": "day of the week", "clock": "time of day", "amount": "number",
+               "advice": "recommendation"}
 
 
 class Explanation(_Value):

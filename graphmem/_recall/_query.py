@@ -102,17 +102,35 @@ _ASKS_KIND = (
                          r"|\b(?:at\s+)?what\s+hour\b", re.IGNORECASE)),
     ("amount", re.compile(r"\bhow\s+(?:much|many|old)\b|\b(?:cost|costs|price|prices|fee"
                           r"|fees|charge|charges|age|ages)\b", re.IGNORECASE)),
+    # what someone recommended: "what did the assistant suggest ...", "which one was
+    # recommended", "her advice", "what advice did he give"; not a request for one now
+    # ("can you recommend ...?", "what's your suggestion?", "the recommended dose"), nor
+    # "propose", "tip" and "point to", which say other things too ("when did Tom
+    # propose?", "where did the sign point to?")
+    ("advice", re.compile(
+        r"\b(?:did|has|had)\b[^?.!]{0,40}?\b(?:suggest|recommend|advise)\b"
+        r"|\b(?:i|you|he|she|they|we|was|were|been|assistant)\s+(?:just\s+|already\s+"
+        r"|also\s+)?(?:suggested|recommended|advised)\b"
+        r"|\b(?:the|his|her|their|my|[^\W\d_]\w*['’]s)\s+(?:suggestion|recommendation"
+        r"|advice)s?\b|\b(?:suggestion|recommendation|advice)s?\s+(?:did|was|were|had)\b",
+        re.IGNORECASE)),
 )
 
 
 def answer_kind(query: str) -> str | None:
-    """The kind of value a question asks for ("weekday", "clock", "amount"), or None.
+    """The kind of value a question asks for ("weekday", "clock", "amount"), or that it
+    asks what someone recommended ("advice"), or None.
 
     >>> [answer_kind(q) for q in ("Which days does Ana work at the bakery?",
     ...  "What time does choir practice start?", "How much was the bike?",
     ...  "What day trips did Wren suggest?", "What time of day does she run?",
     ...  "What age is Omar's nephew?")]
-    ['weekday', 'clock', 'amount', None, None, 'amount']
+    ['weekday', 'clock', 'amount', 'advice', None, 'amount']
+    >>> [answer_kind(q) for q in ("Can you recommend a hotel in Porto?",
+    ...  "What advice did the physio give?", "Which tea room was recommended?",
+    ...  "What is your suggestion for dinner?", "What is the recommended daily intake?",
+    ...  "What was Maria’s recommendation for the camera?")]
+    [None, 'advice', 'advice', None, None, 'advice']
     """
     for kind, pattern in _ASKS_KIND:
         if pattern.search(query):
@@ -124,7 +142,12 @@ _WEEKDAY_TERM = re.compile(r"(?:mon|tue|tues|wed|wednes|thu|thur|thurs|fri|sat|s
                            r"(?:day)?s?")
 _CLOCK_TERM = re.compile(r"\d{1,2}(?:[.:]?\d{2})?(?:am|pm|h)|\d{2}(?:am|pm)")
 _AMOUNT_TERM = re.compile(r"\d[\d.,]*(?:k|m|eur|usd|gbp|kg|km|yrs?|years?)?")
-_TERMS = {"weekday": _WEEKDAY_TERM, "clock": _CLOCK_TERM, "amount": _AMOUNT_TERM}
+#: the words by which a statement recommends ("I'd recommend", "my top suggestion", "my
+#: advice"), as ``tokenize`` stems them ("pick" and "tip" are stems of "picked up" and
+#: "tipped" as well)
+_ADVICE_TERM = re.compile(r"recommend|suggest|advic|advis")
+_TERMS = {"weekday": _WEEKDAY_TERM, "clock": _CLOCK_TERM, "amount": _AMOUNT_TERM,
+          "advice": _ADVICE_TERM}
 
 
 def holds_kind(kind: str, term: str) -> bool:

@@ -274,13 +274,15 @@ class Recall:
             # a question about one of a conversation's people is mostly about what they said
             for pos in index.entities.spoken_by(q.named, owner, fused):
                 fused[pos] *= 1.0 + config.speaker
-        kind = q.asks if config.answer > 0 else None
+        kind = q.asks
+        lift = config.advice if kind == "advice" else config.answer
         answering: set[int] = set()
-        if kind is not None:
-            # "which days does she work?": what names a day of the week comes first
+        if kind is not None and lift > 0:
+            # "which days does she work?": what names a day of the week comes first;
+            # "what did the assistant suggest?": what says it recommends
             answering = index.bm25.holding(kind, partial(holds_kind, kind), fused)
             for pos in answering:
-                fused[pos] *= 1.0 + config.answer
+                fused[pos] *= 1.0 + lift
         if not fused:
             return [], [], None
         before = corrections_first(index, fused, ranks.get("vector", {}))
