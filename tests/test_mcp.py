@@ -391,6 +391,21 @@ def test_a_request_holding_a_lone_surrogate_is_answered_with_its_field(tmp_path:
         send('{"jsonrpc": "2.0", "id": true, "method": "tools/call", "params": '
              '{"name": "remember", "arguments": {"text": "\\ud800"}}}')
         send('{"jsonrpc": "2.0", "id": 52, "result": {"x": "\\ud800"}}')
+        # bytes that are not UTF-8: refused naming the field (they were stored as U+FFFD)
+        assert server.stdin is not None
+        server.stdin.write(b'{"jsonrpc": "2.0", "id": 13, "method": "tools/call", "params": '
+                           b'{"name": "remember", "arguments": {"text": "caf\xe9"}}}\n')
+        server.stdin.flush()
+        latin = answer()
+        assert latin["id"] == 13 and latin["error"]["code"] == -32602, latin
+        assert latin["error"]["message"].startswith("params.arguments.text: holds U+DCE9")
+        assert "not UTF-8" in latin["error"]["message"]
+        # a CR between a message's tokens is JSON's whitespace, not the end of a line (the
+        # message was split in two, neither answered); CR LF ends a line as LF does
+        send('{"jsonrpc": "2.0",\r "id": 14, "method": "ping"}')
+        assert answer() == {"jsonrpc": "2.0", "id": 14, "result": {}}
+        send('{"jsonrpc": "2.0", "id": 15, "method": "ping"}\r')
+        assert answer()["id"] == 15
         send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
             "name": "remember", "arguments": {"text": "a \U0001f600 pair is fine"}}}))
         stored = answer()

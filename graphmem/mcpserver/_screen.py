@@ -11,7 +11,11 @@ responses are never answered, whatever objects they hold."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
@@ -168,8 +172,38 @@ def serve_stdio(server: Any) -> None:
         server.run("stdio")
         return
 
+    stdin, restore = _stdin()
+
     async def run() -> None:
-        async with stdio_server() as (read, write):
+        async with stdio_server(stdin=anyio.wrap_file(stdin)) as (read, write):
             await low.run(Screened(read, write), write, low.create_initialization_options())
 
-    anyio.run(run)
+    try:
+        anyio.run(run)
+    finally:
+        restore()
+
+
+def _stdin() -> tuple[io.TextIOWrapper, Callable[[], None]]:
+    """The process's standard input as the server reads its lines, and how to give fd 0
+    back. The SDK's own reader replaced bytes that are not UTF-8 by U+FFFD (a text stored
+    changed, unasked) and split lines at a lone CR as well (one message became two lines,
+    neither JSON); this one ends lines at LF alone (a CR before it is JSON's whitespace) and
+    keeps a byte that is not UTF-8 as a lone surrogate, which ``refusal`` answers naming
+    the field. Meanwhile fd 0 reads the null device, as the SDK does with its own: what the
+    tools run never reads the client's messages."""
+    fd = os.dup(0)
+    stream = io.TextIOWrapper(os.fdopen(fd, "rb"), encoding="utf-8", errors="surrogateescape",
+                              newline="\n")
+    saved = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+
+    def restore() -> None:
+        os.dup2(saved, 0)
+        os.close(saved)
+        with contextlib.suppress(OSError, ValueError):
+            stream.close()
+
+    return stream, restore
