@@ -11,7 +11,13 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from graphmem import ConflictError, HashingEmbedder, MemoryStore, SchemaVersionError
+from graphmem import (
+    ConflictError,
+    GraphmemError,
+    HashingEmbedder,
+    MemoryStore,
+    SchemaVersionError,
+)
 from graphmem._derive import TextItem, derive_fields, new_memory, sha256
 from graphmem._embed import embed_memories
 from graphmem._input import MemoryInput
@@ -19,6 +25,7 @@ from graphmem._kuzu import SCHEMA_VERSION, Database
 from graphmem._kuzu._rows import arrow_rows, memory_params, version_params
 from graphmem._kuzu._schema import (
     MEMORY_TYPES_V3,
+    SCHEMAS,
     VERSION_TYPES,
     ensure_schema,
     schema_version,
@@ -235,3 +242,32 @@ def test_v3_database_with_edges_is_migrated(tmp_path: Path) -> None:
         store.forget("urn:v3:2", confirm=True)
         assert store.stats().edges == {"references": 0, "co_occurs": 0, "supersedes": 0}
     assert _version(path) == SCHEMA_VERSION
+
+
+def test_the_schema_is_made_in_one_transaction_and_a_half_made_one_is_finished(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process killed while the schema was made statement by statement (a SIGTERM at a
+    new store's first write) left tables and no version row, and no later open got past
+    "Meta already exists in catalog". Now a failure leaves the database empty, and a
+    schema left half made by an older graphmem is finished when the store opens."""
+    half = tmp_path / "half"
+    db = Database(str(half), buffer_pool_mb=128)
+    try:
+        for statement in SCHEMAS[SCHEMA_VERSION][:3]:
+            db.run_auto(statement)
+    finally:
+        db.close()
+    with MemoryStore(half, embedder="hashing") as store:
+        memory = store.add("The greenhouse pump runs at dusk")
+        assert [h.memory.id for h in store.recall("greenhouse pump", k=1)] == [memory.id]
+    assert _version(half) == SCHEMA_VERSION
+    failing = tmp_path / "failing"
+    broken = [*SCHEMAS[SCHEMA_VERSION][:5], "CREATE NODE TABLE Bad(x NOT_A_TYPE)"]
+    monkeypatch.setitem(SCHEMAS, SCHEMA_VERSION, broken)
+    with pytest.raises(GraphmemError):
+        MemoryStore(failing, embedder="hashing")
+    db = Database(str(failing), buffer_pool_mb=128, read_only=True)
+    try:  # nothing of it was kept
+        assert db.read("CALL show_tables() RETURN name") == []
+    finally:
+        db.close()

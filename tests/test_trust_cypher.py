@@ -247,6 +247,13 @@ def test_a_write_that_leaves_a_vector_or_the_knowledge_graph_unreadable_is_refus
              "useful_count must be a count"),
             ("MATCH (m:Memory {id: $id}) SET m.owner = 'bob'",
              "owner must be the owner of the entities it mentions"),
+            # an owner no call may name: its memories could be read by owner no more
+            ("MATCH (m:Memory {id: $id}) SET m.owner = '   '", "owner is empty"),
+            ("MATCH (m:Memory {id: $id}) SET m.owner = ''", "owner must not be empty"),
+            # an entity's owner '' was taken for null here and for another owner by the
+            # next add (refused) and by a backup's restore (refused)
+            ("MATCH (e:Entity) SET e.owner = ''", "owner must not be empty"),
+            ("MATCH (e:Entity) SET e.owner = '  '", "owner is empty"),
             (entity + "e.gone = true", "gone must stay unset while memories mention"),
             ("MATCH (m:Memory {id: $id}) SET m.vec = 'AACAPwAAAAA='",  # 2 values, not the model's
              "vec must hold .+ values"),

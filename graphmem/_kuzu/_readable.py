@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import NoReturn
 
 from .._errors import InvalidInputError
-from .._input import stored_json_problem
+from .._input import owner_problem, stored_json_problem
 from .._models import Kind, Status
 from .._records import check_merges, sentences_matrix
 from ._db import Tx
@@ -120,6 +120,12 @@ def _sentences(text: str, dim: int | None) -> str | None:
     return None
 
 
+def _owner(text: str, _dim: int | None) -> str | None:
+    """An owner as a call names it (``owner_problem``): a read by one that is not was
+    refused, so its memories could be read by their owner no more."""
+    return owner_problem(text)
+
+
 def _merges(text: str, _dim: int | None) -> str | None:
     try:
         check_merges(text)
@@ -127,6 +133,12 @@ def _merges(text: str, _dim: int | None) -> str | None:
         return "must be a JSON list of objects of strings"
     return None
 
+
+#: an owner is null (the local user's) or one a call may name (``_owner``); empty is
+#: neither, and a backup's restore took it for another owner than null
+_OWNER = {"owner:empty": ("e.owner = ''", "must not be empty (null: the local user's)")}
+#: text columns of few values over many rows: each value is read and checked once
+_DISTINCT = frozenset({"owner"})
 
 _MEMORY = _Table(
     "memory", "MATCH (e:Memory)", "e.id",
@@ -140,6 +152,7 @@ _MEMORY = _Table(
      **_needed("created", "modified", "importance", "original_importance", "confidence",
                "access_count", "useful_count", "ignored_count"),
      **_finite("centrality"),
+     **_OWNER,
      # the API's own bounds: scores in [0, 1], counters that a float holds exactly (a
      # count of 2**63 - 1 made the next feedback fail; a score of 1e308 the lifecycle)
      **{f"{c}:unit": (f"NOT (e.{c} >= 0.0 AND e.{c} <= 1.0)", "must be in [0, 1]")
@@ -151,18 +164,19 @@ _MEMORY = _Table(
     lists={"tags": False, "entities": False, "superseded_by": False, "access_times": True,
            "times_from": True, "times_to": True},
     texts={"provenance": _json, "integrity": _json, "ump": _json, "vec": _vector,
-           "sentences": _sentences})
+           "sentences": _sentences, "owner": _owner})
 #: the knowledge graph's tables and the edges, checked when a statement names them
 _OTHERS = {
     "entity": _Table(
         "entity", "MATCH (e:Entity)", "e.id",
-        {**_needed("name", "type", "aliases", "merges", live=True), **_times("created")},
-        lists={"aliases": False}, texts={"merges": _merges}),
+        {**_needed("name", "type", "aliases", "merges", live=True), **_times("created"),
+         **_OWNER},
+        lists={"aliases": False}, texts={"merges": _merges, "owner": _owner}),
     "fact": _Table(
         "fact", "MATCH (:Entity)-[e:FACT]->(:Entity)", "e.id",
         {**_needed("id", "predicate", "recorded", "sources", "confidence", live=True),
-         **_finite("confidence"), **_times("valid_from", "valid_to", "recorded")},
-        lists={"sources": False}),
+         **_finite("confidence"), **_times("valid_from", "valid_to", "recorded"), **_OWNER},
+        lists={"sources": False}, texts={"owner": _owner}),
     "mentions": _Table(
         "mention", "MATCH (m:Memory)-[e:MENTIONS]->(x:Entity)", "m.id + ' -> ' + x.id",
         {**_needed("role", "surface", "weight", live=True), **_finite("weight")}),
@@ -239,6 +253,16 @@ def refuse_unreadable(tx: Tx, query: str) -> None:
         named = [c for c in table.texts if c in lowered]
         dim = _store_dim(tx) if {"vec", "sentences"} & set(named) else None
         for column in named:
+            if column in _DISTINCT:
+                values = tx.run(f"{table.pattern} WHERE e.{column} IS NOT NULL AND "
+                                f"e.{column} <> '' RETURN DISTINCT e.{column}")
+                for (value,) in values:
+                    wrong = table.texts[column](value, dim)
+                    if wrong is not None:
+                        rows = tx.run(f"{table.pattern} WHERE e.{column} = $v RETURN "
+                                      f"{table.name} LIMIT 1", {"v": value})
+                        _unreadable(table, rows[0][0], column, wrong)
+                continue
             # read here as graphmem reads them (Kuzu has no JSON test without its
             # extension, and no base64)
             for row_id, text in tx.run(f"{table.pattern} WHERE e.{column} IS NOT NULL AND "
