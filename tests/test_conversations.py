@@ -5,16 +5,19 @@ only where a statement needs it, and the everyday-chats evaluation."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
-from graphmem import InvalidInputError, MemoryStore, Status
+from graphmem import PRESETS, InvalidInputError, MemoryStore, Status
 from graphmem._extract._corrections import Statement, correction_target, is_correction
 from graphmem._extract._rules import RuleExtractor, assistant_statements, needs_context
-from graphmem._recall._channels import corrections_first
-from graphmem._recall._index import RecallIndex
+from graphmem._recall._channels import corrections_first, later_first
+from graphmem._recall._hits import Explanation
+from graphmem._recall._index import ASSISTANT_TAG, RecallIndex
 from graphmem._recall._query import asks_about_assistant, named_actor
 from tests.conftest import Clock
 
@@ -929,3 +932,54 @@ def test_the_texts_a_conversation_compares_are_embedded_once_and_forgotten_with_
         kept.clear()
         assert kept([said[0]], since=before).shape == (1, store.embedder.dim)
         assert said[0] not in kept._kept
+
+
+def test_a_later_word_on_a_subject_comes_before_the_earlier_one() -> None:
+    """"a bank shift at the hospital, on Saturdays" (with "my first shift is 14 March" of
+    the same message), then a month later "I do Sundays at the hospital now": among the
+    best candidates, the later statement that says something changed, close to the
+    earlier one in vectors and about as close to the question, comes before it and its
+    message's other statement; not without a word of change, not for what the assistant
+    said, not when it is far from the question or from the earlier statement."""
+    index = RecallIndex(dim=4)
+    shift, first_day, sundays, canteen, far = (np.array(v, dtype=np.float32) for v in (
+        [1, 0.2, 0, 0], [0.6, 0.8, 0, 0], [0.9, 0.1, 0.4, 0], [0.9, 0, 0.4, 0.1],
+        [0, 0, 0, 1]))
+    index.upsert([
+        {"id": "shift", "status": "active", "kind": "episodic", "payload_hash": "m1",
+         "created": datetime(2026, 3, 1, tzinfo=UTC)},
+        {"id": "first-day", "status": "active", "kind": "episodic", "payload_hash": "m1",
+         "created": datetime(2026, 3, 1, tzinfo=UTC)},
+        {"id": "sundays", "status": "active", "kind": "episodic", "payload_hash": "m2",
+         "created": datetime(2026, 4, 1, tzinfo=UTC)},
+        {"id": "canteen", "status": "active", "kind": "episodic", "payload_hash": "m3",
+         "created": datetime(2026, 4, 2, tzinfo=UTC), "tags": [ASSISTANT_TAG]},
+        {"id": "far", "status": "active", "kind": "episodic", "payload_hash": "m4",
+         "created": datetime(2026, 4, 3, tzinfo=UTC)},
+    ], vectors=[shift, first_day, sundays, canteen, far])
+    a, b, c, d, e = (index.pos[i] for i in ("shift", "first-day", "sundays", "canteen", "far"))
+    texts = {a: "a bank shift at the hospital, on Saturdays", b: "my first shift is 14 March",
+             c: "I do Sundays at the hospital now", d: "the canteen does Sunday roasts now",
+             e: "I moved the shift to Sundays now"}
+    fused = {a: 0.9, b: 0.95, c: 0.6}
+    moved = later_first(index, fused, {a: 0.50, b: 0.45, c: 0.45}, texts.__getitem__,
+                        similar=0.3)
+    assert moved == {c: b} and fused[c] > fused[b] > fused[a]
+    # no word of change: "I do Sundays at the hospital" keeps its place
+    plain = {**texts, c: "I do Sundays at the hospital"}
+    assert later_first(index, {a: 0.9, b: 0.95, c: 0.6}, {a: 0.5, b: 0.45, c: 0.45},
+                       plain.__getitem__, similar=0.3) == {}
+    # much further from the question than the earlier statement
+    assert later_first(index, {a: 0.9, c: 0.6}, {a: 0.6, c: 0.45}, texts.__getitem__,
+                       similar=0.3) == {}
+    # said by the other side of the conversation; far from the earlier statement in vectors
+    assert later_first(index, {a: 0.9, d: 0.6}, {a: 0.5, d: 0.5}, texts.__getitem__,
+                       similar=0.3) == {}
+    assert later_first(index, {a: 0.9, e: 0.6}, {a: 0.5, e: 0.5}, texts.__getitem__,
+                       similar=0.3) == {}
+    assert PRESETS["default"].later == 0.4
+    with pytest.raises(InvalidInputError, match="later must be a number in"):
+        PRESETS["default"].with_(later=1.5)
+    line = Explanation(channels={}, fused=0.1, final=0.1, preset="default",
+                       said_after="urn:old").lines()[-1]
+    assert line == "  says what changed since urn:old: ranked before it"

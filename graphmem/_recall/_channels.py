@@ -41,10 +41,11 @@ from ._entities import EntityIndex
 from ._fusion import competition_ranks
 from ._index import RecallIndex
 from ._query import answer_kind, holds_kind
+from ._vectors import as_float32
 from ._walk import FlatRows, hop_expansion, local_ppr
 
-__all__ = ["Channel", "Fusion", "Query", "Ranking", "corrections_first", "lexical_neighbours",
-           "run_channels", "top"]
+__all__ = ["Channel", "Fusion", "Query", "Ranking", "corrections_first", "later_first",
+           "lexical_neighbours", "run_channels", "top"]
 
 Ranking = list[tuple[int, float]]
 
@@ -644,6 +645,60 @@ def corrections_first(index: RecallIndex, fused: dict[int, float],
             best = max(beside, key=lambda p: (fused[p], -p))
             fused[pos] = math.nextafter(fused[best], math.inf)
             moved[pos] = best
+    return moved
+
+
+#: words by which a statement says that something changed: "now" ending a clause or after
+#: "is" ("we move on 4 July now", "his dose is now at 7"; not "doing the review now with
+#: her"), "instead", "anymore", "no longer", "switched", "changed", "moved"
+_CHANGE_CUE = re.compile(r"\bnow(?=\s*(?:[.,;:!?)]|$))|\b(?:is|are|'s|'re|am|'m) now\b"
+                         r"|\b(?:instead|anymore|any more|no longer|these days|switched|"
+                         r"changed|moved)\b", re.IGNORECASE)
+#: ``later_first`` looks at this many of the best fused candidates; the later statement
+#: must score at least ``_LATER_SHARE`` of the earlier one's fused score and a vector
+#: score at most ``_LATER_GAP`` below the earlier one's (it answers the question about
+#: as well: "the semester is busy now" is not what "which degree is she doing?" asks)
+_LATER_AMONG, _LATER_SHARE, _LATER_GAP = 10, 0.5, 0.1
+
+
+def later_first(index: RecallIndex, fused: dict[int, float], vector: Mapping[int, float],
+                text_of: Callable[[int], str], *, similar: float) -> dict[int, int]:
+    """A later word on a subject comes before the earlier one: of the best fused
+    candidates, a memory that says something changed (``_CHANGE_CUE``), said after
+    another by the same side of the conversation (both the user's, or both the
+    assistant's) in another message, whose own vector is at least ``similar`` close to
+    the other's (cosine), and that answers the question about as well (``_LATER_SHARE``,
+    ``_LATER_GAP`` of its ``vector`` score), is moved just before it and before what
+    else of that message scores above it ("I do Sundays at the hospital now" after "a
+    bank role at the hospital, on Saturdays"). ``text_of`` gives a position's text, read
+    only for a memory that has such an earlier one. ``fused`` is changed in place;
+    returns each memory moved -> the statement it now comes before."""
+    top = sorted(fused, key=lambda p: (-fused[p], index.ids[p]))[:_LATER_AMONG]
+    dated = [p for p in top if index.has_vector[p] and math.isfinite(index.created[p])]
+    if len(dated) < 2:
+        return {}
+    rows = as_float32(index.vectors[dated])
+    rows /= np.maximum(np.linalg.norm(rows, axis=1), 1e-12)[:, None]
+    close = rows @ rows.T >= similar
+    messages, created, theirs = index.message, index.created, index.assistant
+    moved: dict[int, int] = {}
+    for i in sorted(range(len(dated)), key=lambda n: created[dated[n]]):
+        later = dated[i]
+        if later not in vector:
+            continue
+        earlier = [e for e in (dated[j] for j in np.flatnonzero(close[i]))
+                   if created[e] < created[later] and theirs[e] == theirs[later]
+                   and (messages[later] == 0 or messages[e] != messages[later])
+                   and fused[later] >= _LATER_SHARE * fused[e]
+                   and vector[later] >= vector.get(e, math.inf) - _LATER_GAP]
+        if not earlier or not _CHANGE_CUE.search(text_of(later)):
+            continue
+        above = [p for p in top for e in earlier if fused[p] > fused[later]
+                 and (p == e or (messages[e] != 0 and messages[p] == messages[e]))]
+        if above:
+            best = max(above, key=lambda p: (fused[p], -p))
+            fused[later] = math.nextafter(fused[best], math.inf)
+            moved[later] = best
     return moved
 
 

@@ -72,6 +72,9 @@ class Explanation(_Value):
     #: the statement this memory was moved before: one beside what it corrects, of the
     #: same message (``corrections_first``), or None
     corrects_before: str | None = None
+    #: the earlier statement on the same subject this one, which says something changed,
+    #: was moved before (``later_first``), or None
+    said_after: str | None = None
     #: the kind of value the question asks for that this memory holds ("weekday",
     #: "clock", "amount"), for which its fused score was lifted (``RecallConfig.answer``)
     answers: str | None = None
@@ -118,6 +121,8 @@ class Explanation(_Value):
                        f"question asks")
         if self.corrects_before is not None:
             out.append(f"  corrects the message of {self.corrects_before}: ranked before it")
+        if self.said_after is not None:
+            out.append(f"  says what changed since {self.said_after}: ranked before it")
         return out
 
 

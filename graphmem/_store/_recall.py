@@ -22,7 +22,13 @@ from .._input import RecallWindow, check_unit, moment, recall_window
 from .._learn._features import Candidates, capture
 from .._learn._samples import Reranker, SampleLog
 from .._models import ChangeType, EventType, Kind, Memory, Status, parse_kind
-from .._recall._channels import Query, actr_terms, corrections_first, run_channels
+from .._recall._channels import (
+    Query,
+    actr_terms,
+    corrections_first,
+    later_first,
+    run_channels,
+)
 from .._recall._config import RecallConfig, resolve_preset
 from .._recall._hits import ActivationInfo, ChannelRank, Explanation, Hit, LearnedInfo
 from .._recall._index import RecallIndex
@@ -285,11 +291,15 @@ class Recall:
                 fused[pos] *= 1.0 + lift
         if not fused:
             return [], [], None
+        scores = {name: dict(ranking) for name, ranking in channels.items()}
         before = corrections_first(index, fused, ranks.get("vector", {}))
+        later: dict[int, int] = {}
+        if config.later > 0 and "vector" in scores:
+            later = later_first(index, fused, scores["vector"], self._text_of(index),
+                                similar=config.later)
         order = sorted(fused, key=lambda p: (-fused[p], index.ids[p]))
         final = dict(fused)
         activations: dict[int, tuple[Any, int, float]] = {}
-        scores = {name: dict(ranking) for name, ranking in channels.items()}
         candidates: Candidates | None = None
         learned: Mapping[int, LearnedInfo] = {}
         if config.actr is not None:
@@ -329,9 +339,13 @@ class Recall:
                 assistant=config.assistant if pos in demoted and not users else None,
                 user=config.assistant if pos in demoted and users else None,
                 corrects_before=index.ids[before[pos]] if pos in before else None,
+                said_after=index.ids[later[pos]] if pos in later else None,
                 answers=kind if pos in answering else None,
                 preset=config.name)))
         return out, [pos for pos, _ in out], candidates
+
+    def _text_of(self, index: RecallIndex) -> Callable[[int], str]:
+        return lambda pos: self._rows.get(index.ids[pos], self._index.current).text
 
     @staticmethod
     def _asks_a_friend(index: RecallIndex, query: str, owner: str | None) -> bool:
