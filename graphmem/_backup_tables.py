@@ -31,7 +31,7 @@ import pyarrow as pa
 from ._arrow import column_values, numbers, parquet_batches, strings, vector_matrix
 from ._engine import EDGE_KINDS, BatchWriter, Engine, TableName, WriteBatch
 from ._errors import GraphmemError, StoreError
-from ._input import no_json_constant
+from ._input import no_json_constant, owner_problem
 from ._models import ChangeType, EventType, Kind, Status, TriggeredBy
 from ._records import TABLE_TYPES, check_merges, sentences_matrix
 
@@ -311,6 +311,14 @@ class _Reader:
                     rows = _set(rows, column, pc.fill_null(values, pa.scalar([], kind)))
             elif pa.types.is_timestamp(kind):
                 self._times(table, rows, column, values)
+        if "owner" in table.types:
+            # an owner the API would refuse (a control or invisible character, blank)
+            # would be a second owner that reads as another one
+            owners = rows.column("owner")
+            for owner in pc.unique(owners).to_pylist():
+                problem = None if owner is None else owner_problem(owner)
+                if problem is not None:
+                    self.refuse(table, rows, pc.equal(owners, owner), f"owner {problem}")
         for column, value in _DEFAULTS.get(name, {}).items():
             if rows.column(column).null_count:
                 rows = _set(rows, column, pc.fill_null(rows.column(column), value))

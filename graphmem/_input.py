@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypedDict
@@ -184,14 +185,23 @@ def owner_problem(value: Any) -> str | None:
     """What makes ``value`` no owner, or None: the one rule for the owner a memory is
     written with (``MemoryInput``) and the one a read or change is confined to
     (``check_owner``). An owner is a string of at most ``MAX_SHORT`` characters, text
-    (no NUL, no lone surrogate) and not blank.
+    (no NUL, no lone surrogate), not blank, and without control or invisible format
+    characters ("alice\u200b" would be another owner that reads as "alice").
 
     >>> owner_problem("alice"), owner_problem(5), owner_problem(" ")[:22]
     (None, 'must be a string, got int', 'is empty: leave it out')
+    >>> owner_problem("alice\u200b")
+    'contains an invisible or control character (U+200B at position 5)'
     """
     if not isinstance(value, str):
         return f"must be a string, got {type(value).__name__}"
     problem = _short_problem(value)
+    if problem is None:
+        hidden = next((n for n, ch in enumerate(value)
+                       if unicodedata.category(ch) in ("Cc", "Cf")), None)
+        if hidden is not None:
+            problem = (f"contains an invisible or control character "
+                       f"(U+{ord(value[hidden]):04X} at position {hidden})")
     if problem is None and not value.strip():
         problem = ("is empty: leave it out (a memory of the local user's; on a read, every "
                    "owner's memories)")

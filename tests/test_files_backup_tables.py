@@ -185,6 +185,12 @@ TAMPERED: list[tuple[str, Callable[[pa.Table], pa.Table], str]] = [
     ("facts.parquet", lambda t: set_column(t, "owner", ["eve"] * t.num_rows),
      r"data/facts\.parquet: the row of id '.*' is not valid: its entities are not of its "
      "owner"),
+    # an owner the API refuses: one that reads as another, or blank
+    ("memories.parquet", lambda t: first(t, "owner", "alice\u200b"),
+     r"data/memories\.parquet: memory 'urn:.*' is not a valid memory: owner contains an "
+     r"invisible or control character \(U\+200B at position 5\)"),
+    ("entities.parquet", lambda t: set_column(t, "owner", ["  "] * t.num_rows),
+     r"data/entities\.parquet: the row of id 'ent_.*' is not valid: owner is empty"),
     ("meta.parquet", lambda t: set_column(
         t, "value", ["abc" if k == "embedder_dim" else v for k, v in
                      zip(t.column(0).to_pylist(), t.column(1).to_pylist(), strict=True)]),

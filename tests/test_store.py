@@ -383,8 +383,9 @@ def test_an_owner_that_is_no_string_is_refused_before_the_engine(store_location:
         finally:
             store._ctx.engine = engine
         assert store.export() == before
-        # a blank or overlong owner: refused by a read as by a write
-        for owner in ("", " ", "x" * 2001):
+        # a blank or overlong owner, or one that reads as another: refused by a read as
+        # by a write
+        for owner in ("", " ", "x" * 2001, "alice\u200b", "\u202ealice", "ali\tce"):
             with pytest.raises(InvalidInputError) as wrote:
                 store.add("Nadia likes tea", owner=owner)
             with pytest.raises(InvalidInputError) as read:
