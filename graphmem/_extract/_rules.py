@@ -66,11 +66,7 @@ _FILLER = {"hi", "hello", "hey", "yo", "thanks", "thank", "thx", "ok", "okay", "
            "wonderful", "super", "sweet", "fab", "cheers", "ta", "legend", "hero", "idea",
            "makes", "sense", "noted", "got", "will", "do", "done", "pls", "plz", "ty",
            "lot", "lots", "mil", "million", "bunch", "again", "everything", "glad", "happy",
-           "idk", "dunno", "idc",
-           # greetings and goodbyes of chat ("long time no see", "gonna sleep, talk soon
-           # mate"): the words of saying hello or goodbye, which say nothing to remember
-           "long", "time", "mate", "gonna", "sleep", "bed", "talk", "speak", "catch",
-           "ttyl", "gn", "nite"}
+           "idk", "dunno", "idc"}
 
 @dataclass(frozen=True)
 class Extracted:
