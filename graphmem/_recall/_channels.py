@@ -665,8 +665,8 @@ def later_first(index: RecallIndex, fused: dict[int, float], vector: Mapping[int
                 text_of: Callable[[int], str], *, similar: float) -> dict[int, int]:
     """A later word on a subject comes before the earlier one: of the best fused
     candidates, a memory that says something changed (``_CHANGE_CUE``), said after
-    another by the same side of the conversation (both the user's, or both the
-    assistant's) in another message, whose own vector is at least ``similar`` close to
+    another of the same owner by the same side of the conversation (both the user's, or
+    both the assistant's) in another message, whose own vector is at least ``similar`` close to
     the other's (cosine), and that answers the question about as well (``_LATER_SHARE``,
     ``_LATER_GAP`` of its ``vector`` score), is moved just before it and before what
     else of that message scores above it ("I do Sundays at the hospital now" after "a
@@ -680,7 +680,8 @@ def later_first(index: RecallIndex, fused: dict[int, float], vector: Mapping[int
     rows = as_float32(index.vectors[dated])
     rows /= np.maximum(np.linalg.norm(rows, axis=1), 1e-12)[:, None]
     close = rows @ rows.T >= similar
-    messages, created, theirs = index.message, index.created, index.assistant
+    messages, created, theirs, owners = (index.message, index.created, index.assistant,
+                                         index.owner)
     moved: dict[int, int] = {}
     for i in sorted(range(len(dated)), key=lambda n: created[dated[n]]):
         later = dated[i]
@@ -688,6 +689,7 @@ def later_first(index: RecallIndex, fused: dict[int, float], vector: Mapping[int
             continue
         earlier = [e for e in (dated[j] for j in np.flatnonzero(close[i]))
                    if created[e] < created[later] and theirs[e] == theirs[later]
+                   and owners[e] == owners[later]
                    and (messages[later] == 0 or messages[e] != messages[later])
                    and fused[later] >= _LATER_SHARE * fused[e]
                    and vector[later] >= vector.get(e, math.inf) - _LATER_GAP]
