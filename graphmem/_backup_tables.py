@@ -31,7 +31,7 @@ import pyarrow as pa
 from ._arrow import column_values, numbers, parquet_batches, strings, vector_matrix
 from ._engine import EDGE_KINDS, BatchWriter, Engine, TableName, WriteBatch
 from ._errors import GraphmemError, StoreError
-from ._input import no_json_constant, owner_problem
+from ._input import no_json_constant, stored_owner_problem
 from ._models import ChangeType, EventType, Kind, Status, TriggeredBy
 from ._records import TABLE_TYPES, check_merges, sentences_matrix
 
@@ -312,11 +312,12 @@ class _Reader:
             elif pa.types.is_timestamp(kind):
                 self._times(table, rows, column, values)
         if "owner" in table.types:
-            # an owner the API would refuse (a control or invisible character, blank)
-            # would be a second owner that reads as another one
+            # an owner graphmem could not have stored (blank, too long, not text); one
+            # that a call may no longer name (an invisible character) was written by
+            # older versions and is restored as it was
             owners = rows.column("owner")
             for owner in pc.unique(owners).to_pylist():
-                problem = None if owner is None else owner_problem(owner)
+                problem = None if owner is None else stored_owner_problem(owner)
                 if problem is not None:
                     self.refuse(table, rows, pc.equal(owners, owner), f"owner {problem}")
         for column, value in _DEFAULTS.get(name, {}).items():

@@ -49,6 +49,7 @@ __all__ = [
     "parse_records",
     "recall_window",
     "stored_json_problem",
+    "stored_owner_problem",
     "unicode_problem",
     "update_changes",
     "validation_message",
@@ -181,27 +182,64 @@ def check_unicode(value: str, *, field: str) -> str:
     return value
 
 
+#: letters and marks that show nothing (Hangul fillers, the braille blank, the combining
+#: grapheme joiner, Khmer's inherent vowels, variation selectors): an owner holding one
+#: reads as another owner
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5"
+                           + "".join(map(chr, range(0xFE00, 0xFE10)))
+                           + "".join(map(chr, range(0xE0100, 0xE01F0))))
+#: Unicode categories no owner holds: controls, format characters (U+200B), line and
+#: paragraph separators, private use, unassigned
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cn"})
+
+
 def owner_problem(value: Any) -> str | None:
     """What makes ``value`` no owner, or None: the one rule for the owner a memory is
     written with (``MemoryInput``) and the one a read or change is confined to
-    (``check_owner``). An owner is a string of at most ``MAX_SHORT`` characters, text
-    (no NUL, no lone surrogate), not blank, and without control or invisible format
-    characters ("alice\u200b" would be another owner that reads as "alice").
+    (``check_owner``). An owner is a stored owner (``stored_owner_problem``) that reads as
+    itself alone: in Unicode normal form NFKC (so "jose" + U+0301 is not another "josé",
+    nor a fullwidth "ａlice" another "alice"), without a character that shows nothing
+    (U+200B, a control, a space other than U+0020, a Hangul filler) and without space at
+    either end. Letters of other scripts that look alike (a Cyrillic "а") are not caught.
 
     >>> owner_problem("alice"), owner_problem(5), owner_problem(" ")[:22]
     (None, 'must be a string, got int', 'is empty: leave it out')
     >>> owner_problem("alice\u200b")
-    'contains an invisible or control character (U+200B at position 5)'
+    'contains a character that shows nothing (U+200B at position 5)'
+    >>> owner_problem("jose\u0301")
+    "is not in Unicode normal form NFKC: write it as 'josé'"
+    >>> owner_problem("ana maria"), owner_problem("alice ")
+    (None, 'has space at an end')
+    """
+    problem = stored_owner_problem(value)
+    if problem is not None:
+        return problem
+    hidden = next((n for n, ch in enumerate(value)
+                   if unicodedata.category(ch) in _HIDDEN or ch in _BLANK_LETTERS
+                   or (ch.isspace() and ch != " ")), None)
+    if hidden is not None:
+        return (f"contains a character that shows nothing (U+{ord(value[hidden]):04X} at "
+                f"position {hidden})")
+    if value != value.strip():
+        return "has space at an end"
+    normal = unicodedata.normalize("NFKC", value)
+    if normal != value:
+        return f"is not in Unicode normal form NFKC: write it as {normal!r}"
+    return None
+
+
+def stored_owner_problem(value: Any) -> str | None:
+    """What makes ``value`` no owner graphmem could have stored, or None: a string of at
+    most ``MAX_SHORT`` characters, text (no NUL, no lone surrogate) and not blank. A
+    backup is checked by this rule: stores written before ``owner_problem`` refused
+    invisible characters may hold such owners.
+
+    >>> stored_owner_problem("alice\u200b"), stored_owner_problem("")[:8]
+    (None, 'is empty')
     """
     if not isinstance(value, str):
         return f"must be a string, got {type(value).__name__}"
     problem = _short_problem(value)
-    if problem is None:
-        hidden = next((n for n, ch in enumerate(value)
-                       if unicodedata.category(ch) in ("Cc", "Cf")), None)
-        if hidden is not None:
-            problem = (f"contains an invisible or control character "
-                       f"(U+{ord(value[hidden]):04X} at position {hidden})")
     if problem is None and not value.strip():
         problem = ("is empty: leave it out (a memory of the local user's; on a read, every "
                    "owner's memories)")

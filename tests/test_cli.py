@@ -335,6 +335,15 @@ def test_import_locomo_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
                    "--conversation", "conv-z", code=1).stderr == (
         "error: no conversation conv-z in the LoCoMo file; its conversations are conv-a, "
         "conv-b\n")  # a misspelled id imports nothing, and says so
+    # a sample_id is its memories' owner: one no call may name imports nothing
+    raw = json.loads(source.read_text(encoding="utf-8"))
+    raw[1]["sample_id"] = "conv-c\u200b"
+    source.write_text(json.dumps(raw), encoding="utf-8")
+    fresh = tmp_path / "fresh"
+    assert "sample_id 'conv-c\\u200b' is its memories' owner, and it contains a character " \
+        "that shows nothing" in cli_run(fresh, "--embedder", "hashing", "import", "locomo",
+                                        str(source), code=1).stderr
+    assert not fresh.exists()
 
 
 # -- make demo ------------------------------------------------------------------------------

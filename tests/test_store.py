@@ -385,7 +385,9 @@ def test_an_owner_that_is_no_string_is_refused_before_the_engine(store_location:
         assert store.export() == before
         # a blank or overlong owner, or one that reads as another: refused by a read as
         # by a write
-        for owner in ("", " ", "x" * 2001, "alice\u200b", "\u202ealice", "ali\tce"):
+        for owner in ("", " ", "x" * 2001, "alice\u200b", "\u202ealice", "ali\tce",
+                      "alice ", "alice\u3164", "alice\u00a0", "jose\u0301", "\uff41lice",
+                      "alice\ufe0f", "alice\ue000"):
             with pytest.raises(InvalidInputError) as wrote:
                 store.add("Nadia likes tea", owner=owner)
             with pytest.raises(InvalidInputError) as read:
@@ -532,3 +534,14 @@ def test_opening_without_create_makes_no_store(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match=f"no graphmem database at {notes}"):
         MemoryStore(notes, embedder="hashing", create=False)
     assert [p.name for p in notes.iterdir()] == ["todo.md"]
+
+
+def test_merge_names_a_record_that_is_no_memory_input(store: MemoryStore) -> None:
+    from graphmem import MemoryInput, RecordError
+
+    good = MemoryInput(id="urn:a", text="Nadia moved to Lisbon")
+    for bad, why in (({"id": "urn:b", "text": "x"}, "not a dict \\(MemoryInput"),
+                     ("urn:b", "not a str")):
+        with pytest.raises(RecordError, match=f"record 1: a record is a MemoryInput, {why}"):
+            store.merge([good, bad])  # type: ignore[list-item]
+    assert store.memory_count() == 0

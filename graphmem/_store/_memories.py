@@ -295,6 +295,12 @@ class Memories:
                    ) -> tuple[WriteBatch, MergeResult, list[NewMemory]]:
         """What ``merge`` would commit, without committing it."""
         ctx = self._ctx
+        for n, record in enumerate(records):
+            if not isinstance(record, MemoryInput):
+                raise RecordError(f"a record is a MemoryInput, not a {type(record).__name__}"
+                                  + (" (MemoryInput(**record) checks a dict's fields)"
+                                     if isinstance(record, dict) else ""),
+                                  source=source, index=n)
         result = MergeResult()
         by_id: dict[str, MemoryInput] = {r.id: r for r in records if r.id}
         if len(by_id) != len(records):

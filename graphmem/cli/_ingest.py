@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .._errors import InvalidInputError
+from .._input import owner_problem
 from .._views import to_json
 from ._app import Context, cli, echo_json, pass_ctx, usage
 from ._progress import bar, working
@@ -56,6 +57,12 @@ def import_locomo_cmd(ctx: Context, file: str | None, sample_ids: tuple[str, ...
                 f"no conversation {', '.join(unknown)} in the LoCoMo file; its conversations "
                 f"are {', '.join(known)}", field="conversation")
         conversations = [c for c in conversations if c.sample_id in sample_ids]
+    for conversation in conversations:  # each is its owner: checked before any is written
+        problem = owner_problem(conversation.sample_id)
+        if problem is not None:
+            raise InvalidInputError(
+                f"{file}: conversation sample_id {conversation.sample_id!r} is its memories' "
+                f"owner, and it {problem}", field="sample_id")
     store = ctx.store()
     turns = sum(len(s.turns) for c in conversations for s in c.sessions)
     shown = bar(turns, "importing LoCoMo", enabled=ctx.progress, unit=" turns")
