@@ -295,9 +295,8 @@ def correction_target(text: str, recent: Sequence[Statement],
         # things are now replaces only what the same person said
         own = [s for s in recent if not s.assistant]
         return _closest_now(text, own, similarity) if says_now(text) else None
-    explicit = redo or any(search(_TAKE_BACK, s) or _value_not_value(s)
-                           for s in sentences(text))
-    if not explicit:
+    if not redo and not any(search(_TAKE_BACK, s) or _value_not_value(s)
+                            for s in sentences(text)):
         # a change ("we moved it to Friday", "it's now at 4") changes what its speaker
         # said; what the assistant did or advised only an explicit one takes back
         recent = [s for s in recent if not s.assistant]
@@ -314,8 +313,7 @@ def correction_target(text: str, recent: Sequence[Statement],
         same_kind = len(slots & _slots(statement.text))
         holds_negated = any(n and n <= theirs for n in negated)
         same_date = len(slots & _slots(statement.text) & _DATE_SLOTS)
-        close = similarity.get(statement.id, 0.0) >= (
-            NOW_SIMILAR if explicit else _needed(text, statement.text))
+        close = similarity.get(statement.id, 0.0) >= NOW_SIMILAR
         if not (holds_negated or shared >= 2 or (shared and same_kind)
                 or (short and same_date and age < 3) or close):
             continue
@@ -325,43 +323,13 @@ def correction_target(text: str, recent: Sequence[Statement],
     return best[1] if best else None
 
 
-#: a capitalised word: a name, whose sharing says two statements are about one person or
-#: place, not about one thing of theirs
-_CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
-
-
-def _needed(text: str, earlier: str) -> float:
-    """How close a change or a statement of now must be to an earlier statement to replace
-    it: ``NOW_SIMILAR``, or that much more when the two share a name and no other word
-    ("Pedro is now on holiday" is no new value of "Pedro is a dentist"; "we moved to
-    Lisbon" is one of "I live in Porto").
-
-    >>> _needed("Pedro is now on holiday", "Pedro is a dentist") > NOW_SIMILAR
-    True
-    >>> _needed("we moved to Lisbon", "I live in Porto") == NOW_SIMILAR
-    True
-    """
-    names, their_names = _names(text), _names(earlier)
-    if names & their_names and not (_terms(text) - names) & (_terms(earlier) - their_names):
-        return NOW_SIMILAR + 0.15
-    return NOW_SIMILAR
-
-
-def _names(text: str) -> set[str]:
-    return set(tokenize(" ".join(m.group(0) for m in finditer(_CAPITALISED, text))))
-
-
 def _closest_now(text: str, recent: Sequence[Statement], similarity: Mapping[str, float]
                  ) -> str | None:
-    """The statement a statement of how things are now replaces: the closest of those at
-    least ``NOW_SIMILAR`` close that share a word with it, or that much more without one
-    or sharing only a name (``_needed``)."""
     terms = _terms(text)
     best: tuple[float, str] | None = None
     for statement in recent:
         cosine = similarity.get(statement.id, 0.0)
         needed = NOW_SIMILAR if terms & _terms(statement.text) else NOW_SIMILAR + 0.15
-        needed = max(needed, _needed(text, statement.text))
         if cosine >= needed and (best is None or cosine > best[0]):
             best = (cosine, statement.id)
     return best[1] if best else None
