@@ -183,48 +183,77 @@ def check_unicode(value: str, *, field: str) -> str:
 
 
 #: letters and marks that show nothing (Hangul fillers, the braille blank, the combining
-#: grapheme joiner, Khmer's inherent vowels, variation selectors): an owner holding one
-#: reads as another owner
-_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5"
+#: grapheme joiner, Khmer's inherent vowels, Mongolian free variation selectors, the Khitan
+#: filler, variation selectors): an owner holding one reads as another owner
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5\u180b"
+                           "\u180c\u180d\u180f\U00016fe4"
                            + "".join(map(chr, range(0xFE00, 0xFE10)))
                            + "".join(map(chr, range(0xE0100, 0xE01F0))))
 #: Unicode categories no owner holds: controls, format characters (U+200B), line and
-#: paragraph separators, private use, unassigned
-_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cn"})
+#: paragraph separators, private use (unassigned characters are allowed: which are
+#: unassigned depends on the Python's Unicode version)
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Co"})
+#: joiners that spell words of Persian and of Indic scripts ("علی\u200cرضا") and emoji
+#: ("👩\u200d💻"), allowed between two characters that are not ASCII
+_JOINERS = frozenset("\u200c\u200d")
+#: the emoji and text presentation selectors, allowed after a symbol ("❤️")
+_PRESENTATION = frozenset("\ufe0e\ufe0f")
+
+
+def _hidden_at(value: str) -> int | None:
+    """Where ``value`` holds a character that shows nothing, or None (``owner_problem``)."""
+    for n, ch in enumerate(value):
+        if ch in _JOINERS and 0 < n < len(value) - 1 \
+                and not value[n - 1].isascii() and not value[n + 1].isascii():
+            continue
+        if ch in _PRESENTATION and n and unicodedata.category(value[n - 1]) in ("So", "Sk"):
+            continue
+        if unicodedata.category(ch) in _HIDDEN or ch in _BLANK_LETTERS \
+                or (ch.isspace() and ch != " "):
+            return n
+    return None
 
 
 def owner_problem(value: Any) -> str | None:
     """What makes ``value`` no owner, or None: the one rule for the owner a memory is
     written with (``MemoryInput``) and the one a read or change is confined to
     (``check_owner``). An owner is a stored owner (``stored_owner_problem``) that reads as
-    itself alone: in Unicode normal form NFKC (so "jose" + U+0301 is not another "josé",
-    nor a fullwidth "ａlice" another "alice"), without a character that shows nothing
-    (U+200B, a control, a space other than U+0020, a Hangul filler) and without space at
-    either end. Letters of other scripts that look alike (a Cyrillic "а") are not caught.
+    itself alone: in Unicode normal form NFC (so "jose" + U+0301 is not another "josé"),
+    without fullwidth forms of ASCII ("ａlice"), without a character that shows nothing
+    (U+200B, a control, a space other than U+0020, a Hangul filler; a joiner between two
+    letters of Persian or an Indic script, or in an emoji, is no such character) and
+    without space at either end. Letters that look alike (a Cyrillic "а", an Arabic tatweel)
+    are not caught.
 
     >>> owner_problem("alice"), owner_problem(5), owner_problem(" ")[:22]
     (None, 'must be a string, got int', 'is empty: leave it out')
     >>> owner_problem("alice\u200b")
     'contains a character that shows nothing (U+200B at position 5)'
     >>> owner_problem("jose\u0301")
-    "is not in Unicode normal form NFKC: write it as 'josé'"
-    >>> owner_problem("ana maria"), owner_problem("alice ")
-    (None, 'has space at an end')
+    "is not in Unicode normal form NFC: write it as 'josé'"
+    >>> owner_problem("ana maria"), owner_problem("alice "), owner_problem("\uff41lice")
+    (None, 'has space at an end', 'holds the fullwidth form of an ASCII character at position 0')
+    >>> owner_problem("علی\u200cرضا"), owner_problem("สำราญ"), owner_problem("❤\ufe0f")
+    (None, None, None)
     """
     problem = stored_owner_problem(value)
     if problem is not None:
         return problem
-    hidden = next((n for n, ch in enumerate(value)
-                   if unicodedata.category(ch) in _HIDDEN or ch in _BLANK_LETTERS
-                   or (ch.isspace() and ch != " ")), None)
+    hidden = _hidden_at(value)
     if hidden is not None:
-        return (f"contains a character that shows nothing (U+{ord(value[hidden]):04X} at "
-                f"position {hidden})")
+        code = f"U+{ord(value[hidden]):04X} at position {hidden}"
+        if value[hidden].isspace() and unicodedata.category(value[hidden]) == "Zs":
+            return f"holds a space other than U+0020 ({code}): write a plain space"
+        return f"contains a character that shows nothing ({code})"
     if value != value.strip():
         return "has space at an end"
-    normal = unicodedata.normalize("NFKC", value)
+    wide = next((n for n, ch in enumerate(value) if "\uff01" <= ch <= "\uff5e"), None)
+    if wide is not None:
+        return f"holds the fullwidth form of an ASCII character at position {wide}"
+    normal = unicodedata.normalize("NFC", value)
     if normal != value:
-        return f"is not in Unicode normal form NFKC: write it as {normal!r}"
+        shown = normal if len(normal) <= 80 else normal[:80] + "..."
+        return f"is not in Unicode normal form NFC: write it as {shown!r}"
     return None
 
 

@@ -344,6 +344,11 @@ def test_import_locomo_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         "that shows nothing" in cli_run(fresh, "--embedder", "hashing", "import", "locomo",
                                         str(source), code=1).stderr
     assert not fresh.exists()
+    raw[1]["sample_id"] = "x" * 1995  # an owner, but its memory ids are over the limit
+    source.write_text(json.dumps(raw), encoding="utf-8")
+    assert "characters long; the limit is 2000" in cli_run(
+        fresh, "--embedder", "hashing", "import", "locomo", str(source), code=1).stderr
+    assert not fresh.exists()  # conv-a, checked first, was not written either
 
 
 # -- make demo ------------------------------------------------------------------------------

@@ -394,6 +394,11 @@ def test_an_owner_that_is_no_string_is_refused_before_the_engine(store_location:
                 store.memories(owner=owner)
             assert wrote.value.field == read.value.field == "owner"
         assert store.memories(owner="alice") == store.memories()
+        # names as their scripts spell them are owners: a joiner inside Persian or Sinhala,
+        # Thai's sara am, an emoji sequence, a symbol with its emoji selector
+        for owner in ("علی\u200cرضا", "ශ්\u200dරී", "สำราญ", "👩\u200d💻", "❤\ufe0f", "Zoë"):
+            made = store.add("Nadia likes tea", owner=owner)
+            assert [m.id for m in store.memories(owner=owner)] == [made.id]
 
 
 def test_events_filters(store: MemoryStore, clock) -> None:

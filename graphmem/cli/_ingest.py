@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .._errors import InvalidInputError
-from .._input import owner_problem
+from .._input import MAX_SHORT, owner_problem
 from .._views import to_json
 from ._app import Context, cli, echo_json, pass_ctx, usage
 from ._progress import bar, working
@@ -46,7 +46,7 @@ def import_markdown_cmd(ctx: Context, root: str, workspace: str | None,
 @pass_ctx
 def import_locomo_cmd(ctx: Context, file: str | None, sample_ids: tuple[str, ...]) -> None:
     """Import LoCoMo conversations, one memory per turn, owner = sample_id."""
-    from ingest.locomo import ingest_conversation, load_locomo
+    from ingest.locomo import ingest_conversation, load_locomo, memory_id
 
     conversations = load_locomo(file)
     if sample_ids:
@@ -59,10 +59,17 @@ def import_locomo_cmd(ctx: Context, file: str | None, sample_ids: tuple[str, ...
         conversations = [c for c in conversations if c.sample_id in sample_ids]
     for conversation in conversations:  # each is its owner: checked before any is written
         problem = owner_problem(conversation.sample_id)
+        longest = max((memory_id(conversation, t.dia_id) for s in conversation.sessions
+                       for t in s.turns), key=len, default="")
+        if problem is None and len(longest) > MAX_SHORT:
+            problem = (f"makes the memory id {longest[:60]!r}... {len(longest)} characters "
+                       f"long; the limit is {MAX_SHORT}")
         if problem is not None:
+            shown = conversation.sample_id
+            shown = shown if len(shown) <= 60 else shown[:60] + "..."
             raise InvalidInputError(
-                f"{file}: conversation sample_id {conversation.sample_id!r} is its memories' "
-                f"owner, and it {problem}", field="sample_id")
+                f"{file}: conversation sample_id {shown!r} is its memories' owner, and it "
+                f"{problem}", field="sample_id")
     store = ctx.store()
     turns = sum(len(s.turns) for c in conversations for s in c.sessions)
     shown = bar(turns, "importing LoCoMo", enabled=ctx.progress, unit=" turns")
