@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graphmem import MemoryStore
+from graphmem import InvalidInputError, MemoryStore
 from graphmem._backup import MANIFEST
 from graphmem._backup_tables import TABLES
 
@@ -221,6 +221,17 @@ def test_an_owner_of_an_older_version_is_restored_as_it_was(backup: Path,
     MemoryStore.restore_backup(backup, tmp_path / "restored")
     with MemoryStore(tmp_path / "restored", embedder="hashing") as store:
         assert {m.owner for m in store.memories()} == {legacy}
+        # a write naming owners is not refused for the one the store held already, and
+        # may rename it; it may not make another such owner
+        store.cypher("MATCH (m:Memory) WHERE m.owner = 'bob' SET m.importance = 0.4",
+                     write=True)
+        with pytest.raises(InvalidInputError, match="shows nothing"):
+            store.cypher("MATCH (m:Memory) SET m.owner = 'eve\u200b'", write=True)
+        store.cypher("MATCH (m:Memory) WHERE m.owner = $o SET m.owner = 'alice' WITH count(*) "
+                     "AS n MATCH (e:Entity) WHERE e.owner = $o SET e.owner = 'alice' WITH "
+                     "count(*) AS k MATCH (:Entity)-[f:FACT]->(:Entity) WHERE f.owner = $o "
+                     "SET f.owner = 'alice'", {"o": legacy}, write=True)
+        assert {m.owner for m in store.memories()} == {"alice"}
 
 
 def test_a_table_missing_from_the_manifest(backup: Path, tmp_path: Path) -> None:

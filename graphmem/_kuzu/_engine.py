@@ -57,7 +57,7 @@ from . import _jobs
 from ._db import Database, Tx, check_parameters, link_problem
 from ._guard import check_user_query
 from ._journal import ChangeJournal
-from ._readable import refuse_unreadable
+from ._readable import refuse_unreadable, values_before
 from ._restore import build_from_parquet
 from ._rows import (
     EDGE_PROPS,
@@ -1006,8 +1006,9 @@ class KuzuCypher:
                                               timeout_s=timeout_s)
             return CypherResult(columns=result.columns, rows=result.rows)
         with self._db.write() as tx:
+            before = values_before(tx, checked.text)
             result = tx.run_user(checked.text, params, checked.plan, timeout_s=timeout_s)
-            refuse_unreadable(tx, checked.text)
+            refuse_unreadable(tx, checked.text, before)
             if event is not None:
                 tx.run(_CREATE_EVENTS, {"rows": [event_params(event)]})
         return CypherResult(columns=result.columns, rows=result.rows)

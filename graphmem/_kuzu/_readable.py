@@ -219,7 +219,28 @@ def _store_dim(tx: Tx) -> int | None:
     return int(found[0][0]) if found and str(found[0][0]).isdigit() else None
 
 
-def refuse_unreadable(tx: Tx, query: str) -> None:
+def _tables(lowered: str) -> list[_Table]:
+    """The tables a statement (``lowered``) can change: memories, and those it names."""
+    return [_MEMORY, *(t for label, t in _OTHERS.items() if label in lowered)]
+
+
+def values_before(tx: Tx, query: str) -> dict[tuple[str, str], frozenset[str]]:
+    """Before a user write, the values of the few-valued columns it names (``_DISTINCT``:
+    owners) in each table it can change: a value there already was not made by the write
+    (a store restored from an older version may hold an owner no call may name now, and
+    an unrelated write should not be refused for it)."""
+    lowered = query.lower()
+    out: dict[tuple[str, str], frozenset[str]] = {}
+    for table in _tables(lowered):
+        for column in (c for c in table.texts if c in _DISTINCT and c in lowered):
+            out[table.label, column] = frozenset(
+                str(v) for (v,) in tx.run(f"{table.pattern} WHERE e.{column} IS NOT NULL "
+                                           f"RETURN DISTINCT e.{column}"))
+    return out
+
+
+def refuse_unreadable(tx: Tx, query: str,
+                      before: Mapping[tuple[str, str], frozenset[str]] | None = None) -> None:
     """Refuse (rolling the write back) a user write that leaves a row graphmem cannot
     read, or a memory it did not make. A memory's column is read when the statement
     names it (only such a statement can change it), another table when the statement
@@ -231,8 +252,7 @@ def refuse_unreadable(tx: Tx, query: str) -> None:
             "API, which give each its vector and version history; nothing was changed",
             field="query")
     lowered = query.lower()
-    tables = [_MEMORY, *(t for label, t in _OTHERS.items() if label in lowered)]
-    for table in tables:
+    for table in _tables(lowered):
         # no statement creates a memory (refused above), so a memory's column changes
         # only where the statement names it; another table's new rows hold whatever the
         # statement gave them
@@ -256,7 +276,10 @@ def refuse_unreadable(tx: Tx, query: str) -> None:
             if column in _DISTINCT:
                 values = tx.run(f"{table.pattern} WHERE e.{column} IS NOT NULL AND "
                                 f"e.{column} <> '' RETURN DISTINCT e.{column}")
+                known = (before or {}).get((table.label, column), frozenset())
                 for (value,) in values:
+                    if value in known:  # there before the write (``values_before``)
+                        continue
                     wrong = table.texts[column](value, dim)
                     if wrong is not None:
                         rows = tx.run(f"{table.pattern} WHERE e.{column} = $v RETURN "
