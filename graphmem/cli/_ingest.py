@@ -65,10 +65,10 @@ def import_locomo_cmd(ctx: Context, file: str | None, sample_ids: tuple[str, ...
             problem = (f"makes the memory id {longest[:60]!r}... {len(longest)} characters "
                        f"long; the limit is {MAX_SHORT}")
         if problem is not None:
-            shown = conversation.sample_id
-            shown = shown if len(shown) <= 60 else shown[:60] + "..."
+            name = conversation.sample_id
+            name = name if len(name) <= 60 else name[:60] + "..."
             raise InvalidInputError(
-                f"{file}: conversation sample_id {shown!r} is its memories' owner, and it "
+                f"{file}: conversation sample_id {name!r} is its memories' owner, and it "
                 f"{problem}", field="sample_id")
     store = ctx.store()
     turns = sum(len(s.turns) for c in conversations for s in c.sessions)
