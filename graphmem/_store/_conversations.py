@@ -326,7 +326,8 @@ class Conversations:
                 earlier = recent if takes_back(said) else [
                     r for r in recent if r.message != f.message["text"]]
                 target = correction_target(said, earlier,
-                                           self._similarity(vectors[n], earlier, since),
+                                           self._similarity(vectors[n], earlier, since,
+                                                            f.item.text),
                                            about=own[at - 1] if at else None
                                            ) if said else None
             elif status is Status.ACTIVE and redoes(f.item.text):
@@ -477,13 +478,27 @@ class Conversations:
             provenance=provenance, payload=message["text"])
 
     def _similarity(self, vector: np.ndarray, recent: Sequence[Statement],
-                    since: int | None = None) -> dict[str, float]:
+                    since: int | None = None, text: str | None = None) -> dict[str, float]:
         """The cosine of a statement (its text alone) with each recent statement's text
-        (their vectors kept from one call to the next: ``_TextVectors``)."""
+        (their vectors kept from one call to the next: ``_TextVectors``); given the
+        statement's ``text``, of the two with the names they share out of sight
+        (``masked``) where they share one."""
+        from .._extract._corrections import masked, name_blind
+
         if not recent:
             return {}
         vectors = self._text_vectors([s.text for s in recent], since=since)
-        return {s.id: float(v @ vector) for s, v in zip(recent, vectors, strict=True)}
+        out = {s.id: float(v @ vector) for s, v in zip(recent, vectors, strict=True)}
+        if text is not None:
+            # statements that share a name with it: compared with the name out of sight
+            pairs = {s.id: pair for s in recent if (pair := masked(text, s.text))}
+            if pairs:
+                found = self._text_vectors([t for pair in pairs.values() for t in pair],
+                                           since=since)
+                for n, memory_id in enumerate(pairs):
+                    out[memory_id] = name_blind(out[memory_id],
+                                                float(found[2 * n] @ found[2 * n + 1]))
+        return out
 
     def _recent_statements(self, owner: str | None, limit: int = 40) -> list[Statement]:
         """The owner's latest current statements (active or candidate), most recent
