@@ -96,7 +96,6 @@ class StoreContext:
         self.lock = threading.RLock()
         self._listeners: list[Callable[[Changed], None]] = []
         self._before_read: list[Callable[[], None]] = []
-        self._rows: Callable[[str], Memory | None] | None = None
         self._sync_lock = threading.Lock()
         self._embedder_checked = False
         self.embedder = self._resolve_embedder(embedder)
@@ -143,26 +142,10 @@ class StoreContext:
 
     def visible(self, memory_id: str, owner: str | None) -> Memory:
         """The memory, if it exists and ``owner`` (when given) owns it; else NotFound."""
-        return self._visible(memory_id, owner, None)
-
-    def rows_from(self, rows: Callable[[str], Memory | None]) -> None:
-        """Where ``current`` finds rows this process holds (None: not held)."""
-        self._rows = rows
-
-    def current(self, memory_id: str, owner: str | None) -> Memory:
-        """``visible``, from the rows this process holds when it holds this one (kept
-        current by every commit, and by ``sync`` for other processes' ones): the read a
-        write makes of the memory it changes."""
-        return self._visible(memory_id, owner, self._rows)
-
-    def _visible(self, memory_id: str, owner: str | None,
-                 rows: Callable[[str], Memory | None] | None) -> Memory:
         self.before_read()
         if not isinstance(memory_id, str) or not memory_id:
             raise InvalidInputError("a memory id must be a non-empty string", field="id")
-        memory = rows(memory_id) if rows is not None else None
-        if memory is None:
-            memory = self.engine.get(memory_id)
+        memory = self.engine.get(memory_id)
         if memory is None or (owner is not None and memory.owner != owner):
             raise NotFoundError(f"no memory {memory_id}")
         return memory

@@ -185,8 +185,6 @@ class MemoryStore:
         self._memories = Memories(ctx, self._transitions, self._knowledge)
         self._rows = RowCache(ctx)
         self._recall_index = IndexSync(ctx)
-        ctx.rows_from(lambda memory_id: self._rows.current(memory_id,
-                                                           self._recall_index.current))
         self._recall = Recall(ctx, self._memories, self._transitions, self._recall_index,
                               self._rows)
         self._learning = Learning(ctx)

@@ -481,7 +481,7 @@ class Memories:
         """Change fields of a memory (``UpdateFields``: text, subject, importance,
         confidence, tags, kind, project, visibility, valid_from, valid_to, provenance);
         writes one version row with change type ``reason``."""
-        memory = self._ctx.current(memory_id, owner)
+        memory = self._ctx.visible(memory_id, owner)
         if memory.status is Status.FORGOTTEN:
             raise ConflictError(f"memory {memory_id} was forgotten and cannot be edited")
         change_type = parse_change_type(reason)

@@ -387,7 +387,7 @@ class Recall:
         ctx = self._ctx
         if not isinstance(useful, bool):
             raise InvalidInputError("useful must be true or false", field="useful")
-        memory = ctx.current(memory_id, owner)
+        memory = ctx.visible(memory_id, owner)
         if memory.status is Status.FORGOTTEN:
             raise ConflictError(f"memory {memory_id} was forgotten")
         now = ctx.now()

@@ -98,7 +98,7 @@ class Transitions:
                   triggered_by: TriggeredBy = TriggeredBy.MANUAL,
                   actor: str | None = None) -> Memory:
         """Delete logically: kept for audit and export, never recalled. Reversible."""
-        memory = self._ctx.current(memory_id, owner)
+        memory = self._ctx.visible(memory_id, owner)
         if memory.status in (Status.TOMBSTONED, Status.FORGOTTEN):
             raise ConflictError(f"memory {memory_id} is already {memory.status.value}")
         return self.transition(memory, status=Status.TOMBSTONED, event_type=EventType.TOMBSTONE,
