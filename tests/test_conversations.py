@@ -464,6 +464,11 @@ def test_corrections_are_found_by_what_they_negate_or_share() -> None:
             Statement("goal", "My goal is to finish under 2h15.")]
     assert correction_target("Before I said under 2h15, but the long runs go so well that "
                              "I will try for under 2h10.", runs) == "goal"
+    # "something I told you - ..." takes back no word of what follows the dash
+    wedding = [Statement("place", "The wedding is in Lekki."),
+               Statement("date", "It's on 18 April.")]
+    assert correction_target("Sorry I need to correct something I told you - the wedding "
+                             "itself is Sunday the 19th, not the 18th!", wedding) == "date"
     assert not is_correction("she's not sure yet")
     assert is_correction("the exam is NOT on june 12")
 

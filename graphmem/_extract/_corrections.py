@@ -77,7 +77,8 @@ NOW_SIMILAR = 0.50
 #: "..., not the 14th" / "not Linz": the value a correction takes back (up to 3 words).
 _NEGATED = re.compile(r"\bnot\s+((?:the\s+)?[\w'’-]+(?:\s+[\w'’-]+){0,2})", re.IGNORECASE)
 #: "before I said under 2h15, but ...", "I told you the 14th": the value taken back, too
-_SAID = re.compile(r"\bi (?:said|told (?:you|u)|wrote|mentioned)\s+((?:the\s+)?[\w'’-]+"
+#: (a word: "something I told you - the wedding is on Sunday" took back "the wedding")
+_SAID = re.compile(r"\bi (?:said|told (?:you|u)|wrote|mentioned)\s+((?:the\s+)?\w[\w'’-]*"
                    r"(?:\s+[\w'’-]+){0,2})", re.IGNORECASE)
 _NOT_VALUES = frozenset({"earlier", "before", "wrong", "that", "it", "last", "time"})
 _SLOTS = {
