@@ -183,8 +183,12 @@ class MemoryStore:
         self._knowledge = Knowledge(ctx)
         self._transitions = Transitions(ctx, self._knowledge)
         self._memories = Memories(ctx, self._transitions, self._knowledge)
-        self._rows = RowCache(ctx)
+        # The index hears of a commit before the row cache: a hit another thread makes
+        # from the index's snapshot once the cache has dropped a row finds the snapshot
+        # row marked old, and one made before is dropped with it (the other way round, a
+        # recall between the two kept the old row for good).
         self._recall_index = IndexSync(ctx)
+        self._rows = RowCache(ctx)
         self._recall = Recall(ctx, self._memories, self._transitions, self._recall_index,
                               self._rows)
         self._learning = Learning(ctx)

@@ -90,3 +90,34 @@ def test_a_write_after_a_recall_is_walked_as_if_no_recall_came_before(
         fresh.forget(fresh.recall("Oscar", k=1)[0].memory.id, confirm=True)
         assert [[h[1:] for h in hits] for hits in _answers(recalled, asked)] == \
             [[h[1:] for h in hits] for hits in _answers(fresh, asked)]
+
+
+def test_a_recall_beside_a_commit_never_keeps_the_row_it_changed(tmp_path: Path) -> None:
+    """Another thread's recall that materialises a hit from the index snapshot while one
+    commit's listeners run (after the first of the row cache and the index heard of it,
+    before the second) keeps no row of the old text: the next recall shows the new."""
+    import threading
+
+    with _open(tmp_path / "db") as store:
+        ids = [store.add(text).id for text in TEXTS[:3]]
+        store.recall("Caroline Melanie", k=3)  # the index and its snapshot
+        store.drop_caches()  # hits come from the snapshot rows
+        ctx, index = store._ctx, store._recall_index.current
+        assert index is not None
+        pos = index.pos[ids[0]]
+        ours = {store._rows._on_change, store._recall_index._on_change}
+        first = next(n for n, listener in enumerate(ctx._listeners) if listener in ours)
+        heard = ctx._listeners[first]
+
+        def then_a_recall(change: object) -> None:
+            heard(change)
+            other = threading.Thread(target=store._rows.from_snapshot, args=(index, [pos]))
+            other.start()
+            other.join()
+
+        ctx._listeners[first] = then_a_recall
+        store.update(ids[0], text="Caroline moved to Lisbon to study counseling.")
+        ctx._listeners[first] = heard
+        [hit] = [h for h in store.recall("Caroline counseling", k=3) if h.memory.id == ids[0]]
+        assert hit.memory.text == store.get(ids[0]).text == \
+            "Caroline moved to Lisbon to study counseling."
