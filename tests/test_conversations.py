@@ -488,6 +488,12 @@ def test_a_name_shared_alone_does_not_make_a_change_replace_another_fact() -> No
     assert masked("Pedro moved to Lisbon", "I met Pedro in Lisbon") == (
         "someone moved to Lisbon", "I met someone in Lisbon")  # a known place stays
     assert masked("I'm moving", "I'm tired") is None
+    assert masked("Łukasz moved to Berlin", "Łukasz is married to Ola") == (
+        "someone moved to Berlin", "someone is married to Ola")  # any script's capitals
+    # said outright to take something back, a name shared with a value of its kind does
+    dating = [Statement("d", "Ana is dating Tom")]
+    assert correction_target("scratch that, Ana is seeing Mike", dating) == "d"
+    assert correction_target("Ana moved to Graz", dating) is None
     assert name_blind(0.61, 0.25) < 0.5 <= name_blind(0.80, 0.62)
 
 

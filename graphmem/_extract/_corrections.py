@@ -102,9 +102,9 @@ _MARKER_TERMS = frozenset(tokenize("scratch that correction correct correcting m
                                    "disregard forget said told make err"))
 
 
-#: A capitalised word: a name when two statements both spell it so ("Pedro", "Aunt Helga");
-#: "I" and its contractions ("I'm", "I’ve") are none.
-_CAPITAL = re.compile(r"\b(?!I(?:['’]\w+)?\b)(?-i:[A-Z])[\w'’-]*")
+#: A word, a name when two statements both spell it with a capital ("Pedro", "Łukasz",
+#: "Aunt Helga"; ``_capitals``); "I" and its contractions ("I'm", "I’ve") are none.
+_CAPITAL = re.compile(r"\b(?!I(?:['’]\w+)?\b)[^\W\d_][\w'’-]*")
 
 
 #: Names that say what a statement is about, not whom: places, organisations, products.
@@ -118,13 +118,20 @@ def _names(text: str) -> set[str]:
 
     >>> sorted(_names("Scratch that, I'm told Pedro moved to Lisbon with Ana's kids"))
     ['ana', 'pedro']
+    >>> sorted(_names("Łukasz moved to Berlin with Ömer"))
+    ['ömer', 'łukasz']
     """
     out: set[str] = set()
-    for found in finditer(_CAPITAL, text):
+    for found in _capitals(text):
         word = found.group(0)
         if _plain(word) not in _KNOWN:
             out |= _terms(word)
     return out
+
+
+def _capitals(text: str) -> list[re.Match[str]]:
+    """The words of ``text`` that start with a capital letter, of any script."""
+    return [found for found in finditer(_CAPITAL, text) if found.group(0)[0].isupper()]
 
 
 def _plain(word: str) -> str:
@@ -169,7 +176,7 @@ def masked(text: str, other: str) -> tuple[str, str] | None:
 
     def hide(words: str) -> str:
         out, at = [], 0
-        for found in finditer(_CAPITAL, words):
+        for found in _capitals(words):
             if _terms(found.group(0)) & shared:
                 out += [words[at:found.start()], "someone"]
                 at = found.end()
@@ -333,7 +340,7 @@ def correction_target(text: str, recent: Sequence[Statement],
     holds the value it negates ("not the 14th"), shares two or more content words with
     it, or one word and a kind of value (a weekday, a date, a time, a number, a name),
     where a name both spell with a capital counts only beside another word, or with a
-    kind of value other than a name;
+    kind of value other than a name, unless the correction takes back outright;
     a short one ("scratch that, it's Tuesday") may also replace one of the last three
     statements that holds a weekday, a month, a day or a time as it does, and any may
     replace a statement whose cosine is at least ``NOW_SIMILAR``. The best overlap wins,
@@ -388,7 +395,9 @@ def correction_target(text: str, recent: Sequence[Statement],
     if short and about:
         terms |= _terms(about)
     best: tuple[float, str] | None = None
-    names = _names(text)
+    # who a statement is about counts as what it is about when the speaker says outright
+    # that they take something back ("scratch that, Ana is seeing Mike")
+    names = set() if any(search(_TAKE_BACK, s) for s in sentences(text)) else _names(text)
     for age, statement in enumerate(recent):
         theirs = _terms(statement.text)
         shared = len(terms & theirs)
