@@ -44,7 +44,7 @@ _TAKE_BACK = re.compile(
     re.IGNORECASE)
 #: ... or changes it: a new value for an old thing.
 _CHANGE = re.compile(
-    r"\b(?:(?:moved|changed|pushed|switched|rescheduled|brought) (?:[\w'’]+ ){0,2}?"
+    r"\b(?:(?:moved|changed|pushed|switched|rescheduled|brought) (?:(?:it|that|back|forward) )?"
     r"(?:to|until)|it'?s now|now (?:on|at|in)|no longer|not any ?more|instead of|rather than)\b"
     r"|(?-i:\bNOT\b)", re.IGNORECASE)
 _NOT = re.compile(r"\bnot\b", re.IGNORECASE)
