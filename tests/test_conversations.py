@@ -469,6 +469,10 @@ def test_corrections_are_found_by_what_they_negate_or_share() -> None:
                Statement("date", "It's on 18 April.")]
     assert correction_target("Sorry I need to correct something I told you - the wedding "
                              "itself is Sunday the 19th, not the 18th!", wedding) == "date"
+    # ... and a value it quotes
+    assert correction_target("I said 'Tuesday' but it's Wednesday",
+                             [Statement("yoga", "Yoga is on Tuesday evenings"),
+                              Statement("plumber", "The plumber comes on Monday")]) == "yoga"
     assert not is_correction("she's not sure yet")
     assert is_correction("the exam is NOT on june 12")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .._kg._gazetteer import KNOWN_ORGS, KNOWN_PRODUCTS, PLACES
 from .._kg._scan import finditer, search, starting_at
@@ -15,7 +16,7 @@ from .._text import tokenize
 from ._rules import sentences
 
 __all__ = ["NOW_SIMILAR", "Statement", "correction_target", "is_correction", "masked",
-           "name_blind", "redoes", "says_now", "takes_back"]
+           "masked_many", "name_blind", "redoes", "says_now", "takes_back"]
 
 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
@@ -77,8 +78,9 @@ NOW_SIMILAR = 0.50
 #: "..., not the 14th" / "not Linz": the value a correction takes back (up to 3 words).
 _NEGATED = re.compile(r"\bnot\s+((?:the\s+)?[\w'’-]+(?:\s+[\w'’-]+){0,2})", re.IGNORECASE)
 #: "before I said under 2h15, but ...", "I told you the 14th": the value taken back, too
-#: (a word: "something I told you - the wedding is on Sunday" took back "the wedding")
-_SAID = re.compile(r"\bi (?:said|told (?:you|u)|wrote|mentioned)\s+((?:the\s+)?\w[\w'’-]*"
+#: (a word, perhaps quoted: "something I told you - the wedding is on Sunday" took back "the
+#: wedding"; "I said 'Tuesday' but ..." takes back Tuesday)
+_SAID = re.compile(r"\bi (?:said|told (?:you|u)|wrote|mentioned)\s+((?:the\s+)?['\"‘“]?\w[\w'’-]*"
                    r"(?:\s+[\w'’-]+){0,2})", re.IGNORECASE)
 _NOT_VALUES = frozenset({"earlier", "before", "wrong", "that", "it", "last", "time"})
 _SLOTS = {
@@ -102,13 +104,31 @@ _MARKER_TERMS = frozenset(tokenize("scratch that correction correct correcting m
                                    "disregard forget said told make err"))
 
 
-#: A word, a name when two statements both spell it with a capital ("Pedro", "Łukasz",
-#: "Aunt Helga"; ``_capitals``); "I" and its contractions ("I'm", "I’ve") are none.
-_CAPITAL = re.compile(r"\b(?!I(?:['’]\w+)?\b)[^\W\d_][\w'’-]*")
+#: A word that may start with a capital, a name when two statements both spell it so
+#: ("Pedro", "Łukasz", "Aunt Helga"; ``_capitals``); "I" and its contractions ("I'm",
+#: "I’ve") are none. (An ASCII lower-case letter never starts one.)
+_CAPITAL = re.compile(r"\b(?!I(?:['’]\w+)?\b)[^\W\d_a-z][\w'’-]*")
 
 
 #: Names that say what a statement is about, not whom: places, organisations, products.
 _KNOWN = PLACES | KNOWN_ORGS | KNOWN_PRODUCTS
+
+
+class _Capital(NamedTuple):
+    start: int
+    end: int
+    #: the word as ``_terms`` spells it
+    terms: frozenset[str]
+    #: a place, organisation or product the gazetteer knows
+    known: bool
+
+
+def _capitals(text: str) -> tuple[_Capital, ...]:
+    """The words of ``text`` that start with a capital letter, of any script."""
+    return tuple(_Capital(found.start(), found.end(), frozenset(_terms(word)),
+                          _plain(word) in _KNOWN)
+                 for found in finditer(_CAPITAL, text)
+                 if (word := found.group(0))[0].isupper())
 
 
 def _names(text: str) -> set[str]:
@@ -121,17 +141,7 @@ def _names(text: str) -> set[str]:
     >>> sorted(_names("Łukasz moved to Berlin with Ömer"))
     ['ömer', 'łukasz']
     """
-    out: set[str] = set()
-    for found in _capitals(text):
-        word = found.group(0)
-        if _plain(word) not in _KNOWN:
-            out |= _terms(word)
-    return out
-
-
-def _capitals(text: str) -> list[re.Match[str]]:
-    """The words of ``text`` that start with a capital letter, of any script."""
-    return [found for found in finditer(_CAPITAL, text) if found.group(0)[0].isupper()]
+    return set().union(*(word.terms for word in _capitals(text) if not word.known))
 
 
 def _plain(word: str) -> str:
@@ -162,27 +172,38 @@ def name_blind(plain: float, hidden: float) -> float:
 def masked(text: str, other: str) -> tuple[str, str] | None:
     """Both texts with the names they share put out of sight (None: they share none): a
     short statement about a person is close to any other about them by that name alone
-    (MiniLM: "Pedro moved to Lisbon" and "Pedro is married to Sofia" 0.5-0.6), so what
-    they say of the person is compared without it.
+    (MiniLM: "Pedro moved to Lisbon last spring" and "Pedro is married to Sofia" 0.61),
+    so what they say of the person is compared without it.
 
     >>> masked("Pedro moved to Lisbon", "Pedro is married to Sofia")
     ('someone moved to Lisbon', 'someone is married to Sofia')
     >>> masked("I moved to Lisbon", "I live in Porto") is None
     True
     """
-    shared = _names(text) & _names(other)
-    if not shared:
-        return None
+    return masked_many(text, [other])[0]
 
-    def hide(words: str) -> str:
-        out, at = [], 0
-        for found in _capitals(words):
-            if _terms(found.group(0)) & shared:
-                out += [words[at:found.start()], "someone"]
-                at = found.end()
-        return "".join(out) + words[at:]
 
-    return hide(text), hide(other)
+def masked_many(text: str, others: Sequence[str]) -> list[tuple[str, str] | None]:
+    """``masked`` of ``text`` with each of ``others``, ``text`` read once."""
+    mine = _capitals(text)
+    names = set().union(*(word.terms for word in mine if not word.known))
+    out: list[tuple[str, str] | None] = []
+    for other in others:
+        theirs = _capitals(other)
+        shared = names & set().union(*(word.terms for word in theirs if not word.known))
+        out.append((_hide(text, mine, shared), _hide(other, theirs, shared))
+                   if shared else None)
+    return out
+
+
+def _hide(text: str, capitals: Sequence[_Capital], names: set[str]) -> str:
+    """``text`` with the words of ``capitals`` that spell one of ``names`` as "someone"."""
+    out, at = [], 0
+    for word in capitals:
+        if word.terms & names:
+            out += [text[at:word.start], "someone"]
+            at = word.end
+    return "".join(out) + text[at:]
 
 
 @dataclass(frozen=True)

@@ -483,7 +483,7 @@ class Conversations:
         (their vectors kept from one call to the next: ``_TextVectors``); given the
         statement's ``text``, of the two with the names they share out of sight
         (``masked``) where they share one."""
-        from .._extract._corrections import masked, name_blind
+        from .._extract._corrections import masked_many, name_blind
 
         if not recent:
             return {}
@@ -491,7 +491,8 @@ class Conversations:
         out = {s.id: float(v @ vector) for s, v in zip(recent, vectors, strict=True)}
         if text is not None:
             # statements that share a name with it: compared with the name out of sight
-            pairs = {s.id: pair for s in recent if (pair := masked(text, s.text))}
+            pairs = {s.id: pair for s, pair in zip(
+                recent, masked_many(text, [s.text for s in recent]), strict=True) if pair}
             if pairs:
                 found = self._text_vectors([t for pair in pairs.values() for t in pair],
                                            since=since)
