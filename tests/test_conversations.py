@@ -495,6 +495,9 @@ def test_a_name_shared_alone_does_not_make_a_change_replace_another_fact() -> No
     assert masked("Łukasz moved to Berlin", "Łukasz is married to Ola") == (
         "someone moved to Berlin", "someone is married to Ola")  # any script's capitals
     # said outright to take something back, a name shared with a value of its kind does
+    # "oh wait, I forgot to say ..." adds what was forgotten, it takes nothing back
+    assert correction_target("Oh wait, I forgot to say Ana's birthday is next Friday!",
+                             [Statement("n", "My cousin Ana is a nurse at St Mary's")]) is None
     dating = [Statement("d", "Ana is dating Tom")]
     assert correction_target("scratch that, Ana is seeing Mike", dating) == "d"
     assert correction_target("Ana moved to Graz", dating) is None

@@ -219,6 +219,21 @@ class Statement:
     message: str | None = None
 
 
+#: What says that a message adds something forgotten, not that it takes anything back:
+#: "oh wait, I forgot to say Ana's birthday is Friday", "hang on, one more thing".
+_FORGOT = re.compile(r"\bi (?:(?:almost|nearly) )?forgot\b|\b(?:one more|another) thing\b"
+                     r"|\bby the way\b|\bbtw\b", re.IGNORECASE)
+
+
+def _takes_back(sentence: str) -> bool:
+    """Whether one sentence says outright that something said was wrong.
+
+    >>> _takes_back("oh wait, it's Tuesday"), _takes_back("oh wait, I forgot to say hi")
+    (True, False)
+    """
+    return bool(search(_TAKE_BACK, sentence)) and not search(_FORGOT, sentence)
+
+
 def takes_back(text: str) -> bool:
     """Whether a message says outright that something said was wrong ("scratch that",
     "I meant", "I got the date wrong"), which may correct a statement of the same message
@@ -228,7 +243,7 @@ def takes_back(text: str) -> bool:
     >>> takes_back("scratch that, it's Tuesday"), takes_back("so it's 3 days now not 2")
     (True, False)
     """
-    return any(search(_TAKE_BACK, s) for s in sentences(text))
+    return any(_takes_back(s) for s in sentences(text))
 
 
 #: What an assistant says when it changes something it did: "I've moved your reminder to
@@ -249,7 +264,7 @@ def redoes(text: str) -> bool:
     >>> redoes("Try brown rice instead of white rice"), redoes("I set a reminder for Monday")
     (False, False)
     """
-    return any(search(_TAKE_BACK, s) or search(_REDO, s) for s in sentences(text))
+    return any(_takes_back(s) or search(_REDO, s) for s in sentences(text))
 
 
 def is_correction(text: str) -> bool:
@@ -260,7 +275,7 @@ def is_correction(text: str) -> bool:
     >>> is_correction("We finally got the flat!")
     False
     """
-    return any(search(_TAKE_BACK, s) or search(_CHANGE, s) or _value_not_value(s)
+    return any(_takes_back(s) or search(_CHANGE, s) or _value_not_value(s)
                for s in sentences(text))
 
 
@@ -404,7 +419,7 @@ def correction_target(text: str, recent: Sequence[Statement],
         # things are now replaces only what the same person said
         own = [s for s in recent if not s.assistant]
         return _closest_now(text, own, similarity) if says_now(text) else None
-    if not redo and not any(search(_TAKE_BACK, s) or _value_not_value(s)
+    if not redo and not any(_takes_back(s) or _value_not_value(s)
                             for s in sentences(text)):
         # a change ("we moved it to Friday", "it's now at 4") changes what its speaker
         # said; what the assistant did or advised only an explicit one takes back
@@ -418,7 +433,7 @@ def correction_target(text: str, recent: Sequence[Statement],
     best: tuple[float, str] | None = None
     # who a statement is about counts as what it is about when the speaker says outright
     # that they take something back ("scratch that, Ana is seeing Mike")
-    names = set() if any(search(_TAKE_BACK, s) for s in sentences(text)) else _names(text)
+    names = set() if takes_back(text) else _names(text)
     for age, statement in enumerate(recent):
         theirs = _terms(statement.text)
         shared = len(terms & theirs)
