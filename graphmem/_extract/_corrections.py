@@ -141,7 +141,12 @@ def _names(text: str) -> set[str]:
     >>> sorted(_names("Łukasz moved to Berlin with Ömer"))
     ['ömer', 'łukasz']
     """
-    return set().union(*(word.terms for word in _capitals(text) if not word.known))
+    return _person_terms(_capitals(text))
+
+
+def _person_terms(capitals: Sequence[_Capital]) -> set[str]:
+    """The terms of those of ``capitals`` the gazetteer does not know (``_names``)."""
+    return set().union(*(word.terms for word in capitals if not word.known))
 
 
 def _plain(word: str) -> str:
@@ -186,11 +191,11 @@ def masked(text: str, other: str) -> tuple[str, str] | None:
 def masked_many(text: str, others: Sequence[str]) -> list[tuple[str, str] | None]:
     """``masked`` of ``text`` with each of ``others``, ``text`` read once."""
     mine = _capitals(text)
-    names = set().union(*(word.terms for word in mine if not word.known))
+    names = _person_terms(mine)
     out: list[tuple[str, str] | None] = []
     for other in others:
         theirs = _capitals(other)
-        shared = names & set().union(*(word.terms for word in theirs if not word.known))
+        shared = names & _person_terms(theirs)
         out.append((_hide(text, mine, shared), _hide(other, theirs, shared))
                    if shared else None)
     return out
@@ -419,8 +424,8 @@ def correction_target(text: str, recent: Sequence[Statement],
         # things are now replaces only what the same person said
         own = [s for s in recent if not s.assistant]
         return _closest_now(text, own, similarity) if says_now(text) else None
-    if not redo and not any(_takes_back(s) or _value_not_value(s)
-                            for s in sentences(text)):
+    outright = takes_back(text)
+    if not redo and not outright and not any(_value_not_value(s) for s in sentences(text)):
         # a change ("we moved it to Friday", "it's now at 4") changes what its speaker
         # said; what the assistant did or advised only an explicit one takes back
         recent = [s for s in recent if not s.assistant]
@@ -433,13 +438,14 @@ def correction_target(text: str, recent: Sequence[Statement],
     best: tuple[float, str] | None = None
     # who a statement is about counts as what it is about when the speaker says outright
     # that they take something back ("scratch that, Ana is seeing Mike")
-    names = set() if takes_back(text) else _names(text)
+    names = set() if outright else _names(text)
     for age, statement in enumerate(recent):
         theirs = _terms(statement.text)
         shared = len(terms & theirs)
         # a person's name shared alone says only who it is about, not what about them
         # ("Pedro moved to Lisbon" does not replace "Pedro is married to Sofia")
-        said = shared - len(terms & theirs & names & _names(statement.text))
+        said = shared - len(terms & theirs & names & _names(statement.text)) if names \
+            else shared
         kinds = slots & _slots(statement.text)
         same_kind = len(kinds)
         holds_negated = any(n and n <= theirs for n in negated)
