@@ -413,6 +413,27 @@ def test_a_correction_in_other_words_and_sessions_later(store: MemoryStore,
     assert plain.corrected_ids == []
 
 
+
+def test_a_correction_replaces_only_what_its_own_speaker_said(store: MemoryStore,
+                                                               clock: Clock) -> None:
+    """Two people of the user's side in one owner's conversation (a couple, a group
+    chat): Ana's "actually I live in Graz now" is no correction of Tom's "I live in
+    Linz"; Tom's own is, and so is one that names no speaker in a conversation that
+    names none."""
+    def said(speaker: str | None, text: str, session: str, owner: str = "home") -> Any:
+        clock.advance(days=7)
+        message: dict[str, str] = {"role": "user", "content": text}
+        if speaker:
+            message["speaker"] = speaker
+        return store.add_conversation([message], session_id=session, owner=owner)
+
+    tom = said("Tom", "I live in Linz with my wife and our dog.", "s1").created_ids
+    assert said("Ana", "Actually I live in Graz now.", "s2").corrected_ids == []
+    assert store.get(tom[0]).superseded_by == ()
+    assert said("tom", "Actually I live in Vienna now.", "s3").corrected_ids == tom
+    plain = said(None, "I live in Linz with my wife and our dog.", "p1", "solo").created_ids
+    assert said(None, "Actually I live in Graz now.", "p2", "solo").corrected_ids == plain
+
 def test_a_short_correction_corrects_an_earlier_message_not_its_own(store: MemoryStore,
                                                                     clock: Clock) -> None:
     """"We added Fridays. so it's 4 evenings now not 3": the first statement says what the

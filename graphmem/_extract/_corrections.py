@@ -222,6 +222,15 @@ class Statement:
     assistant: bool = False
     #: the whole message it was said in (what a correction of it is indexed with)
     message: str | None = None
+    #: who said it, when the conversation named a speaker (one of the user's side)
+    speaker: str | None = None
+
+    def said_by_other(self, speaker: str | None) -> bool:
+        """Whether another person of the user's side said it: both name a speaker and
+        the names differ (Ana's "I live in Graz" is no correction of Tom's "I live in
+        Linz"); a statement without a speaker is the user's own."""
+        return (not self.assistant and self.speaker is not None and speaker is not None
+                and self.speaker.casefold() != speaker.casefold())
 
 
 #: What says that a message adds something forgotten, not that it takes anything back:

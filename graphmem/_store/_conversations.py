@@ -322,9 +322,12 @@ class Conversations:
                 at = own.index(f.item.text) if f.item.text in own else 0
                 # what the message itself said is corrected only when taken back outright
                 # ("at 3. scratch that, 4"): "we added Mondays. so it's 3 days now not 2"
-                # corrects an earlier message, and its first statement says what about
-                earlier = recent if takes_back(said) else [
-                    r for r in recent if r.message != f.message["text"]]
+                # corrects an earlier message, and its first statement says what about;
+                # what another person of the user's side said, never (``said_by_other``)
+                outright = bool(said) and takes_back(said)
+                earlier = [r for r in recent
+                           if not r.said_by_other(f.message["speaker"])
+                           and (outright or r.message != f.message["text"])]
                 target = correction_target(said, earlier,
                                            self._similarity(vectors[n], earlier, since,
                                                             f.item.text),
@@ -355,7 +358,8 @@ class Conversations:
             else:
                 recent.insert(0, Statement(memory_id, f.item.text,
                                            assistant=f.message["role"] == "assistant",
-                                           message=f.message["text"]))
+                                           message=f.message["text"],
+                                           speaker=f.message["speaker"]))
         edges = _session_edges([r.id or "" for r in records], cooccur_window, session_id)
         batch, result, new_memories = self._memories.plan_merge(
             records, edges=edges, reason=f"conversation {session_id}", actor=actor)
@@ -529,7 +533,8 @@ class Conversations:
         found = self._memories.get_many(ids)
         by_id = {m.id: m for m in found}
         return [Statement(i, by_id[i].text, assistant=ASSISTANT_TAG in by_id[i].tags,
-                          message=by_id[i].payload)
+                          message=by_id[i].payload,
+                          speaker=by_id[i].provenance.get("speaker"))
                 for i in ids if i in by_id]
 
     def _match_existing(self, vectors: np.ndarray, texts: Sequence[str],
