@@ -6,6 +6,9 @@ some tagged memories, then times:
 
 * ``run_lifecycle()`` (dry run), ``run_lifecycle(apply=True)`` (first, with many changes)
   and a second apply (nothing left to change), centrality included;
+* recall beside it: the index built, p50 before the runs, the first recall after the
+  first run (what the run hands the index decides whether it is built again) and p50
+  after;
 * the baseline in the same process: the same kind of transition applied one memory at a
   time through ``promote()``, extrapolated to the number the manager applied.
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
+import statistics
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -60,6 +64,13 @@ def build(path: Path, n: int) -> None:
     print(f"built {n} memories, {made} edges in {time.perf_counter() - started:.0f} s")
 
 
+def recall(store: MemoryStore, query: str) -> float:
+    """Seconds one recall takes (access recording off: the runs see the same store)."""
+    start = time.perf_counter()
+    store.recall(query, k=10, record_access=False)
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -77,11 +88,17 @@ def main() -> None:
         stats = store.stats()
         print(f"{stats.memories} memories, {sum(stats.edges.values())} edges")
         start = time.perf_counter()
+        recall(store, "memory 17 of the lifecycle bench")  # the recall index is built here
+        built_s = time.perf_counter() - start
+        before = [recall(store, f"memory {i} of the bench") for i in range(1, 12)]
+        start = time.perf_counter()
         dry = store.run_lifecycle()
         dry_s = time.perf_counter() - start
         start = time.perf_counter()
         first = store.run_lifecycle(apply=True)
         first_s = time.perf_counter() - start
+        after_first = recall(store, "memory 99 of the lifecycle bench")
+        after = [recall(store, f"memory {i} of the bench") for i in range(21, 32)]
         start = time.perf_counter()
         second = store.run_lifecycle(apply=True)
         second_s = time.perf_counter() - start
@@ -97,6 +114,10 @@ def main() -> None:
         print(f"apply, second run:    {second_s:6.2f} s  (changes: "
               f"{s2.decayed + s2.promoted + s2.archived + s2.hot_added + s2.hot_removed}"
               f" - idempotent)")
+        print(f"recall, the index built {built_s:6.2f} s; p50 before the runs "
+              f"{statistics.median(before) * 1000:.1f} ms, the first recall after the first "
+              f"run {after_first * 1000:.1f} ms ({after_first / statistics.median(before):.1f}x),"
+              f" then p50 {statistics.median(after) * 1000:.1f} ms")
         # Baseline: the same transition one memory at a time.
         sample = [r["id"] for r in store.cypher(
             "MATCH (m:Memory) WHERE m.kind = 'episodic' AND m.status = 'active' "

@@ -49,6 +49,7 @@ __all__ = [
     "Writes",
     "erase",
     "event_conditions",
+    "job_fields",
     "key_taken",
     "quoting_probes",
     "quoting_rows",
@@ -237,6 +238,23 @@ JOBS: Mapping[Job, JobRule] = {
                        needs=("payload", "payload_at")),
     "signals": JobRule(sets=(("centrality", Staged("number")), ("xref_count", Staged("xrefs")))),
 }
+
+def job_fields(job: Job, decision: Decision, now: datetime) -> dict[str, Any]:
+    """The fields ``job`` sets on the memory of ``decision`` whose values the rule or the
+    decision give (a state's name, a new importance, the run's time), as a commit hands
+    them to its listeners (``Changed.patched``); fields set from the memory's own (its
+    previous state, its version) are not among them."""
+    rule = JOBS[job]
+    out: dict[str, Any] = {}
+    for column, term in (*rule.sets, *(BUMP if rule.change else ())):
+        if isinstance(term, Staged):
+            out[column] = getattr(decision, term.name)
+        elif isinstance(term, Param) and term.name == "now":
+            out[column] = now
+        elif not isinstance(term, Field | Next | Param):
+            out[column] = term
+    return out
+
 
 #: The version row a job records: column -> value (``change_type`` is the rule's).
 JOB_VERSION: tuple[tuple[str, Term], ...] = (

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -18,6 +20,7 @@ from graphmem import (
     EventType,
     InvalidInputError,
     Kind,
+    Memory,
     MemoryStore,
     NotFoundError,
     Settings,
@@ -398,6 +401,38 @@ def test_centrality_follows_references_as_linked(store: MemoryStore) -> None:
     stored = {m.id: m.centrality for m in store.memories()}
     assert stored == pytest.approx(ours)
 
+
+
+def test_recall_hits_show_the_signals_the_last_run_stored(store: MemoryStore) -> None:
+    """A hit's centrality and cross-reference count are the ones ``get`` reads, after a
+    run that stored only new graph signals (the rows recall had read stay cached; an
+    index built from the store: ``test_persist_index``); a memory no run has seen has
+    no centrality yet."""
+    for text in ("Ana lives in Porto", "Ana works at Acme in Porto", "Porto is rainy",
+                 "I like tea"):
+        store.add(text)
+    store.derive_links()
+    store.run_lifecycle(apply=True)
+
+    def fields(m: Memory) -> tuple[Any, ...]:
+        return m.centrality, m.xref_count, m.hot, m.importance, m.status, m.version
+
+    def shown(query: str) -> dict[str, tuple[Any, ...]]:
+        return {h.memory.id: fields(h.memory)
+                for h in store.recall(query, k=10, record_access=False)}
+
+    def stored(ids: Iterable[str]) -> dict[str, tuple[Any, ...]]:
+        return {i: fields(store.get(i)) for i in ids}
+
+    before = shown("Ana Porto")
+    store.add("Ana and Acme again, in Porto")
+    store.derive_links()
+    store.run_lifecycle(apply=True)
+    after = shown("Ana Porto")
+    assert after == stored(after) and after != before
+    assert {i: after[i] for i in before} != before  # the run moved the old ones' signals
+    fresh = store.add("I like coffee").id
+    assert shown("coffee")[fresh][:2] == (None, 0)
 
 def test_co_occurrence_counts_both_ways_in_centrality(store: MemoryStore) -> None:
     first = store.add("first of a pair", id="urn:pair:a").id

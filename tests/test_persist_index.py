@@ -170,6 +170,28 @@ def test_the_file_holds_the_index_as_it_is(tmp_path: Path) -> None:
         assert any(replaced.values())  # the superseded memory of ``_fill``
 
 
+def test_what_commits_handed_over_is_what_a_build_reads(tmp_path: Path) -> None:
+    """The per-memory values a live index took from commits (feedback's counts, a
+    lifecycle run's graph signals) are the ones an index built from the store reads."""
+    path = tmp_path / "db"
+    names = ("useful", "ignored", "centrality", "xrefs", "importance", "status", "kind",
+             "hot")
+    with _open(path, persist_index=False) as store:
+        ids = _fill(store)
+        store.feedback(ids[1], useful=False)
+        jobs = store.run_lifecycle(apply=True).jobs
+        assert jobs.decayed and jobs.hot_added  # besides the graph signals
+        live = _index(store)
+        kept = {name: {i: getattr(live, name)[p] for i, p in live.pos.items()}
+                for name in names}
+    assert any(kept["useful"].values()) and any(kept["xrefs"].values())
+    with _open(path, persist_index=False) as store:
+        built = _index(store)
+        for name in names:
+            read = {i: getattr(built, name)[p] for i, p in built.pos.items()}
+            assert read == pytest.approx(kept[name], nan_ok=True), name
+
+
 def test_a_reopened_store_reads_its_file_and_answers_as_a_fresh_build(
         saved: Path, no_build: list[int]) -> None:
     with _open(saved) as store:

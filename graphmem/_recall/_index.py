@@ -26,15 +26,18 @@ from ._entities import EntityIndex
 from ._vectors import SignCodes, dot_all, dot_rows, to_bfloat16, top_scores
 from ._walk import neighbour_arrays
 
-__all__ = ["ASSISTANT_TAG", "INDEX_FIELDS", "RecallIndex"]
+__all__ = ["ASSISTANT_TAG", "INDEX_FIELDS", "OVERLAID", "RecallIndex"]
 
 #: The fields of a memory the index keeps (besides its vector).
 INDEX_FIELDS = (
     "id", "status", "kind", "owner", "hot", "created", "valid_from", "valid_to",
     "access_count", "access_times", "last_accessed", "confidence", "importance",
     "superseded_by", "subject", "text", "session", "context", "times_from", "times_to",
-    "useful_count", "ignored_count", "tags", "payload_hash",
+    "useful_count", "ignored_count", "tags", "payload_hash", "centrality", "xref_count",
 )  # fmt: skip
+#: Fields a hit takes from the index, not from the row it was read with: a commit that
+#: sets only these leaves the row as it was (the lifecycle's graph signals, every run).
+OVERLAID = frozenset({"centrality", "xref_count"})
 #: The tag of what the assistant said (``add_conversation``), not its user.
 ASSISTANT_TAG = "assistant"
 #: The fields a recall changes (``RecallIndex.set_access``).
@@ -115,6 +118,8 @@ _SETTERS: dict[str, Callable[[RecallIndex, int, Any], None]] = {
     "superseded_by": _set_superseded_by,
     "session": _setter("session", lambda v: v),
     "payload_hash": _setter("message", message_code),
+    "centrality": _setter("centrality", lambda v: math.nan if v is None else float(v)),
+    "xref_count": _setter("xrefs", lambda v: int(v or 0)),
 }
 #: the fields ``RecallIndex.patch`` takes from a commit as they are
 PATCHABLE = frozenset(_SETTERS)
@@ -412,6 +417,10 @@ class RecallIndex:
         self.ignored = np.zeros(capacity, dtype=np.int64)
         self.confidence = np.zeros(capacity, dtype=np.float32)
         self.importance = np.zeros(capacity, dtype=np.float32)
+        #: the lifecycle's graph signals as stored: PageRank centrality (NaN: none yet),
+        #: cross-references
+        self.centrality = np.full(capacity, math.nan)
+        self.xrefs = np.zeros(capacity, dtype=np.int64)
         self.access_times: list[tuple[datetime, ...]] = []
         self.access_seconds: list[np.ndarray] = []
         self.last_accessed: list[datetime | None] = []
@@ -471,6 +480,7 @@ class RecallIndex:
                            ("valid_from", math.nan), ("valid_to", math.nan),
                            ("access_count", 0), ("useful", 0), ("ignored", 0),
                            ("confidence", 0.0), ("importance", 0.0),
+                           ("centrality", math.nan), ("xrefs", 0),
                            ("sentence_start", 0), ("sentence_count", 0)):
             old = getattr(self, name)
             grown = np.full(new, fill, dtype=old.dtype)
@@ -576,6 +586,10 @@ class RecallIndex:
         self.access_count[:n] = numbers(table.column("access_count"), np.int64)
         self.confidence[:n] = numbers(table.column("confidence"), np.float32)
         self.importance[:n] = numbers(table.column("importance"), np.float32)
+        self.useful[:n] = numbers(table.column("useful_count"), np.int64)
+        self.ignored[:n] = numbers(table.column("ignored_count"), np.int64)
+        self.centrality[:n] = [math.nan if c is None else c for c in values("centrality")]
+        self.xrefs[:n] = numbers(table.column("xref_count"), np.int64)
         self.access_times = [tuple(_aware(t) for t in times) if times else ()
                              for times in values("access_times")]
         self.access_seconds = [np.array([t.timestamp() for t in times]) if times else _NO_TIMES
@@ -746,7 +760,8 @@ class RecallIndex:
         self.changes += 1
         for name in kept:
             _SETTERS[name](self, pos, fields[name])
-        self.stale.add(pos)  # the snapshot row is old now
+        if not set(fields) <= OVERLAID:
+            self.stale.add(pos)  # the snapshot row is old now
         return True
 
     def blank_stale_rows(self) -> None:

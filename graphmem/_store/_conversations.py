@@ -52,6 +52,9 @@ _CONTEXT_WORDS = 30
 _ANTECEDENT_TEXTS = 4
 #: how many messages back an assistant's reply looks for the user's request it answers
 _ASKED_WITHIN = 4
+#: Past this many changed memories, the link index is read again when next needed
+#: rather than each of them now (a lifecycle run may change every memory's state).
+_LINKS_REREAD = 1000
 #: What the link index reads of each memory.
 _LINK_FIELDS = ["id", "owner", "created", "status", "entities", "subject"]
 
@@ -151,8 +154,8 @@ class Conversations:
         links = self._links
         if links is None or change.edges_only or change.access_only:
             return
-        if change.bulk:
-            self._links = None
+        if change.bulk or len(change.ids) > _LINKS_REREAD:
+            self._links = None  # read again when next needed
         elif change.patched is not None and not any(
                 set(fields) & set(_LINK_FIELDS) for fields in change.patched.values()):
             return  # nothing it links by changed

@@ -5,6 +5,7 @@ retrieval feedback."""
 from __future__ import annotations
 
 import collections
+import math
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -366,10 +367,13 @@ class Recall:
              memory: Memory | None = None) -> Hit:
         if memory is None:
             memory = self._rows.get(index.ids[pos], self._index.current)
+        centrality = float(index.centrality[pos])  # NaN: no lifecycle run stored one
         memory = memory.model_copy(update={
             "access_count": int(index.access_count[pos]),
             "last_accessed": index.last_accessed[pos],
             "access_times": index.access_times[pos],
+            "centrality": None if math.isnan(centrality) else centrality,
+            "xref_count": int(index.xrefs[pos]),
         })
         return Hit(memory=memory, score=explanation.final, rank=rank, explanation=explanation)
 
