@@ -64,6 +64,22 @@ def test_entities_are_each_owners_own(store: MemoryStore) -> None:
     assert _facts(store, "bob") == [("melanie", "lives_in", "porto", True)]
 
 
+def test_a_text_edit_in_a_fresh_process_leaves_the_fact_cache_as_the_store(
+        tmp_path: Path) -> None:
+    """The first edit of a process planned the old text's facts away before the owner's
+    facts were cached, then cached them as still stored: the next memory to say the same
+    joined a fact that was gone, and its facts were lost."""
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        first = store.add("Mia moved to Lisbon in 2014.").id
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store.update(first, text="Mia is the sister of Leo.")
+        again = store.add("Mia moved to Lisbon in 2014.").id
+        assert sorted(f.predicate for f in store.facts() if f.sources == (again,)) == [
+            "lives_in", "moved_to"]
+        assert not [f for f in store.facts() if first in f.sources
+                    and f.predicate in ("lives_in", "moved_to")]
+
+
 def test_a_newer_fact_ends_the_older_one(tmp_path: Path) -> None:
     clock = Clock(T0)
     with MemoryStore(tmp_path / "db", embedder="hashing", clock=clock) as store:
