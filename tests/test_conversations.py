@@ -419,7 +419,7 @@ def test_a_correction_replaces_only_what_its_own_speaker_said(store: MemoryStore
     """Two people of the user's side in one owner's conversation (a couple, a group
     chat): Ana's "actually I live in Graz now" is no correction of Tom's "I live in
     Linz"; Tom's own is, and so is one that names no speaker in a conversation that
-    names none."""
+    names none, and what Ana says of what they share or of Tom by name."""
     def said(speaker: str | None, text: str, session: str, owner: str = "home") -> Any:
         clock.advance(days=7)
         message: dict[str, str] = {"role": "user", "content": text}
@@ -430,9 +430,21 @@ def test_a_correction_replaces_only_what_its_own_speaker_said(store: MemoryStore
     tom = said("Tom", "I live in Linz with my wife and our dog.", "s1").created_ids
     assert said("Ana", "Actually I live in Graz now.", "s2").corrected_ids == []
     assert store.get(tom[0]).superseded_by == ()
-    assert said("tom", "Actually I live in Vienna now.", "s3").corrected_ids == tom
+    # the same name with other spaces, case or Unicode form is the same speaker
+    assert said(" tom\u00a0", "Actually I live in Vienna now.", "s3").corrected_ids == tom
     plain = said(None, "I live in Linz with my wife and our dog.", "p1", "solo").created_ids
     assert said(None, "Actually I live in Graz now.", "p2", "solo").corrected_ids == plain
+    # what they share, and what one says of the other by name, one may correct
+    work = said("Tom", "I work at Acme.", "w1", "pair").created_ids
+    assert said("Ana", "Actually Tom works at Bosch now, not Acme.", "w2",
+                "pair").corrected_ids == work
+    move = said("Tom", "We're moving to Graz in May.", "m1", "pair").created_ids
+    assert said("Ana", "Actually we're moving in June, not May.", "m2",
+                "pair").corrected_ids == move
+    # a speaker that names no one is refused, a blank one is none
+    with pytest.raises(InvalidInputError, match="speaker"):
+        said(".", "I live in Linz.", "x1", "odd")
+    assert said("  ", "I live in Linz.", "x2", "odd").created_ids
 
 def test_a_short_correction_corrects_an_earlier_message_not_its_own(store: MemoryStore,
                                                                     clock: Clock) -> None:

@@ -6,6 +6,7 @@ correction replaces, decided by plain rules over the recent statements (pure fun
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -225,12 +226,46 @@ class Statement:
     #: who said it, when the conversation named a speaker (one of the user's side)
     speaker: str | None = None
 
-    def said_by_other(self, speaker: str | None) -> bool:
-        """Whether another person of the user's side said it: both name a speaker and
-        the names differ (Ana's "I live in Graz" is no correction of Tom's "I live in
-        Linz"); a statement without a speaker is the user's own."""
-        return (not self.assistant and self.speaker is not None and speaker is not None
-                and self.speaker.casefold() != speaker.casefold())
+    def about_another(self, text: str, speaker: str | None) -> bool:
+        """Whether ``text``, said by ``speaker``, cannot correct this statement because
+        they are two people speaking each of themselves: both name a speaker, the names
+        differ, and ``text`` is said in the first person singular (Ana's "actually I live
+        in Graz now" is no correction of Tom's "I live in Linz"), or this statement is
+        and ``text`` does not name its speaker. What they share ("we meet at 4", "Mia
+        starts school in Graz") and what one says of the other ("Tom works at Bosch
+        now") may correct; a message without a speaker may correct anyone's.
+
+        >>> tom = Statement("t", "I work at Acme", speaker="Tom")
+        >>> tom.about_another("Actually I work at Bosch now", "Ana")
+        True
+        >>> tom.about_another("Actually Tom works at Bosch now", "Ana")
+        False
+        >>> tom.about_another("Actually I work at Bosch now", "tom ")
+        False
+        """
+        if self.assistant or self.speaker is None or speaker is None:
+            return False
+        mine, theirs = person_key(speaker), person_key(self.speaker)
+        if not mine or not theirs or mine == theirs:
+            return False
+        if search(_SELF, text):
+            return True
+        return bool(search(_SELF, self.text)) and theirs.split()[0] not in {
+            person_key(w) for w in _WORDS.findall(text)}
+
+
+#: The first person singular: who speaks, speaks of themselves.
+_SELF = re.compile(r"\b(?:i|i['’](?:m|ve|d|ll)|my|me|mine|myself)\b", re.IGNORECASE)
+_WORDS = re.compile(r"[^\W\d_]+")
+
+
+def person_key(name: str) -> str:
+    """A speaker's name as compared: Unicode composed, spaces joined, case folded.
+
+    >>> person_key(" Jos\u0065\u0301\u00a0Silva ") == person_key("josé silva")
+    True
+    """
+    return " ".join(unicodedata.normalize("NFKC", name).split()).casefold()
 
 
 #: What says that a message adds something forgotten, not that it takes anything back:

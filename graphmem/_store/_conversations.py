@@ -18,6 +18,7 @@ import numpy as np
 from .._context import Changed, StoreContext
 from .._errors import InvalidInputError
 from .._input import MAX_TEXT, MemoryInput, check_unicode, moment
+from .._kg._text import normalize
 from .._models import STATUS_CODE, AddResult, ChangeType, Edge, EventType, Kind, Memory, Status
 from .._ollama import OllamaGenerator
 from .._recall._channels import lexical_neighbours
@@ -326,10 +327,11 @@ class Conversations:
                 # what the message itself said is corrected only when taken back outright
                 # ("at 3. scratch that, 4"): "we added Mondays. so it's 3 days now not 2"
                 # corrects an earlier message, and its first statement says what about;
-                # what another person of the user's side said, never (``said_by_other``)
+                # what another person of the user's side said of themselves, never
+                # (``Statement.about_another``)
                 outright = bool(said) and takes_back(said)
                 earlier = [r for r in recent
-                           if not r.said_by_other(f.message["speaker"])
+                           if not r.about_another(f.item.text, f.message["speaker"])
                            and (outright or r.message != f.message["text"])]
                 target = correction_target(said, earlier,
                                            self._similarity(vectors[n], earlier, since,
@@ -659,6 +661,10 @@ def _message(message: Any, index: int) -> dict[str, Any]:
     for name, value in (("text", text), ("role", role), ("speaker", speaker)):
         if value is not None:
             check_unicode(value, field=f"messages[{index}].{name}")
+    speaker = speaker.strip() or None if speaker is not None else None  # blank: none given
+    if speaker is not None and not normalize(speaker):
+        raise InvalidInputError(f"message {index}: speaker {speaker!r} names no one",
+                                field=f"messages[{index}].speaker")
     if not role:  # the speaker may say whose it is: the assistant's, or a system's
         named = speaker.strip().lower() if speaker else ""
         role = ("assistant" if named in _ASSISTANT_SPEAKERS
