@@ -441,6 +441,13 @@ def test_a_correction_replaces_only_what_its_own_speaker_said(store: MemoryStore
     move = said("Tom", "We're moving to Graz in May.", "m1", "pair").created_ids
     assert said("Ana", "Actually we're moving in June, not May.", "m2",
                 "pair").corrected_ids == move
+    # the same words of another about themselves are theirs to keep, and confirm no
+    # hedge of the other's
+    said("Tom", "I live in Linz with my wife and our dog.", "d1", "dup")
+    assert said("Ana", "I live in Linz with my wife and our dog.", "d2", "dup").created_ids
+    hedge = said("Tom", "Maybe I'll move to Graz next year.", "h1", "pair").candidate_ids
+    assert said("Ana", "I'll move to Graz next year.", "h2", "pair").reinforced_ids == []
+    assert store.get(hedge[0]).superseded_by == ()
     # a speaker that names no one is refused, a blank one is none
     with pytest.raises(InvalidInputError, match="speaker"):
         said(".", "I live in Linz.", "x1", "odd")

@@ -279,7 +279,9 @@ class Conversations:
         # Texts alone, for duplicates and reinforcement; stored vectors add the context.
         vectors = self._text_vectors([f.item.text for f in found], since=since)
         duplicates, similar = self._match_existing(vectors, [f.item.text for f in found],
-                                                   owner, session_id, since=since)
+                                                   owner, session_id, since=since,
+                                                   speakers=[f.message["speaker"]
+                                                             for f in found])
         recent = self._recent_statements(owner)
         records: list[MemoryInput] = []
         candidates: list[str] = []
@@ -539,17 +541,20 @@ class Conversations:
         by_id = {m.id: m for m in found}
         return [Statement(i, by_id[i].text, assistant=ASSISTANT_TAG in by_id[i].tags,
                           message=by_id[i].payload,
-                          speaker=by_id[i].provenance.get("speaker"))
+                          speaker=_speaker_of(by_id[i]))
                 for i in ids if i in by_id]
 
     def _match_existing(self, vectors: np.ndarray, texts: Sequence[str],
-                        owner: str | None, session: str, *, since: int | None = None
+                        owner: str | None, session: str, *, since: int | None = None,
+                        speakers: Sequence[str | None] | None = None
                         ) -> tuple[dict[int, str], dict[int, tuple[str, float]]]:
         """For each new text: an existing active memory it duplicates, or a candidate of
         another session it reinforces (with their cosine). Stored vectors include each
         memory's context, so the comparison is text to text: the best BM25 matches of the
         owner's current memories are embedded again, without context, and compared by
-        cosine."""
+        cosine. Given each text's ``speakers``, what another speaker said of themselves
+        is neither (Ana's "I live in Linz" after Tom's is hers to keep)."""
+        from .._extract._corrections import Statement
         from .._extract._rules import DUPLICATE
 
         index = self._index.ensure_index()
@@ -573,6 +578,13 @@ class Conversations:
             if not top:
                 continue
             others = self._memories.get_many(top)
+            speaker = speakers[row] if speakers is not None else None
+            if speaker is not None:
+                others = [m for m in others if not Statement(
+                    m.id, m.text, assistant=ASSISTANT_TAG in m.tags,
+                    speaker=_speaker_of(m)).about_another(text, speaker)]
+                if not others:
+                    continue
             similar = matvec(self._text_vectors([m.text for m in others], since=since),
                              vectors[row])
             by_id = {m.id: float(c) for m, c in zip(others, similar, strict=True)}
@@ -628,6 +640,12 @@ def _run(extractor: Extractor, message: Mapping[str, Any]) -> list[Extracted]:
     if isinstance(extractor, OllamaExtractor):
         return extractor.extract(message["text"], speaker=message["speaker"])
     return extractor.extract(message["text"])
+
+
+def _speaker_of(memory: Memory) -> str | None:
+    """Who of the user's side said a memory, when its conversation named them."""
+    speaker = memory.provenance.get("speaker")
+    return speaker if isinstance(speaker, str) else None
 
 
 def _messages(messages: Any) -> list[Any]:
