@@ -239,6 +239,7 @@ JOBS: Mapping[Job, JobRule] = {
     "signals": JobRule(sets=(("centrality", Staged("number")), ("xref_count", Staged("xrefs")))),
 }
 
+
 def job_fields(job: Job, decision: Decision, now: datetime) -> dict[str, Any]:
     """The fields ``job`` sets on the memory of ``decision`` whose values the rule or the
     decision give (a state's name, a new importance, the run's time), as a commit hands

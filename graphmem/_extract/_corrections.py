@@ -251,7 +251,7 @@ class Statement:
         if search(_SELF, text):
             return True
         return bool(search(_SELF, self.text)) and theirs.split()[0] not in {
-            person_key(w) for w in _WORDS.findall(text)}
+            person_key(m.group(0)) for m in finditer(_WORDS, text)}
 
 
 #: The first person singular: who speaks, speaks of themselves.

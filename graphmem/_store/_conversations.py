@@ -679,7 +679,8 @@ def _message(message: Any, index: int) -> dict[str, Any]:
     for name, value in (("text", text), ("role", role), ("speaker", speaker)):
         if value is not None:
             check_unicode(value, field=f"messages[{index}].{name}")
-    speaker = speaker.strip() or None if speaker is not None else None  # blank: none given
+    if speaker is not None:
+        speaker = speaker.strip() or None  # a blank one: none given
     if speaker is not None and not normalize(speaker):
         raise InvalidInputError(f"message {index}: speaker {speaker!r} names no one",
                                 field=f"messages[{index}].speaker")
