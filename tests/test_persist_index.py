@@ -192,6 +192,34 @@ def test_what_commits_handed_over_is_what_a_build_reads(tmp_path: Path) -> None:
             assert read == pytest.approx(kept[name], nan_ok=True), name
 
 
+def test_a_half_index_keeps_new_vectors_as_a_build_reads_them(tmp_path: Path) -> None:
+    """Where sign bits choose the candidates, a build reads the vectors at half precision:
+    a memory added to the live index is kept as rounded the same way, so the scores a
+    live process gives are the ones a reopened store gives (with the real model's
+    vectors they were up to ~1e-3 apart)."""
+    path = tmp_path / "db"
+
+    def opened() -> MemoryStore:
+        return MemoryStore(path, embedder="minilm", clock=_clock,
+                           settings=Settings(persist_index=False, sign_bits_from=5))
+
+    with opened() as store:
+        for text in TEXTS[:6]:
+            store.add(text)
+        store.recall("greenhouse pump", k=3)  # built here, at half precision
+        assert _index(store).half
+        ids = [store.add(text).id for text in TEXTS[6:]]
+        live = _index(store)
+        kept = {i: live.vectors[live.pos[i]].copy() for i in ids}
+        answers = [[(h.memory.id, h.score) for h in store.recall(q, k=8, record_access=False)]
+                   for q in QUERIES]
+    with opened() as store:
+        built = _index(store)
+        assert all(np.array_equal(built.vectors[built.pos[i]], v) for i, v in kept.items())
+        assert [[(h.memory.id, h.score) for h in store.recall(q, k=8, record_access=False)]
+                for q in QUERIES] == answers
+
+
 def test_a_reopened_store_reads_its_file_and_answers_as_a_fresh_build(
         saved: Path, no_build: list[int]) -> None:
     with _open(saved) as store:

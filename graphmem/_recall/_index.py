@@ -23,7 +23,7 @@ from .._arrow import blank_rows, column_values, numbers, strings, to_pylist
 from .._models import KIND_CODE, STATUS_CODE
 from ._bm25 import CONTEXT_MARK, BM25Index
 from ._entities import EntityIndex
-from ._vectors import SignCodes, dot_all, dot_rows, to_bfloat16, top_scores
+from ._vectors import SignCodes, as_float32, dot_all, dot_rows, to_bfloat16, top_scores
 from ._walk import neighbour_arrays
 
 __all__ = ["ASSISTANT_TAG", "INDEX_FIELDS", "OVERLAID", "RecallIndex"]
@@ -534,8 +534,8 @@ class RecallIndex:
                 vector = None
             self.has_vector[pos] = vector is not None
             self.vectors[pos] = 0 if vector is None else self._stored(vector)
-            if self._signs is not None:
-                self._signs.set(pos, vector)
+            if self._signs is not None:  # the signs of what is kept, as a build takes them
+                self._signs.set(pos, None if vector is None else as_float32(self.vectors[pos]))
             if sentences is not None:
                 self.set_sentences(pos, sentences[n])
             self.entities.set_times(pos, row.get("times_from") or (), row.get("times_to") or ())
@@ -642,9 +642,11 @@ class RecallIndex:
         return bool(self.vectors.dtype == np.uint16)
 
     def _stored(self, vectors: np.ndarray) -> np.ndarray:
-        """Vectors (float32 or float16) in the form this index keeps them."""
+        """Vectors (float32 or float16) in the form this index keeps them: in a half
+        index, rounded to float16 first, as a build reads them from the store (rounded
+        once from float32, a vector scored up to 1e-3 apart from the same one built)."""
         if self.half:
-            return to_bfloat16(vectors)
+            return to_bfloat16(np.asarray(vectors).astype(np.float16, copy=False))
         return np.asarray(vectors, dtype=np.float32)
 
     def set_sentences(self, pos: int, vectors: np.ndarray | None) -> None:
