@@ -208,20 +208,14 @@ class PostgresEngine(rules.Writes):
         merged, not overwritten: another process may have recorded accesses to the same
         memory meanwhile, so the count grows by what this process adds (its count past
         the stored one, or its access times the stored ones lack, whichever is more)
-        and the recent times are the union of both, newest kept."""
+        and the recent times are the union of both, newest kept; a time both hold counts
+        as often as the one that holds it more often does (three recalls at one instant
+        are three accesses)."""
         if not records:
             return
         ids = list(records)
         with self.db.transaction() as cur:
-            cur.executemany(
-                    "UPDATE memories m SET access_count = m.access_count + GREATEST("
-                    "%(n)s - m.access_count, (SELECT count(*) FROM unnest(%(ts)s::timestamptz[]) t "
-                    "WHERE NOT (t = ANY(COALESCE(m.access_times, '{}')))), 0), "
-                    "last_accessed = GREATEST(m.last_accessed, %(t)s), access_times = ARRAY("
-                    "SELECT t FROM (SELECT DISTINCT t FROM unnest(COALESCE(m.access_times, "
-                    "'{}') || %(ts)s::timestamptz[]) t ORDER BY t DESC LIMIT GREATEST("
-                    "%(keep)s, cardinality(m.access_times))) AS recent ORDER BY t) "
-                    "WHERE m.id = %(id)s",
+            cur.executemany(_RECORD_ACCESS,
                     [{"id": memory_id, "n": n, "t": last, "ts": list(times), "keep": len(times)}
                      for memory_id, (n, last, times) in records.items()])
             changes = ChangeSet()
@@ -485,6 +479,24 @@ class PostgresEngine(rules.Writes):
                             + " OR ".join(["strpos(metadata, %s) > 0"] * len(probes))
                             + ") ORDER BY event_id", [memory_id, *probes])
         return rules.quoting_rows(rows)
+
+
+#: ``record_access``: each time as often as the stored times or this process's hold it,
+#: whichever holds it more often (a multiset union), the newest kept; the count grows by
+#: this process's count past the stored one, or by the times it adds, whichever is more.
+_TIMES_OF = ("(SELECT t, count(*) AS c FROM unnest({}) t GROUP BY t)")
+_STORED_TIMES = _TIMES_OF.format("COALESCE(m.access_times, '{}')")
+_NEW_TIMES = _TIMES_OF.format("%(ts)s::timestamptz[]")
+_RECORD_ACCESS = (
+    "UPDATE memories m SET access_count = m.access_count + GREATEST("
+    "%(n)s - m.access_count, (SELECT COALESCE(sum(GREATEST(n.c - COALESCE(s.c, 0), 0)), 0) "
+    f"FROM {_NEW_TIMES} n LEFT JOIN {_STORED_TIMES} s USING (t)), 0), "
+    "last_accessed = GREATEST(m.last_accessed, %(t)s), access_times = ARRAY("
+    "SELECT t FROM (SELECT g.t FROM (SELECT t, max(c) AS c FROM ("
+    f"SELECT * FROM {_STORED_TIMES} a UNION ALL SELECT * FROM {_NEW_TIMES} b) u "
+    "GROUP BY t) g, generate_series(1, g.c) ORDER BY g.t DESC LIMIT GREATEST("
+    "%(keep)s, cardinality(m.access_times))) AS recent ORDER BY t) "
+    "WHERE m.id = %(id)s")
 
 
 class _TxWriter:

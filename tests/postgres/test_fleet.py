@@ -199,3 +199,25 @@ def test_a_recall_in_one_process_counts_in_the_others(pg_url: str) -> None:
         one.flush()
         assert frequency() == before + 1
         assert two.get(tea.id).access_count == 1
+
+
+def test_recalls_at_one_instant_each_count_and_merge(pg_url: str) -> None:
+    """Three recalls at one instant are three accesses in the stored times too (they
+    were merged as a set: the count said 3, the times held one); a second handle's
+    accesses at that instant add to them, and what both hold counts once."""
+    with _open(pg_url) as one, _open(pg_url) as two:
+        tea = one.add("Nadia prefers green tea in the afternoon", owner="ann")
+        for _ in range(3):
+            one.recall("green tea", owner="ann", k=1, record_access=True)
+        one.flush()
+        got = one.get(tea.id)
+        [hit] = one.recall("green tea", owner="ann", k=1, record_access=False)
+        assert (got.access_count, len(got.access_times)) == (3, 3)
+        assert (hit.memory.access_count, len(hit.memory.access_times)) == (3, 3)
+        two.recall("green tea", owner="ann", k=1, record_access=True)
+        two.flush()
+        again = two.get(tea.id)
+        assert (again.access_count, len(again.access_times)) == (4, 4)
+        one.recall("green tea", owner="ann", k=1, record_access=True)  # knows 3, adds 1
+        one.flush()
+        assert one.get(tea.id).access_count == 5
