@@ -80,6 +80,36 @@ def test_a_text_edit_in_a_fresh_process_leaves_the_fact_cache_as_the_store(
                     and f.predicate in ("lives_in", "moved_to")]
 
 
+def test_two_edits_in_one_merge_leave_the_facts_a_reopened_store_would(
+        tmp_path: Path) -> None:
+    """A merge that edits two memories of one owner: the second edit reads the facts as
+    stored, not the first edit's plan (it took a planned fact for a stored one, so a
+    later edit left it behind in this process and not in a reopened one)."""
+    from graphmem import MemoryInput
+
+    def linz(store: MemoryStore) -> list[tuple[str, ...]]:
+        names = {e.id: e.name for e in store.entities(owner="a")}
+        return sorted(f.sources for f in store.facts(owner="a")
+                      if names.get(f.object) == "linz")
+
+    found = []
+    for reopen in (False, True):
+        path = tmp_path / f"db{reopen}"
+        store = MemoryStore(path, embedder="hashing")
+        for memory_id, text in (("m1", "Ana lives in Linz."), ("ma", "Mia likes tea."),
+                                ("m2", "Ana lives in Graz.")):
+            store.add(text, id=memory_id, owner="a")
+        store.merge([MemoryInput(id="ma", text="Ana lives in Linz.", owner="a"),
+                     MemoryInput(id="m2", text="Tom likes tea.", owner="a")])
+        if reopen:
+            store.close()
+            store = MemoryStore(path, embedder="hashing")
+        store.update("ma", text="Leo likes jazz.")
+        found.append(linz(store))
+        store.close()
+    assert found[0] == found[1] == [("m1",)]
+
+
 def test_a_newer_fact_ends_the_older_one(tmp_path: Path) -> None:
     clock = Clock(T0)
     with MemoryStore(tmp_path / "db", embedder="hashing", clock=clock) as store:
