@@ -248,15 +248,43 @@ class Statement:
         mine, theirs = person_key(speaker), person_key(self.speaker)
         if not mine or not theirs or mine == theirs:
             return False
-        if search(_SELF, text):
+        if _of_self(text):
             return True
-        return bool(search(_SELF, self.text)) and theirs.split()[0] not in {
-            person_key(m.group(0)) for m in finditer(_WORDS, text)}
+        if not _of_self(self.text):
+            return False
+        # what it names that the earlier one names too (its speaker, or the sister it
+        # spoke of) says it is about the same one
+        named = {person_key(m.group(0)) for m in finditer(_WORDS, text)}
+        theirs_named = {person_key(m.group(0)) for m in finditer(_WORDS, theirs)}
+        theirs_named |= {person_key(m.group(0)) for m in finditer(_CAPITALISED, self.text)}
+        return not (named & (theirs_named - _SELF_WORDS))
 
 
-#: The first person singular: who speaks, speaks of themselves.
-_SELF = re.compile(r"\b(?:i|i['’](?:m|ve|d|ll)|my|me|mine|myself)\b", re.IGNORECASE)
+#: The first person singular: who speaks, speaks of themselves ("i.e." is not "I") ...
+_SELF = re.compile(r"\b(?:i(?![.]e[.])|i['’](?:m|ve|d|ll)|im|ive|my|me|mine|myself)\b",
+                   re.IGNORECASE)
+_SELF_WORDS = frozenset({"i", "im", "ive", "my", "me", "mine", "myself"})
+#: ... but not in an aside about the statement itself ("I think", "I checked", "my bad")
+_ASIDE = re.compile(r"\b(?:i (?:think|thought|guess|believe|mean|meant|heard|checked|said"
+                    r"|told you|was wrong|got it wrong|misspoke)|my (?:bad|mistake))\b",
+                    re.IGNORECASE)
 _WORDS = re.compile(r"[^\W\d_]+")
+_CAPITALISED = re.compile(r"\b[A-Z][^\W\d_]+")
+
+
+def _of_self(text: str) -> bool:
+    """Whether ``text`` says something of its speaker (the first person singular, asides
+    such as "I think" left out).
+
+    >>> _of_self("I think the recital is on Friday"), _of_self("ive got a dog")
+    (False, True)
+    """
+    at = 0
+    for aside in finditer(_ASIDE, text):
+        if search(_SELF, text[at:aside.start()]):
+            return True
+        at = aside.end()
+    return bool(search(_SELF, text[at:]))
 
 
 def person_key(name: str) -> str:
