@@ -440,3 +440,25 @@ def test_a_question_naming_a_speaker_favours_what_they_said(store: MemoryStore) 
         for bad in (float("inf"), float("nan"), -1.0, "0.5", None, True):
             with pytest.raises(InvalidInputError, match=f"{name} must be a finite number"):
                 RecallConfig(**{name: bad})
+
+
+def test_a_refused_or_failed_write_leaves_the_fact_cache_as_the_store(
+        store: MemoryStore) -> None:
+    """What a refused ``add_many`` planned, or an edit whose planning failed, is not left
+    in the knowledge cache: the next memory stating the same gets its facts (it joined
+    facts that were never written, and got none). A provenance speaker that names no one
+    is none."""
+    store.add("Tom works at Acme.", owner="b")
+    other = next(e for e in store.entities(owner="b") if e.name == "acme")
+    graph = {"mentions": [{"entity": {"id": other.id, "name": "acme", "type": "org"}}]}
+    with pytest.raises(InvalidInputError):
+        store.add_many([{"text": "Ana lives in Linz.", "owner": "a"},
+                        {"text": "Mia works at Acme.", "owner": "a", "graph": graph}])
+    kept = store.add("Ana lives in Linz.", owner="a")
+    assert [f.predicate for f in store.facts(owner="a") if kept.id in f.sources] == [
+        "lives_in"]
+    store.update(kept.id, provenance={"speaker": "."})
+    store.update(kept.id, text="Ana lives in Graz.")  # it raised a ValueError mid-plan
+    names = {e.id: e.name for e in store.entities(owner="a")}
+    assert [names[f.object] for f in store.facts(owner="a") if kept.id in f.sources] == [
+        "graz"]

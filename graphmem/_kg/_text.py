@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ._lexicon import COMMON_STARTERS
 from ._scan import finditer, search, starting_at
 
-__all__ = ["ROLE_SPEAKERS", "Sentence", "normalize", "person_speaker", "sentences",
+__all__ = ["ROLE_SPEAKERS", "Sentence", "named", "normalize", "person_speaker", "sentences",
            "speaker_label"]
 
 _TITLE = re.compile(r"^(?:mr|mrs|ms|dr|prof|professor|aunt|auntie|uncle|grandma|grandpa)\.?\s+")
@@ -34,6 +34,16 @@ class Sentence:
     start: int
     end: int
     text: str
+
+
+def named(value: object) -> str | None:
+    """``value`` when it is a name that names someone (a provenance's speaker), else None:
+    not a string, or nothing left once normalized (".", "  ").
+
+    >>> named("Tom"), named("."), named(3)
+    ('Tom', None, None)
+    """
+    return value if isinstance(value, str) and normalize(value) else None
 
 
 def normalize(surface: str) -> str:

@@ -40,6 +40,7 @@ from .._kg import (
     entity_names,
     normalize,
 )
+from .._kg._text import named
 from .._models import Memory
 from .._time import format_iso, parse_iso, to_utc
 
@@ -498,8 +499,8 @@ class Knowledge:
         at = memory.observed or memory.created
         speaker = _provenance(memory.provenance).get("speaker")
         resolver = self.resolver(owner)
-        for said in extract(memory.text, at=at, speaker=speaker if isinstance(speaker, str)
-                            else None, facts=self._ctx.facts).facts:
+        for said in extract(memory.text, at=at, speaker=named(speaker),
+                            facts=self._ctx.facts).facts:
             if said.predicate == fact.predicate \
                     and resolver_lookup(resolver, said.subject) == fact.subject \
                     and resolver_lookup(resolver, said.object) == fact.object:
@@ -709,9 +710,8 @@ class Knowledge:
                     provenance = _provenance(row["provenance"])
                     speaker, who = provenance.get("speaker"), provenance.get("refers_to")
                     extraction = extract(memory.text, at=memory.observed or memory.created,
-                                         speaker=speaker if isinstance(speaker, str) else None,
-                                         facts=ctx.facts,
-                                         refers_to=who if isinstance(who, str) else None)
+                                         speaker=named(speaker), facts=ctx.facts,
+                                         refers_to=named(who))
                     self._add(batch, memory, extraction)
                     if extraction.times:
                         batch.patches.append(_times_patch(memory.id, extraction))

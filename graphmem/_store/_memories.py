@@ -7,7 +7,8 @@ Each write validates everything, derives what the texts imply (``_derive``), bui
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Unpack
 
@@ -40,6 +41,7 @@ from .._input import (
     parse_records,
     update_changes,
 )
+from .._kg._text import named
 from .._models import (
     ChangeType,
     Edge,
@@ -159,10 +161,11 @@ class Memories:
         bar = progress(len(items), "adding", progress_bar)
         batch = WriteBatch()
         size = max(1, batch_size)
-        for start in range(0, len(items), size):
-            chunk = items[start:start + size]
-            self._new(chunk, batch, actor=actor)
-            bar.update(len(chunk))
+        with self._unplanned_on_error():
+            for start in range(0, len(items), size):
+                chunk = items[start:start + size]
+                self._new(chunk, batch, actor=actor)
+                bar.update(len(chunk))
         bar.close()
         self.commit(batch, created=batch.memories)
         return [n.memory for n in batch.memories]
@@ -190,6 +193,17 @@ class Memories:
             self._knowledge.plan_import(batch, memory, graph, source=source,
                                         index=(index_of or {}).get(memory.id))
         return new
+
+    @contextlib.contextmanager
+    def _unplanned_on_error(self) -> Iterator[None]:
+        """Planning that fails leaves the knowledge caches as the store is: what they
+        learnt of the plan is forgotten (a refused ``add_many`` left its planned facts
+        there, and the next memory stating the same got none)."""
+        try:
+            yield
+        except BaseException:
+            self._knowledge.reset()
+            raise
 
     def _check_new_ids(self, items: Sequence[MemoryInput]) -> None:
         ids = [i.id for i in items if i.id]
@@ -270,7 +284,7 @@ class Memories:
         edges = [e for e in edges if e.src not in gone and e.dst not in gone]
         self.check_supersede_cycles(edges, index_of=index_of, source=source)
         ctx.check_embedder()
-        with ctx.lock, ctx.engine.writer() as writer:
+        with self._unplanned_on_error(), ctx.lock, ctx.engine.writer() as writer:
             for chunk in chunks:
                 batch, part, _ = self.plan_merge(chunk, reason=reason, actor=actor,
                                                  source=source, index_of=index_of)
@@ -504,7 +518,8 @@ class Memories:
                            sentences=fresh.sentences,
                            text_sha256=fresh.text_sha256, **_times(fresh))
             if fresh.extraction is not None:
-                self._knowledge.plan_retext(batch, memory, fresh.extraction)
+                with self._unplanned_on_error():
+                    self._knowledge.plan_retext(batch, memory, fresh.extraction)
         if "importance" in updates and change_type is not ChangeType.IMPORTANCE_DECAY:
             # A deliberate new importance is the new baseline that decay starts from.
             updates["original_importance"] = updates["importance"]
@@ -726,8 +741,9 @@ def _refers_to(provenance: Mapping[str, Any]) -> str | None:
 
 
 def _named_in(provenance: Mapping[str, Any], key: str) -> str | None:
-    value = provenance.get(key)
-    return value if isinstance(value, str) and value else None
+    """A name the provenance gives, when it names someone (a speaker "." names no one: it
+    is left out, as the entity resolver would refuse it)."""
+    return named(provenance.get(key))
 
 
 def find_cycle(graph: Mapping[str, set[str]], starts: Iterable[str]) -> list[str]:
