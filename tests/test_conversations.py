@@ -445,6 +445,10 @@ def test_a_correction_replaces_only_what_its_own_speaker_said(store: MemoryStore
     # hedge of the other's
     said("Tom", "I live in Linz with my wife and our dog.", "d1", "dup")
     assert said("Ana", "I live in Linz with my wife and our dog.", "d2", "dup").created_ids
+    both = store.add_conversation([{"role": "user", "speaker": who, "content": "I work at Acme."}
+                                   for who in ("Tom", "Ana", "Ana")],
+                                  session_id="d3", owner="dup")
+    assert len(both.created_ids) == 2 and [i for i, _ in both.dropped] == [2]
     hedge = said("Tom", "Maybe I'll move to Graz next year.", "h1", "pair").candidate_ids
     assert said("Ana", "I'll move to Graz next year.", "h2", "pair").reinforced_ids == []
     assert store.get(hedge[0]).superseded_by == ()

@@ -289,6 +289,7 @@ class Conversations:
         in_place: list[str] = []           # candidates that become active as they are
         corrected: dict[str, str] = {}     # memory id -> the id of the one it corrects
         kept = np.empty_like(vectors)  # rows 0 .. n_kept - 1: the texts kept so far
+        kept_as: list[Statement] = []  # ... and who said them
         n_kept = 0
         for n, f in enumerate(found):
             if n in duplicates:
@@ -298,10 +299,15 @@ class Conversations:
             # messages' 39), in this thread: BLAS threads contending on 2 busy cores made
             # one such product of 4,000 rows take 14-36 ms instead of 0.3
             close = matvec(kept[:n_kept], vectors[n])
-            if n_kept and float(close.max()) >= DUPLICATE:
+            if n_kept and float(close.max()) >= DUPLICATE and any(
+                    not said.about_another(f.item.text, f.message["speaker"])
+                    for said in (kept_as[row] for row in np.flatnonzero(close >= DUPLICATE))):
+                # the same words again; another speaker's of themselves are theirs
                 dropped.append((f.index, "duplicate within the conversation"))
                 continue
             kept[n_kept] = vectors[n]
+            kept_as.append(Statement("", f.item.text, assistant=f.message["role"] == "assistant",
+                                     speaker=f.message["speaker"]))
             n_kept += 1
             if n in similar:
                 candidate, cosine = similar[n]
