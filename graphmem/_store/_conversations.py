@@ -18,7 +18,7 @@ import numpy as np
 from .._context import Changed, StoreContext
 from .._errors import InvalidInputError
 from .._input import MAX_TEXT, MemoryInput, check_unicode, moment
-from .._kg._text import normalize
+from .._kg._text import named
 from .._models import STATUS_CODE, AddResult, ChangeType, Edge, EventType, Kind, Memory, Status
 from .._ollama import OllamaGenerator
 from .._recall._channels import lexical_neighbours
@@ -650,8 +650,7 @@ def _run(extractor: Extractor, message: Mapping[str, Any]) -> list[Extracted]:
 
 def _speaker_of(memory: Memory) -> str | None:
     """Who of the user's side said a memory, when its conversation named them."""
-    speaker = memory.provenance.get("speaker")
-    return speaker if isinstance(speaker, str) else None
+    return named(memory.provenance.get("speaker"))
 
 
 def _messages(messages: Any) -> list[Any]:
@@ -687,13 +686,13 @@ def _message(message: Any, index: int) -> dict[str, Any]:
             check_unicode(value, field=f"messages[{index}].{name}")
     if speaker is not None:
         speaker = speaker.strip() or None  # a blank one: none given
-    if speaker is not None and not normalize(speaker):
+    if speaker is not None and named(speaker) is None:
         raise InvalidInputError(f"message {index}: speaker {speaker!r} names no one",
                                 field=f"messages[{index}].speaker")
     if not role:  # the speaker may say whose it is: the assistant's, or a system's
-        named = speaker.strip().lower() if speaker else ""
-        role = ("assistant" if named in _ASSISTANT_SPEAKERS
-                else named if named in _SKIPPED_ROLES else "user")
+        label = speaker.lower() if speaker else ""
+        role = ("assistant" if label in _ASSISTANT_SPEAKERS
+                else label if label in _SKIPPED_ROLES else "user")
     when = message.get("timestamp")
     if when is not None:
         try:

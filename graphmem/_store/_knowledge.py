@@ -86,12 +86,19 @@ class Knowledge:
     def planning(self) -> Iterator[None]:
         """Plan a write: the caches learn what is planned, and unlearn it if the write
         does not commit."""
-        with self._lock:
-            try:
-                yield
-            except BaseException:
-                self.reset()
-                raise
+        with self._lock, self.unlearning():
+            yield
+
+    @contextlib.contextmanager
+    def unlearning(self) -> Iterator[None]:
+        """What the caches learnt of a plan is forgotten if the block raises (the plan
+        failed, or its write did not commit): they stay as the store is. It holds no
+        lock: a writer plans and commits under its own."""
+        try:
+            yield
+        except BaseException:
+            self.reset()
+            raise
 
     # -- reading the graph ---------------------------------------------------------------
     def entities(self, *, owner: str | None = None) -> list[EntityRecord]:

@@ -7,8 +7,7 @@ Each write validates everything, derives what the texts imply (``_derive``), bui
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Unpack
 
@@ -161,7 +160,7 @@ class Memories:
         bar = progress(len(items), "adding", progress_bar)
         batch = WriteBatch()
         size = max(1, batch_size)
-        with self._unplanned_on_error():
+        with self._knowledge.unlearning():
             for start in range(0, len(items), size):
                 chunk = items[start:start + size]
                 self._new(chunk, batch, actor=actor)
@@ -194,17 +193,6 @@ class Memories:
                                         index=(index_of or {}).get(memory.id))
         return new
 
-    @contextlib.contextmanager
-    def _unplanned_on_error(self) -> Iterator[None]:
-        """Planning that fails leaves the knowledge caches as the store is: what they
-        learnt of the plan is forgotten (a refused ``add_many`` left its planned facts
-        there, and the next memory stating the same got none)."""
-        try:
-            yield
-        except BaseException:
-            self._knowledge.reset()
-            raise
-
     def _check_new_ids(self, items: Sequence[MemoryInput]) -> None:
         ids = [i.id for i in items if i.id]
         seen: set[str] = set()
@@ -225,13 +213,10 @@ class Memories:
         batch planned on what another writer has changed meanwhile."""
         ctx = self._ctx
         with ctx.lock:
-            try:
+            with self._knowledge.unlearning():  # it learnt what was planned
                 if check is not None:
                     check()
                 ctx.engine.commit(batch)
-            except BaseException:
-                self._knowledge.reset()  # it learnt what was planned
-                raise
             facts = FactsWritten.of(batch)
             if created:
                 ctx.changed(Changed([n.memory.id for n in created],
@@ -284,7 +269,7 @@ class Memories:
         edges = [e for e in edges if e.src not in gone and e.dst not in gone]
         self.check_supersede_cycles(edges, index_of=index_of, source=source)
         ctx.check_embedder()
-        with self._unplanned_on_error(), ctx.lock, ctx.engine.writer() as writer:
+        with self._knowledge.unlearning(), ctx.lock, ctx.engine.writer() as writer:
             for chunk in chunks:
                 batch, part, _ = self.plan_merge(chunk, reason=reason, actor=actor,
                                                  source=source, index_of=index_of)
@@ -339,7 +324,7 @@ class Memories:
         derived = dict(zip(retext, self._derive_updated(existing, updates, by_id, retext),
                            strict=True))
         batch = WriteBatch()
-        try:
+        with self._knowledge.unlearning():
             for memory_id, update in updates.items():
                 if not update:
                     result.unchanged.append(memory_id)
@@ -360,9 +345,6 @@ class Memories:
             new_items = [r for r in records if r.id not in existing and r.id not in gone]
             created = self._new(new_items, batch, reason=reason, actor=actor, source=source,
                                 index_of=index_of)
-        except BaseException:
-            self._knowledge.reset()
-            raise
         result.created = [n.memory.id for n in created]
         batch.new_edges = self.missing_edges(edges, known=set(by_id) - gone)
         result.edges_created = len(batch.new_edges)
@@ -518,7 +500,7 @@ class Memories:
                            sentences=fresh.sentences,
                            text_sha256=fresh.text_sha256, **_times(fresh))
             if fresh.extraction is not None:
-                with self._unplanned_on_error():
+                with self._knowledge.unlearning():
                     self._knowledge.plan_retext(batch, memory, fresh.extraction)
         if "importance" in updates and change_type is not ChangeType.IMPORTANCE_DECAY:
             # A deliberate new importance is the new baseline that decay starts from.

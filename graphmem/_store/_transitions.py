@@ -179,11 +179,8 @@ class Transitions:
                               event_metadata=self._scrub_events(memory_id, mentions, quoted))])
         self._knowledge.plan_forget(batch, memory)
         with ctx.lock:
-            try:
+            with self._knowledge.unlearning():
                 ctx.engine.commit(batch)
-            except BaseException:
-                self._knowledge.reset()
-                raise
             ctx.changed(Changed([memory_id], removed=True))
             remention = sorted(set(batch.unmentioned) - {memory_id})
             if remention:  # their entities moved to keyed ids
