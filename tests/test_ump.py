@@ -61,6 +61,72 @@ def test_the_graph_travels_with_the_file(tmp_path: Path) -> None:
     assert any(r.get("graph", {}).get("facts") for r in one)
 
 
+def test_a_graph_that_recurs_across_chunks_imports_as_in_one(tmp_path: Path) -> None:
+    """An import is written chunk after chunk into one transaction, which the store's
+    reads do not show before the commit: an entity or fact that records of several
+    chunks carry (or that a later record without a graph states again) is created once,
+    and the store is the one a single chunk gives (each chunk planned them again and the
+    import failed with nothing imported)."""
+    with MemoryStore(tmp_path / "a", embedder="hashing") as first:
+        for day in range(4):
+            first.add(f"Ana visited Linz on day {day}.", owner="ann")
+        first.add("Ana works at Acme.", owner="ann")
+        first.add("Tom likes tea.", owner="bob")
+        export_ump(first, tmp_path / "one.json")
+    records = json.loads((tmp_path / "one.json").read_text(encoding="utf-8"))
+    assert sum(1 for r in records if r.get("graph", {}).get("mentions")) >= 5
+    mixed = copy.deepcopy(records)
+    for record in mixed[1::2]:
+        record.pop("graph", None)  # stated again by the text alone
+    (tmp_path / "mixed.json").write_text(json.dumps(mixed), encoding="utf-8")
+
+    def graph(path: Path, chunk: int) -> tuple[Any, ...]:
+        with MemoryStore(tmp_path / f"{path.stem}-{chunk}", embedder="hashing") as store:
+            result = import_ump(store, path, chunk=chunk)
+            assert len(result.created) == len(records)
+            # by name: entities the rules find get ids keyed by each store's own secret
+            name = {e.id: e.name for e in store.entities()}
+            return (sorted((name[f.subject], f.predicate, name[f.object],
+                            tuple(sorted(f.sources))) for f in store.facts()),
+                    sorted(name.values()),
+                    sorted((m.memory_id, name[m.entity_id]) for m in store.mentions()))
+
+    for path in (tmp_path / "one.json", tmp_path / "mixed.json"):
+        whole = graph(path, 1000)
+        assert whole[0] and whole[1]
+        assert graph(path, 1) == graph(path, 2) == whole
+
+
+def test_a_later_chunk_may_not_name_an_earlier_chunks_entity_of_another_owner(
+        tmp_path: Path, store_location: str) -> None:
+    """On either engine: a later chunk sees what an earlier one planned, to refuse another
+    owner's entity (a RecordError naming the record, nothing written) and to join its
+    owner's facts (one fact stated by both)."""
+    with MemoryStore(tmp_path / "a", embedder="hashing") as first:
+        first.add("Ana visited Linz.", owner="ann")
+        export_ump(first, tmp_path / "one.json")
+    [record] = json.loads((tmp_path / "one.json").read_text(encoding="utf-8"))
+
+    def copy_of(owner: str) -> dict[str, Any]:
+        other = copy.deepcopy(record)
+        other["id"], other["scope"]["owner"] = f"urn:{owner}", owner
+        for fact in other["graph"]["facts"]:
+            fact["sources"] = [other["id"]]
+        return other
+
+    (tmp_path / "bob.json").write_text(json.dumps([record, copy_of("bob")]), encoding="utf-8")
+    (tmp_path / "ann.json").write_text(json.dumps([record, copy_of("ann")]), encoding="utf-8")
+    with MemoryStore(store_location, embedder="hashing") as store:
+        with pytest.raises(RecordError, match="another owner") as caught:
+            import_ump(store, tmp_path / "bob.json", chunk=1)
+        assert caught.value.index == 1
+        assert store.stats().memories == 0 and not store.entities() and not store.facts()
+        import_ump(store, tmp_path / "ann.json", chunk=1)  # the store was as it was
+        [fact] = store.facts()
+        assert sorted(fact.sources) == sorted([record["id"], "urn:ann"])
+        assert len(store.entities()) == 2
+
+
 def test_sample_covers_the_protocol(store: MemoryStore) -> None:
     records = _records()
     assert {r["kind"] for r in records} == {"working", "episodic", "semantic", "procedural",

@@ -120,12 +120,23 @@ class EntityResolver:
         self._seen_in: dict[str, set[str]] = {}
         self._forms = _Forms()
         for e in entities:
-            c = _Cluster(e.id, e.name, e.type, e.aliases[0] if e.aliases else e.name,
-                         list(e.aliases), list(e.merges))
-            self._clusters[e.id] = c
-            self._forms.add(c.name, c.id)
-            for key in c.aliases:
-                self._know(key, c.id)
+            self.adopt(e)
+
+    def adopt(self, e: Entity, *, blocked: Iterable[str] = ()) -> None:
+        """Know ``e`` as it is (its id, forms and merges), as the entities given at the
+        start are known: an entity made elsewhere (a file's) that resolving may meet;
+        ``blocked``: forms split from it, never merged into it again."""
+        self._blocked.update((form, e.id) for form in blocked)
+        c = _Cluster(e.id, e.name, e.type, e.aliases[0] if e.aliases else e.name,
+                     list(e.aliases), list(e.merges))
+        self._clusters[e.id] = c
+        self._forms.add(c.name, c.id)
+        for key in c.aliases:
+            self._know(key, c.id)
+
+    def knows(self, entity_id: str) -> bool:
+        """Whether ``entity_id`` is one of this resolver's entities."""
+        return entity_id in self._clusters
 
     @property
     def entities(self) -> list[Entity]:

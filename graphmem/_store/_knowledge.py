@@ -61,6 +61,12 @@ class Knowledge:
         #: ... and the same facts by the memories that state them: owner -> memory id ->
         #: fact id -> fact (kept with ``_facts``: ``_owner_facts``, ``_swap``, ``_uncache``)
         self._sources: dict[str | None, dict[str, dict[str, FactRecord]]] = {}
+        #: ... and by id: owner -> fact id -> fact
+        self._by_id: dict[str | None, dict[str, FactRecord]] = {}
+        #: ids (memories, entities, facts) that imports of this process planned, with
+        #: their owners: a later chunk of the same transaction must see them before the
+        #: store's reads do (``plan_import``, ``_check_import``; cleared by ``reset``)
+        self._imported: dict[str, str | None] = {}
         #: the last ``recorded`` given: facts are recorded in a strict order, which forget
         #: replays (a frozen or coarse clock would give many the same time)
         self._recorded = datetime.min.replace(tzinfo=UTC)
@@ -80,6 +86,7 @@ class Knowledge:
         """Forget the cached resolvers and facts (they reload from the engine)."""
         with self._lock:
             self._resolvers.clear()
+            self._imported.clear()
             self._uncache()
 
     @contextlib.contextmanager
@@ -223,7 +230,7 @@ class Knowledge:
         found = self._facts.get(owner)
         if found is None:
             found = self._facts[owner] = {}
-            self._sources[owner] = {}
+            self._sources[owner], self._by_id[owner] = {}, {}
             for fact in self._ctx.engine.facts(owner=owner):
                 self._swap(owner, None, fact)
                 self._recorded = max(self._recorded, fact.recorded)
@@ -231,7 +238,7 @@ class Knowledge:
 
     def _uncache(self, *owners: str | None) -> None:
         """Forget the cached facts of these owners (of every owner when none is given)."""
-        for cache in (self._facts, self._sources):
+        for cache in (self._facts, self._sources, self._by_id):
             if owners:
                 for owner in owners:
                     cache.pop(owner, None)
@@ -268,43 +275,57 @@ class Knowledge:
         ``RecordError`` naming the record and the field (``source``, ``index``)."""
         with self._lock:
             self._check_import(batch, memory, graph, source=source, index=index)
-            engine = self._ctx.engine
+            owner = memory.owner
+            # what the store holds and this process planned (earlier chunks of the same
+            # transaction too, which the store's reads do not show before the commit)
+            resolver = self.resolver(owner)
+            self._owner_facts(owner)
+            stored = self._by_id[owner]
             planned = {e.id for e in batch.new_entities}
             for mention in graph.get("mentions", ()):
                 entity = mention["entity"]
-                if entity["id"] not in planned and not engine.entities(ids=[entity["id"]]):
-                    batch.new_entities.append(EntityRecord(
-                        id=entity["id"], owner=memory.owner, name=entity["name"],
+                if entity["id"] not in planned and not resolver.knows(entity["id"]):
+                    record = EntityRecord(
+                        id=entity["id"], owner=owner, name=entity["name"],
                         type=entity["type"], aliases=tuple(entity.get("aliases", ())),
-                        merges=tuple(entity.get("merges", ())), created=memory.created))
+                        merges=tuple(entity.get("merges", ())), created=memory.created)
+                    batch.new_entities.append(record)
+                    resolver.adopt(entity_of(record), blocked=[
+                        m["alias"] for m in record.merges if m.get("rule") == "split"])
                     planned.add(entity["id"])
+                    self._imported[record.id] = owner
                 batch.mentions.append(MentionRecord(
                     memory.id, entity["id"], mention.get("role", "mention"),
                     float(mention.get("weight", 1.0)), mention.get("surface", "")))
-            stored = {f.id: f for f in engine.facts(owner=memory.owner)}
             planned_facts = {f.id: f for f in batch.facts}
             for raw in graph.get("facts", ()):
                 fact = FactRecord(
-                    id=raw["id"], owner=memory.owner, subject=raw["subject"],
+                    id=raw["id"], owner=owner, subject=raw["subject"],
                     predicate=raw["predicate"], object=raw["object"],
                     confidence=float(raw.get("confidence", 1.0)),
                     valid_from=_when(raw.get("valid_from")), valid_to=_when(raw.get("valid_to")),
                     recorded=_when(raw.get("recorded")) or self._ctx.now(),
                     sources=tuple(raw.get("sources", (memory.id,))), rule=raw.get("rule", ""),
                     ended_by=raw.get("ended_by"))
-                known = stored.get(fact.id) or planned_facts.get(fact.id)
+                known = planned_facts.get(fact.id) or stored.get(fact.id)
                 if known is None:
                     batch.facts.append(fact)
                     planned_facts[fact.id] = fact
+                    self._swap(owner, None, fact)
+                    self._imported[fact.id] = owner
                 elif set(fact.sources) - set(known.sources):
                     merged = _replace(known, sources=tuple(dict.fromkeys(
                         (*known.sources, *fact.sources))))
-                    (batch.changed_facts if fact.id in stored else batch.facts).append(merged)
-                    if fact.id not in stored:
-                        batch.facts[:] = [merged if f.id == fact.id else f for f in batch.facts
-                                          if f is not known]
-            self._resolvers.pop(memory.owner, None)
-            self._uncache(memory.owner)
+                    if fact.id in planned_facts:  # planned by this batch: planned anew
+                        batch.facts[:] = [merged if f.id == fact.id else f
+                                          for f in batch.facts]
+                        planned_facts[fact.id] = merged
+                    else:  # stored, or written by an earlier chunk
+                        batch.changed_facts[:] = [f for f in batch.changed_facts
+                                                  if f.id != fact.id]
+                        batch.changed_facts.append(merged)
+                    self._swap(owner, known, merged)
+            self._imported[memory.id] = owner
 
     def _check_import(self, batch: WriteBatch, memory: Memory, graph: Mapping[str, Any], *,
                       source: str | None, index: int | None) -> None:
@@ -325,14 +346,17 @@ class Knowledge:
         entity_ids = [m["entity"]["id"] for m in mentions]
         ends = [f[key] for f in facts for key in ("subject", "object")]
         entities = engine.graph_owners(entities=[*entity_ids, *ends])
+        entities.update(self._imported_owners([*entity_ids, *ends]))
         entities.update({e.id: e.owner for e in batch.new_entities})
         fact_ids = [f["id"] for f in facts] + [f["ended_by"] for f in facts if f.get("ended_by")]
         held = engine.graph_owners(facts=fact_ids)
+        held.update(self._imported_owners(fact_ids))
         held.update({f.id: f.owner for f in batch.facts})
-        memories = {i: m.owner for i, m in engine.get_many(
-            [s for f in facts for s in f.get("sources", ())]
-            + [f["ended_by"].removeprefix("memory:") for f in facts
-               if str(f.get("ended_by")).startswith("memory:")]).items()}
+        named = [s for f in facts for s in f.get("sources", ())] + [
+            f["ended_by"].removeprefix("memory:") for f in facts
+            if str(f.get("ended_by")).startswith("memory:")]
+        memories = {i: m.owner for i, m in engine.get_many(named).items()}
+        memories.update(self._imported_owners(named))
         memories.update({n.memory.id: n.memory.owner for n in batch.memories})
         for n, entity_id in enumerate(entity_ids):
             if entity_id in entities and entities[entity_id] != owner:
@@ -356,6 +380,9 @@ class Knowledge:
                     ended_by.startswith("memory:") and by_memory in memories
                     and memories[by_memory] != owner):
                 raise refuse(f"{ended_by} belongs to another owner", f"facts[{n}].ended_by")
+
+    def _imported_owners(self, ids: Iterable[str]) -> dict[str, str | None]:
+        return {i: self._imported[i] for i in ids if i in self._imported}
 
     def sections(self, memory_ids: Sequence[str], *, owner: str | None = None
                  ) -> dict[str, dict[str, list[dict[str, object]]]]:
@@ -685,14 +712,16 @@ class Knowledge:
         facts = self._facts.get(owner)
         if facts is None:
             return
-        by_source = self._sources[owner]
+        by_source, by_id = self._sources[owner], self._by_id[owner]
         if old is not None:
             group = facts.get((old.subject, old.predicate), [])
             group[:] = [f for f in group if f.id != old.id]
             for memory_id in old.sources:
                 by_source.get(memory_id, {}).pop(old.id, None)
+            by_id.pop(old.id, None)
         if new is not None:
             facts.setdefault((new.subject, new.predicate), []).append(new)
+            by_id[new.id] = new
             for memory_id in new.sources:
                 by_source.setdefault(memory_id, {})[new.id] = new
 

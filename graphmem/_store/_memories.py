@@ -183,14 +183,16 @@ class Memories:
         new = [new_memory(item, d, now=now, reason=reason, actor=self._ctx.actor(actor))
                for item, d in zip(items, derived, strict=True)]
         batch.memories += new
-        carried = [(n.memory, i.graph) for n, i in zip(new, items, strict=True) if i.graph]
+        # the graphs records carry first: the texts without one then resolve to their
+        # entities, as they do when an earlier chunk of the same import carried them
+        for n, item in zip(new, items, strict=True):
+            if item.graph:
+                self._knowledge.plan_import(batch, n.memory, item.graph, source=source,
+                                            index=(index_of or {}).get(n.memory.id))
         self._knowledge.plan_new(batch, [n.memory for n, i in zip(new, items, strict=True)
                                          if not i.graph],
                                  [d.extraction for d, i in zip(derived, items, strict=True)
                                   if not i.graph])
-        for memory, graph in carried:
-            self._knowledge.plan_import(batch, memory, graph, source=source,
-                                        index=(index_of or {}).get(memory.id))
         return new
 
     def _check_new_ids(self, items: Sequence[MemoryInput]) -> None:
