@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from graphmem import InvalidInputError, MemoryStore, RecallConfig
+from graphmem import InvalidInputError, MemoryInput, MemoryStore, RecallConfig
 from tests.conftest import Clock
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -387,6 +387,27 @@ def test_the_entities_channel_searches_what_the_named_entities_say(store: Memory
                          record_access=False)
     assert not any("entities" in h.explanation.channels for h in plain)  # nobody named
 
+
+
+def test_a_new_speaker_is_a_new_reading_of_the_text(store: MemoryStore) -> None:
+    """Who said a memory decides whom its "I" names: an edit of the speaker, with the
+    text or alone, and a merged record that changes it, state the facts of the new one
+    (they kept the old speaker's)."""
+    def stated() -> list[tuple[str, str, str]]:
+        name = {e.id: e.name for e in store.entities(owner="o")}
+        return sorted((name[f.subject], f.predicate, name[f.object])
+                      for f in store.facts(owner="o"))
+
+    memory = store.add("I work at Acme.", owner="o", provenance={"speaker": "Tom"})
+    assert stated() == [("tom", "works_at", "acme")]
+    store.update(memory.id, text="I work at Globex.", provenance={"speaker": "Ana"})
+    assert stated() == [("ana", "works_at", "globex")]
+    store.update(memory.id, provenance={"speaker": "Mia"})
+    assert stated() == [("mia", "works_at", "globex")]
+    record = MemoryInput(id=memory.id, text="I work at Globex.", owner="o",
+                         provenance={"speaker": "Lea"})
+    assert store.merge([record]).updated == [memory.id]
+    assert stated() == [("lea", "works_at", "globex")]
 
 
 def test_a_transcript_lines_label_is_its_speaker(store: MemoryStore) -> None:

@@ -322,7 +322,7 @@ class Memories:
         self.check_supersede_cycles(edges, index_of=index_of, source=source)
         now = ctx.now()
         updates = {i: _merge_changes(m, by_id[i]) for i, m in existing.items()}
-        retext = [i for i, u in updates.items() if {"text", "subject", "context"} & set(u)]
+        retext = [i for i, u in updates.items() if _reread(existing[i], u)]
         derived = dict(zip(retext, self._derive_updated(existing, updates, by_id, retext),
                            strict=True))
         batch = WriteBatch()
@@ -356,16 +356,7 @@ class Memories:
                         updates: Mapping[str, dict[str, Any]],
                         by_id: Mapping[str, MemoryInput], ids: Sequence[str]
                         ) -> list[Derived]:
-        items = []
-        for memory_id in ids:
-            current, update = existing[memory_id], updates[memory_id]
-            given = by_id[memory_id].entities
-            items.append(TextItem(update.get("subject", current.subject),
-                                  update.get("text", current.text),
-                                  update.get("context", current.context), given or None,
-                                  at=current.observed or current.created,
-                                  speaker=_speaker(current.provenance),
-                                  refers_to=_refers_to(current.provenance)))
+        items = [_reading(existing[i], updates[i], by_id[i].entities or None) for i in ids]
         return derive_fields(self._ctx.embed_memories, items, facts=self._ctx.facts,
                              sentences=self._ctx.embed)
 
@@ -491,13 +482,9 @@ class Memories:
         if not updates:
             return memory
         batch = WriteBatch()
-        if "text" in updates or "subject" in updates:
-            fresh = derive_fields(self._ctx.embed_memories, [TextItem(
-                updates.get("subject", memory.subject), updates.get("text", memory.text),
-                memory.context, at=memory.observed or memory.created,
-                speaker=_speaker(memory.provenance),
-                refers_to=_refers_to(memory.provenance))], facts=self._ctx.facts,
-                sentences=self._ctx.embed)[0]
+        if _reread(memory, updates):
+            fresh = derive_fields(self._ctx.embed_memories, [_reading(memory, updates)],
+                                  facts=self._ctx.facts, sentences=self._ctx.embed)[0]
             updates.update(entities=list(fresh.entities), vector=fresh.vector,
                            sentences=fresh.sentences,
                            text_sha256=fresh.text_sha256, **_times(fresh))
@@ -712,6 +699,25 @@ def _times(derived: Derived) -> dict[str, list[datetime]]:
     times = derived.extraction.times if derived.extraction is not None else ()
     return {"times_from": [t.window.start for t in times],
             "times_to": [t.window.end for t in times]}
+
+
+def _reread(memory: Memory, changes: Mapping[str, Any]) -> bool:
+    """Whether ``changes`` give ``memory`` another reading: other words, or another
+    speaker (who said it decides whom "I" and a leading "she" name)."""
+    provenance = changes.get("provenance", memory.provenance)
+    return bool({"text", "subject", "context"} & set(changes)) or (
+        _speaker(provenance), _refers_to(provenance)) != (
+        _speaker(memory.provenance), _refers_to(memory.provenance))
+
+
+def _reading(memory: Memory, changes: Mapping[str, Any],
+             entities: Sequence[str] | None = None) -> TextItem:
+    """What ``memory`` reads as once ``changes`` are made (``entities``: given by hand)."""
+    provenance = changes.get("provenance", memory.provenance)
+    return TextItem(changes.get("subject", memory.subject), changes.get("text", memory.text),
+                    changes.get("context", memory.context), entities,
+                    at=memory.observed or memory.created, speaker=_speaker(provenance),
+                    refers_to=_refers_to(provenance))
 
 
 def _speaker(provenance: Mapping[str, Any]) -> str | None:
