@@ -27,7 +27,7 @@ from ._engine import EdgeRecord, Engine, EntityRecord, FactRecord, WriteBatch
 from ._kg import FUNCTIONAL_PREDICATES, Entity, Merge, new_entity_id, normalize, restrict
 
 __all__ = ["entity_of", "fact_id", "keyed_id", "merge_record", "move_entities", "rebuilt",
-           "replayed", "set_changed"]
+           "replayed", "set_changed", "set_gone"]
 
 _WORD = re.compile(r"\w+")
 #: Ids made under a store's id key (``new_entity_id``, ``fact_id`` with a key).
@@ -66,9 +66,23 @@ def keyed_id(identifier: str) -> bool:
 
 
 def set_changed(batch: WriteBatch, fact: FactRecord) -> None:
-    """``fact`` as the batch changes it (replacing an earlier change of the same fact)."""
+    """``fact`` as the batch changes it (replacing an earlier change of the same fact, or
+    the fact as the batch creates it: an edit of the same merge made it)."""
+    if any(f.id == fact.id for f in batch.facts):
+        batch.facts[:] = [fact if f.id == fact.id else f for f in batch.facts]
+        return
     batch.changed_facts[:] = [f for f in batch.changed_facts if f.id != fact.id]
     batch.changed_facts.append(fact)
+
+
+def set_gone(batch: WriteBatch, fact: FactRecord) -> None:
+    """``fact`` leaves the graph: deleted (no longer changed), or not created when the
+    batch creates it (a delete runs before the creates: it was created anyway)."""
+    if any(f.id == fact.id for f in batch.facts):
+        batch.facts[:] = [f for f in batch.facts if f.id != fact.id]
+        return
+    batch.changed_facts[:] = [f for f in batch.changed_facts if f.id != fact.id]
+    batch.gone_facts.append(fact)
 
 
 # -- validity -----------------------------------------------------------------------------
@@ -271,8 +285,7 @@ def _move_facts(engine: Engine, batch: WriteBatch, owner: str | None,
         renamed[fact.id] = replace(fact, subject=subject, object=obj, id=fact_id(
             owner, subject, fact.predicate, obj, fact.valid_from, key=id_key))
     for fact in about:
-        batch.changed_facts[:] = [f for f in batch.changed_facts if f.id != fact.id]
-        batch.gone_facts.append(fact)
+        set_gone(batch, fact)
     # facts this batch makes already (a fact that moved to a keyed id) follow too
     batch.facts[:] = [replace(f, subject=moves.get(f.subject, f.subject),
                               object=moves.get(f.object, f.object)) for f in batch.facts]

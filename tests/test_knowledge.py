@@ -408,6 +408,37 @@ def test_a_new_speaker_is_a_new_reading_of_the_text(store: MemoryStore) -> None:
                          provenance={"speaker": "Lea"})
     assert store.merge([record]).updated == [memory.id]
     assert stated() == [("lea", "works_at", "globex")]
+    # the same speaker spelled otherwise is no new reading: the facts stay as they are
+    before = [(f.id, f.recorded, f.sources) for f in store.facts(owner="o")]
+    store.update(memory.id, provenance={"speaker": " LEA"})
+    assert [(f.id, f.recorded, f.sources) for f in store.facts(owner="o")] == before
+
+
+def test_a_merge_that_swaps_what_two_memories_say_leaves_no_fact_on_a_gone_entity(
+        store: MemoryStore) -> None:
+    """One merge edits two memories: the first edit leaves an entity unmentioned (it is
+    to go) and joins the other's fact, the second names the entity again and leaves that
+    fact: the entity stays, the fact keeps its new source, every fact's ends are live
+    entities; in one transaction and in two chunks of one (a fact pointed at the deleted
+    entity, and the other was lost)."""
+    for owner, chunks in (("o", 0), ("p", 1)):
+        store.add("Ana works at Globex.", owner=owner, id=f"urn:{owner}a")
+        store.add("Tom works at Globex.", owner=owner, id=f"urn:{owner}b")
+        records = [MemoryInput(id=f"urn:{owner}a", text="Tom works at Globex.", owner=owner),
+                   MemoryInput(id=f"urn:{owner}b", text="Ana works at Globex.", owner=owner)]
+        if chunks:
+            store.merge_chunks([[r] for r in records],
+                               index_of={r.id: n for n, r in enumerate(records)})
+        else:
+            store.merge(records)
+        live = {e.id: e.name for e in store.entities(owner=owner)}
+        facts = store.facts(owner=owner)
+        assert all(f.subject in live and f.object in live for f in facts)
+        assert sorted((live[f.subject], f.predicate, live[f.object], f.sources)
+                      for f in facts) == [("ana", "works_at", "globex", (f"urn:{owner}b",)),
+                                          ("tom", "works_at", "globex", (f"urn:{owner}a",))]
+        mentioned = {(m.memory_id, live.get(m.entity_id)) for m in store.mentions()}
+        assert {(f"urn:{owner}a", "tom"), (f"urn:{owner}b", "ana")} <= mentioned
 
 
 def test_a_transcript_lines_label_is_its_speaker(store: MemoryStore) -> None:

@@ -95,6 +95,11 @@ def test_a_graph_that_recurs_across_chunks_imports_as_in_one(tmp_path: Path) -> 
         whole = graph(path, 1000)
         assert whole[0] and whole[1]
         assert graph(path, 1) == graph(path, 2) == whole
+    # a text before the graph that names the same place: two of them in any chunking
+    # (which one a later text takes follows their ids, keyed by each store's secret)
+    (tmp_path / "later.json").write_text(json.dumps(mixed[::-1]), encoding="utf-8")
+    names = {chunk: graph(tmp_path / "later.json", chunk)[1] for chunk in (1, 2, 1000)}
+    assert names[1] == names[2] == names[1000] and names[1].count("linz") == 2
 
 
 def test_a_later_chunk_may_not_name_an_earlier_chunks_entity_of_another_owner(
@@ -125,6 +130,45 @@ def test_a_later_chunk_may_not_name_an_earlier_chunks_entity_of_another_owner(
         [fact] = store.facts()
         assert sorted(fact.sources) == sorted([record["id"], "urn:ann"])
         assert len(store.entities()) == 2
+
+
+def test_after_an_import_a_process_resolves_and_records_as_a_reopened_store(
+        tmp_path: Path) -> None:
+    """What an import adds to the process's caches is what a reopened store reads: a
+    text naming a person that the store and the file each hold (two entities of one
+    name) goes to the same one (the one of lower id, in both), and a fact added next is
+    recorded after the file's facts, even those recorded ahead of this clock."""
+    from datetime import timedelta
+
+    for trial in range(6):  # the entities' ids are keyed by each store's own secret
+        where = tmp_path / str(trial)
+        where.mkdir()
+        with MemoryStore(where / "src", embedder="hashing") as source:
+            source.add("Ana works at Acme.", owner="ann")
+            export_ump(source, where / "f.json")
+        records = json.loads((where / "f.json").read_text(encoding="utf-8"))
+        for fact in records[0]["graph"]["facts"]:
+            fact["recorded"] = (datetime.fromisoformat(fact["recorded"])
+                                + timedelta(hours=2)).isoformat()
+        (where / "f.json").write_text(json.dumps(records), encoding="utf-8")
+        seen = []
+        for reopen in (False, True):
+            path = where / f"dst{reopen}"
+            store = MemoryStore(path, embedder="hashing")
+            store.add("Ana visited Linz.", owner="ann", id="urn:old")
+            import_ump(store, where / "f.json")
+            if reopen:
+                store.close()
+                store = MemoryStore(path, embedder="hashing")
+            with store:
+                store.add("Ana likes tea.", owner="ann", id="urn:new")
+                anas = sorted(e.id for e in store.entities(owner="ann") if e.name == "ana")
+                [chosen] = [anas.index(m.entity_id) for m in store.mentions("urn:new")
+                            if m.entity_id in anas]
+                facts = sorted(store.facts(owner="ann"), key=lambda f: f.recorded)
+                seen.append((chosen, [f.sources for f in facts]))
+        assert len(anas) == 2 and seen[0] == seen[1]
+        assert seen[0][1][-1] == ("urn:new",)
 
 
 def test_sample_covers_the_protocol(store: MemoryStore) -> None:

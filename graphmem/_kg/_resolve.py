@@ -3,6 +3,7 @@ reversible rules (each merge is data: entity, alias, rule, evidence), and entity
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import itertools
 import math
@@ -328,8 +329,11 @@ class EntityResolver:
         return cluster
 
     def _know(self, form: str, entity_id: str) -> None:
-        """``form`` names the entity: exactly, and for the merge rules' lookups."""
-        self._by_key.setdefault(form, []).append(entity_id)
+        """``form`` names the entity: exactly, and for the merge rules' lookups. The
+        entities of one form stay in id order, as a resolver made from the store's
+        entities (read by id) holds them: ``_exact`` picks alike in a live process and a
+        reopened one."""
+        bisect.insort(self._by_key.setdefault(form, []), entity_id)
         self._forms.add(form, entity_id)
 
     def _display_name(self, c: _Cluster) -> str:

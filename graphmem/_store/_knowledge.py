@@ -29,6 +29,7 @@ from .._graph_leave import (
     rebuilt,
     replayed,
     set_changed,
+    set_gone,
 )
 from .._kg import (
     FUNCTIONAL_PREDICATES,
@@ -307,6 +308,8 @@ class Knowledge:
                     recorded=_when(raw.get("recorded")) or self._ctx.now(),
                     sources=tuple(raw.get("sources", (memory.id,))), rule=raw.get("rule", ""),
                     ended_by=raw.get("ended_by"))
+                # facts are recorded in a strict order (as a reload of the cache takes it)
+                self._recorded = max(self._recorded, fact.recorded)
                 known = planned_facts.get(fact.id) or stored.get(fact.id)
                 if known is None:
                     batch.facts.append(fact)
@@ -416,19 +419,17 @@ class Knowledge:
         """A memory's text changed: what the old text said leaves the graph (the facts it
         touched are replayed without it: ``_replay``), the new text's statements come in."""
         with self._lock:
-            # the owner's facts as stored, from the cache ``_add`` keeps (a query for the
-            # facts a memory states scanned every fact: 47 ms of a 138 ms update at 100k
-            # memories and 160k facts, 32k of them its owner's: eval.bench_writes' store);
-            # from the store when the batch changes facts already (another edit of the same
-            # merge: the cache holds what it planned, the store does not yet)
+            # the owner's facts as the store holds them once what this write planned
+            # already is done (another edit of the same merge), from the cache ``_add``
+            # keeps (a query for the facts a memory states scanned every fact: 47 ms of a
+            # 138 ms update at 100k memories and 160k facts, 32k of them its owner's:
+            # eval.bench_writes' store); a fact planned by this write and then changed or
+            # gone changes what it plans (``set_changed``, ``set_gone``)
             facts = self._owner_facts(memory.owner)
-            planned = bool(batch.facts or batch.changed_facts or batch.gone_facts)
-            stated = (self._ctx.engine.facts(sources=[memory.id]) if planned
-                      else self._stated_by(memory))
+            stated = self._stated_by(memory)
             groups = {(f.subject, f.predicate) for f in stated}
-            stored = None if planned else sorted(
-                (f for group in groups for f in facts.get(group, ())),
-                key=lambda f: (f.recorded, f.id))
+            stored = sorted((f for group in groups for f in facts.get(group, ())),
+                            key=lambda f: (f.recorded, f.id))
             self._drop(batch, memory, keep=self._entities_of(memory, extraction),
                        stated=stated)
             self._replay(batch, memory.owner, groups, dropped=memory.id, forgotten=False,
@@ -497,8 +498,7 @@ class Knowledge:
             kept = {f.id for f in result}
             for fact in group:
                 if fact.id not in kept:
-                    self._unchange(batch, fact)
-                    batch.gone_facts.append(fact)
+                    set_gone(batch, fact)
                     self._swap(owner, fact, None)
 
     def _written(self, facts: Iterable[FactRecord], creators: Mapping[str, str]
@@ -518,10 +518,6 @@ class Knowledge:
             when.update({memory_id: to_utc(created) for memory_id, created
                          in zip(scan["id"], scan["created"], strict=True) if created})
         return when
-
-    @staticmethod
-    def _unchange(batch: WriteBatch, fact: FactRecord) -> None:
-        batch.changed_facts[:] = [f for f in batch.changed_facts if f.id != fact.id]
 
     def _stated(self, memory_id: str, fact: FactRecord, *, owner: str | None) -> FactRecord:
         """``fact`` as the memory ``memory_id`` states it by itself: the start (and an
@@ -603,6 +599,10 @@ class Knowledge:
             result = resolver.resolve(surface, kind, conversation=conversation)  # type: ignore[arg-type]
             entity = result.entity
             record = _record(entity, memory.created)
+            if entity.id in batch.gone_entities:
+                # an edit of the same write left it unmentioned; named again, it stays
+                # (it went with the facts now stated of it)
+                batch.gone_entities[:] = [e for e in batch.gone_entities if e != entity.id]
             if result.created and entity.id not in known:
                 batch.new_entities.append(record)
                 known.add(entity.id)
@@ -685,11 +685,13 @@ class Knowledge:
                 set_changed(batch, changed)
                 self._swap(memory.owner, fact, changed)
             else:
-                batch.gone_facts.append(fact)
+                set_gone(batch, fact)
                 self._swap(memory.owner, fact, None)
         mentioned = {m.entity_id for m in engine.mentions(memory_ids=[memory.id])}
         leaving = sorted(mentioned - keep)
         elsewhere = engine.mentioned_elsewhere(leaving, memory.id)
+        # ... or by another memory of this write (an edit of the same merge)
+        elsewhere |= {m.entity_id for m in batch.mentions if m.memory_id != memory.id}
         going = [e for e in leaving if e not in elsewhere]
         if going:
             batch.gone_entities += going

@@ -40,7 +40,7 @@ from .._input import (
     parse_records,
     update_changes,
 )
-from .._kg._text import named
+from .._kg._text import named, normalize
 from .._models import (
     ChangeType,
     Edge,
@@ -183,16 +183,14 @@ class Memories:
         new = [new_memory(item, d, now=now, reason=reason, actor=self._ctx.actor(actor))
                for item, d in zip(items, derived, strict=True)]
         batch.memories += new
-        # the graphs records carry first: the texts without one then resolve to their
-        # entities, as they do when an earlier chunk of the same import carried them
-        for n, item in zip(new, items, strict=True):
+        # in the records' order, the graphs they carry among the texts: a text resolves
+        # to the entities the records before it brought, in one chunk as across chunks
+        for n, item, d in zip(new, items, derived, strict=True):
             if item.graph:
                 self._knowledge.plan_import(batch, n.memory, item.graph, source=source,
                                             index=(index_of or {}).get(n.memory.id))
-        self._knowledge.plan_new(batch, [n.memory for n, i in zip(new, items, strict=True)
-                                         if not i.graph],
-                                 [d.extraction for d, i in zip(derived, items, strict=True)
-                                  if not i.graph])
+            else:
+                self._knowledge.plan_new(batch, [n.memory], [d.extraction])
         return new
 
     def _check_new_ids(self, items: Sequence[MemoryInput]) -> None:
@@ -271,17 +269,26 @@ class Memories:
         edges = [e for e in edges if e.src not in gone and e.dst not in gone]
         self.check_supersede_cycles(edges, index_of=index_of, source=source)
         ctx.check_embedder()
+        # entities a chunk leaves unmentioned go at the end, unless a chunk mentions them
+        # (the store's reads do not show what earlier chunks wrote: a later one may name
+        # again what an earlier one left, or leave what an earlier one named)
+        leaving: dict[str, None] = {}
+        named: set[str] = set()
         with self._knowledge.unlearning(), ctx.lock, ctx.engine.writer() as writer:
             for chunk in chunks:
                 batch, part, _ = self.plan_merge(chunk, reason=reason, actor=actor,
                                                  source=source, index_of=index_of)
+                leaving.update(dict.fromkeys(batch.gone_entities))
+                named.update(m.entity_id for m in batch.mentions)
+                batch.gone_entities = []
                 writer.write(batch)
                 result.created += part.created
                 result.updated += part.updated
                 result.unchanged += part.unchanged
                 result.forgotten += part.forgotten
             new_edges = self.missing_edges(edges, known=known - set(result.forgotten))
-            writer.write(WriteBatch(new_edges=new_edges))
+            writer.write(WriteBatch(new_edges=new_edges,
+                                    gone_entities=[e for e in leaving if e not in named]))
             result.edges_created = len(new_edges)
         touched = [*result.created, *result.updated]
         ctx.changed(Changed(touched, bulk=len(touched) > _REFRESH_LIMIT))
@@ -704,10 +711,11 @@ def _times(derived: Derived) -> dict[str, list[datetime]]:
 def _reread(memory: Memory, changes: Mapping[str, Any]) -> bool:
     """Whether ``changes`` give ``memory`` another reading: other words, or another
     speaker (who said it decides whom "I" and a leading "she" name)."""
-    provenance = changes.get("provenance", memory.provenance)
-    return bool({"text", "subject", "context"} & set(changes)) or (
-        _speaker(provenance), _refers_to(provenance)) != (
-        _speaker(memory.provenance), _refers_to(memory.provenance))
+    def voice(provenance: Mapping[str, Any]) -> tuple[str, str]:  # as the resolver reads
+        return normalize(_speaker(provenance) or ""), normalize(_refers_to(provenance) or "")
+
+    return bool({"text", "subject", "context"} & set(changes)) or voice(
+        changes.get("provenance", memory.provenance)) != voice(memory.provenance)
 
 
 def _reading(memory: Memory, changes: Mapping[str, Any],
