@@ -22,6 +22,7 @@ from graphmem import (
     NotFoundError,
     ReadOnlyStoreError,
     SchemaVersionError,
+    Settings,
     Status,
     StoreError,
 )
@@ -265,6 +266,64 @@ def test_forget_purges_the_database_file(tmp_path: Path, clock) -> None:
         store.add("written after the purge")
     for file in path.iterdir():
         assert b"quokka" not in file.read_bytes(), file
+
+
+def test_forget_purges_a_store_whose_memory_table_outgrows_the_buffer_pool(
+        tmp_path: Path) -> None:
+    """The purge copies the live data a page at a time into the new file: Kuzu's own
+    export, and a copy of a whole table in one transaction, needed the table in the
+    buffer pool (a 100k-memory store's purge failed at the default 1 GB; here 4,000
+    memories of three sentences at 128 MB, which the store itself holds)."""
+    path = tmp_path / "db"
+    with MemoryStore(path, embedder="hashing", settings=Settings(buffer_pool_mb=128)) as store:
+        for first in range(0, 4000, 200):
+            store.add_many([{"text": f"Ana {i} visited Linz on day {i}. She met Tom {i} "
+                                     f"there. They walked to the lake {i}.", "owner": "a"}
+                            for i in range(first, first + 200)])
+        memory = store.add("wombat-ferry-2207 opens the shed", owner="a")
+        store.forget(memory.id, confirm=True)
+        assert store.stats().memories == 4001
+        assert [h.memory.text for h in store.recall("Ana 17 Linz", owner="a", k=1)] == [
+            "Ana 17 visited Linz on day 17. She met Tom 17 there. They walked to the lake 17."]
+    for file in path.iterdir():
+        if file.is_file():
+            assert b"wombat" not in file.read_bytes(), file
+
+
+@pytest.mark.parametrize("swapped", [False, True])
+def test_an_open_finishes_a_purge_that_stopped_between_its_two_renames(
+        tmp_path: Path, swapped: bool) -> None:
+    """A purge moves the old file's write-ahead log aside, then puts the new file in
+    place (the new file holds what the log did). Stopped between the two, the next open
+    gives the old file its log back (the memory written before the purge is there);
+    stopped after, it drops the log (replayed into the new file, it would corrupt it)."""
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "db"
+    with MemoryStore(path, embedder="hashing") as store:
+        store.add("written and checkpointed", owner="o")
+    # a memory only the log holds: the writer dies without closing
+    subprocess.run([sys.executable, "-c", (
+        "import os, sys; from graphmem import MemoryStore\n"
+        "s = MemoryStore(sys.argv[1], embedder='hashing')\n"
+        "s.add('only in the log', owner='o')\n"
+        "os._exit(0)\n"), str(path)], check=True)
+    wal = path / "graph.kuzu.wal"
+    assert wal.stat().st_size > 0
+    work = path / ".rebuild"
+    work.mkdir()
+    os.replace(wal, work / "old.wal")
+    found = os.stat(path / "graph.kuzu") if swapped else os.stat(work)
+    (work / "fresh.id").write_text(f"{found.st_dev} {found.st_ino}", encoding="utf-8")
+    with MemoryStore(path, embedder="hashing") as store:
+        texts = sorted(m.text for m in store.memories(owner="o"))
+    assert not work.exists()
+    # after the swap the file in place is "the new one": here the old file itself, so
+    # the memory only its log held is gone with the log, as the rebuild meant
+    assert texts == (["written and checkpointed"] if swapped
+                     else ["only in the log", "written and checkpointed"])
 
 
 def test_export_is_the_gdpr_shape(sample_store: MemoryStore) -> None:

@@ -163,6 +163,31 @@ def _to_kuzu(value: Any) -> Any:
     return value
 
 
+def _write_synced(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(text)
+        out.flush()
+        os.fsync(out.fileno())
+
+
+def _finish_rebuild(work: Path, target: str) -> None:
+    """What a rebuild (``Database.rebuild``) that stopped midway left: the old file's log,
+    moved aside before the new file took the old one's place, goes back when the old
+    file is still there (the new one never came), and is dropped when the new one
+    came (its data holds what the log did); then the rebuild's work directory goes."""
+    kept = work / "old.wal"
+    if kept.exists():
+        try:
+            dev, ino = (int(v) for v in (work / "fresh.id").read_text(encoding="utf-8").split())
+            found = os.stat(target)
+            swapped = (found.st_dev, found.st_ino) == (dev, ino)
+        except (OSError, ValueError):
+            swapped = False
+        if not swapped:
+            os.replace(kept, target + ".wal")
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def _bind(params: Mapping[str, Any]) -> dict[str, Any]:
     return {name: _to_kuzu(value) for name, value in params.items()}
 
@@ -342,6 +367,8 @@ class Database:
             # dropped, a notebook cell run again), or when opening fails below
             self._claimed = weakref.finalize(self, _release, key, read_only)
             try:
+                if not read_only:
+                    _finish_rebuild(directory / ".rebuild", self._target)
                 self.recovery_note = recover(self._target, read_only=read_only)
                 if self.recovery_note:
                     logging.getLogger("graphmem").warning("%s", self.recovery_note)
@@ -870,6 +897,17 @@ class Database:
         except RuntimeError as exc:
             raise map_error(exc, path=self.path) from exc
 
+    def held_arrow(self, query: str, params: Mapping[str, Any] | None = None) -> Any:
+        """``read_arrow`` on the write connection, for the export of ``rebuild``, which
+        holds every other reader and writer off (a read of its own would wait for it)."""
+        params = params or {}
+        check_parameters(query, params)
+        try:
+            return self._write_conn.execute(query, _bind(params)).get_as_arrow(
+                chunk_size=100_000)
+        except RuntimeError as exc:
+            raise map_error(exc, path=self.path) from exc
+
     def export_to(self, directory: Path) -> None:
         """``EXPORT DATABASE`` (parquet): a consistent logical snapshot of the live data
         (the layout of a format-1 backup)."""
@@ -878,9 +916,12 @@ class Database:
             with self._live():
                 self._export(directory)
 
-    def rebuild(self, build: Callable[[Database, Path], None]) -> None:
+    def rebuild(self, build: Callable[[Database, Path], None],
+                export: Callable[[Database, Path], None] | None = None) -> None:
         """Rewrite the database file from a logical export of its live data:
-        ``build(fresh, export_dir)`` fills a new database from the export.
+        ``export(self, export_dir)`` writes it (Kuzu's ``EXPORT DATABASE`` when not
+        given; it reads with ``held_arrow``), ``build(fresh, export_dir)`` fills a new
+        database from it.
 
         Kuzu writes updates out of place and does not scrub old pages, so a deleted
         string stays in the file; the rebuilt file holds only what is live. The old
@@ -895,9 +936,17 @@ class Database:
             shutil.rmtree(work, ignore_errors=True)
             work.mkdir()
             try:
-                self._checkpoint_now()
-                self._export(work / "export")
-                target = Database(str(work / "fresh"), buffer_pool_mb=self._buffer_pool >> 20)
+                if export is None:
+                    self._checkpoint_now()
+                    self._export(work / "export")
+                else:
+                    # reads see what the log holds: no checkpoint first (at 100k memories
+                    # one after a forget needed over 2 GB of buffer pool, measured)
+                    export(self, work / "export")
+                # twice the pool: a node group of large rows being filled is held in it
+                # (a purge of 100k memories of ~7 KB rows failed at 1 GB, past 40k rows)
+                target = Database(str(work / "fresh"),
+                                  buffer_pool_mb=2 * (self._buffer_pool >> 20))
                 try:
                     build(target, work / "export")
                 finally:
@@ -905,9 +954,22 @@ class Database:
                 fresh = work / "fresh" / self.FILE_NAME
                 self._close_handles()
                 try:
-                    os.replace(fresh, self._target)
-                    with contextlib.suppress(FileNotFoundError):
-                        os.remove(self._target + ".wal")
+                    # what the old file's log holds is in the new file (the export read
+                    # it): the log leaves first, kept beside the new file's identity until
+                    # the new file is in place, so that an open after a crash between
+                    # the two gives the old file its log back (``_finish_rebuild``)
+                    found = os.stat(fresh)
+                    _write_synced(work / "fresh.id", f"{found.st_dev} {found.st_ino}")
+                    moved = False
+                    try:
+                        with contextlib.suppress(FileNotFoundError):
+                            os.replace(self._target + ".wal", work / "old.wal")
+                            moved = True
+                        os.replace(fresh, self._target)
+                    except BaseException:
+                        if moved:  # the old file stays: its log goes back
+                            os.replace(work / "old.wal", self._target + ".wal")
+                        raise
                 finally:
                     self._open()
             finally:

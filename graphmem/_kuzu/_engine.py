@@ -58,7 +58,7 @@ from ._db import Database, Tx, check_parameters, link_problem
 from ._guard import check_user_query
 from ._journal import ChangeJournal
 from ._readable import refuse_unreadable, values_before
-from ._restore import build_from_parquet
+from ._restore import build_from_parquet, export_tables, table_files
 from ._rows import (
     EDGE_PROPS,
     EDGE_TABLES,
@@ -353,7 +353,8 @@ class KuzuEngine(rules.Writes):
                                label=f"rebuild of {self.path}", drop_gone=True)
             fresh.run_auto("MERGE (m:Meta {key: $k}) SET m.value = '0'", {"k": _GONE_KEY})
 
-        self.db.rebuild(build)
+        tables = table_files(self.db)
+        self.db.rebuild(build, lambda db, export: export_tables(db, tables, export))
         self._has_gone = self.meta().get(_GONE_KEY, "0") != "0"
         with self.db.snapshot():  # the vectors that erasures replaced leave the log too
             if self._journal.vectors.trusted:

@@ -14,7 +14,7 @@ batches. The caller opens the files (inside the backup, never through a link).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -30,7 +30,8 @@ from ._schema import SCHEMAS
 if TYPE_CHECKING:
     from ._engine import KuzuEngine
 
-__all__ = ["TableFile", "build_from_parquet", "build_store", "check_rows", "table_files"]
+__all__ = ["TableFile", "build_from_parquet", "build_store", "check_rows", "export_tables",
+           "table_files"]
 
 #: Rows copied per Arrow batch: bounds memory on large stores (a Memory row with its
 #: vector is ~3 KB, so a batch is ~60 MB at most).
@@ -51,13 +52,15 @@ class TableFile:
     """One table of a schema version and the export file that holds its rows."""
 
     def __init__(self, table: str, file: str, columns: list[str], types: list[pa.DataType],
-                 rel: bool) -> None:
+                 rel: bool, key: str = "", source: str = "") -> None:
         self.table = table
         self.file = file
         #: the column names of the export (``a.id`` ..., ``a.id, b.id, r.weight`` ...)
         self.columns = columns
         self.types = types
         self.rel = rel
+        #: a node table's primary key; a relationship table's source table
+        self.key, self.source = key, source
 
 
 def _identifier(name: Any) -> str:
@@ -73,23 +76,54 @@ def table_files(db: Database) -> list[TableFile]:
               db.read("CALL show_tables() RETURN name, type")]
     out: list[TableFile] = []
     for name, kind in sorted(tables, key=lambda t: (t[1] != "NODE", t[0])):
-        info = db.read(f"CALL table_info('{name}') RETURN name, type")
-        names = [_identifier(n) for n, _ in info]
-        kinds = [str(t) for _, t in info]
+        # property id, name, type, default expression, primary key
+        info = [(r[1], r[2], r[4]) for r in db.read(f"CALL table_info('{name}') RETURN *")]
+        names = [_identifier(n) for n, _, _ in info]
+        kinds = [str(t) for _, t, _ in info]
         if any(k not in _ARROW for k in kinds):
             raise StoreError(f"table {name} has a column type restore does not know: {kinds}")
         types = [_ARROW[k] for k in kinds]
         if kind == "NODE":
             out.append(TableFile(name, f"{name}.parquet", [f"a.{n}" for n in names], types,
-                                 rel=False))
+                                 rel=False, key=next(n for n, _, pk in info if pk)))
             continue
         source, target, source_key, target_key = (
             _identifier(v) for v in db.read(f"CALL show_connection('{name}') RETURN *")[0][:4])
         keys = {t.table: t.types[0] for t in out if not t.rel}
         out.append(TableFile(name, f"{name}_{source}_{target}.parquet",
                              [f"a.{source_key}", f"b.{target_key}", *(f"r.{n}" for n in names)],
-                             [keys[source], keys[target], *types], rel=True))
+                             [keys[source], keys[target], *types], rel=True, source=source))
     return out
+
+
+def export_tables(db: Database, tables: Sequence[TableFile], directory: Path, *,
+                  page: int = BATCH_ROWS) -> None:
+    """Write ``tables`` of ``db`` into ``directory`` (new) as ``EXPORT DATABASE`` lays them
+    out, the files ``build_from_parquet`` reads, ``page`` rows at a time (a node table by
+    ranges of its primary key, a relationship table by ranges of its source's): Kuzu's
+    own export held a whole table in the buffer pool, and a purge of 100k memories did not
+    fit the default 1 GB. Runs inside ``Database.rebuild`` (reads with ``held_arrow``)."""
+    import pyarrow.parquet as pq
+
+    directory.mkdir()
+    keys = {t.table: t.key for t in tables if not t.rel}
+    for table in tables:
+        source = table.source if table.rel else table.table
+        key = keys[source]
+        ids = db.held_arrow(f"MATCH (a:{source}) RETURN a.{key} ORDER BY a.{key}").column(0)
+        ids = ids.to_pylist()
+        match = f"MATCH (a:{source})-[r:{table.table}]->(b)" if table.rel \
+            else f"MATCH (a:{table.table})"
+        query = (f"{match} WHERE a.{key} >= $first AND a.{key} <= $last RETURN "
+                 + ", ".join(table.columns))
+        schema = pa.schema([pa.field(c, t) for c, t in zip(table.columns, table.types,
+                                                              strict=True)])
+        with pq.ParquetWriter(directory / table.file, schema, use_dictionary=False) as out:
+            for start in range(0, len(ids), page):
+                rows = db.held_arrow(query, {"first": ids[start],
+                                             "last": ids[min(len(ids), start + page) - 1]})
+                if rows.num_rows:
+                    out.write_table(rows.rename_columns(table.columns).cast(schema))
 
 
 def build_from_parquet(db: Database, schema_version: int, open_file: Opener,
@@ -117,6 +151,25 @@ def build_from_parquet(db: Database, schema_version: int, open_file: Opener,
         db.run_auto(statement)
 
 
+#: Bytes of Arrow rows copied in one transaction (``_copy_table``).
+COPY_BYTES = 64 << 20
+
+
+def _grouped(batches: Iterable[pa.RecordBatch], names: list[str]) -> Iterator[pa.Table]:
+    """``batches`` as tables of up to ``COPY_BYTES`` (at least a batch each), with the
+    columns ``names``."""
+    group: list[pa.RecordBatch] = []
+    size = 0
+    for batch in batches:
+        if group and size + batch.nbytes > COPY_BYTES:
+            yield pa.Table.from_batches(group).rename_columns(names)
+            group, size = [], 0
+        group.append(batch)
+        size += batch.nbytes
+    if group:
+        yield pa.Table.from_batches(group).rename_columns(names)
+
+
 def _copy_table(db: Database, table: TableFile, open_file: Opener, *, label: str,
                 drop_gone: bool = False) -> None:
     import pyarrow.compute as pc  # lazily: 0.2 s of every start
@@ -130,13 +183,17 @@ def _copy_table(db: Database, table: TableFile, open_file: Opener, *, label: str
                                   names=table.columns, types=table.types,
                                   batch_rows=BATCH_ROWS)
         try:
-            with db.write() as tx:
-                for batch in batches:
-                    rows = pa.Table.from_batches([batch]).rename_columns(names)
-                    if drop_gone and "gone" in names:
-                        rows = rows.filter(pc.invert(pc.fill_null(rows.column("gone"), False)))
-                    if rows.num_rows:
+            # a transaction of up to COPY_BYTES, checkpointed: the database is new (a
+            # failure discards it), and one transaction held a whole table in the buffer
+            # pool (a purge of 100k memories did not fit 1 GB); a COPY more into a
+            # relationship table rewrote what it held (20 s a commit at 160k facts)
+            for rows in _grouped(batches, names):
+                if drop_gone and "gone" in names:
+                    rows = rows.filter(pc.invert(pc.fill_null(rows.column("gone"), False)))
+                if rows.num_rows:
+                    with db.write() as tx:
                         tx.copy(table.table, rows)
+                    db.checkpoint()
         except GraphmemError as exc:
             raise StoreError(f"{where} could not be loaded into table {table.table}: "
                              f"{exc}") from None
