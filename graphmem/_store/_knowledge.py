@@ -446,17 +446,24 @@ class Knowledge:
             engine = self._ctx.engine
             owner = memory.owner
             by = f"memory:{memory.id}"
-            touched = {(f.subject, f.predicate) for f in engine.facts(owner=owner)
-                       if memory.id in f.sources or f.ended_by == by}
-            mentioned = self._drop(batch, memory, keep=set())
-            self._replay(batch, owner, touched, dropped=memory.id, forgotten=True)
+            # from the owner's cached facts, as a text edit reads them (a query scanned
+            # every fact of the owner: ~650 ms of a forget at 100k memories)
+            facts = self._owner_facts(owner)
+            touched = {(f.subject, f.predicate) for f in self._stated_by(memory)} | {
+                group for group, found in facts.items() if any(f.ended_by == by
+                                                               for f in found)}
+            stored = sorted((f for group in touched for f in facts.get(group, ())),
+                            key=lambda f: (f.recorded, f.id))
+            mentioned = self._drop(batch, memory, keep=set(),
+                                   stated=self._stated_by(memory))
+            self._replay(batch, owner, touched, dropped=memory.id, forgotten=True,
+                         stored=stored)
             records = [r for r in engine.entities(ids=sorted(mentioned - set(batch.gone_entities)))
                        if r.owner == owner]
             self._rebuild(batch, owner, records, leaving={memory.id},
                           mentions=lambda e: engine.mentions(entity_ids=[e]),
                           texts=lambda ids: _texts(engine.scan(["subject", "text"], ids=ids)))
             self._resolvers.pop(owner, None)  # an entity may have gone or changed
-            self._uncache(owner)
 
     def _replay(self, batch: WriteBatch, owner: str | None, groups: set[tuple[str, str]], *,
                 dropped: str | None, forgotten: bool,
@@ -571,6 +578,7 @@ class Knowledge:
         if moving:
             move_entities(self._ctx.engine, batch, owner, moving, taken=set(held),
                           leaving=leaving, id_key=self._ctx.keys.id_key())
+            self._uncache(owner)  # their facts moved to the keyed ids, in the batch alone
 
     def plan_supersede(self, batch: WriteBatch, old: Memory, new_facts: Sequence[FactRecord],
                        at: datetime, by: str) -> None:

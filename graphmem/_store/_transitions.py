@@ -177,9 +177,9 @@ class Transitions:
                               version_digests={v.id: keyed_digest(key, v.text, key_id=tag)
                                                for v in history},
                               event_metadata=self._scrub_events(memory_id, mentions, quoted))])
-        self._knowledge.plan_forget(batch, memory)
         with ctx.lock:
             with self._knowledge.unlearning():
+                self._knowledge.plan_forget(batch, memory)
                 ctx.engine.commit(batch)
             ctx.changed(Changed([memory_id], removed=True))
             remention = sorted(set(batch.unmentioned) - {memory_id})
