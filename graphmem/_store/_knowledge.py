@@ -66,7 +66,8 @@ class Knowledge:
         self._by_id: dict[str | None, dict[str, FactRecord]] = {}
         #: ids (memories, entities, facts) that imports of this process planned, with
         #: their owners: a later chunk of the same transaction must see them before the
-        #: store's reads do (``plan_import``, ``_check_import``; cleared by ``reset``)
+        #: store's reads do (``plan_import``, ``_check_import``; cleared by ``reset`` and
+        #: once a write commits)
         self._imported: dict[str, str | None] = {}
         #: the last ``recorded`` given: facts are recorded in a strict order, which forget
         #: replays (a frozen or coarse clock would give many the same time)
@@ -74,6 +75,9 @@ class Knowledge:
         ctx.on_change(self._on_change)
 
     def _on_change(self, change: Changed) -> None:
+        # committed: the store's reads show what imports planned (and a write's chunks
+        # are told of once, after its commit)
+        self._imported.clear()
         if change.bulk or (change.foreign and not change.access_only):
             # another process may have resolved entities
             self.reset()
