@@ -126,6 +126,14 @@ def test_a_later_chunk_may_not_name_an_earlier_chunks_entity_of_another_owner(
             import_ump(store, tmp_path / "bob.json", chunk=1)
         assert caught.value.index == 1
         assert store.stats().memories == 0 and not store.entities() and not store.facts()
+        # nor a memory of another owner that an earlier chunk's text alone brings
+        text_only = {k: v for k, v in copy_of("ann").items() if k != "graph"}
+        cites = copy_of("bob")
+        cites["graph"]["facts"][0]["sources"] = [text_only["id"]]
+        (tmp_path / "cites.json").write_text(json.dumps([text_only, cites]), encoding="utf-8")
+        with pytest.raises(RecordError, match="another owner") as caught:
+            import_ump(store, tmp_path / "cites.json", chunk=1)
+        assert caught.value.index == 1 and caught.value.field == "graph.facts[0].sources"
         import_ump(store, tmp_path / "ann.json", chunk=1)  # the store was as it was
         [fact] = store.facts()
         assert sorted(fact.sources) == sorted([record["id"], "urn:ann"])

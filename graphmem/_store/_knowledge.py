@@ -268,6 +268,7 @@ class Knowledge:
         """What new memories add to the graph: their entities, mentions and facts."""
         with self._lock:
             for memory, extraction in zip(memories, extractions, strict=True):
+                self._imported[memory.id] = memory.owner  # a later chunk may name it
                 if extraction is not None:
                     self._add(batch, memory, extraction)
 
