@@ -273,13 +273,13 @@ class Memories:
         # (the store's reads do not show what earlier chunks wrote: a later one may name
         # again what an earlier one left, or leave what an earlier one named)
         leaving: dict[str, None] = {}
-        named: set[str] = set()
+        mentioned: set[str] = set()
         with self._knowledge.unlearning(), ctx.lock, ctx.engine.writer() as writer:
             for chunk in chunks:
                 batch, part, _ = self.plan_merge(chunk, reason=reason, actor=actor,
                                                  source=source, index_of=index_of)
                 leaving.update(dict.fromkeys(batch.gone_entities))
-                named.update(m.entity_id for m in batch.mentions)
+                mentioned.update(m.entity_id for m in batch.mentions)
                 batch.gone_entities = []
                 writer.write(batch)
                 result.created += part.created
@@ -288,7 +288,8 @@ class Memories:
                 result.forgotten += part.forgotten
             new_edges = self.missing_edges(edges, known=known - set(result.forgotten))
             writer.write(WriteBatch(new_edges=new_edges,
-                                    gone_entities=[e for e in leaving if e not in named]))
+                                    gone_entities=[e for e in leaving
+                                                   if e not in mentioned]))
             result.edges_created = len(new_edges)
         touched = [*result.created, *result.updated]
         ctx.changed(Changed(touched, bulk=len(touched) > _REFRESH_LIMIT))
