@@ -324,14 +324,9 @@ class Knowledge:
                 elif set(fact.sources) - set(known.sources):
                     merged = _replace(known, sources=tuple(dict.fromkeys(
                         (*known.sources, *fact.sources))))
-                    if fact.id in planned_facts:  # planned by this batch: planned anew
-                        batch.facts[:] = [merged if f.id == fact.id else f
-                                          for f in batch.facts]
+                    set_changed(batch, merged)  # planned anew, or a stored one changed
+                    if fact.id in planned_facts:
                         planned_facts[fact.id] = merged
-                    else:  # stored, or written by an earlier chunk
-                        batch.changed_facts[:] = [f for f in batch.changed_facts
-                                                  if f.id != fact.id]
-                        batch.changed_facts.append(merged)
                     self._swap(owner, known, merged)
             self._imported[memory.id] = owner
 
@@ -360,11 +355,11 @@ class Knowledge:
         held = engine.graph_owners(facts=fact_ids)
         held.update(self._imported_owners(fact_ids))
         held.update({f.id: f.owner for f in batch.facts})
-        named = [s for f in facts for s in f.get("sources", ())] + [
+        cited = [s for f in facts for s in f.get("sources", ())] + [
             f["ended_by"].removeprefix("memory:") for f in facts
             if str(f.get("ended_by")).startswith("memory:")]
-        memories = {i: m.owner for i, m in engine.get_many(named).items()}
-        memories.update(self._imported_owners(named))
+        memories = {i: m.owner for i, m in engine.get_many(cited).items()}
+        memories.update(self._imported_owners(cited))
         memories.update({n.memory.id: n.memory.owner for n in batch.memories})
         for n, entity_id in enumerate(entity_ids):
             if entity_id in entities and entities[entity_id] != owner:
