@@ -696,14 +696,15 @@ class Database:
 
     def read_arrow(self, query: str, params: Mapping[str, Any] | None = None) -> Any:
         """Run a read query and return a ``pyarrow.Table`` (bulk reads)."""
-        params = params or {}
-        check_parameters(query, params)
         with self._live():
-            try:
-                result = self._reader().execute(query, _bind(params))
-                return result.get_as_arrow(chunk_size=100_000)
-            except RuntimeError as exc:
-                raise map_error(exc, path=self.path) from exc
+            return self._arrow(self._reader(), query, params or {})
+
+    def _arrow(self, conn: Any, query: str, params: Mapping[str, Any]) -> Any:
+        check_parameters(query, params)
+        try:
+            return conn.execute(query, _bind(params)).get_as_arrow(chunk_size=100_000)
+        except RuntimeError as exc:
+            raise map_error(exc, path=self.path) from exc
 
     def read_only_query(self, query: str, params: Mapping[str, Any], vet: PlanVetting, *,
                         timeout_s: float | None = None) -> Any:
@@ -900,13 +901,7 @@ class Database:
     def held_arrow(self, query: str, params: Mapping[str, Any] | None = None) -> Any:
         """``read_arrow`` on the write connection, for the export of ``rebuild``, which
         holds every other reader and writer off (a read of its own would wait for it)."""
-        params = params or {}
-        check_parameters(query, params)
-        try:
-            return self._write_conn.execute(query, _bind(params)).get_as_arrow(
-                chunk_size=100_000)
-        except RuntimeError as exc:
-            raise map_error(exc, path=self.path) from exc
+        return self._arrow(self._write_conn, query, params or {})
 
     def export_to(self, directory: Path) -> None:
         """``EXPORT DATABASE`` (parquet): a consistent logical snapshot of the live data
@@ -917,11 +912,10 @@ class Database:
                 self._export(directory)
 
     def rebuild(self, build: Callable[[Database, Path], None],
-                export: Callable[[Database, Path], None] | None = None) -> None:
+                export: Callable[[Database, Path], None]) -> None:
         """Rewrite the database file from a logical export of its live data:
-        ``export(self, export_dir)`` writes it (Kuzu's ``EXPORT DATABASE`` when not
-        given; it reads with ``held_arrow``), ``build(fresh, export_dir)`` fills a new
-        database from it.
+        ``export(self, export_dir)`` writes it (reading with ``held_arrow``),
+        ``build(fresh, export_dir)`` fills a new database from it.
 
         Kuzu writes updates out of place and does not scrub old pages, so a deleted
         string stays in the file; the rebuilt file holds only what is live. The old
@@ -936,13 +930,9 @@ class Database:
             shutil.rmtree(work, ignore_errors=True)
             work.mkdir()
             try:
-                if export is None:
-                    self._checkpoint_now()
-                    self._export(work / "export")
-                else:
-                    # reads see what the log holds: no checkpoint first (at 100k memories
-                    # one after a forget needed over 2 GB of buffer pool, measured)
-                    export(self, work / "export")
+                # reads see what the log holds: no checkpoint first (at 100k memories one
+                # after a forget needed over 2 GB of buffer pool, measured)
+                export(self, work / "export")
                 # twice the pool: a node group of large rows being filled is held in it
                 # (a purge of 100k memories of ~7 KB rows failed at 1 GB, past 40k rows)
                 target = Database(str(work / "fresh"),

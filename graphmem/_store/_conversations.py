@@ -25,7 +25,7 @@ from .._recall._channels import lexical_neighbours
 from .._recall._index import ASSISTANT_TAG
 from .._recall._vectors import matvec
 from .._time import new_memory_id, parse_iso, to_utc
-from ._memories import Memories
+from ._memories import Memories, speaker_of
 from ._recall_index import IndexSync
 from ._transitions import Transitions
 
@@ -523,8 +523,6 @@ class Conversations:
         first: what a correction may replace. ``limit`` counts what the user said; what
         the assistant said between comes with it, up to ``4 * limit`` in all (an answer
         of twenty bullet points does not push the user's own words out of reach)."""
-        from .._extract._corrections import Statement
-
         index = self._index.ensure_index()
         n = index.size
         if n == 0:
@@ -545,10 +543,7 @@ class Conversations:
         ids = [index.ids[p] for p in latest]
         found = self._memories.get_many(ids)
         by_id = {m.id: m for m in found}
-        return [Statement(i, by_id[i].text, assistant=ASSISTANT_TAG in by_id[i].tags,
-                          message=by_id[i].payload,
-                          speaker=_speaker_of(by_id[i]))
-                for i in ids if i in by_id]
+        return [_statement_of(by_id[i]) for i in ids if i in by_id]
 
     def _match_existing(self, vectors: np.ndarray, texts: Sequence[str],
                         owner: str | None, session: str, *, since: int | None = None,
@@ -560,7 +555,6 @@ class Conversations:
         owner's current memories are embedded again, without context, and compared by
         cosine. Given each text's ``speakers``, what another speaker said of themselves
         is neither (Ana's "I live in Linz" after Tom's is hers to keep)."""
-        from .._extract._corrections import Statement
         from .._extract._rules import DUPLICATE
 
         index = self._index.ensure_index()
@@ -586,9 +580,8 @@ class Conversations:
             others = self._memories.get_many(top)
             speaker = speakers[row] if speakers is not None else None
             if speaker is not None:
-                others = [m for m in others if not Statement(
-                    m.id, m.text, assistant=ASSISTANT_TAG in m.tags,
-                    speaker=_speaker_of(m)).about_another(text, speaker)]
+                others = [m for m in others
+                          if not _statement_of(m).about_another(text, speaker)]
                 if not others:
                     continue
             similar = matvec(self._text_vectors([m.text for m in others], since=since),
@@ -648,9 +641,12 @@ def _run(extractor: Extractor, message: Mapping[str, Any]) -> list[Extracted]:
     return extractor.extract(message["text"])
 
 
-def _speaker_of(memory: Memory) -> str | None:
-    """Who of the user's side said a memory, when its conversation named them."""
-    return named(memory.provenance.get("speaker"))
+def _statement_of(memory: Memory) -> Statement:
+    """A stored memory as the correction rules read a statement."""
+    from .._extract._corrections import Statement
+
+    return Statement(memory.id, memory.text, assistant=ASSISTANT_TAG in memory.tags,
+                     message=memory.payload, speaker=speaker_of(memory.provenance))
 
 
 def _messages(messages: Any) -> list[Any]:

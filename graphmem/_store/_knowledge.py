@@ -64,11 +64,11 @@ class Knowledge:
         self._sources: dict[str | None, dict[str, dict[str, FactRecord]]] = {}
         #: ... and by id: owner -> fact id -> fact
         self._by_id: dict[str | None, dict[str, FactRecord]] = {}
-        #: ids (memories, entities, facts) that imports of this process planned, with
-        #: their owners: a later chunk of the same transaction must see them before the
-        #: store's reads do (``plan_import``, ``_check_import``; cleared by ``reset`` and
+        #: ids (new memories; a file's entities and facts) that writes of this process
+        #: planned, with their owners: a later chunk of the same transaction must see
+        #: them before the store's reads do (``_check_import``; cleared by ``reset`` and
         #: once a write commits)
-        self._imported: dict[str, str | None] = {}
+        self._planned: dict[str, str | None] = {}
         #: the last ``recorded`` given: facts are recorded in a strict order, which forget
         #: replays (a frozen or coarse clock would give many the same time)
         self._recorded = datetime.min.replace(tzinfo=UTC)
@@ -77,7 +77,7 @@ class Knowledge:
     def _on_change(self, change: Changed) -> None:
         # committed: the store's reads show what imports planned (and a write's chunks
         # are told of once, after its commit)
-        self._imported.clear()
+        self._planned.clear()
         if change.bulk or (change.foreign and not change.access_only):
             # another process may have resolved entities
             self.reset()
@@ -91,7 +91,7 @@ class Knowledge:
         """Forget the cached resolvers and facts (they reload from the engine)."""
         with self._lock:
             self._resolvers.clear()
-            self._imported.clear()
+            self._planned.clear()
             self._uncache()
 
     @contextlib.contextmanager
@@ -258,6 +258,14 @@ class Knowledge:
         return sorted(self._sources[memory.owner].get(memory.id, {}).values(),
                       key=lambda f: (f.recorded, f.id))
 
+    def _grouped_facts(self, owner: str | None, groups: Iterable[tuple[str, str]]
+                       ) -> list[FactRecord]:
+        """The cached facts of ``owner`` about these (subject, predicate) groups, oldest
+        recorded first (as ``_replay`` takes what the store holds)."""
+        facts = self._owner_facts(owner)
+        return sorted((f for group in groups for f in facts.get(group, ())),
+                      key=lambda f: (f.recorded, f.id))
+
     def _next_recorded(self) -> datetime:
         self._recorded = max(self._ctx.now(), self._recorded + timedelta(microseconds=1))
         return self._recorded
@@ -268,7 +276,7 @@ class Knowledge:
         """What new memories add to the graph: their entities, mentions and facts."""
         with self._lock:
             for memory, extraction in zip(memories, extractions, strict=True):
-                self._imported[memory.id] = memory.owner  # a later chunk may name it
+                self._planned[memory.id] = memory.owner  # a later chunk may name it
                 if extraction is not None:
                     self._add(batch, memory, extraction)
 
@@ -299,7 +307,7 @@ class Knowledge:
                     resolver.adopt(entity_of(record), blocked=[
                         m["alias"] for m in record.merges if m.get("rule") == "split"])
                     planned.add(entity["id"])
-                    self._imported[record.id] = owner
+                    self._planned[record.id] = owner
                 batch.mentions.append(MentionRecord(
                     memory.id, entity["id"], mention.get("role", "mention"),
                     float(mention.get("weight", 1.0)), mention.get("surface", "")))
@@ -320,7 +328,7 @@ class Knowledge:
                     batch.facts.append(fact)
                     planned_facts[fact.id] = fact
                     self._swap(owner, None, fact)
-                    self._imported[fact.id] = owner
+                    self._planned[fact.id] = owner
                 elif set(fact.sources) - set(known.sources):
                     merged = _replace(known, sources=tuple(dict.fromkeys(
                         (*known.sources, *fact.sources))))
@@ -328,7 +336,7 @@ class Knowledge:
                     if fact.id in planned_facts:
                         planned_facts[fact.id] = merged
                     self._swap(owner, known, merged)
-            self._imported[memory.id] = owner
+            self._planned[memory.id] = owner
 
     def _check_import(self, batch: WriteBatch, memory: Memory, graph: Mapping[str, Any], *,
                       source: str | None, index: int | None) -> None:
@@ -349,17 +357,17 @@ class Knowledge:
         entity_ids = [m["entity"]["id"] for m in mentions]
         ends = [f[key] for f in facts for key in ("subject", "object")]
         entities = engine.graph_owners(entities=[*entity_ids, *ends])
-        entities.update(self._imported_owners([*entity_ids, *ends]))
+        entities.update(self._planned_owners([*entity_ids, *ends]))
         entities.update({e.id: e.owner for e in batch.new_entities})
         fact_ids = [f["id"] for f in facts] + [f["ended_by"] for f in facts if f.get("ended_by")]
         held = engine.graph_owners(facts=fact_ids)
-        held.update(self._imported_owners(fact_ids))
+        held.update(self._planned_owners(fact_ids))
         held.update({f.id: f.owner for f in batch.facts})
         cited = [s for f in facts for s in f.get("sources", ())] + [
             f["ended_by"].removeprefix("memory:") for f in facts
             if str(f.get("ended_by")).startswith("memory:")]
         memories = {i: m.owner for i, m in engine.get_many(cited).items()}
-        memories.update(self._imported_owners(cited))
+        memories.update(self._planned_owners(cited))
         memories.update({n.memory.id: n.memory.owner for n in batch.memories})
         for n, entity_id in enumerate(entity_ids):
             if entity_id in entities and entities[entity_id] != owner:
@@ -384,8 +392,8 @@ class Knowledge:
                     and memories[by_memory] != owner):
                 raise refuse(f"{ended_by} belongs to another owner", f"facts[{n}].ended_by")
 
-    def _imported_owners(self, ids: Iterable[str]) -> dict[str, str | None]:
-        return {i: self._imported[i] for i in ids if i in self._imported}
+    def _planned_owners(self, ids: Iterable[str]) -> dict[str, str | None]:
+        return {i: self._planned[i] for i in ids if i in self._planned}
 
     def sections(self, memory_ids: Sequence[str], *, owner: str | None = None
                  ) -> dict[str, dict[str, list[dict[str, object]]]]:
@@ -425,11 +433,9 @@ class Knowledge:
             # 138 ms update at 100k memories and 160k facts, 32k of them its owner's:
             # eval.bench_writes' store); a fact planned by this write and then changed or
             # gone changes what it plans (``set_changed``, ``set_gone``)
-            facts = self._owner_facts(memory.owner)
             stated = self._stated_by(memory)
             groups = {(f.subject, f.predicate) for f in stated}
-            stored = sorted((f for group in groups for f in facts.get(group, ())),
-                            key=lambda f: (f.recorded, f.id))
+            stored = self._grouped_facts(memory.owner, groups)
             self._drop(batch, memory, keep=self._entities_of(memory, extraction),
                        stated=stated)
             self._replay(batch, memory.owner, groups, dropped=memory.id, forgotten=False,
@@ -448,14 +454,12 @@ class Knowledge:
             by = f"memory:{memory.id}"
             # from the owner's cached facts, as a text edit reads them (a query scanned
             # every fact of the owner: ~650 ms of a forget at 100k memories)
-            facts = self._owner_facts(owner)
-            touched = {(f.subject, f.predicate) for f in self._stated_by(memory)} | {
-                group for group, found in facts.items() if any(f.ended_by == by
-                                                               for f in found)}
-            stored = sorted((f for group in touched for f in facts.get(group, ())),
-                            key=lambda f: (f.recorded, f.id))
-            mentioned = self._drop(batch, memory, keep=set(),
-                                   stated=self._stated_by(memory))
+            stated = self._stated_by(memory)
+            touched = {(f.subject, f.predicate) for f in stated} | {
+                group for group, found in self._owner_facts(owner).items()
+                if any(f.ended_by == by for f in found)}
+            stored = self._grouped_facts(owner, touched)
+            mentioned = self._drop(batch, memory, keep=set(), stated=stated)
             self._replay(batch, owner, touched, dropped=memory.id, forgotten=True,
                          stored=stored)
             records = [r for r in engine.entities(ids=sorted(mentioned - set(batch.gone_entities)))

@@ -177,7 +177,7 @@ class Memories:
         now = self._ctx.now()
         derived = derive_fields(self._ctx.embed_memories, [
             TextItem(i.subject, i.text, i.context, i.entities or None,
-                     at=i.observed or i.created or now, speaker=_speaker(i.provenance),
+                     at=i.observed or i.created or now, speaker=speaker_of(i.provenance),
                      refers_to=_refers_to(i.provenance))
             for i in items], facts=self._ctx.facts, sentences=self._ctx.embed)
         new = [new_memory(item, d, now=now, reason=reason, actor=self._ctx.actor(actor))
@@ -713,7 +713,7 @@ def _reread(memory: Memory, changes: Mapping[str, Any]) -> bool:
     """Whether ``changes`` give ``memory`` another reading: other words, or another
     speaker (who said it decides whom "I" and a leading "she" name)."""
     def voice(provenance: Mapping[str, Any]) -> tuple[str, str]:  # as the resolver reads
-        return normalize(_speaker(provenance) or ""), normalize(_refers_to(provenance) or "")
+        return normalize(speaker_of(provenance) or ""), normalize(_refers_to(provenance) or "")
 
     return bool({"text", "subject", "context"} & set(changes)) or voice(
         changes.get("provenance", memory.provenance)) != voice(memory.provenance)
@@ -725,11 +725,11 @@ def _reading(memory: Memory, changes: Mapping[str, Any],
     provenance = changes.get("provenance", memory.provenance)
     return TextItem(changes.get("subject", memory.subject), changes.get("text", memory.text),
                     changes.get("context", memory.context), entities,
-                    at=memory.observed or memory.created, speaker=_speaker(provenance),
+                    at=memory.observed or memory.created, speaker=speaker_of(provenance),
                     refers_to=_refers_to(provenance))
 
 
-def _speaker(provenance: Mapping[str, Any]) -> str | None:
+def speaker_of(provenance: Mapping[str, Any]) -> str | None:
     """Who said a memory's text (conversations record it), for first-person facts."""
     return _named_in(provenance, "speaker")
 
