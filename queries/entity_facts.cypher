@@ -9,5 +9,6 @@ WHERE f.gone IS NULL
        OR o.name = lower($name) OR list_contains(o.aliases, lower($name)))
 RETURN s.name AS subject, f.predicate AS predicate, o.name AS object,
        f.valid_from AS valid_from, f.valid_to AS valid_to, f.valid_to IS NULL AS current,
-       f.confidence AS confidence, f.sources AS sources, f.id AS id
+       f.confidence AS confidence, CASE WHEN f.sources = '[]' THEN CAST([] AS STRING[])
+            ELSE string_split(substring(f.sources, 3, size(f.sources) - 4), '","') END AS sources, f.id AS id
 ORDER BY valid_from, id

@@ -12,5 +12,6 @@ WHERE f.gone IS NULL
         AND (o.name = lower($a) OR list_contains(o.aliases, lower($a)))))
 RETURN s.name AS subject, f.predicate AS predicate, o.name AS object,
        f.valid_from AS valid_from, f.valid_to AS valid_to, f.valid_to IS NULL AS current,
-       f.sources AS sources
+       CASE WHEN f.sources = '[]' THEN CAST([] AS STRING[])
+            ELSE string_split(substring(f.sources, 3, size(f.sources) - 4), '","') END AS sources
 ORDER BY valid_from, f.id

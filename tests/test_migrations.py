@@ -24,6 +24,7 @@ from graphmem._input import MemoryInput
 from graphmem._kuzu import SCHEMA_VERSION, Database
 from graphmem._kuzu._rows import arrow_rows, memory_params, version_params
 from graphmem._kuzu._schema import (
+    FACT_TYPES_V8,
     MEMORY_TYPES_V3,
     SCHEMAS,
     VERSION_TYPES,
@@ -67,7 +68,7 @@ def test_v1_database_is_migrated(tmp_path: Path) -> None:
     path = tmp_path / "v1"
     _v1_database(path)
     with MemoryStore(path) as store:
-        assert store.stats().schema_version == SCHEMA_VERSION == 8
+        assert store.stats().schema_version == SCHEMA_VERSION == 9
         old = store.get("urn:v1:0")
         assert (old.text, old.tags, old.entities) == ("Orchard runs on fly.io", ("v1",), ())
         # Kuzu's FTS index is gone (v3); full-text recall finds old rows; new rows carry
@@ -271,3 +272,52 @@ def test_the_schema_is_made_in_one_transaction_and_a_half_made_one_is_finished(
         assert db.read("CALL show_tables() RETURN name") == []
     finally:
         db.close()
+
+
+def _as_v8(path: Path) -> None:
+    """Lay the store's FACT table out as v8 did (``sources`` a list of ids, in its old
+    column place) and record version 8."""
+    db = Database(str(path), buffer_pool_mb=128)
+    try:
+        rows = db.read_arrow("MATCH (a:Entity)-[f:FACT]->(b:Entity) RETURN a.id AS `from`, "
+                             "b.id AS `to`, " + ", ".join(f"f.{c} AS {c}" for c in FACT_TYPES_V8))
+        lists = pa.array([json.loads(t) for t in rows.column("sources").to_pylist()],
+                         pa.list_(pa.string()))
+        rows = rows.set_column(rows.schema.get_field_index("sources"), "sources", lists)
+        with db.write() as tx:
+            tx.run("DROP TABLE FACT")
+            tx.run("CREATE REL TABLE FACT(FROM Entity TO Entity, "
+                   + ", ".join(f"{c} {t}" for c, t in FACT_TYPES_V8.items()) + ")")
+            tx.copy("FACT", rows)
+            tx.run("MATCH (m:Meta {key: 'schema_version'}) SET m.value = '8'")
+    finally:
+        db.close()
+
+
+def test_v8_facts_take_their_sources_as_text_and_stay_found_by_memory(tmp_path: Path) -> None:
+    """v9 keeps a fact's sources as JSON text (a list property made Kuzu's checkpoint
+    after one new fact cost 75 s at 159k facts): a v8 store's facts come through the
+    migration whole, and a memory's facts are still found by its id (forget leaves none),
+    an id with quotes and commas in it too."""
+    path = tmp_path / "v8"
+    odd = 'urn:"odd","id"'
+    with MemoryStore(path, embedder="hashing") as store:
+        store.add("Ana works at Acme in Lisbon.", id="urn:plain", owner="o")
+        store.add("Ana works at Acme in Lisbon. Bo lives in Porto.", id=odd, owner="o")
+        before = sorted((f.subject, f.predicate, f.object, f.sources)
+                        for f in store.facts(owner="o"))
+    assert any(odd in sources for *_, sources in before)
+    _as_v8(path)
+    assert _version(path) == 8
+    with MemoryStore(path, embedder="hashing") as store:
+        assert store.stats().schema_version == SCHEMA_VERSION == 9
+        after = sorted((f.subject, f.predicate, f.object, f.sources)
+                       for f in store.facts(owner="o"))
+        assert after == before
+        store.forget(odd, confirm=True)
+        left = [f.sources for f in store.facts(owner="o")]
+        assert left and all(odd not in sources for sources in left)
+        store.add("Dana Silva lives in Oslo.", id="urn:new", owner="o")
+    with MemoryStore(path, embedder="hashing") as store:  # opens again as it was left
+        assert {s for f in store.facts(owner="o") for s in f.sources} == {"urn:plain",
+                                                                         "urn:new"}

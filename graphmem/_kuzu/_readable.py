@@ -17,6 +17,7 @@ the largest doubles (NaN compares false with every number).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import NoReturn
 
@@ -25,7 +26,7 @@ from .._input import owner_problem, stored_json_problem
 from .._models import Kind, Status
 from .._records import check_merges, sentences_matrix
 from ._db import Tx
-from ._rows import vector_decodes
+from ._rows import sources_text, vector_decodes
 
 __all__ = ["refuse_unreadable"]
 
@@ -120,6 +121,19 @@ def _sentences(text: str, dim: int | None) -> str | None:
     return None
 
 
+def _sources(text: str, _dim: int | None) -> str | None:
+    """A fact's sources as graphmem writes them (``_rows.sources_text``): the compact
+    JSON text of a list of memory ids (a fact is found by its memories' ids in it)."""
+    try:
+        ids = json.loads(text)
+    except ValueError:
+        ids = None
+    if not (isinstance(ids, list) and all(isinstance(i, str) and i for i in ids)
+            and sources_text(ids) == text):
+        return 'must be a list of memory ids as JSON text, written as \'["urn:a","urn:b"]\''
+    return None
+
+
 def _owner(text: str, _dim: int | None) -> str | None:
     """An owner as a call names it (``owner_problem``): a read by one that is not was
     refused, so its memories could be read by their owner no more."""
@@ -176,7 +190,7 @@ _OTHERS = {
         "fact", "MATCH (:Entity)-[e:FACT]->(:Entity)", "e.id",
         {**_needed("id", "predicate", "recorded", "sources", "confidence", live=True),
          **_finite("confidence"), **_times("valid_from", "valid_to", "recorded"), **_OWNER},
-        lists={"sources": False}, texts={"owner": _owner}),
+        texts={"sources": _sources, "owner": _owner}),
     "mentions": _Table(
         "mention", "MATCH (m:Memory)-[e:MENTIONS]->(x:Entity)", "m.id + ' -> ' + x.id",
         {**_needed("role", "surface", "weight", live=True), **_finite("weight")}),

@@ -8,6 +8,7 @@ timestamps are naive UTC in Kuzu and aware UTC in graphmem.
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -57,6 +58,9 @@ __all__ = [
     "json_dump",
     "memory_from_row",
     "memory_params",
+    "source_needle",
+    "sources_of",
+    "sources_text",
     "version_from_row",
     "version_params",
 ]
@@ -216,12 +220,39 @@ def mention_params(mention: MentionRecord) -> dict[str, Any]:
             "weight": mention.weight, "surface": mention.surface, "gone": None}
 
 
+def sources_text(ids: Sequence[str]) -> str:
+    """A fact's sources as the FACT table holds them: the JSON text of the ids, compact
+    (``f.sources CONTAINS source_needle(id)`` finds the facts a memory states).
+
+    >>> sources_text(["urn:a", "urn:b"])
+    '["urn:a","urn:b"]'
+    """
+    return json.dumps(list(ids), ensure_ascii=False, separators=(",", ":"))
+
+
+def source_needle(memory_id: str) -> str:
+    """What ``sources_text`` writes for one id, and nothing else does: inside the text
+    every quote of an id is escaped, so a match starts and ends at the id's own quotes.
+
+    >>> source_needle("urn:a") in sources_text(["x", "urn:a"])
+    True
+    >>> source_needle("a") in sources_text(['"a"', "ba"])
+    False
+    """
+    return json.dumps(memory_id, ensure_ascii=False)
+
+
+def sources_of(text: str | None) -> tuple[str, ...]:
+    """The ids ``sources_text`` wrote (none for none)."""
+    return tuple(json.loads(text)) if text else ()
+
+
 def fact_params(fact: FactRecord) -> dict[str, Any]:
     return {"from": fact.subject, "to": fact.object, "id": fact.id, "owner": fact.owner,
             "predicate": fact.predicate, "confidence": fact.confidence,
             "valid_from": fact.valid_from, "valid_to": fact.valid_to,
-            "recorded": fact.recorded, "sources": list(fact.sources), "rule": fact.rule,
-            "ended_by": fact.ended_by, "gone": None}
+            "recorded": fact.recorded, "rule": fact.rule, "ended_by": fact.ended_by,
+            "gone": None, "sources": sources_text(fact.sources)}
 
 
 def fact_from_row(row: Sequence[Any]) -> FactRecord:
@@ -230,7 +261,7 @@ def fact_from_row(row: Sequence[Any]) -> FactRecord:
     return FactRecord(id=fact_id, owner=owner, subject=subject, predicate=predicate,
                       object=obj, confidence=float(confidence),
                       valid_from=aware(valid_from), valid_to=aware(valid_to),
-                      recorded=aware(recorded), sources=tuple(sources or ()), rule=rule or "",
+                      recorded=aware(recorded), sources=sources_of(sources), rule=rule or "",
                       ended_by=ended_by)
 
 

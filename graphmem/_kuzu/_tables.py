@@ -20,7 +20,7 @@ from .._arrow import column_values, vector_array, vector_matrix
 from .._engine import EDGE_KINDS, TableName
 from .._records import FIELD_COLUMNS, TABLE_TYPES
 from ._db import Tx
-from ._rows import EDGE_PROPS, EDGE_TABLES, encode_vector
+from ._rows import EDGE_PROPS, EDGE_TABLES, encode_vector, sources_of, sources_text
 from ._schema import ENTITY_TYPES, EVENT_TYPES, FACT_TYPES, MEMORY_TYPES, VERSION_TYPES
 
 if TYPE_CHECKING:
@@ -40,14 +40,14 @@ def read_table(engine: KuzuEngine, name: TableName, page: int) -> Iterator[pa.Ta
     db = engine.db
     types = TABLE_TYPES[name]
 
-    def pages(ids_query: str, query: str, *, ids: list[str] | None = None
-              ) -> Iterator[pa.Table]:
+    def pages(ids_query: str, query: str, *, ids: list[str] | None = None,
+              adapt: Callable[[pa.Table], pa.Table] | None = None) -> Iterator[pa.Table]:
         ids = ids if ids is not None else column_values(db.read_arrow(ids_query).column(0))
         for start in range(0, len(ids), page):
             found = db.read_arrow(query, {"first": ids[start],
                                           "last": ids[min(len(ids), start + page) - 1]})
             if found.num_rows:
-                yield _neutral(found, types)
+                yield _neutral(adapt(found) if adapt else found, types)
 
     memory_ids = "MATCH (m:Memory) RETURN m.id ORDER BY m.id"
     within = "WHERE m.id >= $first AND m.id <= $last "
@@ -107,7 +107,7 @@ def read_table(engine: KuzuEngine, name: TableName, page: int) -> Iterator[pa.Ta
             "f.predicate AS predicate, b.id AS object, f.confidence AS confidence, "
             "f.valid_from AS valid_from, f.valid_to AS valid_to, f.recorded AS recorded, "
             "f.sources AS sources, coalesce(f.rule, '') AS rule, f.ended_by AS ended_by "
-            "ORDER BY f.id")
+            "ORDER BY f.id", adapt=_listed_sources)
     else:
         raise ValueError(f"no table {name!r}")
 
@@ -118,6 +118,13 @@ def _property(name: str, props: Sequence[str]) -> str:
     if name not in props:
         return _ABSENT[name]
     return f"coalesce(r.{name}, {_DEFAULT[name]})" if name in _DEFAULT else f"r.{name}"
+
+
+def _listed_sources(table: pa.Table) -> pa.Table:
+    """Facts with their sources as the list the neutral table holds (Kuzu keeps text)."""
+    return table.set_column(table.schema.get_field_index("sources"), "sources", pa.array(
+        [list(sources_of(t)) for t in table.column("sources").to_pylist()],
+        pa.list_(pa.string())))
 
 
 def _neutral(table: pa.Table, types: dict[str, pa.DataType]) -> pa.Table:
@@ -192,9 +199,12 @@ def load_table(tx: Tx, name: TableName, rows: pa.Table,
                                    **{c: rows.column(c) for c in ("role", "weight", "surface")},
                                    "gone": pa.nulls(rows.num_rows, pa.bool_())}))
     elif name == "facts":
+        texts = pa.array([sources_text(ids or ()) for ids in rows.column("sources").to_pylist()],
+                         pa.string())
+        given = {"gone": pa.nulls(rows.num_rows, pa.bool_()), "sources": texts}
         tx.copy("FACT", _kuzu({"from": rows.column("subject"), "to": rows.column("object"),
-                               **{c: rows.column(c) for c in FACT_TYPES if c != "gone"},
-                               "gone": pa.nulls(rows.num_rows, pa.bool_())}))
+                               **{c: given[c] if c in given else rows.column(c)
+                                  for c in FACT_TYPES}}))
     else:
         raise ValueError(f"no table {name!r}")
 
