@@ -190,6 +190,35 @@ def test_an_edit_and_a_correction_update_the_facts(store: MemoryStore) -> None:
     assert ("priya", "likes", "tea", False) in facts  # the corrected memory's other facts end
 
 
+def test_an_edit_of_a_replaced_memory_leaves_its_facts_replaced(tmp_path: Path) -> None:
+    """Editing a superseded memory's text made what it now says current again, beside
+    what replaced it (two places one lives in); its new facts end when it was replaced,
+    by its replacement, and what the replacement says again stays current. Reopened, the
+    store holds what the cache held."""
+    clock = Clock(T0)
+    path = tmp_path / "db"
+    with MemoryStore(path, embedder="hashing", clock=clock) as store:
+        old = store.add("Priya Rao lives in Leeds. Priya Rao works at Globex.", owner="ann")
+        replaced_at = clock.advance(days=2)
+        new = store.supersede(old.id, "Priya Rao lives in York. Priya Rao works at Globex.")
+        clock.advance(days=3)
+        store.update(old.id, text="Priya Rao lives in Hull. Priya Rao works at Globex.")
+        facts = _facts(store, "ann")
+        assert ("priya rao", "lives_in", "york", True) in facts
+        assert ("priya rao", "lives_in", "hull", False) in facts
+        assert ("priya rao", "works_at", "globex", True) in facts
+        assert not [f for f in facts if f[1] == "lives_in" and f[3] and f[2] != "york"]
+        hull = [f for f in store._ctx.engine.facts(owner="ann") if old.id in f.sources
+                and f.predicate == "lives_in"]
+        assert [(f.valid_to, f.ended_by) for f in hull] == [(replaced_at, f"memory:{new.id}")]
+        clock.advance(days=1)
+        store.update(old.id, text="Priya Rao lives in Bath.")  # and again
+        assert [f[2] for f in _facts(store, "ann") if f[1] == "lives_in" and f[3]] == ["york"]
+        cached = _facts(store, "ann")
+    with MemoryStore(path, embedder="hashing", clock=clock) as store:
+        assert _facts(store, "ann") == cached
+
+
 def test_recall_walks_through_entities(store: MemoryStore) -> None:
     target = store.add("The conference in Sweden starts next week", owner="ann", session="a")
     store.add("Melanie flew to Sweden for work", owner="ann", session="b")

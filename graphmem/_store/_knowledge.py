@@ -254,8 +254,11 @@ class Knowledge:
         """The live facts ``memory`` is a source of, oldest recorded first, from its
         owner's facts as the cache holds them (loaded first: a plan that changes them
         before the cache is read would leave it behind the store)."""
-        self._owner_facts(memory.owner)
-        return sorted(self._sources[memory.owner].get(memory.id, {}).values(),
+        return self._facts_of(memory.owner, memory.id)
+
+    def _facts_of(self, owner: str | None, memory_id: str) -> list[FactRecord]:
+        self._owner_facts(owner)
+        return sorted(self._sources[owner].get(memory_id, {}).values(),
                       key=lambda f: (f.recorded, f.id))
 
     def _grouped_facts(self, owner: str | None, groups: Iterable[tuple[str, str]]
@@ -441,6 +444,13 @@ class Knowledge:
             self._replay(batch, memory.owner, groups, dropped=memory.id, forgotten=False,
                          stored=stored)
             self._add(batch, memory, extraction)
+            # a replaced memory's new text is as replaced as its old one was: what it
+            # states that its replacement does not ends when it was replaced (an edit of
+            # a superseded memory made its facts current again, beside the replacement's)
+            ended = {f.ended_by: f.valid_to for f in stated if f.ended_by and f.valid_to}
+            for by in memory.superseded_by:
+                self.plan_supersede(batch, memory, self._facts_of(memory.owner, by),
+                                    at=ended.get(f"memory:{by}") or memory.modified, by=by)
 
     def plan_forget(self, batch: WriteBatch, memory: Memory) -> None:
         """A memory is forgotten, as if it had never been: its mentions go, the facts only
