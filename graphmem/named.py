@@ -24,6 +24,10 @@ file is the same query over the PostgreSQL engine's tables, with the same parame
 store runs the text of its engine (``MemoryStore.query_language``); the rows come back in
 one form (timestamps as naive UTC, as Kuzu gives them).
 
+A column the Cypher text returns as JSON text (Kuzu keeps a fact's sources so) is named
+in a ``// json: COLUMN[, COLUMN]`` line: on Kuzu its values come back decoded (a fact's
+sources as a list of memory ids), as the SQL text gives them.
+
 A query with an ``owner`` parameter is *owner-scoped*: given an owner it sees only that
 owner's memories, entities and facts, so a sidecar can run it for a token of that owner.
 A query without one reads across owners.
@@ -36,6 +40,7 @@ library, ``queries/``; another package can add its own the same way.
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -55,7 +60,7 @@ __all__ = ["ENTRY_POINTS", "NamedQuery", "Param", "cypher_name", "find_query", "
 #: The entry point group that names the directories of named queries.
 ENTRY_POINTS = "graphmem.named_queries"
 TYPES = ("STRING", "INT64", "DOUBLE", "BOOLEAN", "TIMESTAMP")
-_HEADER = re.compile(r"^//\s*(name|description|param):\s*(.*)$")
+_HEADER = re.compile(r"^//\s*(name|description|param|json):\s*(.*)$")
 _PARAM = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s+([A-Z0-9]+)(?:\s*=\s*(.*))?$")
 #: A parameter that sets a row count: Kuzu refuses a negative one with a database error.
 _COUNT_PARAM = re.compile(r"\b(?:LIMIT|SKIP)\s+\$([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
@@ -124,6 +129,8 @@ class NamedQuery:
     params: tuple[Param, ...] = field(default_factory=tuple)
     #: the SQL text, for PostgreSQL (None: the query has none yet)
     sql: str | None = None
+    #: columns the Cypher text returns as JSON text, decoded on Kuzu
+    json_columns: tuple[str, ...] = ()
 
     @property
     def owner_scoped(self) -> bool:
@@ -189,6 +196,7 @@ def parse(path: Path) -> NamedQuery:
     text = path.read_text(encoding="utf-8")
     name = description = None
     params: list[Param] = []
+    json_columns: tuple[str, ...] = ()
     for line in text.splitlines():
         match = _HEADER.match(line.strip())
         if not match:
@@ -200,6 +208,8 @@ def parse(path: Path) -> NamedQuery:
             name = value
         elif key == "description":
             description = value
+        elif key == "json":
+            json_columns += tuple(c.strip() for c in value.split(",") if c.strip())
         else:
             spec = _PARAM.match(value)
             if not spec or spec.group(2) not in TYPES:
@@ -221,7 +231,7 @@ def parse(path: Path) -> NamedQuery:
     params = [replace(p, minimum=0) if cypher_name(p.name) in counts else p for p in params]
     sql_path = path.with_suffix(".sql")
     sql = sql_path.read_text(encoding="utf-8") if sql_path.is_file() else None
-    return NamedQuery(name, description, text, path, tuple(params), sql)
+    return NamedQuery(name, description, text, path, tuple(params), sql, json_columns)
 
 
 def _check_store_default(raw: str, path: Path) -> None:
@@ -310,7 +320,8 @@ def run(store: Any, name: str, values: Mapping[str, Any] | None = None, *,
         values["owner"] = owner
     bound = query.bind(values, store)
     if store.query_language == "cypher":
-        return store.cypher(query.text, bound, as_dataframe=as_dataframe)
+        return _decoded(store.cypher(query.text, bound, as_dataframe=as_dataframe),
+                        query.json_columns)
     if query.sql is None:
         raise UnsupportedError(f"{name} has no SQL text ({query.path.with_suffix('.sql')}): "
                                f"it runs on Kuzu stores only")
@@ -323,6 +334,21 @@ def run(store: Any, name: str, values: Mapping[str, Any] | None = None, *,
                 frame[column] = frame[column].dt.tz_convert("UTC").dt.tz_localize(None)
         return frame
     return [{k: _naive_utc(v) for k, v in row.items()} for row in store.sql(query.sql, bound)]
+
+
+def _decoded(result: Any, columns: tuple[str, ...]) -> Any:
+    """``result`` (rows, or a DataFrame) with the JSON text of ``columns`` decoded."""
+    if not columns:
+        return result
+    def value(text: Any) -> Any:
+        return json.loads(text) if isinstance(text, str) and text else text
+
+    if isinstance(result, list):
+        return [{k: value(v) if k in columns else v for k, v in row.items()} for row in result]
+    for column in columns:
+        if column in result.columns:
+            result[column] = result[column].map(value)
+    return result
 
 
 def _naive_utc(value: Any) -> Any:

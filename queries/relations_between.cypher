@@ -3,6 +3,7 @@
 // param: a STRING
 // param: b STRING
 // param: owner STRING = ""
+// json: sources
 MATCH (s:Entity)-[f:FACT]->(o:Entity)
 WHERE f.gone IS NULL
   AND ($owner = "" OR (f.owner = $owner AND s.owner = $owner AND o.owner = $owner))
@@ -12,6 +13,5 @@ WHERE f.gone IS NULL
         AND (o.name = lower($a) OR list_contains(o.aliases, lower($a)))))
 RETURN s.name AS subject, f.predicate AS predicate, o.name AS object,
        f.valid_from AS valid_from, f.valid_to AS valid_to, f.valid_to IS NULL AS current,
-       CASE WHEN f.sources = '[]' THEN CAST([] AS STRING[])
-            ELSE string_split(substring(f.sources, 3, size(f.sources) - 4), '","') END AS sources
+       f.sources AS sources
 ORDER BY valid_from, f.id

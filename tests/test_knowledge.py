@@ -219,6 +219,55 @@ def test_an_edit_of_a_replaced_memory_leaves_its_facts_replaced(tmp_path: Path) 
         assert _facts(store, "ann") == cached
 
 
+def test_a_quoted_id_is_found_in_a_list_of_sources_exactly_when_it_is_one() -> None:
+    """The needle ``f.sources CONTAINS`` looks for, over random lists of ids made of the
+    characters JSON gives structure to (and "u" and digits, to mimic its escapes)."""
+    import random
+
+    from graphmem._kuzu._rows import source_needle, sources_of, sources_text
+
+    rng = random.Random(5)
+    alphabet = ['a', ',', '"', '\\', '[', ']', 'u', '0', '2', '\n', ' ']
+    for _ in range(20_000):
+        ids = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 4)))
+               for _ in range(rng.randint(0, 3))]
+        probe = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 4)))
+        text = sources_text(ids)
+        assert sources_of(text) == tuple(ids)
+        assert (source_needle(probe) in text) == (probe in ids), (ids, probe)
+
+
+@pytest.mark.parametrize("odd", ['z"x', "x,", ",", "[x]", "back\\x", "new\nline", "é✓"])
+def test_a_memory_with_an_odd_id_finds_exactly_its_facts(tmp_path: Path, odd: str) -> None:
+    """A fact's sources are text on Kuzu, and a memory's facts are found by its id in
+    that text: an id with quotes, commas, brackets, backslashes or controls finds its
+    own facts and no other memory's ("x" matched the facts of 'z"x', and "," those of
+    every fact of two sources, so a supersede by "x" kept facts it should have ended);
+    the named queries give the ids as the API does."""
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        old = store.add("Dana Silva lives in Oslo.", id="old", owner="o")
+        store.add("Dana Silva lives in Oslo.", id=odd, owner="o")
+        store.add("Bo Lund works at Globex.", id="urn:other", owner="o")
+        store.add("Dana Silva works at Globex.", id="x", owner="o")
+        [oslo] = [f for f in store.facts(owner="o") if f.predicate == "lives_in"]
+        assert set(oslo.sources) == {"old", odd}
+        named = store.named_query("entity_facts", {"name": "Dana Silva", "owner": "o"})
+        assert sorted(tuple(r["sources"]) for r in named) == sorted(
+            f.sources for f in store.facts(owner="o") if f.subject == oslo.subject)
+        store.supersede(old.id, "x")
+        [oslo] = [f for f in store.facts(owner="o") if f.predicate == "lives_in"]
+        assert oslo.ended_by == "memory:x"
+        lima = store.add("Eli Novak lives in Lima.", id="lima", owner="o")
+        store.add("Eli Novak lives in Lima.", id="lima too", owner="o")
+        store.supersede(lima.id, odd)  # replaced by the odd one, which says other things
+        [ended] = [f for f in store.facts(owner="o") if set(f.sources) == {"lima", "lima too"}]
+        assert ended.ended_by == f"memory:{odd}"
+        store.forget(odd, confirm=True)
+        assert all(odd not in f.sources for f in store.facts(owner="o"))
+        assert [f.sources for f in store.facts(owner="o") if f.object != oslo.object
+                and f.predicate == "works_at" and "urn:other" in f.sources] == [("urn:other",)]
+
+
 def test_recall_walks_through_entities(store: MemoryStore) -> None:
     target = store.add("The conference in Sweden starts next week", owner="ann", session="a")
     store.add("Melanie flew to Sweden for work", owner="ann", session="b")

@@ -321,3 +321,41 @@ def test_v8_facts_take_their_sources_as_text_and_stay_found_by_memory(tmp_path: 
     with MemoryStore(path, embedder="hashing") as store:  # opens again as it was left
         assert {s for f in store.facts(owner="o") for s in f.sources} == {"urn:plain",
                                                                          "urn:new"}
+
+
+def test_a_v9_migration_cut_short_is_finished_when_the_store_opens_again(
+        tmp_path: Path) -> None:
+    """The new FACT table is filled beside the old one and takes its place in a step of
+    its own: a process killed while filling it (the new table holds fewer rows) or
+    after the old one went (only the new one left) loses no fact."""
+    from graphmem._kuzu._schema import _FACT_NEW, _FACT_TABLE
+
+    facts: dict[str, list[tuple[str, str, str, tuple[str, ...]]]] = {}
+    for cut in ("filling", "renaming"):
+        path = tmp_path / cut
+        with MemoryStore(path, embedder="hashing") as store:
+            for n, city in enumerate(["Oslo", "Lima", "Cork"]):
+                store.add(f"Dana Silva lives in {city}. Bo Lund works at Globex.",
+                          id=f"urn:{n}", owner="o")
+            facts[cut] = sorted((f.subject, f.predicate, f.object, f.sources)
+                                for f in store.facts(owner="o"))
+        _as_v8(path)
+        db = Database(str(path), buffer_pool_mb=128)
+        try:
+            if cut == "filling":  # one row of the new table written, then killed
+                db.run_auto(_FACT_TABLE.replace("TABLE FACT(", f"TABLE {_FACT_NEW}(", 1))
+                db.run_auto(f"MATCH (a:Entity), (b:Entity) WITH a, b LIMIT 1 "
+                            f"CREATE (a)-[:{_FACT_NEW} {{id: 'half', sources: '[]'}}]->(b)")
+            else:  # the old table dropped and the new one not yet renamed
+                from graphmem._kuzu._schema import _migrate_facts
+
+                _migrate_facts(db)
+                db.run_auto(f"ALTER TABLE FACT RENAME TO {_FACT_NEW}")
+        finally:
+            db.close()
+        with MemoryStore(path, embedder="hashing") as store:
+            assert store.stats().schema_version == SCHEMA_VERSION
+            assert sorted((f.subject, f.predicate, f.object, f.sources)
+                          for f in store.facts(owner="o")) == facts[cut]
+            tables = {r[0] for r in store._ctx.engine.db.read("CALL show_tables() RETURN name")}
+            assert _FACT_NEW not in tables

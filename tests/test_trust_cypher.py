@@ -233,6 +233,9 @@ def test_a_write_that_leaves_a_vector_or_the_knowledge_graph_unreadable_is_refus
             (fact + "f.sources = ['urn:x']", "sources must be a list of memory ids as JSON"),
             (fact + "f.sources = '[\"urn:x\", \"urn:y\"]'", "sources must be a list of"),
             (fact + "f.sources = '[null]'", "sources must be a list of"),
+            (fact + "f.sources = ''", "sources must be a list of"),
+            # a quote of an id written as itself: "x" would be found in 'z"x'
+            (fact + "f.sources = '[\"z\\\\\"x\"]'", "sources must be a list of"),
             ("MATCH (:Memory)-[r:MENTIONS]->(:Entity) SET r.weight = NULL",
              r"mention '.+ -> .+' unreadable: its weight must be set"),
             (fact + "f.confidence = NULL", "confidence must be set"),

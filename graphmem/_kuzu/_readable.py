@@ -130,8 +130,13 @@ def _sources(text: str, _dim: int | None) -> str | None:
         ids = None
     if not (isinstance(ids, list) and all(isinstance(i, str) and i for i in ids)
             and sources_text(ids) == text):
-        return 'must be a list of memory ids as JSON text, written as \'["urn:a","urn:b"]\''
+        return _SOURCES
     return None
+
+
+_SOURCES = ("must be a list of memory ids as JSON text as graphmem writes it "
+            "('[\"urn:a\",\"urn:b\"]', a quote, comma, bracket or backslash of an id as "
+            "\\uXXXX)")
 
 
 def _owner(text: str, _dim: int | None) -> str | None:
@@ -189,7 +194,9 @@ _OTHERS = {
     "fact": _Table(
         "fact", "MATCH (:Entity)-[e:FACT]->(:Entity)", "e.id",
         {**_needed("id", "predicate", "recorded", "sources", "confidence", live=True),
-         **_finite("confidence"), **_times("valid_from", "valid_to", "recorded"), **_OWNER},
+         **_finite("confidence"), **_times("valid_from", "valid_to", "recorded"), **_OWNER,
+         # an empty text is no list (the text checks below read non-empty ones)
+         "sources:text": ("e.sources = ''", _SOURCES)},
         texts={"sources": _sources, "owner": _owner}),
     "mentions": _Table(
         "mention", "MATCH (m:Memory)-[e:MENTIONS]->(x:Entity)", "m.id + ' -> ' + x.id",

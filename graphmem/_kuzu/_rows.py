@@ -220,26 +220,39 @@ def mention_params(mention: MentionRecord) -> dict[str, Any]:
             "weight": mention.weight, "surface": mention.surface, "gone": None}
 
 
-def sources_text(ids: Sequence[str]) -> str:
-    """A fact's sources as the FACT table holds them: the JSON text of the ids, compact
-    (``f.sources CONTAINS source_needle(id)`` finds the facts a memory states).
+#: what ``_quoted`` writes as an escape: the characters JSON gives structure to, and controls
+_STRUCTURAL = frozenset('"\\,[]') | {chr(c) for c in range(0x20)}
 
-    >>> sources_text(["urn:a", "urn:b"])
-    '["urn:a","urn:b"]'
+
+def _quoted(memory_id: str) -> str:
+    """One id as a JSON string in which no quote, comma, bracket or backslash stands for
+    itself (each is a ``\\uXXXX`` escape): such characters in the list's text are its
+    structure alone, so ``CONTAINS`` of a quoted id matches that id and no other."""
+    return '"' + "".join(f"\\u{ord(c):04x}" if c in _STRUCTURAL else c
+                         for c in memory_id) + '"'
+
+
+def sources_text(ids: Sequence[str]) -> str:
+    """A fact's sources as the FACT table holds them: the JSON text of the ids, compact,
+    each quoted by ``_quoted`` (``f.sources CONTAINS source_needle(id)`` finds the facts
+    a memory states).
+
+    >>> sources_text(["urn:a", 'say "hi", ok'])
+    '["urn:a","say \\\\u0022hi\\\\u0022\\\\u002c ok"]'
+    >>> sources_of(sources_text(["urn:a", 'say "hi", ok']))
+    ('urn:a', 'say "hi", ok')
     """
-    return json.dumps(list(ids), ensure_ascii=False, separators=(",", ":"))
+    return "[" + ",".join(_quoted(i) for i in ids) + "]"
 
 
 def source_needle(memory_id: str) -> str:
-    """What ``sources_text`` writes for one id, and nothing else does: inside the text
-    every quote of an id is escaped, so a match starts and ends at the id's own quotes.
+    """What ``sources_text`` writes for one id: found in a list's text exactly when the
+    id is one of the list's (a quote there is a string's start or end, never inside it).
 
-    >>> source_needle("urn:a") in sources_text(["x", "urn:a"])
-    True
-    >>> source_needle("a") in sources_text(['"a"', "ba"])
-    False
+    >>> [source_needle(i) in sources_text(['z"x', "a", "b"]) for i in ("x", ",", "a")]
+    [False, False, True]
     """
-    return json.dumps(memory_id, ensure_ascii=False)
+    return _quoted(memory_id)
 
 
 def sources_of(text: str | None) -> tuple[str, ...]:

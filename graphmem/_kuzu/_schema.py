@@ -190,28 +190,51 @@ _FACT_TABLE = _rel_table("FACT", "Entity", "Entity", FACT_TYPES)
 SCHEMAS[9] = [_FACT_TABLE if s == _FACT_V8 else s for s in SCHEMAS[8]]
 
 
+#: where v9's FACT table is filled before it takes the old one's place
+_FACT_NEW = "FACT_v9"
+
+
 def _migrate_facts(db: Database) -> None:
-    """v9: the FACT table made again with ``sources`` as text, in one transaction (its
-    rows read, the table dropped and created, the rows copied back: 1 s for 159k facts,
-    where setting a new property row by row took 72 s and Kuzu crashed dropping the old
-    one). A store whose FACT table already has text sources is left as it is."""
+    """v9: the FACT table made again with ``sources`` as text, in two steps that each
+    survive a killed process: the new table is made beside the old one, filled and
+    checkpointed; then one transaction drops the old one and names the new one FACT
+    (1-2 s for 159k facts, where setting a new property row by row took 72 s and Kuzu
+    crashed dropping the old one). Dropping the old table in the transaction that
+    filled the new one lost every fact when the process was killed in the checkpoint
+    after it (Kuzu recovered the new table empty). A new table that holds fewer rows
+    than the old one (a fill that did not finish) is made again."""
     from ._rows import sources_text
 
-    kinds = {row[0]: row[1] for row in db.read("CALL table_info('FACT') RETURN name, type")}
-    if kinds.get("sources") == "STRING":
-        return
-    columns = [c for c in FACT_TYPES if c != "sources"]
-    rows = db.read_arrow(
-        "MATCH (a:Entity)-[f:FACT]->(b:Entity) RETURN a.id AS `from`, b.id AS `to`, "
-        + ", ".join(f"f.{c} AS {c}" for c in columns) + ", f.sources AS sources")
-    texts = pa.array([None if ids is None else sources_text(ids)
-                      for ids in rows.column("sources").to_pylist()], pa.string())
-    table = rows.drop_columns(["sources"]).append_column("sources", texts)
-    with db.write() as tx:
-        tx.run("DROP TABLE FACT")
-        tx.run(_FACT_TABLE)
-        if table.num_rows:
-            tx.copy("FACT", table)
+    def count(table: str) -> int:
+        return int(db.read(f"MATCH ()-[f:{table}]->() RETURN count(*)")[0][0])
+
+    tables = {row[0] for row in db.read("CALL show_tables() RETURN name")}
+    kinds = {row[0]: row[1] for row in db.read("CALL table_info('FACT') RETURN name, type")
+             } if "FACT" in tables else {}
+    if "FACT" in tables and kinds.get("sources") != "STRING":
+        if _FACT_NEW in tables and count(_FACT_NEW) != count("FACT"):
+            db.run_auto(f"DROP TABLE {_FACT_NEW}")
+            tables.discard(_FACT_NEW)
+        if _FACT_NEW not in tables:
+            columns = [c for c in FACT_TYPES if c != "sources"]
+            rows = db.read_arrow(
+                "MATCH (a:Entity)-[f:FACT]->(b:Entity) RETURN a.id AS `from`, b.id AS `to`, "
+                + ", ".join(f"f.{c} AS {c}" for c in columns) + ", f.sources AS sources")
+            texts = pa.array([None if ids is None else sources_text(ids)
+                              for ids in rows.column("sources").to_pylist()], pa.string())
+            table = rows.drop_columns(["sources"]).append_column("sources", texts)
+            with db.write() as tx:
+                tx.run(_FACT_TABLE.replace("TABLE FACT(", f"TABLE {_FACT_NEW}(", 1))
+                if table.num_rows:
+                    tx.copy(_FACT_NEW, table)
+            db.checkpoint()
+        with db.write() as tx:
+            tx.run("DROP TABLE FACT")
+            tx.run(f"ALTER TABLE {_FACT_NEW} RENAME TO FACT")
+        db.checkpoint()
+    elif "FACT" not in tables and _FACT_NEW in tables:
+        db.run_auto(f"ALTER TABLE {_FACT_NEW} RENAME TO FACT")
+        db.checkpoint()
 
 
 #: version -> statements that lift a database from ``version - 1``.

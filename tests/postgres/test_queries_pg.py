@@ -38,9 +38,8 @@ from tests.test_queries import DEPLOY, INJECTION, NOW, build_analyst
 NADIA = "did:key:z6MkwrenNadiaOkafor7h3kq9"
 TOMAS = "did:key:z6MkwrenTomasRuiz2p8d4m"
 #: Constants one dialect spells as a literal and the other as syntax: Kuzu's date part,
-#: the separator of a fact's sources (JSON text on Kuzu, an array in PostgreSQL), and the
-#: edge kinds that Cypher writes as relationship labels.
-CYPHER_ONLY = {"microsecond", ","}
+#: and the edge kinds that Cypher writes as relationship labels.
+CYPHER_ONLY = {"microsecond"}
 SQL_ONLY = {"references", "co_occurs", "supersedes"}
 
 
