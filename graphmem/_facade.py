@@ -531,9 +531,9 @@ class MemoryStore:
                        ) -> dict[str, dict[str, list[dict[str, Any]]]]:
         return self._knowledge.sections(memory_ids, owner=check_owner(owner))
 
-    @_doc(Knowledge.split)
+    @_doc(Memories.split_entity)
     def split_entity(self, entity_id: str, alias: str, *, owner: str | None = None) -> Entity:
-        return self._knowledge.split(entity_id, alias, owner=check_owner(owner))
+        return self._memories.split_entity(entity_id, alias, owner=check_owner(owner))
 
     # -- views -----------------------------------------------------------------------------
     @_doc(Views.export)

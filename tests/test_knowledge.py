@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from graphmem import InvalidInputError, MemoryInput, MemoryStore, RecallConfig
+from ingest.ump import export_ump, import_ump
 from tests.conftest import Clock
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -331,6 +332,36 @@ def test_the_public_graph_api_and_a_split(store: MemoryStore) -> None:
     store.add("Mel baked bread", owner="ann", session="s1")  # never merged again
     assert {e.name for e in store.entities(owner="ann")} >= {"melanie", "mel"}
     assert len(store.find_entities("mel", owner="ann")) == 1
+
+
+def test_a_split_takes_what_the_form_stated_with_it(tmp_path: Path) -> None:
+    """A split moved the memories' mentions of the form and left what they state on the
+    entity they left ("she lives in Porto" stayed Melanie's once Mel was split off, and
+    an export of such a store named the fact's subject apart from its mention). The
+    memories are read again: Mel's facts follow her; Melanie's stay; the same graph
+    comes back from an export into a new store, and from the store reopened."""
+    def graph(store: MemoryStore) -> list[tuple[str, str, str, bool]]:
+        return _facts(store, "ann")
+
+    with MemoryStore(tmp_path / "a", embedder="hashing") as store:
+        store.add("Melanie went hiking with her dog. Melanie works at Acme.", owner="ann",
+                  session="s1")
+        mel = store.add("Mel said the hike was long. She lives in Porto.", owner="ann",
+                        session="s1")
+        [melanie] = store.find_entities("Melanie", owner="ann")
+        assert ("melanie", "lives_in", "porto", True) in graph(store)
+        alone = store.split_entity(melanie.id, "mel", owner="ann")
+        after = graph(store)
+        assert ("mel", "lives_in", "porto", True) in after
+        assert ("melanie", "works_at", "acme", True) in after
+        assert not [f for f in after if f[0] == "melanie" and f[1] == "lives_in"]
+        assert {m.entity_id for m in store.mentions(mel.id)} >= {alone.id}
+        export_ump(store, tmp_path / "ann.ump", owner="ann")
+    with MemoryStore(tmp_path / "a", embedder="hashing") as store:
+        assert graph(store) == after
+    with MemoryStore(tmp_path / "b", embedder="hashing") as fresh:
+        import_ump(fresh, tmp_path / "ann.ump")
+        assert graph(fresh) == after
 
 
 def test_facts_by_entity_and_time(store: MemoryStore) -> None:

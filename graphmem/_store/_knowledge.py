@@ -178,10 +178,13 @@ class Knowledge:
         mine = {e.id for e in self._ctx.engine.entities(owner=owner)}
         return [m for m in found if m.entity_id in mine]
 
-    def split(self, entity_id: str, alias: str, *, owner: str | None = None) -> EntityRecord:
+    def plan_split(self, batch: WriteBatch, entity_id: str, alias: str, *,
+                   owner: str | None, read: Callable[[Memory], Extraction]
+                   ) -> tuple[EntityRecord, list[str]]:
         """Undo a merge: the form ``alias`` leaves the entity and becomes an entity of its
-        own (the memories that used that form follow it); the pair is never merged
-        again. Returns the new entity."""
+        own, never merged with it again; the memories that used that form are read again
+        (``read``), so that they mention it and what they state is of it (their facts
+        stayed on the entity they left). Returns the new entity and those memories."""
         ctx = self._ctx
         records = {e.id: e for e in ctx.engine.entities(owner=owner, all_owners=owner is None)}
         record = records.get(entity_id)
@@ -200,23 +203,16 @@ class Knowledge:
             kept = _record(resolver.entity(entity_id), record.created or ctx.now())
             kept = replace(kept, merges=(*kept.merges, {"alias": form, "rule": "split",
                                                         "evidence": "split by hand"}))
-            moved = [m for m in ctx.engine.mentions(entity_ids=[entity_id])
-                     if normalize(m.surface) == form]
-            batch = WriteBatch(changed_entities=[kept],
-                               new_entities=[_record(new, record.created or ctx.now())])
-            batch.unmentioned += sorted({m.memory_id for m in moved})
-            for memory_id in sorted({m.memory_id for m in moved}):
-                for m in ctx.engine.mentions(memory_ids=[memory_id]):
-                    target = new.id if m.entity_id == entity_id and normalize(
-                        m.surface) == form else m.entity_id
-                    batch.mentions.append(replace(m, entity_id=target))
-            try:
-                with ctx.lock:
-                    ctx.engine.commit(batch)
-            finally:
-                self.reset()
-            ctx.changed(Changed(sorted({m.memory_id for m in moved})))
-        return _record(new, record.created or ctx.now())
+            created = _record(new, record.created or ctx.now())
+            batch.changed_entities.append(kept)
+            batch.new_entities.append(created)
+            moved = sorted({m.memory_id for m in ctx.engine.mentions(entity_ids=[entity_id])
+                            if normalize(m.surface) == form})
+            for memory_id in moved:
+                memory = ctx.engine.get(memory_id)
+                if memory is not None:
+                    self.plan_retext(batch, memory, read(memory))
+        return created, moved
 
     # -- state -----------------------------------------------------------------------
     def resolver(self, owner: str | None) -> EntityResolver:

@@ -22,10 +22,20 @@ from .._derive import (
     lifecycle_event,
     new_memory,
     patch_of,
+    read_item,
     sentence_vectors,
 )
 from .._embed import Embedder, embed_memories
-from .._engine import EDGE_KINDS, EdgeRecord, EventQuery, Link, NewMemory, Patch, WriteBatch
+from .._engine import (
+    EDGE_KINDS,
+    EdgeRecord,
+    EntityRecord,
+    EventQuery,
+    Link,
+    NewMemory,
+    Patch,
+    WriteBatch,
+)
 from .._errors import ConflictError, InvalidInputError, RecordError
 from .._input import (
     MAX_VISIBILITY,
@@ -470,6 +480,23 @@ class Memories:
                           source=check_text(source, field="source", max_len=200),
                           at=self._ctx.now())
         self.commit(WriteBatch(merged_edges=[edge]), edges=[a, b])
+
+    # -- the knowledge graph by hand -----------------------------------------------------
+    def split_entity(self, entity_id: str, alias: str, *, owner: str | None = None
+                     ) -> EntityRecord:
+        """Undo a merge of entity resolution: the form ``alias`` leaves the entity and
+        becomes an entity of its own, never merged with it again; the memories that used
+        that form mention it, and what they state is of it. Returns the new entity."""
+        batch = WriteBatch()
+        try:
+            with self._knowledge.unlearning():
+                new, moved = self._knowledge.plan_split(
+                    batch, entity_id, alias, owner=owner,
+                    read=lambda memory: read_item(_reading(memory, {}), self._ctx.facts))
+                self.commit(batch, changed=moved)
+        finally:
+            self._knowledge.reset()  # the resolver split before the write committed
+        return new
 
     # -- editing -------------------------------------------------------------------------
     def update(self, memory_id: str, *, reason: ChangeType | str = ChangeType.MANUAL_EDIT,
