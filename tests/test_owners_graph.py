@@ -15,6 +15,7 @@ import pytest
 
 import graphmem
 from graphmem import MemoryStore, RecordError
+from graphmem._kuzu._rows import sources_text
 from graphmem.sidecar import Tokens
 from ingest.ump import import_ump, ump_records
 from queries.library import load_queries, run_named
@@ -169,10 +170,10 @@ def _crossed(store: MemoryStore) -> dict[str, str]:
     for owner, subject, obj in (("bob", bob["caroline"], mine["lagos"]),
                                 ("mallory", bob["caroline"], bob["ibadan"])):
         db.run_auto("MATCH (a:Entity {id: $a}), (b:Entity {id: $b}) CREATE (a)-[:FACT {id: "
-                    "$id, owner: $o, predicate: 'lives_in', confidence: 1.0, sources: [$m], "
+                    "$id, owner: $o, predicate: 'lives_in', confidence: 1.0, sources: $m, "
                     "rule: 'crafted'}]->(b)", {"a": subject, "b": obj, "o": owner,
                                                 "id": f"fact_crossed_{owner}",
-                                                "m": mallory[0]})
+                                                "m": sources_text([mallory[0]])})
     store.cypher("MATCH (n) RETURN count(n)")  # the store re-reads what changed
     return {**bob, "mallory": " ".join(mallory), "lagos": mine["lagos"],
             "zorbatech": mine["zorbatech"]}
