@@ -364,6 +364,27 @@ def test_a_split_takes_what_the_form_stated_with_it(tmp_path: Path) -> None:
         assert graph(fresh) == after
 
 
+def test_a_split_outlives_a_later_merge_into_the_entity(tmp_path: Path) -> None:
+    """A form split off stays apart: a later merge into the entity it left wrote the
+    entity without its split record (what an export carries and a reopened store's
+    resolver blocks), so the split was kept only until the store closed. Reopened, with
+    the split-off entity gone, the form makes an entity of its own again."""
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store.add("Melanie went hiking with her dog.", owner="ann", session="s1")
+        mel = store.add("Mel said the hike was long.", owner="ann", session="s1")
+        [melanie] = store.find_entities("Melanie", owner="ann")
+        store.split_entity(melanie.id, "mel", owner="ann")
+        store.add("Melanie Rao baked bread.", owner="ann", session="s1")  # merges into her
+        [kept] = [e for e in store.entities(owner="ann") if e.id == melanie.id]
+        assert "melanie rao" in kept.aliases
+        assert {"alias": "mel", "rule": "split", "evidence": "split by hand"} in kept.merges
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store.forget(mel.id, confirm=True)  # the entity "mel" goes with it
+        again = store.add("Mel said the cake was good.", owner="ann", session="s1")
+        names = {e.id: e.name for e in store.entities(owner="ann")}
+        assert {names[m.entity_id] for m in store.mentions(again.id)} == {"mel"}
+
+
 def test_facts_by_entity_and_time(store: MemoryStore) -> None:
     store.add("Caroline lives in Ibadan", owner="ann", created=T0)
     store.add("Caroline moved to Lisbon", owner="ann", created=T0 + timedelta(days=30))

@@ -200,10 +200,8 @@ class Knowledge:
                 new = resolver.split(entity_id, form)
             except (KeyError, ValueError) as exc:
                 raise InvalidInputError(str(exc), field="alias") from None
-            kept = _record(resolver.entity(entity_id), record.created or ctx.now())
-            kept = replace(kept, merges=(*kept.merges, {"alias": form, "rule": "split",
-                                                        "evidence": "split by hand"}))
-            created = _record(new, record.created or ctx.now())
+            kept = _record(resolver.entity(entity_id), record.created or ctx.now(), resolver)
+            created = _record(new, record.created or ctx.now(), resolver)
             batch.changed_entities.append(kept)
             batch.new_entities.append(created)
             moved = sorted({m.memory_id for m in ctx.engine.mentions(entity_ids=[entity_id])
@@ -616,7 +614,7 @@ class Knowledge:
         def resolve(surface: str, kind: str) -> str:
             result = resolver.resolve(surface, kind, conversation=conversation)  # type: ignore[arg-type]
             entity = result.entity
-            record = _record(entity, memory.created)
+            record = _record(entity, memory.created, resolver)
             if entity.id in batch.gone_entities:
                 # an edit of the same write left it unmentioned; named again, it stays
                 # (it went with the facts now stated of it)
@@ -847,10 +845,16 @@ def _provenance(value: object) -> Mapping[str, object]:
     return value if isinstance(value, dict) else {}
 
 
-def _record(entity: Entity, created: datetime) -> EntityRecord:
+def _record(entity: Entity, created: datetime, resolver: EntityResolver) -> EntityRecord:
+    """``entity`` as it is stored: its merges, then the forms split from it (the resolver
+    keeps those apart; a merge written without them lost a split, and a reopened store
+    could merge the form back)."""
+    splits = sorted(form for form, owner_id in resolver.blocked if owner_id == entity.id)
     return EntityRecord(id=entity.id, owner=entity.owner or None, name=entity.name,
                         type=entity.type, aliases=entity.aliases,
-                        merges=tuple(merge_record(m) for m in entity.merges), created=created)
+                        merges=(*(merge_record(m) for m in entity.merges),
+                                *({"alias": form, "rule": "split", "evidence": "split by hand"}
+                                  for form in splits)), created=created)
 
 
 def _when(value: object) -> datetime | None:
