@@ -261,9 +261,9 @@ class Statement:
 
 
 #: The first person singular: who speaks, speaks of themselves ("i.e." is not "I") ...
-_SELF = re.compile(r"\b(?:i(?![.]e[.])|i['’](?:m|ve|d|ll)|im|ive|my|me|mine|myself)\b",
-                   re.IGNORECASE)
 _SELF_WORDS = frozenset({"i", "im", "ive", "my", "me", "mine", "myself"})
+_SELF = re.compile(r"\b(?:i(?![.]e[.])|i['’](?:m|ve|d|ll)|"
+                   + "|".join(sorted(_SELF_WORDS - {"i"})) + r")\b", re.IGNORECASE)
 #: ... but not in an aside about the statement itself ("I think", "I checked", "my bad")
 _ASIDE = re.compile(r"\b(?:i (?:think|thought|guess|believe|mean|meant|heard|checked|said"
                     r"|told you|was wrong|got it wrong|misspoke)|my (?:bad|mistake))\b",
