@@ -269,6 +269,40 @@ def test_a_memory_with_an_odd_id_finds_exactly_its_facts(tmp_path: Path, odd: st
                 and f.predicate == "works_at" and "urn:other" in f.sources] == [("urn:other",)]
 
 
+def test_a_replaced_memory_edited_later_ends_when_replaced_and_not_by_a_forgotten_one(
+        tmp_path: Path) -> None:
+    """An edit of a replaced memory ends its new facts at the supersede's own time (an
+    importance change in between moved it there, when the old facts were ended by a
+    newer fact rather than by the replacement), and a forgotten replacement replaces
+    nothing: a later replacement that states the fact keeps it current (a fact of both
+    was ended by the forgotten one, and the current memory had no current fact)."""
+    clock = Clock(T0)
+    with MemoryStore(tmp_path / "db", embedder="hashing", clock=clock) as store:
+        old = store.add("Dana Silva works at Initech.", owner="ann")
+        replaced_at = clock.advance(days=1)
+        store.supersede(old.id, "Dana Silva works at Globex.")
+        clock.advance(days=1)
+        store.update(old.id, importance=0.9)
+        clock.advance(days=1)
+        store.update(old.id, text="Dana Silva lives in Bergen.")
+        [bergen] = [f for f in store._ctx.engine.facts(owner="ann") if f.predicate == "lives_in"]
+        assert bergen.valid_to == replaced_at
+
+        first = store.add("Ana Costa lives in Oslo.", owner="ann")
+        gone = store.supersede(first.id, "Ana Costa lives in Lima.")
+        store.forget(gone.id, confirm=True)
+        store.update(first.id, text="Ana Costa works at Acme.")
+        assert ("ana costa", "works_at", "acme", True) in _facts(store, "ann")
+        later = store.supersede(first.id, "Ana Costa works at Acme.")
+        store.update(first.id, text="Ana Costa works at Acme. Ana Costa lives in Lima.")
+        facts = _facts(store, "ann")
+        assert ("ana costa", "works_at", "acme", True) in facts
+        assert ("ana costa", "lives_in", "lima", False) in facts
+        [acme] = [f for f in store._ctx.engine.facts(owner="ann") if f.predicate == "works_at"
+                  and later.id in f.sources]
+        assert acme.valid_to is None and acme.ended_by is None
+
+
 def test_recall_walks_through_entities(store: MemoryStore) -> None:
     target = store.add("The conference in Sweden starts next week", owner="ann", session="a")
     store.add("Melanie flew to Sweden for work", owner="ann", session="b")

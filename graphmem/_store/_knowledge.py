@@ -18,7 +18,15 @@ from typing import Any
 
 from .._context import Changed, StoreContext
 from .._derive import Extraction, extract
-from .._engine import EntityRecord, FactRecord, MemoryScan, MentionRecord, Patch, WriteBatch
+from .._engine import (
+    EntityRecord,
+    EventQuery,
+    FactRecord,
+    MemoryScan,
+    MentionRecord,
+    Patch,
+    WriteBatch,
+)
 from .._errors import InvalidInputError, NotFoundError, RecordError
 from .._graph_leave import (
     entity_of,
@@ -42,7 +50,7 @@ from .._kg import (
     normalize,
 )
 from .._kg._text import named
-from .._models import Memory
+from .._models import EventType, Memory
 from .._time import format_iso, parse_iso, to_utc
 
 __all__ = ["Knowledge", "fact_id"]
@@ -438,13 +446,24 @@ class Knowledge:
             self._replay(batch, memory.owner, groups, dropped=memory.id, forgotten=False,
                          stored=stored)
             self._add(batch, memory, extraction)
-            # a replaced memory's new text is as replaced as its old one was: what it
-            # states that its replacement does not ends when it was replaced (an edit of
-            # a superseded memory made its facts current again, beside the replacement's)
-            ended = {f.ended_by: f.valid_to for f in stated if f.ended_by and f.valid_to}
-            for by in memory.superseded_by:
-                self.plan_supersede(batch, memory, self._facts_of(memory.owner, by),
-                                    at=ended.get(f"memory:{by}") or memory.modified, by=by)
+            self._still_replaced(batch, memory)
+
+    def _still_replaced(self, batch: WriteBatch, memory: Memory) -> None:
+        """A replaced memory's new text is as replaced as its old one was: what it states
+        that a replacement does not ends when that one replaced it (an edit of a
+        superseded memory made its facts current again, beside the replacement's). A
+        forgotten replacement replaces nothing (the chain goes on as if never written)."""
+        engine = self._ctx.engine
+        forgotten = engine.forgotten(list(memory.superseded_by)) if memory.superseded_by \
+            else set()
+        live = [by for by in memory.superseded_by if by not in forgotten]
+        if not live:
+            return
+        when = {str(e.metadata.get("supersededBy")): e.timestamp for e in engine.events(
+            EventQuery(memory_id=memory.id, event_type=EventType.SUPERSEDE.value))}
+        for by in live:
+            self.plan_supersede(batch, memory, self._facts_of(memory.owner, by),
+                                at=when.get(by, memory.modified), by=by)
 
     def plan_forget(self, batch: WriteBatch, memory: Memory) -> None:
         """A memory is forgotten, as if it had never been: its mentions go, the facts only
