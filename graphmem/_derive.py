@@ -193,20 +193,15 @@ def derive_fields(embed: MemoryEmbed, items: Sequence[TextItem], *,
     split = sentence_vectors(sentences, [i.text for i in items]) if sentences else None
     out = []
     for n, i in enumerate(items):
-        found = read_item(i, facts) if graph or not i.entities else None
+        found = extract(i.text, at=i.at, speaker=i.speaker, facts=facts,
+                        refers_to=i.refers_to) \
+            if graph or not i.entities else None
         entities = tuple(i.entities) if i.entities else () if found is None \
             else entities_of(i.text, found.mentions, found.facts, found.speaker)
         out.append(Derived(text_sha256=sha256(i.text), entities=entities, vector=vectors[n],
                            extraction=found if graph else None,
                            sentences=split[n] if split is not None else None))
     return out
-
-
-def read_item(item: TextItem, facts: FactSource | None = None) -> Extraction:
-    """What the knowledge graph takes from one text, read at its time and by its speaker
-    (``extract``)."""
-    return extract(item.text, at=item.at, speaker=item.speaker, facts=facts,
-                   refers_to=item.refers_to)
 
 
 def sentence_vectors(embed: Callable[[Sequence[str]], np.ndarray], texts: Sequence[str | None]

@@ -368,12 +368,11 @@ def test_the_public_graph_api_and_a_split(store: MemoryStore) -> None:
     assert len(store.find_entities("mel", owner="ann")) == 1
 
 
-def test_a_split_takes_what_the_form_stated_with_it(tmp_path: Path) -> None:
-    """A split moved the memories' mentions of the form and left what they state on the
-    entity they left ("she lives in Porto" stayed Melanie's once Mel was split off, and
-    an export of such a store named the fact's subject apart from its mention). The
-    memories are read again: Mel's facts follow her; Melanie's stay; the same graph
-    comes back from an export into a new store, and from the store reopened."""
+def test_a_split_moves_mentions_and_keeps_what_was_stated(tmp_path: Path) -> None:
+    """A split moves the mentions of the form to the new entity and leaves the facts as
+    they were stated: reading the memories again would lose what an import or another
+    extractor gave them (a graph imported with its facts lost them at a split). The
+    store reopened and an export into a new store hold the same graph."""
     def graph(store: MemoryStore) -> list[tuple[str, str, str, bool]]:
         return _facts(store, "ann")
 
@@ -383,19 +382,17 @@ def test_a_split_takes_what_the_form_stated_with_it(tmp_path: Path) -> None:
         mel = store.add("Mel said the hike was long. She lives in Porto.", owner="ann",
                         session="s1")
         [melanie] = store.find_entities("Melanie", owner="ann")
-        assert ("melanie", "lives_in", "porto", True) in graph(store)
+        before = graph(store)
         alone = store.split_entity(melanie.id, "mel", owner="ann")
-        after = graph(store)
-        assert ("mel", "lives_in", "porto", True) in after
-        assert ("melanie", "works_at", "acme", True) in after
-        assert not [f for f in after if f[0] == "melanie" and f[1] == "lives_in"]
-        assert {m.entity_id for m in store.mentions(mel.id)} >= {alone.id}
+        assert graph(store) == before
+        assert alone.id in {m.entity_id for m in store.mentions(mel.id)}
         export_ump(store, tmp_path / "ann.ump", owner="ann")
     with MemoryStore(tmp_path / "a", embedder="hashing") as store:
-        assert graph(store) == after
+        assert graph(store) == before
     with MemoryStore(tmp_path / "b", embedder="hashing") as fresh:
         import_ump(fresh, tmp_path / "ann.ump")
-        assert graph(fresh) == after
+        assert graph(fresh) == before
+        assert "mel" in {e.name for e in fresh.entities(owner="ann")}
 
 
 def test_a_split_outlives_a_later_merge_into_the_entity(tmp_path: Path) -> None:

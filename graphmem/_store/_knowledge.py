@@ -187,12 +187,12 @@ class Knowledge:
         return [m for m in found if m.entity_id in mine]
 
     def plan_split(self, batch: WriteBatch, entity_id: str, alias: str, *,
-                   owner: str | None, read: Callable[[Memory], Extraction]
-                   ) -> tuple[EntityRecord, list[str]]:
+                   owner: str | None) -> tuple[EntityRecord, list[str]]:
         """Undo a merge: the form ``alias`` leaves the entity and becomes an entity of its
-        own, never merged with it again; the memories that used that form are read again
-        (``read``), so that they mention it and what they state is of it (their facts
-        stayed on the entity they left). Returns the new entity and those memories."""
+        own, never merged with it again; the memories that used that form mention it.
+        What they state stays as it was stated (a reading of their text again lost the
+        facts an import or another extractor had given them). Returns the new entity and
+        those memories."""
         ctx = self._ctx
         records = {e.id: e for e in ctx.engine.entities(owner=owner, all_owners=owner is None)}
         record = records.get(entity_id)
@@ -214,10 +214,12 @@ class Knowledge:
             batch.new_entities.append(created)
             moved = sorted({m.memory_id for m in ctx.engine.mentions(entity_ids=[entity_id])
                             if normalize(m.surface) == form})
+            batch.unmentioned += moved
             for memory_id in moved:
-                memory = ctx.engine.get(memory_id)
-                if memory is not None:
-                    self.plan_retext(batch, memory, read(memory))
+                for m in ctx.engine.mentions(memory_ids=[memory_id]):
+                    target = new.id if m.entity_id == entity_id and normalize(
+                        m.surface) == form else m.entity_id
+                    batch.mentions.append(replace(m, entity_id=target))
         return created, moved
 
     # -- state -----------------------------------------------------------------------

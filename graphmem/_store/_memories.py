@@ -22,7 +22,6 @@ from .._derive import (
     lifecycle_event,
     new_memory,
     patch_of,
-    read_item,
     sentence_vectors,
 )
 from .._embed import Embedder, embed_memories
@@ -486,13 +485,11 @@ class Memories:
                      ) -> EntityRecord:
         """Undo a merge of entity resolution: the form ``alias`` leaves the entity and
         becomes an entity of its own, never merged with it again; the memories that used
-        that form mention it, and what they state is of it. Returns the new entity."""
+        that form mention it. Returns the new entity."""
         batch = WriteBatch()
         try:
             with self._knowledge.unlearning():
-                new, moved = self._knowledge.plan_split(
-                    batch, entity_id, alias, owner=owner,
-                    read=lambda memory: read_item(_reading(memory, {}), self._ctx.facts))
+                new, moved = self._knowledge.plan_split(batch, entity_id, alias, owner=owner)
                 self.commit(batch, changed=moved)
         finally:
             self._knowledge.reset()  # the resolver split before the write committed
