@@ -255,11 +255,15 @@ def test_a_memory_with_an_odd_id_finds_exactly_its_facts(tmp_path: Path, odd: st
         named = store.named_query("entity_facts", {"name": "Dana Silva", "owner": "o"})
         assert sorted(tuple(r["sources"]) for r in named) == sorted(
             f.sources for f in store.facts(owner="o") if f.subject == oslo.subject)
+        # the odd one replaced, then "old": no current memory states Oslo, and "x" (whose
+        # facts are read by its id) does not either
+        store.supersede(odd, "Eli Novak likes tea.")
         store.supersede(old.id, "x")
         [oslo] = [f for f in store.facts(owner="o") if f.predicate == "lives_in"]
         assert oslo.ended_by == "memory:x"
         lima = store.add("Eli Novak lives in Lima.", id="lima", owner="o")
-        store.add("Eli Novak lives in Lima.", id="lima too", owner="o")
+        also = store.add("Eli Novak lives in Lima.", id="lima too", owner="o")
+        store.supersede(also.id, "Eli Novak likes coffee.")
         store.supersede(lima.id, odd)  # replaced by the odd one, which says other things
         [ended] = [f for f in store.facts(owner="o") if set(f.sources) == {"lima", "lima too"}]
         assert ended.ended_by == f"memory:{odd}"
@@ -301,6 +305,21 @@ def test_a_replaced_memory_edited_later_ends_when_replaced_and_not_by_a_forgotte
         [acme] = [f for f in store._ctx.engine.facts(owner="ann") if f.predicate == "works_at"
                   and later.id in f.sources]
         assert acme.valid_to is None and acme.ended_by is None
+
+
+def test_a_supersede_ends_only_what_no_other_current_memory_states(
+        store: MemoryStore) -> None:
+    """"A supersede or correction ends the facts only the replaced memory stated": a
+    fact another current memory states too stayed current no more when one of them was
+    replaced; once that other memory is replaced as well, it ends."""
+    first = store.add("Dana Silva works at Globex. Dana Silva likes tea.", owner="ann")
+    second = store.add("Dana Silva works at Globex.", owner="ann")
+    store.supersede(first.id, "Dana Silva likes coffee.")
+    facts = _facts(store, "ann")
+    assert ("dana silva", "works_at", "globex", True) in facts
+    assert ("dana silva", "likes", "tea", False) in facts
+    store.supersede(second.id, "Dana Silva works at Initech.")
+    assert ("dana silva", "works_at", "globex", False) in _facts(store, "ann")
 
 
 def test_recall_walks_through_entities(store: MemoryStore) -> None:

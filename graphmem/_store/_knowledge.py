@@ -50,7 +50,7 @@ from .._kg import (
     normalize,
 )
 from .._kg._text import named
-from .._models import EventType, Memory
+from .._models import EventType, Memory, Status
 from .._time import format_iso, parse_iso, to_utc
 
 __all__ = ["Knowledge", "fact_id"]
@@ -612,13 +612,20 @@ class Knowledge:
     def plan_supersede(self, batch: WriteBatch, old: Memory, new_facts: Sequence[FactRecord],
                        at: datetime, by: str) -> None:
         """``old`` is replaced: its facts that the new memory ``by`` does not state again
-        (as a new fact, or as one more source of one) end at ``at``, ended by ``by``."""
+        (as a new fact, or as one more source of one) and that no other current memory
+        states end at ``at``, ended by ``by`` (a fact two memories stated ended when one
+        of them was replaced)."""
         with self._lock:
             restated = {(f.subject, f.predicate, f.object) for f in new_facts}
             pending = {f.id: f for f in batch.changed_facts}
-            for stored in self._stated_by(old):
-                fact = pending.get(stored.id, stored)
-                if fact.valid_to is None and by not in fact.sources and (
+            facts = [pending.get(f.id, f) for f in self._stated_by(old)]
+            others = sorted({s for f in facts for s in f.sources} - {old.id, by})
+            found = self._ctx.engine.get_many(others) if others else {}
+            current = {i for i, m in found.items() if m.is_current
+                       and m.status not in (Status.FORGOTTEN, Status.TOMBSTONED)}
+            for fact in facts:
+                if fact.valid_to is None and by not in fact.sources and not (
+                        current & set(fact.sources)) and (
                         fact.subject, fact.predicate, fact.object) not in restated:
                     ended = _replace(fact, valid_to=at, ended_by=f"memory:{by}")
                     set_changed(batch, ended)
