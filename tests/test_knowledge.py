@@ -322,6 +322,34 @@ def test_a_supersede_ends_only_what_no_other_current_memory_states(
     assert ("dana silva", "works_at", "globex", False) in _facts(store, "ann")
 
 
+def test_a_replacement_that_stops_restating_a_fact_ends_it(tmp_path: Path) -> None:
+    """What a replacement states again of a replaced memory (here of its edited text)
+    stays current; once the replacement's new text no longer states it, it ends as the
+    supersede ended the rest, at the supersede's time (it stayed current); reopened, the
+    store holds what the cache held."""
+    clock = Clock(T0)
+    path = tmp_path / "db"
+    with MemoryStore(path, embedder="hashing", clock=clock) as store:
+        old = store.add("Dana Silva works at Initech. Dana Silva lives in Oslo.", owner="ann")
+        replaced_at = clock.advance(days=1)
+        new = store.supersede(old.id, "Dana Silva works at Globex.")
+        clock.advance(days=1)
+        store.update(old.id, text="Dana Silva works at Initech. Dana Silva lives in Bergen.")
+        clock.advance(days=1)
+        store.update(new.id, text="Dana Silva works at Globex. Dana Silva lives in Bergen.")
+        assert ("dana silva", "lives_in", "bergen", True) in _facts(store, "ann")
+        clock.advance(days=1)
+        store.update(new.id, text="Dana Silva works at Globex.")
+        [bergen] = [f for f in store._ctx.engine.facts(owner="ann")
+                    if f.predicate == "lives_in" and f.valid_from is not None
+                    and old.id in f.sources]
+        assert (bergen.valid_to, bergen.ended_by, bergen.sources) == (
+            replaced_at, f"memory:{new.id}", (old.id,))
+        cached = _facts(store, "ann")
+    with MemoryStore(path, embedder="hashing", clock=clock) as store:
+        assert _facts(store, "ann") == cached
+
+
 def test_recall_walks_through_entities(store: MemoryStore) -> None:
     target = store.add("The conference in Sweden starts next week", owner="ann", session="a")
     store.add("Melanie flew to Sweden for work", owner="ann", session="b")

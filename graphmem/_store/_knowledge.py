@@ -449,6 +449,7 @@ class Knowledge:
                          stored=stored)
             self._add(batch, memory, extraction)
             self._still_replaced(batch, memory)
+            self._replacing(batch, memory)
 
     def _still_replaced(self, batch: WriteBatch, memory: Memory) -> None:
         """A replaced memory's new text is as replaced as its old one was: what it states
@@ -466,6 +467,24 @@ class Knowledge:
         for by in live:
             self.plan_supersede(batch, memory, self._facts_of(memory.owner, by),
                                 at=when.get(by, memory.modified), by=by)
+
+    def _replacing(self, batch: WriteBatch, memory: Memory) -> None:
+        """A replacement's new text replaces as its old one did: what the memories it
+        replaced state and it no longer does ends when it replaced them (a fact it
+        stated again, then no more, stayed current)."""
+        engine = self._ctx.engine
+        replaced = [link.other for link in engine.links_of(memory.id)
+                    if link.kind == "supersedes" and link.direction == "out"]
+        if not replaced:
+            return
+        found = engine.get_many(replaced)
+        for old in (found[i] for i in replaced if i in found):
+            if old.status is Status.FORGOTTEN:
+                continue
+            when = {str(e.metadata.get("supersededBy")): e.timestamp for e in engine.events(
+                EventQuery(memory_id=old.id, event_type=EventType.SUPERSEDE.value))}
+            self.plan_supersede(batch, old, self._facts_of(memory.owner, memory.id),
+                                at=when.get(memory.id, old.modified), by=memory.id)
 
     def plan_forget(self, batch: WriteBatch, memory: Memory) -> None:
         """A memory is forgotten, as if it had never been: its mentions go, the facts only
