@@ -636,15 +636,16 @@ class KuzuEngine(rules.Writes):
         src, dst = _shared_ids(data.column("src"), data.column("dst"))
         return EdgeArrays(src=src, dst=dst, weight=numbers(data.column("weight")))
 
-    def links_of(self, memory_id: str) -> list[Link]:
+    def links_of(self, memory_id: str, kind: EdgeKind | None = None) -> list[Link]:
         out: list[Link] = []
-        for kind, table in EDGE_TABLES.items():
+        tables = EDGE_TABLES if kind is None else {kind: EDGE_TABLES[kind]}
+        for name, table in tables.items():
             weight = "r.weight" if table != "SUPERSEDES" else "1.0"
             for arrow, direction in (("-[r:{t}]->", "out"), ("<-[r:{t}]-", "in")):
                 for other, w in self.db.read(
                         f"MATCH (a:Memory {{id: $id}}){arrow.format(t=table)}(b:Memory) "
                         f"WHERE r.gone IS NULL RETURN b.id, {weight}", {"id": memory_id}):
-                    out.append(Link(kind=kind, other=other, direction=direction,
+                    out.append(Link(kind=name, other=other, direction=direction,
                                     weight=float(w)))
         return out
 

@@ -385,12 +385,13 @@ class PostgresEngine(rules.Writes):
         return EdgeArrays(src=[r[0] for r in rows], dst=[r[1] for r in rows],
                           weight=np.array([r[2] for r in rows], dtype=np.float64))
 
-    def links_of(self, memory_id: str) -> list[Link]:
+    def links_of(self, memory_id: str, kind: EdgeKind | None = None) -> list[Link]:
+        of = "" if kind is None else " AND kind = %(kind)s"
         rows = self.db.rows(
             "SELECT kind, dst, 'out', CASE WHEN kind = 'supersedes' THEN 1.0 ELSE weight END "
-            "FROM edges WHERE src = %s UNION ALL "
+            f"FROM edges WHERE src = %(id)s{of} UNION ALL "
             "SELECT kind, src, 'in', CASE WHEN kind = 'supersedes' THEN 1.0 ELSE weight END "
-            "FROM edges WHERE dst = %s", (memory_id, memory_id))
+            f"FROM edges WHERE dst = %(id)s{of}", {"id": memory_id, "kind": kind})
         return [Link(kind=k, other=o, direction=d, weight=float(w)) for k, o, d, w in rows]
 
     def counts(self) -> Counts:

@@ -469,15 +469,13 @@ class Knowledge:
                                 at=when.get(by, memory.modified), by=by)
 
     def _replacing(self, batch: WriteBatch, memory: Memory) -> None:
-        """A replacement's new text replaces as its old one did: what the memories it
-        replaced state and it no longer does ends when it replaced them (a fact it
-        stated again, then no more, stayed current)."""
+        """A replacement's new text replaces as its old one did: what a memory it
+        replaced states and it no longer does ends when it replaced that memory (a fact
+        it stated again, then no more, stayed current)."""
         engine = self._ctx.engine
-        replaced = [link.other for link in engine.links_of(memory.id)
-                    if link.kind == "supersedes" and link.direction == "out"]
-        if not replaced:
-            return
-        found = engine.get_many(replaced)
+        replaced = [link.other for link in engine.links_of(memory.id, kind="supersedes")
+                    if link.direction == "out"]
+        found = engine.get_many(replaced) if replaced else {}
         for old in (found[i] for i in replaced if i in found):
             if old.status is Status.FORGOTTEN:
                 continue
@@ -637,15 +635,20 @@ class Knowledge:
         with self._lock:
             restated = {(f.subject, f.predicate, f.object) for f in new_facts}
             pending = {f.id: f for f in batch.changed_facts}
-            facts = [pending.get(f.id, f) for f in self._stated_by(old)]
-            others = sorted({s for f in facts for s in f.sources} - {old.id, by})
-            found = self._ctx.engine.get_many(others) if others else {}
-            current = {i for i, m in found.items() if m.is_current
-                       and m.status not in (Status.FORGOTTEN, Status.TOMBSTONED)}
-            for fact in facts:
-                if fact.valid_to is None and by not in fact.sources and not (
-                        current & set(fact.sources)) and (
-                        fact.subject, fact.predicate, fact.object) not in restated:
+            seen: dict[str, bool] = {}
+
+            def current(memory_id: str) -> bool:  # one lookup each, at most once
+                if memory_id not in seen:
+                    found = self._ctx.engine.get(memory_id)
+                    seen[memory_id] = found is not None and found.is_current and \
+                        found.status not in (Status.FORGOTTEN, Status.TOMBSTONED)
+                return seen[memory_id]
+
+            for stored in self._stated_by(old):
+                fact = pending.get(stored.id, stored)
+                if fact.valid_to is None and by not in fact.sources and (
+                        fact.subject, fact.predicate, fact.object) not in restated and not any(
+                        current(s) for s in fact.sources if s != old.id):
                     ended = _replace(fact, valid_to=at, ended_by=f"memory:{by}")
                     set_changed(batch, ended)
                     self._swap(old.owner, fact, ended)
