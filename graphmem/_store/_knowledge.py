@@ -462,8 +462,7 @@ class Knowledge:
         live = [by for by in memory.superseded_by if by not in forgotten]
         if not live:
             return
-        when = {str(e.metadata.get("supersededBy")): e.timestamp for e in engine.events(
-            EventQuery(memory_id=memory.id, event_type=EventType.SUPERSEDE.value))}
+        when = self._replaced_at(memory.id)
         for by in live:
             self.plan_supersede(batch, memory, self._facts_of(memory.owner, by),
                                 at=when.get(by, memory.modified), by=by)
@@ -476,13 +475,19 @@ class Knowledge:
         replaced = [link.other for link in engine.links_of(memory.id, kind="supersedes")
                     if link.direction == "out"]
         found = engine.get_many(replaced) if replaced else {}
+        stated = self._facts_of(memory.owner, memory.id)  # as its new text states them
         for old in (found[i] for i in replaced if i in found):
             if old.status is Status.FORGOTTEN:
                 continue
-            when = {str(e.metadata.get("supersededBy")): e.timestamp for e in engine.events(
-                EventQuery(memory_id=old.id, event_type=EventType.SUPERSEDE.value))}
-            self.plan_supersede(batch, old, self._facts_of(memory.owner, memory.id),
-                                at=when.get(memory.id, old.modified), by=memory.id)
+            self.plan_supersede(batch, old, stated,
+                                at=self._replaced_at(old.id).get(memory.id, old.modified),
+                                by=memory.id)
+
+    def _replaced_at(self, memory_id: str) -> dict[str, datetime]:
+        """When each memory that replaced ``memory_id`` did so (its supersede events)."""
+        return {str(e.metadata.get("supersededBy")): e.timestamp
+                for e in self._ctx.engine.events(EventQuery(
+                    memory_id=memory_id, event_type=EventType.SUPERSEDE.value))}
 
     def plan_forget(self, batch: WriteBatch, memory: Memory) -> None:
         """A memory is forgotten, as if it had never been: its mentions go, the facts only
