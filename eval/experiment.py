@@ -5,10 +5,13 @@ Rows: ``fulltext`` (the baseline), ``vector``, ``hybrid`` (2-channel RRF), ``gra
 queries it wins against the row above, and p50 latency.
 
 The ACT-R protocol: ACT-R needs a history of use, so each store first lives through half
-of its questions as agent use (each asked with ``recall`` and the gold memories marked
-useful), then the other half is measured with and without ACT-R on that same warm store;
-then the halves swap (a fresh store). Reported: how often the top hit changes, how much
-of the top 5 stays, and recall with and without ACT-R, warm and cold.
+of its questions as an agent's use (``replay``: each asked with ``default``, accesses
+recorded, feedback on the hits shown and on nothing else), then the other half is
+measured with ``default`` and with ``default`` without ACT-R (``NO_ACTR``: every other
+setting the same) on that same warm store; then the halves swap (a fresh store).
+Reported: how often the top hit changes, how much of the top 5 stays, and recall with
+and without ACT-R, warm and cold (cold: the same two on a store nobody used, where ACT-R
+has nothing to lift: the trivial baseline).
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from graphmem import PRESETS, Embedder, MemoryStore, RecallConfig, query_vectors
 from .locomo import QueryResult
 from .metrics import average, recall_at_k
 
-__all__ = ["ROWS", "CachedEmbedder", "actr_summary", "summarize", "unique_wins"]
+__all__ = ["AGENT_K", "NO_ACTR", "ROWS", "CachedEmbedder", "actr_summary", "agent_use",
+           "replay", "summarize", "unique_wins"]
 
 #: The rows of the retrieval experiment, in order.
 ROWS = ("fulltext", "vector", "hybrid", "graph_hybrid", "default")
@@ -146,41 +150,56 @@ def summarize(rows: Sequence[QueryResult], names: Sequence[str],
             "unique_wins": unique_wins(rows, [n for n in names if n in presets])}
 
 
+#: How many hits the replayed agent is shown for each question (and gives feedback on):
+#: recall's default k, the ten a prompt holds, and the cut-off of LoCoMo's R@10.
+AGENT_K = 10
+#: ``default`` without ACT-R, every other setting the same: what ACT-R is measured against.
+NO_ACTR = PRESETS["default"].with_(name="default without ACT-R", actr=None)
+
+
+def agent_use(store: MemoryStore, question: str, gold: Iterable[str], *,
+              preset: str | RecallConfig = "default") -> set[str]:
+    """An agent's use of the store for one question: its own recall (``AGENT_K`` hits,
+    accesses recorded), then feedback on the hits it was shown and on nothing else: a
+    gold one (``memory ids``) useful, another not useful; a gold memory it was not shown
+    gets nothing (no gold label reaches the store unseen). Returns the gold memories it
+    was shown."""
+    wanted = set(gold)
+    hits = store.recall(question, k=AGENT_K, preset=preset, record_access=True)
+    shown = [h.memory.id for h in hits]
+    for memory in shown:
+        store.feedback(memory, useful=memory in wanted, query=question)
+    return wanted.intersection(shown)
+
+
 def replay(store: MemoryStore, questions: Sequence[tuple[str, Sequence[str]]],
-           preset: str | RecallConfig = "graph_hybrid") -> None:
-    """Agent use: ask each question (accesses recorded) and mark its gold memories
-    (``memory ids``) useful, as a user confirming the right memories would."""
+           preset: str | RecallConfig = "default") -> None:
+    """Agent use of each question in turn (``agent_use``)."""
     for query, gold in questions:
-        store.recall(query, k=10, preset=preset)
-        for memory_id in gold:
-            store.feedback(memory_id, useful=True, query=query)
+        agent_use(store, query, gold, preset=preset)
     store.flush()
 
 
 def actr_summary(pairs: Sequence[tuple[QueryResult, QueryResult]],
                  cold: Sequence[tuple[QueryResult, QueryResult]] = ()) -> dict[str, Any]:
-    """(without ACT-R, with ACT-R) results of the same queries on the same warm store."""
+    """(without ACT-R, with ACT-R) results of the same queries on the same warm store
+    (``pairs``) and on a store nobody used (``cold``)."""
     if not pairs:
         return {}
     changes = sum(1 for a, b in pairs if a.ranking[:1] != b.ranking[:1])
     retention = statistics.mean(
         len(set(a.ranking[:5]) & set(b.ranking[:5])) / max(1, min(5, len(a.ranking)))
         for a, b in pairs)
-    out = {
-        "queries": len(pairs),
-        "top1_changes": changes,
-        "top1_change_rate": round(changes / len(pairs), 4),
-        "top5_retention": round(retention, 4),
-        "warm_3ch": {k: round(v, 4) for k, v in average([a.metrics for a, _ in pairs]).items()
-                     if k in ("recall@5", "recall@10", "mrr")},
-        "warm_actr": {k: round(v, 4) for k, v in average([b.metrics for _, b in pairs]).items()
-                      if k in ("recall@5", "recall@10", "mrr")},
-    }
-    if cold:
-        out["cold_3ch"] = {k: round(v, 4) for k, v in average(
-            [a.metrics for a, _ in cold]).items() if k in ("recall@5", "recall@10", "mrr")}
-        out["cold_actr"] = {k: round(v, 4) for k, v in average(
-            [b.metrics for _, b in cold]).items() if k in ("recall@5", "recall@10", "mrr")}
+    out: dict[str, Any] = {"queries": len(pairs), "top1_changes": changes,
+                           "top1_change_rate": round(changes / len(pairs), 4),
+                           "top5_retention": round(retention, 4)}
+    for state, measured in (("warm", pairs), ("cold", cold)):
+        if measured:
+            for side, name in ((0, "no_actr"), (1, "actr")):
+                out[f"{state}_{name}"] = {
+                    k: round(v, 4) for k, v in average([p[side].metrics for p in measured]
+                                                       ).items()
+                    if k in ("recall@5", "recall@10", "mrr")}
     return out
 
 

@@ -78,7 +78,7 @@ from graphmem.algorithms import (
 from ingest.locomo import CATEGORIES, Conversation, ingest_conversation, load_locomo, memory_id
 from ingest.locomo import default_path as locomo_path
 
-from .experiment import CachedEmbedder
+from .experiment import AGENT_K, CachedEmbedder, agent_use
 from .locomo import DEPTH, dia_id_of
 from .metrics import dedupe, score_run
 
@@ -86,9 +86,6 @@ __all__ = ["Asked", "Collected", "ablation", "collect", "cross_validate", "evide
            "forecast_cv", "question_order", "replay_locomo", "replay_longmemeval",
            "run_locomo", "run_longmemeval"]
 
-#: the hits the agent is shown (and gives feedback on): recall's default k, the ten a
-#: prompt holds, and the cut-off of LoCoMo's R@10
-AGENT_K = 10
 #: the seed of the order LoCoMo's questions are asked in
 SEED = 0
 #: LoCoMo: the time between two questions, after the last session
@@ -272,24 +269,13 @@ def replay_locomo(conversation: Conversation, embedder: Any, *,
                         used_before=bool(gold & used))
             _measure(store, row, q.question, DEPTH, dia_id_of)
             out.append(row)
-            used |= _agent(store, q.question, gold)
+            used |= agent_use(store, q.question, gold)
         store.flush()
         if at_end is not None:
             at_end(store)
     finally:
         store.close()
     return out
-
-
-def _agent(store: MemoryStore, question: str, gold: set[str]) -> set[str]:
-    """The agent's own recall (accesses recorded), then its feedback on the ``AGENT_K``
-    hits it was shown and on nothing else: a gold one useful, another not useful.
-    Returns the gold memories it was shown."""
-    hits = store.recall(question, k=AGENT_K, preset="default")
-    shown = [h.memory.id for h in hits]
-    for memory in shown:
-        store.feedback(memory, useful=memory in gold, query=question)
-    return gold.intersection(shown)
 
 
 # -- LongMemEval ----------------------------------------------------------------------------
@@ -310,7 +296,7 @@ def replay_longmemeval(question: Any, embedder: Any, *,
         row.fold = question.question_id
         _measure(store, row, question.question, DEPTH * 4, session_of.__getitem__,
                  dedupe_keys=True)
-        _agent(store, question.question, _lme_gold(question, session_of))
+        agent_use(store, question.question, _lme_gold(question, session_of))
         store.flush()
         if at_end is not None:
             at_end(store)

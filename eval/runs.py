@@ -24,7 +24,15 @@ from graphmem import (
 )
 from ingest.locomo import CATEGORIES, Conversation, Question, load_locomo, memory_id
 
-from .experiment import ROWS, CachedEmbedder, actr_summary, configs, replay, summarize
+from .experiment import (
+    NO_ACTR,
+    ROWS,
+    CachedEmbedder,
+    actr_summary,
+    configs,
+    replay,
+    summarize,
+)
 from .locomo import DEPTH, QueryResult, build_store, run_conversation
 from .metrics import dedupe, score_run
 
@@ -124,7 +132,7 @@ def run_locomo(
             part: {name: _brief([r for r in rows if r.preset == name and r.sample_id in ids],
                                 _category) for name in presets}
             for part, ids in halves.items()}
-    if "default" in presets and "graph_hybrid" in presets:
+    if "default" in presets:
         results["actr"] = locomo_actr(plan, emb, options, rows, progress=progress)
     if groups:
         results["ablations"] = {
@@ -141,12 +149,24 @@ def run_locomo(
 def locomo_actr(plan: Sequence[tuple[Conversation, list[tuple[int, Question]]]],
                 emb: Embedder, options: Mapping[str, Any], cold_rows: Sequence[QueryResult],
                 *, progress: bool) -> dict[str, Any]:
-    """The ACT-R protocol: replay one half of each conversation's questions as agent use,
-    measure the other half with and without ACT-R on the warm store, swap."""
+    """The ACT-R protocol (``eval.experiment``): replay one half of each conversation's
+    questions as an agent's use, measure the other half with ``default`` and with
+    ``default`` without ACT-R on the warm store, swap; and the same two on a store nobody
+    used (``default``'s own rows of the main run, ``cold_rows``, beside a run without
+    ACT-R)."""
     pairs: list[tuple[QueryResult, QueryResult]] = []
+    cold: list[tuple[QueryResult, QueryResult]] = []
     total = sum(len(q) for _, q in plan)
-    bar = tqdm(total=total * 3, desc="act-r protocol", unit="q", disable=not progress)
+    bar = tqdm(total=total * 4, desc="act-r protocol", unit="q", disable=not progress)
+    both = {NO_ACTR.name: NO_ACTR, "default": PRESETS["default"]}
+    cold_by = {(r.sample_id, r.index): r for r in cold_rows if r.preset == "default"}
     for conversation, asked in plan:
+        store = build_store(conversation, emb, **options)
+        unused = run_conversation(store, conversation, {NO_ACTR.name: NO_ACTR},
+                                  questions=asked, on_query=lambda: bar.update(1))
+        store.close()
+        cold += [(r, cold_by[(r.sample_id, r.index)]) for r in unused
+                 if (r.sample_id, r.index) in cold_by]
         halves = (asked[0::2], asked[1::2])
         for history, measured in ((halves[0], halves[1]), (halves[1], halves[0])):
             if not measured:
@@ -155,22 +175,20 @@ def locomo_actr(plan: Sequence[tuple[Conversation, list[tuple[int, Question]]]],
             replay(store, [(q.question, [memory_id(conversation, e) for e in q.evidence])
                            for _, q in history])
             bar.update(len(history))
-            result = run_conversation(store, conversation, configs(["graph_hybrid",
-                                                                    "default"]),
-                                      questions=measured, on_query=lambda: bar.update(1))
+            result = run_conversation(store, conversation, both, questions=measured,
+                                      on_query=lambda: bar.update(1))
             store.close()
             by = {(r.index, r.preset): r for r in result}
-            pairs += [(by[(i, "graph_hybrid")], by[(i, "default")]) for i, _ in measured]
+            pairs += [(by[(i, NO_ACTR.name)], by[(i, "default")]) for i, _ in measured]
     bar.close()
-    cold_by = {(r.sample_id, r.index, r.preset): r for r in cold_rows}
-    cold = [(cold_by[(a.sample_id, a.index, "graph_hybrid")],
-             cold_by[(a.sample_id, a.index, "default")]) for a, _ in pairs
-            if (a.sample_id, a.index, "default") in cold_by]
     summary = actr_summary(pairs, cold)
     summary["protocol"] = ("each conversation's questions split in two halves (alternating); "
-                           "one half replayed as agent use (recall with graph_hybrid, gold "
-                           "turns marked useful), the other measured on that warm store "
-                           "with graph_hybrid (no ACT-R) and default (ACT-R); then swapped")
+                           "one half replayed as an agent's use (recall with default, "
+                           "accesses recorded, feedback on the 10 hits shown: a shown "
+                           "evidence turn useful, another not useful, nothing else), the "
+                           "other measured on that warm store with default and with "
+                           "default without ACT-R; then swapped. Cold: the same two on a "
+                           "store nobody used")
     return summary
 
 
@@ -561,15 +579,15 @@ def run_ump(path: str | Path, qrels: str | Path, *, presets: Sequence[str] = ROW
     store.close()
     results: dict[str, Any] = {"corpus": "ump", "source": str(path), "queries": len(queries),
                                **summarize(rows, list(presets))}
-    if "default" in presets and "graph_hybrid" in presets:
+    if "default" in presets:
         pairs = []
         halves = (list(enumerate(queries))[0::2], list(enumerate(queries))[1::2])
         for history, measured in ((halves[0], halves[1]), (halves[1], halves[0])):
             store = fresh()
             replay(store, [(q, rel) for _, (q, rel) in history])
             for index, (query, relevant) in measured:
-                pairs.append((_ask(store, "ump", index, query, relevant, "graph_hybrid",
-                                   PRESETS["graph_hybrid"]),
+                pairs.append((_ask(store, "ump", index, query, relevant, NO_ACTR.name,
+                                   NO_ACTR),
                               _ask(store, "ump", index, query, relevant, "default",
                                    PRESETS["default"])))
             store.close()

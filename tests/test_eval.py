@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from eval.experiment import summarize, unique_wins
+from eval.experiment import AGENT_K, NO_ACTR, agent_use, summarize, unique_wins
 from eval.locomo import QueryResult
 from eval.metrics import (
     dedupe,
@@ -305,3 +305,27 @@ def test_the_tuning_grid_varies_the_vector_weight_and_rrf_k_together() -> None:
         assert {c: w for c, w in config.weights.items() if c != "vector"} == {
             c: w for c, w in base.weights.items() if c != "vector"}
         assert config.graph == base.graph and config.actr == base.actr
+
+
+def test_the_replayed_agent_judges_only_what_it_was_shown() -> None:
+    """The ACT-R protocol's and the learning replay's agent: its own recall records the
+    accesses; a shown gold memory is marked useful, a shown other one not useful, and a
+    gold memory it was not shown gets nothing (the answer key never reaches the store
+    unseen)."""
+    from graphmem import PRESETS, MemoryStore
+
+    with MemoryStore(":memory:", embedder="hashing") as store:
+        ids = [store.add(f"note {n}: the garden shed needs a new roof").id
+               for n in range(AGENT_K + 5)]
+        hidden = store.add("Tariq's violin lesson moved to Thursday").id
+        gold = [ids[0], hidden]
+        shown = agent_use(store, "garden shed roof", gold)
+        seen = {i for i in ids if store.get(i).access_count}
+        assert len(seen) == AGENT_K and shown == {ids[0]} & seen
+        for memory_id in seen:
+            memory = store.get(memory_id)
+            assert (memory.useful_count, memory.ignored_count) == (
+                (1, 0) if memory_id in gold else (0, 1))
+        unseen = store.get(hidden)
+        assert (unseen.useful_count, unseen.access_count) == (0, 0)
+    assert NO_ACTR.actr is None and NO_ACTR.weights == PRESETS["default"].weights
