@@ -163,3 +163,19 @@ def test_informativeness_matches_the_bm25_idf_by_hand() -> None:
 def test_entity_weights_put_hubs_last() -> None:
     weights = entity_weights({"speaker": 200, "sweden": 3, "pottery": 12}, 200)
     assert sorted(weights, key=weights.__getitem__) == ["speaker", "pottery", "sweden"]
+
+
+def test_an_untyped_mention_of_a_shared_form_goes_to_the_same_entity_whatever_the_key(
+        ) -> None:
+    """"Calvin" a person and "Calvin" a place: an untyped "Calvin" is the person in every
+    store. The choice followed the ids, which each store keys with its own secret, so two
+    stores of the same conversation split its mentions differently (and ranked them
+    differently)."""
+    chosen = set()
+    for n in range(12):
+        resolver = EntityResolver("u1", id_key=bytes([n]) * 32)
+        resolver.resolve("Calvin", "place")
+        person = resolver.resolve("Calvin", "person").entity
+        chosen.add(resolver.resolve("Calvin").entity.type)
+        assert resolver.resolve("Calvin").entity.id == person.id
+    assert chosen == {"person"}

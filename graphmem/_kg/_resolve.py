@@ -11,10 +11,13 @@ import re
 from collections.abc import Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ._entities import EntityType, Mention
+from ._entities import ENTITY_TYPES, EntityType, Mention
 from ._gazetteer import ALIASES
 from ._lexicon import NICKNAMES, words
 from ._text import normalize
+
+#: Which of several entities of one form an untyped mention means (``_exact``).
+_TYPE_ORDER = {kind: n for n, kind in enumerate(ENTITY_TYPES)}
 
 __all__ = ["MERGE_RULES", "ROLE_WEIGHTS", "Entity", "EntityResolver", "Merge", "Resolution",
            "entity_weights", "informativeness", "new_entity_id", "restrict"]
@@ -230,7 +233,11 @@ class EntityResolver:
                 if c.type == wanted:
                     return c
         if kind == "other" and clusters:
-            return clusters[0]
+            # an untyped mention of a form several entities share ("Calvin" a person and
+            # a place): the first by type (``ENTITY_TYPES``), not by id (ids are keyed by
+            # each store's own secret: two stores of the same memories split the mentions
+            # differently, and ranked them differently)
+            return min(clusters, key=lambda c: _TYPE_ORDER.get(c.type, len(_TYPE_ORDER)))
         return None
 
     def _by_rule(self, key: str, kind: EntityType, conversation: str | None
