@@ -1,8 +1,10 @@
 """The multi-channel retrieval experiment on public data: the table, ACT-R protocol, ablations.
 
-Rows: ``fulltext`` (the baseline), ``vector``, ``hybrid`` (2-channel RRF), ``graph_hybrid``
-(3-channel RRF), ``default`` (3 channels + ACT-R), each with R@5, R@10, MRR, nDCG@10, the
-queries it wins against the row above, and p50 latency.
+Rows: ``fulltext`` (the baseline), ``vector``, ``hybrid`` (RRF of the two),
+``graph_hybrid`` (with the graph walk, the time and the facts channels), ``default`` (with
+sentence vectors, the lifts for what a question asks and who it names, and ACT-R: its
+share alone is the ACT-R protocol's), each with R@5, R@10, MRR, nDCG@10, the queries it
+wins against the row above, and p50 latency.
 
 The ACT-R protocol: ACT-R needs a history of use, so each store first lives through half
 of its questions as an agent's use (``replay``: each asked with ``default``, accesses

@@ -91,7 +91,7 @@ SEED = 0
 #: LoCoMo: the time between two questions, after the last session
 QUESTION_EVERY = timedelta(days=1)
 #: what a saved replay was made under (a replay of an older protocol is not reused)
-PROTOCOL = "seeded order, feedback on shown hits/1"
+PROTOCOL = "seeded order, feedback on shown hits/2"
 PRESETS_MEASURED = ("default", "learned")
 #: rules that re-order the same candidates with no learning
 RULES = ("newest first", "length", "useful so far")

@@ -149,8 +149,8 @@ def markdown(results: dict[str, Any]) -> str:
     spec = str(results.get("embedder", "minilm"))
     model = {"minilm": "MiniLM"}.get(spec, spec)
     labels = {"fulltext": "baseline (BM25)", "vector": f"vector ({model})",
-              "hybrid": "2ch RRF", "graph_hybrid": "3ch RRF (+graph)",
-              "default": "3ch + ACT-R"}
+              "hybrid": "RRF of the two", "graph_hybrid": "+ graph, time, facts",
+              "default": "+ sentences, lifts, ACT-R"}
     for name, m in presets.items():
         w = wins.get(name)
         lines.append(f"| {labels.get(name, name)} | `{name}` | {_fmt(m['recall@5'])} | "
