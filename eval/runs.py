@@ -133,7 +133,7 @@ def run_locomo(
                                 _category) for name in presets}
             for part, ids in halves.items()}
     if "default" in presets:
-        results["actr"] = locomo_actr(plan, emb, options, rows, progress=progress)
+        results["actr"] = locomo_actr(plan, emb, options, progress=progress)
     if groups:
         results["ablations"] = {
             group: {name: _brief([r for r in extra if r.preset == f"{group}/{name}"],
@@ -147,39 +147,37 @@ def run_locomo(
 
 
 def locomo_actr(plan: Sequence[tuple[Conversation, list[tuple[int, Question]]]],
-                emb: Embedder, options: Mapping[str, Any], cold_rows: Sequence[QueryResult],
-                *, progress: bool) -> dict[str, Any]:
-    """The ACT-R protocol (``eval.experiment``): replay one half of each conversation's
-    questions as an agent's use, measure the other half with ``default`` and with
-    ``default`` without ACT-R on the warm store, swap; and the same two on a store nobody
-    used (``default``'s own rows of the main run, ``cold_rows``, beside a run without
-    ACT-R)."""
+                emb: Embedder, options: Mapping[str, Any], *, progress: bool
+                ) -> dict[str, Any]:
+    """The ACT-R protocol (``eval.experiment``): for each half of each conversation's
+    questions, a fresh store measured with ``default`` and with ``default`` without ACT-R
+    (cold: nobody used it), then the other half replayed on it as an agent's use and the
+    half measured again (warm)."""
     pairs: list[tuple[QueryResult, QueryResult]] = []
     cold: list[tuple[QueryResult, QueryResult]] = []
     total = sum(len(q) for _, q in plan)
-    bar = tqdm(total=total * 4, desc="act-r protocol", unit="q", disable=not progress)
+    bar = tqdm(total=total * 5, desc="act-r protocol", unit="q", disable=not progress)
     both = {NO_ACTR.name: NO_ACTR, "default": PRESETS["default"]}
-    cold_by = {(r.sample_id, r.index): r for r in cold_rows if r.preset == "default"}
+
+    def measure(store: MemoryStore, conversation: Conversation,
+                measured: Sequence[tuple[int, Question]]
+                ) -> list[tuple[QueryResult, QueryResult]]:
+        by = {(r.index, r.preset): r for r in run_conversation(
+            store, conversation, both, questions=measured, on_query=lambda: bar.update(1))}
+        return [(by[(i, NO_ACTR.name)], by[(i, "default")]) for i, _ in measured]
+
     for conversation, asked in plan:
-        store = build_store(conversation, emb, **options)
-        unused = run_conversation(store, conversation, {NO_ACTR.name: NO_ACTR},
-                                  questions=asked, on_query=lambda: bar.update(1))
-        store.close()
-        cold += [(r, cold_by[(r.sample_id, r.index)]) for r in unused
-                 if (r.sample_id, r.index) in cold_by]
         halves = (asked[0::2], asked[1::2])
         for history, measured in ((halves[0], halves[1]), (halves[1], halves[0])):
             if not measured:
                 continue
             store = build_store(conversation, emb, **options)
+            cold += measure(store, conversation, measured)
             replay(store, [(q.question, [memory_id(conversation, e) for e in q.evidence])
                            for _, q in history])
             bar.update(len(history))
-            result = run_conversation(store, conversation, both, questions=measured,
-                                      on_query=lambda: bar.update(1))
+            pairs += measure(store, conversation, measured)
             store.close()
-            by = {(r.index, r.preset): r for r in result}
-            pairs += [(by[(i, NO_ACTR.name)], by[(i, "default")]) for i, _ in measured]
     bar.close()
     summary = actr_summary(pairs, cold)
     summary["protocol"] = ("each conversation's questions split in two halves (alternating); "

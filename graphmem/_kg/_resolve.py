@@ -16,9 +16,6 @@ from ._gazetteer import ALIASES
 from ._lexicon import NICKNAMES, words
 from ._text import normalize
 
-#: Which of several entities of one form an untyped mention means (``_exact``).
-_TYPE_ORDER = {kind: n for n, kind in enumerate(ENTITY_TYPES)}
-
 __all__ = ["MERGE_RULES", "ROLE_WEIGHTS", "Entity", "EntityResolver", "Merge", "Resolution",
            "entity_weights", "informativeness", "new_entity_id", "restrict"]
 
@@ -237,7 +234,7 @@ class EntityResolver:
             # a place): the first by type (``ENTITY_TYPES``), not by id (ids are keyed by
             # each store's own secret: two stores of the same memories split the mentions
             # differently, and ranked them differently)
-            return min(clusters, key=lambda c: _TYPE_ORDER.get(c.type, len(_TYPE_ORDER)))
+            return min(clusters, key=lambda c: ENTITY_TYPES.index(c.type))
         return None
 
     def _by_rule(self, key: str, kind: EntityType, conversation: str | None
