@@ -54,6 +54,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "sentences": ("A. ", "speaker and times of each sentence"),
     "wiki links": ("[wiki/", "wiki page names"),
     "month days": ("sept 1 ", "numbers beside dates in a correction"),
+    "capitalised words": ("A ", "a name's leading words"),
 }
 SIZES = (10_000, 50_000, 200_000)
 

@@ -127,3 +127,11 @@ def test_mentions_are_exact_slices_and_never_overlap(text: str) -> None:
         assert text[m.start:m.end] == m.surface and m.normalized is not None
     for a, b in itertools.pairwise(mentions):
         assert a.end <= b.start
+
+
+def test_a_long_run_of_capitalised_words_names_nothing_where_a_long_name_still_does() -> None:
+    assert ("Melinda Gates Foundation Global Health Division", "other") in \
+        _typed("I work for the Bill and Melinda Gates Foundation Global Health Division now.")
+    shouted = "We Went To The Big Blue House On The Hill And Then We All Sat Down By The Fire"
+    assert _typed(f"Then {shouted} together.") == []
+    assert _typed("I met A" + "a" * 200 + " at the station.") == []

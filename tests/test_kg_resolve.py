@@ -179,3 +179,14 @@ def test_an_untyped_mention_of_a_shared_form_goes_to_the_same_entity_whatever_th
         chosen.add(resolver.resolve("Calvin").entity.type)
         assert resolver.resolve("Calvin").entity.id == person.id
     assert chosen == {"person"}
+
+
+def test_a_name_of_one_long_word_keeps_a_bounded_number_of_prefixes() -> None:
+    # the prefix rule's lookup held every prefix of a first name: a word of 100k letters
+    # made 5 GB of them; now the first 40 letters, and the rule still merges by them
+    r = EntityResolver("u1")
+    long_name = "Bartholomew" + "a" * 5_000
+    r.resolve(long_name, "person", conversation="c1")
+    assert len(r._forms.prefix) <= 40
+    assert r.resolve("Bartholomew" + "a" * 60, "person", conversation="c1").rule == "prefix"
+    assert r.resolve("Bart", "person", conversation="c1").rule == "prefix"

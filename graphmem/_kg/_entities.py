@@ -60,6 +60,9 @@ _SPAN = re.compile(rf"(?<![\w@/.])(?:(?:Mr|Mrs|Ms|Dr|Prof)\.?[ \t]+|(?:Aunt|Uncl
                    rf"Auntie)[ \t]+(?=[A-Z]))?{_TOKEN}"
                    rf"(?:[ \t]+(?:{_CONNECTOR}[ \t]+)*+{_TOKEN})*")
 _WORD = re.compile(r"\S+")
+#: the longest name a text may mention, in words and in characters ("The Royal Society
+#: for the Protection of Birds" has 8 and 45): a longer capitalised run names nothing
+MAX_NAME_WORDS, MAX_NAME_CHARS = 12, 120
 _CONNECTOR_WORD = re.compile(_CONNECTOR)
 _INITIAL_BEFORE = set(".!?:;\"“(\n•*→-–—[")
 #: what may stand between a sentence's end and its first word: spaces, and the variation
@@ -261,14 +264,21 @@ def _names(text: str, speaker_starts: set[int]) -> list[Mention]:
     for initial, tokens in spans:
         for part in _split(tokens):
             if initial and part[0][0] == tokens[0][0]:
-                while part and (_starter(part[0][1]) or _CONNECTOR_WORD.fullmatch(part[0][1])):
-                    part = part[1:]
+                # the sentence's own first words are no name ("Then Ana came"); counted,
+                # not sliced off one at a time (quadratic in a span of 100k words)
+                first = 0
+                while first < len(part) and (_starter(part[first][1])
+                                             or _CONNECTOR_WORD.fullmatch(part[first][1])):
+                    first += 1
+                part = part[first:]
                 if not part:
                     continue
                 if part[0][0] == tokens[0][0] and len(part) == 1 and \
                         not _name_like(text, part[0], mid_sentence):
                     continue
             start, end = part[0][0], part[-1][0] + len(part[-1][1])
+            if len(part) > MAX_NAME_WORDS or end - start > MAX_NAME_CHARS:
+                continue  # a run of capitalised words this long is no name
             surface = text[start:end]
             words = surface.split()
             # a lone function word is no name wherever it stands ("lol And then ..."),
@@ -293,12 +303,13 @@ def _split(tokens: list[tuple[int, str]]) -> list[list[tuple[int, str]]]:
             parts[-1].append((position, word))
     out = []
     for part in parts:
-        while part and _CONNECTOR_WORD.fullmatch(part[-1][1]):
-            part = part[:-1]
-        while part and _CONNECTOR_WORD.fullmatch(part[0][1]):
-            part = part[1:]
-        if part:
-            out.append(part)
+        first, end = 0, len(part)
+        while end > first and _CONNECTOR_WORD.fullmatch(part[end - 1][1]):
+            end -= 1
+        while first < end and _CONNECTOR_WORD.fullmatch(part[first][1]):
+            first += 1
+        if first < end:
+            out.append(part[first:end])
     return out
 
 

@@ -28,6 +28,11 @@ MERGE_RULES = ("known_alias", "nickname", "prefix", "token_subset", "org_suffix"
 _QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
 _ORG_SUFFIX = words("inc inc. ltd ltd. llc corp corp. co co. company corporation gmbh plc ag sa")
 _MIN_PREFIX = 3
+#: the longest prefix kept for the prefix rule: a form's prefixes cost the square of its
+#: first word's length (a word of 100k letters made 5 GB of them); a short form longer
+#: than this finds its candidates by its first 40 letters, checked in full as before, and
+#: a name of one word joins no shorter form of over 40 letters
+_MAX_PREFIX = 40
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,14 +286,15 @@ class EntityResolver:
     def _prefix(self, key: str, conversation: str | None) -> tuple[_Cluster, str] | None:
         if " " in key or len(key) < _MIN_PREFIX:
             return None
-        candidates = self._persons(key, conversation, self._forms.prefix.get(key, ()))
+        candidates = self._persons(key, conversation,
+                                   self._forms.prefix.get(key[:_MAX_PREFIX], ()))
         longer = [c for c in candidates if any(
             a.split()[0].startswith(key) and a.split()[0] != key for a in c.aliases)]
         if len(longer) == 1:
             return longer[0], (f"{key!r} begins the first name of the only person "
                                f"{longer[0].name!r}")
         candidates = self._persons(key, conversation, self._forms.by_single(
-            key[:end] for end in range(_MIN_PREFIX, len(key))))
+            key[:end] for end in range(_MIN_PREFIX, min(len(key), _MAX_PREFIX + 1))))
         shorter = [c for c in candidates if any(
             " " not in a and len(a) >= _MIN_PREFIX and key.startswith(a) and a != key
             for a in c.aliases)]
@@ -373,7 +379,7 @@ class _Forms:
             return
         first = parts[0]
         self.first.setdefault(first, set()).add(entity_id)
-        for end in range(_MIN_PREFIX, len(first)):
+        for end in range(_MIN_PREFIX, min(len(first), _MAX_PREFIX + 1)):
             self.prefix.setdefault(first[:end], set()).add(entity_id)
         if len(parts) == 1:
             self.single.setdefault(form, set()).add(entity_id)
