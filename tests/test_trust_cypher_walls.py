@@ -208,6 +208,54 @@ def test_statements_that_crash_kuzu_are_refused_quickly(tmp_path: Path) -> None:
     assert out["after"] == [{"n": 1}]
 
 
+#: Statements Kuzu 0.11.3 crashes on while binding them (an untyped NULL given to one of
+#: some forty functions: kuzudb/kuzu#5959), with their parameters.
+NULL_CRASHERS: dict[str, tuple[str, dict[str, object]]] = {
+    "label(null)": ("RETURN label(null) AS l", {}),
+    "keys of a null parameter": ("RETURN keys($x) AS k", {"x": None}),
+    "id of a null alias": ("WITH null AS x RETURN id(x) AS i", {}),
+    "properties(null, ...)": ("RETURN properties(NULL, 'a') AS p", {}),
+    "list_contains(null, ...)": ("RETURN list_contains(null, 1) AS c", {}),
+    "struct_extract of a null parameter": ("RETURN struct_extract($s, 'a') AS v",
+                                            {"s": None}),
+}
+
+NULL_CHILD = """
+import json, sys
+from graphmem import InvalidInputError, MemoryStore
+from tests.test_trust_cypher_walls import NULL_CRASHERS
+out = {}
+with MemoryStore(sys.argv[1], embedder="hashing") as store:
+    store.add("a memory", owner="ann")
+    for name, (statement, params) in [*NULL_CRASHERS.items(), *NULL_CRASHERS.items()]:
+        try:
+            store.cypher(statement, params)
+            out[name] = "ran"
+        except InvalidInputError as exc:
+            out[name] = [exc.field, str(exc)]
+    out["is null"] = store.cypher("MATCH (m:Memory) WHERE m.subject IS NULL "
+                                  "RETURN count(*) AS n")
+    out["null parameter"] = store.cypher("MATCH (m:Memory) WHERE $s IS NULL OR m.id = $s "
+                                         "RETURN count(*) AS n", {"s": None})
+print(json.dumps(out))
+"""
+
+
+def test_an_untyped_null_that_crashes_kuzu_is_refused_and_the_store_goes_on(
+        tmp_path: Path) -> None:
+    # each statement twice: the second time the kept verdict refuses it again
+    ran = subprocess.run([sys.executable, "-c", NULL_CHILD, str(tmp_path / "db")],
+                         capture_output=True, text=True, timeout=300, check=False,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert ran.returncode == 0, (ran.returncode, ran.stderr[-2000:])
+    out = json.loads(ran.stdout)
+    for name in NULL_CRASHERS:
+        field, message = out[name]
+        assert field == "query" and "crashes while planning" in message, name
+    assert out["is null"] == [{"n": 1}]
+    assert out["null parameter"] == [{"n": 1}]
+
+
 def test_the_limits_are_exact_and_generous(seeded: MemoryStore) -> None:
     """At each limit a statement runs; one step past it is refused. The named queries
     stay far inside."""
@@ -256,6 +304,8 @@ def test_the_sidecar_refuses_crashers_and_answers_the_next_request(
     # the reported bypass: a backslash in a backquoted name hid LOAD FROM from the guard
     statements.append(f"MATCH (`x\\`) LOAD FROM '{secret}' RETURN * // `")
     statements.append("RETURN '\ud800' AS x")  # a lone surrogate, as JSON can carry one
+    # an untyped NULL that Kuzu crashes on while binding it (kuzudb/kuzu#5959)
+    statements.append("WITH null AS x RETURN label(x) AS l")
     with httpx.Client(base_url=url, timeout=30) as http:
         for statement in statements:
             started = time.perf_counter()
@@ -269,6 +319,10 @@ def test_the_sidecar_refuses_crashers_and_answers_the_next_request(
             assert server.poll() is None
             ok = http.post("/v1/cypher", json={"query": "MATCH (m:Memory) RETURN count(*) AS n"})
             assert ok.status_code == 200 and ok.json()["rows"] == [{"n": 1}]
+        null = http.post("/v1/cypher", json={"query": "RETURN label($x) AS l",
+                                             "params": {"x": None}})
+        assert null.status_code == 422 and "crashes while planning" in null.text
+        assert server.poll() is None
         schema = http.get("/openapi.json").json()["components"]["schemas"]["CypherIn"]
     described = schema["properties"]["query"]["description"]
     for figure in (f"{CYPHER_LIMITS.chars:,}", f"{CYPHER_LIMITS.tokens:,}",

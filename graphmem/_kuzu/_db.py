@@ -64,6 +64,7 @@ import logging
 import os
 import re
 import shutil
+import sys
 import tempfile
 import threading
 import warnings
@@ -88,7 +89,8 @@ from .._sync import Gate
 from ._lexer import parameter_names
 from ._recovery import WalMark, recover
 
-__all__ = ["Database", "Journal", "PlanVetting", "Tx", "check_parameters", "query_parameters"]
+__all__ = ["Database", "Journal", "PlanVetting", "Tx", "check_parameters", "query_parameters",
+           "serve_bind_checks"]
 
 Row = list[Any]
 #: Lists read around a checkpoint: by key, or a whole table (Arrow, sorted by key).
@@ -1216,3 +1218,28 @@ def _check_path(path: Path, *, read_only: bool) -> None:
         raise StoreError(
             f"database file {db_file} is not writable; fix its permissions or open it read-only"
         )
+
+
+def serve_bind_checks() -> None:
+    """The child process of ``_bindcheck.BindCheck``: the schema's statements on an empty
+    in-memory database, then for each statement sent, ``EXPLAIN`` of it with its
+    parameters (errors are the store's to report: ignored here) and one byte back. The
+    process dies where Kuzu would have taken the store's process down."""
+    from ._bindcheck import read_message
+
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    conn = kuzu.Connection(kuzu.Database(":memory:"))
+    for statement in read_message(stdin) or ():
+        conn.execute(statement)
+    while (message := read_message(stdin)) is not None:
+        query, params = message
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            try:
+                prepared = conn.prepare("EXPLAIN " + query)
+                if prepared.is_success():
+                    conn.execute(prepared, params)
+            except Exception:
+                pass
+        stdout.write(b"k")
+        stdout.flush()

@@ -54,6 +54,7 @@ from .._errors import ConflictError, InvalidInputError
 from .._models import LifecycleEvent, Memory, Version
 from .._records import sentences_text
 from . import _jobs
+from ._bindcheck import BindCheck, holds_none
 from ._db import Database, Tx, check_parameters, link_problem
 from ._guard import check_user_query
 from ._journal import ChangeJournal
@@ -94,6 +95,7 @@ from ._schema import (
     MEMORY_TYPES,
     MENTION_TYPES,
     SCHEMA_VERSION,
+    SCHEMAS,
     VERSION_TYPES,
     ensure_schema,
 )
@@ -993,6 +995,16 @@ def _literal(value: Any) -> str:
     raise TypeError(f"no literal for {value!r}")
 
 
+_BIND_CHECK: list[BindCheck] = []
+
+
+def bind_check() -> BindCheck:
+    """This process's ``BindCheck`` for the current schema, started on first use."""
+    if not _BIND_CHECK:
+        _BIND_CHECK.append(BindCheck(SCHEMAS[SCHEMA_VERSION]))
+    return _BIND_CHECK[0]
+
+
 class KuzuCypher:
     """User Cypher through the guard (``_guard``): one reading statement in a READ ONLY
     transaction, or with ``write`` one data-changing statement committed with its audit
@@ -1005,6 +1017,8 @@ class KuzuCypher:
             event: LifecycleEvent | None, timeout_s: float) -> CypherResult:
         checked = check_user_query(query, write=write)
         check_parameters(query, params)
+        if checked.names_null or any(holds_none(v) for v in params.values()):
+            bind_check().check(checked.text, params)
         if not checked.writes:
             result = self._db.read_only_query(checked.text, params, checked.plan,
                                               timeout_s=timeout_s)

@@ -79,6 +79,8 @@ class CheckedQuery:
     text: str
     writes: bool
     plan: PlanCheck
+    #: whether the text names NULL (``_bindcheck``: an untyped NULL can crash Kuzu)
+    names_null: bool = False
 
 
 def _refuse(message: str) -> InvalidInputError:
@@ -170,7 +172,20 @@ def check_user_query(query: str, *, write: bool) -> CheckedQuery:
             writes |= _check_write_clause(value, after, write=write)
     if writes:
         _check_write_targets(keys)
-    return CheckedQuery(text=query, writes=writes, plan=PlanCheck(query, writes))
+    return CheckedQuery(text=query, writes=writes, plan=PlanCheck(query, writes),
+                        names_null=_null_value(keys))
+
+
+def _null_value(keys: list[Key]) -> bool:
+    """Whether the statement writes NULL as a value anywhere: ``x IS [NOT] NULL`` tests a
+    value and gives none (``_bindcheck``)."""
+    for n, key in enumerate(keys):
+        if key != ("word", "null"):
+            continue
+        before = keys[max(0, n - 2):n]
+        if before[-1:] != [("word", "is")] and before != [("word", "is"), ("word", "not")]:
+            return True
+    return False
 
 
 def _check_write_clause(value: str, after: Key, *, write: bool) -> bool:
