@@ -10,7 +10,8 @@ WITH m, other, r, $owner AS owner
 WHERE other IS NULL OR owner = "" OR (other.owner = owner
       AND size(list_filter(nodes(r), x -> coalesce(x.owner, "") <> owner)) = 0)
 WITH m, collect(DISTINCT other) AS others
-UNWIND others + [m] AS v
+// collect() of nothing but nulls is null in Kuzu 0.11, not an empty list
+UNWIND coalesce(others, [m]) + [m] AS v
 WITH DISTINCT v
 RETURN v.id AS id, v.created AS created, v.status AS status,
        size(v.superseded_by) = 0 AS current, v.text AS text

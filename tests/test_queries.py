@@ -101,6 +101,12 @@ def _case_supersede_chain(store: MemoryStore) -> None:
     ids = [r["id"] for r in rows]
     assert new in ids and old in ids
     assert {r["id"]: r["current"] for r in rows}[old] is False
+    # a memory nothing replaced and that replaced nothing is its own chain (collect() of
+    # nulls alone is null in Kuzu: the chain was empty)
+    alone = next(m for m in store.memories() if not m.superseded_by and m.id not in ids
+                 and not any(link.kind == "supersedes" for link in store.links(m.id)))
+    assert [r["id"] for r in run_named(store, "supersede_chain", {"id": alone.id})] == \
+        [alone.id]
 
 
 def _case_most_referenced(store: MemoryStore) -> None:
