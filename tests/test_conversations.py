@@ -58,7 +58,23 @@ GATE_CASES = [
     # a message of acknowledgements, sentence by sentence
     ("haha yes that's exactly why she did it. ok thanks for everything this week",
      "dropped"),
+    # what a person says in a script other than Latin's (the rules' words were ASCII
+    # letters alone: every such message was "greeting or filler")
+    ("Я живу в Москве и работаю врачом.", "active"),
+    ("我住在北京，我的猫叫小白。", "active"),
+    ("Μένω στην Αθήνα με τη σύζυγό μου.", "active"),
+    ("أعيش في القاهرة مع زوجتي", "active"),
+    ("Спасибо!", "dropped"),
 ]
+
+
+def test_a_sentence_in_another_script_is_kept_beside_an_english_one(store: MemoryStore
+                                                                    ) -> None:
+    result = store.add_conversation(["I live in Oslo. 我住在北京。"], session_id="s1",
+                                    owner="tess")
+    assert sorted(store.get(i).text for i in result.created_ids) == \
+        ["I live in Oslo.", "我住在北京。"]
+    assert not result.dropped
 
 
 def _kept(store: MemoryStore, message: str) -> str:

@@ -30,7 +30,7 @@ DUPLICATE = 0.95
 #: Not after a title or a Latin abbreviation ("Mr. Dupont", "e.g. basil").
 _SENTENCE_END = re.compile(r"(?<=[.!?…])(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)"
                            r"(?<!\bProf\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<!\betc\.) ")
-_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+(?:[.,:/]\d+)*")
+_WORD = re.compile(r"[^\W\d_](?:[^\W\d_]|['’-])*|\d+(?:[.,:/]\d+)*")
 #: A number ends where a word character does not follow (what a final \b said), checked after
 #: each part, so a run of parts is read once and never given back.
 _NUMBER = re.compile(r"\b\d++(?!\w)(?:[.,:/-]\d++(?!\w))*+")
