@@ -151,6 +151,15 @@ TAMPERED: list[tuple[str, Callable[[pa.Table], pa.Table], str]] = [
      r"data/memories\.parquet: the vectors are not all of one dimension \(384\)"),
     ("memories.parquet", lambda t: first(t, "vector", [math.nan] * 384),
      r"data/memories\.parquet: the vectors are not all of one dimension .*and finite"),
+    # what add refuses (a restored store exported, then imported, failed on it)
+    ("memories.parquet", lambda t: first(t, "importance", 7.5),
+     r"memory 'urn:.*' is not a valid memory: importance 7.5 is not a number in \[0, 1\]"),
+    ("memories.parquet", lambda t: first(t, "confidence", math.nan),
+     r"memory 'urn:.*' is not a valid memory: confidence nan is not a number in \[0, 1\]"),
+    ("memories.parquet", lambda t: first(t, "text", "Nadia prefers\x00green tea"),
+     r"memory 'urn:.*' is not a valid memory: text contains a NUL character"),
+    ("memories.parquet", lambda t: first(t, "text", "x" * 200_001),
+     r"memory 'urn:.*' is not a valid memory: text is longer than 200,000 characters"),
     ("memories.parquet", lambda t: t.slice(1),
      r"data/versions\.parquet: memory_id 'urn:.*' is not in the backup"),
     ("versions.parquet", lambda t: t.filter(pa.array([r != 1 for r in t.column("seq")
