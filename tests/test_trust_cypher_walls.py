@@ -330,3 +330,37 @@ def test_the_sidecar_refuses_crashers_and_answers_the_next_request(
                    f"CASE {CYPHER_LIMITS.case_depth}", f"{CYPHER_LIMITS.prefix_run} NOT"):
         assert figure in described, figure
     assert schema["properties"]["query"]["maxLength"] == CYPHER_LIMITS.chars
+
+
+# -- values Kuzu builds whole, beyond the time limit's reach ---------------------------
+@pytest.mark.parametrize(("statement", "params", "message"), [
+    ("RETURN size(range(1, 1000001)) AS n", {}, r"at most 1,000,000 .* asks for 1,000,001"),
+    ("RETURN size(range(0, $n, 1)) AS n", {"n": 1_000_000}, r"asks for 1,000,001"),
+    ("RETURN size(repeat('a', 1000001)) AS n", {}, r"asks for 1,000,001"),
+    ("UNWIND range(1, 1000) AS i RETURN size(lpad('a', 1001, 'b')) AS n LIMIT 1", {},
+     r"their sizes multiplied.*asks for 1,001,000"),
+    ("MATCH (m:Memory) RETURN size(range(0, size(m.text))) AS n", {},
+     r"range\(\) takes sizes written as numbers or given as parameters"),
+    ("RETURN size(range(1, $n)) AS n", {"n": "5"}, r"range\(\) takes sizes"),
+    ("RETURN size(list_reduce(['ab', 'ab', 'ab'], (x, y) -> x + x)) AS n", {},
+     r"list_reduce\(\) may not use its accumulator twice"),
+])
+def test_a_value_too_large_to_stop_is_refused_before_it_is_built(
+        seeded: MemoryStore, statement: str, params: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message) as refused:
+        seeded.cypher(statement, params)
+    assert refused.value.field == "query"
+
+
+@pytest.mark.parametrize(("statement", "params", "expected"), [
+    ("RETURN size(range(1, 1000000)) AS n", {}, 1_000_000),
+    ("RETURN size(range(10, 1, -1)) AS n", {}, 10),
+    ("RETURN size(range(1, $n)) AS n", {"n": 10}, 10),
+    ("UNWIND range(1, 100) AS i RETURN size(repeat('ab', 50)) AS n LIMIT 1", {}, 100),
+    ("RETURN list_reduce([1, 2, 3], (x, y) -> x + y) AS n", {}, 6),
+    ("RETURN list_reduce([1, 5, 3], (x, y) -> CASE WHEN x > y THEN x ELSE y END) AS n", {},
+     5),
+])
+def test_generators_within_the_bound_run(seeded: MemoryStore, statement: str,
+                                         params: dict[str, object], expected: int) -> None:
+    assert seeded.cypher(statement, params) == [{"n": expected}]

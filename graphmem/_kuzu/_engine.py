@@ -56,7 +56,7 @@ from .._records import sentences_text
 from . import _jobs
 from ._bindcheck import BindCheck, holds_none
 from ._db import Database, Tx, check_parameters, link_problem
-from ._guard import check_user_query
+from ._guard import check_generated, check_user_query
 from ._journal import ChangeJournal
 from ._readable import refuse_unreadable, values_before
 from ._restore import build_from_parquet, export_tables, table_files
@@ -1017,6 +1017,7 @@ class KuzuCypher:
             event: LifecycleEvent | None, timeout_s: float) -> CypherResult:
         checked = check_user_query(query, write=write)
         check_parameters(query, params)
+        check_generated(checked.text, params)
         if checked.names_null or any(holds_none(v) for v in params.values()):
             bind_check().check(checked.text, params)
         if not checked.writes:

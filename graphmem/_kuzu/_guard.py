@@ -27,14 +27,16 @@ in 0.15-0.2 s of CPU.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .._errors import InvalidInputError, ReadOnlyStoreError
 from ._lexer import Token, lex
 from ._plan import LOG_TABLES, READ_FUNCTIONS, PlanCheck
 
-__all__ = ["LIMITS", "LOG_TABLES", "READ_FUNCTIONS", "CheckedQuery", "Limits",
-           "check_user_query"]
+__all__ = ["GENERATED", "LIMITS", "LOG_TABLES", "READ_FUNCTIONS", "CheckedQuery", "Limits",
+           "check_generated", "check_user_query"]
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,124 @@ def check_user_query(query: str, *, write: bool) -> CheckedQuery:
         _check_write_targets(keys)
     return CheckedQuery(text=query, writes=writes, plan=PlanCheck(query, writes),
                         names_null=_null_value(keys))
+
+
+#: Functions that make a value far larger than their arguments: the argument that is its
+#: size in characters (None, ``range``: the span of the first two, by the third).
+_GENERATORS: dict[str, int | None] = {"range": None, "repeat": 1, "lpad": 1, "rpad": 1}
+#: The most that the generators of one statement may make together (their sizes
+#: multiplied: a list of a range's elements, each a repeat, is their product).
+GENERATED = 1_000_000
+#: Reductions whose step could double its accumulator ("(x, y) -> x + x": 2**n).
+_REDUCTIONS = frozenset({"list_reduce", "reduce", "array_reduce"})
+_GROWING = frozenset({"+", "||", "["})
+_GROWING_CALLS = frozenset({"list_concat", "list_cat", "array_concat", "array_cat", "concat",
+                            "list_append", "array_append", "list_prepend", "array_prepend",
+                            "repeat", "lpad", "rpad", "list_creation"})
+
+
+def check_generated(query: str, params: Mapping[str, Any]) -> None:
+    """Refuse a statement whose generators (``range``, ``repeat``, ``lpad``, ``rpad``)
+    would make more than ``GENERATED`` elements or characters together, whose sizes are
+    not numbers or parameters (checked before it runs), or a reduction whose step uses
+    its accumulator twice in a growing expression. Kuzu checks its time limit between
+    batches of rows, never while it builds one value: ``UNWIND range(1, 10000000)`` took
+    23 s and 8.5 GB with a limit of 1 s, ``range(1, 1000000000)`` filled the machine, and
+    a reduction doubling a string 34 times makes 16 GB."""
+    tokens = lex(query, most=LIMITS.tokens)
+    total = 1
+    for n, token in enumerate(tokens):
+        if token.kind not in ("word", "name") or n + 1 >= len(tokens) \
+                or tokens[n + 1].text != "(" or (n and tokens[n - 1].text in (".", ":")):
+            continue
+        name = token.value.translate(_ASCII_LOWER)
+        args = _arguments(tokens, n + 1)
+        if name in _REDUCTIONS:
+            _check_reduction(name, args)
+        if name not in _GENERATORS:
+            continue
+        numbers = [_constant(arg, params) for arg in args]
+        which = _GENERATORS[name]
+        wanted = [0, 1, 2][:max(2, len(args))] if which is None else [which]
+        known = [numbers[i] for i in wanted if i < len(numbers)]
+        if len(known) < len(wanted) or None in known:
+            raise _refuse(f"{name}() takes sizes written as numbers or given as parameters "
+                          "here, so that what it makes can be checked before it runs")
+        values = [v for v in known if v is not None]
+        if which is None:
+            step = values[2] if len(values) > 2 else 1
+            size = 0 if step == 0 else max(0, (values[1] - values[0]) // step + 1)
+        else:
+            size = max(0, values[0])
+        total *= max(1, size)
+        if total > GENERATED:
+            raise _refuse(f"range(), repeat(), lpad() and rpad() may make at most "
+                          f"{GENERATED:,} elements or characters in one statement (their "
+                          f"sizes multiplied); this one asks for {total:,}")
+
+
+def _arguments(tokens: list[Token], opening: int) -> list[list[Token]]:
+    """The arguments of the call whose ``(`` is at ``opening``: tokens between
+    top-level commas."""
+    args: list[list[Token]] = [[]]
+    depth = 0
+    for token in tokens[opening + 1:]:
+        text = token.text if token.kind == "symbol" else ""
+        if text in _OPENERS:
+            depth += 1
+        elif text in _CLOSERS:
+            if depth == 0:
+                break
+            depth -= 1
+        elif text == "," and depth == 0:
+            args.append([])
+            continue
+        args[-1].append(token)
+    return [a for a in args if a]
+
+
+def _constant(arg: list[Token], params: Mapping[str, Any]) -> int | None:
+    """An argument's value when it is an integer written out (with a sign) or an
+    integer parameter, else None."""
+    sign = 1
+    if len(arg) == 2 and arg[0].text in ("-", "+"):
+        sign, arg = (-1 if arg[0].text == "-" else 1), arg[1:]
+    if len(arg) != 1:
+        return None
+    token = arg[0]
+    if token.kind == "number":
+        try:
+            return sign * int(token.text)
+        except ValueError:
+            return None
+    if token.kind == "param":
+        value = params.get(token.value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return sign * value
+    return None
+
+
+def _check_reduction(name: str, args: list[list[Token]]) -> None:
+    """Refuse a reduction whose step ("(x, y) -> ...") names its accumulator twice in an
+    expression that grows (a concatenation, a list)."""
+    if len(args) < 2:
+        return
+    step = args[1]
+    arrow = next((i for i in range(len(step) - 1)  # "->" is two symbols to the lexer
+                  if step[i].text == "-" and step[i + 1].text == ">"), None)
+    if arrow is None:
+        return
+    names = [t.value for t in step[:arrow] if t.kind in ("word", "name")]
+    body = step[arrow + 2:]
+    if not names:
+        return
+    uses = sum(1 for t in body if t.kind in ("word", "name") and t.value == names[0])
+    grows = any(t.text in _GROWING or (t.kind in ("word", "name") and
+                                       t.value.translate(_ASCII_LOWER) in _GROWING_CALLS)
+                for t in body)
+    if uses > 1 and grows:
+        raise _refuse(f"{name}() may not use its accumulator twice in a step that "
+                      "concatenates (it could double what it builds at each element)")
 
 
 def _null_value(keys: list[Key]) -> bool:
