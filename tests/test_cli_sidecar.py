@@ -84,6 +84,12 @@ def test_commands_find_the_sidecar_that_holds_the_database(served: tuple[Path, s
     backup = gm("--db", str(db), "--json", "backup", str(tmp_path / "backup"))
     assert backup.returncode == 0, backup.stderr
     assert json.loads(backup.stdout)["memories"] == 302
+    # learning: the sidecar serves it (the command was refused while one held the store)
+    status = gm("--db", str(db), "--json", "learn", "--status")
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["ranker"] is None
+    learned = gm("--db", str(db), "--json", "learn")  # no feedback yet: the store says so
+    assert learned.returncode == 1 and "nothing learned: ranker not trained" in learned.stderr
     # what needs the database itself says so, and changes nothing
     refused = gm("--db", str(db), "import", "ump", str(SAMPLE_PATH))
     assert refused.returncode == 1 and refused.stderr.endswith(

@@ -396,6 +396,7 @@ def test_a_read_token_changes_nothing(served: tuple[MemoryStore, str], alice: Ap
         ("get", "/v1/facts"): {"params": {"current": "true"}},
         ("get", "/v1/graph"): {"params": {"edge_kinds": ["references", "co_occurs"]}},
         ("post", "/v1/learn"): {"json": {}},
+        ("get", "/v1/learn"): {},
     }
     served_routes = {(method, path) for path, ops in
                      httpx.get(f"{url}/openapi.json").json()["paths"].items()

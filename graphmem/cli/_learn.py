@@ -24,7 +24,7 @@ def learn(ctx: Context, status: bool, no_ranker: bool, no_forecast: bool,
     """
     if no_ranker and no_forecast and not status:
         raise click.UsageError("--no-ranker and --no-forecast leave nothing to learn")
-    store = ctx.store(read_only=status)
+    store = ctx.api(read_only=status)  # the database, or the sidecar that holds it
     report = store.learned() if status else store.learn(
         ranker=not no_ranker, forecast=not no_forecast, horizon_days=horizon)
     if ctx.json:

@@ -362,6 +362,10 @@ class Client:
         return LearnReport.model_validate(self._http.call("POST", "/v1/learn", json={
             "ranker": ranker, "forecast": forecast, "horizon_days": horizon_days}))
 
+    def learned(self) -> LearnReport:
+        """What the store learned (the token needs the all_owners scope)."""
+        return LearnReport.model_validate(self._http.call("GET", "/v1/learn"))
+
     # -- lifecycle -----------------------------------------------------------------------
     def evaluate(self, memory_id: str, *, owner: str | None = None) -> EvaluationResult:
         return _evaluation(self._http.call("GET", self._memory(memory_id, "/evaluation"),

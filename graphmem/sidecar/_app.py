@@ -309,6 +309,12 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
                              limit=limit, owner=scoped_owner(who, owner))
         return {"count": len(found), "events": [recorded(e) for e in found]}
 
+    @app.get("/v1/learn", tags=["lifecycle"], responses=errors(*GATE))
+    def learned(who: Reader, _: AllOwners) -> dict[str, Any]:
+        """What the store learned (``graphmem learn --status``): each model's training
+        date, data size and validation, and whether it is used."""
+        return to_json(store.learned())
+
     @app.post("/v1/learn", tags=["lifecycle"], responses=errors(*GATE, *BODY, 409))
     def learn(who: Admin, _: AllOwners, body: LearnIn | None = None) -> dict[str, Any]:
         """Train the ranker and the forecast of need from every owner's feedback and
