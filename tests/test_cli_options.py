@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from graphmem import MemoryStore
+from graphmem import InvalidInputError, MemoryStore, StoreError
 from graphmem.cli import cli
 from ingest.ump import SAMPLE_PATH, import_ump
 
@@ -244,6 +244,32 @@ def test_a_directory_of_other_files_is_no_store_and_gets_none(tmp_path: Path) ->
     run("--db", str(empty), "--embedder", "hashing", "add", "a note")  # a store: fine
 
 
+def test_a_db_that_is_a_file_is_named_as_such_by_every_command(tmp_path: Path) -> None:
+    # stats advised `init`, which then failed; mcp started and failed on every tool call
+    afile = tmp_path / "afile.txt"
+    afile.write_text("hi\n", encoding="utf-8")
+    said = (f"error: {afile} is a file, not a graphmem database directory; check --db and "
+            "$GRAPHMEM_DB\n")
+    for args in (["stats"], ["init"], ["add", "a note"], ["mcp"]):
+        assert run("--db", str(afile), "--embedder", "hashing", *args, code=1).stderr == said
+    assert [p.name for p in tmp_path.iterdir()] == ["afile.txt"]
+
+
+def test_the_python_api_puts_no_store_beside_other_files_either(tmp_path: Path) -> None:
+    # MemoryStore(path) wrote graph.kuzu and its keys into a notes folder the CLI refused
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.md").write_text("buy milk\n", encoding="utf-8")
+    with pytest.raises(StoreError, match=r"holds other files \(todo\.md\) and no graphmem"):
+        MemoryStore(notes, embedder="hashing")
+    assert [p.name for p in notes.iterdir()] == ["todo.md"]
+    with MemoryStore(tmp_path / "new", embedder="hashing") as store:  # a new directory
+        store.add("a note")
+    (tmp_path / "new" / "README.txt").write_text("the agent's memory\n", encoding="utf-8")
+    with MemoryStore(tmp_path / "new", embedder="hashing") as store:  # a store: fine
+        assert store.stats().memories == 1
+
+
 def test_a_db_that_is_a_dangling_link_is_named_as_such(tmp_path: Path) -> None:
     """--db at a symbolic link whose target is gone said "File exists"."""
     link = tmp_path / "db"
@@ -341,3 +367,34 @@ def test_eval_run_draws_no_bars_into_a_pipe(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "\r" not in out.stderr and "q/s" not in out.stderr and "it/s" not in out.stderr
+
+
+@pytest.mark.parametrize(("args", "kwargs", "field"), [
+    ((5,), {}, "path"),
+    ((":memory:",), {"settings": "x"}, "settings"),
+    ((":memory:",), {"embedder": 5}, "embedder"),
+    ((":memory:",), {"read_only": "yes"}, "read_only"),
+    ((":memory:",), {"clock": 3}, "clock"),
+])
+def test_the_store_refuses_arguments_of_the_wrong_type_by_name(
+        args: tuple[object, ...], kwargs: dict[str, object], field: str) -> None:
+    # a TypeError from Kuzu's constructor or an AttributeError, not a GraphmemError
+    with pytest.raises(InvalidInputError) as refused:
+        MemoryStore(*args, **kwargs)  # type: ignore[arg-type]
+    assert refused.value.field == field
+
+
+def test_an_error_names_the_option_or_the_record_field_the_user_gave(tmp_path: Path) -> None:
+    chat = tmp_path / "chat.json"
+    chat.write_text('[{"role": "user", "content": "I live in Oslo"}]', encoding="utf-8")
+    db = str(tmp_path / "db")
+    empty = run("--db", db, "--embedder", "hashing", "import", "conversation", str(chat),
+                "--session", "", code=1)
+    assert empty.stderr.startswith("error: --session: session_id must be a non-empty")
+    blank = run("--db", db, "--embedder", "hashing", "import", "conversation", str(chat),
+                "--session", "s1", "--owner", "", code=1)
+    assert blank.stderr.startswith("error: --owner: owner is empty")
+    records = tmp_path / "records.json"
+    records.write_text('[{"id": 123, "text": "a note"}]', encoding="utf-8")
+    typed = run("--db", db, "--embedder", "hashing", "import", "ump", str(records), code=1)
+    assert "id must be a string, got int" in typed.stderr, typed.stderr

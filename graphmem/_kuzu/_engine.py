@@ -50,7 +50,7 @@ from .._engine import (
     WriteBatch,
     check_vector_dtype,
 )
-from .._errors import ConflictError, InvalidInputError
+from .._errors import ConflictError, InvalidInputError, StoreError
 from .._models import LifecycleEvent, Memory, Version
 from .._records import sentences_text
 from . import _jobs
@@ -191,6 +191,12 @@ _ARROW_EDGE_TYPES = {"from": pa.string(), "to": pa.string(), "source": pa.string
                      "at": pa.timestamp("us"), "gone": pa.bool_()}
 
 
+#: What a store directory may hold before its Kuzu file is there (a store being made, or
+#: one whose open failed half-way), beside the WAL's and the index's temporaries.
+_OWN_FILES = frozenset({"graph.kuzu", "graph.kuzu.wal", "graph.kuzu.vectors",
+                        "graph.kuzu.walmark", "graphmem.keys", "recall.index"})
+
+
 class KuzuEngine(rules.Writes):
     """One store in an embedded Kuzu database (a directory, or ``":memory:"``)."""
 
@@ -199,6 +205,29 @@ class KuzuEngine(rules.Writes):
         """Whether the directory ``path`` holds a store already (its Kuzu file): a
         directory of other files does not, and opening it without creating is refused."""
         return os.path.isfile(os.path.join(path, Database.FILE_NAME))
+
+    @staticmethod
+    def foreign_directory(path: str | os.PathLike[str]) -> str | None:
+        """Why a new store may not go into ``path``: a directory of other files that
+        holds no store (a mistyped path would mix a database into someone's folder),
+        or None."""
+        if os.fspath(path) == ":memory:" or KuzuEngine.holds_store(path):
+            return None
+        if os.path.isfile(path):
+            return f"{os.fspath(path)} is a file, not a graphmem database directory"
+        try:
+            names = sorted(entry.name for entry in os.scandir(path)
+                           if entry.name not in _OWN_FILES
+                           and not entry.name.startswith(("graph.kuzu.wal", "recall.index.")))
+        except (NotADirectoryError, FileNotFoundError):
+            return None
+        except OSError as exc:
+            raise StoreError(f"cannot read {os.fspath(path)}: {exc.strerror or exc}") from None
+        if not names:
+            return None
+        shown = names[:3] + (["..."] if len(names) > 3 else [])
+        return (f"{os.fspath(path)} holds other files ({', '.join(shown)}) and no graphmem "
+                "database: a new database goes into a new or empty directory")
 
     @staticmethod
     def link_problem(path: str | os.PathLike[str]) -> str | None:

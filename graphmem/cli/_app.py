@@ -106,6 +106,9 @@ class Context:
         problem = KuzuEngine.link_problem(self.db) if local and not held else None
         if problem is not None:
             raise StoreError(problem)
+        if local and not held and os.path.isfile(self.db):
+            raise StoreError(f"{self.db} is a file, not a graphmem database directory; "
+                             "check --db and $GRAPHMEM_DB")
         if local and not create and not held:
             raise StoreError(f"no graphmem database at {self.db}: create one with "
                              f"`graphmem --db {self.db} init` (or import into it), or check "
@@ -133,12 +136,9 @@ class Context:
         if self.db == ":memory:" or is_postgres_url(self.db) \
                 or KuzuEngine.holds_store(self.db):
             return
-        others = _other_files(Path(self.db))
-        if others:
-            raise StoreError(
-                f"{self.db} holds other files ({', '.join(others)}) and no graphmem "
-                "database: a new database goes into a new or empty directory; check "
-                "--db and $GRAPHMEM_DB")
+        problem = KuzuEngine.foreign_directory(self.db)
+        if problem is not None:
+            raise StoreError(f"{problem}; check --db and $GRAPHMEM_DB")
 
     def _wait_for_sidecar(self, timeout_s: float = 15.0) -> Client | None:
         """While another process holds the database: the sidecar it is starting (a sidecar
@@ -495,26 +495,6 @@ def parse_params(pairs: Sequence[str], *, convert: Callable[[str, str], Any] | N
         except ValueError:
             params[name] = raw
     return params
-
-
-#: What a store directory may hold before its Kuzu file is there (a store being made, or
-#: one whose open failed half-way).
-_OWN_FILES = frozenset({"graph.kuzu", "graph.kuzu.wal", "graph.kuzu.vectors",
-                        "graph.kuzu.walmark", "graphmem.keys", "recall.index"})
-
-
-def _other_files(directory: Path, shown: int = 3) -> list[str]:
-    """Up to ``shown`` names of what ``directory`` holds that no graphmem store puts
-    there (none when it is missing, empty, or a store's own files)."""
-    try:
-        names = sorted(entry.name for entry in directory.iterdir()
-                       if entry.name not in _OWN_FILES
-                       and not entry.name.startswith(("graph.kuzu.wal", "recall.index.")))
-    except (NotADirectoryError, FileNotFoundError):
-        return []
-    except OSError as exc:
-        raise StoreError(f"cannot read {directory}: {exc.strerror or exc}") from None
-    return names[:shown] + (["..."] if len(names) > shown else [])
 
 
 def _not_utf8(argv: Sequence[str]) -> str | None:
