@@ -37,7 +37,7 @@ from ._engine import EDGE_KINDS, Engine, Link
 from ._engine import EntityRecord as Entity
 from ._engine import FactRecord as Fact
 from ._engine import MentionRecord as Mention
-from ._errors import StoreLockedError
+from ._errors import InvalidInputError, StoreLockedError
 from ._input import MemoryInput, UpdateFields, check_owner
 from ._lifecycle import (
     ArchiveResult,
@@ -145,6 +145,25 @@ class MemoryStore:
                  settings: Settings | None = None, embedder: Embedder | str | None = None,
                  read_only: bool = False, clock: Callable[[], datetime] | None = None,
                  create: bool = True) -> None:
+        if not isinstance(path, str | os.PathLike):
+            raise InvalidInputError(f"path must be a directory path, a PostgreSQL URL or "
+                                    f"':memory:', not {type(path).__name__}", field="path")
+        if settings is not None and not isinstance(settings, Settings):
+            raise InvalidInputError(f"settings must be a graphmem Settings, not "
+                                    f"{type(settings).__name__} (Settings.from_env(), or "
+                                    "Settings(...))", field="settings")
+        if embedder is not None and not isinstance(embedder, str) \
+                and not callable(getattr(embedder, "embed", None)):
+            raise InvalidInputError(f"embedder must be a model spec ('minilm', 'hashing', "
+                                    f"...) or an Embedder, not {type(embedder).__name__}",
+                                    field="embedder")
+        for name, flag in (("read_only", read_only), ("create", create)):
+            if not isinstance(flag, bool):
+                raise InvalidInputError(f"{name} must be True or False, not {flag!r}",
+                                        field=name)
+        if clock is not None and not callable(clock):
+            raise InvalidInputError("clock must be a function returning the time",
+                                    field="clock")
         self.settings = settings or Settings.from_env()
         if embedder is not None:  # a bad spec is refused before any file is made
             embedder = make_embedder(embedder, self.settings)

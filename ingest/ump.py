@@ -235,6 +235,8 @@ def record_to_input(record: Any, *, index: int = 0, source: str = "<records>") -
     if not isinstance(record, Mapping):
         raise fail(f"a record is a JSON object, got {type(record).__name__}", "record")
     memory_id = record.get("id")
+    if memory_id is not None and not isinstance(memory_id, str):
+        raise fail(f"id must be a string, got {type(memory_id).__name__}", "id")
     if not isinstance(memory_id, str) or not memory_id.strip():
         raise fail("missing or empty id", "id")
     kind = record.get("kind")

@@ -42,6 +42,13 @@ def test_cli_round_trip_in_a_real_process(tmp_path: Path) -> None:
     target = tmp_path / "export.json"
     assert gm(db, "export", "--out", str(target)).returncode == 0
     assert len(json.loads(target.read_text())) == 302
+    # "--out -" is standard output, as for other tools (it wrote a file named "-")
+    dashed = subprocess.run([sys.executable, "-m", "graphmem", "--db", str(db), "--embedder",
+                             "hashing", "export", "--out", "-"], capture_output=True,
+                            text=True, timeout=300, cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert dashed.returncode == 0 and len(json.loads(dashed.stdout)) == 302
+    assert not (tmp_path / "-").exists()
 
 
 def test_errors_are_one_line_without_traceback(tmp_path: Path) -> None:

@@ -148,7 +148,7 @@ def echo_import(ctx: Context, source: str, result: Any, *, edges: str) -> None:
               show_default=True, help="ump: a UMP file; gdpr: the full GDPR export.")
 @click.option("--owner", default=None, help="Only this owner's memories.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
-              help="Write to this file instead of standard output.")
+              help="Write to this file instead of standard output ('-': standard output).")
 @pass_ctx
 def export(ctx: Context, fmt: str, owner: str | None, out: str | None) -> None:
     """Export memories as a UMP file or a GDPR export (JSON)."""
@@ -164,7 +164,7 @@ def export(ctx: Context, fmt: str, owner: str | None, out: str | None) -> None:
     else:
         data = store.export(owner=owner)
     text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
-    if out is None:
+    if out is None or out == "-":
         sys.stdout.write(text)
         return
     Path(out).write_text(text, encoding="utf-8")

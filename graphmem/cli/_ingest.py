@@ -115,6 +115,9 @@ def import_conversation_cmd(ctx: Context, file: str, session_id: str,
         try:
             result = store.add_conversation(messages, session_id=session_id, owner=owner)
         except InvalidInputError as exc:  # which file the message or field is of
+            option = {"session_id": "--session", "owner": "--owner"}.get(exc.field or "")
+            if option is not None:  # not the file's: the option's
+                raise InvalidInputError(f"{option}: {exc}", field=exc.field) from None
             raise InvalidInputError(f"{file}: {exc}", field=exc.field) from None
     if ctx.json:
         echo_json(to_json(result))
