@@ -10,6 +10,7 @@ through a real sidecar, which must answer the next request.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -218,6 +219,10 @@ NULL_CRASHERS: dict[str, tuple[str, dict[str, object]]] = {
     "list_contains(null, ...)": ("RETURN list_contains(null, 1) AS c", {}),
     "struct_extract of a null parameter": ("RETURN struct_extract($s, 'a') AS v",
                                             {"s": None}),
+    # a null nested deeper than the parameter's check looked (8 levels)
+    "keys of a null 10 levels down": ("RETURN keys($x" + ".a" * 10 + ") AS k",
+                                      {"x": functools.reduce(lambda v, _: {"a": v},
+                                                             range(10), None)}),
 }
 
 NULL_CHILD = """
@@ -345,6 +350,16 @@ def test_the_sidecar_refuses_crashers_and_answers_the_next_request(
     ("RETURN size(range(1, $n)) AS n", {"n": "5"}, r"range\(\) takes sizes"),
     ("RETURN size(list_reduce(['ab', 'ab', 'ab'], (x, y) -> x + x)) AS n", {},
      r"list_reduce\(\) may not use its accumulator twice"),
+    # sizes that multiply: a repeat of a repeat, a step that repeats, a lambda's call
+    ("RETURN size(repeat(repeat('ab', 100000), 500)) AS n", {},
+     r"repeat\(\) takes a text written out or given as a parameter"),
+    ("RETURN size(repeat($s, 50000)) AS n", {"s": "abc"}, r"asks for 150,000"),
+    ("RETURN size(list_reduce(['a', 'b'], (acc, y) -> repeat(acc, 500))) AS n", {},
+     r"list_reduce\(\) may not call lpad, range, repeat, rpad in its step"),
+    ("RETURN size(list_transform(range(1, 100000), x -> repeat('a', 100000))) AS n", {},
+     r"repeat\(\) may make at most 1,000 .* inside a lambda or a list comprehension"),
+    ("MATCH (m:Memory) RETURN size([t IN m.tags | range(1, 5000)]) AS n", {},
+     r"range\(\) may make at most 1,000 .* inside a lambda or a list comprehension"),
 ])
 def test_a_value_too_large_to_stop_is_refused_before_it_is_built(
         seeded: MemoryStore, statement: str, params: dict[str, object], message: str) -> None:

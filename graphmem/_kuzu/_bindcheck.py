@@ -41,7 +41,8 @@ _CHILD = "from graphmem._kuzu._db import serve_bind_checks; serve_bind_checks()"
 
 
 def holds_none(value: Any, depth: int = 0) -> bool:
-    """Whether a parameter value is None or holds one (in a list, tuple or dict).
+    """Whether a parameter value is None or may hold one (in a list, tuple or dict; a
+    value nested more than 8 deep counts as holding one).
 
     >>> holds_none(None), holds_none([1, None]), holds_none({"a": [None]}), holds_none("x")
     (True, True, True, False)
@@ -49,7 +50,7 @@ def holds_none(value: Any, depth: int = 0) -> bool:
     if value is None:
         return True
     if depth > 8:
-        return False
+        return True  # too deep to look through: planned in the child, as if it held one
     if isinstance(value, list | tuple):
         return any(holds_none(v, depth + 1) for v in value)
     if isinstance(value, dict):
@@ -146,12 +147,16 @@ class BindCheck:
             self._stop()
 
 
-def _shape(value: Any) -> str:
-    """What of a parameter's value the binder sees: its type, and where it holds None."""
+def _shape(value: Any, depth: int = 0) -> str:
+    """What of a parameter's value the binder sees: its type, and where it holds None
+    (below 8 levels, a digest of the whole value: its verdict is its own)."""
     if value is None:
         return "None"
+    if depth > 8:
+        return "deep:" + hashlib.sha256(pickle.dumps(value)).hexdigest()
     if isinstance(value, list | tuple):
-        return "[" + ",".join(sorted({_shape(v) for v in value})) + "]"
+        return "[" + ",".join(sorted({_shape(v, depth + 1) for v in value})) + "]"
     if isinstance(value, dict):
-        return "{" + ",".join(f"{k}:{_shape(v)}" for k, v in sorted(value.items())) + "}"
+        return "{" + ",".join(f"{k}:{_shape(v, depth + 1)}"
+                              for k, v in sorted(value.items())) + "}"
     return type(value).__name__

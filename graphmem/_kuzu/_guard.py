@@ -35,8 +35,8 @@ from .._errors import InvalidInputError, ReadOnlyStoreError
 from ._lexer import Token, lex
 from ._plan import LOG_TABLES, READ_FUNCTIONS, PlanCheck
 
-__all__ = ["GENERATED", "LIMITS", "LOG_TABLES", "READ_FUNCTIONS", "CheckedQuery", "Limits",
-           "check_generated", "check_user_query"]
+__all__ = ["GENERATED", "LIMITS", "LOG_TABLES", "PER_ELEMENT", "READ_FUNCTIONS", "CheckedQuery",
+           "Limits", "check_generated", "check_user_query"]
 
 
 @dataclass(frozen=True)
@@ -185,6 +185,8 @@ _GENERATORS: dict[str, int | None] = {"range": None, "repeat": 1, "lpad": 1, "rp
 #: projection runs once a row, and Kuzu builds a batch of 2,048 rows before it checks
 #: the time limit (a cross product of two ranges streams, and the limit stops it).
 GENERATED = 100_000
+#: ... and inside a lambda or a list comprehension, which runs it once an element.
+PER_ELEMENT = 1_000
 #: Reductions whose step could double its accumulator ("(x, y) -> x + x": 2**n).
 _REDUCTIONS = frozenset({"list_reduce", "reduce", "array_reduce"})
 _GROWING = frozenset({"+", "||", "["})
@@ -195,13 +197,16 @@ _GROWING_CALLS = frozenset({"list_concat", "list_cat", "array_concat", "array_ca
 
 def check_generated(query: str, params: Mapping[str, Any]) -> None:
     """Refuse a generator call (``range``, ``repeat``, ``lpad``, ``rpad``) that would
-    make more than ``GENERATED`` elements or characters, or whose sizes are not numbers
-    or parameters (checked before it runs), or a reduction whose step uses its
-    accumulator twice in a growing expression. Kuzu checks its time limit between
-    batches of rows, never while it builds one value: ``UNWIND range(1, 10000000)`` took
-    23 s and 8.5 GB with a limit of 1 s, ``range(1, 1000000000)`` filled the machine, and
-    a reduction doubling a string 34 times makes 16 GB."""
+    make more than ``GENERATED`` elements or characters (``PER_ELEMENT`` inside a lambda
+    or a list comprehension, which runs it once an element), whose sizes are not numbers
+    or parameters (``repeat``'s text too: a text or a parameter), checked before it
+    runs; or a reduction whose step calls a generator or uses its accumulator twice in a
+    growing expression. Kuzu checks its time limit between batches of rows, never while
+    it builds one value: ``UNWIND range(1, 10000000)`` took 23 s and 8.5 GB with a
+    limit of 1 s, ``range(1, 1000000000)`` filled the machine, and a reduction doubling a
+    string 34 times makes 16 GB."""
     tokens = lex(query, most=LIMITS.tokens)
+    each = _per_element(tokens)
     for n, token in enumerate(tokens):
         if token.kind not in ("word", "name") or n + 1 >= len(tokens) \
                 or tokens[n + 1].text != "(" or (n and tokens[n - 1].text in (".", ":")):
@@ -212,22 +217,63 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
             _check_reduction(name, args)
         if name not in _GENERATORS:
             continue
-        numbers = [_constant(arg, params) for arg in args]
-        which = _GENERATORS[name]
-        wanted = [0, 1, 2][:max(2, len(args))] if which is None else [which]
-        known = [numbers[i] for i in wanted if i < len(numbers)]
-        if len(known) < len(wanted) or None in known:
-            raise _refuse(f"{name}() takes sizes written as numbers or given as parameters "
-                          "here, so that what it makes can be checked before it runs")
-        values = [v for v in known if v is not None]
-        if which is None:
-            step = values[2] if len(values) > 2 else 1
-            size = 0 if step == 0 else max(0, (values[1] - values[0]) // step + 1)
-        else:
-            size = max(0, values[0])
-        if size > GENERATED:
-            raise _refuse(f"{name}() may make at most {GENERATED:,} elements or characters "
-                          f"here; this one asks for {size:,}")
+        size = _generated(name, args, params)
+        most = PER_ELEMENT if each[n] else GENERATED
+        if size > most:
+            where = " inside a lambda or a list comprehension" if each[n] else ""
+            raise _refuse(f"{name}() may make at most {most:,} elements or characters "
+                          f"here{where}; this one asks for {size:,}")
+
+
+def _generated(name: str, args: list[list[Token]], params: Mapping[str, Any]) -> int:
+    """How many elements or characters a generator call makes, from its arguments."""
+    which = _GENERATORS[name]
+    wanted = [0, 1, 2][:max(2, len(args))] if which is None else [which]
+    numbers = [_constant(arg, params) for arg in args]
+    known = [numbers[i] for i in wanted if i < len(numbers)]
+    if len(known) < len(wanted) or None in known:
+        raise _refuse(f"{name}() takes sizes written as numbers or given as parameters "
+                      "here, so that what it makes can be checked before it runs")
+    values = [v for v in known if v is not None]
+    if which is None:
+        step = values[2] if len(values) > 2 else 1
+        return 0 if step == 0 else max(0, (values[1] - values[0]) // step + 1)
+    if name != "repeat":
+        return max(0, values[0])  # a pad makes a text of exactly its length
+    text = _text_constant(args[0], params) if args else None
+    if text is None:
+        raise _refuse("repeat() takes a text written out or given as a parameter here, so "
+                      "that what it makes can be checked before it runs")
+    return len(text) * max(0, values[0])
+
+
+def _text_constant(arg: list[Token], params: Mapping[str, Any]) -> str | None:
+    if len(arg) != 1:
+        return None
+    if arg[0].kind == "string":
+        return arg[0].text[1:-1]
+    if arg[0].kind == "param":
+        value = params.get(arg[0].value)
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _per_element(tokens: list[Token]) -> list[bool]:
+    """For each token, whether it stands where an expression runs once an element: in a
+    lambda's body (after ``->``, to the end of the call that holds it) or in a list
+    comprehension's projection (after ``|``, to its ``]``)."""
+    out: list[bool] = []
+    marked: list[bool] = []  # per open bracket: whether what follows in it runs per element
+    for n, token in enumerate(tokens):
+        text = token.text if token.kind == "symbol" else ""
+        if text in _CLOSERS and marked:
+            marked.pop()
+        out.append(any(marked))
+        if text in _OPENERS:
+            marked.append(False)
+        elif marked and (text == "|" or (text == ">" and n and tokens[n - 1].text == "-")):
+            marked[-1] = True
+    return out
 
 
 def _arguments(tokens: list[Token], opening: int) -> list[list[Token]]:
@@ -285,10 +331,14 @@ def _check_reduction(name: str, args: list[list[Token]]) -> None:
     body = step[arrow + 2:]
     if not names:
         return
+    words = [t.value.translate(_ASCII_LOWER) for t in body if t.kind in ("word", "name")]
+    if any(w in _GENERATORS for w in words):
+        raise _refuse(f"{name}() may not call {', '.join(sorted(_GENERATORS))} in its step "
+                      "(what it builds could multiply at each element)")
     uses = sum(1 for t in body if t.kind in ("word", "name") and t.value == names[0])
-    grows = any(t.text in _GROWING or (t.kind in ("word", "name") and
-                                       t.value.translate(_ASCII_LOWER) in _GROWING_CALLS)
-                for t in body)
+    grows = any(t.text in _GROWING or w in _GROWING_CALLS
+                for t, w in zip(body, [t.value.translate(_ASCII_LOWER) for t in body],
+                                strict=True))
     if uses > 1 and grows:
         raise _refuse(f"{name}() may not use its accumulator twice in a step that "
                       "concatenates (it could double what it builds at each element)")
