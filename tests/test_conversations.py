@@ -65,6 +65,12 @@ GATE_CASES = [
     ("Μένω στην Αθήνα με τη σύζυγό μου.", "active"),
     ("أعيش في القاهرة مع زوجتي", "active"),
     ("Спасибо!", "dropped"),
+    # a sentence of a script written without spaces is one "word" to the rules
+    ("我住在北京。", "active"),
+    ("私は東京に住んでいます。", "active"),
+    ("谢谢", "dropped"),
+    # vowel signs inside a word (Devanagari split at each: "म", "र", "बहन", ...)
+    ("मेरी बहन डॉक्टर है", "active"),
 ]
 
 

@@ -30,7 +30,14 @@ DUPLICATE = 0.95
 #: Not after a title or a Latin abbreviation ("Mr. Dupont", "e.g. basil").
 _SENTENCE_END = re.compile(r"(?<=[.!?…])(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)"
                            r"(?<!\bProf\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<!\betc\.) ")
-_WORD = re.compile(r"[^\W\d_](?:[^\W\d_]|['’-])*|\d+(?:[.,:/]\d+)*")
+#: A word: letters of any script, with the marks some scripts write inside a word (the
+#: vowel signs of Devanagari and its neighbours, Thai's, Arabic's and Hebrew's points,
+#: Latin's combining accents), or a number.
+_MARKS = "\u0300-\u036f\u0591-\u05c7\u064b-\u065f\u0670\u0900-\u0dff\u0e00-\u0eff\u1000-\u109f"
+_WORD = re.compile(rf"[^\W\d_](?:[^\W\d_]|['’{_MARKS}-])*|\d+(?:[.,:/]\d+)*")
+#: Three letters of a script written without spaces (Chinese, Japanese, Thai) in one
+#: "word": a phrase that says something, not a greeting ("我住在北京", not "谢谢").
+_UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0e7f]{3}")
 #: A number ends where a word character does not follow (what a final \b said), checked after
 #: each part, so a run of parts is read once and never given back.
 _NUMBER = re.compile(r"\b\d++(?!\w)(?:[.,:/-]\d++(?!\w))*+")
@@ -94,7 +101,8 @@ def is_filler(text: str) -> bool:
     content = [w for w in words if w not in _FILLER and w not in STOPWORDS]
     # "I PASSED", "cat, 6 years old": one content word still says something about a
     # person when they speak of themselves or give a number
-    says_something = any(w in _FIRST_PERSON for w in words) or bool(search(_NUMBER, text))
+    says_something = any(w in _FIRST_PERSON for w in words) or bool(search(_NUMBER, text)) \
+        or any(_UNSPACED.search(w) for w in words)
     return not content or (len(content) < 2 and not says_something)
 
 
