@@ -49,12 +49,12 @@ def open_engine(location: str | os.PathLike[str], *, settings: Settings,
 
         return PostgresEngine(str(location), read_only=read_only, create=create)
     path = os.fspath(location)
+    problem = KuzuEngine.foreign_directory(path)
+    if problem is not None:
+        raise StoreError(problem)
     if not create and path != ":memory:" and not KuzuEngine.holds_store(path):
         raise StoreError(f"no graphmem database at {path}: open it for writing once to "
                          f"create it (`graphmem --db {path} init`, or MemoryStore(path))")
-    problem = KuzuEngine.foreign_directory(path) if not read_only else None
-    if problem is not None:
-        raise StoreError(problem)
     return KuzuEngine(path, buffer_pool_mb=settings.buffer_pool_mb,
                       read_only=read_only)
 

@@ -1203,7 +1203,8 @@ def _check_path(path: Path, *, read_only: bool) -> None:
         )
     db_file = path / Database.FILE_NAME
     if read_only and not db_file.exists():
-        raise StoreError(f"no database at {path}; create it first with `graphmem init --db {path}`")
+        raise StoreError(f"no database at {path}; create it first with `graphmem --db {path} "
+                         "init`")
     if not path.exists():
         parent = path.parent
         if not parent.exists():

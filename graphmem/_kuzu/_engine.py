@@ -194,7 +194,8 @@ _ARROW_EDGE_TYPES = {"from": pa.string(), "to": pa.string(), "source": pa.string
 #: What a store directory may hold before its Kuzu file is there (a store being made, or
 #: one whose open failed half-way), beside the WAL's and the index's temporaries.
 _OWN_FILES = frozenset({"graph.kuzu", "graph.kuzu.wal", "graph.kuzu.vectors",
-                        "graph.kuzu.walmark", "graphmem.keys", "recall.index"})
+                        "graph.kuzu.walmark", "graphmem.keys", "recall.index",
+                        ".DS_Store"})  # (macOS's Finder leaves one in a folder it opened)
 
 
 class KuzuEngine(rules.Writes):

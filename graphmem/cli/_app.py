@@ -110,6 +110,7 @@ class Context:
             raise StoreError(f"{self.db} is a file, not a graphmem database directory; "
                              "check --db and $GRAPHMEM_DB")
         if local and not create and not held:
+            self.refuse_foreign_directory()  # not "create one with init", which refuses it
             raise StoreError(f"no graphmem database at {self.db}: create one with "
                              f"`graphmem --db {self.db} init` (or import into it), or check "
                              "--db and $GRAPHMEM_DB")
