@@ -30,8 +30,8 @@ import pyarrow as pa
 
 from ._arrow import column_values, numbers, parquet_batches, strings, vector_matrix
 from ._engine import EDGE_KINDS, BatchWriter, Engine, TableName, WriteBatch
-from ._errors import GraphmemError, StoreError
-from ._input import MAX_TEXT, no_json_constant, stored_owner_problem
+from ._errors import GraphmemError, InvalidInputError, StoreError
+from ._input import MAX_TEXT, MemoryInput, no_json_constant, stored_owner_problem
 from ._models import ChangeType, EventType, Kind, Status, TriggeredBy
 from ._records import TABLE_TYPES, check_merges, sentences_matrix
 
@@ -92,6 +92,9 @@ TABLES: tuple[Table, ...] = (MEMORIES, VERSIONS, EVENTS, EDGES, ENTITIES, MENTIO
                              META)
 
 Opener = Callable[[str], IO[bytes]]
+#: The columns of a memory row that ``add`` checks beyond its scores (``_as_added``).
+_AS_ADDED = ("text", "subject", "tags", "project", "visibility", "session", "valid_from",
+             "valid_to")
 
 #: Values a column may hold (null too where it is not required).
 _CHOICES: dict[str, dict[str, tuple[str, ...]]] = {
@@ -364,6 +367,20 @@ class _Reader:
         long = pc.fill_null(pc.greater(pc.utf8_length(rows.column("text")), MAX_TEXT), False)
         if pc.any(long).as_py():
             self.refuse(table, rows, long, f"text is longer than {MAX_TEXT:,} characters")
+        # the rest of what add checks, on each memory that is not forgotten (a forgotten
+        # one keeps its id and no text)
+        names = [c for c in _AS_ADDED if c in rows.column_names]
+        status = column_values(rows.column("status"))
+        for row, values in enumerate(zip(*(column_values(rows.column(c)) for c in names),
+                                         strict=True)):
+            if status[row] == Status.FORGOTTEN.value:
+                continue
+            given = {c: v for c, v in zip(names, values, strict=True)
+                     if v is not None and v != ()}
+            try:
+                MemoryInput.parse({**given, "tags": tuple(given.get("tags") or ())})
+            except InvalidInputError as exc:
+                self.refuse(table, rows, row, str(exc))
 
     def _times(self, table: Table, rows: pa.Table, column: str, values: Any, *,
                listed: bool = False) -> None:

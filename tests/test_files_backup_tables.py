@@ -15,6 +15,7 @@ import math
 import os
 import shutil
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +161,15 @@ TAMPERED: list[tuple[str, Callable[[pa.Table], pa.Table], str]] = [
      r"memory 'urn:.*' is not a valid memory: text contains a NUL character"),
     ("memories.parquet", lambda t: first(t, "text", "x" * 200_001),
      r"memory 'urn:.*' is not a valid memory: text is longer than 200,000 characters"),
+    ("memories.parquet", lambda t: first(t, "tags", ["t"] * 100),
+     r"memory 'urn:.*' is not a valid memory: tags: has 100 entries; the limit is 64"),
+    ("memories.parquet", lambda t: first(t, "text", "   "),
+     r"memory 'urn:.*' is not a valid memory: text"),
+    ("memories.parquet", lambda t: first(t, "session", "s\x00"),
+     r"memory 'urn:.*' is not a valid memory: session"),
+    ("memories.parquet", lambda t: first(first(t, "valid_from", datetime(2030, 1, 1)),
+                                         "valid_to", datetime(2001, 1, 1)),
+     r"memory 'urn:.*' is not a valid memory: .*valid_to"),
     ("memories.parquet", lambda t: t.slice(1),
      r"data/versions\.parquet: memory_id 'urn:.*' is not in the backup"),
     ("versions.parquet", lambda t: t.filter(pa.array([r != 1 for r in t.column("seq")
