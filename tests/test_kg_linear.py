@@ -103,6 +103,7 @@ UNMETERED = {
     ("_kg._ollama", "re", "search"): "a name's words (escaped) once per triple, at most 50",
     ("_extract._rules", "_SENTENCE_END", "split"): "once per line of a message",
     ("_extract._rules", "_MARKUP", "sub"): "once per list item or sentence",
+    ("_extract._rules", "_UNSPACED", "search"): "one word, three characters of a class",
     ("_extract._corrections", "_VALUE_WORD", "match"): "one word, anchored",
     ("_extract._links", "_PHRASE_WORD", "findall"): "once per memory",
     ("_extract._links", "_NUMERIC", "fullmatch"): "one entity",

@@ -595,7 +595,8 @@ def test_opening_without_create_makes_no_store(tmp_path: Path) -> None:
     notes = tmp_path / "notes"  # a directory of other files holds no store either
     notes.mkdir()
     (notes / "todo.md").write_text("buy milk\n", encoding="utf-8")
-    with pytest.raises(StoreError, match=f"no graphmem database at {notes}"):
+    with pytest.raises(StoreError, match=f"{notes} holds other files \\(todo.md\\) and no "
+                                         "graphmem database"):
         MemoryStore(notes, embedder="hashing", create=False)
     assert [p.name for p in notes.iterdir()] == ["todo.md"]
 
