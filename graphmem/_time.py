@@ -10,8 +10,11 @@ from datetime import UTC, datetime
 
 __all__ = ["format_iso", "new_event_id", "new_memory_id", "parse_iso", "to_utc", "utcnow"]
 
+#: ISO 8601 in its extended form (2026-04-01T12:00:00Z) or its basic one
+#: (20260401T120000Z), each whole: the two are not mixed within a date or a time.
 _ISO = re.compile(
-    r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2})?$"
+    r"^(?:\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)?"
+    r"|\d{8}(?:T\d{4}(?:\d{2}(?:\.\d{1,9})?)?)?)(?:Z|[+-]\d{2}:?\d{2})?$"
 )
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 
@@ -48,6 +51,8 @@ def parse_iso(text: str) -> datetime:
     '2026-06-06T20:49:57.806123+00:00'
     >>> parse_iso("2026-06-06").isoformat()
     '2026-06-06T00:00:00+00:00'
+    >>> parse_iso("20260401T120000Z").isoformat(), parse_iso("20260401").isoformat()
+    ('2026-04-01T12:00:00+00:00', '2026-04-01T00:00:00+00:00')
     >>> parse_iso("yesterday")
     Traceback (most recent call last):
     ...

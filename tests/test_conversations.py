@@ -1121,3 +1121,12 @@ def test_a_later_word_on_a_subject_comes_before_the_earlier_one() -> None:
     line = Explanation(channels={}, fused=0.1, final=0.1, preset="default",
                        said_after="urn:old").lines()[-1]
     assert line == "  says what changed since urn:old: ranked before it"
+
+
+def test_a_message_time_in_iso_8601s_basic_form_is_read(store: MemoryStore) -> None:
+    # "20260401T120000Z" is ISO 8601 as much as "2026-04-01T12:00:00Z" (it was refused)
+    result = store.add_conversation([{"role": "user", "content": "I moved to Oslo in March",
+                                      "timestamp": "20260401T120000Z"}],
+                                    session_id="s1", owner="tess")
+    [memory] = [store.get(i) for i in result.created_ids]
+    assert memory.observed == datetime(2026, 4, 1, 12, tzinfo=UTC)
