@@ -242,6 +242,15 @@ with MemoryStore(sys.argv[1], embedder="hashing") as store:
                                   "RETURN count(*) AS n")
     out["null parameter"] = store.cypher("MATCH (m:Memory) WHERE $s IS NULL OR m.id = $s "
                                          "RETURN count(*) AS n", {"s": None})
+    # a parameter planned without its value had no type: through WITH or UNWIND into
+    # label() or list_contains() it crashed Kuzu as an untyped NULL does
+    try:
+        store.cypher("WITH $x AS y RETURN label(y) AS l", {"x": 1})
+        out["label of a parameter"] = "ran"
+    except InvalidInputError as exc:
+        out["label of a parameter"] = exc.field
+    out["list parameter"] = store.cypher("UNWIND $ids AS i RETURN list_contains(i, 1) AS c",
+                                         {"ids": [[1]]})
 print(json.dumps(out))
 """
 
@@ -259,6 +268,8 @@ def test_an_untyped_null_that_crashes_kuzu_is_refused_and_the_store_goes_on(
         assert field == "query" and "crashes while planning" in message, name
     assert out["is null"] == [{"n": 1}]
     assert out["null parameter"] == [{"n": 1}]
+    assert out["label of a parameter"] == "query"  # Kuzu's own binder error
+    assert out["list parameter"] == [{"c": True}]
 
 
 def test_the_limits_are_exact_and_generous(seeded: MemoryStore) -> None:
@@ -357,9 +368,13 @@ def test_the_sidecar_refuses_crashers_and_answers_the_next_request(
     ("RETURN size(list_reduce(['a', 'b'], (acc, y) -> repeat(acc, 500))) AS n", {},
      r"list_reduce\(\) may not call lpad, range, repeat, rpad in its step"),
     ("RETURN size(list_transform(range(1, 100000), x -> repeat('a', 100000))) AS n", {},
-     r"repeat\(\) may make at most 1,000 .* inside a lambda or a list comprehension"),
+     r"repeat\(\) may make at most 100 .* inside a lambda or a list comprehension"),
     ("MATCH (m:Memory) RETURN size([t IN m.tags | range(1, 5000)]) AS n", {},
-     r"range\(\) may make at most 1,000 .* inside a lambda or a list comprehension"),
+     r"range\(\) may make at most 100 .* inside a lambda or a list comprehension"),
+    ("RETURN size(list_transform(range(1, 20), x -> list_transform(range(1, 10), "
+     "y -> range(1, 10)))) AS n", {}, r"range\(\) may not stand in a lambda inside another"),
+    ("RETURN size(regexp_replace(regexp_replace(repeat('a', 100), 'a', 'aaaa', 'g'), 'a', "
+     "'aaaa', 'g')) AS n", {}, r"regexp_replace\(\) may not replace within what"),
 ])
 def test_a_value_too_large_to_stop_is_refused_before_it_is_built(
         seeded: MemoryStore, statement: str, params: dict[str, object], message: str) -> None:

@@ -1103,10 +1103,10 @@ def _run_vetted(conn: Any, query: str, bound: dict[str, Any], vet: PlanVetting,
     ``EXPLAIN`` cost 5.5-7.9 ms of CPU on the two largest named queries (8.8-11.2 ms
     without it), 0.6 ms on a one-line query."""
     vet.check_text()
-    statement = _prepare_user(conn, query, vet, path=path)
+    statement = _prepare_user(conn, query, bound, vet, path=path)
     key = (vet.key, tuple(sorted((name, type(value).__name__) for name, value in bound.items())))
     if key not in vetted:
-        explain = _prepare_user(conn, "EXPLAIN " + query, vet, path=path)
+        explain = _prepare_user(conn, "EXPLAIN " + query, bound, vet, path=path)
         try:
             plan = conn.execute(explain, bound).get_next()[0]
         except RuntimeError as exc:
@@ -1146,10 +1146,14 @@ def _user_error(exc: RuntimeError, *, path: str, timeout_s: float | None) -> Gra
     return map_error(exc, path=path, user=True)
 
 
-def _prepare_user(conn: Any, query: str, vet: PlanVetting, *, path: str) -> Any:
+def _prepare_user(conn: Any, query: str, bound: Mapping[str, Any], vet: PlanVetting, *,
+                  path: str) -> Any:
+    """Plan a user statement with its parameters: planned without them, a parameter is
+    of no type (ANY), and Kuzu 0.11.3 crashed binding one passed through WITH or UNWIND
+    to label(), keys(), id() or list_contains() (``WITH $x AS y RETURN label(y)``)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        statement = conn.prepare(query)
+        statement = conn.prepare(query, dict(bound))
     if not statement.is_success():
         message = statement.get_error_message()
         if "multiple statements" in message:
@@ -1237,7 +1241,7 @@ def serve_bind_checks() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             try:
-                prepared = conn.prepare("EXPLAIN " + query)
+                prepared = conn.prepare("EXPLAIN " + query, params)
                 if prepared.is_success():
                     conn.execute(prepared, params)
             except Exception:

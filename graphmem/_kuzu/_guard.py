@@ -185,8 +185,11 @@ _GENERATORS: dict[str, int | None] = {"range": None, "repeat": 1, "lpad": 1, "rp
 #: projection runs once a row, and Kuzu builds a batch of 2,048 rows before it checks
 #: the time limit (a cross product of two ranges streams, and the limit stops it).
 GENERATED = 100_000
-#: ... and inside a lambda or a list comprehension, which runs it once an element.
-PER_ELEMENT = 1_000
+#: ... and inside a lambda or a list comprehension, which runs it once an element of a
+#: list of up to ``GENERATED`` (or a column's values collected): never in two nested.
+PER_ELEMENT = 100
+#: Functions whose text can be many times their input's (each match replaced by more).
+_REPLACES = frozenset({"replace", "regexp_replace"})
 #: Reductions whose step could double its accumulator ("(x, y) -> x + x": 2**n).
 _REDUCTIONS = frozenset({"list_reduce", "reduce", "array_reduce"})
 _GROWING = frozenset({"+", "||", "["})
@@ -200,7 +203,8 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
     make more than ``GENERATED`` elements or characters (``PER_ELEMENT`` inside a lambda
     or a list comprehension, which runs it once an element), whose sizes are not numbers
     or parameters (``repeat``'s text too: a text or a parameter), checked before it
-    runs; or a reduction whose step calls a generator or uses its accumulator twice in a
+    runs, or that stands in two nested lambdas; a replace within what a replace or a
+    generator made; or a reduction whose step calls a generator or uses its accumulator twice in a
     growing expression. Kuzu checks its time limit between batches of rows, never while
     it builds one value: ``UNWIND range(1, 10000000)`` took 23 s and 8.5 GB with a
     limit of 1 s, ``range(1, 1000000000)`` filled the machine, and a reduction doubling a
@@ -215,8 +219,17 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
         args = _arguments(tokens, n + 1)
         if name in _REDUCTIONS:
             _check_reduction(name, args)
+        if name in _REPLACES and args and any(
+                t.kind in ("word", "name") and t.value.translate(_ASCII_LOWER) in
+                _REPLACES | set(_GENERATORS) for t in args[0]):
+            # each replacement multiplies what the one inside made
+            raise _refuse(f"{name}() may not replace within what another replace, range, "
+                          "repeat, lpad or rpad made here")
         if name not in _GENERATORS:
             continue
+        if each[n] > 1:
+            raise _refuse(f"{name}() may not stand in a lambda inside another lambda or "
+                          "list comprehension here (what it makes would multiply)")
         size = _generated(name, args, params)
         most = PER_ELEMENT if each[n] else GENERATED
         if size > most:
@@ -258,17 +271,17 @@ def _text_constant(arg: list[Token], params: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _per_element(tokens: list[Token]) -> list[bool]:
-    """For each token, whether it stands where an expression runs once an element: in a
-    lambda's body (after ``->``, to the end of the call that holds it) or in a list
-    comprehension's projection (after ``|``, to its ``]``)."""
-    out: list[bool] = []
+def _per_element(tokens: list[Token]) -> list[int]:
+    """For each token, in how many places that run an expression once an element it
+    stands: a lambda's body (after ``->``, to the end of the call that holds it) or a
+    list comprehension's projection (after ``|``, to its ``]``)."""
+    out: list[int] = []
     marked: list[bool] = []  # per open bracket: whether what follows in it runs per element
     for n, token in enumerate(tokens):
         text = token.text if token.kind == "symbol" else ""
         if text in _CLOSERS and marked:
             marked.pop()
-        out.append(any(marked))
+        out.append(sum(marked))
         if text in _OPENERS:
             marked.append(False)
         elif marked and (text == "|" or (text == ">" and n and tokens[n - 1].text == "-")):
