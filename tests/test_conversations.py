@@ -69,6 +69,9 @@ GATE_CASES = [
     ("我住在北京。", "active"),
     ("私は東京に住んでいます。", "active"),
     ("谢谢", "dropped"),
+    ("ありがとうございます", "dropped"),
+    ("哈哈哈", "dropped"),
+    ("好的，谢谢", "dropped"),
     # vowel signs inside a word (Devanagari split at each: "म", "र", "बहन", ...)
     ("मेरी बहन डॉक्टर है", "active"),
 ]

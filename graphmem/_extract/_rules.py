@@ -35,9 +35,18 @@ _SENTENCE_END = re.compile(r"(?<=[.!?…])(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!
 #: Latin's combining accents), or a number.
 _MARKS = "\u0300-\u036f\u0591-\u05c7\u064b-\u065f\u0670\u0900-\u0dff\u0e00-\u0eff\u1000-\u109f"
 _WORD = re.compile(rf"[^\W\d_](?:[^\W\d_]|['’{_MARKS}-])*|\d+(?:[.,:/]\d+)*")
-#: Three letters of a script written without spaces (Chinese, Japanese, Thai) in one
-#: "word": a phrase that says something, not a greeting ("我住在北京", not "谢谢").
-_UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0e7f]{3}")
+#: Four letters of a script written without spaces (Chinese, Japanese, Thai) in one
+#: "word": a phrase that says something ("我住在北京"), unless it is one of the greetings
+#: and thanks of ``_UNSPACED_FILLER``.
+_UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0e7f]{4}")
+_UNSPACED_FILLER = frozenset({
+    "ありがとう", "ありがとうございます", "ありがとうございました", "こんにちは", "こんばんは",
+    "おはよう", "おはようございます", "おやすみなさい", "すみません", "よろしくお願いします",
+    "どうもありがとう", "さようなら", "了解です", "わかりました",
+    "谢谢", "谢谢你", "谢谢您", "非常感谢", "多谢", "你好", "你好呀", "您好", "好的", "好的谢谢",
+    "哈哈", "哈哈哈", "哈哈哈哈", "再见", "晚安", "早上好", "晚上好", "没问题", "不客气",
+    "สวัสดี", "สวัสดีครับ", "สวัสดีค่ะ", "ขอบคุณ", "ขอบคุณครับ", "ขอบคุณค่ะ", "ขอบคุณมาก",
+})
 #: A number ends where a word character does not follow (what a final \b said), checked after
 #: each part, so a run of parts is read once and never given back.
 _NUMBER = re.compile(r"\b\d++(?!\w)(?:[.,:/-]\d++(?!\w))*+")
@@ -98,11 +107,12 @@ def is_filler(text: str) -> bool:
     words = _words(text)
     if not words:
         return True
-    content = [w for w in words if w not in _FILLER and w not in STOPWORDS]
+    content = [w for w in words if w not in _FILLER and w not in STOPWORDS
+               and w not in _UNSPACED_FILLER]
     # "I PASSED", "cat, 6 years old": one content word still says something about a
     # person when they speak of themselves or give a number
     says_something = any(w in _FIRST_PERSON for w in words) or bool(search(_NUMBER, text)) \
-        or any(_UNSPACED.search(w) for w in words)
+        or any(_UNSPACED.search(w) for w in content)
     return not content or (len(content) < 2 and not says_something)
 
 
