@@ -349,9 +349,8 @@ def _check_reduction(name: str, args: list[list[Token]]) -> None:
         raise _refuse(f"{name}() may not call {', '.join(sorted(_GENERATORS))} in its step "
                       "(what it builds could multiply at each element)")
     uses = sum(1 for t in body if t.kind in ("word", "name") and t.value == names[0])
-    grows = any(t.text in _GROWING or w in _GROWING_CALLS
-                for t, w in zip(body, [t.value.translate(_ASCII_LOWER) for t in body],
-                                strict=True))
+    grows = any(t.text in _GROWING or t.value.translate(_ASCII_LOWER) in _GROWING_CALLS
+                for t in body)
     if uses > 1 and grows:
         raise _refuse(f"{name}() may not use its accumulator twice in a step that "
                       "concatenates (it could double what it builds at each element)")

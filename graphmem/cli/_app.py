@@ -106,16 +106,14 @@ class Context:
         problem = KuzuEngine.link_problem(self.db) if local and not held else None
         if problem is not None:
             raise StoreError(problem)
-        if local and not held and os.path.isfile(self.db):
-            raise StoreError(f"{self.db} is a file, not a graphmem database directory; "
-                             "check --db and $GRAPHMEM_DB")
+        if local and not held:
+            # a file, or a folder of other files: said before "create one with init",
+            # which would refuse it
+            self.refuse_foreign_directory()
         if local and not create and not held:
-            self.refuse_foreign_directory()  # not "create one with init", which refuses it
             raise StoreError(f"no graphmem database at {self.db}: create one with "
                              f"`graphmem --db {self.db} init` (or import into it), or check "
                              "--db and $GRAPHMEM_DB")
-        if local and not held:
-            self.refuse_foreign_directory()
         now = self.now
         clock = (lambda: now) if now is not None else None
         made = None
