@@ -67,6 +67,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 import warnings
 import weakref
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
@@ -88,6 +89,7 @@ from .._errors import (
 from .._sync import Gate
 from ._lexer import parameter_names
 from ._recovery import WalMark, recover
+from ._user_rows import read_user_rows
 
 __all__ = ["Database", "Journal", "PlanVetting", "Tx", "check_parameters", "query_parameters",
            "serve_bind_checks"]
@@ -133,6 +135,30 @@ def check_parameters(query: str, params: Mapping[str, Any]) -> None:
         raise InvalidInputError(
             "parameter(s) not used by the query: " + ", ".join(unused), field=unused[0]
         )
+    for name, value in params.items():
+        if _nested_deeper(value, PARAMETER_DEPTH):
+            raise InvalidInputError(f"parameter {name} is nested more than "
+                                    f"{PARAMETER_DEPTH} levels deep", field=name)
+
+
+#: The deepest a parameter's lists and maps may nest (deeper ones failed in Python's own
+#: recursion, as a 500 from the sidecar).
+PARAMETER_DEPTH = 32
+
+
+def _nested_deeper(value: Any, most: int) -> bool:
+    """Whether ``value``'s lists, tuples and dicts nest more than ``most`` levels (read
+    without recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list | tuple):
+            if depth >= most:
+                return True
+            stack.extend((v, depth + 1) for v in item if isinstance(v, list | tuple | dict))
+    return False
 
 
 _SCALARS = (str, int, float, bool, type(None))
@@ -296,7 +322,7 @@ class Tx:
         self._conn.set_query_timeout(_timeout_ms(timeout_s))
         try:
             result = _run_vetted(self._conn, query, _bind(params), vet, self._db._vetted,
-                                 path=self._db.path)
+                                 path=self._db.path, timeout_s=timeout_s)
         except RuntimeError as exc:
             raise _user_error(exc, path=self._db.path, timeout_s=timeout_s) from exc
         finally:
@@ -724,7 +750,7 @@ class Database:
                 conn.execute("BEGIN TRANSACTION READ ONLY")
                 try:
                     return _run_vetted(conn, query, _bind(params), vet, self._vetted,
-                                       path=self.path)
+                                       path=self.path, timeout_s=timeout_s)
                 finally:
                     with contextlib.suppress(RuntimeError):
                         conn.execute("ROLLBACK")
@@ -1081,19 +1107,20 @@ def _size(path: str) -> int:
 
 
 class _Materialised:
-    """A query result read to the end while its transaction was open."""
+    """A user statement's result read to the end while its transaction was open, within
+    the bounds of ``read_user_rows`` and by ``deadline`` (``time.monotonic()``)."""
 
-    def __init__(self, result: Any) -> None:
-        results = result if isinstance(result, list) else [result]
-        last = results[-1]
+    def __init__(self, result: Any, *, deadline: float | None, timeout_s: float | None
+                 ) -> None:
+        last = result[-1] if isinstance(result, list) else result
         self.columns: list[str] = list(last.get_column_names())
-        self.rows: list[Row] = []
-        while last.has_next():
-            self.rows.append(last.get_next())
+        self.rows: list[Row] = read_user_rows(last, deadline=deadline,
+                                              too_long=lambda: _too_long(timeout_s))
 
 
 def _run_vetted(conn: Any, query: str, bound: dict[str, Any], vet: PlanVetting,
-                vetted: dict[Hashable, None], *, path: str) -> _Materialised:
+                vetted: dict[Hashable, None], *, path: str, timeout_s: float | None
+                ) -> _Materialised:
     """Plan ``query`` as exactly one statement (Kuzu's own parser is the judge: it refuses
     to prepare several), show ``vet`` its physical plan, then run it.
 
@@ -1101,7 +1128,8 @@ def _run_vetted(conn: Any, query: str, bound: dict[str, Any], vet: PlanVetting,
     to ``execute`` (which runs every statement of a text). A statement whose plan passed
     before (same text, mode and parameter types) is not planned twice: planning again for
     ``EXPLAIN`` cost 5.5-7.9 ms of CPU on the two largest named queries (8.8-11.2 ms
-    without it), 0.6 ms on a one-line query."""
+    without it), 0.6 ms on a one-line query. ``timeout_s`` also bounds reading the rows."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
     vet.check_text()
     statement = _prepare_user(conn, query, bound, vet, path=path)
     key = (vet.key, tuple(sorted((name, type(value).__name__) for name, value in bound.items())))
@@ -1118,7 +1146,8 @@ def _run_vetted(conn: Any, query: str, bound: dict[str, Any], vet: PlanVetting,
             with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # a race: fine
                 vetted.pop(next(iter(vetted)))
         vetted[key] = None
-    return _Materialised(conn.execute(statement, bound))
+    return _Materialised(conn.execute(statement, bound), deadline=deadline,
+                         timeout_s=timeout_s)
 
 
 #: Plan verdicts kept per database (keys hold a digest of the text, not the text).
@@ -1139,11 +1168,15 @@ def _interrupted(exc: RuntimeError) -> bool:
 def _user_error(exc: RuntimeError, *, path: str, timeout_s: float | None) -> GraphmemError:
     """The error of a user statement that failed while running."""
     if timeout_s is not None and _interrupted(exc):
-        return InvalidInputError(
-            f"the query ran longer than {timeout_s:g} s (GRAPHMEM_CYPHER_TIMEOUT_S) and was "
-            "stopped; nothing was changed. Narrow it (a LIMIT, fewer hops, a label and a "
-            "WHERE on each node) or raise GRAPHMEM_CYPHER_TIMEOUT_S", field="query")
+        return _too_long(timeout_s)
     return map_error(exc, path=path, user=True)
+
+
+def _too_long(timeout_s: float | None) -> InvalidInputError:
+    return InvalidInputError(
+        f"the query ran longer than {timeout_s or 0:g} s (GRAPHMEM_CYPHER_TIMEOUT_S) and was "
+        "stopped; nothing was changed. Narrow it (a LIMIT, fewer hops, a label and a "
+        "WHERE on each node) or raise GRAPHMEM_CYPHER_TIMEOUT_S", field="query")
 
 
 def _prepare_user(conn: Any, query: str, bound: Mapping[str, Any], vet: PlanVetting, *,

@@ -190,6 +190,18 @@ GENERATED = 100_000
 PER_ELEMENT = 100
 #: Functions whose text can be many times their input's (each match replaced by more).
 _REPLACES = frozenset({"replace", "regexp_replace"})
+#: The longest replacement text a replace may insert: each match (an empty pattern
+#: matches between every two characters) puts one in, so a replacement of 40,000
+#: characters made a 100,000-character text 4 GB in one value.
+REPLACEMENT = 100
+#: Functions that recurse once a level of the JSON they read: in Kuzu 0.11.3 about
+#: 20,000 levels (a text of 40,000 brackets) overflow the stack and end the process.
+_DEEP_JSON = frozenset({"json_structure", "json_merge_patch", "json_contains"})
+#: Functions whose work is the product of their arguments' lengths (``levenshtein`` of
+#: two 100,000-character texts: 15 s of CPU in one value, past any time limit).
+_PAIRWISE = frozenset({"levenshtein", "list_has_all"})
+#: ... one of which must then be written out or a parameter of at most this size.
+PAIRWISE_SMALL = 64
 #: Reductions whose step could double its accumulator ("(x, y) -> x + x": 2**n).
 _REDUCTIONS = frozenset({"list_reduce", "reduce", "array_reduce"})
 _GROWING = frozenset({"+", "||", "["})
@@ -204,8 +216,10 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
     or a list comprehension, which runs it once an element), whose sizes are not numbers
     or parameters (``repeat``'s text too: a text or a parameter), checked before it
     runs, or that stands in two nested lambdas; a replace within what a replace or a
-    generator made; or a reduction whose step calls a generator or uses its accumulator twice in a
-    growing expression. Kuzu checks its time limit between batches of rows, never while
+    generator made, or inserting more than ``REPLACEMENT`` characters; a ``_PAIRWISE``
+    call without a short argument (``_check_pairwise``); a ``_DEEP_JSON`` call; or a
+    reduction whose step calls a generator or uses its accumulator twice in a growing
+    expression. Kuzu checks its time limit between batches of rows, never while
     it builds one value: ``UNWIND range(1, 10000000)`` took 23 s and 8.5 GB with a
     limit of 1 s, ``range(1, 1000000000)`` filled the machine, and a reduction doubling a
     string 34 times makes 16 GB."""
@@ -219,6 +233,16 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
         args = _arguments(tokens, n + 1)
         if name in _REDUCTIONS:
             _check_reduction(name, args)
+        if name in _DEEP_JSON:
+            raise _refuse(f"{name}() is not run here: on deeply nested JSON it overflows "
+                          "Kuzu's stack, which ends the process")
+        if name in _PAIRWISE:
+            _check_pairwise(name, args, params)
+        if name in _REPLACES and len(args) > 2:
+            replacement = _text_constant(args[2], params)
+            if replacement is None or len(replacement) > REPLACEMENT:
+                raise _refuse(f"{name}() takes a replacement written out or given as a "
+                              f"parameter, of at most {REPLACEMENT} characters, here")
         if name in _REPLACES and args and any(
                 t.kind in ("word", "name") and t.value.translate(_ASCII_LOWER) in
                 _REPLACES | set(_GENERATORS) for t in args[0]):
@@ -258,6 +282,35 @@ def _generated(name: str, args: list[list[Token]], params: Mapping[str, Any]) ->
         raise _refuse("repeat() takes a text written out or given as a parameter here, so "
                       "that what it makes can be checked before it runs")
     return len(text) * max(0, values[0])
+
+
+def _check_pairwise(name: str, args: list[list[Token]], params: Mapping[str, Any]) -> None:
+    """Refuse a call whose work is the product of its arguments' lengths unless one of
+    them is written out or a parameter of at most ``PAIRWISE_SMALL`` characters or
+    elements and neither calls a generator."""
+    sizes = [_size_constant(arg, params) for arg in args]
+    if any(t.kind in ("word", "name") and t.value.translate(_ASCII_LOWER) in _GENERATORS
+           for arg in args for t in arg) \
+            or not any(size is not None and size <= PAIRWISE_SMALL for size in sizes):
+        raise _refuse(f"{name}() takes, here, one argument written out or given as a "
+                      f"parameter of at most {PAIRWISE_SMALL} characters or elements, and "
+                      "no range, repeat, lpad or rpad (its work is the product of the two "
+                      "lengths)")
+
+
+def _size_constant(arg: list[Token], params: Mapping[str, Any]) -> int | None:
+    """The length of an argument written out (a text, or a list of values written out)
+    or given as a parameter (a text or a list), else None."""
+    if len(arg) == 1 and arg[0].kind == "param":
+        value = params.get(arg[0].value)
+        return len(value) if isinstance(value, (str, list, tuple)) else None
+    text = _text_constant(arg, params)
+    if text is not None:
+        return len(text)
+    if len(arg) >= 2 and arg[0].text == "[" and arg[-1].text == "]" and all(
+            t.kind in ("number", "string") or t.text in ("-", ",") for t in arg[1:-1]):
+        return sum(t.text == "," for t in arg) + 1
+    return None
 
 
 def _text_constant(arg: list[Token], params: Mapping[str, Any]) -> str | None:

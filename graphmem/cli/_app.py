@@ -493,6 +493,9 @@ def parse_params(pairs: Sequence[str], *, convert: Callable[[str, str], Any] | N
             params[name] = json.loads(raw)
         except ValueError:
             params[name] = raw
+        except RecursionError:
+            raise click.BadParameter(f"{name}: JSON nested too deeply",
+                                     param_hint="'--param'") from None
     return params
 
 

@@ -1,0 +1,167 @@
+"""Ad-hoc Cypher cannot end the process or fill the machine through the values it
+computes: a time outside the years 1-9999 (Kuzu's Python binding crashed turning one
+into Python's), JSON nested past Kuzu's stack, a replace that inserts a long text at
+every match, a comparison whose work is the product of two long texts, and a result
+larger than what Python may hold, read past the time limit. Each statement that once
+crashed runs in a child process, so that a crash fails the test instead of ending it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphmem import InvalidInputError, MemoryStore
+from graphmem._kuzu._user_rows import RESULT_BYTES, read_user_rows
+
+_CHILD = """
+import json, sys
+from graphmem import GraphmemError, MemoryStore
+db, query, params = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+with MemoryStore(db, embedder="hashing") as store:
+    try:
+        rows = store.cypher(query, params)
+        error = None
+    except GraphmemError as exc:
+        rows, error = None, {"type": type(exc).__name__, "message": str(exc)}
+    print(json.dumps({"rows": None if rows is None else len(rows), "error": error}))
+"""
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("values") / "db"
+    with MemoryStore(path, embedder="hashing") as store:
+        store.add("Melanie painted a sunset by the lake", owner="ann")
+        store.add("Caroline moved to Lisbon in 2024", owner="ann")
+    return path
+
+
+def _child(db: Path, query: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(db), query,
+                           json.dumps(params or {})], capture_output=True, text=True,
+                          timeout=120, cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+    outcome: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return outcome
+
+
+@pytest.mark.parametrize("query", [
+    "RETURN date('0001-01-01') - 1 AS d",
+    "RETURN date('10000-01-01') AS d",
+    "RETURN to_timestamp(253402300800) AS t",
+    "MATCH (m:Memory) RETURN m.created + interval('8000 years') AS t LIMIT 1",
+    "RETURN [date('2020-01-01'), date('10000-01-01')] AS d",
+    "RETURN {a: 1, b: timestamp('10000-01-01')} AS d",
+    "RETURN map(['a'], [date('10000-01-01')]) AS d",
+    "RETURN union_value(a := date('10000-01-01')) AS d",
+], ids=["date-minus", "date", "to_timestamp", "interval", "list", "struct", "map", "union"])
+def test_a_time_python_cannot_hold_is_refused_not_a_crash(db: Path, query: str) -> None:
+    outcome = _child(db, query)
+    assert outcome["error"] is not None and outcome["error"]["type"] == "InvalidInputError"
+    assert "years 1 to 9999" in outcome["error"]["message"]
+
+
+def test_times_within_the_years_are_returned(db: Path) -> None:
+    with MemoryStore(db, embedder="hashing") as store:
+        rows = store.cypher("MATCH (m:Memory) RETURN m.created AS c, "
+                            "[date('0001-01-01'), date('9999-12-31')] AS bounds, "
+                            "timestamp('9999-12-31 23:59:59') AS last ORDER BY c")
+    assert len(rows) == 2 and rows[0]["bounds"][1].year == 9999
+    assert rows[0]["last"].year == 9999
+
+
+@pytest.mark.parametrize("function", ["json_structure", "json_merge_patch", "json_contains"])
+def test_json_functions_that_recurse_per_level_are_refused(db: Path, function: str) -> None:
+    deep = "[" * 50_000 + "]" * 50_000
+    call = f"{function}($j)" if function == "json_structure" else f"{function}($j, $j)"
+    outcome = _child(db, f"RETURN size(string({call})) AS n", {"j": deep})
+    assert outcome["error"] is not None, outcome
+    assert "stack" in outcome["error"]["message"] and function in outcome["error"]["message"]
+
+
+def test_a_replace_inserts_a_short_text_only(db: Path) -> None:
+    with MemoryStore(db, embedder="hashing") as store:
+        assert store.cypher("RETURN regexp_replace('abc', '', '-', 'g') AS s")[0]["s"] \
+            == "-a-b-c-"
+        for query, params in [
+                ("WITH repeat('x', 100000) AS s, repeat('y', 40000) AS r "
+                 "RETURN size(regexp_replace(s, '', r, 'g')) AS n", {}),
+                ("RETURN size(regexp_replace($s, '', $r, 'g')) AS n",
+                 {"s": "x" * 1000, "r": "y" * 101}),
+                ("MATCH (m:Memory) RETURN regexp_replace(m.text, 'a', m.text) AS s", {})]:
+            with pytest.raises(InvalidInputError, match="replacement"):
+                store.cypher(query, params)
+
+
+def test_a_comparison_of_two_long_texts_is_refused(db: Path) -> None:
+    with MemoryStore(db, embedder="hashing") as store:
+        rows = store.cypher("MATCH (e:Entity) RETURN e.name AS n, "
+                            "levenshtein(e.name, 'melanie') AS d ORDER BY d LIMIT 1")
+        assert rows[0]["n"] == "melanie" and rows[0]["d"] == 0
+        assert store.cypher("RETURN list_has_all($a, ['x1', 'x2']) AS x",
+                            {"a": [f"x{i}" for i in range(1000)]})[0]["x"] is True
+        for query, params in [
+                ("UNWIND range(1, 4) AS i RETURN levenshtein(repeat('a', 100000), "
+                 "repeat('b', 100000) + string(i)) AS d", {}),
+                ("RETURN levenshtein($a, $b) AS d", {"a": "a" * 65, "b": "b" * 65}),
+                ("MATCH (m:Memory), (n:Memory) RETURN levenshtein(m.text, n.text) AS d", {}),
+                ("RETURN list_has_all(range(1, 100000), range(1, 100000)) AS x", {})]:
+            with pytest.raises(InvalidInputError, match="product of the two lengths"):
+                store.cypher(query, params)
+
+
+def test_a_result_larger_than_the_bound_is_refused(db: Path) -> None:
+    with MemoryStore(db, embedder="hashing") as store:
+        rows = RESULT_BYTES // 100_000 + 50
+        with pytest.raises(InvalidInputError, match="the result is larger than"):
+            store.cypher(f"UNWIND range(1, {rows}) AS i RETURN i, repeat('x', 100000) AS r")
+        assert len(store.cypher("UNWIND range(1, 1000) AS i RETURN i, "
+                                "repeat('x', 1000) AS r")) == 1000
+
+
+class _Rows:
+    """A result of ``n`` rows (what ``read_user_rows`` reads of Kuzu's)."""
+
+    def __init__(self, n: int) -> None:
+        self.left = n
+
+    def get_column_data_types(self) -> list[str]:
+        return ["INT64"]
+
+    def has_next(self) -> bool:
+        return self.left > 0
+
+    def get_next(self) -> list[Any]:
+        self.left -= 1
+        return [self.left]
+
+
+def test_reading_the_rows_stops_at_the_time_limit() -> None:
+    late = time.monotonic() - 1
+    with pytest.raises(InvalidInputError, match="too long"):
+        read_user_rows(_Rows(1000), deadline=late,
+                       too_long=lambda: InvalidInputError("too long"))
+    assert len(read_user_rows(_Rows(1000), deadline=time.monotonic() + 60,
+                              too_long=lambda: InvalidInputError("too long"))) == 1000
+
+
+def test_a_parameter_nested_too_deeply_is_refused(db: Path) -> None:
+    deep: Any = 1
+    for _ in range(5_000):
+        deep = [deep]
+    with MemoryStore(db, embedder="hashing") as store:
+        with pytest.raises(InvalidInputError, match="nested more than 32 levels") as caught:
+            store.cypher("RETURN $x AS x", {"x": deep})
+        assert caught.value.field == "x"
+        assert store.cypher("RETURN $x AS x", {"x": [[[1]]]})[0]["x"] == [[[1]]]
+    done = subprocess.run([sys.executable, "-m", "graphmem", "--db", str(db), "query",
+                           "RETURN $x AS x", "--param", "x=" + "[" * 30_000 + "]" * 30_000],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "nested too deeply" in done.stderr
