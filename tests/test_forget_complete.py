@@ -191,6 +191,10 @@ def _graph_leaks(store: MemoryStore, years: set[int], forgotten: set[str]) -> li
         for when in (fact.valid_from, fact.valid_to):
             if when is not None and when.year in years:
                 found.append(f"fact {fact.id} holds the forgotten year {when.year}")
+    for row in store.cypher("MATCH (m:Memory) WHERE m.id IN $ids RETURN m.id AS id, "
+                            "m.times_from AS a, m.times_to AS b", {"ids": sorted(forgotten)}):
+        if row["a"] or row["b"]:  # the times its text spoke of
+            found.append(f"memory {row['id']} keeps the times {row['a']} {row['b']}")
     return found
 
 

@@ -379,3 +379,23 @@ def test_an_entity_that_went_comes_back_when_a_later_text_names_it(tmp_path: Pat
             "AND (r.gone IS NULL OR r.gone = false) RETURN e.id") == []
         store.forget(first.id, confirm=True)  # its rebuild loads every live edge
         assert {e.name for e in store.entities()} >= {"berlin", "omar"}
+
+
+def test_a_fact_whose_sources_were_written_by_hand_goes_with_its_entities(
+        tmp_path: Path) -> None:
+    """A fact between entities that go is gone too, whatever its sources say (a write
+    through Cypher set them to another memory): left, it could not be copied into the
+    purge's new file, the forget failed, and so did every purge after it."""
+    from graphmem import MemoryStore
+
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        secret = store.add("Quixandra likes tea", owner="u")
+        store.cypher("MATCH (:Entity)-[f:FACT]->(:Entity) SET f.sources = $s",
+                     {"s": json.dumps(["urn:graphmem:other"])}, write=True)
+        assert store.cypher("MATCH ()-[f:FACT]->() RETURN count(f) AS n")[0]["n"] == 1
+        store.forget(secret.id, confirm=True)
+        assert store.facts() == []
+        later = store.add("Vexmoor went hiking", owner="u")
+        store.forget(later.id, confirm=True)
+    raw = b"".join(p.read_bytes() for p in (tmp_path / "db").iterdir() if p.is_file())
+    assert b"Quixandra" not in raw and b"quixandra" not in raw and b"Vexmoor" not in raw

@@ -912,9 +912,17 @@ class _Steps:
     def gone_entities(self, rows: list[str]) -> None:
         # the name and forms are text of the memories that mentioned it
         self._tx.set_lists("Entity")
+        ids = [{"id": i} for i in rows]
         self._tx.run_many("MATCH (e:Entity {id: $id}) SET e.gone = true, e.name = '', "
-                          "e.aliases = CAST([] AS STRING[]), e.merges = NULL",
-                          [{"id": i} for i in rows])
+                          "e.aliases = CAST([] AS STRING[]), e.merges = NULL", ids)
+        # and every fact between it and another, whatever its sources say: one left
+        # between a gone entity and another (its sources written by hand) could not be
+        # copied into the purge's new file, and no purge finished after it
+        # (one direction a statement: an undirected pattern failed an assertion of Kuzu)
+        for pattern in ("(e:Entity {id: $id})-[f:FACT]->(:Entity)",
+                        "(:Entity)-[f:FACT]->(e:Entity {id: $id})"):
+            self._tx.run_many(f"MATCH {pattern} WHERE f.gone IS NULL SET f.gone = true, "
+                              "f.sources = '[]', f.id = NULL", ids)
 
     def new_entities(self, rows: list[EntityRecord]) -> None:
         tx, engine = self._tx, self._engine

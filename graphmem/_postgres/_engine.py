@@ -564,6 +564,9 @@ class _Steps:
         self._cur.execute("DELETE FROM facts WHERE id = ANY(%s)", ([f.id for f in rows],))
 
     def gone_entities(self, rows: list[str]) -> None:
+        # and every fact between it and another, whatever its sources say
+        self._cur.execute("DELETE FROM facts WHERE subject = ANY(%s) OR object = ANY(%s)",
+                          (rows, rows))
         self._cur.execute("DELETE FROM entities WHERE id = ANY(%s)", (rows,))
 
     def new_entities(self, rows: list[EntityRecord]) -> None:

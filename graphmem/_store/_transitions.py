@@ -155,6 +155,7 @@ class Transitions:
             "payload": None,
             "payload_hash": None, "context": None, "entities": [],
             "provenance": {"redacted": True}, "extra": {}, "integrity": {}, "access_times": [],
+            "times_from": [], "times_to": [],  # the times its text spoke of
             "status": Status.FORGOTTEN.value, "prev_status": memory.status.value,
             "hot": False, "state_changed": now, "modified": now, "text_sha256": digest,
             "version": memory.version + 1,
