@@ -156,8 +156,10 @@ def load_chats(path: str | Path) -> list[Chat]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InvalidInputError(f"{path}: no such file", field="file") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, ValueError) as exc:  # a bad byte, bad JSON, a huge number
         raise InvalidInputError(f"{path}: not valid JSON: {exc}", field="file") from None
+    except RecursionError:
+        raise InvalidInputError(f"{path}: JSON nested too deeply", field="file") from None
     if not isinstance(data, dict) or not isinstance(data.get("conversations"), list):
         raise _fail(path, "conversations", "the file must be an object with a list "
                                            "'conversations'")

@@ -120,8 +120,10 @@ def load_locomo(path: str | Path | None = None) -> list[Conversation]:
         raise RecordError(f"no such file. {WHERE}", source=str(source))
     try:
         data = json.loads(source.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, ValueError) as exc:  # a bad byte, bad JSON, a huge number
         raise RecordError(f"not LoCoMo JSON: {exc}", source=str(source)) from None
+    except RecursionError:
+        raise RecordError("JSON nested too deeply", source=str(source)) from None
     if not isinstance(data, list):
         raise RecordError("LoCoMo is a JSON list of conversations", source=str(source))
     return [_conversation(item, i, str(source)) for i, item in enumerate(data)]

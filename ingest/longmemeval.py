@@ -105,8 +105,10 @@ def load_longmemeval(path: str | Path | None = None) -> list[LMEQuestion]:
         if raw[:2] == b"\x1f\x8b":  # gzip, read in place
             raw = gzip.decompress(raw)
         data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, OSError, EOFError) as exc:
+    except (UnicodeDecodeError, ValueError, OSError, EOFError) as exc:
         raise RecordError(f"not LongMemEval JSON: {exc}", source=str(source)) from None
+    except RecursionError:
+        raise RecordError("JSON nested too deeply", source=str(source)) from None
     if not isinstance(data, list):
         raise RecordError("LongMemEval is a JSON list of questions", source=str(source))
     return [_question(item, i, str(source)) for i, item in enumerate(data)]

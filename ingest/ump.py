@@ -157,6 +157,8 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, Any]]:
                     if pos >= len(text) else
                     f"not valid JSON: {broken.msg} at {where(broken.pos)}",
                     source=source) from None
+            except ValueError as huge:  # a number of more than 4,300 digits
+                raise RecordError(f"not valid JSON: {huge}", source=source) from None
             except RecursionError:
                 raise RecordError("JSON nested too deeply", source=source) from None
             raise RecordError("a UMP file is a JSON array of records; this one holds a JSON "
@@ -182,6 +184,9 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, Any]]:
                         exc = final
                     raise RecordError(f"not valid JSON: {exc.msg} at {where(exc.pos)}",
                                       source=source) from None
+                except ValueError as huge:  # a number of more than 4,300 digits
+                    raise RecordError(f"not valid JSON: {huge}", source=source,
+                                      index=index) from None
                 except RecursionError:
                     raise RecordError("JSON nested too deeply", source=source,
                                       index=index) from None

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from graphmem import InvalidInputError, MemoryStore
+from graphmem import GraphmemError, InvalidInputError, MemoryStore
 from graphmem.cli import cli
 
 ENV = {**os.environ, "GRAPHMEM_EMBEDDER": "hashing"}
@@ -57,12 +57,14 @@ def test_half_characters_and_deep_nesting_in_a_conversation_file(tmp_path: Path)
                      ' {"role": "user", "content": "named R\\ud800ex."}]',
         "speaker.json": '[{"speaker": "Jo\\udc00", "text": "I moved to Porto."}]',
         "deep.json": "[" * 100_000,
+        "huge.json": '[{"role": "user", "text": "hi", "timestamp": 1' + "0" * 5000 + "}]",
     }
     said = {
         "half.json": "messages[1].text holds U+D800 at character 8, which is "
                      "not text",
         "speaker.json": "messages[0].speaker holds U+DC00 at character 3",
         "deep.json": "JSON nested too deeply to be a conversation",
+        "huge.json": "not valid JSON: Exceeds the limit (4300 digits)",
     }
     for name, text in bad.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
@@ -113,3 +115,19 @@ def test_a_bad_qrels_file_is_named(tmp_path: Path, qrels: str, said: str) -> Non
     assert result.exit_code == 1, result.output
     assert result.stderr.startswith(f"error: {path}: ") and said in result.stderr
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("read", ["chats", "locomo", "longmemeval"])
+def test_a_number_too_long_for_python_is_named_not_a_traceback(tmp_path: Path,
+                                                               read: str) -> None:
+    """A JSON integer of more than 4,300 digits is a clear error naming the file."""
+    from ingest.chats import load_chats
+    from ingest.locomo import load_locomo
+    from ingest.longmemeval import load_longmemeval
+
+    path = tmp_path / "huge.json"
+    path.write_text('[{"sample_id": 1' + "0" * 5000 + "}]", encoding="utf-8")
+    loads = {"chats": load_chats, "locomo": load_locomo, "longmemeval": load_longmemeval}
+    with pytest.raises(GraphmemError, match="4300 digits") as caught:
+        loads[read](path)
+    assert str(path) in str(caught.value)

@@ -372,6 +372,8 @@ def test_records_are_read_one_at_a_time_across_blocks(tmp_path: Path,
     ('[{"a": 1},', "not valid JSON"),
     ('[1, 2', "not closed"),
     ('[' + '[' * 100_000 + ']' * 100_000 + ']', "nested too deeply"),
+    ('[{"importance": 1' + '0' * 5000 + '}]', "4300 digits"),
+    ('1' + '0' * 5000, "4300 digits"),
 ])
 @pytest.mark.parametrize("block", [2, 5, 1 << 20])
 def test_a_broken_file_names_where(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

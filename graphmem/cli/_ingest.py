@@ -101,6 +101,8 @@ def import_conversation_cmd(ctx: Context, file: str, session_id: str,
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"{file}: not valid JSON: {exc.msg} at line {exc.lineno} "
                                 f"column {exc.colno}") from None
+    except ValueError as exc:  # a number of more than 4,300 digits
+        raise InvalidInputError(f"{file}: not valid JSON: {exc}") from None
     except RecursionError:
         raise InvalidInputError(f"{file}: JSON nested too deeply to be a conversation "
                                 "(a JSON array of messages)") from None
