@@ -66,6 +66,19 @@ def test_made_at_write_and_read_back_when_the_index_is_built(tmp_path: Path,
         assert _counts(store)[note.id] == 0
 
 
+def test_a_memory_of_many_lines_gets_vectors_for_its_first_sentences(tmp_path: Path
+                                                                     ) -> None:
+    """50,000 bullet lines made 50,000 vectors (1.1 GB with the hashing embedder, minutes
+    of MiniLM); the first ``MAX_SENTENCES`` say what a sentence can add."""
+    from graphmem._embed import MAX_SENTENCES
+
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        long = store.add("".join(f"- item {i}\n" for i in range(5_000)))
+        stored = _stored(store)[long.id]
+        assert stored is not None and stored.shape == (MAX_SENTENCES, 384)
+        assert _counts(store)[long.id] == MAX_SENTENCES
+
+
 def test_an_edit_replaces_them_and_the_index_follows(tmp_path: Path) -> None:
     with MemoryStore(tmp_path / "db", embedder="hashing") as store:
         turn = store.add(TURN)
