@@ -1133,3 +1133,24 @@ def test_a_message_time_in_iso_8601s_basic_form_is_read(store: MemoryStore) -> N
                                     session_id="s1", owner="tess")
     [memory] = [store.get(i) for i in result.created_ids]
     assert memory.observed == datetime(2026, 4, 1, 12, tzinfo=UTC)
+
+
+def test_a_long_sitting_compares_a_statement_with_those_within_reach_only(
+        store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A correction looks as far back as the statements loaded from the store reach (40
+    of the user's, 160 in all), also within one sitting: compared with every statement
+    before it, a sitting of 8,000 turns took 325 s where 4,000 took 33."""
+    from graphmem._store._conversations import Conversations
+
+    reach: list[int] = []
+    compare = Conversations._similarity
+
+    def counted(self: Conversations, vector: Any, recent: Any, *args: Any) -> Any:
+        reach.append(len(recent))
+        return compare(self, vector, recent, *args)
+
+    monkeypatch.setattr(Conversations, "_similarity", counted)
+    messages = [{"role": "user", "content": f"Actually, I now live in town number {i}."}
+                for i in range(120)]
+    store.add_conversation(messages, session_id="long", owner="pat")
+    assert len(reach) > 100 and max(reach) <= 40

@@ -53,6 +53,9 @@ _CONTEXT_WORDS = 30
 _ANTECEDENT_TEXTS = 4
 #: how many messages back an assistant's reply looks for the user's request it answers
 _ASKED_WITHIN = 4
+#: how many of the user's latest statements a correction may replace (what the assistant
+#: said between comes with them, up to four times as many in all)
+_WITHIN_REACH = 40
 #: Past this many changed memories, the link index is read again when next needed
 #: rather than each of them now (a lifecycle run may change every memory's state).
 _LINKS_REREAD = 1000
@@ -369,10 +372,11 @@ class Conversations:
             if status is Status.CANDIDATE:
                 candidates.append(memory_id)
             else:
-                recent.insert(0, Statement(memory_id, f.item.text,
-                                           assistant=f.message["role"] == "assistant",
-                                           message=f.message["text"],
-                                           speaker=f.message["speaker"]))
+                # as far back as ``_recent_statements`` reaches: a sitting of 8,000 turns
+                # compared each statement with all before it (325 s against 4,000's 33)
+                recent = _within_reach([Statement(
+                    memory_id, f.item.text, assistant=f.message["role"] == "assistant",
+                    message=f.message["text"], speaker=f.message["speaker"]), *recent])
         edges = _session_edges([r.id or "" for r in records], cooccur_window, session_id)
         batch, result, new_memories = self._memories.plan_merge(
             records, edges=edges, reason=f"conversation {session_id}", actor=actor)
@@ -518,7 +522,8 @@ class Conversations:
                                                 float(found[2 * n] @ found[2 * n + 1]))
         return out
 
-    def _recent_statements(self, owner: str | None, limit: int = 40) -> list[Statement]:
+    def _recent_statements(self, owner: str | None, limit: int = _WITHIN_REACH
+                           ) -> list[Statement]:
         """The owner's latest current statements (active or candidate), most recent
         first: what a correction may replace. ``limit`` counts what the user said; what
         the assistant said between comes with it, up to ``4 * limit`` in all (an answer
@@ -774,3 +779,13 @@ def _session_edges(ids: Sequence[str], window: int, session: str) -> list[Edge]:
     return [Edge("co_occurs", ids[i], ids[j], weight=1.0 / (j - i), source=f"session:{session}")
             for i in range(len(ids)) for j in range(i + 1, min(len(ids), i + window + 1))]
 
+
+def _within_reach(recent: list[Statement], limit: int = _WITHIN_REACH) -> list[Statement]:
+    """The first of ``recent`` (most recent first) up to ``limit`` of the user's
+    statements, and at most ``4 * limit`` in all (``_recent_statements``' reach)."""
+    users = 0
+    for n, statement in enumerate(recent[:4 * limit]):
+        users += not statement.assistant
+        if users > limit:
+            return recent[:n]
+    return recent[:4 * limit]
