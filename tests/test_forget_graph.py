@@ -399,3 +399,41 @@ def test_a_fact_whose_sources_were_written_by_hand_goes_with_its_entities(
         store.forget(later.id, confirm=True)
     raw = b"".join(p.read_bytes() for p in (tmp_path / "db").iterdir() if p.is_file())
     assert b"Quixandra" not in raw and b"quixandra" not in raw and b"Vexmoor" not in raw
+
+
+def test_a_fact_to_an_entity_a_write_marked_gone_does_not_stop_the_purge(
+        tmp_path: Path) -> None:
+    """The purge leaves out every edge to a node it leaves out: two writes through
+    Cypher marked an entity gone while a fact still joined it, and then no forget could
+    rewrite the file (the text of every later forget stayed on disk)."""
+    from graphmem import MemoryStore
+
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store.add("Quixandra likes tea", owner="u")
+        later = store.add("Vexmoor went hiking", owner="u")
+        store.cypher("MATCH (:Memory)-[r:MENTIONS]->(e:Entity {name: 'quixandra'}) "
+                     "SET r.gone = true", write=True)
+        store.cypher("MATCH (e:Entity {name: 'quixandra'}) SET e.gone = true", write=True)
+        store.forget(later.id, confirm=True)
+        assert store.cypher("MATCH ()-[f:FACT]->() RETURN count(f) AS n")[0]["n"] == 0
+    raw = b"".join(p.read_bytes() for p in (tmp_path / "db").iterdir() if p.is_file())
+    assert b"Vexmoor" not in raw and b"hiking" not in raw
+
+
+def test_a_forgotten_row_keeps_nothing_its_writer_said_of_it(tmp_path: Path) -> None:
+    """Its text's times, its session's name, its observed and validity times go too
+    (only a keyed digest of the text stays)."""
+    from graphmem import MemoryStore
+
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        at = datetime(2025, 4, 3, tzinfo=UTC)
+        memory = store.add("Carol moves to Quito on 9 May 2025", owner="u",
+                           session="sess-carol-secret", payload="raw", observed=at,
+                           valid_from=at, valid_to=at + timedelta(days=36))
+        store.forget(memory.id, confirm=True)
+        row = store.cypher("MATCH (m:Memory {id: $id}) RETURN m.session AS session, "
+                           "m.observed AS observed, m.valid_from AS a, m.valid_to AS b, "
+                           "m.payload_at AS p, m.times_from AS t, m.times_to AS u",
+                           {"id": memory.id})[0]
+        assert row == {"session": None, "observed": None, "a": None, "b": None, "p": None,
+                       "t": [], "u": []}

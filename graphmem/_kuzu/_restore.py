@@ -14,7 +14,7 @@ batches. The caller opens the files (inside the backup, never through a link).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -52,15 +52,15 @@ class TableFile:
     """One table of a schema version and the export file that holds its rows."""
 
     def __init__(self, table: str, file: str, columns: list[str], types: list[pa.DataType],
-                 rel: bool, key: str = "", source: str = "") -> None:
+                 rel: bool, key: str = "", source: str = "", target: str = "") -> None:
         self.table = table
         self.file = file
         #: the column names of the export (``a.id`` ..., ``a.id, b.id, r.weight`` ...)
         self.columns = columns
         self.types = types
         self.rel = rel
-        #: a node table's primary key; a relationship table's source table
-        self.key, self.source = key, source
+        #: a node table's primary key; a relationship table's source and target tables
+        self.key, self.source, self.target = key, source, target
 
 
 def _identifier(name: Any) -> str:
@@ -92,7 +92,8 @@ def table_files(db: Database) -> list[TableFile]:
         keys = {t.table: t.types[0] for t in out if not t.rel}
         out.append(TableFile(name, f"{name}_{source}_{target}.parquet",
                              [f"a.{source_key}", f"b.{target_key}", *(f"r.{n}" for n in names)],
-                             [keys[source], keys[target], *types], rel=True, source=source))
+                             [keys[source], keys[target], *types], rel=True, source=source,
+                             target=target))
     return out
 
 
@@ -140,8 +141,10 @@ def build_from_parquet(db: Database, schema_version: int, open_file: Opener,
     for statement in statements:
         if statement not in indexes:
             db.run_auto(statement)
+    dropped: dict[str, set[Any]] = {}  # node table -> the keys of the rows left out
     for table in table_files(db):
-        _copy_table(db, table, open_file, label=label, drop_gone=drop_gone)
+        dropped[table.table] = _copy_table(db, table, open_file, label=label,
+                                           drop_gone=drop_gone, dropped=dropped)
     found = [r[0] for r in db.read("MATCH (m:Meta {key: 'schema_version'}) RETURN m.value")]
     if found != [str(schema_version)]:
         recorded = repr(found[0])[:40] if found else "none"
@@ -171,9 +174,19 @@ def _grouped(batches: Iterable[pa.RecordBatch], names: list[str]) -> Iterator[pa
 
 
 def _copy_table(db: Database, table: TableFile, open_file: Opener, *, label: str,
-                drop_gone: bool = False) -> None:
+                drop_gone: bool = False, dropped: Mapping[str, set[Any]] | None = None
+                ) -> set[Any]:
+    """Copy ``table``'s file into ``db``; with ``drop_gone``, leave out its rows marked
+    gone and, of a relationship table, those between nodes left out (``dropped``: node
+    table -> keys), whatever marks they carry: a fact between an entity a write through
+    Cypher had marked gone and another could not be copied, and no purge finished. Returns
+    the keys of the node rows left out."""
     import pyarrow.compute as pc  # lazily: 0.2 s of every start
 
+    left_out: set[Any] = set()
+    ends = [] if not (drop_gone and table.rel and dropped) else [
+        (name, dropped.get(node) or set())
+        for name, node in (("from", table.source), ("to", table.target))]
     where = f"{label}/{table.file}"
     names = [c.split(".", 1)[1] for c in table.columns]
     if table.rel:
@@ -189,7 +202,14 @@ def _copy_table(db: Database, table: TableFile, open_file: Opener, *, label: str
             # relationship table rewrote what it held (20 s a commit at 160k facts)
             for rows in _grouped(batches, names):
                 if drop_gone and "gone" in names:
-                    rows = rows.filter(pc.invert(pc.fill_null(rows.column("gone"), False)))
+                    gone = pc.fill_null(rows.column("gone"), False)
+                    if not table.rel:
+                        left_out.update(rows.filter(gone).column(table.key).to_pylist())
+                    rows = rows.filter(pc.invert(gone))
+                for name, keys in ends:
+                    if keys:
+                        rows = rows.filter(pc.invert(pc.is_in(
+                            rows.column(name), value_set=pa.array(sorted(keys)))))
                 if rows.num_rows:
                     with db.write() as tx:
                         tx.copy(table.table, rows)
@@ -199,6 +219,7 @@ def _copy_table(db: Database, table: TableFile, open_file: Opener, *, label: str
                              f"{exc}") from None
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise StoreError(f"{where} could not be read: {exc}") from None
+    return left_out
 
 
 def check_rows(graph: KuzuEngine, *, label: str) -> None:

@@ -156,6 +156,9 @@ class Transitions:
             "payload_hash": None, "context": None, "entities": [],
             "provenance": {"redacted": True}, "extra": {}, "integrity": {}, "access_times": [],
             "times_from": [], "times_to": [],  # the times its text spoke of
+            # and what its writer said of it besides (a session's name can say whose)
+            "session": None, "observed": None, "valid_from": None, "valid_to": None,
+            "payload_at": None,
             "status": Status.FORGOTTEN.value, "prev_status": memory.status.value,
             "hot": False, "state_changed": now, "modified": now, "text_sha256": digest,
             "version": memory.version + 1,
