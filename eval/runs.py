@@ -242,6 +242,7 @@ def _recall_ablations() -> dict[str, dict[str, RecallConfig]]:
         "vector_x_rrf_k": {f"vector={w},k={k}": base.with_(
             weights={**weights, "vector": w}, rrf_k=float(k))
             for w in (0.15, 0.3, 0.5) for k in (10, 30, 60)},
+        "asking": {f"asking={a}": base.with_(asking=a) for a in (1.0, 0.8, 0.6, 0.4)},
         "graph_depth": {f"depth={d}": base.with_(graph={"depth": d}) for d in (1, 2, 3)},
         "graph_method": {m: base.with_(graph={"method": m}) for m in ("ppr", "hops")},
         "actr_weight": {f"actr={w}": base.with_(actr={"weight": w})

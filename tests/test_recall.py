@@ -395,3 +395,29 @@ def test_graph_channel_sees_edges_added_after_the_index(small: MemoryStore) -> N
     graph_first = min((h for h in after if "graph" in h.explanation.channels),
                       key=lambda h: h.explanation.channels["graph"].rank)
     assert graph_first.memory.id == thesis
+
+
+def test_a_memory_that_only_asks_yields_to_one_that_answers(tmp_path: Path) -> None:
+    """A question holds no answer: with ``asking`` below 1 (``default``: 0.8) a memory
+    that only asks counts that much of its fused score, says so in its explanation, and
+    keeps the mark when the store is opened again (the saved index) and loses it when its
+    text stops asking."""
+    asking = PRESETS["default"].with_(asking=0.2)
+    query = "which painting hung in the lake exhibit?"
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        asked = store.add("Caroline: Wow! Which painting hung in the lake exhibit?")
+        store.add("Melanie: My sunset painting hung there in spring.")
+        plain = store.recall(query, preset=PRESETS["default"].with_(asking=1.0),
+                             record_access=False)
+        assert plain[0].memory.id == asked.id and plain[0].explanation.asks is None
+        hits = store.recall(query, preset=asking, record_access=False)
+        assert hits[0].memory.id != asked.id
+        demoted = next(h for h in hits if h.memory.id == asked.id)
+        assert demoted.explanation.asks == 0.2
+        assert "  only asks: fused x 0.2" in demoted.explanation.lines()
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        hits = store.recall(query, preset=asking, record_access=False)
+        assert hits[0].memory.id != asked.id
+        store.update(asked.id, text="Caroline: The lake painting hung in the exhibit.")
+        hits = store.recall(query, preset=asking, record_access=False)
+        assert all(h.explanation.asks is None for h in hits)

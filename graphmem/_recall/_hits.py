@@ -69,6 +69,9 @@ class Explanation(_Value):
     #: the factor the fused score was multiplied by for what the user, not the assistant,
     #: said when the query asks what the assistant did or proposed, or None
     user: float | None = None
+    #: the factor the fused score was multiplied by for a memory that only asks (a
+    #: question holds no answer: ``RecallConfig.asking``), or None
+    asks: float | None = None
     #: the statement this memory was moved before: one beside what it corrects, of the
     #: same message (``corrections_first``), or None
     corrects_before: str | None = None
@@ -116,6 +119,8 @@ class Explanation(_Value):
         if self.user is not None:
             out.append(f"  said by the user, asked what the assistant did: fused x "
                        f"{self.user:g}")
+        if self.asks is not None:
+            out.append(f"  only asks: fused x {self.asks:g}")
         if self.answers is not None:
             out.append(f"  holds a {_KIND_WORDS.get(self.answers, self.answers)}, as the "
                        f"question asks")

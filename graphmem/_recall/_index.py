@@ -23,6 +23,7 @@ from .._arrow import blank_rows, column_values, numbers, strings, to_pylist
 from .._models import KIND_CODE, STATUS_CODE
 from ._bm25 import CONTEXT_MARK, BM25Index
 from ._entities import EntityIndex
+from ._query import only_asks
 from ._vectors import SignCodes, as_float32, dot_all, dot_rows, to_bfloat16, top_scores
 from ._walk import neighbour_arrays
 
@@ -406,6 +407,8 @@ class RecallIndex:
         self.hot = np.zeros(capacity, dtype=bool)
         #: said by the assistant of a conversation (tagged ``assistant``)
         self.assistant = np.zeros(capacity, dtype=bool)
+        #: its text only asks (``only_asks``): a question that holds no answer
+        self.asks = np.zeros(capacity, dtype=bool)
         #: the message each memory was said in (``message_code``; 0: none)
         self.message = np.zeros(capacity, dtype=np.int64)
         self.created = np.full(capacity, math.nan)
@@ -476,7 +479,7 @@ class RecallIndex:
         new = max(needed, 2 * capacity)
         for name, fill in (("has_vector", False), ("status", _FORGOTTEN), ("kind", 0),
                            ("owner", -1), ("hot", False), ("assistant", False),
-                           ("message", 0), ("created", math.nan),
+                           ("asks", False), ("message", 0), ("created", math.nan),
                            ("valid_from", math.nan), ("valid_to", math.nan),
                            ("access_count", 0), ("useful", 0), ("ignored", 0),
                            ("confidence", 0.0), ("importance", 0.0),
@@ -551,6 +554,7 @@ class RecallIndex:
             else:
                 texts[pos] = (_indexed_text(row.get("subject"), row.get("text"),
                                             row.get("context")), int(self.owner[pos]))
+            self.asks[pos] = pos in texts and only_asks(row.get("text") or "")
         self.bm25.set_many((pos, text, group) for pos, (text, group) in texts.items())
 
     def load(self, table: pa.Table, vectors: np.ndarray | None = None,
@@ -634,6 +638,7 @@ class RecallIndex:
                     column_values(part.column("subject")), column_values(part.column("text")),
                     column_values(part.column("context")), strict=True), start):
                 if not forgotten[pos]:
+                    self.asks[pos] = only_asks(text or "")
                     yield pos, _indexed_text(subject, text, context), int(self.owner[pos])
 
     @property

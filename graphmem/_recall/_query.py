@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 __all__ = ["answer_kind", "asks_about_assistant", "asks_about_intent", "holds_kind",
-           "named_actor"]
+           "named_actor", "only_asks"]
 
 #: "what did I suggest ...", "the reminder I set", "which plugin did you recommend": a
 #: question about what the assistant did or proposed (the agent asks in the first
@@ -161,3 +161,23 @@ def holds_kind(kind: str, term: str) -> bool:
     (True, False)
     """
     return _TERMS[kind].fullmatch(term) is not None
+
+
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+_SPEAKER = re.compile(r"^[^\W\d_][\w .'-]{0,40}:\s")
+
+
+def only_asks(text: str) -> bool:
+    """Whether a memory only asks (its last sentence a question, the others questions
+    or interjections of up to three words): a question holds no answer.
+
+    >>> [only_asks(t) for t in ("Caroline: Wow, Mel! Any more paintings coming up?",
+    ...  "Did you see that band?", "The flat is small. Can you recommend a bed?",
+    ...  "Look at this? [image: a dog]")]
+    [True, True, False, False]
+    """
+    sentences = [s.strip() for s in _SENTENCE.findall(_SPEAKER.sub("", text, count=1))]
+    sentences = [s for s in sentences if s]
+    if not sentences or not sentences[-1].endswith("?"):
+        return False
+    return all(s.endswith("?") or len(s.split()) <= 3 for s in sentences)

@@ -277,6 +277,9 @@ class Recall:
                 demoted, users = set(fused) - theirs, True
             for pos in demoted:
                 fused[pos] *= config.assistant
+        asking = {pos for pos in fused if index.asks[pos]} if config.asking < 1.0 else set()
+        for pos in asking:
+            fused[pos] *= config.asking
         if config.speaker > 0 and index.entities.size:
             # a question about one of a conversation's people is mostly about what they said
             for pos in index.entities.spoken_by(q.named, owner, fused):
@@ -339,6 +342,7 @@ class Recall:
                 graph_path=paths.get(pos, ()), learned=learned.get(pos),
                 assistant=config.assistant if pos in demoted and not users else None,
                 user=config.assistant if pos in demoted and users else None,
+                asks=config.asking if pos in asking else None,
                 corrects_before=index.ids[before[pos]] if pos in before else None,
                 said_after=index.ids[later[pos]] if pos in later else None,
                 answers=kind if pos in answering else None,

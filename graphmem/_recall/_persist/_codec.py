@@ -31,14 +31,14 @@ from ._file import DamagedFile, SnapshotFile, SnapshotWriter
 __all__ = ["ATTRIBUTES", "FORMAT", "read_index", "write_index"]
 
 #: The format of the file: a new one whenever what is written changes.
-FORMAT = 7
+FORMAT = 8
 
 #: class -> the attributes written (or derived from what is written) for it
 ATTRIBUTES: dict[type, frozenset[str]] = {
     RecallIndex: frozenset({
         "dim", "ids", "pos", "vectors", "has_vector", "status", "kind", "owner", "hot", "assistant",
-        "message", "_replaced", "created", "valid_from", "valid_to", "access_count", "useful",
-        "ignored", "centrality", "xrefs",
+        "asks", "message", "_replaced", "created", "valid_from", "valid_to", "access_count",
+        "useful", "ignored", "centrality", "xrefs",
         "confidence", "importance", "access_times", "access_seconds", "last_accessed",
         "superseded_by", "owner_codes", "bm25", "references", "co_occurs", "rows",
         "_row_batches", "_row_starts", "stale", "_adjacency", "session", "entities",
@@ -60,7 +60,7 @@ ATTRIBUTES: dict[type, frozenset[str]] = {
 #: the per-memory arrays and the value their unused rows hold (``RecallIndex._grow``)
 _MEMORY_ARRAYS: dict[str, Any] = {
     "has_vector": False, "status": STATUS_CODE["forgotten"], "kind": 0, "owner": -1, "hot": False,
-    "assistant": False, "message": 0,
+    "assistant": False, "asks": False, "message": 0,
     "created": np.nan, "valid_from": np.nan, "valid_to": np.nan, "access_count": 0,
     "useful": 0, "ignored": 0, "confidence": 0.0, "importance": 0.0, "centrality": np.nan,
     "xrefs": 0,
