@@ -36,7 +36,7 @@ from ._lexer import Token, lex
 from ._plan import LOG_TABLES, READ_FUNCTIONS, PlanCheck
 
 __all__ = ["GENERATED", "LIMITS", "LOG_TABLES", "PER_ELEMENT", "READ_FUNCTIONS", "CheckedQuery",
-           "Limits", "check_generated", "check_user_query"]
+           "Limits", "check_generated", "check_user_query", "generates"]
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,14 @@ _REPLACES = frozenset({"replace", "regexp_replace"})
 REPLACEMENT = 100
 #: Functions that recurse once a level of the JSON they read: in Kuzu 0.11.3 about
 #: 20,000 levels (a text of 40,000 brackets) overflow the stack and end the process.
-_DEEP_JSON = frozenset({"json_structure", "json_merge_patch", "json_contains"})
+_DEEP_JSON = frozenset({"json_structure", "json_merge_patch", "json_contains", "json_array",
+                        "json_object", "to_json", "row_to_json", "array_to_json"})
+#: The longest regular expression a statement may match with (``=~`` and the ``regexp_``
+#: functions take one written out or a parameter): RE2's work grows with the text times
+#: the pattern, and a 50,000-character pattern over a 100,000-character text ran 100 s.
+PATTERN = 200
+_REGEXPS = frozenset({"regexp_matches", "regexp_replace", "regexp_extract",
+                      "regexp_extract_all", "regexp_split_to_array", "regexp_full_match"})
 #: Functions whose work is the product of their arguments' lengths (``levenshtein`` of
 #: two 100,000-character texts: 15 s of CPU in one value, past any time limit).
 _PAIRWISE = frozenset({"levenshtein", "list_has_all"})
@@ -224,6 +231,7 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
     limit of 1 s, ``range(1, 1000000000)`` filled the machine, and a reduction doubling a
     string 34 times makes 16 GB."""
     tokens = lex(query, most=LIMITS.tokens)
+    _check_patterns(tokens, params)
     each = _per_element(tokens)
     for n, token in enumerate(tokens):
         if token.kind not in ("word", "name") or n + 1 >= len(tokens) \
@@ -238,6 +246,8 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
                           "Kuzu's stack, which ends the process")
         if name in _PAIRWISE:
             _check_pairwise(name, args, params)
+        if name in _REGEXPS and len(args) > 1:
+            _check_pattern(f"{name}()", [args[1]], params)
         if name in _REPLACES and len(args) > 2:
             replacement = _text_constant(args[2], params)
             if replacement is None or len(replacement) > REPLACEMENT:
@@ -284,11 +294,39 @@ def _generated(name: str, args: list[list[Token]], params: Mapping[str, Any]) ->
     return len(text) * max(0, values[0])
 
 
+#: What may follow an operand that ends there (a keyword too: AND, AS, THEN ...).
+_ENDS_OPERAND = frozenset({")", ",", "]", "}", ";"})
+
+
+def generates(query: str) -> bool:
+    """Whether ``query`` calls ``range``, ``repeat``, ``lpad`` or ``rpad``."""
+    tokens = lex(query, most=LIMITS.tokens)
+    return any(t.kind in ("word", "name") and t.value.translate(_ASCII_LOWER) in _GENERATORS
+               and n + 1 < len(tokens) and tokens[n + 1].text == "("
+               for n, t in enumerate(tokens))
+
+
+def _check_patterns(tokens: list[Token], params: Mapping[str, Any]) -> None:
+    """Refuse a ``=~`` whose pattern is not one text written out or a parameter."""
+    for n, token in enumerate(tokens):
+        if token.kind == "symbol" and token.text == "=~":
+            after = tokens[n + 2] if n + 2 < len(tokens) else None
+            alone = after is None or after.kind == "word" or after.text in _ENDS_OPERAND
+            _check_pattern("=~", [tokens[n + 1:n + 2] if alone else []], params)
+
+
+def _check_pattern(what: str, args: list[list[Token]], params: Mapping[str, Any]) -> None:
+    pattern = _text_constant(args[0], params) if args and args[0] else None
+    if pattern is None or len(pattern) > PATTERN:
+        raise _refuse(f"{what} takes a pattern written out or given as a parameter, of at "
+                      f"most {PATTERN} characters, here")
+
+
 def _check_pairwise(name: str, args: list[list[Token]], params: Mapping[str, Any]) -> None:
     """Refuse a call whose work is the product of its arguments' lengths unless one of
     them is written out or a parameter of at most ``PAIRWISE_SMALL`` characters or
     elements and neither calls a generator."""
-    sizes = [_size_constant(arg, params) for arg in args]
+    sizes = [_size_constant(arg, params, texts=name == "levenshtein") for arg in args]
     if any(t.kind in ("word", "name") and t.value.translate(_ASCII_LOWER) in _GENERATORS
            for arg in args for t in arg) \
             or not any(size is not None and size <= PAIRWISE_SMALL for size in sizes):
@@ -298,16 +336,19 @@ def _check_pairwise(name: str, args: list[list[Token]], params: Mapping[str, Any
                       "lengths)")
 
 
-def _size_constant(arg: list[Token], params: Mapping[str, Any]) -> int | None:
+def _size_constant(arg: list[Token], params: Mapping[str, Any], *, texts: bool = False
+                   ) -> int | None:
     """The length of an argument written out (a text, or a list of values written out)
-    or given as a parameter (a text or a list), else None."""
+    or given as a parameter (a text or a list), else None; with ``texts``, of a text
+    alone (Kuzu makes a text of a list: ``levenshtein($a, ['bbb...'])``)."""
     if len(arg) == 1 and arg[0].kind == "param":
         value = params.get(arg[0].value)
-        return len(value) if isinstance(value, (str, list, tuple)) else None
+        kinds = (str,) if texts else (str, list, tuple)
+        return len(value) if isinstance(value, kinds) else None
     text = _text_constant(arg, params)
     if text is not None:
         return len(text)
-    if len(arg) >= 2 and arg[0].text == "[" and arg[-1].text == "]" and all(
+    if not texts and len(arg) >= 2 and arg[0].text == "[" and arg[-1].text == "]" and all(
             t.kind in ("number", "string") or t.text in ("-", ",") for t in arg[1:-1]):
         return sum(t.text == "," for t in arg) + 1
     return None
