@@ -27,7 +27,7 @@ in 0.15-0.2 s of CPU.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -253,9 +253,7 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
             if replacement is None or len(replacement) > REPLACEMENT:
                 raise _refuse(f"{name}() takes a replacement written out or given as a "
                               f"parameter, of at most {REPLACEMENT} characters, here")
-        if name in _REPLACES and args and any(
-                t.kind in ("word", "name") and t.value.translate(_ASCII_LOWER) in
-                _REPLACES | set(_GENERATORS) for t in args[0]):
+        if name in _REPLACES and args and _names_one(args[0], _REPLACES | set(_GENERATORS)):
             # each replacement multiplies what the one inside made
             raise _refuse(f"{name}() may not replace within what another replace, range, "
                           "repeat, lpad or rpad made here")
@@ -298,6 +296,12 @@ def _generated(name: str, args: list[list[Token]], params: Mapping[str, Any]) ->
 _ENDS_OPERAND = frozenset({")", ",", "]", "}", ";"})
 
 
+def _names_one(tokens: list[Token], names: Collection[str]) -> bool:
+    """Whether a word of ``tokens`` (any case, backquoted too) is one of ``names``."""
+    return any(t.kind in ("word", "name") and t.value.translate(_ASCII_LOWER) in names
+               for t in tokens)
+
+
 def generates(query: str) -> bool:
     """Whether ``query`` calls ``range``, ``repeat``, ``lpad`` or ``rpad``."""
     tokens = lex(query, most=LIMITS.tokens)
@@ -327,8 +331,7 @@ def _check_pairwise(name: str, args: list[list[Token]], params: Mapping[str, Any
     them is written out or a parameter of at most ``PAIRWISE_SMALL`` characters or
     elements and neither calls a generator."""
     sizes = [_size_constant(arg, params, texts=name == "levenshtein") for arg in args]
-    if any(t.kind in ("word", "name") and t.value.translate(_ASCII_LOWER) in _GENERATORS
-           for arg in args for t in arg) \
+    if any(_names_one(arg, _GENERATORS) for arg in args) \
             or not any(size is not None and size <= PAIRWISE_SMALL for size in sizes):
         raise _refuse(f"{name}() takes, here, one argument written out or given as a "
                       f"parameter of at most {PAIRWISE_SMALL} characters or elements, and "
