@@ -23,18 +23,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._errors import InvalidInputError
+from ._guard import ResultRisk
 
 __all__ = ["RESULT_BYTES", "read_user_rows"]
 
 #: The most a user statement's result may hold, counted as its texts' characters, its
 #: lists' elements and 16 for each value.
 RESULT_BYTES = 128 * 1024 * 1024
-#: The most rows of a result with a time in it: such a result is read whole through
-#: Arrow before its rows are counted (a time column beside 100,000 rows of a generated
-#: 100 KB text took 3 GB there), so at most this many, or ``TIME_ROWS_GENERATED`` when
-#: the statement generates text (``range``, ``repeat``, ``lpad``, ``rpad``).
-TIME_ROWS = 5_000
+#: The most rows of a result with a time in it that may lie outside the years: such a
+#: result is read whole through Arrow before its rows are counted (a time column beside
+#: 100,000 rows of a generated 100 KB text took 3 GB there, where Kuzu keeps one copy),
+#: so at most this many, or ``TIME_ROWS_GENERATED`` when the statement holds a large
+#: constant (``ResultRisk.large``).
+TIME_ROWS = 100_000
 TIME_ROWS_GENERATED = 100
+#: What a caller that names no risk gets: every check.
+_CHECKED = ResultRisk(times=True, large=True)
 #: How many rows are read between two looks at the clock.
 _CLOCK_EVERY = 256
 #: The column types that hold a time (alone, or in a list, a struct, a map or a union).
@@ -47,16 +51,17 @@ _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
 def read_user_rows(result: Any, *, deadline: float | None,
-                   too_long: Callable[[], Exception], generated: bool = False
+                   too_long: Callable[[], Exception], risk: ResultRisk = _CHECKED
                    ) -> list[list[Any]]:
     """Every row of ``result`` (a Kuzu query result), refused with a clear error when
     they hold more than ``RESULT_BYTES``, when reading them goes past ``deadline``
     (``time.monotonic()``; ``too_long()`` is what is raised), when a time in them is
-    outside the years 1-9999 (or they hold a time and more than ``TIME_ROWS`` rows;
-    ``generated``: the statement generates text), or when a value cannot be read in
-    Python."""
-    if any(_TEMPORAL.search(t) for t in result.get_column_data_types()):
-        most = TIME_ROWS_GENERATED if generated else TIME_ROWS
+    outside the years 1-9999 (looked for when ``risk.times``: then a result holding a
+    time holds at most ``TIME_ROWS`` rows, ``TIME_ROWS_GENERATED`` when ``risk.large``),
+    or when a value cannot be read in Python. A statement without ``risk.times`` returns
+    stored times alone, which every write keeps within the years."""
+    if risk.times and any(_TEMPORAL.search(t) for t in result.get_column_data_types()):
+        most = TIME_ROWS_GENERATED if risk.large else TIME_ROWS
         if result.get_num_tuples() > most:
             raise InvalidInputError(
                 f"a result with dates or times holds at most {most:,} rows here; return "
