@@ -918,9 +918,10 @@ class _Steps:
         # and every fact between it and another, whatever its sources say: one left
         # between a gone entity and another (its sources written by hand) could not be
         # copied into the purge's new file, and no purge finished after it
-        # (one direction a statement: an undirected pattern failed an assertion of Kuzu)
-        for pattern in ("(e:Entity {id: $id})-[f:FACT]->(:Entity)",
-                        "(:Entity)-[f:FACT]->(e:Entity {id: $id})"):
+        # (one direction a statement, the keyed entity written last: an undirected
+        # pattern failed an assertion of Kuzu, and one with the key first scanned Entity)
+        for pattern in ("()<-[f:FACT]-(e:Entity {id: $id})",
+                        "()-[f:FACT]->(e:Entity {id: $id})"):
             self._tx.run_many(f"MATCH {pattern} WHERE f.gone IS NULL SET f.gone = true, "
                               "f.sources = '[]', f.id = NULL", ids)
 
