@@ -87,7 +87,7 @@ from .._errors import (
     StoreLockedError,
 )
 from .._sync import Gate
-from ._guard import ResultRisk, result_risk
+from ._guard import holds_large_constant
 from ._lexer import parameter_names
 from ._recovery import WalMark, recover
 from ._user_rows import read_user_rows
@@ -1112,10 +1112,10 @@ class _Materialised:
     the bounds of ``read_user_rows`` and by ``deadline`` (``time.monotonic()``)."""
 
     def __init__(self, result: Any, *, deadline: float | None, timeout_s: float | None,
-                 risk: ResultRisk) -> None:
+                 large: bool) -> None:
         last = result[-1] if isinstance(result, list) else result
         self.columns: list[str] = list(last.get_column_names())
-        self.rows: list[Row] = read_user_rows(last, deadline=deadline, risk=risk,
+        self.rows: list[Row] = read_user_rows(last, deadline=deadline, large=large,
                                               too_long=lambda: _too_long(timeout_s))
 
 
@@ -1148,7 +1148,7 @@ def _run_vetted(conn: Any, query: str, bound: dict[str, Any], vet: PlanVetting,
                 vetted.pop(next(iter(vetted)))
         vetted[key] = None
     return _Materialised(conn.execute(statement, bound), deadline=deadline,
-                         timeout_s=timeout_s, risk=result_risk(query, bound))
+                         timeout_s=timeout_s, large=holds_large_constant(query, bound))
 
 
 #: Plan verdicts kept per database (keys hold a digest of the text, not the text).

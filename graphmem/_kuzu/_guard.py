@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import date, timedelta
 from typing import Any
 
 from .._errors import InvalidInputError, ReadOnlyStoreError
@@ -37,7 +36,7 @@ from ._lexer import Token, lex
 from ._plan import LOG_TABLES, READ_FUNCTIONS, PlanCheck
 
 __all__ = ["GENERATED", "LIMITS", "LOG_TABLES", "PER_ELEMENT", "READ_FUNCTIONS", "CheckedQuery",
-           "Limits", "ResultRisk", "check_generated", "check_user_query", "result_risk"]
+           "Limits", "check_generated", "check_user_query", "holds_large_constant"]
 
 
 @dataclass(frozen=True)
@@ -303,100 +302,23 @@ def _names_one(tokens: list[Token], names: Collection[str]) -> bool:
                for t in tokens)
 
 
-#: Kuzu 0.11.3's functions that make a date, a timestamp or an interval.
-_TIME_FUNCTIONS = frozenset({
-    "current_date", "current_timestamp", "date", "date_trunc", "datetrunc", "epoch_ms",
-    "interval", "last_day", "make_date", "timestamp", "to_date", "to_days", "to_hours",
-    "to_interval", "to_microseconds", "to_milliseconds", "to_minutes", "to_months",
-    "to_seconds", "to_timestamp", "to_years"})
-#: The time types a value may be cast to (``CAST(x AS DATE)``, ``CAST(x, 'DATE')``).
-_TIME_TYPES = frozenset({"date", "timestamp", "timestamp_tz", "timestamp_ms", "timestamp_sec",
-                         "timestamp_ns", "interval"})
-#: The time properties of graphmem's tables (+ / - beside one may leave the years 1-9999).
-_STORED_TIMES = frozenset({"created", "modified", "observed", "valid_from", "valid_to",
-                           "last_accessed", "access_times", "state_changed", "payload_at",
-                           "times_from", "times_to", "at", "timestamp"})
-
-
-@dataclass(frozen=True)
-class ResultRisk:
-    """What reading a user statement's result must look out for (``result_risk``)."""
-
-    #: it may compute a time outside the years 1-9999 (a time function, a cast to a time
-    #: type, + or - beside a stored time or a time parameter): its times are checked
-    #: before Python reads them
-    times: bool
-    #: it holds a large constant (a generator call, a long text written out or given): a
-    #: row may be large in Arrow where Kuzu keeps one copy
-    large: bool
-
-
-#: Keywords a bracket that groups may follow (any other word before one makes a call).
-_BEFORE_A_GROUP = frozenset({"return", "with", "where", "and", "or", "xor", "not", "in",
-                             "when", "then", "else", "case", "unwind", "by", "distinct",
-                             "is", "contains", "set", "limit", "skip"})
 #: A text written out or given as a parameter longer than this is a large constant.
 _LARGE_TEXT = 1_000
 
 
-def result_risk(query: str, params: Mapping[str, Any]) -> ResultRisk:
-    """What reading the result of ``query`` (with ``params``) must look out for.
+def holds_large_constant(query: str, params: Mapping[str, Any]) -> bool:
+    """Whether ``query`` calls a generator or holds a text (written out, or given as a
+    parameter) of more than ``_LARGE_TEXT`` characters: a value Kuzu keeps once while a
+    result made whole (through Arrow) repeats it on every row.
 
-    >>> result_risk("MATCH (m:Memory) RETURN m.created, to_epoch_ms(m.created) - 1", {})
-    ResultRisk(times=False, large=False)
-    >>> [result_risk(q, {}).times for q in ("RETURN date('2020-01-01') - 1",
-    ...  "MATCH (m:Memory) RETURN (m.created) + ((m.created) - (m.modified))",
-    ...  "RETURN CAST('x' AS TIMESTAMP)", "MATCH (a)-[r]->(b) RETURN a.created")]
-    [True, True, True, False]
+    >>> holds_large_constant("RETURN repeat('x', 10)", {}), holds_large_constant(
+    ...     "RETURN $t", {"t": "x" * 2000}), holds_large_constant("RETURN 'x'", {})
+    (True, True, False)
     """
     tokens = lex(query, most=LIMITS.tokens)
-    timed = {name for name, v in params.items()
-             if any(isinstance(x, date | timedelta) for x in _leaves([v]))}
-
-    def word(n: int) -> str:
-        t = tokens[n] if 0 <= n < len(tokens) else None
-        return t.value.translate(_ASCII_LOWER) if t and t.kind in ("word", "name") else ""
-
-    def text(n: int) -> str:
-        return tokens[n].text if 0 <= n < len(tokens) else ""
-
-    def at_time(n: int, step: int) -> bool:
-        """Whether a stored time (``x.created``) or a time parameter stands from ``n`` on,
-        in brackets that group, not a call's (``to_epoch_ms(m.created) - 1``)."""
-        closed = 0
-        while text(n) == ("(" if step > 0 else ")"):
-            n, closed = n + step, closed + 1
-        if 0 <= n < len(tokens) and tokens[n].kind == "param":
-            first = n
-            found = tokens[n].value in timed
-        elif step > 0:
-            first = n
-            found = text(n + 1) == "." and word(n + 2) in _STORED_TIMES
-        else:
-            first = n - 2
-            found = word(n) in _STORED_TIMES and text(n - 1) == "."
-        if not found or step > 0 or not closed:
-            return found
-        opened = first - 1  # the brackets ended on the left must be grouping ones
-        while text(opened) == "(":
-            opened -= 1
-        return first - opened - 1 >= closed and word(opened) in ("", *_BEFORE_A_GROUP)
-
-    times = False
-    for n, t in enumerate(tokens):
-        name = word(n)
-        if (name in _TIME_FUNCTIONS and n + 1 < len(tokens) and tokens[n + 1].text == "("
-                and not (n and tokens[n - 1].text == ".")) \
-                or (name in _TIME_TYPES and word(n - 1) == "as" and text(n + 1) == ")") \
-                or (t.kind == "string" and t.text[1:-1].lower() in _TIME_TYPES) \
-                or (t.kind == "symbol" and t.text in ("+", "-")
-                    and (at_time(n - 1, -1) or at_time(n + 1, 1))):
-            times = True
-            break
-    large = any(word(n) in _GENERATORS for n in range(len(tokens))) \
+    return _names_one(tokens, _GENERATORS) \
         or any(t.kind == "string" and len(t.text) > _LARGE_TEXT for t in tokens) \
         or any(isinstance(v, str) and len(v) > _LARGE_TEXT for v in _leaves(params.values()))
-    return ResultRisk(times=times, large=large)
 
 
 def _leaves(values: Iterable[Any]) -> Iterator[Any]:

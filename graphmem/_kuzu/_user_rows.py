@@ -23,22 +23,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._errors import InvalidInputError
-from ._guard import ResultRisk
 
 __all__ = ["RESULT_BYTES", "read_user_rows"]
 
 #: The most a user statement's result may hold, counted as its texts' characters, its
 #: lists' elements and 16 for each value.
 RESULT_BYTES = 128 * 1024 * 1024
-#: The most rows of a result with a time in it that may lie outside the years: such a
-#: result is read whole through Arrow before its rows are counted (a time column beside
-#: 100,000 rows of a generated 100 KB text took 3 GB there, where Kuzu keeps one copy),
-#: so at most this many, or ``TIME_ROWS_GENERATED`` when the statement holds a large
-#: constant (``ResultRisk.large``).
+#: The most rows of a result with a time in it and a column of no fixed width (a text,
+#: a list, a node ...): such a result is read whole through Arrow before its rows are
+#: counted, where a value Kuzu keeps once (a generated text, one side of a cross
+#: product) is repeated on every row (a time column beside 100,000 rows of a generated
+#: 100 KB text took 3 GB there); ``TIME_ROWS_LARGE`` when the statement holds a large
+#: constant (``holds_large_constant``), ``TIME_ROWS_FIXED`` when every column has a
+#: fixed width (16 bytes a value at most).
 TIME_ROWS = 100_000
-TIME_ROWS_GENERATED = 100
-#: What a caller that names no risk gets: every check.
-_CHECKED = ResultRisk(times=True, large=True)
+TIME_ROWS_LARGE = 100
+TIME_ROWS_FIXED = 2_000_000
+#: The column types of a fixed width.
+_FIXED = re.compile(r"(U?INT(8|16|32|64|128)|FLOAT|DOUBLE|BOOL|DATE|TIMESTAMP\w*|INTERVAL|"
+                    r"INTERNAL_ID|UUID|SERIAL|DECIMAL\(\d+, ?\d+\))")
 #: How many rows are read between two looks at the clock.
 _CLOCK_EVERY = 256
 #: The column types that hold a time (alone, or in a list, a struct, a map or a union).
@@ -51,21 +54,24 @@ _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
 def read_user_rows(result: Any, *, deadline: float | None,
-                   too_long: Callable[[], Exception], risk: ResultRisk = _CHECKED
+                   too_long: Callable[[], Exception], large: bool = True
                    ) -> list[list[Any]]:
     """Every row of ``result`` (a Kuzu query result), refused with a clear error when
     they hold more than ``RESULT_BYTES``, when reading them goes past ``deadline``
     (``time.monotonic()``; ``too_long()`` is what is raised), when a time in them is
-    outside the years 1-9999 (looked for when ``risk.times``: then a result holding a
-    time holds at most ``TIME_ROWS`` rows, ``TIME_ROWS_GENERATED`` when ``risk.large``),
-    or when a value cannot be read in Python. A statement without ``risk.times`` returns
-    stored times alone, which every write keeps within the years."""
-    if risk.times and any(_TEMPORAL.search(t) for t in result.get_column_data_types()):
-        most = TIME_ROWS_GENERATED if risk.large else TIME_ROWS
+    outside the years 1-9999 (a result with a time holds at most ``TIME_ROWS`` rows:
+    ``TIME_ROWS_LARGE`` when the statement holds a large constant, ``TIME_ROWS_FIXED``
+    when every column has a fixed width), or when a value cannot be read in Python."""
+    types = result.get_column_data_types()
+    if any(_TEMPORAL.search(t) for t in types):
+        most = TIME_ROWS_FIXED if all(_FIXED.fullmatch(t) for t in types) else \
+            TIME_ROWS_LARGE if large else TIME_ROWS
         if result.get_num_tuples() > most:
             raise InvalidInputError(
-                f"a result with dates or times holds at most {most:,} rows here; return "
-                "them as text (string(m.created)) or add a LIMIT", field="query")
+                f"a result with dates or times and these columns holds at most {most:,} "
+                "rows here; return the times as text (string(m.created)), page it (SKIP "
+                "and LIMIT), or return the times in a statement of their own",
+                field="query")
         _check_times(result)
         result.reset_iterator()
     rows: list[list[Any]] = []
