@@ -1112,7 +1112,7 @@ class _Materialised:
     the bounds of ``read_user_rows`` and by ``deadline`` (``time.monotonic()``)."""
 
     def __init__(self, result: Any, *, deadline: float | None, timeout_s: float | None,
-                 large: bool) -> None:
+                 large: Callable[[], bool]) -> None:
         last = result[-1] if isinstance(result, list) else result
         self.columns: list[str] = list(last.get_column_names())
         self.rows: list[Row] = read_user_rows(last, deadline=deadline, large=large,
@@ -1148,7 +1148,8 @@ def _run_vetted(conn: Any, query: str, bound: dict[str, Any], vet: PlanVetting,
                 vetted.pop(next(iter(vetted)))
         vetted[key] = None
     return _Materialised(conn.execute(statement, bound), deadline=deadline,
-                         timeout_s=timeout_s, large=holds_large_constant(query, bound))
+                         timeout_s=timeout_s,
+                         large=lambda: holds_large_constant(query, bound))
 
 
 #: Plan verdicts kept per database (keys hold a digest of the text, not the text).

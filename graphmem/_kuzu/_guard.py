@@ -465,8 +465,7 @@ def _check_reduction(name: str, args: list[list[Token]]) -> None:
     body = step[arrow + 2:]
     if not names:
         return
-    words = [t.value.translate(_ASCII_LOWER) for t in body if t.kind in ("word", "name")]
-    if any(w in _GENERATORS for w in words):
+    if _names_one(body, _GENERATORS):
         raise _refuse(f"{name}() may not call {', '.join(sorted(_GENERATORS))} in its step "
                       "(what it builds could multiply at each element)")
     uses = sum(1 for t in body if t.kind in ("word", "name") and t.value == names[0])

@@ -54,18 +54,19 @@ _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
 def read_user_rows(result: Any, *, deadline: float | None,
-                   too_long: Callable[[], Exception], large: bool = True
-                   ) -> list[list[Any]]:
+                   too_long: Callable[[], Exception],
+                   large: Callable[[], bool] = lambda: True) -> list[list[Any]]:
     """Every row of ``result`` (a Kuzu query result), refused with a clear error when
     they hold more than ``RESULT_BYTES``, when reading them goes past ``deadline``
     (``time.monotonic()``; ``too_long()`` is what is raised), when a time in them is
     outside the years 1-9999 (a result with a time holds at most ``TIME_ROWS`` rows:
-    ``TIME_ROWS_LARGE`` when the statement holds a large constant, ``TIME_ROWS_FIXED``
-    when every column has a fixed width), or when a value cannot be read in Python."""
+    ``TIME_ROWS_LARGE`` when the statement holds a large constant, ``large()``, asked only
+    then; ``TIME_ROWS_FIXED`` when every column has a fixed width), or when a value
+    cannot be read in Python."""
     types = result.get_column_data_types()
     if any(_TEMPORAL.search(t) for t in types):
         most = TIME_ROWS_FIXED if all(_FIXED.fullmatch(t) for t in types) else \
-            TIME_ROWS_LARGE if large else TIME_ROWS
+            TIME_ROWS_LARGE if large() else TIME_ROWS
         if result.get_num_tuples() > most:
             raise InvalidInputError(
                 f"a result with dates or times and these columns holds at most {most:,} "

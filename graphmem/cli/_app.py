@@ -132,8 +132,7 @@ class Context:
         database goes into a new or empty directory (every face that may create one)."""
         from ..engines import KuzuEngine, is_postgres_url
 
-        if self.db == ":memory:" or is_postgres_url(self.db) \
-                or KuzuEngine.holds_store(self.db):
+        if is_postgres_url(self.db):
             return
         problem = KuzuEngine.foreign_directory(self.db)
         if problem is not None:
