@@ -374,9 +374,13 @@ class Conversations:
             else:
                 # as far back as ``_recent_statements`` reaches: a sitting of 8,000 turns
                 # compared each statement with all before it (325 s against 4,000's 33)
-                recent = _within_reach([Statement(
-                    memory_id, f.item.text, assistant=f.message["role"] == "assistant",
-                    message=f.message["text"], speaker=f.message["speaker"]), *recent])
+                recent.insert(0, Statement(memory_id, f.item.text,
+                                           assistant=f.message["role"] == "assistant",
+                                           message=f.message["text"],
+                                           speaker=f.message["speaker"]))
+                # as far back as ``_recent_statements`` reaches: a sitting of 8,000 turns
+                # compared each statement with all before it (325 s against 4,000's 33)
+                del recent[_reach([r.assistant for r in recent[:4 * _WITHIN_REACH]]):]
         edges = _session_edges([r.id or "" for r in records], cooccur_window, session_id)
         batch, result, new_memories = self._memories.plan_merge(
             records, edges=edges, reason=f"conversation {session_id}", actor=actor)
@@ -541,10 +545,7 @@ class Conversations:
         if not len(positions):
             return []
         latest = positions[np.argsort(-index.created[positions], kind="stable")]
-        users = np.flatnonzero(~index.assistant[latest])
-        if len(users) > limit:
-            latest = latest[:users[limit - 1] + 1]
-        latest = latest[:4 * limit]
+        latest = latest[:_reach(index.assistant[latest[:4 * limit]].tolist(), limit)]
         ids = [index.ids[p] for p in latest]
         found = self._memories.get_many(ids)
         by_id = {m.id: m for m in found}
@@ -780,12 +781,17 @@ def _session_edges(ids: Sequence[str], window: int, session: str) -> list[Edge]:
             for i in range(len(ids)) for j in range(i + 1, min(len(ids), i + window + 1))]
 
 
-def _within_reach(recent: list[Statement], limit: int = _WITHIN_REACH) -> list[Statement]:
-    """The first of ``recent`` (most recent first) up to ``limit`` of the user's
-    statements, and at most ``4 * limit`` in all (``_recent_statements``' reach)."""
+def _reach(by_assistant: Sequence[bool], limit: int = _WITHIN_REACH) -> int:
+    """How many of a speaker-ordered run of statements (most recent first; whether the
+    assistant said each) a correction may reach: through the user's ``limit``-th, at
+    most ``4 * limit``.
+
+    >>> _reach([False, True, True, False, False], limit=2), _reach([True] * 9, limit=2)
+    (4, 8)
+    """
     users = 0
-    for n, statement in enumerate(recent[:4 * limit]):
-        users += not statement.assistant
-        if users > limit:
-            return recent[:n]
-    return recent[:4 * limit]
+    for n, assistant in enumerate(by_assistant[:4 * limit]):
+        users += not assistant
+        if users == limit:
+            return n + 1
+    return min(len(by_assistant), 4 * limit)
