@@ -301,3 +301,5 @@ class MergeResult:
     #: records whose memory was forgotten: skipped, never brought back
     forgotten: list[str] = field(default_factory=list)
     edges_created: int = 0
+    #: what an import read and did not import, each naming where (a file, a line)
+    skipped: list[str] = field(default_factory=list)

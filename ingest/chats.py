@@ -153,7 +153,7 @@ def load_chats(path: str | Path) -> list[Chat]:
     """Read and check a chat file; an error names the file, the record and the field."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise InvalidInputError(f"{path}: no such file", field="file") from None
     except (UnicodeDecodeError, ValueError) as exc:  # a bad byte, bad JSON, a huge number

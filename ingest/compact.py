@@ -370,7 +370,7 @@ def archive_in_store(store: MemoryStore, plan: Plan, root: Path) -> int:
     except OSError as exc:
         raise RecordError(f"cannot read: {exc.strerror or exc}", source=shown) from None
     original = parse_daily(text, plan.day)
-    records, edges, _ = file_records(plan.workspace, plan.day, plan.cold_path, root)
+    records, edges, _, _ = file_records(plan.workspace, plan.day, plan.cold_path, root)
     present = {m.id for m in store.get_many([r.id or "" for r in records])}
     store.merge([r for r in records if r.id not in present], edges=edges,
                 reason="markdown import before compact")

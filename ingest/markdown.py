@@ -98,6 +98,9 @@ class Daily:
     preamble: list[str]
     sections: list[Section]
     line_count: int
+    #: the lines of the top-level bullets before the first section (not memories: a
+    #: memory is a bullet of a section)
+    stray: list[int] = field(default_factory=list)
 
     @property
     def compacted(self) -> bool:
@@ -106,11 +109,20 @@ class Daily:
 
 
 def parse_daily(text: str, day: date) -> Daily:
-    """Sections are ``## Header`` lines at the start of a line."""
-    lines = text.splitlines()
+    """Sections are ``## Header`` lines at the start of a line (a byte order mark
+    before the first is not part of it).
+
+    >>> daily = parse_daily("\\ufeff## Notes\\n- met Ana", date(2026, 3, 1))
+    >>> [b.text for s in daily.sections for b in s.bullets()], daily.stray
+    (['met Ana'], [])
+    >>> parse_daily("# Title\\n- before any section\\n## Notes", date(2026, 3, 1)).stray
+    [2]
+    """
+    lines = text.removeprefix("\ufeff").splitlines()
     title = None
     preamble: list[str] = []
     sections: list[Section] = []
+    stray: list[int] = []
     for no, line in enumerate(lines, start=1):
         if line.startswith("## "):
             sections.append(Section(line[3:].strip(), [], no))
@@ -120,7 +132,10 @@ def parse_daily(text: str, day: date) -> Daily:
             title = line.rstrip()
         else:
             preamble.append(line)
-    return Daily(day, title, preamble, sections, len(lines))
+            match = _BULLET.match(line)
+            if match and not match.group(1) and match.group(2).strip():
+                stray.append(no)
+    return Daily(day, title, preamble, sections, len(lines), stray)
 
 
 # -- files under the root: read only inside it, never through a link ---------------------
@@ -157,6 +172,8 @@ class Scan:
     dailies: list[DailyFile] = field(default_factory=list)
     refused: list[UnsafePathError] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
+    #: files named like a daily whose name is no date ("2026-02-30.md"): not read
+    skipped: list[str] = field(default_factory=list)
 
 
 def refusal(dir_fd: int, name: str, shown: str, exc: OSError) -> OSError | UnsafePathError:
@@ -260,11 +277,12 @@ def _scan_memory(memory_fd: int, workspace: str, root: Path, parts: tuple[str, .
         match = DAILY.match(entry.name)
         if not match:
             continue
+        shown = "/".join((*parts, entry.name))
         try:
             day = date(int(match[1]), int(match[2]), int(match[3]))
         except ValueError:
+            found.skipped.append(f"{shown}: not imported, its name is no date")
             continue
-        shown = "/".join((*parts, entry.name))
         if entry.is_symlink():
             found.refused.append(_link_refused(memory_fd, entry.name, shown))
         elif not entry.is_file(follow_symlinks=False):
@@ -295,9 +313,10 @@ def wiki_id(page: str) -> str:
 
 
 def file_records(workspace: str, day: date, path: Path, root: Path, *, owner: str | None = None
-                 ) -> tuple[list[MemoryInput], list[Edge], set[str]]:
+                 ) -> tuple[list[MemoryInput], list[Edge], set[str], list[str]]:
     """The memories, edges and wiki pages of one daily file (read inside ``root``,
-    never through a link)."""
+    never through a link), and what of it is not imported (a bullet before the first
+    section), each naming the file and line."""
     try:
         text = read_inside(root, path.relative_to(root).parts).decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -327,14 +346,19 @@ def file_records(workspace: str, day: date, path: Path, root: Path, *, owner: st
             for page in bullet.wiki:
                 pages.add(page)
                 edges.append(Edge("references", memory, wiki_id(page), source="wiki"))
-    return records, edges, pages
+    shown = path.relative_to(root)
+    stray = [f"{shown}: line {no}: not imported, a bullet before the first ## section"
+             for no in daily.stray]
+    return records, edges, pages, stray
 
 
 def import_markdown(store: MemoryStore, root: str | Path, *, workspace: str | None = None,
                     owner: str | None = None) -> MergeResult:
     """Import every daily file under ``root`` (all in one transaction). A symbolic link
     where a workspace, memory folder or daily file should be is refused (nothing is
-    imported): the import reads nothing outside ``root``."""
+    imported): the import reads nothing outside ``root``. What is not imported (a file
+    whose name is no date, a bullet before the first section) is named in the
+    result's ``skipped``."""
     base = Path(root)
     if not base.is_dir():
         raise RecordError("not a directory", source=str(base))
@@ -355,11 +379,14 @@ def import_markdown(store: MemoryStore, root: str | Path, *, workspace: str | No
     records: list[MemoryInput] = []
     edges: list[Edge] = []
     pages: set[str] = set()
+    skipped = list(found.skipped)
     for daily in found.dailies:
-        r, e, p = file_records(daily.workspace, daily.day, daily.path, daily.root, owner=owner)
+        r, e, p, stray = file_records(daily.workspace, daily.day, daily.path, daily.root,
+                                      owner=owner)
         records += r
         edges += e
         pages |= p
+        skipped += stray
     records += [MemoryInput(id=wiki_id(p), text=f"Wiki page {p}", subject=p, kind=Kind.SEMANTIC,
                             owner=owner, provenance={"source": "markdown", "wiki": p})
                 for p in sorted(pages)]
@@ -367,4 +394,5 @@ def import_markdown(store: MemoryStore, root: str | Path, *, workspace: str | No
     result = store.merge(list(unique.values()), edges=edges, reason="markdown import")
     if result.created:
         store.derive_links(result.created)
+    result.skipped = skipped
     return result

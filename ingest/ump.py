@@ -101,7 +101,7 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, Any]]:
     """
     source = str(path)
     decoder = json.JSONDecoder()
-    utf8 = codecs.getincrementaldecoder("utf-8")()
+    utf8 = codecs.getincrementaldecoder("utf-8-sig")()  # a byte order mark is no record
     with _open(path, source) as handle:
         text = ""
         pos = 0  # where the unread part of ``text`` starts

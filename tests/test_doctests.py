@@ -84,6 +84,7 @@ EXAMPLED = {
     "graphmem.mcpserver._screen": 4,
     "ingest.locomo": 8,
     "ingest.longmemeval": 4,
+    "ingest.markdown": 3,
     "ingest.ump": 1,
     "queries.analytics": 32,
     "queries.draw": 18,

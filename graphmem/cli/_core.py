@@ -134,13 +134,20 @@ def import_ump_cmd(ctx: Context, file: str) -> None:
 def echo_import(ctx: Context, source: str, result: Any, *, edges: str) -> None:
     """What an import of ``source`` created, updated and left unchanged, and how many
     edges (of the kind ``edges`` names) it drew."""
-    summary = {"created": len(result.created), "updated": len(result.updated),
-               "unchanged": len(result.unchanged), "edges": result.edges_created}
+    summary: dict[str, Any] = {"created": len(result.created),
+                               "updated": len(result.updated),
+                               "unchanged": len(result.unchanged),
+                               "edges": result.edges_created}
+    skipped = list(getattr(result, "skipped", ()))
+    if skipped:
+        summary["skipped"] = skipped
     if ctx.json:
         echo_json(summary)
-    else:
-        click.echo(f"{source}: created {summary['created']}, updated {summary['updated']}, "
-                   f"unchanged {summary['unchanged']}, {edges} edges {summary['edges']}")
+        return
+    click.echo(f"{source}: created {summary['created']}, updated {summary['updated']}, "
+               f"unchanged {summary['unchanged']}, {edges} edges {summary['edges']}")
+    for note in skipped:
+        click.echo(f"warning: {note}", err=True)
 
 
 @cli.command()

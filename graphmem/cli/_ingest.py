@@ -95,7 +95,7 @@ def import_conversation_cmd(ctx: Context, file: str, session_id: str,
                             owner: str | None) -> None:
     """Remember a conversation: FILE is a JSON list of {speaker|role, text, timestamp?}."""
     try:
-        messages = json.loads(Path(file).read_text(encoding="utf-8"))
+        messages = json.loads(Path(file).read_text(encoding="utf-8-sig"))
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f"{file}: not UTF-8 (byte {exc.start})") from None
     except json.JSONDecodeError as exc:

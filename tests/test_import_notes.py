@@ -1,0 +1,94 @@
+"""What an import does not read is said, and files that begin with a byte order mark (as
+editors on Windows write UTF-8) are read like the others: by the Python API and the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from graphmem import MemoryStore
+from graphmem.cli import cli
+from ingest.chats import load_chats
+from ingest.markdown import import_markdown
+from ingest.ump import import_ump
+
+BOM = "\ufeff"
+
+
+def record(memory_id: str, text: str) -> dict[str, object]:
+    return {"ump": "0.1", "id": memory_id, "kind": "semantic", "body": {"text": text}}
+
+
+def tree(root: Path, files: dict[str, str]) -> Path:
+    memory = root / "workspace" / "memory"
+    memory.mkdir(parents=True)
+    for name, text in files.items():
+        (memory / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def test_markdown_import_names_the_file_it_skips_and_the_bullets_outside_a_section(
+        tmp_path: Path) -> None:
+    root = tree(tmp_path / "notes", {
+        "2026-02-30.md": "## Decisions\n- chose the blue tiles [keep]\n",
+        "2026-03-01.md": "# Memory\n- the plumber comes Friday\n\n## Decisions\n"
+                         "- booked the plumber [keep]\n",
+    })
+    with MemoryStore(str(tmp_path / "db"), embedder="hashing") as store:
+        result = import_markdown(store, root)
+        texts = sorted(m.text for m in store.memories())
+    assert texts == ["booked the plumber [keep]"]
+    assert result.skipped == [
+        "workspace/memory/2026-02-30.md: not imported, its name is no date",
+        "workspace/memory/2026-03-01.md: line 2: not imported, a bullet before the first "
+        "## section"]
+
+
+def test_the_cli_warns_of_what_it_skipped_and_json_lists_it(tmp_path: Path) -> None:
+    root = tree(tmp_path / "notes", {"2026-02-30.md": "## Notes\n- a note\n",
+                                     "2026-03-02.md": "## Notes\n- another note\n"})
+    db = str(tmp_path / "db")
+    shown = CliRunner().invoke(cli, ["--db", db, "--embedder", "hashing", "import",
+                                     "markdown", str(root)])
+    assert shown.exit_code == 0, shown.output
+    assert "created 1," in shown.stdout
+    assert shown.stderr == ("warning: workspace/memory/2026-02-30.md: not imported, its name "
+                            "is no date\n")
+    data = CliRunner().invoke(cli, ["--db", db, "--embedder", "hashing", "--json",
+                                    "import", "markdown", str(root)])
+    assert data.exit_code == 0, data.output
+    assert json.loads(data.stdout)["skipped"] == [
+        "workspace/memory/2026-02-30.md: not imported, its name is no date"]
+    clean = tree(tmp_path / "clean", {"2026-03-03.md": "## Notes\n- a third note\n"})
+    quiet = CliRunner().invoke(cli, ["--db", db, "--embedder", "hashing", "--json",
+                                     "import", "markdown", str(clean)])
+    assert "skipped" not in json.loads(quiet.stdout)
+
+
+def test_files_that_begin_with_a_byte_order_mark_are_read(tmp_path: Path) -> None:
+    root = tree(tmp_path / "notes", {"2026-03-01.md": BOM + "## Notes\n- the gate code is 4412\n"})
+    chat = tmp_path / "chat.json"
+    chat.write_text(BOM + json.dumps([{"role": "user", "content": "I live in Oslo now"}]),
+                    encoding="utf-8")
+    records = tmp_path / "records.json"
+    records.write_text(BOM + json.dumps([record("r1", "Ana is a nurse in Porto")]),
+                       encoding="utf-8")
+    db = str(tmp_path / "db")
+    for args in (["import", "markdown", str(root)],
+                 ["import", "conversation", str(chat), "--session", "s1"],
+                 ["import", "ump", str(records)]):
+        done = CliRunner().invoke(cli, ["--db", db, "--embedder", "hashing", *args])
+        assert done.exit_code == 0, (args, done.output)
+    with MemoryStore(db, embedder="hashing") as store:
+        texts = {m.text for m in store.memories()}
+        assert {"the gate code is 4412", "Ana is a nurse in Porto"} <= texts
+        assert any("Oslo" in t for t in texts)
+        again = tmp_path / "again.json"
+        again.write_text(BOM + json.dumps([record("r2", "Tom plays the cello")]),
+                         encoding="utf-8")
+        assert import_ump(store, again).created == ["r2"]
+    chats = tmp_path / "chats.json"
+    chats.write_text(BOM + json.dumps({"conversations": []}), encoding="utf-8")
+    assert load_chats(chats) == []
