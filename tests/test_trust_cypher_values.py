@@ -226,3 +226,47 @@ def test_arithmetic_on_stored_times_near_the_ends_is_refused(tmp_path: Path) -> 
     outcome = _child(tmp_path / "db", "MATCH (a:Memory), (b:Memory) WITH a.created AS x, "
                                       "b.created AS y RETURN x + (x - y) AS t")
     assert outcome["error"] is not None and "years 1 to 9999" in outcome["error"]["message"]
+
+
+@pytest.mark.parametrize("query", [
+    "MATCH p=(a:Memory)-[r:CO_OCCURS* WSHORTEST(weight) 1..3]-(b:Memory) RETURN cost(p) AS c",
+    "MATCH p=(a:Memory)-[r:CO_OCCURS* SHORTEST 1..3]-(b:Memory) RETURN cost(p) AS c",
+    "RETURN string(to_microseconds(-9223372036854775808)) AS x",
+    "RETURN factorial(9223372036854775807) AS x",
+    "RETURN `factorial`(20) AS x",
+    "RETURN nextval('s') AS x",
+], ids=["cost-wshortest", "cost-shortest", "to_microseconds", "factorial", "backquoted",
+        "nextval"])
+def test_a_function_outside_the_allowlist_is_refused_by_name(db: Path, query: str) -> None:
+    started = time.monotonic()
+    outcome = _child(db, query)
+    assert outcome["error"] is not None and outcome["error"]["type"] == "InvalidInputError"
+    assert "is not among the functions ad-hoc Cypher may call" in outcome["error"]["message"]
+    assert time.monotonic() - started < 60
+
+
+@pytest.mark.parametrize("query", [
+    "RETURN regexp_extract('abcabc', '(a)(b)', -1) AS x",
+    "RETURN regexp_extract_all('abcabc', '(a)(b)', -2) AS x",
+    "RETURN regexp_extract('abcabc', '(a)(b)', $g) AS x",
+    "MATCH (m:Memory) RETURN regexp_extract(m.text, '(a)', m.importance) AS x",
+])
+def test_a_regular_expression_group_below_zero_is_refused_not_a_crash(db: Path, query: str
+                                                                     ) -> None:
+    for _ in range(3):  # the overread crashed one call in a few
+        outcome = _child(db, query, {"g": -1} if "$g" in query else {})
+        assert outcome["error"] is not None, outcome
+        assert "a whole number of 0 or more" in outcome["error"]["message"], outcome
+
+
+def test_the_allowed_functions_and_grammar_still_run(db: Path) -> None:
+    with MemoryStore(db, embedder="hashing") as store:
+        rows = store.cypher(
+            "MATCH (m:Memory) WHERE (m.importance >= 0) AND NOT (m.text CONTAINS 'zzz') "
+            "OPTIONAL MATCH p=(m)-[:CO_OCCURS* WSHORTEST(weight) 1..2]-(o:Memory) "
+            "RETURN regexp_extract(m.text, '(\\\\w+) (\\\\w+)', 2) AS second, "
+            "regexp_extract(m.text, '\\\\w+') AS first, lower(m.text) AS low, "
+            "size(nodes(p)) AS hops, coalesce(m.subject, 'none') AS subject, "
+            "date_part('year', m.created) AS year, count(*) AS n ORDER BY second")
+    assert [r["second"] for r in rows] == ["moved", "painted"]
+    assert [r["first"] for r in rows] == ["Caroline", "Melanie"]

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import InvalidInputError, ReadOnlyStoreError
+from ._functions import FUNCTIONS, KEYWORDS
 from ._lexer import Token, lex
 from ._plan import LOG_TABLES, READ_FUNCTIONS, PlanCheck
 
@@ -202,6 +203,8 @@ _DEEP_JSON = frozenset({"json_structure", "json_merge_patch", "json_contains", "
 #: functions take one written out or a parameter): RE2's work grows with the text times
 #: the pattern, and a 50,000-character pattern over a 100,000-character text ran 100 s.
 PATTERN = 200
+#: ... of which these take a group as their third argument
+_GROUPS = frozenset({"regexp_extract", "regexp_extract_all"})
 _REGEXPS = frozenset({"regexp_matches", "regexp_replace", "regexp_extract",
                       "regexp_extract_all", "regexp_split_to_array", "regexp_full_match"})
 #: Functions whose work is the product of their arguments' lengths (``levenshtein`` of
@@ -224,12 +227,14 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
     or parameters (``repeat``'s text too: a text or a parameter), checked before it
     runs, or that stands in two nested lambdas; a replace within what a replace or a
     generator made, or inserting more than ``REPLACEMENT`` characters; a ``_PAIRWISE``
-    call without a short argument (``_check_pairwise``); a ``_DEEP_JSON`` call; or a
+    call without a short argument (``_check_pairwise``); a ``_DEEP_JSON`` call; a
     reduction whose step calls a generator or uses its accumulator twice in a growing
-    expression. Kuzu checks its time limit between batches of rows, never while
-    it builds one value: ``UNWIND range(1, 10000000)`` took 23 s and 8.5 GB with a
-    limit of 1 s, ``range(1, 1000000000)`` filled the machine, and a reduction doubling a
-    string 34 times makes 16 GB."""
+    expression; a call of a function outside ``FUNCTIONS`` (``_functions``); or a
+    regular expression's group that is not a whole number of 0 or more. Kuzu checks
+    its time limit between batches of rows, never while it builds one value: ``UNWIND
+    range(1, 10000000)`` took 23 s and 8.5 GB with a limit of 1 s, ``range(1,
+    1000000000)`` filled the machine, and a reduction doubling a string 34 times makes
+    16 GB."""
     tokens = lex(query, most=LIMITS.tokens)
     _check_patterns(tokens, params)
     each = _per_element(tokens)
@@ -238,12 +243,26 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
                 or tokens[n + 1].text != "(" or (n and tokens[n - 1].text in (".", ":")):
             continue
         name = token.value.translate(_ASCII_LOWER)
+        if n and tokens[n - 1].kind == "word" \
+                and tokens[n - 1].value.translate(_ASCII_LOWER) == "call":
+            continue  # a table function (``check_user_query`` names those a read may call)
+        if token.kind == "word" and name in KEYWORDS and name not in FUNCTIONS:
+            continue  # "MATCH (", "WHERE (", "WSHORTEST(weight)": grammar, not a call
         args = _arguments(tokens, n + 1)
         if name in _REDUCTIONS:
             _check_reduction(name, args)
         if name in _DEEP_JSON:
             raise _refuse(f"{name}() is not run here: on deeply nested JSON it overflows "
                           "Kuzu's stack, which ends the process")
+        if name not in FUNCTIONS:
+            raise _refuse(f"{name}() is not among the functions ad-hoc Cypher may call "
+                          "(docs/security.md lists them): some of Kuzu's functions end the "
+                          "process or run past any time limit on arguments a query can give")
+        group = _constant(args[2], params) if name in _GROUPS and len(args) > 2 else 0
+        if group is None or group < 0:
+            raise _refuse(f"{name}() takes a group written out or given as a parameter, a "
+                          "whole number of 0 or more, here (Kuzu reads outside its buffer "
+                          "for a negative one)")
         if name in _PAIRWISE:
             _check_pairwise(name, args, params)
         if name in _REGEXPS and len(args) > 1:
