@@ -359,8 +359,10 @@ class Writes:
 #: What a memory's versions keep of their text once it is erased.
 ERASED_VERSION: Mapping[str, Any] = {"text": None, "subject": None, "reason": None,
                                      "redacted": True}
-#: The metadata of a memory's own events once it is erased ...
+#: The metadata of a memory's own events once it is erased, and their reason (what its
+#: writer said of a change, which can quote the memory: "moved Nadia to room 12") ...
 REDACTED_METADATA: Mapping[str, Any] = {"redacted": True}
+REDACTED_REASON = "redacted"
 #: ... except of these event types (the record that it was forgotten).
 KEEPS_METADATA: tuple[str, ...] = ("delete",)
 
@@ -377,9 +379,10 @@ class ErasureSteps(Protocol):
     def set_version_digests(self, digests: Mapping[str, str]) -> None:
         """Version id -> its new ``text_sha256``."""
         ...
-    def redact_events(self, memory_id: str, metadata: Mapping[str, Any],
+    def redact_events(self, memory_id: str, metadata: Mapping[str, Any], reason: str,
                       keep: Sequence[str]) -> None:
-        """Set ``metadata`` on the memory's own events but those of the ``keep`` types."""
+        """Set ``metadata`` and ``reason`` on the memory's own events but those of the
+        ``keep`` types."""
         ...
     def drop_edges(self, memory_id: str) -> None:
         """The memory's edges leave (with whatever text they hold)."""
@@ -395,7 +398,8 @@ def erase(erasure: Any, steps: ErasureSteps) -> None:
     steps.set_versions(erasure.memory_id, ERASED_VERSION)
     if erasure.version_digests:
         steps.set_version_digests(erasure.version_digests)
-    steps.redact_events(erasure.memory_id, REDACTED_METADATA, KEEPS_METADATA)
+    steps.redact_events(erasure.memory_id, REDACTED_METADATA, REDACTED_REASON,
+                        KEEPS_METADATA)
     steps.drop_edges(erasure.memory_id)
 
 

@@ -437,3 +437,24 @@ def test_a_forgotten_row_keeps_nothing_its_writer_said_of_it(tmp_path: Path) -> 
                            {"id": memory.id})[0]
         assert row == {"session": None, "observed": None, "a": None, "b": None, "p": None,
                        "t": [], "u": []}
+
+
+def test_what_the_writer_said_of_a_forgotten_memory_goes_with_it(opener: Opener) -> None:
+    store = opener("reasons")
+    old = store.add("Nadia's doctor is Zorblax Quentwhistle", owner="ann")
+    new = store.supersede(old.id, "Nadia's doctor is Zorblax Quentwhistle, room 12",
+                          reason="Quentwhistle moved Nadia to room 12")
+    store.tombstone(new.id, reason="Nadia asked to hide Quentwhistle")
+    kept = store.add("Nadia walks to the clinic", owner="ann")
+    store.tombstone(kept.id, reason="Quentwhistle said so")
+    for memory in (new, old):
+        store.forget(memory.id, confirm=True, reason="asked by Nadia")
+    for memory in (new, old):
+        events = store.events(memory.id)
+        assert [e.reason for e in events if e.event_type.value != "delete"] \
+            and all(e.reason == "redacted" for e in events if e.event_type.value != "delete")
+        assert [e.reason for e in events if e.event_type.value == "delete"] == ["asked by Nadia"]
+    assert "Quentwhistle moved" not in json.dumps(store.export(owner="ann"), default=str)
+    # what was said of a memory that stays is its own
+    assert [e.reason for e in store.events(kept.id) if e.event_type.value == "tombstone"] \
+        == ["Quentwhistle said so"]

@@ -168,3 +168,17 @@ def test_forgetting_again_and_again_keeps_the_store_whole(tmp_path: Path) -> Non
                             "RETURN count(*) AS n")
         assert gone == [{"n": 0}]  # the purge left the marked edges out
     assert _files_hold(db, b"heronvault") == []
+
+
+def test_forget_erases_a_memory_marked_forgotten_by_other_means(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    with MemoryStore(db, embedder="hashing") as store:
+        memory = store.add("Alice's vault code is ochrewillow", owner="alice")
+        store.cypher("MATCH (m:Memory {id: $id}) SET m.status = 'forgotten'",
+                     {"id": memory.id}, write=True)
+        store.forget(memory.id, confirm=True)
+        assert store.get(memory.id).text == ""  # type: ignore[union-attr]
+        assert all(not v.text for v in store.history(memory.id))
+        assert store.verify_forgotten(memory.id, "Alice's vault code is ochrewillow")
+        store.forget(memory.id, confirm=True)  # and again changes nothing
+    assert _files_hold(db, b"ochrewillow") == []

@@ -1009,11 +1009,12 @@ class _Steps:
         self._tx.run_many("MATCH (v:Version {id: $v}) SET v.text_sha256 = $d",
                           [{"v": v, "d": d} for v, d in digests.items()])
 
-    def redact_events(self, memory_id: str, metadata: Mapping[str, Any],
+    def redact_events(self, memory_id: str, metadata: Mapping[str, Any], reason: str,
                       keep: Sequence[str]) -> None:
         self._tx.run("MATCH (e:LifecycleEvent) WHERE e.memory_id = $id AND NOT "
-                     "list_contains($keep, e.event_type) SET e.metadata = $m",
-                     {"id": memory_id, "keep": list(keep), "m": json_dump(dict(metadata))})
+                     "list_contains($keep, e.event_type) SET e.metadata = $m, e.reason = $r",
+                     {"id": memory_id, "keep": list(keep), "m": json_dump(dict(metadata)),
+                      "r": reason})
 
     def drop_edges(self, memory_id: str) -> None:
         # Edges are marked gone, never deleted (see ``_schema``); their text goes.

@@ -648,11 +648,11 @@ class _Steps:
         self._cur.executemany("UPDATE versions SET text_sha256 = %s WHERE id = %s",
                               [(d, v) for v, d in digests.items()])
 
-    def redact_events(self, memory_id: str, metadata: Mapping[str, Any],
+    def redact_events(self, memory_id: str, metadata: Mapping[str, Any], reason: str,
                       keep: Sequence[str]) -> None:
-        self._cur.execute("UPDATE events SET metadata = %s WHERE memory_id = %s AND "
-                          "NOT (event_type = ANY(%s))",
-                          (json_dump(dict(metadata)), memory_id, list(keep)))
+        self._cur.execute("UPDATE events SET metadata = %s, reason = %s WHERE memory_id = %s "
+                          "AND NOT (event_type = ANY(%s))",
+                          (json_dump(dict(metadata)), reason, memory_id, list(keep)))
 
     def drop_edges(self, memory_id: str) -> None:
         self._cur.execute("DELETE FROM edges WHERE src = %s OR dst = %s",

@@ -142,13 +142,14 @@ class Transitions:
                 "pass confirm=True (or --yes on the command line)")
         ctx = self._ctx
         memory = ctx.visible(memory_id, owner)
-        if memory.status is Status.FORGOTTEN:
-            return
+        history = ctx.engine.history(memory_id)
+        if memory.status is Status.FORGOTTEN and not memory.text and not memory.payload \
+                and not any(v.text for v in history):
+            return  # erased already; a status set by other means erases what is left
         now = ctx.now()
         actor = ctx.actor(actor)
         key = ctx.keys.current(FORGET)
         tag = key_id(key)
-        history = ctx.engine.history(memory_id)
         digest = keyed_digest(key, memory.text, key_id=tag)
         blank: dict[str, Any] = {
             "text": "", "subject": None, "tags": [], "vector": None, "sentences": None,
