@@ -318,11 +318,37 @@ class BatchSteps(Protocol):
 
 
 def write_batch(batch: WriteBatch, steps: BatchSteps) -> None:
-    """Write each non-empty part of ``batch`` through ``steps``, in ``BATCH_STEPS`` order."""
+    """Write each non-empty part of ``batch`` through ``steps``, in ``BATCH_STEPS`` order
+    (a change of a fact the batch creates is written as part of it: ``folded_facts``)."""
+    facts, changed = folded_facts(batch.facts, batch.changed_facts)
     for name in BATCH_STEPS:
-        rows = getattr(batch, name)
+        rows = facts if name == "facts" else changed if name == "changed_facts" \
+            else getattr(batch, name)
         if rows:
             getattr(steps, name)(rows)
+
+
+def folded_facts(facts: Sequence[Any], changed: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """The facts a batch creates, each as the batch's last change of it leaves it, and
+    the changes of the others (the last of each id): one pass, where one statement a
+    change made a text stating 2,600 moves of one person write 2,600 updates of facts it
+    had just created.
+
+    >>> from types import SimpleNamespace as F
+    >>> made, rest = folded_facts([F(id="a", v=1)], [F(id="a", v=2), F(id="b", v=1),
+    ...                                                  F(id="b", v=3)])
+    >>> [(f.id, f.v) for f in made], [(f.id, f.v) for f in rest]
+    ([('a', 2)], [('b', 3)])
+    """
+    made = {f.id: f for f in facts}
+    others: dict[str, Any] = {}
+    for fact in changed:
+        if fact.id in made:
+            made[fact.id] = fact
+        else:
+            others.pop(fact.id, None)
+            others[fact.id] = fact
+    return list(made.values()), list(others.values())
 
 
 class _Writer(Protocol):

@@ -65,7 +65,7 @@ EXAMPLED = {
     "graphmem._arrow": 1,
     "graphmem._derive": 5,
     "graphmem._engine": 2,
-    "graphmem._engine_rules": 3,
+    "graphmem._engine_rules": 6,
     "graphmem._graph_leave": 2,
     "graphmem._keys": 1,
     "graphmem._store._conversations": 1,
