@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from graphmem import MemoryStore
@@ -92,3 +93,28 @@ def test_files_that_begin_with_a_byte_order_mark_are_read(tmp_path: Path) -> Non
     chats = tmp_path / "chats.json"
     chats.write_text(BOM + json.dumps({"conversations": []}), encoding="utf-8")
     assert load_chats(chats) == []
+
+
+def test_a_message_role_is_read_by_the_names_chat_formats_use(tmp_path: Path) -> None:
+    from graphmem import InvalidInputError
+
+    with MemoryStore(str(tmp_path / "db"), embedder="hashing") as store:
+        # Gemini's "model" is the assistant: what it says is not the user's
+        store.add_conversation([
+            {"role": "human", "content": "I just moved to Porto for the new job"},
+            {"role": "model", "content": "Your dentist appointment is on Friday at 9am."},
+            {"role": "developer", "content": "The user lives in Lisbon."},
+        ], session_id="s1", owner="ana")
+        said = {m.text: m for m in store.memories(owner="ana")}
+        assert "I just moved to Porto for the new job" in said
+        assert all("Lisbon" not in t for t in said)
+        assert all(m.provenance.get("role") == "assistant"
+                   for t, m in said.items() if "dentist" in t)
+        before = store.stats()
+        with pytest.raises(InvalidInputError) as refused:
+            store.add_conversation([{"role": "user", "content": "I love rowing"},
+                                    {"role": "wizard", "content": "I live in Graz"}],
+                                   session_id="s2", owner="ana")
+        assert refused.value.field == "messages[1].role"
+        assert "'wizard' is not one of user, assistant" in str(refused.value)
+        assert store.stats() == before

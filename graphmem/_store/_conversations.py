@@ -42,6 +42,11 @@ __all__ = ["Conversations", "Extractor"]
 #: Cosine above which a new signal confirms a weak candidate of an earlier session.
 REINFORCE = 0.8
 _SKIPPED_ROLES = {"system", "tool"}
+#: The roles a message may give, by the names chat formats use (LangChain's human and ai,
+#: Gemini's model, OpenAI's developer and function), as the gate reads them.
+_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant",
+          "model": "assistant", "bot": "assistant", "system": "system",
+          "developer": "system", "tool": "tool", "function": "tool"}
 #: Speakers that are the assistant when a message gives no role.
 _ASSISTANT_SPEAKERS = {"assistant", "ai", "bot"}
 #: How many full-text matches a new memory is compared with, for duplicates and candidates.
@@ -193,10 +198,13 @@ class Conversations:
         """Remember what a conversation says (the lifecycle model's ``add()``).
 
         Messages are dicts with ``text`` (or ``content``), and optionally ``speaker`` (or
-        ``role``/``name``) and ``timestamp``; plain strings are user messages, and a
-        message without a role whose speaker is ``assistant`` (or ``ai``, ``bot``) is
-        the assistant's, one whose speaker is ``system`` or ``tool`` skipped as those
-        roles are. The quality gate keeps what the user said about themselves and
+        ``role``/``name``) and ``timestamp``; plain strings are user messages. A role is
+        ``user`` (or ``human``), ``assistant`` (or ``ai``, ``model``, ``bot``),
+        ``system`` (or ``developer``) or ``tool`` (or ``function``), and any other is
+        an error naming the message; system and tool messages are skipped. A message
+        without a role whose speaker is ``assistant`` (or ``ai``, ``bot``) is the
+        assistant's, one whose speaker is ``system`` or ``tool`` skipped as those roles
+        are. The quality gate keeps what the user said about themselves and
         their world: statements become active episodic memories; hedges and
         hypotheticals ("maybe I'll ...", "if I had time ...") become ``candidate``
         memories; greetings, filler, questions that say nothing about the asker and
@@ -691,7 +699,14 @@ def _message(message: Any, index: int) -> dict[str, Any]:
     if speaker is not None and named(speaker) is None:
         raise InvalidInputError(f"message {index}: speaker {speaker!r} names no one",
                                 field=f"messages[{index}].speaker")
-    if not role:  # the speaker may say whose it is: the assistant's, or a system's
+    if role and role.strip().lower() not in _ROLES:
+        raise InvalidInputError(
+            f"message {index}: role {role[:40]!r} is not one of user, assistant, system, "
+            "tool (nor human, ai, model, bot, developer, function); a person's name goes "
+            "in speaker", field=f"messages[{index}].role")
+    if role:
+        role = _ROLES[role.strip().lower()]
+    else:  # the speaker may say whose it is: the assistant's, or a system's
         label = speaker.lower() if speaker else ""
         role = ("assistant" if label in _ASSISTANT_SPEAKERS
                 else label if label in _SKIPPED_ROLES else "user")
