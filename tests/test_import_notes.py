@@ -118,3 +118,23 @@ def test_a_message_role_is_read_by_the_names_chat_formats_use(tmp_path: Path) ->
         assert refused.value.field == "messages[1].role"
         assert "'wizard' is not one of user, assistant" in str(refused.value)
         assert store.stats() == before
+
+
+def test_importing_a_sitting_again_does_not_bring_back_what_was_corrected(
+        tmp_path: Path) -> None:
+    first = [{"role": "user", "content": "My sister Amara is visiting from Accra on "
+                                         "December 12th."},
+             {"role": "user", "content": "She's allergic to peanuts."}]
+    with MemoryStore(str(tmp_path / "db"), embedder="hashing") as store:
+        store.add_conversation(first, session_id="s1", owner="kai")
+        store.add_conversation(["Sorry, wrong date: Amara arrives on December 14th, not "
+                                "the 12th."], session_id="s2", owner="kai")
+        current = sorted(m.text for m in store.memories(owner="kai") if not m.superseded_by)
+        again = store.add_conversation(first, session_id="s1", owner="kai")
+        assert again.created_ids == [] and again.candidate_ids == []
+        assert sorted(m.text for m in store.memories(owner="kai")
+                      if not m.superseded_by) == current
+        # said anew in another sitting, it is a statement of its own
+        anew = store.add_conversation(["My sister Amara is visiting from Accra on "
+                                       "December 12th."], session_id="s3", owner="kai")
+        assert len(anew.created_ids) == 1

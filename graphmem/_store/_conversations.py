@@ -583,6 +583,11 @@ class Conversations:
         active = owners & current & (index.status[:n] == STATUS_CODE["active"])
         active |= weak & this_session
         candidate = weak & ~this_session
+        # what this very sitting said and a correction replaced since: said again (the
+        # same transcript imported again), it is a repeat, not a new statement; said in
+        # another sitting, it is said anew ("I moved back to Lisbon")
+        active |= owners & ~current & this_session & (index.status[:n] != STATUS_CODE[
+            "forgotten"])
         eligible = active | candidate
         duplicates: dict[int, str] = {}
         reinforced: dict[int, tuple[str, float]] = {}
