@@ -249,7 +249,8 @@ def test_a_write_that_leaves_a_vector_or_the_knowledge_graph_unreadable_is_refus
              "provenance must be JSON of finite numbers"),
             ("MATCH (m:Memory {id: $id}) SET m.payload_at = timestamp('20000-01-01 00:00:00')",
              "payload_at must be a time in the years 1-9999"),
-            ("MATCH (m:Memory {id: $id}) SET m.prev_status = 'bogus'", "prev_status must be"),
+            ("MATCH (m:Memory {id: $id}) SET m.prev_status = 'bogus'",
+             "may not set prev_status"),
             ("MATCH (m:Memory {id: $id}) SET m.importance = 1e308", "importance must be in"),
             ("MATCH (m:Memory {id: $id}) SET m.useful_count = 9223372036854775807",
              "useful_count must be a count"),
@@ -349,3 +350,27 @@ def test_cli_query_is_read_only(tmp_path: Path) -> None:
         assert [e.event_type for e in store.events()] == [EventType.CYPHER_WRITE]
     negative = _gm(db, "query", "most_referenced", "--param", "limit=-5")
     assert negative.returncode == 1 and "at least 0" in negative.stderr
+
+
+@pytest.mark.parametrize("statement", [
+    "MATCH (m:Memory) SET m.text = 'Bob likes tea'",
+    "MATCH (m:Memory) SET m.importance = 0.5, m.`subject` = 'tea'",
+    "MATCH (m:Memory {id: $id}) SET m.status = 'forgotten'",
+    "MERGE (m:Memory {id: $id}) ON MATCH SET m.superseded_by = []",
+    "MATCH (m:Memory) WITH m SET m.importance = 0.1 WITH m SET m.context = 'x'",
+])
+def test_a_write_may_not_set_what_graphmem_derives_or_its_lifecycle_owns(
+        seeded: MemoryStore, statement: str) -> None:
+    before = [(m.id, m.text, m.status, m.importance) for m in seeded.memories()]
+    with pytest.raises(InvalidInputError, match="an ad-hoc write may not set "):
+        seeded.cypher(statement, {"id": before[0][0]} if "$id" in statement else {},
+                      write=True)
+    assert [(m.id, m.text, m.status, m.importance) for m in seeded.memories()] == before
+
+
+def test_a_write_may_read_the_text_to_set_what_it_may(seeded: MemoryStore) -> None:
+    memory = seeded.memories()[0]
+    seeded.cypher("MATCH (m:Memory {id: $id}) WHERE m.text <> '' SET m.tags = [m.subject], "
+                  "m.importance = CASE WHEN size(m.text) > 3 THEN 0.9 ELSE 0.1 END",
+                  {"id": memory.id}, write=True)
+    assert seeded.get(memory.id).importance == 0.9  # type: ignore[union-attr]

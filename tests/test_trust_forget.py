@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from graphmem import ConflictError, MemoryStore, RecordError, Status
+from graphmem import ConflictError, InvalidInputError, MemoryStore, RecordError, Status
+from graphmem._kuzu import Database
 from ingest.ump import export_ump, import_ump
 
 
@@ -174,8 +175,15 @@ def test_forget_erases_a_memory_marked_forgotten_by_other_means(tmp_path: Path) 
     db = tmp_path / "db"
     with MemoryStore(db, embedder="hashing") as store:
         memory = store.add("Alice's vault code is ochrewillow", owner="alice")
-        store.cypher("MATCH (m:Memory {id: $id}) SET m.status = 'forgotten'",
-                     {"id": memory.id}, write=True)
+        with pytest.raises(InvalidInputError, match="may not set status"):
+            store.cypher("MATCH (m:Memory {id: $id}) SET m.status = 'forgotten'",
+                         {"id": memory.id}, write=True)
+    raw = Database(str(db), buffer_pool_mb=128)  # as another program (or an old one) left it
+    try:
+        raw.run_auto("MATCH (m:Memory {id: $id}) SET m.status = 'forgotten'", {"id": memory.id})
+    finally:
+        raw.close()
+    with MemoryStore(db, embedder="hashing") as store:
         store.forget(memory.id, confirm=True)
         assert store.get(memory.id).text == ""  # type: ignore[union-attr]
         assert all(not v.text for v in store.history(memory.id))

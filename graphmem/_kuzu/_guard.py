@@ -175,6 +175,7 @@ def check_user_query(query: str, *, write: bool) -> CheckedQuery:
             writes |= _check_write_clause(value, after, write=write)
     if writes:
         _check_write_targets(keys)
+        _check_set_properties(keys)
     return CheckedQuery(text=query, writes=writes, plan=PlanCheck(query, writes),
                         names_null=_null_value(keys))
 
@@ -523,6 +524,56 @@ def _check_write_clause(value: str, after: Key, *, write: bool) -> bool:
             "line): a write bypasses the version history and is recorded as an audit event",
             reason=reason)
     return True
+
+
+#: Properties an ad-hoc write may not set: what graphmem derives from a memory's text
+#: (its vectors, full-text terms, entities and facts would be left describing the old
+#: one), and what its lifecycle and history own (a memory marked forgotten kept its
+#: text; ``update``, ``supersede`` and the transitions write these with a version row).
+_DERIVED = frozenset({
+    "text", "subject", "id", "status", "prev_status", "context", "entities",
+    "text_sha256", "version", "superseded_by", "payload", "payload_hash", "times_from",
+    "times_to",
+})
+#: Words that end a SET clause's list of assignments.
+_CLAUSE_WORDS = frozenset({
+    "where", "return", "with", "set", "match", "optional", "unwind", "create", "merge",
+    "delete", "detach", "remove", "call", "union", "order", "skip", "limit", "on",
+})
+
+
+def _check_set_properties(keys: list[Key]) -> None:
+    """Refuse a SET whose assignment targets (``x.name =``: what stands before an
+    ``=`` at the clause's top level) name a property of ``_DERIVED``; what the values
+    read (``SET m.importance = size(m.text)``) is not a target."""
+    for n, key in enumerate(keys):
+        if key != ("word", "set") or (n and keys[n - 1] in (("punct", "."), ("punct", ":"))):
+            continue
+        depth, target = 0, True
+        for m in range(n + 1, len(keys)):
+            kind, value = keys[m]
+            if kind == "punct" and value in _OPENERS:
+                depth += 1
+            elif kind == "punct" and value in _CLOSERS:
+                depth -= 1
+                if depth < 0:
+                    break
+            elif depth:
+                continue
+            elif kind == "word" and value in _CLAUSE_WORDS:
+                break
+            elif value == ",":
+                target = True
+            elif value == "=":
+                target = False
+            elif target and value == "." and m + 1 < len(keys) \
+                    and _name(keys[m + 1]) in _DERIVED:
+                prop = _name(keys[m + 1])
+                raise _refuse(
+                    f"an ad-hoc write may not set {prop}: graphmem derives vectors, "
+                    "full-text terms, entities and facts from a memory's text, and its "
+                    "lifecycle and history own its state; use update(), supersede() or a "
+                    "transition (graphmem update / promote / tombstone / forget)")
 
 
 _PATTERN_START = frozenset({"match", "create", "merge"})

@@ -21,8 +21,10 @@ from ._app import Context, cli, echo_json, parse_params, pass_ctx, table, usage
               help="A query parameter (repeat). Named queries type it from their header; "
                    "for ad-hoc Cypher JSON values are typed, others are strings.")
 @click.option("--write", is_flag=True,
-              help="Allow one data-changing statement (CREATE, MERGE, SET, DELETE, REMOVE). "
-                   "It bypasses the version history and is recorded as a cypher_write event.")
+              help="Allow one data-changing statement (CREATE, MERGE, SET). It bypasses "
+                   "the version history and is recorded as a cypher_write event; it may "
+                   "not set a memory's text, subject, status or what graphmem derives "
+                   "from them (use update, supersede or a transition).")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default=None,
               help="Output format (default: table; json with --json).")
 @pass_ctx
