@@ -275,9 +275,12 @@ def _scan_memory(memory_fd: int, workspace: str, root: Path, parts: tuple[str, .
                  found: Scan) -> None:
     for entry in sorted(os.scandir(memory_fd), key=lambda e: e.name):
         match = DAILY.match(entry.name)
-        if not match:
-            continue
         shown = "/".join((*parts, entry.name))
+        if not match:
+            if entry.name.lower().endswith(".md"):  # notes.md, 2026-11-3.md, a .MD
+                found.skipped.append(f"{shown}: not imported, its name is not "
+                                     "YYYY-MM-DD.md")
+            continue
         try:
             day = date(int(match[1]), int(match[2]), int(match[3]))
         except ValueError:

@@ -34,6 +34,9 @@ def test_markdown_import_names_the_file_it_skips_and_the_bullets_outside_a_secti
         tmp_path: Path) -> None:
     root = tree(tmp_path / "notes", {
         "2026-02-30.md": "## Decisions\n- chose the blue tiles [keep]\n",
+        "2026-11-3.md": "## Decisions\n- a day not padded\n",
+        "notes.MD": "## Decisions\n- not a daily\n",
+        "todo.txt": "- not markdown\n",
         "2026-03-01.md": "# Memory\n- the plumber comes Friday\n\n## Decisions\n"
                          "- booked the plumber [keep]\n",
     })
@@ -43,6 +46,8 @@ def test_markdown_import_names_the_file_it_skips_and_the_bullets_outside_a_secti
     assert texts == ["booked the plumber [keep]"]
     assert result.skipped == [
         "workspace/memory/2026-02-30.md: not imported, its name is no date",
+        "workspace/memory/2026-11-3.md: not imported, its name is not YYYY-MM-DD.md",
+        "workspace/memory/notes.MD: not imported, its name is not YYYY-MM-DD.md",
         "workspace/memory/2026-03-01.md: line 2: not imported, a bullet before the first "
         "## section"]
 
@@ -93,6 +98,17 @@ def test_files_that_begin_with_a_byte_order_mark_are_read(tmp_path: Path) -> Non
     chats = tmp_path / "chats.json"
     chats.write_text(BOM + json.dumps({"conversations": []}), encoding="utf-8")
     assert load_chats(chats) == []
+
+
+def test_a_message_without_text_says_so_and_names_its_keys(tmp_path: Path) -> None:
+    from graphmem import InvalidInputError
+
+    with MemoryStore(str(tmp_path / "db"), embedder="hashing") as store, \
+            pytest.raises(InvalidInputError) as refused:
+        store.add_conversation([{"role": "user", "message": "I live in Oslo"}],
+                               session_id="s1")
+    assert str(refused.value).startswith("message 0 has no text (give it as 'text' or "
+                                         "'content'; its keys are role, message)")
 
 
 def test_a_message_role_is_read_by_the_names_chat_formats_use(tmp_path: Path) -> None:

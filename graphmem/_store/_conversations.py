@@ -684,6 +684,10 @@ def _message(message: Any, index: int) -> dict[str, Any]:
         raise InvalidInputError(f"message {index} must be a mapping or a string",
                                 field=f"messages[{index}]")
     text = message.get("text", message.get("content"))
+    if text is None:
+        raise InvalidInputError(f"message {index} has no text (give it as 'text' or "
+                                f"'content'; its keys are {', '.join(map(str, message))[:80]})",
+                                field=f"messages[{index}].text")
     if not isinstance(text, str):
         raise InvalidInputError(f"message {index}: text must be a string",
                                 field=f"messages[{index}].text")
