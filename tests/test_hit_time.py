@@ -166,3 +166,29 @@ def test_a_window_orders_its_memories_by_what_the_other_channels_matched(
                          for h in hits if "time" in h.explanation.channels)
         assert by_time == [(1, "hair"), (2, "goodbye")]
         assert hits[0].memory.text.startswith("hair")
+
+
+def test_a_question_naming_its_time_weighs_the_time_channel_by_time_window(
+        autumn_store: MemoryStore) -> None:
+    store = autumn_store
+    # many memories name the trip; one of the window's days matches no word of it
+    for n in range(6):
+        store.add(f"word{n}: John told Tim about the team trip plans again.",
+                  created=datetime(2023, 10, 2 + n, tzinfo=UTC))
+    store.add("dated: Took a trip to a new place, it was amazing.",
+              observed=datetime(2023, 8, 12, 19, tzinfo=UTC),
+              created=datetime(2023, 8, 12, 19, tzinfo=UTC))
+    config = RecallConfig(name="t", weights={"fulltext": 1.0, "time": 0.2}, rrf_k=1.0)
+    named = "Where was John on the team trip between August 11 and August 15 2023?"
+    unnamed = "Where was John on the team trip?"
+
+    def first(query: str, preset: RecallConfig) -> str:
+        return store.recall(query, k=1, preset=preset)[0].memory.text.split(":")[0]
+
+    assert first(named, config) != "dated"
+    assert first(named, config.with_(time_window=2.0)) == "dated"
+    # no window named: the channel's own weight, whatever time_window says
+    assert first(unnamed, config.with_(time_window=2.0)) == first(unnamed, config)
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(InvalidInputError, match="time_window"):
+            config.with_(time_window=bad)

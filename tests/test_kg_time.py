@@ -233,3 +233,22 @@ def test_times_beyond_the_calendar_are_left_out(n: str, unit: str, template: str
     text = template.format(n=n, u=unit) + "; two weeks ago we went camping."
     assert [(t.surface, t.window.label) for t in parse_times(text, now)][-1:] == \
         [("two weeks ago", "2023-W17")]
+
+
+@pytest.mark.parametrize("text", [
+    "Is Diego going to the summer school in Portugal?", "Did she buy a winter coat?",
+    "Ana starts her summer internship", "the spring cleaning is done",
+    "What is in the fall collection?", "Is he taking summer classes?",
+])
+def test_a_season_before_a_thing_of_the_season_is_no_time(text: str) -> None:
+    assert query_window(text, NOW) is None
+    assert parse_times(text, NOW) == []
+
+
+@pytest.mark.parametrize("text", [
+    "What did Ana do last summer?", "Where did they go in the summer?",
+    "in the summer, we went to camp", "during the spring of 2022",
+])
+def test_a_season_that_stands_for_a_time_is_read(text: str) -> None:
+    window = query_window(text, NOW)
+    assert window is not None and window.granularity == "season"

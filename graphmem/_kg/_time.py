@@ -331,11 +331,22 @@ def _the_weekend(m: re.Match[str], c: _Ctx) -> _Result:
     return _this_weekend(c, c.tense_at(m.start())), True
 
 
+#: What a season names when it stands before it: a thing of the season, not a time
+#: ("the summer school", "her winter coat", "spring cleaning", "the fall collection").
+_OF_SEASON = re.compile(
+    r"\s+(?:school|camp|job|internship|intern|course|class|program|programme|league|"
+    r"olympics|coat|jacket|boot|tire|tyre|clothe|wardrobe|collection|sale|menu|house|"
+    r"cottage|home|cleaning|reading|project|fellowship|residency|dress|tour|squash|"
+    r"festival|fair|garden|solstice|equinox)(?:e?s)?\b", re.IGNORECASE)
+
+
 def _season(m: re.Match[str], c: _Ctx) -> _Result:
     name = m["s"].lower()
     mod = " ".join((m["mod"] or "").lower().split())
     if m["y"]:
         return season(name, int(m["y"]), c.tz), False
+    if starting_at(_OF_SEASON, c.text, m.end()):
+        return None
     if not (mod or m["cue"]) or c.now is None:
         return None
     which = {"last": "last", "past": "last", "this past": "last", "this": "this",

@@ -265,6 +265,10 @@ class Recall:
             # Abena do for a living?" fell from 1 to 3 on everyday_dev, nothing rose)
             cover = index.bm25.coverage(q.spoken, channels["fulltext"][0][0], group=q.group)
             weights = {**weights, "fulltext": weights["fulltext"] * cover ** config.coverage}
+        if config.time_window is not None and q.window is not None \
+                and weights.get("time", 0.0) > 0:
+            # the question names its time: what was said then is most of the answer
+            weights = {**weights, "time": config.time_window}
         fused = found.fusion.with_weights(weights)
         demoted: set[int] = set()
         users = False  # whether ``demoted`` holds what the user said
