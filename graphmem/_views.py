@@ -79,10 +79,12 @@ class Views:
 
         A read may use MATCH, WITH, UNWIND, RETURN ... and CALL of catalogue functions;
         never file I/O, extensions, settings or transaction control. A write (CREATE,
-        MERGE, SET, DELETE, REMOVE on memories and their edges) bypasses the version
-        history: it is committed together with a ``cypher_write`` lifecycle event that
-        records the statement and ``actor``. Parameters are bound by Kuzu, never pasted
-        into the text, and every ``$name`` in the query must have a value. A statement
+        MERGE, SET on memories and their edges; not of what graphmem derives from a
+        memory's text or its lifecycle owns: ``update`` and the transitions change
+        those) bypasses the version history: it is committed together with a
+        ``cypher_write`` lifecycle event that records the statement and ``actor``.
+        Parameters are bound by Kuzu, never pasted into the text, and every ``$name`` in
+        the query must have a value. A statement
         still running after ``GRAPHMEM_CYPHER_TIMEOUT_S`` (10 s) is stopped with an
         ``InvalidInputError`` (a stopped write changes nothing). Returns a list of dicts
         (column -> value), or a pandas DataFrame with ``as_dataframe=True``.

@@ -47,8 +47,6 @@ _SKIPPED_ROLES = {"system", "tool"}
 _ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant",
           "model": "assistant", "bot": "assistant", "system": "system",
           "developer": "system", "tool": "tool", "function": "tool"}
-#: Speakers that are the assistant when a message gives no role.
-_ASSISTANT_SPEAKERS = {"assistant", "ai", "bot"}
 #: How many full-text matches a new memory is compared with, for duplicates and candidates.
 _SIMILAR = 10
 #: At most this many words of the message a statement answers are its context.
@@ -202,10 +200,9 @@ class Conversations:
         ``user`` (or ``human``), ``assistant`` (or ``ai``, ``model``, ``bot``),
         ``system`` (or ``developer``) or ``tool`` (or ``function``), and any other is
         an error naming the message; system and tool messages are skipped. A message
-        without a role whose speaker is ``assistant`` (or ``ai``, ``bot``) is the
-        assistant's, one whose speaker is ``system`` or ``tool`` skipped as those roles
-        are. The quality gate keeps what the user said about themselves and
-        their world: statements become active episodic memories; hedges and
+        without a role whose speaker is one of these names (``assistant``, ``AI``,
+        ``system`` ...) takes that role. The quality gate keeps what the user said
+        about themselves and their world: statements become active episodic memories; hedges and
         hypotheticals ("maybe I'll ...", "if I had time ...") become ``candidate``
         memories; greetings, filler, questions that say nothing about the asker and
         duplicates of existing memories are dropped. Of the assistant's messages only
@@ -715,10 +712,8 @@ def _message(message: Any, index: int) -> dict[str, Any]:
             "in speaker", field=f"messages[{index}].role")
     if role:
         role = _ROLES[role.strip().lower()]
-    else:  # the speaker may say whose it is: the assistant's, or a system's
-        label = speaker.lower() if speaker else ""
-        role = ("assistant" if label in _ASSISTANT_SPEAKERS
-                else label if label in _SKIPPED_ROLES else "user")
+    else:  # the speaker may say whose it is ("assistant", "AI", "system"): a role's name
+        role = _ROLES.get(speaker.lower() if speaker else "", "user")
     when = message.get("timestamp")
     if when is not None:
         try:

@@ -60,7 +60,8 @@ class _Group:
     """The cached facts of one (subject, predicate): by id, in the order they came; the
     live ones (no end); and by object. What an added fact compares itself with (the same
     object, the live values of a one-at-a-time predicate) is found without a pass over
-    the group: one text stating 2,600 moves of one person took 21 s, and ~1 s now."""
+    the group: one add of a text stating 2,600 moves of one person took 23.6 s, 3.7 s
+    now."""
 
     __slots__ = ("by_id", "live", "objects")
 
