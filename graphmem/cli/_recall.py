@@ -8,6 +8,7 @@ import click
 
 from .._models import Kind
 from .._recall import PRESETS, Hit
+from .._recall._config import CHANNELS
 from .._views import to_json
 from ._app import Context, cli, echo_json, iso_time, pass_ctx, table, usage
 
@@ -73,8 +74,11 @@ def _text(hit: Hit, width: int) -> str:
 
 
 def explain_table(hits: list[Hit]) -> str:
-    """Channel ranks, fused score and ACT-R terms per hit, then any redirections."""
-    channels = ["fulltext", "vector", "graph"]
+    """The rank of each channel that found a hit (every channel that found any), fused
+    score and ACT-R terms per hit; then what else moved each (the path a walk took, a
+    lift, the learned ranker's reasons, the version it stands for), one line each."""
+    found = {c for h in hits for c in h.explanation.channels}
+    channels = [c for c in CHANNELS if c in found] or ["fulltext", "vector"]
     rows = []
     for h in hits:
         e = h.explanation
@@ -85,8 +89,9 @@ def explain_table(hits: list[Hit]) -> str:
                      f"{e.final:.4f}", _text(h, 44)))
     lines = [table(rows, ["#", *channels, "fused", "act-r", "A", "formula", "final",
                           "text"])]
-    lines += [f"#{h.rank} is the current version of " + ", ".join(h.explanation.redirected_from)
-              for h in hits if h.explanation.redirected_from]
+    shown = {*CHANNELS, "act-r"}  # in the table already
+    lines += [f"#{h.rank} {line.strip()}" for h in hits for line in h.explanation.lines()[1:]
+              if line.split()[0] not in shown]
     return "\n".join(lines)
 
 
