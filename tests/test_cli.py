@@ -167,6 +167,11 @@ def test_feedback_command(sample_db: Path) -> None:
     assert changes[-1]["change_type"] == "importance_boost"
     missing = cli_run(sample_db, "feedback", "urn:nope", "--useful", code=1)
     assert missing.stderr == "error: no memory urn:nope\n"
+    # the recall ran in another command: the feedback still carries what `learn` needs
+    with MemoryStore(sample_db) as store:
+        feedback = [e for e in store.events(first["id"]) if e.event_type.value == "feedback"]
+    assert feedback[-1].metadata["query"] == query
+    assert feedback[-1].metadata["features"]["rows"]
 
 
 def test_feedback_without_useful_or_ignored_is_a_usage_error(tmp_path: Path) -> None:

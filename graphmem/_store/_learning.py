@@ -184,7 +184,8 @@ class Learning:
             except ValueError as exc:
                 notes.append(f"ranker not trained: {exc}. Recall with the `default` or "
                              "`learned` preset and mark the memories that helped with "
-                             "feedback(memory_id, useful=True, query=...)")
+                             "feedback(memory_id, useful=True, query=...) (graphmem "
+                             "feedback ID --useful --query Q)")
         if forecast:
             history = History.build(ctx.engine.scan(_FIELDS).table.to_pylist(), events,
                                     ctx.engine.versions(), self._mentions())
@@ -224,10 +225,11 @@ class Learning:
         self._load()
         notes = list(self._errors)
         if self._ranker is None and not any("ranker" in n for n in notes):
-            notes.append("no learned ranker: run learn() after recalls with feedback")
+            notes.append("no learned ranker: run learn() (graphmem learn) after recalls "
+                         "with feedback")
         if self._forecast is None and not any("forecast" in n for n in notes):
-            notes.append("no forecast of need: run learn() once the store has a history "
-                         "of use")
+            notes.append("no forecast of need: run learn() (graphmem learn) once the store "
+                         "has a history of use")
         return LearnReport(ranker=ranker_info(self._ranker) if self._ranker else None,
                            forecast=forecast_info(self._forecast) if self._forecast
                            else None, notes=notes)

@@ -99,16 +99,28 @@ def explain_table(hits: list[Hit]) -> str:
 @click.argument("memory_id", metavar="ID")
 @click.option("--useful", "helped", is_flag=True, help="The recalled memory helped.")
 @click.option("--ignored", "ignored", is_flag=True, help="It did not.")
-@click.option("--query", default=None, help="The query it answered (to pair co-occurrences).")
+@click.option("--query", default=None,
+              help="The query it answered: pairs it with the other useful memories of that "
+                   "recall, and gives `graphmem learn` the recall's candidates to learn from.")
+@click.option("--preset", default="default", show_default=True,
+              type=click.Choice(sorted(PRESETS)),
+              help="The preset that recall used (with --query).")
 @pass_ctx
 def feedback(ctx: Context, memory_id: str, helped: bool, ignored: bool,
-             query: str | None) -> None:
+             query: str | None, preset: str) -> None:
     """Report whether a recalled memory was useful: --useful or --ignored."""
     if helped == ignored:
         usage("say whether it helped: --useful or --ignored" if not helped else
               "--useful and --ignored contradict each other: give one")
+    from ..client import Client
+
     useful = helped
-    memory = ctx.api().feedback(memory_id, useful=useful, query=query)
+    api = ctx.api()
+    if query is not None and not isinstance(api, Client):
+        # The recall ran in another process, which kept its candidates: made again here
+        # (recording nothing), the feedback carries what the learned ranker learns from.
+        api.recall(query, preset=preset, record_access=False)
+    memory = api.feedback(memory_id, useful=useful, query=query)
     if ctx.json:
         echo_json(to_json(memory))
     else:
