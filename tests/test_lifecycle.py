@@ -627,3 +627,14 @@ def test_keep_records_the_decision_and_changes_nothing(store: MemoryStore) -> No
         store.keep(memory.id)
     assert store.restore(memory.id).success  # keep is not a transition restore undoes
     assert store.get(memory.id).status.value == "active"
+
+
+def test_an_applied_report_says_which_archives_await_review_and_names_ids(
+        store: MemoryStore, clock) -> None:
+    ids = _populate(store, clock)
+    dry = store.run_lifecycle().to_markdown()
+    assert "await review" not in dry
+    text = store.run_lifecycle(apply=True).to_markdown()
+    assert "1 archive(s) await review, as auto-archive is off" in text
+    # an item with a subject names its memory, to act on it
+    assert f"(`{ids['old_unused']}`)" in text or ids["old_unused"] in text

@@ -165,6 +165,12 @@ class LifecycleReport(_Seed):
                  f"**Generated:** {format_iso(self.generated)}",
                  f"**Memories Evaluated:** {self.evaluated}",
                  f"**Mode:** {'applied' if self.applied else 'dry run (nothing changed)'}", "",
+                 *([f"The summary counts what the rule recommends; "
+                    f"{self.jobs.archive_for_review} archive(s) await review, as "
+                    "auto-archive is off (`AUTO_ARCHIVE_ENABLED=true` applies them; "
+                    "`graphmem archive ID` applies one; the dashboard's review page "
+                    "decides each).", ""]
+                   if self.applied and self.jobs.archive_for_review else []),
                  "## Summary", "", "| Action | Count | Percentage |",
                  "|--------|-------|------------|"]
         summary = self.summary()
@@ -183,7 +189,8 @@ class LifecycleReport(_Seed):
             lines += ["", f"## {title} ({total})", ""]
             for n, e in enumerate(chosen[:limit], start=1):
                 m = e.metrics
-                lines += [f"{n}. **\"{e.subject or e.memory_id}\"**",
+                lines += [f"{n}. **\"{e.subject or e.memory_id}\"**"
+                          + (f" (`{e.memory_id}`)" if e.subject else ""),
                           f"   - Access Count: {m.access_count}",
                           f"   - Importance: {m.importance:.2f}",
                           f"   - Age: {m.age_in_days:.0f} days",
