@@ -358,6 +358,12 @@ def test_cli_query_is_read_only(tmp_path: Path) -> None:
     "MATCH (m:Memory {id: $id}) SET m.status = 'forgotten'",
     "MERGE (m:Memory {id: $id}) ON MATCH SET m.superseded_by = []",
     "MATCH (m:Memory) WITH m SET m.importance = 0.1 WITH m SET m.context = 'x'",
+    # the WITH of STARTS WITH / ENDS WITH is an operator's, not a clause's
+    "MATCH (m:Memory {id: $id}) SET m.importance = CASE WHEN '' STARTS WITH '' THEN 0.9 "
+    "END, m.text = 'PWNED'",
+    "MERGE (m:Memory {id: $id}) ON MATCH SET m.hot = m.text ENDS WITH 'x', m.text = 'y'",
+    "MATCH (m:Memory {id: $id}), (n:Memory {id: $id}) SET m.hot = m.text STARTS WITH 'a', "
+    "n.status = 'forgotten'",
 ])
 def test_a_write_may_not_set_what_graphmem_derives_or_its_lifecycle_owns(
         seeded: MemoryStore, statement: str) -> None:

@@ -235,8 +235,12 @@ def test_arithmetic_on_stored_times_near_the_ends_is_refused(tmp_path: Path) -> 
     "RETURN factorial(9223372036854775807) AS x",
     "RETURN `factorial`(20) AS x",
     "RETURN nextval('s') AS x",
+    "RETURN {a: to_microseconds(-9223372036854775808)} AS x",
+    "RETURN [1, 2, 3][0:to_microseconds(-9223372036854775808)] AS x",
+    "MATCH p=(a:Memory)-[r:CO_OCCURS* WSHORTEST(weight) 1..3]-(b:Memory) RETURN {c: cost(p)}",
+    "MATCH (m:Memory {importance: factorial(3)}) RETURN m.id",
 ], ids=["cost-wshortest", "cost-shortest", "to_microseconds", "factorial", "backquoted",
-        "nextval"])
+        "nextval", "map-value", "slice-bound", "cost-in-map", "pattern-property"])
 def test_a_function_outside_the_allowlist_is_refused_by_name(db: Path, query: str) -> None:
     started = time.monotonic()
     outcome = _child(db, query)
@@ -270,3 +274,10 @@ def test_the_allowed_functions_and_grammar_still_run(db: Path) -> None:
             "date_part('year', m.created) AS year, count(*) AS n ORDER BY second")
     assert [r["second"] for r in rows] == ["moved", "painted"]
     assert [r["first"] for r in rows] == ["Caroline", "Melanie"]
+
+
+def test_the_factorial_operator_is_refused(db: Path) -> None:
+    outcome = _child(db, "RETURN 6000000000! AS x")
+    assert outcome["error"] is not None and "factorial operator" in outcome["error"]["message"]
+    with MemoryStore(db, embedder="hashing") as store:
+        assert store.cypher("RETURN 1 <> 2 AS x, 3 AS y") == [{"x": True, "y": 3}]
