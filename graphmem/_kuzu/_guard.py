@@ -153,6 +153,7 @@ def check_user_query(query: str, *, write: bool) -> CheckedQuery:
     if ("punct", ";") in keys:
         raise _refuse("one statement per query: remove the ';' and what follows it")
     writes = False
+    sets: list[int] = []  # where each SET clause starts
     for n, (kind, value) in enumerate(keys):
         if kind != "word":
             continue
@@ -173,9 +174,11 @@ def check_user_query(query: str, *, write: bool) -> CheckedQuery:
                 raise _refuse(f"CALL {name} must be called with parentheses")
         if value in _WRITE_CLAUSES:
             writes |= _check_write_clause(value, after, write=write)
+        if value == "set":
+            sets.append(n)
     if writes:
         _check_write_targets(keys)
-        _check_set_properties(keys)
+        _check_set_properties(keys, sets)
     return CheckedQuery(text=query, writes=writes, plan=PlanCheck(query, writes),
                         names_null=_null_value(keys))
 
@@ -548,13 +551,12 @@ _CLAUSE_WORDS = frozenset({
 })
 
 
-def _check_set_properties(keys: list[Key]) -> None:
-    """Refuse a SET whose assignment targets (``x.name =``: what stands before an
-    ``=`` at the clause's top level) name a property of ``_DERIVED``; what the values
-    read (``SET m.importance = size(m.text)``) is not a target."""
-    for n, key in enumerate(keys):
-        if key != ("word", "set") or (n and keys[n - 1] in (("punct", "."), ("punct", ":"))):
-            continue
+def _check_set_properties(keys: list[Key], sets: Iterable[int]) -> None:
+    """Refuse a SET (at each of ``sets``, where ``check_user_query`` found the clause)
+    whose assignment targets (``x.name =``: what stands before an ``=`` at the clause's
+    top level) name a property of ``_DERIVED``; what the values read (``SET
+    m.importance = size(m.text)``) is not a target."""
+    for n in sets:
         depth, target = 0, True
         for m in range(n + 1, len(keys)):
             kind, value = keys[m]
