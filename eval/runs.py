@@ -223,7 +223,7 @@ def _recall_ablations() -> dict[str, dict[str, RecallConfig]]:
         "time_weight": weight("time", (0.0, 0.3, 0.5)),
         # the time channel's weight when the question names a window
         "time_window": {f"time_window={w}": base.with_(time_window=w)
-                        for w in (None, 1.0, 1.5, 2.0, 3.0)},
+                        for w in (None, 1.5, 2.0, 3.0, 5.0)},
         # the window a query names: also the memories dated just after it
         "time_after": {f"time_after={a}": base.with_(time_after=a) for a in (0.0, 0.5, 1.0)},
         # questions of when, order and duration: which fused hits that name a time count
