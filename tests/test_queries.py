@@ -292,6 +292,14 @@ def test_bad_parameters_are_named(analyst: MemoryStore) -> None:
         run_named(analyst, "drop_everything")
 
 
+def test_an_ad_hoc_parameter_of_the_wrong_type_is_named(analyst: MemoryStore) -> None:
+    query = "MATCH (m:Memory) WHERE m.importance > $floor RETURN count(*)"
+    with pytest.raises(InvalidInputError, match=r"parameter \$floor: .*abc") as caught:
+        analyst.cypher(query, {"floor": "abc"})
+    assert caught.value.field == "params.floor"
+    assert analyst.cypher(query, {"floor": 0.0}) == analyst.cypher(query, {"floor": -1.0})
+
+
 def test_analytics_frames(analyst: MemoryStore) -> None:
     frame = memories_frame(analyst)
     assert len(frame) == analyst.stats().memories

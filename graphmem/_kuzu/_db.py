@@ -325,7 +325,8 @@ class Tx:
             result = _run_vetted(self._conn, query, _bind(params), vet, self._db._vetted,
                                  path=self._db.path, timeout_s=timeout_s)
         except RuntimeError as exc:
-            raise _user_error(exc, path=self._db.path, timeout_s=timeout_s) from exc
+            raise _user_error(exc, path=self._db.path, timeout_s=timeout_s,
+                              params=params) from exc
         finally:
             self._conn.set_query_timeout(0)  # graphmem's own statements have no limit
         # Which rows it created is not known here, but whether it created any is: user
@@ -756,7 +757,8 @@ class Database:
                     with contextlib.suppress(RuntimeError):
                         conn.execute("ROLLBACK")
             except RuntimeError as exc:
-                raise _user_error(exc, path=self.path, timeout_s=timeout_s) from exc
+                raise _user_error(exc, path=self.path, timeout_s=timeout_s,
+                                  params=params) from exc
             finally:
                 with contextlib.suppress(Exception):
                     conn.close()
@@ -1167,10 +1169,21 @@ def _interrupted(exc: RuntimeError) -> bool:
     return str(exc).startswith("Interrupted")
 
 
-def _user_error(exc: RuntimeError, *, path: str, timeout_s: float | None) -> GraphmemError:
-    """The error of a user statement that failed while running."""
+def _user_error(exc: RuntimeError, *, path: str, timeout_s: float | None,
+                params: Mapping[str, Any] | None = None) -> GraphmemError:
+    """The error of a user statement that failed while running; a value that could not be
+    cast names the parameter it came from."""
     if timeout_s is not None and _interrupted(exc):
         return _too_long(timeout_s)
+    message = str(exc).split("\nSee the docs")[0].strip()
+    if message.lower().startswith("conversion exception"):
+        named = [f"${name}" for name, value in (params or {}).items()
+                 if isinstance(value, str) and value and f" {value} is not" in message]
+        return InvalidInputError(
+            f"{'parameter ' + ', '.join(named) + ': ' if named else ''}"
+            f"{message.removeprefix('Conversion exception: ')} (a value of the wrong type "
+            "for where the query uses it; a number or a list is given as JSON: --param "
+            "x=0.5)", field=f"params.{named[0][1:]}" if named else "params")
     return map_error(exc, path=path, user=True)
 
 
