@@ -378,6 +378,25 @@ def test_a_new_store_on_an_unreachable_ollama(tmp_path: Path, clock) -> None:
         assert store.stats().memories == 0
 
 
+@pytest.mark.parametrize("served", [True, False])
+def test_init_of_an_ollama_store_says_when_the_server_is_away(tmp_path: Path,
+                                                              served: bool) -> None:
+    from click.testing import CliRunner
+
+    from graphmem.cli import cli
+
+    with fake_ollama() as fake:
+        host = fake.url if served else "http://127.0.0.1:9"
+        result = CliRunner().invoke(cli, ["--db", str(tmp_path / "db"), "init", "--embedder",
+                                          "ollama:fake"],
+                                    env={"GRAPHMEM_OLLAMA_HOST": host,
+                                         "GRAPHMEM_OLLAMA_TIMEOUT_S": "2"})
+    assert result.exit_code == 0, result.output
+    assert "embedder ollama:fake" in result.stdout
+    assert ("warning: Ollama at http://127.0.0.1:9" in result.stderr) is not served
+    assert (tmp_path / "db").exists()  # made either way: the server may start later
+
+
 def test_useful_feedback_on_a_candidate_commits_once(store: MemoryStore,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The counters, the feedback event, the co-occurrence with the recall's other useful

@@ -47,12 +47,33 @@ def init(ctx: Context) -> None:
     """Create an empty database (or check an existing one)."""
     store = ctx.api(create=True)
     stats = store.stats()
+    unreachable = _served_model_missing(store)
     if ctx.json:
         echo_json({"db": store.path, "memories": stats.memories,
-                   "schema_version": stats.schema_version, "embedder": stats.embedder})
+                   "schema_version": stats.schema_version, "embedder": stats.embedder,
+                   **({"warning": unreachable} if unreachable else {})})
     else:
         click.echo(f"database {store.path}: schema v{stats.schema_version}, "
                    f"{stats.memories} memories, embedder {stats.embedder}")
+        if unreachable:
+            click.echo(f"warning: {unreachable}", err=True)
+
+
+def _served_model_missing(store: Any) -> str | None:
+    """For a store whose model a server runs (``ollama:MODEL``), why it cannot embed now,
+    or None: the store is made all the same (the server may start later), but every add
+    and recall fails until it answers."""
+    from .._errors import BackendUnavailableError
+    from .._facade import MemoryStore
+
+    if not isinstance(store, MemoryStore) or not store.embedder.spec.startswith("ollama:"):
+        return None
+    try:
+        store.embedder.embed(["probe"])
+    except BackendUnavailableError as exc:
+        return (f"{exc}. The store was made; adding to it and recalling from it fail until "
+                "the server answers (GRAPHMEM_OLLAMA_HOST / OLLAMA_HOST name it)")
+    return None
 
 
 @cli.command()
