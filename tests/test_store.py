@@ -544,6 +544,25 @@ def test_unusable_paths_are_clear_errors(tmp_path: Path) -> None:
         MemoryStore(tmp_path / "new", read_only=True)
 
 
+def test_an_empty_path_opens_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty path would name the working directory: it is refused, nothing is made."""
+    from click.testing import CliRunner
+
+    import graphmem
+    from graphmem.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    for path in ("", "  "):
+        with pytest.raises(InvalidInputError, match="path is empty"):
+            MemoryStore(path, embedder="hashing")
+        with pytest.raises(InvalidInputError, match="url is empty"):
+            graphmem.connect(path)
+        for args in (["--db", path, "init"], ["init", "--db", path]):
+            result = CliRunner().invoke(cli, args)
+            assert result.exit_code == 2 and "'--db': is empty" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "db"
     with MemoryStore(path, embedder="hashing") as store:

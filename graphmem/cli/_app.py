@@ -258,11 +258,19 @@ def iso_time(_: click.Context, __: click.Parameter, value: str | None) -> dateti
         raise click.BadParameter(str(exc)) from None
 
 
+def db_path(_: click.Context, __: click.Parameter, value: str | None) -> str | None:
+    """--db as given, refused when blank (it would name the working directory)."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("is empty: give a database directory or a postgresql:// "
+                                 "URL (or leave --db out for $GRAPHMEM_DB or ./graphmem.db)")
+    return value
+
+
 #: (declarations, attribute of Context, option settings): the root group's options, which
 #: every command accepts too.
 GLOBAL_OPTIONS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
-    (("--db",), "db", {"metavar": "PATH", "help": "Database directory (default $GRAPHMEM_DB "
-                                                  "or ./graphmem.db)."}),
+    (("--db",), "db", {"metavar": "PATH", "callback": db_path,
+                       "help": "Database directory (default $GRAPHMEM_DB or ./graphmem.db)."}),
     (("--json", "json_out"), "json", {"is_flag": True, "default": None,
                                       "help": "Machine-readable JSON output (errors too)."}),
     (("--embedder",), "embedder", {"metavar": "SPEC", "help": "Embedding model: minilm, "
@@ -287,6 +295,8 @@ def _setter(attribute: str) -> Callable[[click.Context, click.Parameter, Any], A
             return None
         if attribute == "now":
             value = iso_time(ctx, param, value)
+        if attribute == "db":
+            value = db_path(ctx, param, value)
         obj = ctx.find_object(Context)
         if obj is not None:
             setattr(obj, attribute, value)
@@ -388,7 +398,8 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--db", default=lambda: os.environ.get("GRAPHMEM_DB", DEFAULT_DB),
+@click.option("--db", default=lambda: os.environ.get("GRAPHMEM_DB", "").strip() or DEFAULT_DB,
+              callback=db_path,
               show_default="$GRAPHMEM_DB or ./graphmem.db",
               help="Database directory, or a postgresql:// URL.")
 @click.option("--json", "json_out", is_flag=True, help="Machine-readable JSON output "

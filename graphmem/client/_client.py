@@ -100,6 +100,9 @@ def connect(url: str | os.PathLike[str], *, token: str | None = None,
     >>> store.add("Nadia prefers green tea", kind="semantic").owner  # doctest: +SKIP
     'alice'
     """
+    if isinstance(url, str | os.PathLike) and not os.fspath(url).strip():
+        raise InvalidInputError("url is empty: give the sidecar's URL or a database "
+                                "directory", field="url")
     if isinstance(url, str) and url.startswith(("http://", "https://")):
         return Client(url, token=token, timeout_s=timeout_s, actor=actor)
     if not isinstance(url, str | os.PathLike) or not Path(url).is_dir():
