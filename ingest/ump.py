@@ -26,7 +26,7 @@ from __future__ import annotations
 import codecs
 import json
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -418,7 +418,20 @@ def import_ump(store: MemoryStore, path: str | Path, *, actor: str | None = None
     tell("linking", 0, total)
     store.derive_links([i for i in index_of if i])
     tell("linking", total, total)
+    result.skipped += _dangling(store, edges, index_of, source=source)
     return result
+
+
+def _dangling(store: MemoryStore, edges: Sequence[Edge], index_of: Mapping[str | None, int],
+              *, source: str) -> list[str]:
+    """A note per ``superseded_by`` id that is neither a record of the file nor a memory of
+    the store (or was forgotten): the record keeps the id, but no SUPERSEDES edge joins it
+    and it is recalled as current."""
+    outside = {e.src for e in edges if e.src not in index_of}
+    found = {m.id for m in store.get_many(sorted(outside))} if outside else set()
+    return [f"{source}: record {index_of[e.dst]} ({e.dst}): superseded_by names {e.src}, "
+            "which is neither in the file nor in the store: no supersede edge was made"
+            for e in edges if e.src in outside and e.src not in found]
 
 
 def _time_value(memory: Memory, key: str) -> str | None:

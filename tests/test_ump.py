@@ -302,6 +302,15 @@ def test_superseded_by_pointing_outside_the_file_is_kept(store: MemoryStore,
     result = import_ump(store, path)
     assert result.edges_created == 0
     assert store.get(record["id"]).superseded_by == ("urn:ump:elsewhere",)
+    assert result.skipped == [f"{path}: record 0 ({record['id']}): superseded_by names "
+                              "urn:ump:elsewhere, which is neither in the file nor in the "
+                              "store: no supersede edge was made"]
+    # once the successor is in the store, the same file makes the edge and says nothing
+    later = _records()[1] | {"id": "urn:ump:elsewhere", "superseded_by": []}
+    (tmp_path / "later.json").write_text(json.dumps([later]), encoding="utf-8")
+    assert import_ump(store, tmp_path / "later.json").skipped == []
+    again = import_ump(store, path)
+    assert again.skipped == [] and again.edges_created == 1
 
 
 def test_export_of_one_owner(store: MemoryStore, tmp_path: Path) -> None:
