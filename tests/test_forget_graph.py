@@ -458,3 +458,24 @@ def test_what_the_writer_said_of_a_forgotten_memory_goes_with_it(opener: Opener)
     # what was said of a memory that stays is its own
     assert [e.reason for e in store.events(kept.id) if e.event_type.value == "tombstone"] \
         == ["Quentwhistle said so"]
+
+
+def test_a_forgotten_sentence_leaves_the_message_its_neighbours_keep(opener: Opener) -> None:
+    """The sentences of one message keep the message as their payload: a forgotten one
+    leaves the others' payloads (their hash stays), and another owner's copy is theirs."""
+    store = opener("payloads")
+    said = "Hi, I'm Zorblaxia Quent. I moved to Lisbon last month."
+    result = store.add_conversation([{"speaker": "user", "text": said}], session_id="s1",
+                                    owner="ann")
+    store.add_conversation([{"speaker": "user", "text": said}], session_id="s1", owner="bob")
+    by_text = {m.text: m for m in store.memories(owner="ann")}
+    assert set(by_text) == {"Hi, I'm Zorblaxia Quent.", "I moved to Lisbon last month."}
+    assert {m.id for m in by_text.values()} == set(result.created_ids)
+    kept = by_text["I moved to Lisbon last month."]
+    assert kept.payload == said
+    store.forget(by_text["Hi, I'm Zorblaxia Quent."].id, confirm=True)
+    after = store.get(kept.id)
+    assert after.payload == "I moved to Lisbon last month."
+    assert after.payload_hash == kept.payload_hash and after.text == kept.text
+    assert "Zorblaxia" not in json.dumps(store.export(owner="ann"), default=str)
+    assert [m.payload for m in store.memories(owner="bob")] == [said, said]

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -792,11 +792,12 @@ class KuzuEngine(rules.Writes):
             found.update({str(fact_id): owner for fact_id, owner in rows})
         return found
 
-    def contexts_with(self, probe: str) -> list[Memory]:
+    def holding(self, field: Literal["context", "payload"], probe: str) -> list[Memory]:
         if not probe:
             return []
-        rows = self.db.read(f"MATCH (m:Memory) WHERE m.context CONTAINS $t "
-                            f"RETURN {_MEMORY_RETURN}", {"t": probe})
+        column = {"context": "context", "payload": "payload"}[field]
+        rows = self.db.read(f"MATCH (m:Memory) WHERE m.{column} CONTAINS $t "
+                            f"RETURN {_MEMORY_RETURN} ORDER BY m.id", {"t": probe})
         return [memory_from_row(dict(zip(MODEL_COLUMNS, r, strict=True))) for r in rows]
 
     def events_mentioning(self, memory_id: str, probe: str

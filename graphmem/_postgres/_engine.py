@@ -14,7 +14,7 @@ import contextlib
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -466,11 +466,12 @@ class PostgresEngine(rules.Writes):
                             (list(entities), list(facts)))
         return {str(i): (str(o) if o is not None else None) for i, o in rows}
 
-    def contexts_with(self, probe: str) -> list[Memory]:
+    def holding(self, field: Literal["context", "payload"], probe: str) -> list[Memory]:
         if not probe:
             return []
+        column = {"context": "context", "payload": "payload"}[field]
         rows = self.db.dict_rows(f"SELECT {_MODEL_COLS} FROM memories WHERE "
-                                 "strpos(context, %s) > 0 ORDER BY id", (probe,))
+                                 f"strpos({column}, %s) > 0 ORDER BY id", (probe,))
         return [memory_from_columns(r) for r in rows]
 
     def events_mentioning(self, memory_id: str, probe: str

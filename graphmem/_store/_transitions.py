@@ -175,7 +175,7 @@ class Transitions:
         mentions = Mentions(sorted(t for t in texts if t))
         # a summary quotes a neighbour by its subject or the start of its text
         quoted = Mentions([t for t in (memory.subject, memory.text[:40]) if t and len(t) >= 8])
-        scrubbed = self._scrub_contexts(mentions)
+        scrubbed = self._scrub_contexts(mentions) + self._scrub_payloads(memory, history)
         batch = WriteBatch(
             patches=[*scrubbed, Patch(memory_id, set=blank, version=version, event=event)],
             erasures=[Erasure(memory_id,
@@ -192,7 +192,8 @@ class Transitions:
                 ctx.changed(Changed(remention))
             if scrubbed:
                 ctx.changed(Changed([p.memory_id for p in scrubbed],
-                                    vectors={p.memory_id: p.set["vector"] for p in scrubbed}))
+                                    vectors={p.memory_id: p.set["vector"] for p in scrubbed
+                                             if "vector" in p.set}))
         if purge:
             self.purge()
 
@@ -229,7 +230,7 @@ class Transitions:
         (matched up to whitespace); their vectors are derived again (an embedding can give
         its text away)."""
         candidates = {m.id: m for probe in mentions.probes
-                      for m in self._ctx.engine.contexts_with(probe)}
+                      for m in self._ctx.engine.holding("context", probe)}
         found = [m for m in candidates.values() if mentions.found_in(m.context)]
         if not found:
             return []
@@ -239,6 +240,19 @@ class Transitions:
         derived = derive_fields(self._ctx.embed_memories, items, graph=False)
         return [Patch(m.id, set={"context": c, "vector": d.vector})
                 for m, c, d in zip(found, contexts, derived, strict=True)]
+
+    def _scrub_payloads(self, memory: Memory, history: list[Any]) -> list[Patch]:
+        """The forgotten text leaves the payload of every other memory of its owner that
+        keeps it (the sentences of one message share the message as their payload); the
+        payload's hash stays, as payload retention keeps it, for audit."""
+        if not memory.payload:
+            return []
+        mentions = Mentions([memory.text, *(v.text for v in history)])
+        candidates = {m.id: m for probe in mentions.probes
+                      for m in self._ctx.engine.holding("payload", probe)
+                      if m.id != memory.id and m.owner == memory.owner}
+        return [Patch(m.id, set={"payload": mentions.scrub(m.payload or "").strip() or None})
+                for m in candidates.values() if mentions.found_in(m.payload)]
 
     def _scrub_events(self, memory_id: str, mentions: Mentions, quoted: Mentions
                       ) -> dict[str, dict[str, Any]]:

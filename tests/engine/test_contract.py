@@ -325,8 +325,11 @@ def test_erasure_removes_text_edges_and_quotes(disk_engine: Engine, tmp_path: Pa
 
 def test_contexts_and_meta(engine: Engine) -> None:
     new = _new({"id": "m:ctx", "text": "own", "context": "neighbour said kestrel"})
+    new += _new({"id": "m:pay", "text": "two", "payload": "one. two kestrel."})
     engine.commit(WriteBatch(memories=new))
-    assert [m.id for m in engine.contexts_with("kestrel")] == ["m:ctx"]
+    assert [m.id for m in engine.holding("context", "kestrel")] == ["m:ctx"]
+    assert [m.id for m in engine.holding("payload", "kestrel")] == ["m:pay"]
+    assert engine.holding("payload", "") == []
     engine.set_meta({"k": "v"})
     assert engine.meta()["k"] == "v"
 
