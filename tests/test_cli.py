@@ -86,6 +86,18 @@ def test_query_formats_and_params(tmp_path: Path) -> None:
         assert expected in result.output
     result = runner.invoke(cli, [*base, "query", query, "--param", "oops"])
     assert result.exit_code == 2 and "NAME=VALUE" in result.output
+    # strict JSON: what is not a number is null, as the sidecar answers it
+    result = runner.invoke(cli, [*base, "--json", "query",
+                                 "RETURN 0.0/0.0 AS v, 1.0/0.0 AS w, [1.5, -1.0/0.0] AS l"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout, parse_constant=pytest.fail) == [
+        {"v": None, "w": None, "l": [1.5, None]}]
+    # a bad value is the parameter's error, on one line
+    result = runner.invoke(cli, [*base, "query", query.replace("m.kind = $k", "m.importance > "
+                                                               "$k"), "--param", "k=[1,\"a\"]"])
+    assert result.exit_code == 1
+    assert result.stderr == ("error: parameter $k: a list holds both a number and a string: "
+                             "one type per list\n")
 
 
 @pytest.mark.parametrize("command", sorted(cli.commands))

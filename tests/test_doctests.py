@@ -42,7 +42,7 @@ EXAMPLED = {
     "graphmem._kg._text": 5,
     "graphmem._kg._time": 12,
     "graphmem._kuzu._bindcheck": 1,
-    "graphmem._kuzu._db": 1,
+    "graphmem._kuzu._db": 2,
     "graphmem._kuzu._guard": 1,
     "graphmem._kuzu._rows": 4,
     "graphmem._learn._linear": 4,

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import pandas as pd
@@ -292,12 +293,40 @@ def test_bad_parameters_are_named(analyst: MemoryStore) -> None:
         run_named(analyst, "drop_everything")
 
 
-def test_an_ad_hoc_parameter_of_the_wrong_type_is_named(analyst: MemoryStore) -> None:
-    query = "MATCH (m:Memory) WHERE m.importance > $floor RETURN count(*)"
-    with pytest.raises(InvalidInputError, match=r"parameter \$floor: .*abc") as caught:
-        analyst.cypher(query, {"floor": "abc"})
-    assert caught.value.field == "params.floor"
-    assert analyst.cypher(query, {"floor": 0.0}) == analyst.cypher(query, {"floor": -1.0})
+@pytest.mark.parametrize(("query", "params", "named", "says"), [
+    ("MATCH (m:Memory) WHERE m.importance > $floor RETURN count(*)", {"floor": "abc"},
+     "floor", "abc is not in DOUBLE range"),
+    ("MATCH (m:Memory) WHERE m.importance > $floor RETURN count(*)", {"floor": ""},
+     "floor", "Cast failed"),
+    # a valid value inside the bad one is not the one named
+    ("MATCH (m:Memory) WHERE m.text <> $y AND m.importance > $x RETURN m.text",
+     {"y": "tea", "x": "green tea"}, "x", "green tea is not"),
+    ("RETURN CAST($v AS INT8)", {"v": 1000}, "v", "not within INT8 range"),
+    ("RETURN date($v)", {"v": "2020-13-45"}, "v", "parsing date"),
+    # values the database's binding raised a Python error for
+    ("RETURN $xs", {"xs": [1, "a"]}, "xs", "both a number and a string"),
+    ("RETURN $xs", {"xs": [True, 1]}, "xs", "both a boolean and a number"),
+    ("RETURN $xs", {"xs": [{"a": 1}, {"a": "x"}]}, "xs", "one type per list"),
+    ("RETURN $xs", {"xs": [[1], [2, "x"]]}, "xs", "one type per list"),
+    ("RETURN $xs", {"xs": [{"a": 1}, {"a": 2, "b": 3}]}, "xs", "one set of keys per list"),
+    ("RETURN $n", {"n": 2 ** 64}, "n", "beyond a 64-bit integer"),
+    ("RETURN $n", {"n": [-(2 ** 63) - 1]}, "n", "beyond a 64-bit integer"),
+])
+def test_an_ad_hoc_parameter_the_query_cannot_use_is_named(
+        analyst: MemoryStore, query: str, params: dict[str, Any], named: str,
+        says: str) -> None:
+    with pytest.raises(InvalidInputError, match=rf"^parameter \${named}: .*{says}") as caught:
+        analyst.cypher(query, params)
+    assert caught.value.field == named
+
+
+def test_ad_hoc_parameters_of_one_type_per_list_are_taken(analyst: MemoryStore) -> None:
+    assert analyst.cypher("RETURN $xs AS xs", {"xs": [1, 2.5, None]}) == [
+        {"xs": [1.0, 2.5, None]}]
+    assert analyst.cypher("RETURN $xs AS xs", {"xs": [{"a": 1, "b": None},
+                                                      {"a": 2, "b": "x"}]}) == [
+        {"xs": [{"a": 1, "b": None}, {"a": 2, "b": "x"}]}]
+    assert analyst.cypher("RETURN $n AS n", {"n": 2 ** 63 - 1}) == [{"n": 2 ** 63 - 1}]
 
 
 def test_analytics_frames(analyst: MemoryStore) -> None:

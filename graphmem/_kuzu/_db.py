@@ -140,6 +140,73 @@ def check_parameters(query: str, params: Mapping[str, Any]) -> None:
         if _nested_deeper(value, PARAMETER_DEPTH):
             raise InvalidInputError(f"parameter {name} is nested more than "
                                     f"{PARAMETER_DEPTH} levels deep", field=name)
+        try:
+            _shape(value)
+        except _Unbindable as exc:
+            raise InvalidInputError(f"parameter ${name}: {exc}", field=name) from None
+
+
+class _Unbindable(ValueError):
+    """A parameter value the database cannot take (it said so with a Python traceback)."""
+
+
+_INT64 = range(-(2 ** 63), 2 ** 63)
+
+
+def _shape(value: Any) -> Any:
+    """The database type a parameter value binds as ("number", ("list", ...), a map's
+    shape by key; None for null), or ``_Unbindable``: an integer beyond 64 bits, a list
+    whose items (or its lists' items, or its maps' values under one key) are of
+    different types, a list of maps of other keys.
+
+    >>> _shape([1, 2.5, None]), _shape([{"a": 1, "b": None}, {"a": 2, "b": "x"}])
+    (('list', 'number'), ('list', ('map', {'a': 'number', 'b': 'string'})))
+    >>> _shape([1, "a"])
+    Traceback (most recent call last):
+    ...
+    graphmem._kuzu._db._Unbindable: a list holds both a number and a string: one type per list
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        if value not in _INT64:
+            raise _Unbindable(f"{value} is beyond a 64-bit integer (give it as a float or a "
+                              "string)")
+        return "number"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        shape = None
+        for item in value:
+            shape = _unify(shape, _shape(item))
+        return ("list", shape)
+    if isinstance(value, dict):
+        return ("map", {str(k): _shape(v) for k, v in value.items()})
+    return type(value).__name__
+
+
+def _unify(a: Any, b: Any) -> Any:
+    """The one type of a list that holds items of shapes ``a`` and ``b``."""
+    if a is None or a == b:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, tuple) and isinstance(b, tuple) and a[0] == b[0]:
+        if a[0] == "list":
+            return ("list", _unify(a[1], b[1]))
+        if list(a[1]) != list(b[1]):
+            raise _Unbindable(f"a list holds maps of other keys ({', '.join(a[1])} and "
+                              f"{', '.join(b[1])}): one set of keys per list")
+        return ("map", {k: _unify(a[1][k], b[1][k]) for k in a[1]})
+    raise _Unbindable(f"a list holds both {_said(a)} and {_said(b)}: one type per list")
+
+
+def _said(shape: Any) -> str:
+    return f"a {shape[0] if isinstance(shape, tuple) else shape}"
 
 
 #: The deepest a parameter's lists and maps may nest (deeper ones failed in Python's own
@@ -327,6 +394,10 @@ class Tx:
         except RuntimeError as exc:
             raise _user_error(exc, path=self._db.path, timeout_s=timeout_s,
                               params=params) from exc
+        except GraphmemError:
+            raise
+        except ValueError as exc:  # a value its binding could not convert
+            raise _unbound(exc) from exc
         finally:
             self._conn.set_query_timeout(0)  # graphmem's own statements have no limit
         # Which rows it created is not known here, but whether it created any is: user
@@ -759,6 +830,10 @@ class Database:
             except RuntimeError as exc:
                 raise _user_error(exc, path=self.path, timeout_s=timeout_s,
                                   params=params) from exc
+            except GraphmemError:
+                raise
+            except ValueError as exc:  # a value its binding could not convert
+                raise _unbound(exc) from exc
             finally:
                 with contextlib.suppress(Exception):
                     conn.close()
@@ -1176,15 +1251,30 @@ def _user_error(exc: RuntimeError, *, path: str, timeout_s: float | None,
     if timeout_s is not None and _interrupted(exc):
         return _too_long(timeout_s)
     message = str(exc).split("\nSee the docs")[0].strip()
-    if message.lower().startswith("conversion exception"):
-        named = [f"${name}" for name, value in (params or {}).items()
-                 if isinstance(value, str) and value and f" {value} is not" in message]
+    if "Cannot convert Python object" in message or "Unable to cast Python" in message:
+        return _unbound(exc)
+    kind, _, detail = message.partition(" exception: ")
+    if kind in ("Conversion", "Overflow"):
+        # the value Kuzu quotes: "Cast failed. abc is not in DOUBLE range.", "Cast failed.
+        # Could not convert "1000" to INT8.", "Value 1000 is not within INT8 range", "...
+        # parsing date. Given: "2020-13-45". ..."
+        quoted = re.fullmatch(r"(?:Cast failed\. )?(?:(.*) is not in \w+ range|Could not "
+                              r"convert \"?(.*?)\"? to \w+|Value (.*) is not within \w+ "
+                              r"range|.*\bGiven: \"(.*?)\"\..*)\.?", detail, re.DOTALL)
+        value = next((g for g in quoted.groups() if g is not None), None) if quoted else None
+        named = [name for name, given in (params or {}).items()
+                 if value is not None and isinstance(given, str | int | float)
+                 and not isinstance(given, bool) and str(given) == value]
         return InvalidInputError(
-            f"{'parameter ' + ', '.join(named) + ': ' if named else ''}"
-            f"{message.removeprefix('Conversion exception: ')} (a value of the wrong type "
-            "for where the query uses it; a number or a list is given as JSON: --param "
-            "x=0.5)", field=f"params.{named[0][1:]}" if named else "params")
+            (f"parameter ${named[0]}: " if len(named) == 1 else "") + detail
+            + " (a value of another type than where the query uses it)",
+            field=named[0] if len(named) == 1 else "params")
     return map_error(exc, path=path, user=True)
+
+
+def _unbound(exc: Exception) -> InvalidInputError:
+    return InvalidInputError(f"a parameter's value could not be passed to the database: "
+                             f"{exc}", field="params")
 
 
 def _too_long(timeout_s: float | None) -> InvalidInputError:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
 import sys
@@ -456,7 +457,20 @@ def usage(message: str) -> NoReturn:
 
 
 def echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    """``data`` as strict JSON: a NaN or infinite number (a Cypher result may hold one) is
+    null, as the sidecar answers it, not the ``NaN`` a JSON parser refuses."""
+    click.echo(json.dumps(_finite(data), ensure_ascii=False, indent=2, default=str,
+                         allow_nan=False))
+
+
+def _finite(data: Any) -> Any:
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: _finite(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_finite(v) for v in data]
+    return data
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], *, cut: int | None = 80
