@@ -364,18 +364,22 @@ class OllamaEmbedder:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
         import ollama
 
-        if self._client is None:
-            self._client = ollama.Client(host=self._host, timeout=self._timeout)
+        where = f"Ollama at {self._host or 'the default host'}"
         try:
+            if self._client is None:  # a malformed host is refused here (ValueError)
+                self._client = ollama.Client(host=self._host, timeout=self._timeout)
             response = self._client.embed(model=self._model, input=list(texts))
-        except (ConnectionError, ollama.ResponseError, OSError) as exc:
+        except ollama.ResponseError as exc:
+            pull = (f"; pull it there first (ollama pull {self._model})"
+                    if exc.status_code == 404 and "not found" in str(exc).lower() else "")
             raise BackendUnavailableError(
-                f"Ollama at {self._host or 'the default host'} did not embed with model "
-                f"{self._model!r}: {exc}"
-            ) from exc
+                f"{where} did not embed with model {self._model!r}: {exc}{pull}") from exc
+        except (ConnectionError, OSError) as exc:
+            raise BackendUnavailableError(
+                f"{where} did not embed with model {self._model!r}: {exc}") from exc
         except Exception as exc:  # httpx errors surface as their own types
             raise BackendUnavailableError(
-                f"Ollama at {self._host or 'the default host'} is unreachable: {exc}"
+                f"{where} is unreachable: {str(exc).splitlines()[0] if str(exc) else exc!r}"
             ) from exc
         matrix = _normalise(np.asarray(response["embeddings"], dtype=np.float32))
         self._dim = int(matrix.shape[1])

@@ -62,6 +62,10 @@ class FakeOllama:
                     text = fake.generate.pop(0) if len(fake.generate) > 1 else fake.generate[0]
                     self._reply({"model": body.get("model"), "created_at":
                                  "2026-07-15T00:00:00Z", "response": text, "done": True})
+                elif self.path == "/api/embed" and not str(body.get("model")).startswith(
+                        "fake"):  # what Ollama says of a model it has not pulled
+                    self._reply({"error": f"model \"{body.get('model')}\" not found, try "
+                                 "pulling it first"}, 404)
                 elif self.path == "/api/embed":
                     inputs = body.get("input")
                     inputs = [inputs] if isinstance(inputs, str) else inputs

@@ -378,23 +378,34 @@ def test_a_new_store_on_an_unreachable_ollama(tmp_path: Path, clock) -> None:
         assert store.stats().memories == 0
 
 
-@pytest.mark.parametrize("served", [True, False])
-def test_init_of_an_ollama_store_says_when_the_server_is_away(tmp_path: Path,
-                                                              served: bool) -> None:
+@pytest.mark.parametrize(("host", "model", "warns"), [
+    ("served", "fake", None),
+    ("http://127.0.0.1:9", "fake", "warning: Ollama at http://127.0.0.1:9 did not embed"),
+    ("served", "nomic-embed-text", "pull it there first (ollama pull nomic-embed-text)"),
+    ("http://[::1", "fake", "warning: Ollama at http://[::1 is unreachable: "),
+])
+def test_init_of_an_ollama_store_says_when_the_server_cannot_embed(
+        tmp_path: Path, host: str, model: str, warns: str | None) -> None:
     from click.testing import CliRunner
 
     from graphmem.cli import cli
 
     with fake_ollama() as fake:
-        host = fake.url if served else "http://127.0.0.1:9"
-        result = CliRunner().invoke(cli, ["--db", str(tmp_path / "db"), "init", "--embedder",
-                                          "ollama:fake"],
-                                    env={"GRAPHMEM_OLLAMA_HOST": host,
-                                         "GRAPHMEM_OLLAMA_TIMEOUT_S": "2"})
+        env = {"GRAPHMEM_OLLAMA_HOST": fake.url if host == "served" else host,
+               "GRAPHMEM_OLLAMA_TIMEOUT_S": "2"}
+        db = str(tmp_path / "db")
+        result = CliRunner().invoke(cli, ["--db", db, "init", "--embedder", f"ollama:{model}"],
+                                    env=env)
+        added = CliRunner().invoke(cli, ["--db", db, "add", "Orchard deploys with fly"],
+                                   env=env)
     assert result.exit_code == 0, result.output
-    assert "embedder ollama:fake" in result.stdout
-    assert ("warning: Ollama at http://127.0.0.1:9" in result.stderr) is not served
+    assert f"embedder ollama:{model}" in result.stdout
     assert (tmp_path / "db").exists()  # made either way: the server may start later
+    if warns is None:
+        assert result.stderr == "" and added.exit_code == 0
+    else:
+        assert warns in result.stderr and len(result.stderr.splitlines()) == 1
+        assert added.exit_code == 1 and added.stderr.startswith("error: Ollama at ")
 
 
 def test_useful_feedback_on_a_candidate_commits_once(store: MemoryStore,

@@ -71,8 +71,8 @@ def _served_model_missing(store: Any) -> str | None:
     try:
         store.embedder.embed(["probe"])
     except BackendUnavailableError as exc:
-        return (f"{exc}. The store was made; adding to it and recalling from it fail until "
-                "the server answers (GRAPHMEM_OLLAMA_HOST / OLLAMA_HOST name it)")
+        return (f"{exc}. Adding to the store and recalling from it fail until it embeds "
+                "(GRAPHMEM_OLLAMA_HOST / OLLAMA_HOST name the server)")
     return None
 
 
