@@ -560,6 +560,8 @@ def test_an_empty_path_opens_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyP
         for args in (["--db", path, "init"], ["init", "--db", path]):
             result = CliRunner().invoke(cli, args)
             assert result.exit_code == 2 and "'--db': is empty" in result.stderr
+    with pytest.raises(InvalidInputError, match="NUL"):
+        MemoryStore("db\x00x", embedder="hashing")
     assert list(tmp_path.iterdir()) == []
 
 

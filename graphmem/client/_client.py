@@ -100,7 +100,7 @@ def connect(url: str | os.PathLike[str], *, token: str | None = None,
     >>> store.add("Nadia prefers green tea", kind="semantic").owner  # doctest: +SKIP
     'alice'
     """
-    if isinstance(url, str | os.PathLike) and not os.fspath(url).strip():
+    if isinstance(url, str | os.PathLike) and not os.fsdecode(url).strip():
         raise InvalidInputError("url is empty: give the sidecar's URL or a database "
                                 "directory", field="url")
     if isinstance(url, str) and url.startswith(("http://", "https://")):
