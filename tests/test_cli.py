@@ -86,6 +86,12 @@ def test_query_formats_and_params(tmp_path: Path) -> None:
         assert expected in result.output
     result = runner.invoke(cli, [*base, "query", query, "--param", "oops"])
     assert result.exit_code == 2 and "NAME=VALUE" in result.output
+    # $k as the query spells it; a name given twice is an error, not the last one
+    assert "alpha" in runner.invoke(cli, [*base, "query", query, "--param", "$k=note"]).stdout
+    result = runner.invoke(cli, [*base, "query", query, "--param", "k=note", "--param", "k=x"])
+    assert result.exit_code == 2 and "k is given twice" in result.stderr
+    result = runner.invoke(cli, [*base, "--json", "query", "RETURN $v AS v", "--param", "v=NaN"])
+    assert json.loads(result.stdout) == [{"v": "NaN"}]  # a string: JSON has no NaN
     # strict JSON: what is not a number is null, as the sidecar answers it
     result = runner.invoke(cli, [*base, "--json", "query",
                                  "RETURN 0.0/0.0 AS v, 1.0/0.0 AS w, [1.5, -1.0/0.0] AS l"])

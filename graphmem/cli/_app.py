@@ -400,7 +400,7 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", default=lambda: os.environ.get("GRAPHMEM_DB", "").strip() or DEFAULT_DB,
-              callback=db_path,
+              callback=db_path, metavar="PATH",
               show_default="$GRAPHMEM_DB or ./graphmem.db",
               help="Database directory, or a postgresql:// URL.")
 @click.option("--json", "json_out", is_flag=True, help="Machine-readable JSON output "
@@ -501,26 +501,33 @@ def _cell(value: Any, cut: int | None) -> str:
 
 def parse_params(pairs: Sequence[str], *, convert: Callable[[str, str], Any] | None = None
                  ) -> dict[str, Any]:
-    """``k=v`` pairs. Values are JSON when they parse as JSON (numbers, true, lists),
+    """``k=v`` pairs (``$k=v`` too, as the query spells it). Values are JSON when they
+    parse as JSON (numbers, true, lists; not NaN or Infinity, which JSON has not),
     strings otherwise; ``convert(name, raw)`` overrides that per parameter."""
     params: dict[str, Any] = {}
     for pair in pairs:
         name, sep, raw = pair.partition("=")
-        if not sep or not name.strip():
+        name = name.strip().removeprefix("$")
+        if not sep or not name:
             raise click.BadParameter(f"expects NAME=VALUE, got {pair!r}",
                                      param_hint="'--param'")
-        name = name.strip()
+        if name in params:
+            raise click.BadParameter(f"{name} is given twice", param_hint="'--param'")
         if convert is not None:
             params[name] = convert(name, raw)
             continue
         try:
-            params[name] = json.loads(raw)
+            params[name] = json.loads(raw, parse_constant=_not_json)
         except ValueError:
             params[name] = raw
         except RecursionError:
             raise click.BadParameter(f"{name}: JSON nested too deeply",
                                      param_hint="'--param'") from None
     return params
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
 
 
 def _not_utf8(argv: Sequence[str]) -> str | None:
