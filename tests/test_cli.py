@@ -303,7 +303,7 @@ def test_import_conversation_command(tmp_path: Path) -> None:
         {"speaker": "Nadia", "text": "I might try oat milk sometime."}]), encoding="utf-8")
     out = cli_run(db, "--embedder", "hashing", "import", "conversation", str(chat),
                   "--session", "s1", "--owner", "nadia").stdout
-    assert out == "created 1, candidates 1, reinforced 0, dropped 1\n"
+    assert out == "created 1, candidates 1, reinforced 0, dropped 1 (1 greeting or filler)\n"
     later = tmp_path / "later.json"
     later.write_text(json.dumps(["I might try oat milk sometime."]), encoding="utf-8")
     result = json.loads(cli_run(db, "--json", "import", "conversation", str(later),

@@ -479,3 +479,20 @@ def test_a_forgotten_sentence_leaves_the_message_its_neighbours_keep(opener: Ope
     assert after.payload_hash == kept.payload_hash and after.text == kept.text
     assert "Zorblaxia" not in json.dumps(store.export(owner="ann"), default=str)
     assert [m.payload for m in store.memories(owner="bob")] == [said, said]
+
+
+def test_a_sitting_imported_again_does_not_bring_back_what_was_forgotten(
+        opener: Opener) -> None:
+    store = opener("again")
+    said = [{"speaker": "user", "text": "Hi, I'm Zorblaxia Quent. I moved to Lisbon last "
+                                        "month."}]
+    store.add_conversation(said, session_id="s1", owner="ann")
+    gone = next(m for m in store.memories(owner="ann") if "Zorblaxia" in m.text)
+    store.forget(gone.id, confirm=True)
+    again = store.add_conversation(said, session_id="s1", owner="ann")
+    assert again.created_ids == [] and [r for _, r in again.dropped if "forgotten" in r]
+    assert [m.text for m in store.memories(owner="ann") if m.status.value == "active"] == [
+        "I moved to Lisbon last month."]
+    # another owner's words are theirs, forgotten by no one
+    other = store.add_conversation(said, session_id="s1", owner="bob")
+    assert len(other.created_ids) == 2

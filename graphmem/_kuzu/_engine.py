@@ -444,6 +444,16 @@ class KuzuEngine(rules.Writes):
         rows = self.db.read("MATCH (m:Memory) WHERE m.status = 'forgotten' RETURN m.id")
         return wanted & {str(r[0]) for r in rows}
 
+    def forgotten_digests(self, digests: Sequence[str], *, owner: str | None) -> set[str]:
+        if not digests:
+            return set()
+        whose = "m.owner = $o" if owner is not None else "m.owner IS NULL"
+        rows = self.db.read(f"MATCH (m:Memory) WHERE m.status = 'forgotten' AND {whose} AND "
+                            "list_contains($d, m.text_sha256) RETURN m.text_sha256",
+                            {"d": sorted(set(digests)),
+                             **({"o": owner} if owner is not None else {})})
+        return {str(r[0]) for r in rows}
+
     def memories(self, *, owner: str | None = None, offset: int = 0,
                  limit: int | None = None) -> list[Memory]:
         return [memory_from_row(row) for row in to_pylist(self._arrow_scan(

@@ -281,6 +281,12 @@ class PostgresEngine(rules.Writes):
                             "status = 'forgotten'", (list(set(ids)),))
         return {str(r[0]) for r in rows}
 
+    def forgotten_digests(self, digests: Sequence[str], *, owner: str | None) -> set[str]:
+        rows = self.db.rows("SELECT text_sha256 FROM memories WHERE status = 'forgotten' AND "
+                            "owner IS NOT DISTINCT FROM %s AND text_sha256 = ANY(%s)",
+                            (owner, sorted(set(digests))))
+        return {str(r[0]) for r in rows}
+
     def memories(self, *, owner: str | None = None, offset: int = 0,
                  limit: int | None = None) -> list[Memory]:
         where, params = ("WHERE owner = %s ", (owner,)) if owner is not None else ("", ())

@@ -24,6 +24,7 @@ from .._ollama import OllamaGenerator
 from .._recall._channels import lexical_neighbours
 from .._recall._index import ASSISTANT_TAG
 from .._recall._vectors import matvec
+from .._redact import keyed_digest
 from .._time import new_memory_id, parse_iso, to_utc
 from ._memories import Memories, speaker_of
 from ._recall_index import IndexSync
@@ -285,6 +286,7 @@ class Conversations:
         for f in found:
             siblings.setdefault(f.index, []).append(f.item.text)
         # Texts alone, for duplicates and reinforcement; stored vectors add the context.
+        erased = self._erased([f.item.text for f in found], owner)
         vectors = self._text_vectors([f.item.text for f in found], since=since)
         duplicates, similar = self._match_existing(vectors, [f.item.text for f in found],
                                                    owner, session_id, since=since,
@@ -300,6 +302,10 @@ class Conversations:
         kept_as: list[Statement] = []  # ... and who said them
         n_kept = 0
         for n, f in enumerate(found):
+            if n in erased:
+                dropped.append((f.index, "forgotten: forget erased these words of the owner's, "
+                                "and a conversation does not store them again"))
+                continue
             if n in duplicates:
                 dropped.append((f.index, f"duplicate of {duplicates[n]}"))
                 continue
@@ -553,6 +559,19 @@ class Conversations:
         found = self._memories.get_many(ids)
         by_id = {m.id: m for m in found}
         return [_statement_of(by_id[i]) for i in ids if i in by_id]
+
+    def _erased(self, texts: Sequence[str], owner: str | None) -> set[int]:
+        """The positions of ``texts`` that a forgotten memory of ``owner`` said, word for
+        word (its keyed digest, under any forget key the store holds): a sitting imported
+        again after a forget does not bring them back. A store that never forgot pays
+        nothing."""
+        keys = self._ctx.keys.forget_keys()
+        if not keys:
+            return set()
+        digests = [{keyed_digest(key, text, key_id=tag) for tag, key in keys.items()}
+                   for text in texts]
+        gone = self._ctx.engine.forgotten_digests(sorted(set().union(*digests)), owner=owner)
+        return {n for n, mine in enumerate(digests) if mine & gone}
 
     def _match_existing(self, vectors: np.ndarray, texts: Sequence[str],
                         owner: str | None, session: str, *, since: int | None = None,

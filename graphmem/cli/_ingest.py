@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections import Counter
 from collections.abc import Callable
 from datetime import date
@@ -124,10 +125,13 @@ def import_conversation_cmd(ctx: Context, file: str, session_id: str,
     if ctx.json:
         echo_json(to_json(result))
         return
+    why = Counter(re.sub(r"\s*(?:of\s+)?\S*urn:\S+", "", reason).split(":")[0].strip()
+                  for _, reason in result.dropped)
     click.echo(f"created {result.memories_created}, candidates "
                f"{result.pending_candidates_buffered}, reinforced "
                f"{len(result.reinforced_ids)}, dropped {len(result.dropped)}"
-               + (" (nothing to extract)" if result.nothing_to_extract else ""))
+               + (f" ({', '.join(f'{n} {reason}' for reason, n in why.most_common())})"
+                  if why else ""))
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
 

@@ -307,6 +307,7 @@ def test_erasure_removes_text_edges_and_quotes(disk_engine: Engine, tmp_path: Pa
     assert memory is not None
     engine.commit(WriteBatch(
         patches=[Patch("m:a", set={"text": "", "vector": None, "status": "forgotten",
+                                   "text_sha256": "hmac-sha256:aa",
                                    "provenance": {"redacted": True}})],
         erasures=[Erasure("m:a", version_digests={"m:a#v1": "hmac-sha256:00"},
                           event_metadata={quoted[0][0]: {"summary": None}})]))
@@ -315,6 +316,13 @@ def test_erasure_removes_text_edges_and_quotes(disk_engine: Engine, tmp_path: Pa
         (None, "hmac-sha256:00", True)]
     assert engine.events_mentioning("m:a", "PostgreSQL") == []
     assert engine.forgotten(["m:a", "m:b", "m:unknown"]) == {"m:a"}
+    # the digest of a forgotten text, by owner (m:a is ann's); a live memory's is not one
+    live = engine.get("m:b")
+    assert live is not None
+    assert engine.forgotten_digests(["hmac-sha256:aa", "hmac-sha256:bb", live.text_sha256],
+                                    owner="ann") == {"hmac-sha256:aa"}
+    assert engine.forgotten_digests(["hmac-sha256:aa"], owner="bob") == set()
+    assert engine.forgotten_digests(["hmac-sha256:aa"], owner=None) == set()
     # many ids at once (Kuzu reads the forgotten ones instead of looking each up)
     assert engine.forgotten(["m:b", "m:a", *(f"m:unknown{i}" for i in range(40))]) == {"m:a"}
     engine.purge()
