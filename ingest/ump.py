@@ -376,11 +376,15 @@ def import_ump(store: MemoryStore, path: str | Path, *, actor: str | None = None
     source = str(path)
     index_of: dict[str | None, int] = {}
     edges: list[Edge] = []
+    versions: dict[str, int] = {}  # versions this reader does not know: their first record
     tell = progress or (lambda phase, done, total: None)
     for index, record in iter_records(path):
         if index % 1000 == 0:
             tell("checking", index, None)
         item = record_to_input(record, index=index, source=source)
+        said = record.get("ump")
+        if isinstance(said, str) and said != UMP_VERSION:
+            versions.setdefault(said, index)
         if item.id in index_of:
             raise _fail(f"duplicate id (also record {index_of[item.id]})", source=source,
                         index=index, record=record, field="id")
@@ -419,6 +423,9 @@ def import_ump(store: MemoryStore, path: str | Path, *, actor: str | None = None
     store.derive_links([i for i in index_of if i])
     tell("linking", total, total)
     result.skipped += _dangling(store, edges, index_of, source=source)
+    result.skipped += [f"{source}: record {index} (and any other) says ump {said!r}, a version "
+                       f"this reader does not know: read as {UMP_VERSION}, and kept as said"
+                       for said, index in versions.items()]
     return result
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from graphmem import MemoryStore, RecordError
-from ingest.ump import export_ump, import_ump
+from ingest.ump import export_ump, import_ump, ump_records
 from tests.conftest import SAMPLE
 
 
@@ -473,3 +473,17 @@ def test_times_of_any_year_travel_with_the_file(tmp_path: Path) -> None:
         import_ump(other, tmp_path / "one.json")
         got = other.get(made.id)
         assert (got.created, got.observed) == (early, late)
+
+
+def test_a_version_this_reader_does_not_know_is_named_once(store: MemoryStore,
+                                                           tmp_path: Path) -> None:
+    records = _records()[:3]
+    for record in records[1:]:
+        record["ump"] = "9.9"
+    path = tmp_path / "future.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    result = import_ump(store, path)
+    assert len(result.created) == 3
+    assert result.skipped == [f"{path}: record 1 (and any other) says ump '9.9', a version "
+                              "this reader does not know: read as 0.1, and kept as said"]
+    assert [r["ump"] for r in ump_records(store) if r["id"] == records[2]["id"]] == ["9.9"]
