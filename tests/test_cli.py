@@ -320,9 +320,9 @@ def test_import_conversation_command(tmp_path: Path) -> None:
         "at line 1 column 3" in cli_run(db, "import", "conversation", str(broken),
                                         "--session", "s3", code=1).stderr
     broken.write_text('{"speaker": "Nadia", "text": "hi"}', encoding="utf-8")
-    assert "a conversation is a JSON array of messages ({speaker|role, text, timestamp?}); " \
-        "this one holds a JSON object" in cli_run(db, "import", "conversation", str(broken),
-                                                  "--session", "s3", code=1).stderr
+    said = cli_run(db, "import", "conversation", str(broken), "--session", "s3", code=1).stderr
+    assert "a conversation is a JSON array of messages ({speaker|role, text|content, " \
+        "timestamp?}); this one holds a JSON object" in said
     assert "Missing option '--session'" in cli_run(db, "import", "conversation", str(chat),
                                                    code=2).output
 

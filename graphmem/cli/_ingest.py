@@ -94,7 +94,7 @@ def import_locomo_cmd(ctx: Context, file: str | None, sample_ids: tuple[str, ...
 @pass_ctx
 def import_conversation_cmd(ctx: Context, file: str, session_id: str,
                             owner: str | None) -> None:
-    """Remember a conversation: FILE is a JSON list of {speaker|role, text, timestamp?}."""
+    """Remember a conversation: FILE is a JSON list of {speaker|role, text|content, timestamp?}."""
     try:
         messages = json.loads(Path(file).read_text(encoding="utf-8-sig"))
     except UnicodeDecodeError as exc:
@@ -111,7 +111,7 @@ def import_conversation_cmd(ctx: Context, file: str, session_id: str,
         from ingest.ump import json_type
 
         raise InvalidInputError(f"{file}: a conversation is a JSON array of messages "
-                                "({speaker|role, text, timestamp?}); this one holds a JSON "
+                                "({speaker|role, text|content, timestamp?}); this one holds a JSON "
                                 f"{json_type(messages)}")
     store = ctx.api(create=True)
     with working(f"remembering {Path(file).name}", enabled=ctx.progress):
