@@ -496,3 +496,17 @@ def test_a_sitting_imported_again_does_not_bring_back_what_was_forgotten(
     # another owner's words are theirs, forgotten by no one
     other = store.add_conversation(said, session_id="s1", owner="bob")
     assert len(other.created_ids) == 2
+
+
+def test_a_sentence_kept_as_context_and_payload_leaves_both(opener: Opener) -> None:
+    store = opener("both")
+    store.add_conversation([{"speaker": "user", "text": "My daughter Zorblaxia turned nine "
+                             "last week. She is 9 and loves chess."}], session_id="s1",
+                           owner="ann")
+    by_text = {m.text: m for m in store.memories(owner="ann")}
+    kept = by_text["She is 9 and loves chess."]
+    assert "turned nine" in (kept.context or "") and "turned nine" in (kept.payload or "")
+    store.forget(by_text["My daughter Zorblaxia turned nine last week."].id, confirm=True)
+    after = store.get(kept.id)
+    assert "turned nine" not in (after.context or "") + (after.payload or "")
+    assert after.payload == "She is 9 and loves chess." and after.text == kept.text

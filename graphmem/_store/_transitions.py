@@ -175,9 +175,12 @@ class Transitions:
         mentions = Mentions(sorted(t for t in texts if t))
         # a summary quotes a neighbour by its subject or the start of its text
         quoted = Mentions([t for t in (memory.subject, memory.text[:40]) if t and len(t) >= 8])
-        scrubbed = self._scrub_contexts(mentions) + self._scrub_payloads(memory, history)
+        scrubbed: dict[str, dict[str, Any]] = {}  # one patch a memory: context and payload
+        for patch in (*self._scrub_contexts(mentions), *self._scrub_payloads(memory, history)):
+            scrubbed.setdefault(patch.memory_id, {}).update(patch.set)
         batch = WriteBatch(
-            patches=[*scrubbed, Patch(memory_id, set=blank, version=version, event=event)],
+            patches=[*(Patch(i, set=s) for i, s in scrubbed.items()),
+                     Patch(memory_id, set=blank, version=version, event=event)],
             erasures=[Erasure(memory_id,
                               version_digests={v.id: keyed_digest(key, v.text, key_id=tag)
                                                for v in history},
@@ -191,9 +194,8 @@ class Transitions:
             if remention:  # their entities moved to keyed ids
                 ctx.changed(Changed(remention))
             if scrubbed:
-                ctx.changed(Changed([p.memory_id for p in scrubbed],
-                                    vectors={p.memory_id: p.set["vector"] for p in scrubbed
-                                             if "vector" in p.set}))
+                ctx.changed(Changed(list(scrubbed), vectors={i: s["vector"] for i, s in
+                                                             scrubbed.items() if "vector" in s}))
         if purge:
             self.purge()
 
