@@ -58,9 +58,15 @@ class Mentions:
     'before\\nafter'
     >>> found.scrub("ok")
     'ok'
+
+    ``anywhere``: short texts too wherever they stand (the sentences of one message, cut
+    out of that message):
+
+    >>> Mentions(["I'm 34."], anywhere=True).scrub("I'm 34. My cat is ginger.")
+    'My cat is ginger.'
     """
 
-    def __init__(self, texts: Iterable[str | None]) -> None:
+    def __init__(self, texts: Iterable[str | None], *, anywhere: bool = False) -> None:
         parts = []
         texts_seen: list[str] = []
         for text in texts:
@@ -69,7 +75,7 @@ class Mentions:
                 continue
             texts_seen.append(text or "")
             body = r"\s+".join(re.escape(w) for w in words)
-            if len(" ".join(words)) >= _ANYWHERE:
+            if anywhere or len(" ".join(words)) >= _ANYWHERE:
                 parts.append(body)
             else:
                 parts.append(rf"(?:(?<=\n)|^)[ \t]*{body}[ \t]*(?=\n|$)")
@@ -96,7 +102,8 @@ class Mentions:
         cut = self._pattern.sub("", text)
         if cut == text:
             return text
-        return "\n".join(line for line in cut.split("\n") if line.strip())
+        return "\n".join(re.sub(r"[ \t]{2,}", " ", line).strip()
+                         for line in cut.split("\n") if line.strip())
 
     def scrub_json(self, value: Any) -> tuple[Any, list[str]]:
         """``value`` (JSON data) with every string that mentions the texts replaced by

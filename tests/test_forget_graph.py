@@ -462,22 +462,32 @@ def test_what_the_writer_said_of_a_forgotten_memory_goes_with_it(opener: Opener)
 
 def test_a_forgotten_sentence_leaves_the_message_its_neighbours_keep(opener: Opener) -> None:
     """The sentences of one message keep the message as their payload: a forgotten one
-    leaves the others' payloads (their hash stays), and another owner's copy is theirs."""
+    leaves the others' payloads, however short, and their hash is keyed (a plain one
+    confirmed a guess of the words that went); another message that holds the same words
+    is its own, and so is another owner's copy."""
     store = opener("payloads")
     said = "Hi, I'm Zorblaxia Quent. I moved to Lisbon last month."
     result = store.add_conversation([{"speaker": "user", "text": said}], session_id="s1",
                                     owner="ann")
     store.add_conversation([{"speaker": "user", "text": said}], session_id="s1", owner="bob")
+    quoted = "Carl said Hi, I'm Zorblaxia Quent. He laughed."
+    store.add_conversation([{"speaker": "user", "text": quoted}], session_id="s2", owner="ann")
+    store.add_conversation([{"speaker": "user", "text": "I'm 34. My cat Pimblewick is "
+                             "ginger."}], session_id="s3", owner="ann")
     by_text = {m.text: m for m in store.memories(owner="ann")}
-    assert set(by_text) == {"Hi, I'm Zorblaxia Quent.", "I moved to Lisbon last month."}
-    assert {m.id for m in by_text.values()} == set(result.created_ids)
+    assert {m.id for m in by_text.values()} >= set(result.created_ids)
     kept = by_text["I moved to Lisbon last month."]
     assert kept.payload == said
     store.forget(by_text["Hi, I'm Zorblaxia Quent."].id, confirm=True)
+    store.forget(by_text["I'm 34."].id, confirm=True)
     after = store.get(kept.id)
-    assert after.payload == "I moved to Lisbon last month."
-    assert after.payload_hash == kept.payload_hash and after.text == kept.text
-    assert "Zorblaxia" not in json.dumps(store.export(owner="ann"), default=str)
+    assert after.payload == "I moved to Lisbon last month." and after.text == kept.text
+    assert after.payload_hash is not None and after.payload_hash.startswith("hmac-sha256:")
+    assert store.get(by_text["My cat Pimblewick is ginger."].id).payload == \
+        "My cat Pimblewick is ginger."
+    assert {m.payload for m in store.memories(owner="ann") if m.session == "s2"} == {quoted}
+    left = json.dumps([m.payload for m in store.memories(owner="ann") if m.session != "s2"])
+    assert "Zorblaxia" not in left and "I'm 34" not in left
     assert [m.payload for m in store.memories(owner="bob")] == [said, said]
 
 
@@ -496,6 +506,11 @@ def test_a_sitting_imported_again_does_not_bring_back_what_was_forgotten(
     # another owner's words are theirs, forgotten by no one
     other = store.add_conversation(said, session_id="s1", owner="bob")
     assert len(other.created_ids) == 2
+    # in another message, the words are cut from what its other statements keep of it
+    elsewhere = store.add_conversation([{"speaker": "user", "text": "Hi, I'm Zorblaxia Quent. "
+                                     "I adore figs."}], session_id="s2", owner="ann")
+    [new] = elsewhere.created_ids
+    assert store.get(new).payload == "I adore figs."
 
 
 def test_a_sentence_kept_as_context_and_payload_leaves_both(opener: Opener) -> None:

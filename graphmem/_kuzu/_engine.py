@@ -802,11 +802,13 @@ class KuzuEngine(rules.Writes):
             found.update({str(fact_id): owner for fact_id, owner in rows})
         return found
 
-    def holding(self, field: Literal["context", "payload"], probe: str) -> list[Memory]:
+    def holding(self, field: Literal["context", "payload"], probe: str, *,
+                whole: bool = False) -> list[Memory]:
         if not probe:
             return []
         column = {"context": "context", "payload": "payload"}[field]
-        rows = self.db.read(f"MATCH (m:Memory) WHERE m.{column} CONTAINS $t "
+        test = "=" if whole else "CONTAINS"
+        rows = self.db.read(f"MATCH (m:Memory) WHERE m.{column} {test} $t "
                             f"RETURN {_MEMORY_RETURN} ORDER BY m.id", {"t": probe})
         return [memory_from_row(dict(zip(MODEL_COLUMNS, r, strict=True))) for r in rows]
 

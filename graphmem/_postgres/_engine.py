@@ -472,12 +472,14 @@ class PostgresEngine(rules.Writes):
                             (list(entities), list(facts)))
         return {str(i): (str(o) if o is not None else None) for i, o in rows}
 
-    def holding(self, field: Literal["context", "payload"], probe: str) -> list[Memory]:
+    def holding(self, field: Literal["context", "payload"], probe: str, *,
+                whole: bool = False) -> list[Memory]:
         if not probe:
             return []
         column = {"context": "context", "payload": "payload"}[field]
-        rows = self.db.dict_rows(f"SELECT {_MODEL_COLS} FROM memories WHERE "
-                                 f"strpos({column}, %s) > 0 ORDER BY id", (probe,))
+        test = f"{column} = %s" if whole else f"strpos({column}, %s) > 0"
+        rows = self.db.dict_rows(f"SELECT {_MODEL_COLS} FROM memories WHERE {test} ORDER BY id",
+                                 (probe,))
         return [memory_from_columns(r) for r in rows]
 
     def events_mentioning(self, memory_id: str, probe: str

@@ -24,7 +24,7 @@ from .._ollama import OllamaGenerator
 from .._recall._channels import lexical_neighbours
 from .._recall._index import ASSISTANT_TAG
 from .._recall._vectors import matvec
-from .._redact import keyed_digest
+from .._redact import Mentions, keyed_digest
 from .._time import new_memory_id, parse_iso, to_utc
 from ._memories import Memories, speaker_of
 from ._recall_index import IndexSync
@@ -282,11 +282,18 @@ class Conversations:
             return AddResult(memories_created=0, pending_candidates_buffered=0,
                              nothing_to_extract=True, dropped=dropped,
                              extractor=chosen.name, warnings=warnings)
-        siblings: dict[int, list[str]] = {}
-        for f in found:
-            siblings.setdefault(f.index, []).append(f.item.text)
-        # Texts alone, for duplicates and reinforcement; stored vectors add the context.
+        # words the owner's forget erased are not stored again, nor kept in what the
+        # message's other statements keep of it (payload, context)
         erased = self._erased([f.item.text for f in found], owner)
+        for index in {found[n].index for n in erased}:
+            parsed[index]["text"] = Mentions(
+                [found[n].item.text for n in erased if found[n].index == index],
+                anywhere=True).scrub(parsed[index]["text"])
+        siblings: dict[int, list[str]] = {}
+        for n, f in enumerate(found):
+            if n not in erased:
+                siblings.setdefault(f.index, []).append(f.item.text)
+        # Texts alone, for duplicates and reinforcement; stored vectors add the context.
         vectors = self._text_vectors([f.item.text for f in found], since=since)
         duplicates, similar = self._match_existing(vectors, [f.item.text for f in found],
                                                    owner, session_id, since=since,

@@ -18,7 +18,7 @@ from .._errors import ConfirmationRequiredError, ConflictError, StoreError
 from .._keys import FORGET, key_id
 from .._models import ChangeType, EventType, Kind, LifecycleEvent, Memory, Status, TriggeredBy
 from .._records import patched_memory
-from .._redact import Mentions, digest_key_id, keyed_digest
+from .._redact import DIGEST_PREFIX, Mentions, digest_key_id, keyed_digest
 from ._knowledge import Knowledge
 
 __all__ = ["Transition", "Transitions"]
@@ -176,7 +176,8 @@ class Transitions:
         # a summary quotes a neighbour by its subject or the start of its text
         quoted = Mentions([t for t in (memory.subject, memory.text[:40]) if t and len(t) >= 8])
         scrubbed: dict[str, dict[str, Any]] = {}  # one patch a memory: context and payload
-        for patch in (*self._scrub_contexts(mentions), *self._scrub_payloads(memory, history)):
+        for patch in (*self._scrub_contexts(mentions),
+                      *self._scrub_payloads(memory, history, key, tag)):
             scrubbed.setdefault(patch.memory_id, {}).update(patch.set)
         batch = WriteBatch(
             patches=[*(Patch(i, set=s) for i, s in scrubbed.items()),
@@ -243,18 +244,23 @@ class Transitions:
         return [Patch(m.id, set={"context": c, "vector": d.vector})
                 for m, c, d in zip(found, contexts, derived, strict=True)]
 
-    def _scrub_payloads(self, memory: Memory, history: list[Any]) -> list[Patch]:
-        """The forgotten text leaves the payload of every other memory of its owner that
-        keeps it (the sentences of one message share the message as their payload); the
-        payload's hash stays, as payload retention keeps it, for audit."""
+    def _scrub_payloads(self, memory: Memory, history: list[Any], key: str, tag: str
+                        ) -> list[Patch]:
+        """The forgotten text leaves the payload of the other memories of its message (the
+        sentences of one message keep the message as their payload: the memories of its
+        owner whose payload is the same), however short. The payload's hash is kept for
+        audit, keyed as the forgotten text's is: a plain hash of the whole message would
+        confirm a guess of the words that went."""
         if not memory.payload:
             return []
-        mentions = Mentions([memory.text, *(v.text for v in history)])
-        candidates = {m.id: m for probe in mentions.probes
-                      for m in self._ctx.engine.holding("payload", probe)
-                      if m.id != memory.id and m.owner == memory.owner}
-        return [Patch(m.id, set={"payload": mentions.scrub(m.payload or "").strip() or None})
-                for m in candidates.values() if mentions.found_in(m.payload)]
+        mentions = Mentions([memory.text, *(v.text for v in history)], anywhere=True)
+        siblings = [m for m in self._ctx.engine.holding("payload", memory.payload, whole=True)
+                    if m.id != memory.id and m.owner == memory.owner]
+        return [Patch(m.id, set={
+            "payload": mentions.scrub(m.payload or "") or None,
+            "payload_hash": m.payload_hash if (m.payload_hash or "").startswith(DIGEST_PREFIX)
+            else keyed_digest(key, m.payload, key_id=tag)})  # the message's, as it came
+            for m in siblings if mentions.found_in(m.payload)]
 
     def _scrub_events(self, memory_id: str, mentions: Mentions, quoted: Mentions
                       ) -> dict[str, dict[str, Any]]:

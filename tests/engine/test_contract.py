@@ -337,6 +337,9 @@ def test_contexts_and_meta(engine: Engine) -> None:
     engine.commit(WriteBatch(memories=new))
     assert [m.id for m in engine.holding("context", "kestrel")] == ["m:ctx"]
     assert [m.id for m in engine.holding("payload", "kestrel")] == ["m:pay"]
+    assert engine.holding("payload", "kestrel", whole=True) == []
+    assert [m.id for m in engine.holding("payload", "one. two kestrel.", whole=True)] == [
+        "m:pay"]
     assert engine.holding("payload", "") == []
     engine.set_meta({"k": "v"})
     assert engine.meta()["k"] == "v"
