@@ -72,10 +72,12 @@ import warnings
 import weakref
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
 import kuzu
+import numpy as np
 import pyarrow as pa
 
 from .._engine_rules import key_taken
@@ -175,7 +177,7 @@ def _shape(value: Any) -> Any:
             raise _Unbindable(f"{value} is beyond a 64-bit integer (give it as a float or a "
                               "string)")
         return "number"
-    if isinstance(value, float):
+    if isinstance(value, float | Decimal | np.number):
         return "number"
     if isinstance(value, str):
         return "string"
@@ -185,15 +187,45 @@ def _shape(value: Any) -> Any:
             shape = _unify(shape, _shape(item))
         return ("list", shape)
     if isinstance(value, dict):
-        return ("map", {str(k): _shape(v) for k, v in value.items()})
-    return type(value).__name__
+        return ("map", {str(k): _shape(v) for k, v in sorted(value.items(), key=_key_of)})
+    return _OTHER  # a date, bytes ...: whatever the database makes of it
+
+
+#: The shape of a value whose type this check leaves to the database.
+_OTHER = ("other", None)
+
+
+def _key_of(item: tuple[Any, Any]) -> str:
+    return str(item[0])
+
+
+def _untyped(shape: Any) -> bool:
+    """Whether a shape holds a part of no type: null, an empty list (or one of nulls)."""
+    if shape is None:
+        return True
+    if isinstance(shape, tuple) and shape[0] == "list":
+        return _untyped(shape[1])
+    if isinstance(shape, tuple) and shape[0] == "map":
+        return any(_untyped(v) for v in shape[1].values())
+    return False
+
+
+def _sorted_maps(value: Any) -> Any:
+    """A parameter value with every map's keys in one order: Kuzu binds a list of maps by
+    the first one's order and reads the others' values by place, so ``[{"a": 1, "b": 2},
+    {"b": 3, "a": 4}]`` came back as ``[{"a": 1, "b": 2}, {"a": 3, "b": 4}]``."""
+    if isinstance(value, dict):
+        return {k: _sorted_maps(v) for k, v in sorted(value.items(), key=_key_of)}
+    if isinstance(value, list | tuple):
+        return [_sorted_maps(v) for v in value]
+    return value
 
 
 def _unify(a: Any, b: Any) -> Any:
     """The one type of a list that holds items of shapes ``a`` and ``b``."""
-    if a is None or a == b:
+    if a is None or a in (b, _OTHER):
         return b
-    if b is None:
+    if b is None or b == _OTHER:
         return a
     if isinstance(a, tuple) and isinstance(b, tuple) and a[0] == b[0]:
         if a[0] == "list":
@@ -389,8 +421,8 @@ class Tx:
         counts = self._list_rows()
         self._conn.set_query_timeout(_timeout_ms(timeout_s))
         try:
-            result = _run_vetted(self._conn, query, _bind(params), vet, self._db._vetted,
-                                 path=self._db.path, timeout_s=timeout_s)
+            result = _run_vetted(self._conn, query, _bind(_sorted_maps(params)), vet,
+                                 self._db._vetted, path=self._db.path, timeout_s=timeout_s)
         except RuntimeError as exc:
             raise _user_error(exc, path=self._db.path, timeout_s=timeout_s,
                               params=params) from exc
@@ -822,7 +854,7 @@ class Database:
             try:
                 conn.execute("BEGIN TRANSACTION READ ONLY")
                 try:
-                    return _run_vetted(conn, query, _bind(params), vet, self._vetted,
+                    return _run_vetted(conn, query, _bind(_sorted_maps(params)), vet, self._vetted,
                                        path=self.path, timeout_s=timeout_s)
                 finally:
                     with contextlib.suppress(RuntimeError):
@@ -1218,7 +1250,8 @@ def _run_vetted(conn: Any, query: str, bound: dict[str, Any], vet: PlanVetting,
         except RuntimeError as exc:
             if _interrupted(exc):
                 raise  # the time limit, which the caller names
-            raise vet.failed(str(exc)) or map_error(exc, path=path, user=True) from exc
+            raise vet.failed(str(exc)) or _user_error(exc, path=path, timeout_s=None,
+                                                      params=bound) from exc
         vet.check(plan)
         if len(vetted) >= _VETTED:
             with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # a race: fine
@@ -1253,6 +1286,14 @@ def _user_error(exc: RuntimeError, *, path: str, timeout_s: float | None,
     message = str(exc).split("\nSee the docs")[0].strip()
     if "Cannot convert Python object" in message or "Unable to cast Python" in message:
         return _unbound(exc)
+    if "vector with ANY type" in message or "KU_UNREACHABLE" in message:
+        # an empty list, a list of nulls, a map holding a null: Kuzu found no type for it
+        untyped = [name for name, value in (params or {}).items() if _untyped(_shape(value))]
+        return InvalidInputError(
+            (f"parameter ${untyped[0]}: " if len(untyped) == 1 else "")
+            + "an empty list, a list of nulls or a map with a null value has no type the "
+            "database can bind here; give it a typed value, or CAST it in the query",
+            field=untyped[0] if len(untyped) == 1 else "params")
     kind, _, detail = message.partition(" exception: ")
     if kind in ("Conversion", "Overflow"):
         # the value Kuzu quotes: "Cast failed. abc is not in DOUBLE range.", "Cast failed.
@@ -1263,13 +1304,23 @@ def _user_error(exc: RuntimeError, *, path: str, timeout_s: float | None,
                               r"range|.*\bGiven: \"(.*?)\"\..*)\.?", detail, re.DOTALL)
         value = next((g for g in quoted.groups() if g is not None), None) if quoted else None
         named = [name for name, given in (params or {}).items()
-                 if value is not None and isinstance(given, str | int | float)
-                 and not isinstance(given, bool) and str(given) == value]
+                 if value is not None and value in _scalars(given)]
         return InvalidInputError(
             (f"parameter ${named[0]}: " if len(named) == 1 else "") + detail
             + " (a value of another type than where the query uses it)",
             field=named[0] if len(named) == 1 else "params")
     return map_error(exc, path=path, user=True)
+
+
+def _scalars(value: Any) -> set[str]:
+    """The strings and numbers in a parameter value, as text, at any depth."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return set().union(*map(_scalars, value)) if value else set()
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return {str(value)}
+    return set()
 
 
 def _unbound(exc: Exception) -> InvalidInputError:
@@ -1296,7 +1347,8 @@ def _prepare_user(conn: Any, query: str, bound: Mapping[str, Any], vet: PlanVett
         message = statement.get_error_message()
         if "multiple statements" in message:
             raise InvalidInputError("one statement per query", field="query")
-        raise vet.failed(message) or map_error(RuntimeError(message), path=path, user=True)
+        raise vet.failed(message) or _user_error(RuntimeError(message), path=path,
+                                                 timeout_s=None, params=bound)
     return statement
 
 
