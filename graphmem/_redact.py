@@ -64,6 +64,8 @@ class Mentions:
 
     >>> Mentions(["I'm 34."], anywhere=True).scrub("I'm 34. My cat is ginger.")
     'My cat is ginger.'
+    >>> Mentions(["Ann is 34."], anywhere=True).scrub("LeeAnn is 34. Ann is 34.")
+    'LeeAnn is 34.'
     """
 
     def __init__(self, texts: Iterable[str | None], *, anywhere: bool = False) -> None:
@@ -76,7 +78,7 @@ class Mentions:
             texts_seen.append(text or "")
             body = r"\s+".join(re.escape(w) for w in words)
             if anywhere or len(" ".join(words)) >= _ANYWHERE:
-                parts.append(body)
+                parts.append(rf"(?<!\w){body}(?!\w)")  # whole words: not "Ann" of "LeeAnn"
             else:
                 parts.append(rf"(?:(?<=\n)|^)[ \t]*{body}[ \t]*(?=\n|$)")
         self._pattern = re.compile("|".join(parts)) if parts else None

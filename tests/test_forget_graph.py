@@ -474,12 +474,16 @@ def test_a_forgotten_sentence_leaves_the_message_its_neighbours_keep(opener: Ope
     store.add_conversation([{"speaker": "user", "text": quoted}], session_id="s2", owner="ann")
     store.add_conversation([{"speaker": "user", "text": "I'm 34. My cat Pimblewick is "
                              "ginger."}], session_id="s3", owner="ann")
+    store.add_conversation([{"speaker": "user", "text": "Ann is 34. LeeAnn is 34."}],
+                           session_id="s4", owner="ann")
     by_text = {m.text: m for m in store.memories(owner="ann")}
     assert {m.id for m in by_text.values()} >= set(result.created_ids)
     kept = by_text["I moved to Lisbon last month."]
     assert kept.payload == said
     store.forget(by_text["Hi, I'm Zorblaxia Quent."].id, confirm=True)
     store.forget(by_text["I'm 34."].id, confirm=True)
+    store.forget(by_text["Ann is 34."].id, confirm=True)  # whole words: not LeeAnn's
+    assert store.get(by_text["LeeAnn is 34."].id).payload == "LeeAnn is 34."
     after = store.get(kept.id)
     assert after.payload == "I moved to Lisbon last month." and after.text == kept.text
     assert after.payload_hash is not None and after.payload_hash.startswith("hmac-sha256:")
