@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -309,6 +309,7 @@ def test_bad_parameters_are_named(analyst: MemoryStore) -> None:
     ("RETURN $xs", {"xs": [{"a": 1}, {"a": "x"}]}, "xs", "one type per list"),
     ("RETURN $xs", {"xs": [[1], [2, "x"]]}, "xs", "one type per list"),
     ("RETURN $xs", {"xs": [{"a": 1}, {"a": 2, "b": 3}]}, "xs", "one set of keys per list"),
+    ("RETURN $xs", {"xs": [date(2024, 1, 2), "x"]}, "xs", "both a date and a string"),
     ("RETURN $n", {"n": 2 ** 64}, "n", "beyond a 64-bit integer"),
     ("RETURN $n", {"n": [-(2 ** 63) - 1]}, "n", "beyond a 64-bit integer"),
     # a bad value inside a map is its parameter's
@@ -347,7 +348,14 @@ def test_ad_hoc_parameters_of_one_type_per_list_are_taken(analyst: MemoryStore) 
     assert analyst.cypher("MATCH (m:Memory) WHERE m.id IN $ids RETURN count(*) AS n",
                           {"ids": []}) == [{"n": 0}]
     assert analyst.cypher("RETURN $v AS v", {"v": [[], [1]]}) == [{"v": [[], [1]]}]
-    assert analyst.cypher("RETURN size($v) AS n", {"v": [np.float64(0.5), 2]}) == [{"n": 2}]
+    # a map outside a list keeps its order: a query compares it with the maps it spells
+    mine = {"m": {"b": 1, "a": 2}}
+    assert analyst.cypher("RETURN $m = {b: 1, a: 2} AS x", mine) == [{"x": True}]
+    assert analyst.cypher("UNWIND [$m, {b: 5, a: 6}] AS r RETURN r.a AS a", mine) == [
+        {"a": 2}, {"a": 6}]
+    assert analyst.cypher("RETURN $m AS m", mine) == [{"m": {"b": 1, "a": 2}}]
+    with pytest.raises(InvalidInputError, match=r"^parameter \$l: a numpy int64"):
+        analyst.cypher("RETURN $l AS l", {"l": [np.int64(1), 2]})
     assert analyst.cypher("RETURN $xs AS xs", {"xs": [1, 2.5, None]}) == [
         {"xs": [1.0, 2.5, None]}]
     assert analyst.cypher("RETURN $xs AS xs", {"xs": [{"a": 1, "b": None},

@@ -71,7 +71,7 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
@@ -177,8 +177,15 @@ def _shape(value: Any) -> Any:
             raise _Unbindable(f"{value} is beyond a 64-bit integer (give it as a float or a "
                               "string)")
         return "number"
-    if isinstance(value, float | Decimal | np.number):
+    if isinstance(value, np.generic):
+        raise _Unbindable(f"a numpy {type(value).__name__} is not a value the database takes: "
+                          "give Python's own (int(x), float(x), str(x))")
+    if isinstance(value, float | Decimal):
         return "number"
+    if isinstance(value, datetime):
+        return "timestamp"
+    if isinstance(value, date):
+        return "date"
     if isinstance(value, str):
         return "string"
     if isinstance(value, list | tuple):
@@ -210,14 +217,21 @@ def _untyped(shape: Any) -> bool:
     return False
 
 
-def _sorted_maps(value: Any) -> Any:
-    """A parameter value with every map's keys in one order: Kuzu binds a list of maps by
-    the first one's order and reads the others' values by place, so ``[{"a": 1, "b": 2},
-    {"b": 3, "a": 4}]`` came back as ``[{"a": 1, "b": 2}, {"a": 3, "b": 4}]``."""
+def _maps_in_one_order(value: Any) -> Any:
+    """A parameter value whose lists hold their maps with the keys in the first one's
+    order: Kuzu binds a list of maps by the first one's order and reads the others' values
+    by place, so ``[{"a": 1, "b": 2}, {"b": 3, "a": 4}]`` came back as ``[{"a": 1, "b": 2},
+    {"a": 3, "b": 4}]``. A map outside a list keeps its order (a query may compare it with
+    a map it spells)."""
     if isinstance(value, dict):
-        return {k: _sorted_maps(v) for k, v in sorted(value.items(), key=_key_of)}
+        return {k: _maps_in_one_order(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_sorted_maps(v) for v in value]
+        items = [_maps_in_one_order(v) for v in value]
+        first = next((v for v in items if isinstance(v, dict)), None)
+        if first is None:
+            return items
+        return [{k: v[k] for k in first if k in v} | v if isinstance(v, dict) else v
+                for v in items]
     return value
 
 
@@ -421,7 +435,7 @@ class Tx:
         counts = self._list_rows()
         self._conn.set_query_timeout(_timeout_ms(timeout_s))
         try:
-            result = _run_vetted(self._conn, query, _bind(_sorted_maps(params)), vet,
+            result = _run_vetted(self._conn, query, _bind(_maps_in_one_order(params)), vet,
                                  self._db._vetted, path=self._db.path, timeout_s=timeout_s)
         except RuntimeError as exc:
             raise _user_error(exc, path=self._db.path, timeout_s=timeout_s,
@@ -854,8 +868,8 @@ class Database:
             try:
                 conn.execute("BEGIN TRANSACTION READ ONLY")
                 try:
-                    return _run_vetted(conn, query, _bind(_sorted_maps(params)), vet, self._vetted,
-                                       path=self.path, timeout_s=timeout_s)
+                    return _run_vetted(conn, query, _bind(_maps_in_one_order(params)), vet,
+                                       self._vetted, path=self.path, timeout_s=timeout_s)
                 finally:
                     with contextlib.suppress(RuntimeError):
                         conn.execute("ROLLBACK")
