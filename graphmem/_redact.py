@@ -78,7 +78,10 @@ class Mentions:
             texts_seen.append(text or "")
             body = r"\s+".join(re.escape(w) for w in words)
             if anywhere or len(" ".join(words)) >= _ANYWHERE:
-                parts.append(rf"(?<!\w){body}(?!\w)")  # whole words: not "Ann" of "LeeAnn"
+                # whole words: not the "Ann is 34." of "LeeAnn is 34."
+                before = r"(?<!\w)" if re.match(r"\w", words[0]) else ""
+                after = r"(?!\w)" if re.search(r"\w$", words[-1]) else ""
+                parts.append(f"{before}{body}{after}")
             else:
                 parts.append(rf"(?:(?<=\n)|^)[ \t]*{body}[ \t]*(?=\n|$)")
         self._pattern = re.compile("|".join(parts)) if parts else None
