@@ -529,3 +529,27 @@ def test_a_sentence_kept_as_context_and_payload_leaves_both(opener: Opener) -> N
     after = store.get(kept.id)
     assert "turned nine" not in (after.context or "") + (after.payload or "")
     assert after.payload == "She is 9 and loves chess." and after.text == kept.text
+
+
+def test_forgotten_words_leave_their_sitting_however_short(opener: Opener) -> None:
+    """In the owner's memories of the sitting the forgotten words were said in, they go
+    from every payload and context, however short: an assistant's reply indexed with the
+    message, another message that said them again (dropped then as a duplicate). Another
+    sitting keeps its own words."""
+    store = opener("sitting")
+    store.add_conversation([
+        {"speaker": "user", "text": "Painted the fence twice over the weekend. I'm 41. Can "
+                                    "you remind me to buy more paint tomorrow morning?"},
+        {"speaker": "assistant", "text": "I've set a reminder for you to buy paint tomorrow "
+                                         "at 9am."},
+        {"speaker": "user", "text": "I play the cello.\n\nI'm   41.\nI play on Sundays."}],
+        session_id="s1", owner="ann")
+    store.add_conversation([{"speaker": "user", "text": "Carl said I'm 41. Odd."}],
+                           session_id="s2", owner="ann")
+    [gone] = [m for m in store.memories(owner="ann") if m.text == "I'm 41."]
+    store.forget(gone.id, confirm=True)
+    sitting = [m for m in store.memories(owner="ann") if m.session == "s1"]
+    assert sitting and not [m for m in sitting
+                            if "41" in (m.payload or "") + (m.context or "")]
+    assert {m.payload for m in store.memories(owner="ann") if m.session == "s2"} == {
+        "Carl said I'm 41. Odd."}

@@ -803,13 +803,15 @@ class KuzuEngine(rules.Writes):
         return found
 
     def holding(self, field: Literal["context", "payload"], probe: str, *,
-                whole: bool = False) -> list[Memory]:
+                whole: bool = False, session: str | None = None) -> list[Memory]:
         if not probe:
             return []
         column = {"context": "context", "payload": "payload"}[field]
         test = "=" if whole else "CONTAINS"
-        rows = self.db.read(f"MATCH (m:Memory) WHERE m.{column} {test} $t "
-                            f"RETURN {_MEMORY_RETURN} ORDER BY m.id", {"t": probe})
+        of = " AND m.session = $s" if session is not None else ""
+        rows = self.db.read(f"MATCH (m:Memory) WHERE m.{column} {test} $t{of} "
+                            f"RETURN {_MEMORY_RETURN} ORDER BY m.id",
+                            {"t": probe, **({"s": session} if session is not None else {})})
         return [memory_from_row(dict(zip(MODEL_COLUMNS, r, strict=True))) for r in rows]
 
     def events_mentioning(self, memory_id: str, probe: str

@@ -473,13 +473,14 @@ class PostgresEngine(rules.Writes):
         return {str(i): (str(o) if o is not None else None) for i, o in rows}
 
     def holding(self, field: Literal["context", "payload"], probe: str, *,
-                whole: bool = False) -> list[Memory]:
+                whole: bool = False, session: str | None = None) -> list[Memory]:
         if not probe:
             return []
         column = {"context": "context", "payload": "payload"}[field]
         test = f"{column} = %s" if whole else f"strpos({column}, %s) > 0"
-        rows = self.db.dict_rows(f"SELECT {_MODEL_COLS} FROM memories WHERE {test} ORDER BY id",
-                                 (probe,))
+        of = " AND session = %s" if session is not None else ""
+        rows = self.db.dict_rows(f"SELECT {_MODEL_COLS} FROM memories WHERE {test}{of} "
+                                 "ORDER BY id", (probe, *(() if session is None else (session,))))
         return [memory_from_columns(r) for r in rows]
 
     def events_mentioning(self, memory_id: str, probe: str

@@ -175,9 +175,12 @@ class Transitions:
         mentions = Mentions(sorted(t for t in texts if t))
         # a summary quotes a neighbour by its subject or the start of its text
         quoted = Mentions([t for t in (memory.subject, memory.text[:40]) if t and len(t) >= 8])
+        # the words leave the sitting they were said in, however short (other sittings'
+        # contexts lose them where the rule of ``Mentions`` finds them)
+        near = Mentions([memory.text, *(v.text for v in history)], anywhere=True)
         scrubbed: dict[str, dict[str, Any]] = {}  # one patch a memory: context and payload
-        for patch in (*self._scrub_contexts(mentions),
-                      *self._scrub_payloads(memory, history, key, tag)):
+        for patch in (*self._scrub_contexts(mentions, near, memory),
+                      *self._scrub_payloads(memory, near, key, tag)):
             scrubbed.setdefault(patch.memory_id, {}).update(patch.set)
         batch = WriteBatch(
             patches=[*(Patch(i, set=s) for i, s in scrubbed.items()),
@@ -228,39 +231,59 @@ class Transitions:
                                        keyed_digest(key, text, key_id=tag or ""))
                    for key in candidates)
 
-    def _scrub_contexts(self, mentions: Mentions) -> list[Patch]:
+    def _scrub_contexts(self, mentions: Mentions, near: Mentions, memory: Memory
+                        ) -> list[Patch]:
         """The forgotten texts leave the contexts of the memories indexed with them
-        (matched up to whitespace); their vectors are derived again (an embedding can give
+        (matched up to whitespace; in the owner's memories of its sitting, ``near``: its
+        words wherever they stand); their vectors are derived again (an embedding can give
         its text away)."""
-        candidates = {m.id: m for probe in mentions.probes
-                      for m in self._ctx.engine.holding("context", probe)}
-        found = [m for m in candidates.values() if mentions.found_in(m.context)]
+        engine = self._ctx.engine
+        candidates = {m.id: m for probe in mentions.probes for m in engine.holding("context",
+                                                                                   probe)}
+        if memory.session is not None:
+            candidates.update({m.id: m for probe in near.probes
+                               for m in engine.holding("context", probe,
+                                                       session=memory.session)})
+
+        def sitting(m: Memory) -> bool:
+            return m.session == memory.session and m.owner == memory.owner
+
+        found = [m for m in candidates.values() if m.id != memory.id and (
+            mentions.found_in(m.context) or (sitting(m) and near.found_in(m.context)))]
         if not found:
             return []
-        contexts = [mentions.scrub(m.context or "").strip() or None for m in found]
+        contexts = [(near.scrub(mentions.scrub(m.context or "")) if sitting(m)
+                     else mentions.scrub(m.context or "")).strip() or None for m in found]
         items = [TextItem(m.subject, m.text, c, m.entities)
                  for m, c in zip(found, contexts, strict=True)]
         derived = derive_fields(self._ctx.embed_memories, items, graph=False)
         return [Patch(m.id, set={"context": c, "vector": d.vector})
                 for m, c, d in zip(found, contexts, derived, strict=True)]
 
-    def _scrub_payloads(self, memory: Memory, history: list[Any], key: str, tag: str
+    def _scrub_payloads(self, memory: Memory, near: Mentions, key: str, tag: str
                         ) -> list[Patch]:
-        """The forgotten text leaves the payload of the other memories of its message (the
-        sentences of one message keep the message as their payload: the memories of its
-        owner whose payload is the same), however short. The payload's hash is kept for
-        audit, keyed as the forgotten text's is: a plain hash of the whole message would
-        confirm a guess of the words that went."""
-        if not memory.payload:
+        """The forgotten words leave the payloads of the owner's other memories of its
+        sitting (the sentences of one message keep the message as their payload; another
+        message of the sitting may say the same), whole words however short; without a
+        sitting, those of its own message (the same payload). Another sitting's messages
+        are theirs. The payload's hash is kept for audit, keyed as the forgotten text's
+        is: a plain hash of the whole message would confirm a guess of the words that
+        went."""
+        engine = self._ctx.engine
+        if memory.session is not None:
+            found = {m.id: m for probe in near.probes
+                     for m in engine.holding("payload", probe, session=memory.session)}
+            siblings = list(found.values())
+        elif memory.payload:
+            siblings = engine.holding("payload", memory.payload, whole=True)
+        else:
             return []
-        mentions = Mentions([memory.text, *(v.text for v in history)], anywhere=True)
-        siblings = [m for m in self._ctx.engine.holding("payload", memory.payload, whole=True)
-                    if m.id != memory.id and m.owner == memory.owner]
+        siblings = [m for m in siblings if m.id != memory.id and m.owner == memory.owner]
         return [Patch(m.id, set={
-            "payload": mentions.scrub(m.payload or "") or None,
+            "payload": near.scrub(m.payload or "") or None,
             "payload_hash": m.payload_hash if (m.payload_hash or "").startswith(DIGEST_PREFIX)
             else keyed_digest(key, m.payload, key_id=tag)})  # the message's, as it came
-            for m in siblings if mentions.found_in(m.payload)]
+            for m in siblings if near.found_in(m.payload)]
 
     def _scrub_events(self, memory_id: str, mentions: Mentions, quoted: Mentions
                       ) -> dict[str, dict[str, Any]]:

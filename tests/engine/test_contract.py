@@ -340,6 +340,10 @@ def test_contexts_and_meta(engine: Engine) -> None:
     assert engine.holding("payload", "kestrel", whole=True) == []
     assert [m.id for m in engine.holding("payload", "one. two kestrel.", whole=True)] == [
         "m:pay"]
+    assert engine.holding("payload", "kestrel", session="s9") == []
+    engine.commit(WriteBatch(memories=_new({"id": "m:pay2", "text": "three", "session": "s9",
+                                            "payload": "three kestrels"})))
+    assert [m.id for m in engine.holding("payload", "kestrel", session="s9")] == ["m:pay2"]
     assert engine.holding("payload", "") == []
     engine.set_meta({"k": "v"})
     assert engine.meta()["k"] == "v"
