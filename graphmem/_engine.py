@@ -542,7 +542,8 @@ class Engine(Protocol):
     def holding(self, field: Literal["context", "payload"], probe: str, *,
                 whole: bool = False, session: str | None = None) -> list[Memory]:
         """The memories (of ``session``) whose ``field`` contains ``probe`` (is it, with
-        ``whole``), ordered by id."""
+        ``whole``), ordered by id; with a session and an empty probe, every one of it that
+        has the field."""
         ...
     def entities(self, *, owner: str | None = None, all_owners: bool = False,
                  ids: Sequence[str] | None = None) -> list[EntityRecord]: ...

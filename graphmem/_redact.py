@@ -25,6 +25,9 @@ DIGEST_PREFIX = "hmac-sha256:"
 #: Shorter texts are removed only where they fill whole lines: "ok" must not be cut
 #: out of every word that contains it.
 _ANYWHERE = 12
+#: What may close a sentence, and the apostrophes a sentence may be written with.
+_CLOSE = ".!?…"
+_APOS = "['’`]"
 
 
 def keyed_digest(key: str, text: str | None, *, key_id: str = "") -> str:
@@ -59,32 +62,47 @@ class Mentions:
     >>> found.scrub("ok")
     'ok'
 
-    ``anywhere``: short texts too wherever they stand (the sentences of one message, cut
-    out of that message):
+    ``anywhere``: sentences, however short, wherever a sentence starts (the sentences of
+    a sitting's messages): in any case, with either apostrophe and any closing
+    punctuation, as the duplicates of a conversation are; nothing else of the text
+    changes:
 
-    >>> Mentions(["I'm 34."], anywhere=True).scrub("I'm 34. My cat is ginger.")
-    'My cat is ginger.'
-    >>> Mentions(["Ann is 34."], anywhere=True).scrub("LeeAnn is 34. Ann is 34.")
-    'LeeAnn is 34.'
+    >>> said = Mentions(["I'm 34."], anywhere=True)
+    >>> said.scrub("I’M 34! My cat is ginger.\\n\\n  code:  a = 1")
+    'My cat is ginger.\\n\\n  code:  a = 1'
+    >>> said.scrub("LeeAnn said I'm 34. I'm 34.5 years old.")
+    "LeeAnn said I'm 34. I'm 34.5 years old."
     """
 
     def __init__(self, texts: Iterable[str | None], *, anywhere: bool = False) -> None:
         parts = []
         texts_seen: list[str] = []
+        self._sentences = anywhere
         for text in texts:
             words = (text or "").split()
             if not words:
                 continue
             texts_seen.append(text or "")
             body = r"\s+".join(re.escape(w) for w in words)
-            if anywhere or len(" ".join(words)) >= _ANYWHERE:
+            if anywhere:
+                words[-1] = words[-1].rstrip(_CLOSE) or words[-1]
+                parts.append(re.sub(r"['’`]", lambda _: _APOS,
+                                    r"\s+".join(re.escape(w) for w in words)))
+            elif len(" ".join(words)) >= _ANYWHERE:
                 # whole words: not the "Ann is 34." of "LeeAnn is 34."
                 before = r"(?<!\w)" if re.match(r"\w", words[0]) else ""
                 after = r"(?!\w)" if re.search(r"\w$", words[-1]) else ""
                 parts.append(f"{before}{body}{after}")
             else:
                 parts.append(rf"(?:(?<=\n)|^)[ \t]*{body}[ \t]*(?=\n|$)")
-        self._pattern = re.compile("|".join(parts)) if parts else None
+        if anywhere and parts:
+            # a sentence starts a text or a line, or follows a sentence's end; it ends
+            # with its closing marks before a space or the end of the text
+            self._pattern: re.Pattern[str] | None = re.compile(
+                rf"(?P<pre>^|(?<=[.!?…])[\"')\]]*[ \t]+|\n[ \t]*)(?:{'|'.join(parts)})"
+                rf"[{re.escape(_CLOSE)}]*(?=\s|$)[ \t]*", re.IGNORECASE)
+        else:
+            self._pattern = re.compile("|".join(parts)) if parts else None
         #: per text, its longest run of letters and digits: every copy of that text, in any
         #: whitespace and in JSON, contains it verbatim (a cheap pre-filter for the
         #: database); one per text, as a place may hold one text and not another (a reply
@@ -104,11 +122,13 @@ class Mentions:
         """``text`` without the mentions; blank lines they leave are dropped."""
         if self._pattern is None:
             return text
+        if self._sentences:
+            cut = self._pattern.sub(lambda m: m.group("pre"), text)
+            return cut.rstrip() if cut != text and not text[-1:].isspace() else cut
         cut = self._pattern.sub("", text)
         if cut == text:
             return text
-        return "\n".join(re.sub(r"[ \t]{2,}", " ", line).strip()
-                         for line in cut.split("\n") if line.strip())
+        return "\n".join(line for line in cut.split("\n") if line.strip())
 
     def scrub_json(self, value: Any) -> tuple[Any, list[str]]:
         """``value`` (JSON data) with every string that mentions the texts replaced by

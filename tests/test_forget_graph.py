@@ -553,3 +553,26 @@ def test_forgotten_words_leave_their_sitting_however_short(opener: Opener) -> No
                             if "41" in (m.payload or "") + (m.context or "")]
     assert {m.payload for m in store.memories(owner="ann") if m.session == "s2"} == {
         "Carl said I'm 41. Odd."}
+
+
+def test_a_sentence_leaves_its_sitting_as_the_duplicates_see_it_and_nothing_else(
+        opener: Opener) -> None:
+    """The words go in any case and with either apostrophe (the conversation dropped the
+    variant as a duplicate of the forgotten one); "41.5", "Carl said I'm 41." and the
+    message's layout stay; another owner's copy of the same chat keeps its context."""
+    store = opener("variants")
+    chat = [{"speaker": "user", "text": "I'm 41.5 years old, honestly. I'm 41. I play the "
+                                        "cello.\n\n    code:  a  =  1"},
+            {"speaker": "user", "text": "I’M 41! My cello is old. Carl said I'm 41."},
+            {"speaker": "assistant", "text": "I've noted that your cello is old."}]
+    for owner, session in (("ann", "s1"), ("bob", "s2")):
+        store.add_conversation(chat, session_id=session, owner=owner)
+    bobs = {m.id: (m.payload, m.context) for m in store.memories(owner="bob")}
+    [gone] = [m for m in store.memories(owner="ann") if m.text == "I'm 41."]
+    store.forget(gone.id, confirm=True)
+    payloads = {m.payload for m in store.memories(owner="ann") if m.payload}
+    assert payloads == {"I'm 41.5 years old, honestly. I play the cello.\n\n    code:  a  =  1",
+                        "My cello is old. Carl said I'm 41.",
+                        "I've noted that your cello is old."}, payloads
+    assert not [m for m in store.memories(owner="ann") if "41!" in (m.context or "")]
+    assert {m.id: (m.payload, m.context) for m in store.memories(owner="bob")} == bobs

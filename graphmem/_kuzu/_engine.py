@@ -804,14 +804,16 @@ class KuzuEngine(rules.Writes):
 
     def holding(self, field: Literal["context", "payload"], probe: str, *,
                 whole: bool = False, session: str | None = None) -> list[Memory]:
-        if not probe:
+        if not probe and session is None:
             return []
         column = {"context": "context", "payload": "payload"}[field]
-        test = "=" if whole else "CONTAINS"
+        test = f"m.{column} {'=' if whole else 'CONTAINS'} $t" if probe else \
+            f"m.{column} IS NOT NULL"
         of = " AND m.session = $s" if session is not None else ""
-        rows = self.db.read(f"MATCH (m:Memory) WHERE m.{column} {test} $t{of} "
+        rows = self.db.read(f"MATCH (m:Memory) WHERE {test}{of} "
                             f"RETURN {_MEMORY_RETURN} ORDER BY m.id",
-                            {"t": probe, **({"s": session} if session is not None else {})})
+                            {**({"t": probe} if probe else {}),
+                             **({"s": session} if session is not None else {})})
         return [memory_from_row(dict(zip(MODEL_COLUMNS, r, strict=True))) for r in rows]
 
     def events_mentioning(self, memory_id: str, probe: str

@@ -474,13 +474,15 @@ class PostgresEngine(rules.Writes):
 
     def holding(self, field: Literal["context", "payload"], probe: str, *,
                 whole: bool = False, session: str | None = None) -> list[Memory]:
-        if not probe:
+        if not probe and session is None:
             return []
         column = {"context": "context", "payload": "payload"}[field]
-        test = f"{column} = %s" if whole else f"strpos({column}, %s) > 0"
+        test = (f"{column} = %s" if whole else f"strpos({column}, %s) > 0") if probe else \
+            f"{column} IS NOT NULL"
         of = " AND session = %s" if session is not None else ""
         rows = self.db.dict_rows(f"SELECT {_MODEL_COLS} FROM memories WHERE {test}{of} "
-                                 "ORDER BY id", (probe, *(() if session is None else (session,))))
+                                 "ORDER BY id", (*((probe,) if probe else ()),
+                                                 *(() if session is None else (session,))))
         return [memory_from_columns(r) for r in rows]
 
     def events_mentioning(self, memory_id: str, probe: str

@@ -233,23 +233,24 @@ class Transitions:
 
     def _scrub_contexts(self, mentions: Mentions, near: Mentions, memory: Memory
                         ) -> list[Patch]:
-        """The forgotten texts leave the contexts of the memories indexed with them
-        (matched up to whitespace; in the owner's memories of its sitting, ``near``: its
-        words wherever they stand); their vectors are derived again (an embedding can give
-        its text away)."""
+        """The forgotten texts leave the contexts of the owner's memories indexed with them
+        (matched up to whitespace; in its sitting, ``near``: the sentence in any case and
+        however short); their vectors are derived again (an embedding can give its text
+        away)."""
         engine = self._ctx.engine
         candidates = {m.id: m for probe in mentions.probes for m in engine.holding("context",
                                                                                    probe)}
-        if memory.session is not None:
-            candidates.update({m.id: m for probe in near.probes
-                               for m in engine.holding("context", probe,
-                                                       session=memory.session)})
+        if memory.session is not None:  # all of its sitting: the words in any case
+            candidates.update({m.id: m for m in engine.holding("context", "",
+                                                              session=memory.session)})
 
         def sitting(m: Memory) -> bool:
             return m.session == memory.session and m.owner == memory.owner
 
-        found = [m for m in candidates.values() if m.id != memory.id and (
-            mentions.found_in(m.context) or (sitting(m) and near.found_in(m.context)))]
+        # another owner's contexts are their own words, though they say the same
+        found = [m for m in candidates.values() if m.id != memory.id
+                 and m.owner == memory.owner
+                 and (mentions.found_in(m.context) or (sitting(m) and near.found_in(m.context)))]
         if not found:
             return []
         contexts = [(near.scrub(mentions.scrub(m.context or "")) if sitting(m)
@@ -270,10 +271,8 @@ class Transitions:
         is: a plain hash of the whole message would confirm a guess of the words that
         went."""
         engine = self._ctx.engine
-        if memory.session is not None:
-            found = {m.id: m for probe in near.probes
-                     for m in engine.holding("payload", probe, session=memory.session)}
-            siblings = list(found.values())
+        if memory.session is not None:  # all of its sitting: the words in any case
+            siblings = engine.holding("payload", "", session=memory.session)
         elif memory.payload:
             siblings = engine.holding("payload", memory.payload, whole=True)
         else:

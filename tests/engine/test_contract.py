@@ -344,6 +344,8 @@ def test_contexts_and_meta(engine: Engine) -> None:
     engine.commit(WriteBatch(memories=_new({"id": "m:pay2", "text": "three", "session": "s9",
                                             "payload": "three kestrels"})))
     assert [m.id for m in engine.holding("payload", "kestrel", session="s9")] == ["m:pay2"]
+    assert [m.id for m in engine.holding("payload", "", session="s9")] == ["m:pay2"]
+    assert engine.holding("context", "", session="s9") == []  # m:pay2 has no context
     assert engine.holding("payload", "") == []
     engine.set_meta({"k": "v"})
     assert engine.meta()["k"] == "v"
