@@ -263,10 +263,10 @@ class Transitions:
 
     def _scrub_payloads(self, memory: Memory, near: Mentions, key: str, tag: str
                         ) -> list[Patch]:
-        """The forgotten words leave the payloads of the owner's other memories of its
+        """The forgotten sentence leaves the payloads of the owner's other memories of its
         sitting (the sentences of one message keep the message as their payload; another
-        message of the sitting may say the same), whole words however short; without a
-        sitting, those of its own message (the same payload). Another sitting's messages
+        message of the sitting may say the same), however short, as ``near`` finds it;
+        without a sitting, those of its own message (the same payload). Another sitting's messages
         are theirs. The payload's hash is kept for audit, keyed as the forgotten text's
         is: a plain hash of the whole message would confirm a guess of the words that
         went."""
