@@ -148,10 +148,11 @@ class MemoryStore:
         if not isinstance(path, str | os.PathLike):
             raise InvalidInputError(f"path must be a directory path, a PostgreSQL URL or "
                                     f"':memory:', not {type(path).__name__}", field="path")
-        if not os.fsdecode(path).strip():
+        named = os.fsdecode(path)
+        if not named.strip():
             raise InvalidInputError("path is empty: give a database directory, a PostgreSQL "
                                     "URL or ':memory:'", field="path")
-        if "\x00" in os.fsdecode(path):
+        if "\x00" in named:
             raise InvalidInputError("path holds a NUL character, which no file name may",
                                     field="path")
         if settings is not None and not isinstance(settings, Settings):

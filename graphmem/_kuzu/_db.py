@@ -195,7 +195,7 @@ def _shape(value: Any) -> Any:
         return ("list", shape)
     if isinstance(value, dict):
         return ("map", {str(k): _shape(v) for k, v in sorted(value.items(), key=_key_of)})
-    return _OTHER  # a date, bytes ...: whatever the database makes of it
+    return _OTHER  # bytes, a UUID ...: whatever the database makes of it
 
 
 #: The shape of a value whose type this check leaves to the database.
@@ -435,15 +435,11 @@ class Tx:
         counts = self._list_rows()
         self._conn.set_query_timeout(_timeout_ms(timeout_s))
         try:
-            result = _run_vetted(self._conn, query, _bind(_maps_in_one_order(params)), vet,
-                                 self._db._vetted, path=self._db.path, timeout_s=timeout_s)
+            result = _run_vetted(self._conn, query, params, vet, self._db._vetted,
+                                 path=self._db.path, timeout_s=timeout_s)
         except RuntimeError as exc:
             raise _user_error(exc, path=self._db.path, timeout_s=timeout_s,
                               params=params) from exc
-        except GraphmemError:
-            raise
-        except ValueError as exc:  # a value its binding could not convert
-            raise _unbound(exc) from exc
         finally:
             self._conn.set_query_timeout(0)  # graphmem's own statements have no limit
         # Which rows it created is not known here, but whether it created any is: user
@@ -868,18 +864,14 @@ class Database:
             try:
                 conn.execute("BEGIN TRANSACTION READ ONLY")
                 try:
-                    return _run_vetted(conn, query, _bind(_maps_in_one_order(params)), vet,
-                                       self._vetted, path=self.path, timeout_s=timeout_s)
+                    return _run_vetted(conn, query, params, vet, self._vetted,
+                                       path=self.path, timeout_s=timeout_s)
                 finally:
                     with contextlib.suppress(RuntimeError):
                         conn.execute("ROLLBACK")
             except RuntimeError as exc:
                 raise _user_error(exc, path=self.path, timeout_s=timeout_s,
                                   params=params) from exc
-            except GraphmemError:
-                raise
-            except ValueError as exc:  # a value its binding could not convert
-                raise _unbound(exc) from exc
             finally:
                 with contextlib.suppress(Exception):
                     conn.close()
@@ -1242,9 +1234,23 @@ class _Materialised:
                                               too_long=lambda: _too_long(timeout_s))
 
 
-def _run_vetted(conn: Any, query: str, bound: dict[str, Any], vet: PlanVetting,
+def _run_vetted(conn: Any, query: str, params: Mapping[str, Any], vet: PlanVetting,
                 vetted: dict[Hashable, None], *, path: str, timeout_s: float | None
                 ) -> _Materialised:
+    """``_run_bound`` with ``params`` bound (the maps of a list in one key order); a value
+    Kuzu's binding cannot convert (it raises a bare ValueError) is the caller's error."""
+    try:
+        return _run_bound(conn, query, _bind(_maps_in_one_order(params)), vet, vetted,
+                          path=path, timeout_s=timeout_s)
+    except GraphmemError:
+        raise
+    except ValueError as exc:
+        raise _unbound(exc) from exc
+
+
+def _run_bound(conn: Any, query: str, bound: dict[str, Any], vet: PlanVetting,
+               vetted: dict[Hashable, None], *, path: str, timeout_s: float | None
+               ) -> _Materialised:
     """Plan ``query`` as exactly one statement (Kuzu's own parser is the judge: it refuses
     to prepare several), show ``vet`` its physical plan, then run it.
 

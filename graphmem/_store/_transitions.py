@@ -244,16 +244,13 @@ class Transitions:
             candidates.update({m.id: m for m in engine.holding("context", "",
                                                               session=memory.session)})
 
-        def sitting(m: Memory) -> bool:
-            return m.session == memory.session and m.owner == memory.owner
-
         # another owner's contexts are their own words, though they say the same
         found = [m for m in candidates.values() if m.id != memory.id
-                 and m.owner == memory.owner
-                 and (mentions.found_in(m.context) or (sitting(m) and near.found_in(m.context)))]
+                 and m.owner == memory.owner and (mentions.found_in(m.context) or (
+                     m.session == memory.session and near.found_in(m.context)))]
         if not found:
             return []
-        contexts = [(near.scrub(mentions.scrub(m.context or "")) if sitting(m)
+        contexts = [(near.scrub(mentions.scrub(m.context or "")) if m.session == memory.session
                      else mentions.scrub(m.context or "")).strip() or None for m in found]
         items = [TextItem(m.subject, m.text, c, m.entities)
                  for m, c in zip(found, contexts, strict=True)]

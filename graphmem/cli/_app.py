@@ -288,16 +288,16 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
 ]
 
 
-def _setter(attribute: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
-    """A callback that lets an option given after the subcommand override the root's."""
+def _setter(attribute: str, check: Callable[[click.Context, click.Parameter, Any], Any] | None
+            ) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """A callback that lets an option given after the subcommand override the root's,
+    through the root option's own ``check`` (its callback)."""
 
     def remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
         if value is None or value is False:  # not given (a flag left out is False)
             return None
-        if attribute == "now":
-            value = iso_time(ctx, param, value)
-        if attribute == "db":
-            value = db_path(ctx, param, value)
+        if check is not None:
+            value = check(ctx, param, value)
         obj = ctx.find_object(Context)
         if obj is not None:
             setattr(obj, attribute, value)
@@ -318,8 +318,8 @@ def add_global_options(group: click.Group) -> None:
                 continue
             extra = {k: v for k, v in settings.items() if k not in ("callback", "default")}
             command.params.append(click.Option(
-                [decls[0]], expose_value=False, callback=_setter(attribute), default=None,
-                **extra))
+                [decls[0]], expose_value=False, default=None,
+                callback=_setter(attribute, settings.get("callback")), **extra))
         if isinstance(command, click.Group):
             add_global_options(command)
 
