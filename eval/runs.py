@@ -22,7 +22,7 @@ from graphmem import (
     Settings,
     embedder_from_spec,
 )
-from ingest.locomo import CATEGORIES, Conversation, Question, load_locomo, memory_id
+from ingest.locomo import CATEGORIES, Conversation, Question, load_locomo
 
 from .experiment import (
     NO_ACTR,
@@ -30,6 +30,7 @@ from .experiment import (
     CachedEmbedder,
     actr_summary,
     configs,
+    reader_for,
     replay,
     summarize,
 )
@@ -158,6 +159,7 @@ def locomo_actr(plan: Sequence[tuple[Conversation, list[tuple[int, Question]]]],
     total = sum(len(q) for _, q in plan)
     bar = tqdm(total=total * 5, desc="act-r protocol", unit="q", disable=not progress)
     both = {NO_ACTR.name: NO_ACTR, "default": PRESETS["default"]}
+    reader = reader_for(emb)
 
     def measure(store: MemoryStore, conversation: Conversation,
                 measured: Sequence[tuple[int, Question]]
@@ -173,8 +175,7 @@ def locomo_actr(plan: Sequence[tuple[Conversation, list[tuple[int, Question]]]],
                 continue
             store = build_store(conversation, emb, **options)
             cold += measure(store, conversation, measured)
-            replay(store, [(q.question, [memory_id(conversation, e) for e in q.evidence])
-                           for _, q in history])
+            replay(store, [q.question for _, q in history], reader)
             bar.update(len(history))
             pairs += measure(store, conversation, measured)
             store.close()
@@ -182,8 +183,9 @@ def locomo_actr(plan: Sequence[tuple[Conversation, list[tuple[int, Question]]]],
     summary = actr_summary(pairs, cold)
     summary["protocol"] = ("each conversation's questions split in two halves (alternating); "
                            "one half replayed as an agent's use (recall with default, "
-                           "accesses recorded, feedback on the 10 hits shown: a shown "
-                           "evidence turn useful, another not useful, nothing else), the "
+                           "accesses recorded, feedback on the 10 hits shown: the one a "
+                           f"second model ({reader.spec}) finds closest to the question "
+                           "useful, the others not useful; no gold label takes part), the "
                            "other measured on that warm store with default and with "
                            "default without ACT-R; then swapped. Cold: the same two on a "
                            "store nobody used")
@@ -583,10 +585,11 @@ def run_ump(path: str | Path, qrels: str | Path, *, presets: Sequence[str] = ROW
                                **summarize(rows, list(presets))}
     if "default" in presets:
         pairs = []
+        reader = reader_for(emb)
         halves = (list(enumerate(queries))[0::2], list(enumerate(queries))[1::2])
         for history, measured in ((halves[0], halves[1]), (halves[1], halves[0])):
             store = fresh()
-            replay(store, [(q, rel) for _, (q, rel) in history])
+            replay(store, [q for _, (q, _rel) in history], reader)
             for index, (query, relevant) in measured:
                 pairs.append((_ask(store, "ump", index, query, relevant, NO_ACTR.name,
                                    NO_ACTR),

@@ -12,7 +12,15 @@ from typing import Any
 
 import pytest
 
-from eval.experiment import AGENT_K, NO_ACTR, agent_use, summarize, unique_wins
+from eval.experiment import (
+    AGENT_K,
+    NO_ACTR,
+    Reader,
+    agent_use,
+    reader_for,
+    summarize,
+    unique_wins,
+)
 from eval.locomo import QueryResult
 from eval.metrics import (
     dedupe,
@@ -308,25 +316,32 @@ def test_the_tuning_grid_varies_the_vector_weight_and_rrf_k_together() -> None:
         assert config.graph == base.graph and config.actr == base.actr
 
 
-def test_the_replayed_agent_judges_only_what_it_was_shown() -> None:
+def test_the_replayed_agent_reads_without_the_answer_key() -> None:
     """The ACT-R protocol's and the learning replay's agent: its own recall records the
-    accesses; a shown gold memory is marked useful, a shown other one not useful, and a
-    gold memory it was not shown gets nothing (the answer key never reaches the store
-    unseen)."""
-    from graphmem import PRESETS, MemoryStore
+    accesses; of the hits it was shown, the one its reader finds closest to the question
+    is marked useful and the others not useful, and nothing else is marked. It is given
+    no gold label to judge by."""
+    import inspect
 
+    from graphmem import PRESETS, MemoryStore, embedder_from_spec
+
+    assert list(inspect.signature(agent_use).parameters) == [
+        "store", "question", "reader", "preset"]
     with MemoryStore(":memory:", embedder="hashing") as store:
         ids = [store.add(f"note {n}: the garden shed needs a new roof").id
                for n in range(AGENT_K + 5)]
+        closest = store.add("garden shed roof").id
         hidden = store.add("Tariq's violin lesson moved to Thursday").id
-        gold = [ids[0], hidden]
-        shown = agent_use(store, "garden shed roof", gold)
-        seen = {i for i in ids if store.get(i).access_count}
-        assert len(seen) == AGENT_K and shown == {ids[0]} & seen
+        marked = agent_use(store, "garden shed roof", Reader(embedder_from_spec("hashing")))
+        seen = {i for i in [*ids, closest] if store.get(i).access_count}
+        assert len(seen) == AGENT_K and marked == closest and closest in seen
         for memory_id in seen:
             memory = store.get(memory_id)
             assert (memory.useful_count, memory.ignored_count) == (
-                (1, 0) if memory_id in gold else (0, 1))
+                (1, 0) if memory_id == closest else (0, 1))
         unseen = store.get(hidden)
-        assert (unseen.useful_count, unseen.access_count) == (0, 0)
+        assert (unseen.useful_count, unseen.ignored_count, unseen.access_count) == (0, 0, 0)
+    # the reader is a second model beside the retriever's, when one is installed
+    assert reader_for(embedder_from_spec("hashing")).spec == "e5"
+    assert Reader(embedder_from_spec("hashing")).pick("a question", []) is None
     assert NO_ACTR.actr is None and NO_ACTR.weights == PRESETS["default"].weights

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from graphmem import ConflictError, InvalidInputError, MemoryStore, Settings
+from eval.experiment import Reader
+from graphmem import ConflictError, InvalidInputError, MemoryStore, Settings, embedder_from_spec
 from graphmem._learn import (
     FEATURES,
     FORECAST_FEATURES,
@@ -533,7 +534,8 @@ def _conversation(questions: list[tuple[str, tuple[str, ...]]]) -> object:
 def test_the_replays_schedule_reads_no_label() -> None:
     """``eval.learning`` asks LoCoMo's questions after every session, in an order and at
     times that the evidence does not change: the same questions with their evidence
-    swapped around are asked in the same order at the same times."""
+    swapped around are asked in the same order at the same times, and the agent marks
+    the same hits useful."""
     from dataclasses import replace
 
     from eval.learning import replay_locomo
@@ -548,19 +550,26 @@ def test_the_replays_schedule_reads_no_label() -> None:
     swapped = replace(original, questions=tuple(  # type: ignore[type-var]
         replace(q, evidence=evidence[(n + 2) % len(evidence)])
         for n, q in enumerate(original.questions)))  # type: ignore[attr-defined]
-    asked = [[(row.index, row.question, row.at) for row in replay_locomo(c, "hashing")]
-             for c in (original, swapped)]
+    reader = Reader(embedder_from_spec("hashing"))
+    marked: list[list[tuple[str, bool]]] = [[], []]
+    asked = [[(row.index, row.question, row.at) for row in replay_locomo(
+        c, "hashing", reader, at_end=lambda store, out=out: out.extend(
+            (e.memory_id, e.metadata["useful"])
+            for e in store.events(event_type="feedback")))]
+        for c, out in zip((original, swapped), marked, strict=True)]
     assert asked[0] == asked[1]
+    # and the agent marks the same hits: its judgement reads no label either
+    assert marked[0] == marked[1] and sum(useful for _, useful in marked[0]) == len(questions)
     assert sorted(i for i, _, _ in asked[0]) == list(range(len(questions)))
     last_session = datetime(2023, 5, 21, tzinfo=UTC)
     assert all(datetime.fromisoformat(at) > last_session for _, _, at in asked[0])
 
 
 def test_the_replays_agent_gives_feedback_only_on_the_hits_it_was_shown() -> None:
-    """A shown evidence turn is marked useful, a shown other turn not useful, and an
-    evidence turn the agent was not shown gets no feedback; a later question about
-    evidence marked useful counts as "evidence used before", one about a turn never
-    shown does not."""
+    """Of the hits shown for a question, the one the reader picks is marked useful and the
+    others not useful; an evidence turn the agent was not shown gets no feedback. A
+    later question counts as "evidence used before" exactly when one of its evidence
+    turns was marked useful for an earlier one."""
     from eval.learning import AGENT_K, replay_locomo
     from ingest.locomo import memory_id
 
@@ -568,26 +577,23 @@ def test_the_replays_agent_gives_feedback_only_on_the_hits_it_was_shown() -> Non
     conversation = _conversation([(question, ("D1:3", "D2:26")), (question, ("D1:3",)),
                                   ("who paid the garden bill", ("D2:26",))])
     events: list[object] = []
-    rows = replay_locomo(conversation, "hashing",
+    rows = replay_locomo(conversation, "hashing", Reader(embedder_from_spec("hashing")),
                          at_end=lambda store: events.extend(
                              store.events(event_type="feedback")))
-    first = next(r for r in rows if r.index == 0)
-    shown = [memory_id(conversation, d) for d in first.rankings["default"][:AGENT_K]]
-    seen, unseen = memory_id(conversation, "D1:3"), memory_id(conversation, "D2:26")
-    assert seen in shown and unseen not in shown
-    marks = {(e.memory_id, e.metadata["useful"]) for e in events  # type: ignore[attr-defined]
-             if e.metadata.get("query") == question}  # type: ignore[attr-defined]
-    assert (seen, True) in marks
-    assert {m for m, _ in marks} <= set(shown) | {
-        memory_id(conversation, d) for r in rows if r.question == question
-        for d in r.rankings["default"][:AGENT_K]}
-    assert not [m for m, _ in marks if m == unseen]
-    assert all(not useful for m, useful in marks if m != seen)
-    by_index = {r.index: r for r in rows}
-    order = [r.index for r in rows]
-    assert order.index(1) > order.index(0) and order.index(2) > order.index(0)
-    assert by_index[1].used_before  # D1:3, shown and marked useful for question 0
-    assert not by_index[2].used_before  # D2:26 was never shown before it
+    unseen = memory_id(conversation, "D2:26")
+    useful_before: set[str] = set()
+    for row in sorted(rows, key=lambda r: r.at):
+        shown = [memory_id(conversation, d) for d in row.rankings["default"][:AGENT_K]]
+        marks = [(e.memory_id, e.metadata["useful"]) for e in events  # type: ignore[attr-defined]
+                 if e.metadata.get("query") == row.question  # type: ignore[attr-defined]
+                 and e.timestamp == datetime.fromisoformat(row.at)]  # type: ignore[attr-defined]
+        assert sorted(m for m, _ in marks) == sorted(shown)
+        assert sum(useful for _, useful in marks) == 1
+        if row.index == 0:
+            assert unseen not in shown
+        gold = {memory_id(conversation, d) for d in row.gold}
+        assert row.used_before == bool(gold & useful_before)
+        useful_before |= {m for m, useful in marks if useful}
 
 
 def test_a_long_history_without_enough_use_says_what_it_lacks(tmp_path: Path) -> None:
