@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["DIGEST_PREFIX", "Mentions", "digest_key_id", "keyed_digest"]
+__all__ = ["DIGEST_PREFIX", "Mentions", "digest_key_id", "keyed_digest", "spellings"]
 
 DIGEST_PREFIX = "hmac-sha256:"
 #: Shorter texts are removed only where they fill whole lines: "ok" must not be cut
@@ -51,6 +51,23 @@ def digest_key_id(digest: str) -> str | None:
     """
     parts = digest.removeprefix(DIGEST_PREFIX).split(":")
     return parts[0] if len(parts) == 2 else None
+
+
+def spellings(text: str) -> set[str]:
+    """``text`` and the ways it may be written again that a conversation's duplicates
+    count as the same statement: spaces collapsed, any closing mark or none, either
+    apostrophe, the first letter in either case (what a forgotten statement's digest is
+    looked up under when a sitting comes again).
+
+    >>> "I'm 41." in spellings("i’m  41"), "I'm 41." in spellings("I'm 41 years")
+    (True, False)
+    >>> sorted(spellings("Moved to Lisbon!"))[:3]
+    ['Moved to Lisbon', 'Moved to Lisbon!', 'Moved to Lisbon.']
+    """
+    core = " ".join(text.split()).rstrip(_CLOSE)
+    forms = {core, core.replace("’", "'"), core.replace("'", "’")}
+    forms |= {f[:1].swapcase() + f[1:] for f in forms if f[:1].isalpha()}
+    return {text} | {f + mark for f in forms for mark in ("", *_CLOSE)}
 
 
 class Mentions:

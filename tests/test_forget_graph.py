@@ -517,6 +517,24 @@ def test_a_sitting_imported_again_does_not_bring_back_what_was_forgotten(
     assert store.get(new).payload == "I adore figs."
 
 
+def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
+        opener: Opener) -> None:
+    """The same statement written again as the conversation's duplicates read it (no
+    closing mark, the other apostrophe, a lower-case first letter, doubled spaces) is
+    dropped as forgotten too; a statement that says more is kept."""
+    store = opener("retyped")
+    store.add_conversation([{"speaker": "user", "text": "I'm Zorblaxia Quent. I adore figs."}],
+                           session_id="s1", owner="ann")
+    gone = next(m for m in store.memories(owner="ann") if "Zorblaxia" in m.text)
+    store.forget(gone.id, confirm=True)
+    again = store.add_conversation([{"speaker": "user", "text": "i’m  Zorblaxia Quent"},
+                                    {"speaker": "user", "text": "I'm Zorblaxia Quent, the "
+                                     "potter from Lisbon."}], session_id="s3", owner="ann")
+    assert [r for _, r in again.dropped if "forgotten" in r] and len(again.created_ids) == 1
+    assert "Zorblaxia" not in "".join(m.text for m in store.memories(owner="ann")
+                                      if m.id != again.created_ids[0])
+
+
 def test_a_sentence_kept_as_context_and_payload_leaves_both(opener: Opener) -> None:
     store = opener("both")
     store.add_conversation([{"speaker": "user", "text": "My daughter Zorblaxia turned nine "
