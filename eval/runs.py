@@ -65,15 +65,17 @@ def _split(items: Sequence[Any], split: str, *, alternate: bool) -> list[Any]:
 
 def _limit(conversations: Sequence[Conversation], limit: int | None
            ) -> list[tuple[Conversation, list[tuple[int, Question]]]]:
-    """The conversations and questions (with evidence) to ask; ``limit`` caps the total."""
+    """The conversations and the questions taken from each: the file's questions in order,
+    ``limit`` of them in all (None: every one). A question without evidence is taken too
+    (the ACT-R protocol's agent asks it) and never scored (``run_conversation``)."""
     out, left = [], limit
     for conversation in conversations:
-        asked = [(i, q) for i, q in enumerate(conversation.questions) if q.evidence]
+        taken = list(enumerate(conversation.questions))
         if left is not None:
-            asked = asked[:left]
-            left -= len(asked)
-        if asked:
-            out.append((conversation, asked))
+            taken = taken[:left]
+            left -= len(taken)
+        if taken:
+            out.append((conversation, taken))
         if left is not None and left <= 0:
             break
     return out
@@ -104,7 +106,7 @@ def run_locomo(
     variations = {g: v for g, v in _recall_ablations().items() if g in groups}
     flat = {f"{group}/{name}": cfg for group, cfgs in variations.items()
             for name, cfg in cfgs.items()}
-    total = sum(len(q) for _, q in plan)
+    total = _scored(plan)
     bar = tqdm(total=total * (len(presets) + len(flat)), desc="locomo", unit="q",
                disable=not progress)
     rows: list[QueryResult] = []
@@ -151,13 +153,13 @@ def locomo_actr(plan: Sequence[tuple[Conversation, list[tuple[int, Question]]]],
                 emb: Embedder, options: Mapping[str, Any], *, progress: bool
                 ) -> dict[str, Any]:
     """The ACT-R protocol (``eval.experiment``): for each half of each conversation's
-    questions, a fresh store measured with ``default`` and with ``default`` without ACT-R
-    (cold: nobody used it), then the other half replayed on it as an agent's use and the
-    half measured again (warm)."""
+    questions (alternate ones of all it asks, evidence or not), a fresh store measured
+    with ``default`` and with ``default`` without ACT-R (cold: nobody used it), then the
+    other half replayed on it as an agent's use and the half measured again (warm)."""
     pairs: list[tuple[QueryResult, QueryResult]] = []
     cold: list[tuple[QueryResult, QueryResult]] = []
-    total = sum(len(q) for _, q in plan)
-    bar = tqdm(total=total * 5, desc="act-r protocol", unit="q", disable=not progress)
+    bar = tqdm(total=_scored(plan) * 4 + sum(len(q) for _, q in plan), desc="act-r protocol",
+               unit="q", disable=not progress)
     both = {NO_ACTR.name: NO_ACTR, "default": PRESETS["default"]}
     reader = reader_for(emb)
 
@@ -166,7 +168,8 @@ def locomo_actr(plan: Sequence[tuple[Conversation, list[tuple[int, Question]]]],
                 ) -> list[tuple[QueryResult, QueryResult]]:
         by = {(r.index, r.preset): r for r in run_conversation(
             store, conversation, both, questions=measured, on_query=lambda: bar.update(1))}
-        return [(by[(i, NO_ACTR.name)], by[(i, "default")]) for i, _ in measured]
+        return [(by[(i, NO_ACTR.name)], by[(i, "default")]) for i, q in measured
+                if q.evidence]
 
     for conversation, asked in plan:
         halves = (asked[0::2], asked[1::2])
@@ -181,14 +184,12 @@ def locomo_actr(plan: Sequence[tuple[Conversation, list[tuple[int, Question]]]],
             store.close()
     bar.close()
     summary = actr_summary(pairs, cold)
-    summary["protocol"] = ("each conversation's questions split in two halves (alternating); "
-                           "one half replayed as an agent's use (recall with default, "
-                           "accesses recorded, feedback on the 10 hits shown: the one a "
-                           f"second model ({reader.spec}) finds closest to the question "
-                           "useful, the others not useful; no gold label takes part), the "
-                           "other measured on that warm store with default and with "
-                           "default without ACT-R; then swapped. Cold: the same two on a "
-                           "store nobody used")
+    summary["protocol"] = ("each conversation's questions (with evidence or not) split in two "
+                           "halves (alternating); one half replayed as an agent's use "
+                           f"({reader.describe(emb.spec)}), the other measured on that warm "
+                           "store with default and with default without ACT-R; then "
+                           "swapped. Cold: the same two on a store nobody used")
+    summary["reader"] = reader.spec
     return summary
 
 
@@ -285,6 +286,11 @@ def _ablation_groups(ablations: bool | Sequence[str]) -> list[str]:
         raise InvalidInputError(f"unknown ablation group(s) {', '.join(unknown)}; groups are "
                                 f"{', '.join(known)}", field="ablations")
     return list(ablations)
+
+
+def _scored(plan: Sequence[tuple[Conversation, list[tuple[int, Question]]]]) -> int:
+    """How many of the questions ``plan`` takes are scored (those with evidence)."""
+    return sum(1 for _, taken in plan for _, q in taken if q.evidence)
 
 
 def locomo_ingest_ablations(plan: Sequence[tuple[Conversation, list[tuple[int, Question]]]],
@@ -596,7 +602,13 @@ def run_ump(path: str | Path, qrels: str | Path, *, presets: Sequence[str] = ROW
                               _ask(store, "ump", index, query, relevant, "default",
                                    PRESETS["default"])))
             store.close()
-        results["actr"] = actr_summary(pairs)
+        results["actr"] = {
+            **actr_summary(pairs),
+            "protocol": "the queries split in two halves (alternating); one half replayed "
+                        f"as an agent's use ({reader.describe(emb.spec)}), the other "
+                        "measured on that warm store with default and with default "
+                        "without ACT-R; then swapped",
+            "reader": reader.spec}
     results["seconds"] = round(time.perf_counter() - started, 1)
     results["embedder"] = emb.spec
     return results, rows

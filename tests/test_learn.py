@@ -531,11 +531,13 @@ def _conversation(questions: list[tuple[str, tuple[str, ...]]]) -> object:
         Question(text, "", 4, evidence) for text, evidence in questions))
 
 
-def test_the_replays_schedule_reads_no_label() -> None:
+@pytest.mark.parametrize("sessions", [None, 2])
+def test_the_replays_schedule_reads_no_label(sessions: int | None) -> None:
     """``eval.learning`` asks LoCoMo's questions after every session, in an order and at
     times that the evidence does not change: the same questions with their evidence
-    swapped around are asked in the same order at the same times, and the agent marks
-    the same hits useful."""
+    swapped around, one of them without any, are asked alike (every one, in the same
+    order at the same times, also when only the first sessions are replayed), and the
+    agent marks the same hits useful. Only what is scored differs."""
     from dataclasses import replace
 
     from eval.learning import replay_locomo
@@ -548,21 +550,32 @@ def test_the_replays_schedule_reads_no_label() -> None:
     original = _conversation(questions)
     evidence = [e for _, e in questions]
     swapped = replace(original, questions=tuple(  # type: ignore[type-var]
-        replace(q, evidence=evidence[(n + 2) % len(evidence)])
+        replace(q, evidence=() if n == 1 else evidence[(n + 2) % len(evidence)])
         for n, q in enumerate(original.questions)))  # type: ignore[attr-defined]
     reader = Reader(embedder_from_spec("hashing"))
-    marked: list[list[tuple[str, bool]]] = [[], []]
-    asked = [[(row.index, row.question, row.at) for row in replay_locomo(
-        c, "hashing", reader, at_end=lambda store, out=out: out.extend(
-            (e.memory_id, e.metadata["useful"])
+    seen: list[list[tuple[str, str, bool, datetime]]] = [[], []]
+    scored = [[row.index for row in replay_locomo(
+        c, "hashing", reader, sessions=sessions, at_end=lambda store, out=out: out.extend(
+            (e.metadata["query"], e.memory_id, e.metadata["useful"], e.timestamp)
             for e in store.events(event_type="feedback")))]
-        for c, out in zip((original, swapped), marked, strict=True)]
-    assert asked[0] == asked[1]
-    # and the agent marks the same hits: its judgement reads no label either
-    assert marked[0] == marked[1] and sum(useful for _, useful in marked[0]) == len(questions)
-    assert sorted(i for i, _, _ in asked[0]) == list(range(len(questions)))
-    last_session = datetime(2023, 5, 21, tzinfo=UTC)
-    assert all(datetime.fromisoformat(at) > last_session for _, _, at in asked[0])
+        for c, out in zip((original, swapped), seen, strict=True)]
+    assert seen[0] == seen[1]
+    asked = list(dict.fromkeys((q, at) for q, _, _, at in seen[0]))
+    assert sorted(q for q, _ in asked) == sorted(q for q, _ in questions)
+    assert sum(useful for _, _, useful, _ in seen[0]) == len(questions)
+    last_session = datetime(2023, 5, 7 * (sessions or 3), tzinfo=UTC)
+    assert all(at > last_session for _, at in asked)
+    # what is scored: the questions whose evidence the replayed sessions hold
+    assert scored[0] == [n for n in scored[0] if sessions is None or n not in (2, 3)]
+    assert 1 not in scored[1] and len(scored[0]) == (5 if sessions is None else 3)
+
+
+def test_a_replay_of_no_session_is_refused() -> None:
+    from eval.learning import replay_locomo
+
+    with pytest.raises(SystemExit, match="no dated session"):
+        replay_locomo(_conversation([("what grows", ("D2:9",))]), "hashing",
+                      Reader(embedder_from_spec("hashing")), sessions=0)
 
 
 def test_the_replays_agent_gives_feedback_only_on_the_hits_it_was_shown() -> None:
@@ -610,3 +623,18 @@ def test_a_long_history_without_enough_use_says_what_it_lacks(tmp_path: Path) ->
     assert "(this store's history spans 296 days): long enough, but of its " in message
     assert "training examples (a memory at a cut) 0 were used in the 30 days after" in message
     assert message.endswith("40 are needed, 8 of each)")
+
+
+def test_the_learning_report_shows_no_result_of_an_older_protocol(tmp_path: Path) -> None:
+    """``learning.md`` is made from the results on file: one made under another replay
+    protocol (its agent once judged hits by the answer key) is named, not shown as
+    this protocol's."""
+    from eval.learning import PROTOCOL
+    from eval.learning_report import write_report
+
+    (tmp_path / "learning_longmemeval.json").write_text(json.dumps(
+        {"protocol": "seeded order, feedback on shown hits/2", "corpus": "longmemeval"}))
+    text = write_report(tmp_path, PROTOCOL)
+    assert "Not shown: the longmemeval result on file was made under an older replay " \
+           "protocol ('seeded order, feedback on shown hits/2')" in text
+    assert "## The learned ranker" not in text
