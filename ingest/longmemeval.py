@@ -135,7 +135,8 @@ def ingest_question(store: MemoryStore, question: LMEQuestion, *, user_turns_onl
                     cooccur_window: int = 1, context_window: int = 1) -> dict[str, str]:
     """Index one question's haystack: a memory per user turn (as the paper indexes them),
     dated by its session, with the turns around it (any role) as its context, CO_OCCURS
-    within a session. Returns memory id -> session id."""
+    within a session. Returns memory id -> the file's session id, which the store never
+    sees (nor ``has_answer``): its sessions are named by position."""
     from graphmem import session_contexts
 
     records, edges, session_of = [], [], {}
@@ -151,13 +152,14 @@ def ingest_question(store: MemoryStore, question: LMEQuestion, *, user_turns_onl
             memory = f"urn:lme:{question.question_id}:{n}:{t}"
             ids.append(memory)
             session_of[memory] = session.session_id
+            # the store hears no label: the file's session ids name answer sessions
+            # ("answer_..."), and turns say has_answer; the session is its position
+            sitting = f"urn:lme:{question.question_id}:{n}"
             records.append(MemoryInput(
                 id=memory, text=text[:200_000], context=contexts[t], kind=Kind.EPISODIC,
-                session=session.session_id,
-                created=session.date, observed=session.date,
-                provenance={"source": "longmemeval", "session": session.session_id,
-                            "turn": t, "role": role,
-                            "has_answer": bool(turn.get("has_answer", False))}))
+                session=sitting, created=session.date, observed=session.date,
+                provenance={"source": "longmemeval", "session": sitting, "turn": t,
+                            "role": role}))
         edges += [Edge("co_occurs", ids[i], ids[j], weight=1.0 / (j - i), source="session")
                   for i in range(len(ids)) for j in range(i + 1, min(len(ids),
                                                                     i + cooccur_window + 1))]

@@ -213,6 +213,17 @@ def test_longmemeval_runner(tmp_path: Path) -> None:
     assert test_half["questions"] == 1 and test_half["split"] == "test"
     walks = test_half["ablations"]["entity_walks"]
     assert set(walks) == {"entities=0.0", "entities=0.5", "entities=1.0"}
+    # the store hears no label: neither the answer session's id nor has_answer
+    from graphmem import MemoryStore
+    from ingest.longmemeval import ingest_question, load_longmemeval
+
+    first = load_longmemeval(path)[0]
+    first.sessions[1].turns[0]["has_answer"] = True
+    with MemoryStore(":memory:", embedder="hashing") as store:
+        session_of = ingest_question(store, first)
+        assert "answer_0" in session_of.values()
+        stored = json.dumps([m.model_dump(mode="json") for m in store.memories()])
+        assert "answer" not in stored and "has_answer" not in stored
     assert walks["entities=0.0"]["per_category"] == {"single-session-user": 1.0}
     from eval.report import markdown
 
