@@ -504,7 +504,8 @@ class Engine(Protocol):
     def existing(self, ids: Sequence[str]) -> set[str]: ...
     def forgotten(self, ids: Sequence[str]) -> set[str]: ...
     def forgotten_digests(self, digests: Sequence[str], *, owner: str | None) -> set[str]:
-        """Which of these keyed text digests a forgotten memory of ``owner`` holds."""
+        """Which of these keyed text digests a forgotten memory of ``owner`` holds (its
+        text's, or one of its ``said_form`` ones: ``_redact.forgotten_holds``)."""
         ...
     def memories(self, *, owner: str | None = None, offset: int = 0,
                  limit: int | None = None) -> list[Memory]:

@@ -16,12 +16,17 @@ import hashlib
 import hmac
 import json
 import re
+import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["DIGEST_PREFIX", "Mentions", "digest_key_id", "keyed_digest", "spellings"]
+__all__ = ["DIGEST_PREFIX", "SAID", "Mentions", "digest_key_id", "forgotten_holds",
+           "keyed_digest", "said_form"]
 
 DIGEST_PREFIX = "hmac-sha256:"
+#: Where a forgotten memory keeps the keyed digests of its texts' ``said_form``: its
+#: ``integrity`` map, under this key
+SAID = "forgotten_said"
 #: Shorter texts are removed only where they fill whole lines: "ok" must not be cut
 #: out of every word that contains it.
 _ANYWHERE = 12
@@ -53,21 +58,30 @@ def digest_key_id(digest: str) -> str | None:
     return parts[0] if len(parts) == 2 else None
 
 
-def spellings(text: str) -> set[str]:
-    """``text`` and the ways it may be written again that a conversation's duplicates
-    count as the same statement: spaces collapsed, any closing mark or none, either
-    apostrophe, the first letter in either case (what a forgotten statement's digest is
-    looked up under when a sitting comes again).
+def said_form(text: str) -> str:
+    """A statement as a conversation's duplicates read it, whatever its typing: case
+    folded (NFKC), one apostrophe, spaces collapsed, nothing but letters and digits at its
+    ends (quotes, closing marks, an emoji). A forgotten statement keeps the keyed digest of
+    this form too (``SAID``), so that a sitting typed again does not bring it back.
 
-    >>> "I'm 41." in spellings("i’m  41"), "I'm 41." in spellings("I'm 41 years")
-    (True, False)
-    >>> sorted(spellings("Moved to Lisbon!"))[:3]
-    ['Moved to Lisbon', 'Moved to Lisbon!', 'Moved to Lisbon.']
+    >>> said_form(" “I’M  41 !!” ") == said_form("i'm 41") == "i'm 41"
+    True
+    >>> said_form("I'm 41 years.") == said_form("I'm 41.")
+    False
     """
-    core = " ".join(text.split()).rstrip(_CLOSE)
-    forms = {core, core.replace("’", "'"), core.replace("'", "’")}
-    forms |= {f[:1].swapcase() + f[1:] for f in forms if f[:1].isalpha()}
-    return {text} | {f + mark for f in forms for mark in ("", *_CLOSE)}
+    folded = re.sub(_APOS, "'", unicodedata.normalize("NFKC", text).casefold())
+    return re.sub(r"^[\W_]+|[\W_]+$", "", " ".join(folded.split()))
+
+
+def forgotten_holds(text_sha256: str | None, integrity: str | dict[str, Any] | None
+                    ) -> set[str]:
+    """The keyed digests a forgotten memory holds of what it said: its text's, and its
+    texts' ``said_form`` ones (kept in its ``integrity`` under ``SAID``; stored as JSON
+    text or read as a map)."""
+    held = {text_sha256} if text_sha256 else set()
+    found = json.loads(integrity) if isinstance(integrity, str) and integrity else integrity
+    said = found.get(SAID) if isinstance(found, dict) else None
+    return held | ({str(d) for d in said} if isinstance(said, list) else set())
 
 
 class Mentions:

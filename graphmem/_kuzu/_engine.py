@@ -53,6 +53,7 @@ from .._engine import (
 from .._errors import ConflictError, InvalidInputError, StoreError
 from .._models import LifecycleEvent, Memory, Version
 from .._records import sentences_text
+from .._redact import forgotten_holds
 from . import _jobs
 from ._bindcheck import BindCheck, holds_none
 from ._db import Database, Tx, check_parameters, link_problem
@@ -448,11 +449,10 @@ class KuzuEngine(rules.Writes):
         if not digests:
             return set()
         whose = "m.owner = $o" if owner is not None else "m.owner IS NULL"
-        rows = self.db.read(f"MATCH (m:Memory) WHERE m.status = 'forgotten' AND {whose} AND "
-                            "list_contains($d, m.text_sha256) RETURN m.text_sha256",
-                            {"d": sorted(set(digests)),
-                             **({"o": owner} if owner is not None else {})})
-        return {str(r[0]) for r in rows}
+        rows = self.db.read(f"MATCH (m:Memory) WHERE m.status = 'forgotten' AND {whose} "
+                            "RETURN m.text_sha256, m.integrity",
+                            {"o": owner} if owner is not None else {})
+        return set(digests) & set().union(*(forgotten_holds(*r) for r in rows))
 
     def memories(self, *, owner: str | None = None, offset: int = 0,
                  limit: int | None = None) -> list[Memory]:

@@ -61,6 +61,7 @@ from .._records import (
     sentences_text,
     stored_value,
 )
+from .._redact import forgotten_holds
 from . import _jobs
 from ._changes import ChangeLog, record
 from ._db import Cursor, Database, copy_rows
@@ -282,10 +283,9 @@ class PostgresEngine(rules.Writes):
         return {str(r[0]) for r in rows}
 
     def forgotten_digests(self, digests: Sequence[str], *, owner: str | None) -> set[str]:
-        rows = self.db.rows("SELECT text_sha256 FROM memories WHERE status = 'forgotten' AND "
-                            "owner IS NOT DISTINCT FROM %s AND text_sha256 = ANY(%s)",
-                            (owner, sorted(set(digests))))
-        return {str(r[0]) for r in rows}
+        rows = self.db.rows("SELECT text_sha256, integrity FROM memories WHERE status = "
+                            "'forgotten' AND owner IS NOT DISTINCT FROM %s", (owner,))
+        return set(digests) & set().union(*(forgotten_holds(*r) for r in rows))
 
     def memories(self, *, owner: str | None = None, offset: int = 0,
                  limit: int | None = None) -> list[Memory]:

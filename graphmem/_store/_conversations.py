@@ -24,7 +24,7 @@ from .._ollama import OllamaGenerator
 from .._recall._channels import lexical_neighbours
 from .._recall._index import ASSISTANT_TAG
 from .._recall._vectors import matvec
-from .._redact import Mentions, keyed_digest, spellings
+from .._redact import Mentions, keyed_digest, said_form
 from .._time import new_memory_id, parse_iso, to_utc
 from ._memories import Memories, speaker_of
 from ._recall_index import IndexSync
@@ -569,15 +569,15 @@ class Conversations:
 
     def _erased(self, texts: Sequence[str], owner: str | None) -> set[int]:
         """The positions of ``texts`` that a forgotten memory of ``owner`` said, word for
-        word as the conversation's duplicates read it (``spellings``: its keyed digest,
-        under any forget key the store holds): a sitting imported again after a forget,
-        perhaps retyped, does not bring them back. A store that never forgot pays
-        nothing."""
+        word or as the conversation's duplicates read it (``said_form``): their keyed
+        digests under any forget key the store holds. A sitting imported again after a
+        forget, perhaps typed again, does not bring them back. A store that never forgot
+        pays nothing."""
         keys = self._ctx.keys.forget_keys()
         if not keys:
             return set()
         digests = [{keyed_digest(key, said, key_id=tag) for tag, key in keys.items()
-                    for said in spellings(text)} for text in texts]
+                    for said in (text, said_form(text))} for text in texts]
         gone = self._ctx.engine.forgotten_digests(sorted(set().union(*digests)), owner=owner)
         return {n for n, mine in enumerate(digests) if mine & gone}
 

@@ -18,7 +18,7 @@ from .._errors import ConfirmationRequiredError, ConflictError, StoreError
 from .._keys import FORGET, key_id
 from .._models import ChangeType, EventType, Kind, LifecycleEvent, Memory, Status, TriggeredBy
 from .._records import patched_memory
-from .._redact import DIGEST_PREFIX, Mentions, digest_key_id, keyed_digest
+from .._redact import DIGEST_PREFIX, SAID, Mentions, digest_key_id, keyed_digest, said_form
 from ._knowledge import Knowledge
 
 __all__ = ["Transition", "Transitions"]
@@ -155,7 +155,10 @@ class Transitions:
             "text": "", "subject": None, "tags": [], "vector": None, "sentences": None,
             "payload": None,
             "payload_hash": None, "context": None, "entities": [],
-            "provenance": {"redacted": True}, "extra": {}, "integrity": {}, "access_times": [],
+            "provenance": {"redacted": True}, "extra": {}, "access_times": [],
+            # what a sitting typed again would say (``said_form``), for conversations
+            "integrity": {SAID: sorted({keyed_digest(key, said_form(t), key_id=tag) for t in
+                                        (memory.text, *(v.text for v in history)) if t})},
             "times_from": [], "times_to": [],  # the times its text spoke of
             # and what its writer said of it besides (a session's name can say whose)
             "session": None, "observed": None, "valid_from": None, "valid_to": None,
