@@ -66,6 +66,7 @@ ESCAPES = [
     "CALL threads = 1",
     "CALL timeout = 1",
     "CALL checkpoint_threshold=0",
+    "CALL current_setting('home_directory') RETURN *",
     "CALL page_rank('g') RETURN *",
     "CALL CREATE_FTS_INDEX('Memory', 'x', ['text'])",
     "BEGIN TRANSACTION",

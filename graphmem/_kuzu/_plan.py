@@ -29,7 +29,7 @@ __all__ = ["LOG_TABLES", "READ_FUNCTIONS", "PlanCheck"]
 #: Table functions a read may CALL (catalogue views and index queries; none writes).
 READ_FUNCTIONS = frozenset({
     "show_tables", "table_info", "show_connection", "db_version", "show_functions",
-    "show_indexes", "show_macros", "show_warnings", "current_setting", "show_sequences",
+    "show_indexes", "show_macros", "show_warnings", "show_sequences",
     "show_projected_graphs", "query_fts_index", "query_vector_index",
 })
 #: Tables that graphmem alone writes: the append-only history, the audit log, its own
