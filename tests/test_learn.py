@@ -638,3 +638,37 @@ def test_the_learning_report_shows_no_result_of_an_older_protocol(tmp_path: Path
     assert "Not shown: the longmemeval result on file was made under an older replay " \
            "protocol ('seeded order, feedback on shown hits/2')" in text
     assert "## The learned ranker" not in text
+
+
+def test_the_longmemeval_replay_asks_abstention_questions_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every sampled question is replayed (its feedback trains the other folds), the
+    abstention one too; only the answerable one is scored."""
+    from eval.learning import run_longmemeval
+
+    def item(qid: str, answer: list[str]) -> dict[str, object]:
+        sessions = {"s_a": "I baked bread yesterday.", "answer_1": "I moved to Accra.",
+                    "s_b": "The weather is nice."}
+        return {"question_id": qid, "question_type": "single-session-user",
+                "question": "Which city did I move to?", "answer": "Accra",
+                "question_date": "2023/06/01 (Thu) 10:00",
+                "haystack_session_ids": list(sessions),
+                "haystack_dates": [f"2023/05/0{i + 1} (Mon) 09:00" for i in range(3)],
+                "haystack_sessions": [[{"role": "user", "content": t},
+                                       {"role": "assistant", "content": "Noted."}]
+                                      for t in sessions.values()],
+                "answer_session_ids": answer}
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps([item("q1", ["answer_1"]), item("q2_abs", [])]))
+    asked: list[str] = []
+    import eval.learning as learning
+
+    real = learning.agent_use
+
+    def counting(store: MemoryStore, question: str, reader: Reader, **kw: object) -> object:
+        asked.append(question)
+        return real(store, question, reader, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(learning, "agent_use", counting)
+    result = run_longmemeval(str(path), "hashing", folds=2, progress=False)
+    assert len(asked) == 2 and result["questions"] == 1
