@@ -520,7 +520,8 @@ def test_a_sitting_imported_again_does_not_bring_back_what_was_forgotten(
 @pytest.mark.parametrize("typed", [
     "i’m  Zorblaxia Quent", "i'm zorblaxia quent.", "I'M ZORBLAXIA QUENT!", "I'm Zorblaxia Quent .",
     "I`m Zorblaxia Quent.", '"I\'m Zorblaxia Quent."', "I'm Zorblaxia Quent;",
-    "I'm Zorblaxia Quent...", "I'm Zorblaxia Quent?!", "I'm Zorblaxia Quent :)"])
+    "I'm Zorblaxia Quent...", "I'm Zorblaxia Quent?!", "I'm Zorblaxia Quent :)",
+    "I´m Zorblaxia-Quent", "I'm **Zorblaxia** Quent 🐈", "I'm (Zorblaxia) Quent"])
 def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
         opener: Opener, typed: str) -> None:
     """The same statement typed again as the conversation's duplicates read it (case,
@@ -539,6 +540,35 @@ def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
     other = store.add_conversation([{"speaker": "user", "text": typed}], session_id="s1",
                                    owner="bob")
     assert len(other.created_ids) == 1
+
+
+@pytest.mark.parametrize(("forgotten", "said"), [
+    ("I'm HIV+.", "I'm HIV-."), ("My blood type is A+.", "My blood type is A-."),
+    ("I code in C++.", "I code in C#."), ("-5 degrees is my limit.", "5 degrees is my limit."),
+    ("My handle is @zorbo_", "My handle is @zorbo"), ("My code is 4071.", "My code is 40.71.")])
+def test_another_statement_of_the_same_words_is_not_taken_for_the_forgotten_one(
+        opener: Opener, forgotten: str, said: str) -> None:
+    """Signs and numbers make another statement: it is kept after the forget."""
+    store = opener("signs")
+    store.add_conversation([{"speaker": "user", "text": forgotten}], session_id="s1",
+                           owner="ann")
+    [gone] = store.memories(owner="ann")
+    store.forget(gone.id, confirm=True, purge=False)
+    later = store.add_conversation([{"speaker": "user", "text": said}], session_id="s2",
+                                   owner="ann")
+    assert len(later.created_ids) == 1, later.dropped
+
+
+def test_the_sentences_of_a_forgotten_paragraph_do_not_come_back_one_by_one(
+        opener: Opener) -> None:
+    store = opener("paragraph")
+    gone = store.add("My cat is called Zorbo. He is ginger and shy. I adore figs.",
+                     owner="ann")
+    store.forget(gone.id, confirm=True, purge=False)
+    again = store.add_conversation([{"speaker": "user", "text": "My cat is called Zorbo. He "
+                                     "is ginger and shy. I adore figs. I live in Porto."}],
+                                   session_id="s1", owner="ann")
+    assert [store.get(i).text for i in again.created_ids] == ["I live in Porto."]
 
 
 def test_what_an_edited_statement_said_first_does_not_come_back(opener: Opener) -> None:

@@ -157,8 +157,8 @@ class Transitions:
             "payload_hash": None, "context": None, "entities": [],
             "provenance": {"redacted": True}, "extra": {}, "access_times": [],
             # what a sitting typed again would say (``said_form``), for conversations
-            "integrity": {SAID: sorted({keyed_digest(key, said_form(t), key_id=tag) for t in
-                                        (memory.text, *(v.text for v in history)) if t})},
+            "integrity": {SAID: _said_digests((memory.text, *(v.text for v in history)),
+                                              key, tag)},
             "times_from": [], "times_to": [],  # the times its text spoke of
             # and what its writer said of it besides (a session's name can say whose)
             "session": None, "observed": None, "valid_from": None, "valid_to": None,
@@ -305,3 +305,13 @@ class Transitions:
             if cleaned != meta:
                 out[event_id] = cleaned
         return out
+
+
+def _said_digests(texts: tuple[str | None, ...], key: str, tag: str) -> list[str]:
+    """What a forgotten memory keeps of its ``texts`` for conversations imported later:
+    the keyed digest of the ``said_form`` of each text and of each of its sentences (a
+    paragraph forgotten whole is not said again sentence by sentence either)."""
+    from .._extract._rules import sentences
+
+    forms = {said_form(part) for text in texts if text for part in (text, *sentences(text))}
+    return sorted(keyed_digest(key, form, key_id=tag) for form in forms - {""})
