@@ -119,6 +119,8 @@ class Mentions:
     'My cat is ginger.\\n\\n  code:  a = 1'
     >>> said.scrub("LeeAnn said I'm 34. I'm 34.5 years old.")
     "LeeAnn said I'm 34. I'm 34.5 years old."
+    >>> Mentions(["My cat is Zorbo"], anywhere=True).scrub("My cat is Zorbo, so he eats.")
+    'so he eats.'
     """
 
     def __init__(self, texts: Iterable[str | None], *, anywhere: bool = False) -> None:
@@ -144,10 +146,11 @@ class Mentions:
                 parts.append(rf"(?:(?<=\n)|^)[ \t]*{body}[ \t]*(?=\n|$)")
         if anywhere and parts:
             # a sentence starts a text or a line, or follows a sentence's end; it ends
-            # with its closing marks before a space or the end of the text
+            # with its closing marks before a space or the end of the text, or, a clause
+            # of one ("My cat is called Zorbo, so ..."), with the comma after it
             self._pattern: re.Pattern[str] | None = re.compile(
                 rf"(?P<pre>^|(?<=[.!?…])[\"')\]]*[ \t]+|\n[ \t]*)(?:{'|'.join(parts)})"
-                rf"[{re.escape(_CLOSE)}]*(?=\s|$)[ \t]*", re.IGNORECASE)
+                rf"(?:[{re.escape(_CLOSE)}]*(?=\s|$)|[,;:](?=\s|$))[ \t]*", re.IGNORECASE)
         else:
             self._pattern = re.compile("|".join(parts)) if parts else None
         #: per text, its longest run of letters and digits: every copy of that text, in any

@@ -571,6 +571,19 @@ def test_the_sentences_of_a_forgotten_paragraph_do_not_come_back_one_by_one(
     assert [store.get(i).text for i in again.created_ids] == ["I live in Porto."]
 
 
+def test_a_forgotten_clause_leaves_the_payload_of_its_message(opener: Opener) -> None:
+    """A statement cut from its message at a comma ("My cat is called Zorbo, so ...")
+    leaves the message that the other statement keeps as its payload."""
+    store = opener("clause")
+    store.add_conversation([{"speaker": "user", "text": "My cat is called Zorbo, so maybe "
+                             "I'll get him a friend."}], session_id="s1", owner="ann")
+    [gone] = [m for m in store.memories(owner="ann") if m.text.startswith("My cat")]
+    assert gone.text.rstrip(".,") == "My cat is called Zorbo"
+    store.forget(gone.id, confirm=True, purge=False)
+    left = [m for m in store.memories(owner="ann") if m.status.value != "forgotten"]
+    assert left and not [m for m in left if "Zorbo" in (m.payload or "") + (m.context or "")]
+
+
 def test_what_an_edited_statement_said_first_does_not_come_back(opener: Opener) -> None:
     """A statement edited before it was forgotten: the sitting imported again with its
     first words is dropped too (the forgotten memory holds a digest of each text it
