@@ -58,35 +58,40 @@ def digest_key_id(digest: str) -> str | None:
     return parts[0] if len(parts) == 2 else None
 
 
-#: What ``said_form`` keeps besides letters and digits: signs that change what a
-#: statement says ("A+", "C#", "@ana_", "5%", "$5", "18+")
-_SIGNS = frozenset("+#@_%$&=<>/")
+#: What ``said_form`` reads as one apostrophe, and takes off a statement's ends
+_APOSTROPHES = str.maketrans(dict.fromkeys("’`´‘′", "'"))
+_STARTS = frozenset(" \t\n\r\f\v\u00a0\u200b\"'“”«»„([*")
+_ENDS = _STARTS | frozenset(".!?…,;:)]")
 
 
 def said_form(text: str) -> str:
-    """A statement as a conversation's duplicates read it, whatever its typing: letters
-    and digits, case folded and without accents (NFKD), with the signs that change what
-    it says (``_SIGNS``; a minus before a digit or after a word: "-5", "A-"); every other
-    mark (punctuation, quotes, apostrophes, emoji, hyphens inside a word) a space, spaces
-    collapsed. A forgotten statement keeps the keyed digest of this form of each text and
-    sentence it had (``SAID``), so that a sitting typed again does not bring it back. One
-    pass: linear in the text.
+    """A statement as it may come again in an old chat log, typed otherwise: NFKC, lower
+    case, one apostrophe, spaces collapsed, and its ends without quotes, closing marks,
+    markup or emoji. Nothing inside it changes: another word, number, sign or mark makes
+    another statement ("C++" and "C#", "A+" and "A-", "I don't drink." and "I don't drink
+    coffee."). A forgotten statement keeps the keyed digest of this form (``SAID``), so
+    that a sitting imported again does not bring it back. Linear in the text.
 
-    >>> said_form(" “I’M  41 !!” ") == said_form("i'm 41") == "i m 41"
+    >>> said_form(" “I’M  41 !!” ") == said_form("i'm 41") == "i'm 41"
     True
-    >>> said_form("My cat is called **Zorbo** , and he's ginger 🐈")
-    'my cat is called zorbo and he s ginger'
-    >>> [said_form(t) for t in ("I'm HIV+.", "I'm HIV-.", "-5 degrees", "C#", "40.71")]
-    ['i m hiv+', 'i m hiv-', '-5 degrees', 'c#', '40 71']
+    >>> [said_form(t) for t in ("I'm HIV+.", "I'm HIV-.", "**Zorbo** 🐈", "x != 5")]
+    ["i'm hiv+", "i'm hiv-", 'zorbo', 'x != 5']
     """
-    folded = "".join(c for c in unicodedata.normalize("NFKD", text.casefold())
-                     if not unicodedata.combining(c))
-    last = len(folded) - 1
-    kept = [c if c.isalnum() or c in _SIGNS or (c == "-" and (
-        (n < last and folded[n + 1].isdigit())
-        or (n > 0 and folded[n - 1].isalnum() and (n == last or not folded[n + 1].isalnum()))))
-        else " " for n, c in enumerate(folded)]
-    return " ".join("".join(kept).split())
+    folded = " ".join(unicodedata.normalize("NFKC", text.translate(_APOSTROPHES)).lower()
+                      .split())
+    start, end = 0, len(folded)
+    while start < end and _trimmed(folded[start], _STARTS):
+        start += 1
+    while end > start and _trimmed(folded[end - 1], _ENDS):
+        end -= 1
+    return folded[start:end]
+
+
+def _trimmed(char: str, marks: frozenset[str]) -> bool:
+    """Whether ``said_form`` takes ``char`` off a statement's start or end (``marks``: a
+    quote, markup, a space, and at the end a closing mark), as it does a symbol (emoji,
+    dingbats)."""
+    return char in marks or unicodedata.category(char) in ("So", "Sk", "Cf", "Mn")
 
 
 def forgotten_holds(text_sha256: str | None, integrity: str | dict[str, Any] | None
@@ -121,6 +126,9 @@ class Mentions:
     "LeeAnn said I'm 34. I'm 34.5 years old."
     >>> Mentions(["My cat is Zorbo"], anywhere=True).scrub("My cat is Zorbo, so he eats.")
     'so he eats.'
+    >>> both = Mentions(["I'm 34.", "I live in Linz."], anywhere=True)
+    >>> both.scrub("I'm 34. I live in Linz. I live in Linz, Texas. I'm 34 weeks along.")
+    "I live in Linz, Texas. I'm 34 weeks along."
     """
 
     def __init__(self, texts: Iterable[str | None], *, anywhere: bool = False) -> None:
@@ -134,9 +142,17 @@ class Mentions:
             texts_seen.append(text or "")
             body = r"\s+".join(re.escape(w) for w in words)
             if anywhere:
-                words[-1] = words[-1].rstrip(_CLOSE) or words[-1]
+                bare = words[-1].rstrip(_CLOSE)
+                clause = bare == words[-1]
+                words[-1] = bare or words[-1]
+                # a sentence ends at a closing mark before a space, or at a line's end; a
+                # clause (no closing mark of its own: "My cat is called Zorbo, so ...")
+                # also at a comma, semicolon or colon ("I live in Linz." is not the
+                # start of "I live in Linz, Texas." nor of "I live in Linz with Ana.")
+                end = (rf"[{re.escape(_CLOSE)}]+(?=\s|$)|(?=[ \t]*(?:\n|$))"
+                       + (r"|[,;:](?=\s|$)" if clause else ""))
                 parts.append(re.sub(r"['’`]", lambda _: _APOS,
-                                    r"\s+".join(re.escape(w) for w in words)))
+                                    r"\s+".join(re.escape(w) for w in words)) + f"(?:{end})")
             elif len(" ".join(words)) >= _ANYWHERE:
                 # whole words: not the "Ann is 34." of "LeeAnn is 34."
                 before = r"(?<!\w)" if re.match(r"\w", words[0]) else ""
@@ -145,12 +161,11 @@ class Mentions:
             else:
                 parts.append(rf"(?:(?<=\n)|^)[ \t]*{body}[ \t]*(?=\n|$)")
         if anywhere and parts:
-            # a sentence starts a text or a line, or follows a sentence's end; it ends
-            # with its closing marks before a space or the end of the text, or, a clause
-            # of one ("My cat is called Zorbo, so ..."), with the comma after it
+            # a sentence starts a text or a line, or follows a sentence's end (one cut
+            # just before it took the space: "I'm 34. I live in Linz." both forgotten)
             self._pattern: re.Pattern[str] | None = re.compile(
-                rf"(?P<pre>^|(?<=[.!?…])[\"')\]]*[ \t]+|\n[ \t]*)(?:{'|'.join(parts)})"
-                rf"(?:[{re.escape(_CLOSE)}]*(?=\s|$)|[,;:](?=\s|$))[ \t]*", re.IGNORECASE)
+                rf"(?P<pre>^|(?<=[.!?…])[\"')\]]*[ \t]+|(?<=[.!?…][ \t])|\n[ \t]*)"
+                rf"(?:{'|'.join(parts)})[ \t]*", re.IGNORECASE)
         else:
             self._pattern = re.compile("|".join(parts)) if parts else None
         #: per text, its longest run of letters and digits: every copy of that text, in any

@@ -307,11 +307,19 @@ class Transitions:
         return out
 
 
+#: The words a sentence of a forgotten text needs for a digest of its own: a paragraph
+#: forgotten whole is not said again sentence by sentence, but a short common sentence
+#: in it ("I'm fine.") may be said again and kept
+_SENTENCE_WORDS = 4
+
+
 def _said_digests(texts: tuple[str | None, ...], key: str, tag: str) -> list[str]:
     """What a forgotten memory keeps of its ``texts`` for conversations imported later:
-    the keyed digest of the ``said_form`` of each text and of each of its sentences (a
-    paragraph forgotten whole is not said again sentence by sentence either)."""
+    the keyed digest of the ``said_form`` of each text and of each of its sentences of
+    ``_SENTENCE_WORDS`` words or more."""
     from .._extract._rules import sentences
 
-    forms = {said_form(part) for text in texts if text for part in (text, *sentences(text))}
+    forms = {said_form(part) for text in texts if text
+             for part in (text, *(s for s in sentences(text)
+                                  if len(s.split()) >= _SENTENCE_WORDS))}
     return sorted(keyed_digest(key, form, key_id=tag) for form in forms - {""})
