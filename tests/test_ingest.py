@@ -268,7 +268,8 @@ def test_longmemeval_loader_and_ingest(store: MemoryStore, tmp_path: Path) -> No
     assert set(sessions.values()) == {"sharegpt_a_0", "answer_b_1"}
     hit = store.recall("moved to Ibadan", k=1, preset="fulltext")[0]
     assert sessions[hit.memory.id] == "answer_b_1"
-    assert hit.memory.provenance["has_answer"] is True
+    assert "has_answer" not in hit.memory.provenance  # the store hears no label
+    assert "answer" not in (hit.memory.session or "")
     packed = tmp_path / "lme.json.gz"  # the development split ships gzip-compressed
     packed.write_bytes(gzip.compress(path.read_bytes()))
     assert load_longmemeval(packed) == questions
