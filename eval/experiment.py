@@ -184,6 +184,13 @@ class Reader:
                 f"shown: the one its reader ({self.spec}, {which}) finds closest to the "
                 "question useful, the others not useful; no gold label takes part")
 
+    def protocol(self, retriever: str, asked: str) -> str:
+        """The ACT-R protocol as a report says it: ``asked`` (what is split in two)
+        halved, one half replayed by this agent, the other measured."""
+        return (f"{asked} split in two halves (alternating); one half replayed as an "
+                f"agent's use ({self.describe(retriever)}), the other measured on that "
+                "warm store with default and with default without ACT-R; then swapped")
+
     def pick(self, question: str, texts: Sequence[str]) -> int | None:
         """The position in ``texts`` of the one the agent used (the first of equals);
         ``None`` when it was shown nothing."""

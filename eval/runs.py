@@ -184,11 +184,9 @@ def locomo_actr(plan: Sequence[tuple[Conversation, list[tuple[int, Question]]]],
             store.close()
     bar.close()
     summary = actr_summary(pairs, cold)
-    summary["protocol"] = ("each conversation's questions (with evidence or not) split in two "
-                           "halves (alternating); one half replayed as an agent's use "
-                           f"({reader.describe(emb.spec)}), the other measured on that warm "
-                           "store with default and with default without ACT-R; then "
-                           "swapped. Cold: the same two on a store nobody used")
+    summary["protocol"] = (reader.protocol(emb.spec, "each conversation's questions (with "
+                                           "evidence or not)")
+                           + ". Cold: the same two on a store nobody used")
     summary["reader"] = reader.spec
     return summary
 
@@ -604,10 +602,7 @@ def run_ump(path: str | Path, qrels: str | Path, *, presets: Sequence[str] = ROW
             store.close()
         results["actr"] = {
             **actr_summary(pairs),
-            "protocol": "the queries split in two halves (alternating); one half replayed "
-                        f"as an agent's use ({reader.describe(emb.spec)}), the other "
-                        "measured on that warm store with default and with default "
-                        "without ACT-R; then swapped",
+            "protocol": reader.protocol(emb.spec, "the queries"),
             "reader": reader.spec}
     results["seconds"] = round(time.perf_counter() - started, 1)
     results["embedder"] = emb.spec

@@ -151,7 +151,7 @@ class Mentions:
                 # start of "I live in Linz, Texas." nor of "I live in Linz with Ana.")
                 end = (rf"[{re.escape(_CLOSE)}]+(?=\s|$)|(?=[ \t]*(?:\n|$))"
                        + (r"|[,;:](?=\s|$)" if clause else ""))
-                parts.append(re.sub(r"['’`]", lambda _: _APOS,
+                parts.append(re.sub(_APOS, lambda _: _APOS,
                                     r"\s+".join(re.escape(w) for w in words)) + f"(?:{end})")
             elif len(" ".join(words)) >= _ANYWHERE:
                 # whole words: not the "Ann is 34." of "LeeAnn is 34."

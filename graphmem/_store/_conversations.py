@@ -576,8 +576,8 @@ class Conversations:
         keys = self._ctx.keys.forget_keys()
         if not keys:
             return set()
-        digests = [{keyed_digest(key, said, key_id=tag) for tag, key in keys.items()
-                    for said in (text, said_form(text))} for text in texts]
+        digests = [{keyed_digest(key, said, key_id=tag) for said in (text, said_form(text))
+                    for tag, key in keys.items()} for text in texts]
         gone = self._ctx.engine.forgotten_digests(sorted(set().union(*digests)), owner=owner)
         return {n for n, mine in enumerate(digests) if mine & gone}
 
