@@ -8,6 +8,11 @@ and for plain prose, the table gives the time to extract 10k, 50k and 200k chara
 pass a write or a question runs: times, mentions, facts, the rule extractor's sentences and
 entities, the question's window) and its ratio to plain text of the same length.
 
+``--forget`` adds a second table: forget's matcher (``Mentions``, which finds a forgotten
+text in what its neighbours keep and in a sitting imported again) seeking half of each text
+with one word changed at its end, as a sentence (``anywhere``) and as whole words, in the
+whole text: the near miss a regular expression tried again at every sentence start.
+
 Times are CPU seconds of this process (other processes' load moves them little), the best of
 ``--repeat`` runs. A run stopped at ``--timeout`` seconds shows as ``>T`` and the family's
 larger sizes are skipped (``-``): the rules this replaced took minutes on 50k characters.
@@ -18,11 +23,12 @@ from __future__ import annotations
 import argparse
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from types import FrameType
 
 from graphmem.algorithms import (
+    Mentions,
     RuleExtractor,
     Statement,
     assistant_statements,
@@ -78,6 +84,14 @@ def extract_all(text: str) -> None:
     correction_target(text, [Statement("earlier", text)], redo=True)
 
 
+def match_forgotten(text: str) -> None:
+    """Forget's matcher seeking a near miss of the first half of ``text`` in all of it, as a
+    sentence and as whole words."""
+    sought = text[:len(text) // 2].rstrip() + " zq."
+    for anywhere in (True, False):
+        Mentions([sought], anywhere=anywhere).scrub(text)
+
+
 class _Stopped(Exception):
     pass
 
@@ -86,14 +100,15 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     raise _Stopped
 
 
-def cpu_seconds(text: str, timeout: float) -> float | None:
-    """CPU seconds to extract ``text``; None when it took more than ``timeout`` (the regex
-    engine checks for signals, so even one long match is stopped)."""
+def cpu_seconds(text: str, timeout: float, work: Callable[[str], None] = extract_all
+                ) -> float | None:
+    """CPU seconds of ``work`` (extraction) on ``text``; None when it took more than
+    ``timeout`` (the regex engine checks for signals, so even one long match is stopped)."""
     previous = signal.signal(signal.SIGPROF, _stop)
     signal.setitimer(signal.ITIMER_PROF, timeout)
     start = time.process_time()
     try:
-        extract_all(text)
+        work(text)
         return time.process_time() - start
     except _Stopped:
         return None
@@ -102,15 +117,15 @@ def cpu_seconds(text: str, timeout: float) -> float | None:
         signal.signal(signal.SIGPROF, previous)
 
 
-def measure(unit: str, sizes: Sequence[int], repeats: int, timeout: float
-            ) -> list[float | str | None]:
+def measure(unit: str, sizes: Sequence[int], repeats: int, timeout: float,
+            work: Callable[[str], None] = extract_all) -> list[float | str | None]:
     """Best CPU seconds per size; None past the timeout, "-" for sizes skipped after it."""
     out: list[float | str | None] = []
     for size in sizes:
         if out and out[-1] in (None, "-"):
             out.append("-")
             continue
-        runs = [cpu_seconds(repeat(unit, size), timeout) for _ in range(repeats)]
+        runs = [cpu_seconds(repeat(unit, size), timeout, work) for _ in range(repeats)]
         out.append(None if None in runs else min(r for r in runs if r is not None))
     return out
 
@@ -131,6 +146,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs per cell (the best)")
     parser.add_argument("--timeout", type=float, default=120.0,
                         help="CPU seconds after which a run is stopped")
+    parser.add_argument("--forget", action="store_true",
+                        help="also time forget's matcher on each family (a second table)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     chosen = [f for f in args.families.split(",") if f]
@@ -138,15 +155,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     if unknown:
         parser.error(f"unknown families {sorted(unknown)}; known: {', '.join(FAMILIES)}")
     header = "".join(f"{f'{s // 1000}k s':>10}{'x plain':>9}" for s in sizes)
-    print(f"extraction CPU seconds (best of {args.repeat}) and the ratio to plain text of "
-          "the same length")
-    print(f"{'family':<22}{'attacks':<36}{header}")
-    plain = measure(PLAIN, sizes, args.repeat, args.timeout)
-    print(_row("plain text", "", plain, plain, args.timeout), flush=True)
-    for name in chosen:
-        unit, attacks = FAMILIES[name]
-        values = measure(unit, sizes, args.repeat, args.timeout)
-        print(_row(name, attacks, values, plain, args.timeout), flush=True)
+    tables = [("extraction", extract_all)]
+    if args.forget:
+        tables.append(("forget's matcher", match_forgotten))
+    for title, work in tables:
+        print(f"{title} CPU seconds (best of {args.repeat}) and the ratio to plain text of "
+              "the same length")
+        print(f"{'family':<22}{'attacks':<36}{header}")
+        plain = measure(PLAIN, sizes, args.repeat, args.timeout, work)
+        print(_row("plain text", "", plain, plain, args.timeout), flush=True)
+        for name in chosen:
+            unit, attacks = FAMILIES[name]
+            values = measure(unit, sizes, args.repeat, args.timeout, work)
+            print(_row(name, attacks, values, plain, args.timeout), flush=True)
 
 
 def _row(name: str, attacks: str, values: Sequence[float | str | None],

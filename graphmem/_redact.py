@@ -17,7 +17,7 @@ import hmac
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 __all__ = ["DIGEST_PREFIX", "SAID", "Mentions", "digest_key_id", "forgotten_holds",
@@ -33,6 +33,7 @@ _ANYWHERE = 12
 #: What may close a sentence, and the apostrophes a sentence may be written with.
 _CLOSE = ".!?…"
 _APOS = "['’`]"
+_SAID_APOS = str.maketrans(dict.fromkeys("’`", "'"))
 
 
 def keyed_digest(key: str, text: str | None, *, key_id: str = "") -> str:
@@ -129,71 +130,111 @@ class Mentions:
     >>> both = Mentions(["I'm 34.", "I live in Linz."], anywhere=True)
     >>> both.scrub("I'm 34. I live in Linz. I live in Linz, Texas. I'm 34 weeks along.")
     "I live in Linz, Texas. I'm 34 weeks along."
+
+    Linear in the text and the texts sought, whatever they hold: a text of several words
+    is found word by word (a prefix table over its words, as Knuth-Morris-Pratt over
+    characters), not by a regular expression that tries it again at every place a
+    sentence or word may start.
     """
 
     def __init__(self, texts: Iterable[str | None], *, anywhere: bool = False) -> None:
-        parts = []
-        texts_seen: list[str] = []
         self._sentences = anywhere
+        self._sought: list[_Sought] = []
+        short: list[str] = []
+        texts_seen: list[str] = []
         for text in texts:
             words = (text or "").split()
             if not words:
                 continue
             texts_seen.append(text or "")
-            body = r"\s+".join(re.escape(w) for w in words)
             if anywhere:
+                words = [_said_word(w) for w in words]
                 bare = words[-1].rstrip(_CLOSE)
-                clause = bare == words[-1]
-                words[-1] = bare or words[-1]
                 # a sentence ends at a closing mark before a space, or at a line's end; a
                 # clause (no closing mark of its own: "My cat is called Zorbo, so ...")
                 # also at a comma, semicolon or colon ("I live in Linz." is not the
                 # start of "I live in Linz, Texas." nor of "I live in Linz with Ana.")
-                end = (rf"[{re.escape(_CLOSE)}]+(?=\s|$)|(?=[ \t]*(?:\n|$))"
-                       + (r"|[,;:](?=\s|$)" if clause else ""))
-                parts.append(re.sub(_APOS, lambda _: _APOS,
-                                    r"\s+".join(re.escape(w) for w in words)) + f"(?:{end})")
-            elif len(" ".join(words)) >= _ANYWHERE:
+                self._sought.append(_Sought(None, words[:-1], bare or words[-1],
+                                            clause=bare == words[-1]))
+            elif len(" ".join(words)) < _ANYWHERE:
+                body = r"\s+".join(re.escape(w) for w in words)
+                short.append(rf"(?:(?<=\n)|^)[ \t]*{body}[ \t]*(?=\n|$)")
+            elif len(words) == 1:
                 # whole words: not the "Ann is 34." of "LeeAnn is 34."
-                before = r"(?<!\w)" if re.match(r"\w", words[0]) else ""
-                after = r"(?!\w)" if re.search(r"\w$", words[-1]) else ""
-                parts.append(f"{before}{body}{after}")
+                short.append((r"(?<!\w)" if re.match(r"\w", words[0]) else "")
+                             + re.escape(words[0])
+                             + (r"(?!\w)" if re.search(r"\w$", words[0]) else ""))
             else:
-                parts.append(rf"(?:(?<=\n)|^)[ \t]*{body}[ \t]*(?=\n|$)")
-        if anywhere and parts:
-            # a sentence starts a text or a line, or follows a sentence's end (one cut
-            # just before it took the space: "I'm 34. I live in Linz." both forgotten)
-            self._pattern: re.Pattern[str] | None = re.compile(
-                rf"(?P<pre>^|(?<=[.!?…])[\"')\]]*[ \t]+|(?<=[.!?…][ \t])|\n[ \t]*)"
-                rf"(?:{'|'.join(parts)})[ \t]*", re.IGNORECASE)
-        else:
-            self._pattern = re.compile("|".join(parts)) if parts else None
+                self._sought.append(_Sought(words[0], words[1:-1], words[-1], clause=False))
+        #: short texts (anchored at a line's start) and single words, found by one
+        #: regular expression that cannot try more than ``_ANYWHERE`` characters or one
+        #: literal at a place
+        self._short = re.compile("|".join(short)) if short else None
         #: per text, its longest run of letters and digits: every copy of that text, in any
         #: whitespace and in JSON, contains it verbatim (a cheap pre-filter for the
         #: database); one per text, as a place may hold one text and not another (a reply
         #: indexed with one sentence of a forgotten message)
-        self.probes = tuple(dict.fromkeys(
-            max(runs, key=len) for runs in (
-                [run for word in (text or "").split() for run in re.findall(r"\w+", word)]
-                for text in texts_seen) if runs))
+        runs_of = [[run for word in text.split() for run in re.findall(r"\w+", word)]
+                   for text in texts_seen]
+        self.probes = tuple(dict.fromkeys(max(runs, key=len) for runs in runs_of if runs))
+        #: the same, for a text in hand: none of them in it, none of the texts either
+        #: (only when every text has one)
+        self._filter = (() if not all(runs_of) else
+                        tuple(p.lower() for p in self.probes) if anywhere else self.probes)
 
     def __bool__(self) -> bool:
-        return self._pattern is not None
+        return bool(self._sought) or self._short is not None
 
     def found_in(self, text: str | None) -> bool:
-        return bool(self._pattern is not None and text and self._pattern.search(text))
+        return bool(text) and bool(self._spans(text or "", first=True))
 
     def scrub(self, text: str) -> str:
         """``text`` without the mentions; blank lines they leave are dropped."""
-        if self._pattern is None:
+        spans = self._spans(text)
+        if not spans:
             return text
+        cut = "".join(text[a:b] for a, b in zip([0, *(e for _, e in spans)],
+                                                  [*(s for s, _ in spans), len(text)], strict=True))
         if self._sentences:
-            cut = self._pattern.sub(lambda m: m.group("pre"), text)
-            return cut.rstrip() if cut != text and not text[-1:].isspace() else cut
-        cut = self._pattern.sub("", text)
-        if cut == text:
-            return text
+            return cut if text[-1:].isspace() else cut.rstrip()
         return "\n".join(line for line in cut.split("\n") if line.strip())
+
+    def _spans(self, text: str, *, first: bool = False) -> list[tuple[int, int]]:
+        """Where the texts sought occur in ``text``, leftmost first and none overlapping
+        (at one place, the first text of several words given, then a short one)."""
+        if not self or not text:
+            return []
+        held = _said_word(text) if self._sentences else text
+        if self._filter and not any(probe in held for probe in self._filter):
+            return []
+        found: list[tuple[int, int, int]] = []
+        if self._short is not None:
+            found.extend((m.start(), len(self._sought), m.end())
+                         for m in self._short.finditer(text)
+                         if m.end() > m.start())
+        if self._sought:
+            if len(held) != len(text):  # a letter whose lower case is longer
+                held = text
+            words = held.split()
+            if held is text and self._sentences:
+                words = [_said_word(w) for w in words]
+            joined = " ".join(words)
+            # a cheap necessary condition: the words it holds, whole and in order
+            sought_here = [(n, s) for n, s in enumerate(self._sought) if s.joined in joined]
+            tokens = [m.span() for m in re.finditer(r"\S+", text)] if sought_here else []
+            place = _sentence if self._sentences else _whole
+            for order, sought in sought_here:
+                for i in sought.places(words):
+                    span = place(text, tokens, words, i, sought)
+                    if span is not None:
+                        if first:
+                            return [span]
+                        found.append((span[0], order, span[1]))
+        spans: list[tuple[int, int]] = []
+        for start, _, end in sorted(found):
+            if not spans or start >= spans[-1][1]:
+                spans.append((start, end))
+        return spans
 
     def scrub_json(self, value: Any) -> tuple[Any, list[str]]:
         """``value`` (JSON data) with every string that mentions the texts replaced by
@@ -214,3 +255,93 @@ class Mentions:
 
         out = walk(json.loads(json.dumps(value)), "")
         return out, redacted
+
+
+class _Sought:
+    """One text of several words, sought word by word: ``first`` (matched at the end of
+    a word; None: matched whole, as ``middle``), ``middle`` (whole words) and ``last``
+    (matched at the start of a word), with the prefix table of the words matched whole."""
+
+    def __init__(self, first: str | None, middle: list[str], last: str, *,
+                 clause: bool) -> None:
+        self.first, self.middle, self.last, self.clause = first, middle, last, clause
+        #: what every text holding this one holds, its words joined by one space
+        self.joined = " ".join(middle) if middle else last
+        self._table = [0] * len(middle)
+        k = 0
+        for n in range(1, len(middle)):
+            while k and middle[n] != middle[k]:
+                k = self._table[k - 1]
+            if middle[n] == middle[k]:
+                k += 1
+            self._table[n] = k
+
+    def places(self, words: list[str]) -> Iterator[int]:
+        """Each index at which the text may start in ``words``: where ``middle`` occurs
+        whole, with a word before it for ``first`` and one after it for ``last``. Linear
+        in ``words`` (Knuth-Morris-Pratt over words)."""
+        middle, size = self.middle, len(self.middle)
+        lead = 0 if self.first is None else 1
+        if not size:
+            yield from range(len(words) - lead)
+            return
+        k = 0
+        for n in range(lead, len(words) - 1):
+            word = words[n]
+            while k and word != middle[k]:
+                k = self._table[k - 1]
+            if word == middle[k]:
+                k += 1
+            if k == size:
+                yield n - size + 1 - lead
+                k = self._table[k - 1]
+
+
+def _said_word(word: str) -> str:
+    """A word as a sentence sought ``anywhere`` compares it: lower case, one apostrophe."""
+    return word.lower().translate(_SAID_APOS)
+
+
+def _sentence(text: str, tokens: list[tuple[int, int]], words: list[str], i: int,
+              sought: _Sought) -> tuple[int, int] | None:
+    """The span of the sentence ``sought`` from word ``i``, with the spaces after it, if
+    it is one there: it starts the text or a line, or follows a sentence's end (a closing
+    mark, then quotes or brackets, then spaces or tabs); it ends at closing marks, at its
+    line's end, or (a clause) at one comma, semicolon or colon."""
+    last = i + len(sought.middle)
+    if i:
+        gap = text[tokens[i - 1][1]:tokens[i][0]]
+        if "\n" in gap:
+            if gap.rsplit("\n", 1)[1].strip(" \t"):
+                return None
+        else:
+            before = text[tokens[i - 1][0]:tokens[i - 1][1]].rstrip("\"')]")
+            if gap.strip(" \t") or not before or before[-1] not in _CLOSE:
+                return None
+    if not words[last].startswith(sought.last):
+        return None
+    rest, end = words[last][len(sought.last):], tokens[last][1]
+    after = end
+    while after < len(text) and text[after] in " \t":
+        after += 1
+    if not ((rest and all(c in _CLOSE for c in rest))
+            or (not rest and (after == len(text) or text[after] == "\n"))
+            or (sought.clause and rest in (",", ";", ":"))):
+        return None
+    return tokens[i][0], after
+
+
+def _whole(text: str, tokens: list[tuple[int, int]], words: list[str], i: int,
+           sought: _Sought) -> tuple[int, int] | None:
+    """The span of ``sought`` as whole words from word ``i``: its first word may end a
+    word after a mark ("(My PIN ..."), its last may start one before a mark ("... bank)")."""
+    first, last = sought.first or "", i + 1 + len(sought.middle)
+    if not words[i].endswith(first) or not words[last].startswith(sought.last):
+        return None
+    start = tokens[i][1] - len(first)
+    if re.match(r"\w", first) and start > tokens[i][0] and re.match(r"\w", text[start - 1]):
+        return None
+    end = tokens[last][0] + len(sought.last)
+    if re.search(r"\w$", sought.last) and end < tokens[last][1] and re.match(r"\w", text[end]):
+        return None
+    return start, end

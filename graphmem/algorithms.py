@@ -13,6 +13,8 @@ The pure algorithms run on arrays and texts (no store, no I/O):
   conversation gate's thresholds (``DUPLICATE``, ``NOW_SIMILAR``), its rules for what an
   assistant said (``assistant_statements``) and for corrections (``is_correction``,
   ``redoes``, and ``correction_target`` over earlier ``Statement``);
+* forget's matcher ``Mentions`` (where a forgotten text was copied, whatever its
+  whitespace or case);
 * learning from use: the ranker's and the forecast's training and metrics.
 
 ``Fact``, ``Mention`` and ``TimeMention`` here are what the parsers return (a stored
@@ -70,6 +72,7 @@ from ._recall._bm25 import BM25Index
 from ._recall._hits import LearnedInfo
 from ._recall._index import RecallIndex
 from ._recall._vectors import SignCodes, exact_top, to_bfloat16
+from ._redact import Mentions
 from ._text import tokenize
 
 if TYPE_CHECKING:
@@ -89,6 +92,7 @@ __all__ = [
     "Fact",
     "History",
     "Mention",
+    "Mentions",
     "RankerModel",
     "RankingSample",
     "RecallIndex",

@@ -613,20 +613,26 @@ class Conversations:
         eligible = active | candidate
         duplicates: dict[int, str] = {}
         reinforced: dict[int, tuple[str, float]] = {}
+        tops = [lexical_neighbours(index, text, owner=owner, eligible=eligible,
+                                   limit=_SIMILAR) for text in texts]
+        # one read and one embedding of each neighbour, however many statements share it
+        # (a long message that says one thing many times has one neighbour)
+        near = {m.id: m for m in self._memories.get_many(
+            dict.fromkeys(i for top in tops for i in top))}
+        near_vectors = dict(zip(near, self._text_vectors([m.text for m in near.values()],
+                                                         since=since), strict=True)) \
+            if near else {}
         for row, text in enumerate(texts):
-            top = lexical_neighbours(index, text, owner=owner, eligible=eligible,
-                                     limit=_SIMILAR)
-            if not top:
+            others = [near[i] for i in tops[row] if i in near]
+            if not others:
                 continue
-            others = self._memories.get_many(top)
             speaker = speakers[row] if speakers is not None else None
             if speaker is not None:
                 others = [m for m in others
                           if not _statement_of(m).about_another(text, speaker)]
                 if not others:
                     continue
-            similar = matvec(self._text_vectors([m.text for m in others], since=since),
-                             vectors[row])
+            similar = matvec(np.array([near_vectors[m.id] for m in others]), vectors[row])
             by_id = {m.id: float(c) for m, c in zip(others, similar, strict=True)}
             best_active = max(((c, i) for i, c in by_id.items() if active[index.pos[i]]),
                               default=(0.0, ""))
