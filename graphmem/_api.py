@@ -113,6 +113,10 @@ class MemoryAPI(Protocol):
     def forget(self, memory_id: str, *, confirm: bool = False, reason: str = "manual",
                owner: str | None = None, actor: str | None = None) -> None: ...
 
+    def forget_many(self, memory_ids: Sequence[str], *, confirm: bool = False,
+                    reason: str = "manual", owner: str | None = None,
+                    actor: str | None = None) -> int: ...
+
     # -- recall and learning -------------------------------------------------------------
     def recall(self, query: str, *, k: int = 10, preset: str | RecallConfig = "default",
                owner: str | None = None, kinds: Sequence[Kind | str] | None = None,

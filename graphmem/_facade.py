@@ -398,6 +398,15 @@ class MemoryStore:
         self._transitions.forget(memory_id, confirm=confirm, reason=reason,
                                  owner=check_owner(owner), purge=purge, actor=actor)
 
+    @_doc(Transitions.forget_many)
+    @_one_writer
+    def forget_many(self, memory_ids: Sequence[str], *, confirm: bool = False,
+                    reason: str = "manual", owner: str | None = None, purge: bool = True,
+                    actor: str | None = None) -> int:
+        return self._transitions.forget_many(memory_ids, confirm=confirm,
+                                             reason=reason, owner=check_owner(owner),
+                                             purge=purge, actor=actor)
+
     @_doc(Transitions.verify_forgotten)
     def verify_forgotten(self, memory_id: str, text: str) -> bool:
         return self._transitions.verify_forgotten(memory_id, text)

@@ -184,6 +184,10 @@ def test_every_sidecar_and_dashboard_route_records_its_actor(
        {"query": "MATCH (m:Memory) RETURN count(m) AS n"}, writes=False)
     v1("DELETE /v1/memories/{memory_id}", "DELETE", one(weak))
     v1("DELETE /v1/memories/{memory_id}", "DELETE", one(deploy), hard="true")
+    spare = [m["id"] for m in v1("POST /v1/memories", "POST", "/v1/memories", {"memories": [
+        {"text": "The seed drill is in shed two."}, {"text": "The hose is in shed one."}]}
+                                 )["memories"]]
+    v1("POST /v1/forget", "POST", "/v1/forget", {"ids": spare})
 
     def dashboard(route: str, body: dict[str, Any], *, writes: bool = True) -> Any:
         return rec(route, reviewer, lambda: _ok(ui.post(
@@ -444,6 +448,7 @@ def test_every_write_method_of_the_python_api_records_the_agent(tmp_path: Path,
         clock.advance(days=200)
         call("run_lifecycle", apply=True)
         call("forget", pump.id, confirm=True)
+        call("forget_many", [deploy.id], confirm=True)
         call("purge")
         call("backup", tmp_path / "backup")
         assert rec.ran | API_NOT_DRIVEN == public

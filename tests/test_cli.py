@@ -511,3 +511,19 @@ def test_a_failed_command_leaves_no_store_where_there_was_none(tmp_path: Path) -
     assert done.exit_code == 0
     with MemoryStore(tmp_path / "quiet", read_only=True) as store:
         assert [m.text for m in store.memories()] == ["kept"]
+
+
+def test_forget_takes_several_ids_and_checks_them_all_first(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    with MemoryStore(db, embedder="hashing") as store:
+        a, b, c = (store.add(t).id for t in ("My locker code is 4071", "The PIN is 9921",
+                                             "Standup moved to Wednesday"))
+    refused = cli_run(db, "forget", a, "urn:graphmem:nope", "--yes", code=1)
+    assert "urn:graphmem:nope" in refused.stderr
+    assert json.loads(cli_run(db, "--json", "show", a).stdout)["status"] == "active"
+    assert "their text for good" in cli_run(db, "forget", a, b, code=2).output
+    done = json.loads(cli_run(db, "--json", "forget", a, b, "--yes").stdout)
+    assert done == [{"memory_id": a, "status": "forgotten"},
+                    {"memory_id": b, "status": "forgotten"}]
+    assert [json.loads(cli_run(db, "--json", "show", i).stdout)["status"]
+            for i in (a, b, c)] == ["forgotten", "forgotten", "active"]

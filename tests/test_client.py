@@ -174,6 +174,11 @@ def scenario(store: Any, clock: Clock) -> Trace:
     t.see("archive again", store.archive(episode.id))
     t.see("tombstone", store.tombstone(pg15.id))
     t.see("forget", store.forget(episode.id, confirm=True))
+    seeds = store.add("Counted the seeds of bed-04: 212")
+    t.see("forget_many", store.forget_many([seeds.id, standup.id, seeds.id], confirm=True))
+    t.fails("forget_many unknown", lambda: store.forget_many([runbook.id, "urn:graphmem:no"],
+                                                             confirm=True))
+    t.fails("forget_many unconfirmed", lambda: store.forget_many([runbook.id]))
     clock.advance(days=40)
     report = t.see("run_lifecycle", store.run_lifecycle(), unordered=True)
     assert report.to_markdown().startswith("# Archivist Lifecycle Report")
@@ -353,6 +358,7 @@ def test_an_owner_that_is_no_string_is_refused_without_a_request() -> None:
         "tombstone": lambda o: client.tombstone("m", owner=o),
         "keep": lambda o: client.keep("m", owner=o),
         "forget": lambda o: client.forget("m", confirm=True, owner=o),
+        "forget_many": lambda o: client.forget_many(["m"], confirm=True, owner=o),
         "feedback": lambda o: client.feedback("m", useful=True, owner=o),
         "promote": lambda o: client.promote("m", owner=o),
         "archive": lambda o: client.archive("m", owner=o),

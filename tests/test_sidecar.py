@@ -369,6 +369,7 @@ def test_a_read_token_changes_nothing(served: tuple[MemoryStore, str], alice: Ap
         ("get", "/v1/memories/{memory_id}"): {},
         ("patch", "/v1/memories/{memory_id}"): {"json": {"importance": 0.9}},
         ("delete", "/v1/memories/{memory_id}"): {},
+        ("post", "/v1/forget"): {"json": {"ids": [first["id"]]}},
         ("get", "/v1/memories/{memory_id}/history"): {},
         ("post", "/v1/memories/{memory_id}/supersede"): {"json": {"text": "y"}},
         ("post", "/v1/feedback"): {"json": {"memory_id": first["id"], "useful": True}},

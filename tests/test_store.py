@@ -417,6 +417,7 @@ def test_an_owner_that_is_no_string_is_refused_before_the_engine(store_location:
             "tombstone": lambda o: store.tombstone(note.id, owner=o),
             "keep": lambda o: store.keep(note.id, owner=o),
             "forget": lambda o: store.forget(note.id, confirm=True, owner=o),
+            "forget_many": lambda o: store.forget_many([note.id], confirm=True, owner=o),
             "feedback": lambda o: store.feedback(note.id, useful=True, owner=o),
             "promote": lambda o: store.promote(note.id, owner=o),
             "archive": lambda o: store.archive(note.id, owner=o),

@@ -8,15 +8,29 @@ and kind changes, tombstones, and the hard delete (``forget``).
 from __future__ import annotations
 
 import hmac
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Required, TypedDict, Unpack
 
 from .._context import Changed, StoreContext
 from .._derive import TextItem, derive_fields, lifecycle_event, patch_of, version_of
 from .._engine import Erasure, Patch, WriteBatch
-from .._errors import ConfirmationRequiredError, ConflictError, StoreError
+from .._errors import (
+    ConfirmationRequiredError,
+    ConflictError,
+    InvalidInputError,
+    StoreError,
+)
 from .._keys import FORGET, key_id
-from .._models import ChangeType, EventType, Kind, LifecycleEvent, Memory, Status, TriggeredBy
+from .._models import (
+    ChangeType,
+    EventType,
+    Kind,
+    LifecycleEvent,
+    Memory,
+    Status,
+    TriggeredBy,
+    Version,
+)
 from .._records import patched_memory
 from .._redact import DIGEST_PREFIX, SAID, Mentions, digest_key_id, keyed_digest, said_form
 from ._knowledge import Knowledge
@@ -134,22 +148,67 @@ class Transitions:
 
         With ``purge`` (the default) the database file is then rewritten so the deleted
         bytes leave the disk too (Kuzu keeps old pages until then); to forget many
-        memories, pass ``purge=False`` and call ``purge()`` once at the end.
+        memories, ``forget_many`` purges once.
         """
         if confirm is not True:
             raise ConfirmationRequiredError(
                 f"forget({memory_id!r}) deletes the memory's text for good; "
                 "pass confirm=True (or --yes on the command line)")
+        self.forget_many([memory_id], confirm=True, reason=reason, owner=owner, purge=purge,
+                         actor=actor)
+
+    def forget_many(self, memory_ids: Sequence[str], *, confirm: bool = False,
+                    reason: str = "manual", owner: str | None = None, purge: bool = True,
+                    actor: str | None = None) -> int:
+        """``forget`` each memory, the words of all of them cut from their neighbours'
+        contexts and payloads in one pass (forgetting each sentence of a long message
+        alone rewrites the message in every other sentence's payload each time), and the
+        file purged once. Every id is checked before anything is written; the first
+        commit cuts the words of all from the neighbours (with the first erasure), so
+        a run stopped part way has removed them there, and running it again finishes
+        the rest. Returns how many memories were erased (one erased already counts
+        none)."""
+        if isinstance(memory_ids, str) or not all(isinstance(i, str) for i in memory_ids):
+            raise InvalidInputError("memory_ids must be a list of memory ids",
+                                    field="memory_ids")
+        if confirm is not True:
+            raise ConfirmationRequiredError(
+                f"forget_many({len(memory_ids)} memories) deletes their texts for good; "
+                "pass confirm=True (or --yes on the command line)")
         ctx = self._ctx
-        memory = ctx.visible(memory_id, owner)
-        history = ctx.engine.history(memory_id)
-        if memory.status is Status.FORGOTTEN and not memory.text and not memory.payload \
-                and not any(v.text for v in history):
-            return  # erased already; a status set by other means erases what is left
-        now = ctx.now()
-        actor = ctx.actor(actor)
+        memories = [ctx.visible(i, owner) for i in dict.fromkeys(memory_ids)]
+        gone: list[tuple[Memory, list[Version]]] = []
+        for memory in memories:
+            history = ctx.engine.history(memory.id)
+            if memory.status is Status.FORGOTTEN and not memory.text \
+                    and not memory.payload and not any(v.text for v in history):
+                continue  # erased already; a status set by other means erases what is left
+            gone.append((memory, history))
+        if not gone:
+            return 0
         key = ctx.keys.current(FORGET)
         tag = key_id(key)
+        scrubbed: dict[str, dict[str, Any]] = {}  # one patch a memory: context and payload
+        for patch in (*self._scrub_contexts(gone), *self._scrub_payloads(gone, key, tag)):
+            scrubbed.setdefault(patch.memory_id, {}).update(patch.set)
+        for n, (memory, history) in enumerate(gone):
+            # as it is now: an erasure before it may have moved its entities
+            self._erase(ctx.visible(memory.id, owner) if n else memory, history, scrubbed,
+                        reason=reason, key=key, tag=tag, actor=actor)
+            scrubbed = {}
+        if purge:
+            self.purge()
+        return len(gone)
+
+    def _erase(self, memory: Memory, history: list[Version],
+               scrubbed: dict[str, dict[str, Any]], *, reason: str, key: str, tag: str,
+               actor: str | None) -> None:
+        """One memory's erasure, committed with the patches of ``scrubbed`` (its
+        neighbours without its words)."""
+        ctx = self._ctx
+        memory_id = memory.id
+        now = ctx.now()
+        actor = ctx.actor(actor)
         digest = keyed_digest(key, memory.text, key_id=tag)
         blank: dict[str, Any] = {
             "text": "", "subject": None, "tags": [], "vector": None, "sentences": None,
@@ -178,13 +237,6 @@ class Transitions:
         mentions = Mentions(sorted(t for t in texts if t))
         # a summary quotes a neighbour by its subject or the start of its text
         quoted = Mentions([t for t in (memory.subject, memory.text[:40]) if t and len(t) >= 8])
-        # the words leave the sitting they were said in, however short (other sittings'
-        # contexts lose them where the rule of ``Mentions`` finds them)
-        near = Mentions([memory.text, *(v.text for v in history)], anywhere=True)
-        scrubbed: dict[str, dict[str, Any]] = {}  # one patch a memory: context and payload
-        for patch in (*self._scrub_contexts(mentions, near, memory),
-                      *self._scrub_payloads(memory, near, key, tag)):
-            scrubbed.setdefault(patch.memory_id, {}).update(patch.set)
         batch = WriteBatch(
             patches=[*(Patch(i, set=s) for i, s in scrubbed.items()),
                      Patch(memory_id, set=blank, version=version, event=event)],
@@ -203,8 +255,6 @@ class Transitions:
             if scrubbed:
                 ctx.changed(Changed(list(scrubbed), vectors={i: s["vector"] for i, s in
                                                              scrubbed.items() if "vector" in s}))
-        if purge:
-            self.purge()
 
     def purge(self) -> None:
         """Rewrite the database from its live data, dropping every byte of what was deleted
@@ -234,55 +284,73 @@ class Transitions:
                                        keyed_digest(key, text, key_id=tag or ""))
                    for key in candidates)
 
-    def _scrub_contexts(self, mentions: Mentions, near: Mentions, memory: Memory
-                        ) -> list[Patch]:
-        """The forgotten texts leave the contexts of the owner's memories indexed with them
-        (matched up to whitespace; in its sitting, ``near``: the sentence in any case and
-        however short); their vectors are derived again (an embedding can give its text
-        away)."""
+    def _scrub_contexts(self, gone: Sequence[tuple[Memory, list[Version]]]) -> list[Patch]:
+        """The forgotten texts leave the contexts of their owner's other memories indexed
+        with them (matched up to whitespace; in the sitting a text was said in, the
+        sentence in any case and however short: ``_said_near``); their vectors are derived
+        again (an embedding can give its text away)."""
         engine = self._ctx.engine
-        candidates = {m.id: m for probe in mentions.probes for m in engine.holding("context",
-                                                                                   probe)}
-        if memory.session is not None:  # all of its sitting: the words in any case
-            candidates.update({m.id: m for m in engine.holding("context", "",
-                                                              session=memory.session)})
-
-        # another owner's contexts are their own words, though they say the same
-        found = [m for m in candidates.values() if m.id != memory.id
-                 and m.owner == memory.owner and (mentions.found_in(m.context) or (
-                     m.session == memory.session and near.found_in(m.context)))]
+        leaving = {m.id for m, _ in gone}
+        found: list[tuple[Memory, str | None]] = []
+        for owner, group in _by_owner(gone):
+            mentions = Mentions(sorted({t for m, history in group
+                                        for t in (m.text, m.payload, *(v.text for v in history))
+                                        if t}))
+            near = _said_near(group, lambda m: m.session)
+            candidates = {m.id: m for probe in mentions.probes
+                          for m in engine.holding("context", probe)}
+            for session in near.keys() - {None}:  # all of its sitting: the words in any case
+                candidates.update({m.id: m for m in engine.holding("context", "",
+                                                                  session=session)})
+            # another owner's contexts are their own words, though they say the same
+            for m in candidates.values():
+                if m.id in leaving or m.owner != owner:
+                    continue
+                context = mentions.scrub(m.context or "")
+                if m.session in near:
+                    context = near[m.session].scrub(context)
+                if context != (m.context or ""):
+                    found.append((m, context.strip() or None))
         if not found:
             return []
-        contexts = [(near.scrub(mentions.scrub(m.context or "")) if m.session == memory.session
-                     else mentions.scrub(m.context or "")).strip() or None for m in found]
-        items = [TextItem(m.subject, m.text, c, m.entities)
-                 for m, c in zip(found, contexts, strict=True)]
+        items = [TextItem(m.subject, m.text, c, m.entities) for m, c in found]
         derived = derive_fields(self._ctx.embed_memories, items, graph=False)
         return [Patch(m.id, set={"context": c, "vector": d.vector})
-                for m, c, d in zip(found, contexts, derived, strict=True)]
+                for (m, c), d in zip(found, derived, strict=True)]
 
-    def _scrub_payloads(self, memory: Memory, near: Mentions, key: str, tag: str
-                        ) -> list[Patch]:
-        """The forgotten sentence leaves the payloads of the owner's other memories of its
-        sitting (the sentences of one message keep the message as their payload; another
-        message of the sitting may say the same), however short, as ``near`` finds it;
-        without a sitting, those of its own message (the same payload). Another sitting's messages
-        are theirs. The payload's hash is kept for audit, keyed as the forgotten text's
-        is: a plain hash of the whole message would confirm a guess of the words that
-        went."""
+    def _scrub_payloads(self, gone: Sequence[tuple[Memory, list[Version]]], key: str,
+                        tag: str) -> list[Patch]:
+        """The forgotten sentences leave the payloads of their owner's other memories of
+        the sitting they were said in (the sentences of one message keep the message as
+        their payload; another message of the sitting may say the same), however short, as
+        ``_said_near`` finds them; without a sitting, those of their own message (the same
+        payload). Another sitting's messages are theirs. The payload's hash is kept for
+        audit, keyed as the forgotten text's is: a plain hash of the whole message would
+        confirm a guess of the words that went."""
         engine = self._ctx.engine
-        if memory.session is not None:  # all of its sitting: the words in any case
-            siblings = engine.holding("payload", "", session=memory.session)
-        elif memory.payload:
-            siblings = engine.holding("payload", memory.payload, whole=True)
-        else:
-            return []
-        siblings = [m for m in siblings if m.id != memory.id and m.owner == memory.owner]
-        return [Patch(m.id, set={
-            "payload": near.scrub(m.payload or "") or None,
-            "payload_hash": m.payload_hash if (m.payload_hash or "").startswith(DIGEST_PREFIX)
-            else keyed_digest(key, m.payload, key_id=tag)})  # the message's, as it came
-            for m in siblings if near.found_in(m.payload)]
+        leaving = {m.id for m, _ in gone}
+        patches: list[Patch] = []
+        for owner, group in _by_owner(gone):
+            in_sitting = _said_near([g for g in group if g[0].session is not None],
+                                    lambda m: m.session)
+            in_message = _said_near([g for g in group if g[0].session is None
+                                     and g[0].payload], lambda m: m.payload)
+            siblings = {m.id: m for session in in_sitting
+                        for m in engine.holding("payload", "", session=session)}
+            siblings.update({m.id: m for payload in in_message
+                             for m in engine.holding("payload", str(payload), whole=True)})
+            for m in siblings.values():
+                if m.id in leaving or m.owner != owner or not m.payload:
+                    continue
+                payload = m.payload
+                for said in (in_sitting.get(m.session), in_message.get(m.payload)):
+                    payload = said.scrub(payload) if said is not None else payload
+                if payload != m.payload:
+                    patches.append(Patch(m.id, set={
+                        "payload": payload or None,
+                        "payload_hash": m.payload_hash if (m.payload_hash or "").startswith(
+                            DIGEST_PREFIX) else keyed_digest(key, m.payload, key_id=tag)}))
+        return patches
 
     def _scrub_events(self, memory_id: str, mentions: Mentions, quoted: Mentions
                       ) -> dict[str, dict[str, Any]]:
@@ -305,6 +373,28 @@ class Transitions:
             if cleaned != meta:
                 out[event_id] = cleaned
         return out
+
+
+def _by_owner(gone: Sequence[tuple[Memory, list[Version]]]
+              ) -> list[tuple[str | None, list[tuple[Memory, list[Version]]]]]:
+    """The forgotten memories (each with its history) by owner, in the order given."""
+    groups: dict[str | None, list[tuple[Memory, list[Version]]]] = {}
+    for memory, history in gone:
+        groups.setdefault(memory.owner, []).append((memory, history))
+    return list(groups.items())
+
+
+def _said_near(group: Sequence[tuple[Memory, list[Version]]],
+               place: Callable[[Memory], str | None]) -> dict[str | None, Mentions]:
+    """Per place (a sitting, or a message) where memories of ``group`` were said, their
+    texts as sentences (``Mentions(anywhere=True)``): the words leave the place they were
+    said in, however short (other places lose them where the rule of ``Mentions`` finds
+    them)."""
+    texts: dict[str | None, list[str]] = {}
+    for memory, history in group:
+        texts.setdefault(place(memory), []).extend(
+            t for t in (memory.text, *(v.text for v in history)) if t)
+    return {where: Mentions(said, anywhere=True) for where, said in texts.items()}
 
 
 #: The words a sentence of a forgotten text needs for a digest of its own: a paragraph

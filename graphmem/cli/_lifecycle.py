@@ -178,15 +178,23 @@ def tombstone(ctx: Context, memory_id: str) -> None:
 
 
 @cli.command()
-@click.argument("memory_id", metavar="ID")
+@click.argument("memory_ids", metavar="ID...", nargs=-1, required=True)
 @click.option("--yes", is_flag=True, help="Confirm: the text is deleted for good.")
 @pass_ctx
-def forget(ctx: Context, memory_id: str, yes: bool) -> None:
-    """Hard-delete a memory: its text leaves the store, its indexes and the disk."""
+def forget(ctx: Context, memory_ids: tuple[str, ...], yes: bool) -> None:
+    """Hard-delete memories: their text leaves the store, its indexes and the disk.
+    Several IDs are forgotten together (their words cut from their neighbours in one
+    pass, the file rewritten once); every ID is checked before anything is deleted."""
     if not yes:
-        usage(f"forget {memory_id} deletes its text for good; add --yes to confirm")
-    ctx.api().forget(memory_id, confirm=True)
-    if ctx.json:
-        echo_json({"memory_id": memory_id, "status": "forgotten"})
+        usage(f"forget {' '.join(memory_ids)} deletes {'its' if len(memory_ids) == 1 else 'their'}"
+              " text for good; add --yes to confirm")
+    if len(memory_ids) == 1:
+        ctx.api().forget(memory_ids[0], confirm=True)
     else:
-        click.echo(f"{memory_id}: forgotten")
+        ctx.api().forget_many(list(memory_ids), confirm=True)
+    done = [{"memory_id": i, "status": "forgotten"} for i in dict.fromkeys(memory_ids)]
+    if ctx.json:  # one ID: its object, as before; several: a list
+        echo_json(done[0] if len(memory_ids) == 1 else done)
+    else:
+        for item in done:
+            click.echo(f"{item['memory_id']}: forgotten")

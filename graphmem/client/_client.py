@@ -313,6 +313,19 @@ class Client:
         self._http.call("DELETE", self._memory(memory_id),
                         params={"hard": "true", "reason": reason})
 
+    def forget_many(self, memory_ids: Sequence[str], *, confirm: bool = False,
+                    reason: str = "manual", owner: str | None = None,
+                    actor: str | None = None) -> int:
+        _no_actor(actor)
+        _only_own(owner, self)
+        if confirm is not True:
+            raise ConfirmationRequiredError(
+                f"forget_many({len(memory_ids)} memories) deletes their texts for good; "
+                "pass confirm=True (or --yes on the command line)")
+        body = self._http.call("POST", "/v1/forget",
+                               json={"ids": list(memory_ids), "reason": reason})
+        return int(body["forgotten"])
+
     def keep(self, memory_id: str, *, reason: str = "kept on review",
              owner: str | None = None, actor: str | None = None) -> LifecycleEvent:
         _no_actor(actor)

@@ -31,6 +31,7 @@ from ._schemas import (
     ConversationIn,
     EvaluateIn,
     FeedbackIn,
+    ForgetIn,
     KeepIn,
     LearnIn,
     LifecycleRunIn,
@@ -270,6 +271,14 @@ def create_app(store: MemoryStore, *, tokens: Tokens | None = None,
         memory = store.tombstone(memory_id, reason=reason, owner=who.owner, actor=who.acting)
         return {"memory_id": memory.id, "status": memory.status.value,
                 "memory": to_json(memory)}
+
+    @app.post("/v1/forget", tags=["memories"], responses=errors(*GATE, *ID, *BODY, 409))
+    def forget_many(body: ForgetIn, who: Admin) -> dict[str, Any]:
+        """Forget several memories at once (admin): each as ``DELETE ?hard=true`` does,
+        their words cut from the neighbours in one pass and the file purged once."""
+        count = store.forget_many(body.ids, confirm=True, reason=body.reason,
+                                  owner=who.owner, actor=who.acting)
+        return {"forgotten": count, "memory_ids": body.ids}
 
     @app.get("/v1/export", tags=["memories"], responses=errors(*GATE, 422))
     def export(who: Reader, owner: OwnerParam = None,

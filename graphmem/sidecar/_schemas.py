@@ -130,6 +130,10 @@ class ArchiveIn(_Body):
     reason: str = "manual"
     create_summary: bool = False
 
+class ForgetIn(_Body):
+    ids: list[str] = Field(min_length=1, max_length=10_000)
+    reason: str = "manual"
+
 class KeepIn(_Body):
     reason: str = "kept on review"
 
