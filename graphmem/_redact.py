@@ -30,10 +30,10 @@ SAID = "forgotten_said"
 #: Shorter texts are removed only where they fill whole lines: "ok" must not be cut
 #: out of every word that contains it.
 _ANYWHERE = 12
-#: What may close a sentence, and the apostrophes a sentence may be written with.
+#: What may close a sentence, and the apostrophes a statement may be written with (read
+#: as one by ``said_form`` and by the sentence matcher alike)
 _CLOSE = ".!?…"
-_APOS = "['’`]"
-_SAID_APOS = str.maketrans(dict.fromkeys("’`", "'"))
+_APOSTROPHES = str.maketrans(dict.fromkeys("’`´‘′", "'"))
 
 
 def keyed_digest(key: str, text: str | None, *, key_id: str = "") -> str:
@@ -59,8 +59,7 @@ def digest_key_id(digest: str) -> str | None:
     return parts[0] if len(parts) == 2 else None
 
 
-#: What ``said_form`` reads as one apostrophe, and takes off a statement's ends
-_APOSTROPHES = str.maketrans(dict.fromkeys("’`´‘′", "'"))
+#: What ``said_form`` takes off a statement's ends
 _STARTS = frozenset(" \t\n\r\f\v\u00a0\u200b\"'“”«»„([*")
 _ENDS = _STARTS | frozenset(".!?…,;:)]")
 
@@ -116,7 +115,7 @@ class Mentions:
     'ok'
 
     ``anywhere``: sentences, however short, wherever a sentence starts (the sentences of
-    a sitting's messages): in any case, with either apostrophe and any closing
+    a sitting's messages): in any case, with any apostrophe and any closing
     punctuation, as the duplicates of a conversation are; nothing else of the text
     changes:
 
@@ -299,7 +298,7 @@ class _Sought:
 
 def _said_word(word: str) -> str:
     """A word as a sentence sought ``anywhere`` compares it: lower case, one apostrophe."""
-    return word.lower().translate(_SAID_APOS)
+    return word.lower().translate(_APOSTROPHES)
 
 
 def _sentence(text: str, tokens: list[tuple[int, int]], words: list[str], i: int,

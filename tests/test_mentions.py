@@ -77,3 +77,10 @@ def test_a_sitting_imported_again_reads_each_neighbour_once(tmp_path: Path) -> N
                                        session_id="s1")
         assert again.memories_created == 0 and first.memories_created == 3
         assert len(reads) <= 3, reads  # once per statement (300 reads) before
+
+
+@pytest.mark.parametrize("typed", ["I‘m 34.", "I´m 34.", "I′m 34.", "I’m 34.", "I`m 34."])
+def test_a_sentence_is_cut_whatever_apostrophe_it_was_typed_with(typed: str) -> None:
+    # as a re-import reads a statement (said_form): one set of apostrophes for both
+    assert Mentions(["I'm 34."], anywhere=True).scrub(f"{typed} I like figs.") == \
+        "I like figs."
