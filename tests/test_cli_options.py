@@ -220,6 +220,13 @@ def test_a_mistyped_db_on_a_reading_command_makes_no_store(tmp_path: Path) -> No
     assert json.loads(run("--db", str(typo), "--json", "stats").stdout)["memories"] == 0
 
 
+def test_db_is_read_without_the_spaces_around_it_as_graphmem_db_is(tmp_path: Path) -> None:
+    db = tmp_path / "s1.db"
+    run("--db", str(db), "--embedder", "hashing", "add", "a note")
+    assert json.loads(run("--db", f" {db} ", "--json", "stats").stdout)["memories"] == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["s1.db"]
+
+
 def test_a_directory_of_other_files_is_no_store_and_gets_none(tmp_path: Path) -> None:
     """--db pointed at a directory that holds other files (a notes folder): a reading
     command says there is no database there, a writing one refuses to put one beside

@@ -260,11 +260,13 @@ def iso_time(_: click.Context, __: click.Parameter, value: str | None) -> dateti
 
 
 def db_path(_: click.Context, __: click.Parameter, value: str | None) -> str | None:
-    """--db as given, refused when blank (it would name the working directory)."""
+    """--db without the spaces around it (as $GRAPHMEM_DB is read: a quoted 's1.db ' made
+    a second store beside s1.db), refused when blank (it would name the working
+    directory)."""
     if value is not None and not value.strip():
         raise click.BadParameter("is empty: give a database directory or a postgresql:// "
                                  "URL (or leave --db out for $GRAPHMEM_DB or ./graphmem.db)")
-    return value
+    return value.strip() if value is not None else None
 
 
 #: (declarations, attribute of Context, option settings): the root group's options, which
