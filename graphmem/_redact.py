@@ -17,7 +17,7 @@ import hmac
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 __all__ = ["DIGEST_PREFIX", "SAID", "Mentions", "digest_key_id", "forgotten_holds",
@@ -136,7 +136,12 @@ class Mentions:
     sentence or word may start.
     """
 
-    def __init__(self, texts: Iterable[str | None], *, anywhere: bool = False) -> None:
+    def __init__(self, texts: Iterable[str | None], *, anywhere: bool = False,
+                 whole: Collection[str] = ()) -> None:
+        """``whole``: those of ``texts`` without a closing mark that were said as a
+        sentence of their own (``said_whole``), not as a clause: they end at a closing
+        mark or a line's end, never at a comma ("I live in Linz" said alone is not the
+        start of "I live in Linz, Texas")."""
         self._sentences = anywhere
         self._sought: list[_Sought] = []
         short: list[str] = []
@@ -147,6 +152,7 @@ class Mentions:
                 continue
             texts_seen.append(text or "")
             if anywhere:
+                said_alone = text in whole
                 words = [_said_word(w) for w in words]
                 bare = words[-1].rstrip(_CLOSE)
                 # a sentence ends at a closing mark before a space, or at a line's end; a
@@ -154,7 +160,7 @@ class Mentions:
                 # also at a comma, semicolon or colon ("I live in Linz." is not the
                 # start of "I live in Linz, Texas." nor of "I live in Linz with Ana.")
                 self._sought.append(_Sought(None, words[:-1], bare or words[-1],
-                                            clause=bare == words[-1]))
+                                            clause=bare == words[-1] and not said_alone))
             elif len(" ".join(words)) < _ANYWHERE:
                 body = r"\s+".join(re.escape(w) for w in words)
                 short.append(rf"(?:(?<=\n)|^)[ \t]*{body}[ \t]*(?=\n|$)")
@@ -254,6 +260,22 @@ class Mentions:
 
         out = walk(json.loads(json.dumps(value)), "")
         return out, redacted
+
+
+def said_whole(text: str, message: str | None) -> bool:
+    """Whether ``text``, a statement without a closing mark of its own, was said in
+    ``message`` as a sentence of its own (where it occurs there, it ends a line or the
+    message), not as a clause before a comma, semicolon or colon. False when ``message``
+    does not hold it as a sentence.
+
+    >>> said_whole("I live in Linz", "Hi!\\nI live in Linz\\nBye"), said_whole(
+    ...     "My cat is Zorbo", "My cat is Zorbo, so he eats.")
+    (True, False)
+    """
+    spans = Mentions([text], anywhere=True)._spans(message or "")
+    return bool(spans) and all(
+        (message or "")[start:end].rstrip(" \t")[-1:] not in (",", ";", ":")
+        for start, end in spans)
 
 
 class _Sought:

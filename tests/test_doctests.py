@@ -61,7 +61,7 @@ EXAMPLED = {
     "graphmem._recall._vectors": 2,
     "graphmem._recall._walk": 7,
     "graphmem._records": 3,
-    "graphmem._redact": 4,
+    "graphmem._redact": 5,
     "graphmem._arrow": 1,
     "graphmem._derive": 5,
     "graphmem._engine": 2,

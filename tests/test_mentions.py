@@ -84,3 +84,23 @@ def test_a_sentence_is_cut_whatever_apostrophe_it_was_typed_with(typed: str) -> 
     # as a re-import reads a statement (said_form): one set of apostrophes for both
     assert Mentions(["I'm 34."], anywhere=True).scrub(f"{typed} I like figs.") == \
         "I like figs."
+
+
+def test_a_statement_said_alone_without_a_mark_is_not_cut_before_a_comma_elsewhere(
+        store_location: str) -> None:
+    # forgetting "I live in Linz" (its own line, no full stop) cut "I live in Linz," out of
+    # "I live in Linz, Texas, with my wife." in another message of the sitting
+    with MemoryStore(store_location, embedder="hashing") as store:
+        result = store.add_conversation([
+            {"speaker": "Ann", "text": "Hi there!\nI live in Linz\nI work at the harbour."},
+            {"speaker": "Ann", "text": "I live in Linz, Texas, with my wife Maria."},
+            {"speaker": "Ann", "text": "My cat is called Zorbo, so maybe I'll get him a "
+                                       "friend."}], session_id="s1")
+        ids = result.created_ids + result.candidate_ids
+        memories = store.get_many(ids)
+        alone = next(m for m in memories if m.text == "I live in Linz")
+        clause = next(m for m in memories if m.text.startswith("My cat is called Zorbo"))
+        store.forget_many([alone.id, clause.id], confirm=True)
+        payloads = {m.payload for m in store.get_many(ids) if m.payload}
+        assert "I live in Linz, Texas, with my wife Maria." in payloads, payloads
+        assert not any("Zorbo" in p or "\nI live in Linz\n" in p for p in payloads), payloads

@@ -24,7 +24,7 @@ from .._ollama import OllamaGenerator
 from .._recall._channels import lexical_neighbours
 from .._recall._index import ASSISTANT_TAG
 from .._recall._vectors import matvec
-from .._redact import Mentions, keyed_digest, said_form
+from .._redact import Mentions, keyed_digest, said_form, said_whole
 from .._time import new_memory_id, parse_iso, to_utc
 from ._memories import Memories, speaker_of
 from ._recall_index import IndexSync
@@ -286,9 +286,11 @@ class Conversations:
         # message's other statements keep of it (payload, context)
         erased = self._erased([f.item.text for f in found], owner)
         for index in {found[n].index for n in erased}:
+            said = parsed[index]["text"]
+            gone = [found[n].item.text for n in erased if found[n].index == index]
             parsed[index]["text"] = Mentions(
-                [found[n].item.text for n in erased if found[n].index == index],
-                anywhere=True).scrub(parsed[index]["text"])
+                gone, anywhere=True, whole={t for t in gone if said_whole(t, said)}
+            ).scrub(said)
         siblings: dict[int, list[str]] = {}
         for n, f in enumerate(found):
             if n not in erased:

@@ -32,7 +32,15 @@ from .._models import (
     Version,
 )
 from .._records import patched_memory
-from .._redact import DIGEST_PREFIX, SAID, Mentions, digest_key_id, keyed_digest, said_form
+from .._redact import (
+    DIGEST_PREFIX,
+    SAID,
+    Mentions,
+    digest_key_id,
+    keyed_digest,
+    said_form,
+    said_whole,
+)
 from ._knowledge import Knowledge
 
 __all__ = ["Transition", "Transitions"]
@@ -391,10 +399,14 @@ def _said_near(group: Sequence[tuple[Memory, list[Version]]],
     said in, however short (other places lose them where the rule of ``Mentions`` finds
     them)."""
     texts: dict[str | None, list[str]] = {}
+    whole: set[str] = set()  # said as a sentence of its own in its message
     for memory, history in group:
         texts.setdefault(place(memory), []).extend(
             t for t in (memory.text, *(v.text for v in history)) if t)
-    return {where: Mentions(said, anywhere=True) for where, said in texts.items()}
+        if memory.text and said_whole(memory.text, memory.payload):
+            whole.add(memory.text)
+    return {where: Mentions(said, anywhere=True, whole=whole)
+            for where, said in texts.items()}
 
 
 #: The words a sentence of a forgotten text needs for a digest of its own: a paragraph
