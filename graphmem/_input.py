@@ -43,6 +43,7 @@ __all__ = [
     "check_validity",
     "json_depth",
     "lone_surrogate_at",
+    "memory_id_list",
     "moment",
     "no_json_constant",
     "owner_problem",
@@ -722,3 +723,16 @@ def validation_message(exc: ValidationError) -> tuple[str, str]:
     if field == "record" and named:  # a check across fields names the field it blames
         field, message = named.group(1), message[named.end():]
     return field, message
+
+
+def memory_id_list(memory_ids: Any) -> list[str]:
+    """``memory_ids`` (any iterable of ids, read once) as a list; ``InvalidInputError``
+    for one string, a value that is no iterable, or an id that is no string."""
+    if isinstance(memory_ids, str | bytes) or not isinstance(memory_ids, Iterable):
+        raise InvalidInputError("memory_ids must be a list of memory ids, not "
+                                f"{type(memory_ids).__name__}", field="memory_ids")
+    ids = list(memory_ids)
+    if not all(isinstance(i, str) for i in ids):
+        raise InvalidInputError("memory_ids must be a list of memory ids (strings)",
+                                field="memory_ids")
+    return ids

@@ -34,6 +34,7 @@ _ANYWHERE = 12
 #: as one by ``said_form`` and by the sentence matcher alike)
 _CLOSE = ".!?…"
 _APOSTROPHES = str.maketrans(dict.fromkeys("’`´‘′", "'"))
+_FOLDED = str.maketrans({**dict.fromkeys("’`´‘′", "'"), "ς": "σ", "ı": "i", "ſ": "s"})
 
 
 def keyed_digest(key: str, text: str | None, *, key_id: str = "") -> str:
@@ -143,38 +144,46 @@ class Mentions:
         mark or a line's end, never at a comma ("I live in Linz" said alone is not the
         start of "I live in Linz, Texas")."""
         self._sentences = anywhere
-        self._sought: list[_Sought] = []
-        short: list[str] = []
+        #: (the text's place among ``texts``, how it is sought): at one place the first
+        #: text given wins
+        self._sought: list[tuple[int, _Sought]] = []
+        self._short: list[tuple[int, re.Pattern[str]]] = []
         texts_seen: list[str] = []
         for text in texts:
             words = (text or "").split()
             if not words:
                 continue
+            order = len(texts_seen)
             texts_seen.append(text or "")
             if anywhere:
                 said_alone = text in whole
                 words = [_said_word(w) for w in words]
+                apart = False  # closing marks typed as a word of their own ("Linz !")
+                while len(words) > 1 and all(c in _CLOSE for c in words[-1]):
+                    words.pop()
+                    apart = True
                 bare = words[-1].rstrip(_CLOSE)
                 # a sentence ends at a closing mark before a space, or at a line's end; a
                 # clause (no closing mark of its own: "My cat is called Zorbo, so ...")
                 # also at a comma, semicolon or colon ("I live in Linz." is not the
                 # start of "I live in Linz, Texas." nor of "I live in Linz with Ana.")
-                self._sought.append(_Sought(None, words[:-1], bare or words[-1],
-                                            clause=bare == words[-1] and not said_alone))
+                self._sought.append((order, _Sought(
+                    None, words[:-1], bare or words[-1],
+                    clause=bare == words[-1] and not said_alone and not apart)))
             elif len(" ".join(words)) < _ANYWHERE:
+                # short texts, anchored at a line's start: a regular expression that
+                # cannot try more than ``_ANYWHERE`` characters at a place
                 body = r"\s+".join(re.escape(w) for w in words)
-                short.append(rf"(?:(?<=\n)|^)[ \t]*{body}[ \t]*(?=\n|$)")
+                self._short.append((order, re.compile(
+                    rf"(?:(?<=\n)|^)[ \t]*{body}[ \t]*(?=\n|$)")))
             elif len(words) == 1:
                 # whole words: not the "Ann is 34." of "LeeAnn is 34."
-                short.append((r"(?<!\w)" if re.match(r"\w", words[0]) else "")
-                             + re.escape(words[0])
-                             + (r"(?!\w)" if re.search(r"\w$", words[0]) else ""))
+                self._short.append((order, re.compile(
+                    (r"(?<!\w)" if re.match(r"\w", words[0]) else "") + re.escape(words[0])
+                    + (r"(?!\w)" if re.search(r"\w$", words[0]) else ""))))
             else:
-                self._sought.append(_Sought(words[0], words[1:-1], words[-1], clause=False))
-        #: short texts (anchored at a line's start) and single words, found by one
-        #: regular expression that cannot try more than ``_ANYWHERE`` characters or one
-        #: literal at a place
-        self._short = re.compile("|".join(short)) if short else None
+                self._sought.append((order, _Sought(words[0], words[1:-1], words[-1],
+                                                    clause=False)))
         #: per text, its longest run of letters and digits: every copy of that text, in any
         #: whitespace and in JSON, contains it verbatim (a cheap pre-filter for the
         #: database); one per text, as a place may hold one text and not another (a reply
@@ -185,37 +194,43 @@ class Mentions:
         #: the same, for a text in hand: none of them in it, none of the texts either
         #: (only when every text has one)
         self._filter = (() if not all(runs_of) else
-                        tuple(p.lower() for p in self.probes) if anywhere else self.probes)
+                        tuple(_said_word(p) for p in self.probes) if anywhere else self.probes)
 
     def __bool__(self) -> bool:
-        return bool(self._sought) or self._short is not None
+        return bool(self._sought or self._short)
 
     def found_in(self, text: str | None) -> bool:
         return bool(text) and bool(self._spans(text or "", first=True))
 
     def scrub(self, text: str) -> str:
-        """``text`` without the mentions; blank lines they leave are dropped."""
-        spans = self._spans(text)
-        if not spans:
-            return text
-        cut = "".join(text[a:b] for a, b in zip([0, *(e for _, e in spans)],
-                                                  [*(s for s, _ in spans), len(text)], strict=True))
-        if self._sentences:
-            return cut if text[-1:].isspace() else cut.rstrip()
-        return "\n".join(line for line in cut.split("\n") if line.strip())
+        """``text`` without the mentions; blank lines they leave are dropped. Cut again
+        while a cut leaves another in place (a clause cut from a text's start makes the
+        sentence after it start the text: "My cat is Zorbo, I live in Linz."), up to
+        once per text sought."""
+        for _ in range(len(self._sought) + len(self._short)):
+            spans = self._spans(text)
+            if not spans:
+                break
+            cut = "".join(text[a:b] for a, b in zip(
+                [0, *(e for _, e in spans)], [*(s for s, _ in spans), len(text)],
+                strict=True))
+            if self._sentences:
+                text = cut if text[-1:].isspace() else cut.rstrip()
+            else:
+                text = "\n".join(line for line in cut.split("\n") if line.strip())
+        return text
 
     def _spans(self, text: str, *, first: bool = False) -> list[tuple[int, int]]:
         """Where the texts sought occur in ``text``, leftmost first and none overlapping
-        (at one place, the first text of several words given, then a short one)."""
+        (at one place, the first text given)."""
         if not self or not text:
             return []
         held = _said_word(text) if self._sentences else text
         if self._filter and not any(probe in held for probe in self._filter):
             return []
         found: list[tuple[int, int, int]] = []
-        if self._short is not None:
-            found.extend((m.start(), len(self._sought), m.end())
-                         for m in self._short.finditer(text)
+        for order, pattern in self._short:
+            found.extend((m.start(), order, m.end()) for m in pattern.finditer(text)
                          if m.end() > m.start())
         if self._sought:
             if len(held) != len(text):  # a letter whose lower case is longer
@@ -225,7 +240,7 @@ class Mentions:
                 words = [_said_word(w) for w in words]
             joined = " ".join(words)
             # a cheap necessary condition: the words it holds, whole and in order
-            sought_here = [(n, s) for n, s in enumerate(self._sought) if s.joined in joined]
+            sought_here = [(n, s) for n, s in self._sought if s.joined in joined]
             tokens = [m.span() for m in re.finditer(r"\S+", text)] if sought_here else []
             place = _sentence if self._sentences else _whole
             for order, sought in sought_here:
@@ -319,8 +334,10 @@ class _Sought:
 
 
 def _said_word(word: str) -> str:
-    """A word as a sentence sought ``anywhere`` compares it: lower case, one apostrophe."""
-    return word.lower().translate(_APOSTROPHES)
+    """A word as a sentence sought ``anywhere`` compares it: lower case (one sigma, a
+    dotted or dotless i, a long s read as s, as a regular expression's case-insensitive
+    match reads them), one apostrophe."""
+    return word.lower().translate(_FOLDED).replace("i\u0307", "i")
 
 
 def _sentence(text: str, tokens: list[tuple[int, int]], words: list[str], i: int,
@@ -342,6 +359,10 @@ def _sentence(text: str, tokens: list[tuple[int, int]], words: list[str], i: int
     if not words[last].startswith(sought.last):
         return None
     rest, end = words[last][len(sought.last):], tokens[last][1]
+    if not rest and last + 1 < len(words) and all(c in _CLOSE for c in words[last + 1]) \
+            and "\n" not in text[end:tokens[last + 1][0]]:
+        end = tokens[last + 1][1]  # its closing marks typed apart ("Linz !", "Linz\u00a0.")
+        rest = words[last + 1]
     after = end
     while after < len(text) and text[after] in " \t":
         after += 1

@@ -390,6 +390,12 @@ def test_recall_and_conflicts_keep_their_types(served: tuple[MemoryStore, Clock,
             client.supersede(memory.id, memory)
         with pytest.raises(ConfirmationRequiredError):
             client.forget(memory.id)
+        # one string is no list of ids (it was sent as one id per character)
+        with pytest.raises(InvalidInputError, match="memory_ids"):
+            client.forget_many(memory.id, confirm=True)
+        assert client.forget_many([], confirm=True) == 0
+        assert client.forget_many((i for i in [memory.id]), confirm=True) == 1
+        assert store.get(memory.id).status is graphmem.Status.FORGOTTEN
 
 
 def test_a_bad_record_of_a_batch_is_named(served: tuple[MemoryStore, Clock, str]) -> None:

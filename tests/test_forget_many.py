@@ -107,3 +107,17 @@ def test_every_id_is_checked_before_anything_is_deleted(store_location: str) -> 
         assert _left(store, ids) == before
         assert store.forget_many([ids[0], ids[0]], confirm=True) == 1
         assert store.forget_many([ids[0]], confirm=True) == 0  # erased already
+
+
+def test_odd_lists_of_ids_get_a_clear_error(store_location: str) -> None:
+    with MemoryStore(store_location, embedder="hashing") as store:
+        ids = _sitting(store)
+        # a generator is read once: its ids are forgotten (the check read it up before)
+        assert store.forget_many((i for i in ids[:1]), confirm=True) == 1
+        for odd in (None, 5, b"urn:x", [ids[1], 7]):
+            with pytest.raises(InvalidInputError, match="memory_ids"):
+                store.forget_many(odd, confirm=True)  # type: ignore[arg-type]
+        with pytest.raises(ConfirmationRequiredError):
+            store.forget_many(i for i in ids)
+        assert store.forget_many([], confirm=True) == 0
+        assert store.get(ids[1]).status is not Status.FORGOTTEN

@@ -104,3 +104,33 @@ def test_a_statement_said_alone_without_a_mark_is_not_cut_before_a_comma_elsewhe
         payloads = {m.payload for m in store.get_many(ids) if m.payload}
         assert "I live in Linz, Texas, with my wife Maria." in payloads, payloads
         assert not any("Zorbo" in p or "\nI live in Linz\n" in p for p in payloads), payloads
+
+
+@pytest.mark.parametrize(("sought", "text", "kept"), [
+    # a capital sigma lowers to a final or a middle sigma by what follows it
+    (["ΚΟΣΜΟΣ'ΤΟΥ ΕΙΝΑΙ ΕΔΩ."], "ΚΟΣΜΟΣ'ΤΟΥ ΕΙΝΑΙ ΕΔΩ. Ο σκύλος μου.", "Ο σκύλος μου."),
+    # dotless and dotted i, a long s: as a case-insensitive regular expression read them
+    (["Yaşıyorum Izmirde."], "YAŞIYORUM IZMIRDE. Bye.", "Bye."),
+    (["İzmir'de yaşıyorum."], "izmir'de yaşıyorum. Bye.", "Bye."),
+    (["My cat is called Zorbo."], "My cat iſ called Zorbo. Bye.", "Bye."),
+    # closing marks typed as a word of their own, or after a no-break space
+    (["J'habite à Zurbaville !"], "J'habite à Zurbaville ! Mon chien dort.", "Mon chien dort."),
+    (["I work at Zymurgix ."], "I work at Zymurgix\u00a0. Then I left.", "Then I left."),
+    (["I work at Zymurgix."], "I work at Zymurgix ! Then I left.", "Then I left."),
+    # a clause cut from the start makes the sentence after it start the text
+    (["My cat is called Zorbo", "I live in Linz."],
+     "My cat is called Zorbo, I live in Linz. Bye for now.", "Bye for now."),
+])
+def test_more_of_what_a_sentence_cut_leaves(sought: list[str], text: str, kept: str) -> None:
+    said = Mentions(sought, anywhere=True)
+    assert said.scrub(text) == kept
+    assert not said.found_in(kept)
+
+
+@pytest.mark.parametrize(("sought", "text"), [
+    (["ab cd", "ab cd ef gh ij", "ef gh ij kl mn"], "ab cd\nef gh ij kl mn"),
+    (["ab cd", "cd", "foo bar baz ab"], "foo bar baz\nab\ncd"),
+])
+def test_short_texts_beside_long_ones_are_all_cut(sought: list[str], text: str) -> None:
+    found = Mentions(sought)
+    assert found.scrub(text) == ""

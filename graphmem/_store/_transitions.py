@@ -17,9 +17,9 @@ from .._engine import Erasure, Patch, WriteBatch
 from .._errors import (
     ConfirmationRequiredError,
     ConflictError,
-    InvalidInputError,
     StoreError,
 )
+from .._input import memory_id_list
 from .._keys import FORGET, key_id
 from .._models import (
     ChangeType,
@@ -176,9 +176,7 @@ class Transitions:
         a run stopped part way has removed them there, and running it again finishes
         the rest. Returns how many memories were erased (one erased already counts
         none)."""
-        if isinstance(memory_ids, str) or not all(isinstance(i, str) for i in memory_ids):
-            raise InvalidInputError("memory_ids must be a list of memory ids",
-                                    field="memory_ids")
+        memory_ids = memory_id_list(memory_ids)
         if confirm is not True:
             raise ConfirmationRequiredError(
                 f"forget_many({len(memory_ids)} memories) deletes their texts for good; "

@@ -34,6 +34,7 @@ from .._input import (
     check_count,
     check_owner,
     check_unit,
+    memory_id_list,
     parse_records,
     recall_window,
     update_changes,
@@ -318,12 +319,14 @@ class Client:
                     actor: str | None = None) -> int:
         _no_actor(actor)
         _only_own(owner, self)
+        ids = memory_id_list(memory_ids)
         if confirm is not True:
             raise ConfirmationRequiredError(
-                f"forget_many({len(memory_ids)} memories) deletes their texts for good; "
+                f"forget_many({len(ids)} memories) deletes their texts for good; "
                 "pass confirm=True (or --yes on the command line)")
-        body = self._http.call("POST", "/v1/forget",
-                               json={"ids": list(memory_ids), "reason": reason})
+        if not ids:
+            return 0
+        body = self._http.call("POST", "/v1/forget", json={"ids": ids, "reason": reason})
         return int(body["forgotten"])
 
     def keep(self, memory_id: str, *, reason: str = "kept on review",

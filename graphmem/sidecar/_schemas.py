@@ -131,7 +131,7 @@ class ArchiveIn(_Body):
     create_summary: bool = False
 
 class ForgetIn(_Body):
-    ids: list[str] = Field(min_length=1, max_length=10_000)
+    ids: list[str] = Field(max_length=10_000)
     reason: str = "manual"
 
 class KeepIn(_Body):
