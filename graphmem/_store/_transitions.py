@@ -162,8 +162,7 @@ class Transitions:
             raise ConfirmationRequiredError(
                 f"forget({memory_id!r}) deletes the memory's text for good; "
                 "pass confirm=True (or --yes on the command line)")
-        self.forget_many([memory_id], confirm=True, reason=reason, owner=owner, purge=purge,
-                         actor=actor)
+        self._forget([memory_id], reason=reason, owner=owner, purge=purge, actor=actor)
 
     def forget_many(self, memory_ids: Sequence[str], *, confirm: bool = False,
                     reason: str = "manual", owner: str | None = None, purge: bool = True,
@@ -181,6 +180,10 @@ class Transitions:
             raise ConfirmationRequiredError(
                 f"forget_many({len(memory_ids)} memories) deletes their texts for good; "
                 "pass confirm=True (or --yes on the command line)")
+        return self._forget(memory_ids, reason=reason, owner=owner, purge=purge, actor=actor)
+
+    def _forget(self, memory_ids: Sequence[str], *, reason: str, owner: str | None,
+                purge: bool, actor: str | None) -> int:
         ctx = self._ctx
         memories = [ctx.visible(i, owner) for i in dict.fromkeys(memory_ids)]
         gone: list[tuple[Memory, list[Version]]] = []
