@@ -34,7 +34,12 @@ _ANYWHERE = 12
 #: as one by ``said_form`` and by the sentence matcher alike)
 _CLOSE = ".!?…"
 _APOSTROPHES = str.maketrans(dict.fromkeys("’`´‘′", "'"))
-_FOLDED = str.maketrans({**dict.fromkeys("’`´‘′", "'"), "ς": "σ", "ı": "i", "ſ": "s"})
+_FOLDED = str.maketrans({**dict.fromkeys("’`´‘′", "'"), "ς": "σ", "ı": "i", "ſ": "s",
+                         "µ": "μ", "ϐ": "β", "ϵ": "ε", "ϑ": "θ", "ϰ": "κ", "ϖ": "π",
+                         "ϱ": "ρ", "ϕ": "φ", "\u0345": "ι", "ẛ": "ṡ", "ﬅ": "ﬆ"})
+#: What ends a line (as ``str.splitlines`` reads it: a message typed on Windows ends its
+#: lines with "\r\n")
+_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 def keyed_digest(key: str, text: str | None, *, key_id: str = "") -> str:
@@ -203,22 +208,15 @@ class Mentions:
         return bool(text) and bool(self._spans(text or "", first=True))
 
     def scrub(self, text: str) -> str:
-        """``text`` without the mentions; blank lines they leave are dropped. Cut again
-        while a cut leaves another in place (a clause cut from a text's start makes the
-        sentence after it start the text: "My cat is Zorbo, I live in Linz."), up to
-        once per text sought."""
-        for _ in range(len(self._sought) + len(self._short)):
-            spans = self._spans(text)
-            if not spans:
-                break
-            cut = "".join(text[a:b] for a, b in zip(
-                [0, *(e for _, e in spans)], [*(s for s, _ in spans), len(text)],
-                strict=True))
-            if self._sentences:
-                text = cut if text[-1:].isspace() else cut.rstrip()
-            else:
-                text = "\n".join(line for line in cut.split("\n") if line.strip())
-        return text
+        """``text`` without the mentions; blank lines they leave are dropped."""
+        spans = self._spans(text)
+        if not spans:
+            return text
+        cut = "".join(text[a:b] for a, b in zip(
+            [0, *(e for _, e in spans)], [*(s for s, _ in spans), len(text)], strict=True))
+        if self._sentences:
+            return cut if text[-1:].isspace() else cut.rstrip()
+        return "\n".join(line for line in cut.split("\n") if line.strip())
 
     def _spans(self, text: str, *, first: bool = False) -> list[tuple[int, int]]:
         """Where the texts sought occur in ``text``, leftmost first and none overlapping
@@ -228,9 +226,9 @@ class Mentions:
         held = _said_word(text) if self._sentences else text
         if self._filter and not any(probe in held for probe in self._filter):
             return []
-        found: list[tuple[int, int, int]] = []
+        found: list[tuple[int, int, int, bool]] = []
         for order, pattern in self._short:
-            found.extend((m.start(), order, m.end()) for m in pattern.finditer(text)
+            found.extend((m.start(), order, m.end(), True) for m in pattern.finditer(text)
                          if m.end() > m.start())
         if self._sought:
             if len(held) != len(text):  # a letter whose lower case is longer
@@ -247,12 +245,16 @@ class Mentions:
                 for i in sought.places(words):
                     span = place(text, tokens, words, i, sought)
                     if span is not None:
-                        if first:
-                            return [span]
-                        found.append((span[0], order, span[1]))
+                        if first and span[2]:
+                            return [span[:2]]
+                        found.append((span[0], order, span[1], span[2]))
+        # left to right, none overlapping; a sentence that starts where a cut ended
+        # starts a sentence once that is cut ("My cat is Zorbo, I live in Linz." with
+        # both forgotten; "My cat is Zorbo, my cat is Zorbo, so he eats.")
         spans: list[tuple[int, int]] = []
-        for start, _, end in sorted(found):
-            if not spans or start >= spans[-1][1]:
+        for start, _, end, starts in sorted(found):
+            if (not spans or start >= spans[-1][1]) and (
+                    starts or (spans and start == spans[-1][1])):
                 spans.append((start, end))
         return spans
 
@@ -287,7 +289,7 @@ def said_whole(text: str, message: str | None) -> bool:
     ...     "My cat is Zorbo", "My cat is Zorbo, so he eats.")
     (True, False)
     """
-    spans = Mentions([text], anywhere=True)._spans(message or "")
+    spans = Mentions([text], anywhere=True)._spans(message or "")  # whole ones and clauses
     return bool(spans) and all(
         (message or "")[start:end].rstrip(" \t")[-1:] not in (",", ";", ":")
         for start, end in spans)
@@ -341,40 +343,40 @@ def _said_word(word: str) -> str:
 
 
 def _sentence(text: str, tokens: list[tuple[int, int]], words: list[str], i: int,
-              sought: _Sought) -> tuple[int, int] | None:
+              sought: _Sought) -> tuple[int, int, bool] | None:
     """The span of the sentence ``sought`` from word ``i``, with the spaces after it, if
-    it is one there: it starts the text or a line, or follows a sentence's end (a closing
-    mark, then quotes or brackets, then spaces or tabs); it ends at closing marks, at its
-    line's end, or (a clause) at one comma, semicolon or colon."""
+    it ends there as a sentence: at closing marks, at its line's end, or (a clause) at one
+    comma, semicolon or colon; and whether it starts one there: at the text's or a line's
+    start, or after a sentence's end (a closing mark, then quotes or brackets, then spaces
+    or tabs). One that does not may still follow a cut (``Mentions._spans``)."""
     last = i + len(sought.middle)
-    if i:
-        gap = text[tokens[i - 1][1]:tokens[i][0]]
-        if "\n" in gap:
-            if gap.rsplit("\n", 1)[1].strip(" \t"):
-                return None
-        else:
-            before = text[tokens[i - 1][0]:tokens[i - 1][1]].rstrip("\"')]")
-            if gap.strip(" \t") or not before or before[-1] not in _CLOSE:
-                return None
     if not words[last].startswith(sought.last):
         return None
     rest, end = words[last][len(sought.last):], tokens[last][1]
     if not rest and last + 1 < len(words) and all(c in _CLOSE for c in words[last + 1]) \
-            and "\n" not in text[end:tokens[last + 1][0]]:
+            and not _BREAK.search(text, end, tokens[last + 1][0]):
         end = tokens[last + 1][1]  # its closing marks typed apart ("Linz !", "Linz\u00a0.")
         rest = words[last + 1]
     after = end
     while after < len(text) and text[after] in " \t":
         after += 1
     if not ((rest and all(c in _CLOSE for c in rest))
-            or (not rest and (after == len(text) or text[after] == "\n"))
+            or (not rest and (after == len(text) or _BREAK.match(text, after)))
             or (sought.clause and rest in (",", ";", ":"))):
         return None
-    return tokens[i][0], after
+    starts = True
+    if i:
+        gap = text[tokens[i - 1][1]:tokens[i][0]]
+        if _BREAK.search(gap):
+            starts = not _BREAK.split(gap)[-1].strip(" \t")
+        else:
+            before = text[tokens[i - 1][0]:tokens[i - 1][1]].rstrip("\"')]")
+            starts = not gap.strip(" \t") and bool(before) and before[-1] in _CLOSE
+    return tokens[i][0], after, starts
 
 
 def _whole(text: str, tokens: list[tuple[int, int]], words: list[str], i: int,
-           sought: _Sought) -> tuple[int, int] | None:
+           sought: _Sought) -> tuple[int, int, bool] | None:
     """The span of ``sought`` as whole words from word ``i``: its first word may end a
     word after a mark ("(My PIN ..."), its last may start one before a mark ("... bank)")."""
     first, last = sought.first or "", i + 1 + len(sought.middle)
@@ -386,4 +388,4 @@ def _whole(text: str, tokens: list[tuple[int, int]], words: list[str], i: int,
     end = tokens[last][0] + len(sought.last)
     if re.search(r"\w$", sought.last) and end < tokens[last][1] and re.match(r"\w", text[end]):
         return None
-    return start, end
+    return start, end, True

@@ -120,4 +120,8 @@ def test_odd_lists_of_ids_get_a_clear_error(store_location: str) -> None:
         with pytest.raises(ConfirmationRequiredError):
             store.forget_many(i for i in ids)
         assert store.forget_many([], confirm=True) == 0
+        with pytest.raises(InvalidInputError, match="reason"):
+            store.forget_many(ids[1:2], confirm=True, reason=None)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="reason"):
+            store.forget(ids[1], confirm=True, reason=None)  # type: ignore[arg-type]
         assert store.get(ids[1]).status is not Status.FORGOTTEN

@@ -17,6 +17,7 @@ from .._engine import Erasure, Patch, WriteBatch
 from .._errors import (
     ConfirmationRequiredError,
     ConflictError,
+    InvalidInputError,
     StoreError,
 )
 from .._input import memory_id_list
@@ -184,6 +185,8 @@ class Transitions:
 
     def _forget(self, memory_ids: Sequence[str], *, reason: str, owner: str | None,
                 purge: bool, actor: str | None) -> int:
+        if not isinstance(reason, str):
+            raise InvalidInputError("reason must be a string", field="reason")
         ctx = self._ctx
         memories = [ctx.visible(i, owner) for i in dict.fromkeys(memory_ids)]
         gone: list[tuple[Memory, list[Version]]] = []
