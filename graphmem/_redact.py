@@ -34,9 +34,10 @@ _ANYWHERE = 12
 #: as one by ``said_form`` and by the sentence matcher alike)
 _CLOSE = ".!?…"
 _APOSTROPHES = str.maketrans(dict.fromkeys("’`´‘′", "'"))
-_FOLDED = str.maketrans({**dict.fromkeys("’`´‘′", "'"), "ς": "σ", "ı": "i", "ſ": "s",
-                         "µ": "μ", "ϐ": "β", "ϵ": "ε", "ϑ": "θ", "ϰ": "κ", "ϖ": "π",
-                         "ϱ": "ρ", "ϕ": "φ", "\u0345": "ι", "ẛ": "ṡ", "ﬅ": "ﬆ"})
+#: and the letters a case-insensitive regular expression reads as one beyond lower case
+_FOLDED = {**_APOSTROPHES, **str.maketrans({
+    "ς": "σ", "ı": "i", "ſ": "s", "µ": "μ", "ϐ": "β", "ϵ": "ε", "ϑ": "θ", "ϰ": "κ", "ϖ": "π",
+    "ϱ": "ρ", "ϕ": "φ", "\u0345": "ι", "ẛ": "ṡ", "ﬅ": "ﬆ"})}
 #: What ends a line (as ``str.splitlines`` reads it: a message typed on Windows ends its
 #: lines with "\r\n")
 _BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
