@@ -36,6 +36,7 @@ __all__ = [
     "UpdateFields",
     "check_count",
     "check_owner",
+    "check_reason",
     "check_tags",
     "check_text",
     "check_unicode",
@@ -723,6 +724,13 @@ def validation_message(exc: ValidationError) -> tuple[str, str]:
     if field == "record" and named:  # a check across fields names the field it blames
         field, message = named.group(1), message[named.end():]
     return field, message
+
+
+def check_reason(reason: Any) -> str:
+    """A change's ``reason``: text (``InvalidInputError`` naming ``reason`` otherwise)."""
+    if not isinstance(reason, str):
+        raise InvalidInputError("reason must be a string", field="reason")
+    return check_unicode(reason, field="reason")
 
 
 def memory_id_list(memory_ids: Any) -> list[str]:

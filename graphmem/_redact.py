@@ -40,6 +40,7 @@ _FOLDED = {**_APOSTROPHES, **str.maketrans({
     "ϱ": "ρ", "ϕ": "φ", "\u0345": "ι", "ẛ": "ṡ", "ﬅ": "ﬆ"})}
 #: What ends a line (as ``str.splitlines`` reads it: a message typed on Windows ends its
 #: lines with "\r\n")
+_SPACES = re.compile(r"\s+")
 _BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
@@ -150,12 +151,11 @@ class Mentions:
         mark or a line's end, never at a comma ("I live in Linz" said alone is not the
         start of "I live in Linz, Texas")."""
         self._sentences = anywhere
-        #: (the text's place among ``texts``, how it is sought): at one place the first
-        #: text given wins
+        #: (the text's place among ``texts``, how it is sought)
         self._sought: list[tuple[int, _Sought]] = []
         self._short: list[tuple[int, re.Pattern[str]]] = []
         texts_seen: list[str] = []
-        for text in texts:
+        for text in dict.fromkeys(texts):  # a text given twice is sought once
             words = (text or "").split()
             if not words:
                 continue
@@ -220,8 +220,9 @@ class Mentions:
         return "\n".join(line for line in cut.split("\n") if line.strip())
 
     def _spans(self, text: str, *, first: bool = False) -> list[tuple[int, int]]:
-        """Where the texts sought occur in ``text``, leftmost first and none overlapping
-        (at one place, the first text given)."""
+        """Where the texts sought occur in ``text``, left to right, overlapping ones joined
+        ("My cat is Zorbo, so he eats tuna." forgotten with "My cat is Zorbo" goes
+        whole)."""
         if not self or not text:
             return []
         held = _said_word(text) if self._sentences else text
@@ -249,14 +250,23 @@ class Mentions:
                         if first and span[2]:
                             return [span[:2]]
                         found.append((span[0], order, span[1], span[2]))
-        # left to right, none overlapping; a sentence that starts where a cut ended
-        # starts a sentence once that is cut ("My cat is Zorbo, I live in Linz." with
-        # both forgotten; "My cat is Zorbo, my cat is Zorbo, so he eats.")
+        # left to right, none overlapping; a sentence that starts where a cut ended (past
+        # the spaces after it) starts a sentence once that is cut ("My cat is Zorbo, I live
+        # in Linz." with both forgotten; "My cat is Zorbo, my cat is Zorbo, so he eats.")
+        # Where two overlap, both go (every word of either is a forgotten text's).
         spans: list[tuple[int, int]] = []
+        reach = -1  # where the text goes on after the last cut and the spaces after it
         for start, _, end, starts in sorted(found):
-            if (not spans or start >= spans[-1][1]) and (
-                    starts or (spans and start == spans[-1][1])):
+            if spans and start < spans[-1][1]:
+                if not starts or end <= spans[-1][1]:
+                    continue
+                spans[-1] = (spans[-1][0], end)
+            elif starts or start == reach:
                 spans.append((start, end))
+            else:
+                continue
+            space = _SPACES.match(text, end)
+            reach = space.end() if space else end
         return spans
 
     def scrub_json(self, value: Any) -> tuple[Any, list[str]]:

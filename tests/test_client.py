@@ -394,6 +394,9 @@ def test_recall_and_conflicts_keep_their_types(served: tuple[MemoryStore, Clock,
         with pytest.raises(InvalidInputError, match="memory_ids"):
             client.forget_many(memory.id, confirm=True)
         assert client.forget_many([], confirm=True) == 0
+        for reason in (None, 5, "caf\udce9"):
+            with pytest.raises(InvalidInputError, match="reason"):
+                client.forget(memory.id, confirm=True, reason=reason)  # type: ignore[arg-type]
         assert client.forget_many((i for i in [memory.id]), confirm=True) == 1
         assert store.get(memory.id).status is graphmem.Status.FORGOTTEN
 

@@ -287,7 +287,8 @@ class Conversations:
         erased = self._erased([f.item.text for f in found], owner)
         for index in {found[n].index for n in erased}:
             said = parsed[index]["text"]
-            gone = [found[n].item.text for n in erased if found[n].index == index]
+            gone = list(dict.fromkeys(found[n].item.text for n in erased
+                                      if found[n].index == index))
             parsed[index]["text"] = Mentions(
                 gone, anywhere=True, whole={t for t in gone if said_whole(t, said)}
             ).scrub(said)

@@ -17,10 +17,9 @@ from .._engine import Erasure, Patch, WriteBatch
 from .._errors import (
     ConfirmationRequiredError,
     ConflictError,
-    InvalidInputError,
     StoreError,
 )
-from .._input import memory_id_list
+from .._input import check_reason, memory_id_list
 from .._keys import FORGET, key_id
 from .._models import (
     ChangeType,
@@ -185,8 +184,7 @@ class Transitions:
 
     def _forget(self, memory_ids: Sequence[str], *, reason: str, owner: str | None,
                 purge: bool, actor: str | None) -> int:
-        if not isinstance(reason, str):
-            raise InvalidInputError("reason must be a string", field="reason")
+        check_reason(reason)
         ctx = self._ctx
         memories = [ctx.visible(i, owner) for i in dict.fromkeys(memory_ids)]
         gone: list[tuple[Memory, list[Version]]] = []

@@ -33,6 +33,7 @@ from .._input import (
     UpdateFields,
     check_count,
     check_owner,
+    check_reason,
     check_unit,
     memory_id_list,
     parse_records,
@@ -307,6 +308,7 @@ class Client:
                owner: str | None = None, actor: str | None = None) -> None:
         _no_actor(actor)
         _only_own(owner, self)
+        check_reason(reason)
         if confirm is not True:
             raise ConfirmationRequiredError(
                 f"forget({memory_id!r}) deletes the memory's text for good; pass "
@@ -320,6 +322,7 @@ class Client:
         _no_actor(actor)
         _only_own(owner, self)
         ids = memory_id_list(memory_ids)
+        check_reason(reason)
         if confirm is not True:
             raise ConfirmationRequiredError(
                 f"forget_many({len(ids)} memories) deletes their texts for good; "
