@@ -616,17 +616,21 @@ class Conversations:
         eligible = active | candidate
         duplicates: dict[int, str] = {}
         reinforced: dict[int, tuple[str, float]] = {}
-        tops = [lexical_neighbours(index, text, owner=owner, eligible=eligible,
-                                   limit=_SIMILAR) for text in texts]
         # one read and one embedding of each neighbour, however many statements share it
-        # (a long message that says one thing many times has one neighbour)
-        near = {m.id: m for m in self._memories.get_many(
-            dict.fromkeys(i for top in tops for i in top))}
-        near_vectors = dict(zip(near, self._text_vectors([m.text for m in near.values()],
-                                                         since=since), strict=True)) \
-            if near else {}
+        # (a long message that says one thing many times has one neighbour); read a
+        # statement's few at a time (by key: all of a sitting's at once may be a scan)
+        near: dict[str, Memory] = {}
+        near_vectors: dict[str, np.ndarray] = {}
         for row, text in enumerate(texts):
-            others = [near[i] for i in tops[row] if i in near]
+            top = lexical_neighbours(index, text, owner=owner, eligible=eligible,
+                                     limit=_SIMILAR)
+            wanted = [i for i in top if i not in near]
+            found = self._memories.get_many(wanted) if wanted else []
+            if found:
+                near.update((m.id, m) for m in found)
+                near_vectors.update(zip([m.id for m in found], self._text_vectors(
+                    [m.text for m in found], since=since), strict=True))
+            others = [near[i] for i in top if i in near]
             if not others:
                 continue
             speaker = speakers[row] if speakers is not None else None
