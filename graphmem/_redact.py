@@ -33,6 +33,8 @@ _ANYWHERE = 12
 #: What may close a sentence, and the apostrophes a statement may be written with (read
 #: as one by ``said_form`` and by the sentence matcher alike)
 _CLOSE = ".!?…"
+#: What ends a clause (a statement without a closing mark of its own) in its sentence
+_CLAUSE_END = (",", ";", ":")
 _APOSTROPHES = str.maketrans(dict.fromkeys("’`´‘′", "'"))
 #: and the letters a case-insensitive regular expression reads as one beyond lower case
 _FOLDED = {**_APOSTROPHES, **str.maketrans({
@@ -165,7 +167,7 @@ class Mentions:
                 said_alone = text in whole
                 words = [_said_word(w) for w in words]
                 apart = False  # closing marks typed as a word of their own ("Linz !")
-                while len(words) > 1 and all(c in _CLOSE for c in words[-1]):
+                while len(words) > 1 and _closing(words[-1]):
                     words.pop()
                     apart = True
                 bare = words[-1].rstrip(_CLOSE)
@@ -302,7 +304,7 @@ def said_whole(text: str, message: str | None) -> bool:
     """
     spans = Mentions([text], anywhere=True)._spans(message or "")  # whole ones and clauses
     return bool(spans) and all(
-        (message or "")[start:end].rstrip(" \t")[-1:] not in (",", ";", ":")
+        (message or "")[start:end].rstrip(" \t")[-1:] not in _CLAUSE_END
         for start, end in spans)
 
 
@@ -346,6 +348,11 @@ class _Sought:
                 k = self._table[k - 1]
 
 
+def _closing(word: str) -> bool:
+    """Whether ``word`` is closing marks alone ("!", "...")."""
+    return bool(word) and all(c in _CLOSE for c in word)
+
+
 def _said_word(word: str) -> str:
     """A word as a sentence sought ``anywhere`` compares it: lower case (one sigma, a
     dotted or dotless i, a long s read as s, as a regular expression's case-insensitive
@@ -364,16 +371,16 @@ def _sentence(text: str, tokens: list[tuple[int, int]], words: list[str], i: int
     if not words[last].startswith(sought.last):
         return None
     rest, end = words[last][len(sought.last):], tokens[last][1]
-    if not rest and last + 1 < len(words) and all(c in _CLOSE for c in words[last + 1]) \
+    if not rest and last + 1 < len(words) and _closing(words[last + 1]) \
             and not _BREAK.search(text, end, tokens[last + 1][0]):
         end = tokens[last + 1][1]  # its closing marks typed apart ("Linz !", "Linz\u00a0.")
         rest = words[last + 1]
     after = end
     while after < len(text) and text[after] in " \t":
         after += 1
-    if not ((rest and all(c in _CLOSE for c in rest))
+    if not (_closing(rest)
             or (not rest and (after == len(text) or _BREAK.match(text, after)))
-            or (sought.clause and rest in (",", ";", ":"))):
+            or (sought.clause and rest in _CLAUSE_END)):
         return None
     starts = True
     if i:

@@ -199,7 +199,11 @@ class Transitions:
         key = ctx.keys.current(FORGET)
         tag = key_id(key)
         scrubbed: dict[str, dict[str, Any]] = {}  # one patch a memory: context and payload
-        for patch in (*self._scrub_contexts(gone), *self._scrub_payloads(gone, key, tag)):
+        # per owner, the forgotten texts as sentences of the sittings they were said in
+        owners = _by_owner(gone)
+        said = {owner: _said_near(group, lambda m: m.session) for owner, group in owners}
+        for patch in (*self._scrub_contexts(owners, said),
+                      *self._scrub_payloads(owners, said, key, tag)):
             scrubbed.setdefault(patch.memory_id, {}).update(patch.set)
         for n, (memory, history) in enumerate(gone):
             # as it is now: an erasure before it may have moved its entities
@@ -294,19 +298,20 @@ class Transitions:
                                        keyed_digest(key, text, key_id=tag or ""))
                    for key in candidates)
 
-    def _scrub_contexts(self, gone: Sequence[tuple[Memory, list[Version]]]) -> list[Patch]:
+    def _scrub_contexts(self, owners: _Owners, said: dict[str | None, dict[str | None, Mentions]]
+                        ) -> list[Patch]:
         """The forgotten texts leave the contexts of their owner's other memories indexed
         with them (matched up to whitespace; in the sitting a text was said in, the
-        sentence in any case and however short: ``_said_near``); their vectors are derived
-        again (an embedding can give its text away)."""
+        sentence in any case and however short: ``said``, by owner and sitting); their
+        vectors are derived again (an embedding can give its text away)."""
         engine = self._ctx.engine
-        leaving = {m.id for m, _ in gone}
+        leaving = {m.id for _, group in owners for m, _ in group}
         found: list[tuple[Memory, str | None]] = []
-        for owner, group in _by_owner(gone):
+        for owner, group in owners:
             mentions = Mentions(sorted({t for m, history in group
                                         for t in (m.text, m.payload, *(v.text for v in history))
                                         if t}))
-            near = _said_near(group, lambda m: m.session)
+            near = said[owner]
             candidates = {m.id: m for probe in mentions.probes
                           for m in engine.holding("context", probe)}
             for session in near.keys() - {None}:  # all of its sitting: the words in any case
@@ -328,21 +333,22 @@ class Transitions:
         return [Patch(m.id, set={"context": c, "vector": d.vector})
                 for (m, c), d in zip(found, derived, strict=True)]
 
-    def _scrub_payloads(self, gone: Sequence[tuple[Memory, list[Version]]], key: str,
+    def _scrub_payloads(self, owners: _Owners,
+                        said: dict[str | None, dict[str | None, Mentions]], key: str,
                         tag: str) -> list[Patch]:
         """The forgotten sentences leave the payloads of their owner's other memories of
         the sitting they were said in (the sentences of one message keep the message as
         their payload; another message of the sitting may say the same), however short, as
-        ``_said_near`` finds them; without a sitting, those of their own message (the same
+        ``said`` finds them; without a sitting, those of their own message (the same
         payload). Another sitting's messages are theirs. The payload's hash is kept for
         audit, keyed as the forgotten text's is: a plain hash of the whole message would
         confirm a guess of the words that went."""
         engine = self._ctx.engine
-        leaving = {m.id for m, _ in gone}
+        leaving = {m.id for _, group in owners for m, _ in group}
         patches: list[Patch] = []
-        for owner, group in _by_owner(gone):
-            in_sitting = _said_near([g for g in group if g[0].session is not None],
-                                    lambda m: m.session)
+        for owner, group in owners:
+            in_sitting: dict[str | None, Mentions] = {
+                s: near for s, near in said[owner].items() if s is not None}
             in_message = _said_near([g for g in group if g[0].session is None
                                      and g[0].payload], lambda m: m.payload)
             siblings = {m.id: m for session in in_sitting
@@ -353,8 +359,8 @@ class Transitions:
                 if m.id in leaving or m.owner != owner or not m.payload:
                     continue
                 payload = m.payload
-                for said in (in_sitting.get(m.session), in_message.get(m.payload)):
-                    payload = said.scrub(payload) if said is not None else payload
+                for near in (in_sitting.get(m.session), in_message.get(m.payload)):
+                    payload = near.scrub(payload) if near is not None else payload
                 if payload != m.payload:
                     patches.append(Patch(m.id, set={
                         "payload": payload or None,
@@ -385,8 +391,11 @@ class Transitions:
         return out
 
 
-def _by_owner(gone: Sequence[tuple[Memory, list[Version]]]
-              ) -> list[tuple[str | None, list[tuple[Memory, list[Version]]]]]:
+#: forgotten memories (each with its history) by owner
+_Owners = list[tuple[str | None, list[tuple[Memory, list[Version]]]]]
+
+
+def _by_owner(gone: Sequence[tuple[Memory, list[Version]]]) -> _Owners:
     """The forgotten memories (each with its history) by owner, in the order given."""
     groups: dict[str | None, list[tuple[Memory, list[Version]]]] = {}
     for memory, history in gone:
