@@ -49,6 +49,9 @@ class Changed:
     foreign: bool = False
     access_only: bool = False
     patched: Mapping[str, Mapping[str, Any]] | None = None
+    #: ``patched`` leaves out fields the commit set from the memory's own values (a
+    #: lifecycle job's version): enough for an index, not for a whole row
+    partial: bool = False
     #: the facts the commit wrote, when the writer has them all (None: any fact may have
     #: changed), so that a listener need not read every fact again
     facts: FactsWritten | None = None
@@ -96,6 +99,7 @@ class StoreContext:
         self.lock = threading.RLock()
         self._listeners: list[Callable[[Changed], None]] = []
         self._before_read: list[Callable[[], None]] = []
+        self._held: Callable[[str], Memory | None] = engine.get
         self._sync_lock = threading.Lock()
         self._embedder_checked = False
         self.embedder = self._resolve_embedder(embedder)
@@ -140,12 +144,25 @@ class StoreContext:
                 for local in foreign_changes(change):
                     self.changed(local)
 
+    def hold(self, rows: Callable[[str], Memory | None]) -> None:
+        """Where ``current`` finds a memory's row: one this process holds current, else
+        read (None: no such memory)."""
+        self._held = rows
+
     def visible(self, memory_id: str, owner: str | None) -> Memory:
         """The memory, if it exists and ``owner`` (when given) owns it; else NotFound."""
+        return self._visible(memory_id, owner, held=False)
+
+    def current(self, memory_id: str, owner: str | None) -> Memory:
+        """``visible``, from the row this process holds current when it holds one (what a
+        write starts from: reading it again was a third of an importance update's time)."""
+        return self._visible(memory_id, owner, held=True)
+
+    def _visible(self, memory_id: str, owner: str | None, *, held: bool) -> Memory:
         self.before_read()
         if not isinstance(memory_id, str) or not memory_id:
             raise InvalidInputError("a memory id must be a non-empty string", field="id")
-        memory = self.engine.get(memory_id)
+        memory = self._held(memory_id) if held else self.engine.get(memory_id)
         if memory is None or (owner is not None and memory.owner != owner):
             raise NotFoundError(f"no memory {memory_id}")
         return memory

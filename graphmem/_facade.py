@@ -217,6 +217,7 @@ class MemoryStore:
         self._rows = RowCache(ctx)
         self._recall = Recall(ctx, self._memories, self._transitions, self._recall_index,
                               self._rows)
+        ctx.hold(self._recall.held)  # writes start from the rows recall holds
         self._learning = Learning(ctx)
         self._recall.reranker = self._learning.rerank
         self._lifecycle = Lifecycle(ctx, self._memories, self._transitions)

@@ -210,7 +210,7 @@ class Lifecycle:
         if reason not in PROMOTE_REASONS:
             raise InvalidInputError(f"reason must be one of {', '.join(PROMOTE_REASONS)}",
                                     field="reason")
-        memory = self._ctx.visible(memory_id, owner)
+        memory = self._ctx.current(memory_id, owner)
         now = self._ctx.now()
         if memory.kind is not Kind.EPISODIC or memory.status is not Status.ACTIVE:
             return PromoteResult(success=False, memory_id=memory_id, old_type=memory.kind.value,
@@ -233,7 +233,7 @@ class Lifecycle:
         if reason not in ARCHIVE_REASONS:
             raise InvalidInputError(f"reason must be one of {', '.join(ARCHIVE_REASONS)}",
                                     field="reason")
-        memory = self._ctx.visible(memory_id, owner)
+        memory = self._ctx.current(memory_id, owner)
         now = self._ctx.now()
         if memory.status not in (Status.ACTIVE, Status.CANDIDATE):
             return ArchiveResult(success=False, memory_id=memory_id, old_type=memory.kind.value,
@@ -262,7 +262,7 @@ class Lifecycle:
                 window_days: float | None = None, actor: str | None = None) -> RestoreResult:
         """Undo the latest archive, promotion, tombstone or expiry of a memory, within
         ``window_days`` (default ``GRAPHMEM_RESTORE_WINDOW_DAYS``, 7)."""
-        memory = self._ctx.visible(memory_id, owner)
+        memory = self._ctx.current(memory_id, owner)
         now = self._ctx.now()
         window = self._ctx.settings.restore_window_days if window_days is None else window_days
         undoable = {EventType.ARCHIVE, EventType.PROMOTE, EventType.TOMBSTONE, EventType.EXPIRE}
@@ -484,7 +484,7 @@ class Lifecycle:
             else:
                 handed.drop(reread)
                 if handed:
-                    ctx.changed(Changed(list(handed), patched=handed))
+                    ctx.changed(Changed(list(handed), patched=handed, partial=True))
                 if reread:
                     ctx.changed(Changed(sorted(reread)))
             self._signals = signals  # states changed, the graph did not

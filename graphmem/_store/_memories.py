@@ -502,7 +502,7 @@ class Memories:
         """Change fields of a memory (``UpdateFields``: text, subject, importance,
         confidence, tags, kind, project, visibility, valid_from, valid_to, provenance);
         writes one version row with change type ``reason``."""
-        memory = self._ctx.visible(memory_id, owner)
+        memory = self._ctx.current(memory_id, owner)
         if memory.status is Status.FORGOTTEN:
             raise ConflictError(f"memory {memory_id} was forgotten and cannot be edited")
         change_type = parse_change_type(reason)
@@ -543,7 +543,7 @@ class Memories:
         written), so that one version stays current; a replacement the chain holds
         already changes nothing."""
         ctx = self._ctx
-        old = ctx.visible(old_id, owner)
+        old = ctx.current(old_id, owner)
         if old.status is Status.FORGOTTEN:
             raise ConflictError(f"memory {old_id} was forgotten")
         known = ctx.engine.get(new) if isinstance(new, str) and new else None

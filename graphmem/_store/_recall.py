@@ -375,15 +375,20 @@ class Recall:
              memory: Memory | None = None) -> Hit:
         if memory is None:
             memory = self._rows.get(index.ids[pos], self._index.current)
-        centrality = float(index.centrality[pos])  # NaN: no lifecycle run stored one
-        memory = memory.model_copy(update={
-            "access_count": int(index.access_count[pos]),
-            "last_accessed": index.last_accessed[pos],
-            "access_times": index.access_times[pos],
-            "centrality": None if math.isnan(centrality) else centrality,
-            "xref_count": int(index.xrefs[pos]),
-        })
-        return Hit(memory=memory, score=explanation.final, rank=rank, explanation=explanation)
+        return Hit(memory=_counted(index, pos, memory), score=explanation.final, rank=rank,
+                   explanation=explanation)
+
+    def held(self, memory_id: str) -> Memory | None:
+        """The memory as the store holds it now (None: no such memory): once the recall
+        index is loaded, the row held current here (``RowCache.held``) with the index's
+        counters over it; else read."""
+        index = self._index.current
+        if index is None:
+            return self._ctx.engine.get(memory_id)
+        with self._index.gate.shared():
+            memory = self._rows.held(memory_id, index)
+            pos = index.pos.get(memory_id)
+            return memory if memory is None or pos is None else _counted(index, pos, memory)
 
     # -- feedback ---------------------------------------------------------------------
     def feedback(self, memory_id: str, *, useful: bool, query: str | None = None,
@@ -399,7 +404,7 @@ class Recall:
         ctx = self._ctx
         if not isinstance(useful, bool):
             raise InvalidInputError("useful must be true or false", field="useful")
-        memory = ctx.visible(memory_id, owner)
+        memory = ctx.current(memory_id, owner)
         if memory.status is Status.FORGOTTEN:
             raise ConflictError(f"memory {memory_id} was forgotten")
         now = ctx.now()
@@ -498,3 +503,16 @@ class _Workers(ThreadPoolExecutor):
             return super().submit(fn, *args, **kwargs)
         except RuntimeError as exc:  # "cannot schedule new futures after shutdown"
             raise StoreError("the store is closed") from exc
+
+
+def _counted(index: RecallIndex, pos: int, memory: Memory) -> Memory:
+    """``memory`` with what the index keeps newer than any row: the access counters (a
+    recall counts at once, and writes them later), centrality and cross-references."""
+    centrality = float(index.centrality[pos])  # NaN: no lifecycle run stored one
+    return memory.model_copy(update={
+        "access_count": int(index.access_count[pos]),
+        "last_accessed": index.last_accessed[pos],
+        "access_times": index.access_times[pos],
+        "centrality": None if math.isnan(centrality) else centrality,
+        "xref_count": int(index.xrefs[pos]),
+    })

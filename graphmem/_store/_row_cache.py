@@ -1,6 +1,8 @@
-"""The rows recall's hits are made from: the memories recently recalled, kept in a small
-cache that follows every commit; the others come from the index's row snapshot or are
-fetched from the store, two at a time, while the hits are put together."""
+"""The rows recall's hits are made from: the memories recently recalled or written, kept
+in a small cache that follows every commit (a commit that only set fields hands them
+over); the others come from the index's row snapshot or are fetched from the store, two
+at a time, while the hits are put together. A write starts from the row held here
+(``held``) instead of reading it again."""
 
 from __future__ import annotations
 
@@ -14,13 +16,15 @@ from .._engine import memory_from_fields
 from .._errors import StoreError
 from .._models import Memory
 from .._recall._index import RecallIndex
+from .._records import patched_memory
 
 __all__ = ["RowCache"]
 
 
 class RowCache:
-    """Memory rows for hits, cached (least recently used first out) and never stale: a
-    commit drops the rows it changed, and a fetch that a commit overtook is not kept."""
+    """Memory rows for hits and writes, cached (least recently used first out) and never
+    stale: a commit that only set fields sets them on the rows it changed, any other
+    drops them, and a fetch that a commit overtook is not kept."""
 
     def __init__(self, ctx: StoreContext) -> None:
         self._ctx = ctx
@@ -37,8 +41,12 @@ class RowCache:
             self._epoch += 1
             if not self._inflight:  # only fetches under way need to know what changed
                 self._changed_at.clear()
+            patched = None if change.foreign or change.partial else change.patched
             for memory_id in change.ids:
-                self._cache.pop(memory_id, None)
+                cached = self._cache.pop(memory_id, None)
+                fields = None if patched is None else patched.get(memory_id)
+                if cached is not None and fields is not None:
+                    self._cache[memory_id] = patched_memory(cached, fields)
                 self._changed_at[memory_id] = self._epoch
             if change.bulk:
                 self._cache.clear()
@@ -87,21 +95,33 @@ class RowCache:
             self._cache.pop(next(iter(self._cache)))
 
     def get(self, memory_id: str, index: RecallIndex | None) -> Memory:
-        """The memory's row: cached, on its way, in ``index``'s snapshot, or read now."""
+        """The row of a hit (``held``); a memory gone meanwhile is an error."""
+        memory = self.held(memory_id, index)
+        if memory is None:
+            raise StoreError(f"memory {memory_id} vanished during recall")
+        return memory
+
+    def held(self, memory_id: str, index: RecallIndex | None) -> Memory | None:
+        """The memory's row (None: no such memory): cached, on its way, in ``index``'s
+        snapshot, or read now; kept in the cache, so that the commits after keep it
+        current (a write starts from it instead of reading it again)."""
         with self._lock:
             memory = self._cache.get(memory_id)
             if memory is not None:
                 self._cache.move_to_end(memory_id)
                 return memory
             pending = self._inflight.get(memory_id)
+            started = self._epoch
         if pending is not None:
-            memory = pending.result()
-        else:
-            pos = index.pos.get(memory_id) if index is not None else None
-            row = index.row(pos) if index is not None and pos is not None else None
-            memory = memory_from_fields(row) if row is not None else self._fetch(memory_id)
-        if memory is None:
-            raise StoreError(f"memory {memory_id} vanished during recall")
+            return pending.result()
+        pos = index.pos.get(memory_id) if index is not None else None
+        row = index.row(pos) if index is not None and pos is not None else None
+        if row is None:
+            return self._fetch(memory_id)
+        memory = memory_from_fields(row)
+        with self._lock:
+            if self._epoch == started:
+                self._keep(memory)
         return memory
 
     def _fetch(self, memory_id: str) -> Memory | None:

@@ -120,7 +120,7 @@ class Transitions:
                   triggered_by: TriggeredBy = TriggeredBy.MANUAL,
                   actor: str | None = None) -> Memory:
         """Delete logically: kept for audit and export, never recalled. Reversible."""
-        memory = self._ctx.visible(memory_id, owner)
+        memory = self._ctx.current(memory_id, owner)
         if memory.status in (Status.TOMBSTONED, Status.FORGOTTEN):
             raise ConflictError(f"memory {memory_id} is already {memory.status.value}")
         return self.transition(memory, status=Status.TOMBSTONED, event_type=EventType.TOMBSTONE,
@@ -133,7 +133,7 @@ class Transitions:
         to review or proposed archiving it): the memory does not change; a ``keep`` event
         names the actor and the reason. Review queues leave it out for the restore window."""
         ctx = self._ctx
-        memory = ctx.visible(memory_id, owner)
+        memory = ctx.current(memory_id, owner)
         if memory.status in (Status.TOMBSTONED, Status.FORGOTTEN):
             raise ConflictError(f"memory {memory_id} is {memory.status.value}: nothing to keep")
         event = lifecycle_event(memory.id, EventType.KEEP, from_state=memory.status.value,

@@ -1,0 +1,156 @@
+"""A write starts from the row the store holds current (the recall index's snapshot, the
+row cache, which a commit that only sets fields keeps current) instead of reading it
+again; what it writes is what it wrote when it read the row."""
+
+from __future__ import annotations
+
+import random
+import threading
+from pathlib import Path
+
+import pytest
+
+from graphmem import MemoryStore, Settings
+from graphmem.algorithms import engine_of
+
+
+def _store(path: Path, n: int = 24) -> tuple[MemoryStore, list[str]]:
+    store = MemoryStore(path, embedder="hashing", settings=Settings())
+    ids = [m.id for m in store.add_many(
+        [{"text": f"Person{i} lives in City{i % 5} and works at Org{i % 3}.", "owner": "o"}
+         for i in range(n)])]
+    return store, ids
+
+
+def _reads(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids the engine is asked for one at a time from now on."""
+    engine = engine_of(store)
+    asked: list[str] = []
+    get = engine.get
+
+    def counted(memory_id: str):  # type: ignore[no-untyped-def]
+        asked.append(memory_id)
+        return get(memory_id)
+
+    monkeypatch.setattr(engine, "get", counted)
+    return asked
+
+
+def test_writes_after_a_recall_read_no_row_and_write_what_the_store_held(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, ids = _store(tmp_path / "db")
+    with store:
+        store.recall("Person3 City3", owner="o", k=5)  # the recall index is loaded
+        asked = _reads(store, monkeypatch)
+        updated = store.update(ids[0], importance=0.9, tags=["x"], owner="o")
+        again = store.update(ids[0], importance=0.2, owner="o")  # from the row cache
+        helped = store.feedback(ids[1], useful=True, owner="o")
+        gone = store.tombstone(ids[2], reason="test")
+        assert asked == []
+        store.restore(ids[2])  # from the row the tombstone left in the cache
+        stored = {i: engine_of(store).get(i) for i in ids[:3]}
+        assert (updated.importance, updated.tags) == (0.9, ("x",))
+        assert again == stored[ids[0]]
+        assert (again.importance, again.tags, again.version) == (0.2, ("x",), 3)
+        assert helped == stored[ids[1]] and helped.useful_count == 1
+        assert gone.status.value == "tombstoned" and stored[ids[2]].status.value == "active"
+        # two version rows each, the second built on the first
+        assert [v.importance for v in store.history(ids[0])][-2:] == [0.9, 0.2]
+
+
+def test_a_store_whose_index_is_not_loaded_reads_the_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, ids = _store(tmp_path / "db")
+    with store:
+        asked = _reads(store, monkeypatch)
+        store.update(ids[0], importance=0.9)
+        assert asked == [ids[0]]
+
+
+def test_held_rows_equal_the_stored_rows_after_every_kind_of_write(tmp_path: Path) -> None:
+    rng = random.Random(0)
+    store, ids = _store(tmp_path / "db", 40)
+    engine = engine_of(store)
+
+    def check(step: str, least: int = len(ids) - 3) -> None:
+        store.get(ids[0])  # a read: the accesses recorded so far are written first
+        held = {i: store._recall.held(i) for i in ids}
+        assert sum(m is not None for m in held.values()) >= least, step
+        wrong = [i for i, m in held.items() if m is not None and m != engine.get(i)]
+        assert wrong == [], step
+
+    with store:
+        store.recall("Person3 City3", owner="o", k=5)
+        check("loaded")
+        for round_ in range(3):
+            for query in ("Person1 City1", "City2 Org2", "works at Org1"):
+                store.recall(query, owner="o", k=5, record_access=True)
+            check(f"recalls recorded, round {round_}")
+            for memory_id in rng.sample(ids, 6):
+                store.feedback(memory_id, useful=rng.random() < 0.6, owner="o")
+            check(f"feedback, round {round_}")
+            for memory_id in rng.sample(ids, 6):
+                store.update(memory_id, importance=rng.random(), tags=["t"], owner="o")
+            check(f"updates, round {round_}")
+        for memory_id in ids[:3]:
+            store.tombstone(memory_id, reason="test")
+        check("tombstones")
+        for memory_id in ids[:3]:
+            store.restore(memory_id)
+        check("restores")
+        store.update(ids[5], text="Person5 moved to Lisbon.")
+        check("a new text")
+        store.supersede(ids[6], ids[7])
+        check("a supersede")
+        # the jobs hand the index what they set, not the version they set from the row's
+        store.run_lifecycle(apply=True)
+        check("a lifecycle run", least=0)
+        for memory_id in ids[:10]:
+            store.update(memory_id, importance=0.5, owner="o")
+        check("updates after the run", least=10)
+
+
+def test_feedback_after_recorded_recalls_counts_every_access(tmp_path: Path) -> None:
+    store, _ = _store(tmp_path / "db")
+    with store:
+        hit = store.recall("Person4 City4", owner="o", k=1, record_access=True)[0].memory.id
+        for _ in range(2):
+            store.recall("Person4 City4", owner="o", k=1, record_access=True)
+        # the accesses are counted in the index at once, written in the background
+        memory = store.feedback(hit, useful=True, owner="o")
+        assert memory.access_count == 4
+        assert store.get(hit).access_count == 4
+        assert len(store.get(hit).access_times) == 4
+
+
+def test_threads_writing_one_recalled_memory_each_build_on_the_others(
+        tmp_path: Path) -> None:
+    store, ids = _store(tmp_path / "db", 3)
+    errors: list[str] = []
+    asked = {"feedback": 0}
+
+    def work(seed: int) -> None:
+        rng = random.Random(seed)
+        for _ in range(20):
+            memory_id = rng.choice(ids)
+            try:
+                if rng.random() < 0.5:
+                    store.update(memory_id, importance=rng.uniform(0.1, 0.9))
+                else:
+                    store.feedback(memory_id, useful=True)
+                    asked["feedback"] += 1
+                store.recall("Person1", k=3, record_access=True)
+            except Exception as exc:  # reported below
+                errors.append(repr(exc))
+
+    with store:
+        store.recall("Person1", k=3)
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        # every version each writer wrote is in the history, none lost or doubled
+        assert [store.get(i).version for i in ids] == [len(store.history(i)) for i in ids]
+        assert sum(store.get(i).useful_count for i in ids) == asked["feedback"]
