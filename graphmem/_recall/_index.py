@@ -734,8 +734,9 @@ class RecallIndex:
             # slices, not ``take``: that loads pyarrow.compute (0.2 s of a one-shot recall);
             # joined into one batch (a table of them combined each column: 1.2 ms for
             # ten hits against 0.8)
-            rows = pa.concat_batches([source.slice(int(offset), 1) for offset
-                                      in (chosen - self._row_starts[batch]).tolist()])
+            slices = [source.slice(int(offset), 1) for offset
+                      in (chosen - self._row_starts[batch]).tolist()]
+            rows = slices[0] if len(slices) == 1 else pa.concat_batches(slices)
             out.update(zip(chosen.tolist(), to_pylist(rows), strict=True))
         for row in out.values():
             if row.get("text_sha256") == "":  # left out of the snapshot: the text's own
