@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from graphmem import MemoryStore, Settings
+from graphmem import InvalidInputError, MemoryStore, Settings
 from graphmem.algorithms import engine_of
 
 
@@ -154,3 +154,49 @@ def test_threads_writing_one_recalled_memory_each_build_on_the_others(
         # every version each writer wrote is in the history, none lost or doubled
         assert [store.get(i).version for i in ids] == [len(store.history(i)) for i in ids]
         assert sum(store.get(i).useful_count for i in ids) == asked["feedback"]
+
+
+def test_a_read_two_commits_overtake_is_not_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row read outside the pool (a hit's, a write's) while one commit changed it and
+    another changed something else is not cached: the next write starts from the new row."""
+    store, ids = _store(tmp_path / "db", 3)
+    with store:
+        store.recall("Person1", k=3)
+        store.update(ids[0], importance=0.1)  # its snapshot row is old now
+        store.drop_caches()
+        engine = engine_of(store)
+        get, read, go = engine.get, threading.Event(), threading.Event()
+
+        def slow(memory_id: str):  # type: ignore[no-untyped-def]
+            row = get(memory_id)
+            if threading.current_thread().name == "reader":
+                read.set()
+                go.wait(10)
+            return row
+
+        monkeypatch.setattr(engine, "get", slow)
+        reader = threading.Thread(target=store._rows.held, name="reader",
+                                  args=(ids[0], store._recall_index.current))
+        reader.start()
+        assert read.wait(10)
+        store.update(ids[0], importance=0.9)
+        store.update(ids[1], importance=0.7)
+        go.set()
+        reader.join()
+        again = store.update(ids[0], tags=["kept"])
+        assert (again.importance, again.version) == (0.9, 4)
+        assert engine.get(ids[0]) == again
+        assert [v.seq for v in store.history(ids[0])] == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("project", [5, "p" * 3000, "a\x00b"])
+def test_an_update_of_a_bad_project_is_refused_and_writes_nothing(
+        tmp_path: Path, project: object) -> None:
+    store, ids = _store(tmp_path / "db", 2)
+    with store:
+        store.recall("Person1", k=3)
+        with pytest.raises(InvalidInputError, match="project"):
+            store.update(ids[0], project=project)  # type: ignore[arg-type]
+        assert store.get(ids[0]).version == 1 and store.get(ids[0]).project is None
+        assert store.update(ids[0], project="kept").version == 2

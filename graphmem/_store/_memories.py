@@ -715,12 +715,10 @@ def _checked_updates(fields: Mapping[str, Any]) -> dict[str, Any]:
         updates["tags"] = check_tags(given["tags"])
     if "kind" in given:
         updates["kind"] = parse_kind(given["kind"]).value
-    if "project" in given:
-        updates["project"] = given["project"]
     if "visibility" in given:
         updates["visibility"] = check_text(given["visibility"], field="visibility",
                                            max_len=MAX_VISIBILITY)
-    for name in ("provenance", "valid_from", "valid_to"):
+    for name in ("project", "provenance", "valid_from", "valid_to"):  # as a new memory's
         if name in given:
             updates[name] = getattr(MemoryInput.parse({"text": "x", name: given[name]}), name)
     return updates

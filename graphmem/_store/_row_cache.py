@@ -34,12 +34,14 @@ class RowCache:
         self._epoch = 0
         self._bulk_epoch = 0
         self._changed_at: dict[str, int] = {}
+        #: reads of a row under way (fetched in the pool or not)
+        self._reading = 0
         ctx.on_change(self._on_change)
 
     def _on_change(self, change: Changed) -> None:
         with self._lock:
             self._epoch += 1
-            if not self._inflight:  # only fetches under way need to know what changed
+            if not self._reading:  # only reads under way need to know what changed
                 self._changed_at.clear()
             patched = None if change.foreign or change.partial else change.patched
             for memory_id in change.ids:
@@ -127,11 +129,18 @@ class RowCache:
     def _fetch(self, memory_id: str) -> Memory | None:
         with self._lock:
             started = self._epoch
-        memory = self._ctx.engine.get(memory_id)
-        with self._lock:
-            # A change committed while this row was read makes the row stale: do not cache.
-            stale = max(self._changed_at.get(memory_id, 0), self._bulk_epoch) > started
-            if memory is not None and not stale:
-                self._keep(memory)
-            self._inflight.pop(memory_id, None)
+            self._reading += 1
+        memory: Memory | None = None
+        try:
+            memory = self._ctx.engine.get(memory_id)
+        finally:
+            with self._lock:
+                # A change committed while this row was read makes the row stale: do
+                # not cache it (what changed is remembered while any read is under way:
+                # a read outside the pool that two commits overtook kept the old row).
+                stale = max(self._changed_at.get(memory_id, 0), self._bulk_epoch) > started
+                if memory is not None and not stale:
+                    self._keep(memory)
+                self._reading -= 1
+                self._inflight.pop(memory_id, None)
         return memory
