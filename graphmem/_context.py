@@ -18,6 +18,7 @@ from ._derive import FactSource
 from ._embed import Embedder, embed_memories, embedder_from_spec, fingerprint, query_vectors
 from ._engine import EdgeRecord, Engine, FactRecord, ForeignChange, WriteBatch
 from ._errors import EmbedderMismatchError, InvalidInputError, NotFoundError
+from ._input import check_unicode
 from ._keys import StoreKeys
 from ._kg import Fact
 from ._models import Memory
@@ -162,6 +163,7 @@ class StoreContext:
         self.before_read()
         if not isinstance(memory_id, str) or not memory_id:
             raise InvalidInputError("a memory id must be a non-empty string", field="id")
+        check_unicode(memory_id, field="id")  # a lone surrogate: no database takes it
         memory = self._held(memory_id) if held else self.engine.get(memory_id)
         if memory is None or (owner is not None and memory.owner != owner):
             raise NotFoundError(f"no memory {memory_id}")

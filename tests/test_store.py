@@ -632,3 +632,19 @@ def test_merge_names_a_record_that_is_no_memory_input(store: MemoryStore) -> Non
         with pytest.raises(RecordError, match=f"record 1: a record is a MemoryInput, {why}"):
             store.merge([good, bad])  # type: ignore[list-item]
     assert store.memory_count() == 0
+
+
+@pytest.mark.parametrize("call", ["get", "links", "history", "update", "feedback",
+                                  "tombstone", "restore"])
+def test_an_id_that_is_no_text_is_named(tmp_path: Path, call: str) -> None:
+    """A lone surrogate (a JSON "\\udc80" escape) in an id is refused naming the id, not
+    passed to the database (a database error before), and nothing is written."""
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        memory = store.add("Lena keeps the spare key under the blue pot.")
+        store.recall("spare key")
+        args = {"update": {"importance": 0.9}, "feedback": {"useful": True},
+                "tombstone": {"reason": "test"}}.get(call, {})
+        with pytest.raises(InvalidInputError, match="id holds U\\+DC80") as caught:
+            getattr(store, call)(memory.id + "\udc80", **args)
+        assert caught.value.field == "id"
+        assert store.get(memory.id).version == 1
