@@ -40,9 +40,9 @@ _APOSTROPHES = str.maketrans(dict.fromkeys("’`´‘′", "'"))
 _FOLDED = {**_APOSTROPHES, **str.maketrans({
     "ς": "σ", "ı": "i", "ſ": "s", "µ": "μ", "ϐ": "β", "ϵ": "ε", "ϑ": "θ", "ϰ": "κ", "ϖ": "π",
     "ϱ": "ρ", "ϕ": "φ", "\u0345": "ι", "ẛ": "ṡ", "ﬅ": "ﬆ"})}
+_SPACES = re.compile(r"\s+")
 #: What ends a line (as ``str.splitlines`` reads it: a message typed on Windows ends its
 #: lines with "\r\n")
-_SPACES = re.compile(r"\s+")
 _BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 

@@ -20,9 +20,10 @@ from graphmem import MemoryStore, Status
 from graphmem.algorithms import engine_of
 
 
-def _child(script: str, db: Path | str) -> dict[str, Any]:
-    """Run ``script`` (``DB``: the store's path) in a fresh process; its last line is JSON."""
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script), str(db)],
+def _child(script: str, db: Path | str, *args: str) -> dict[str, Any]:
+    """Run ``script`` (``DB``: the store's path, then ``args``) in a fresh process; its
+    last line is JSON."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script), str(db), *args],
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, (done.returncode, done.stderr[-3000:])
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -110,13 +111,20 @@ def test_an_in_memory_store_that_cannot_heal_refuses_writes_and_keeps_reads(
         assert copy.get(kept.id).text == kept.text
 
 
-def test_threads_writing_one_memory_each_build_on_the_others(tmp_path: Path) -> None:
+@pytest.mark.parametrize("recalled", [False, True])
+def test_threads_writing_one_memory_each_build_on_the_others(tmp_path: Path,
+                                                             recalled: bool) -> None:
+    """``recalled``: the recall index is loaded and the threads record recalls between
+    writes, so each write starts from the row the store holds, not from a read."""
     result = _child("""
         import json, random, sys, threading
         from graphmem import MemoryStore
 
+        recalled = sys.argv[2] == "True"
         with MemoryStore(sys.argv[1], embedder="hashing") as store:
             ids = [m.id for m in store.add_many([f"Lena's note {i}" for i in range(3)])]
+            if recalled:
+                store.recall("Lena's note", k=3)
             errors, done = [], []
 
             def work(seed):
@@ -130,6 +138,8 @@ def test_threads_writing_one_memory_each_build_on_the_others(tmp_path: Path) -> 
                         else:
                             store.feedback(memory_id, useful=rng.random() < 0.5)
                             done.append("feedback")
+                        if recalled:
+                            store.recall("Lena's note", k=3, record_access=True)
                     except Exception as exc:
                         errors.append(repr(exc))
 
@@ -142,13 +152,16 @@ def test_threads_writing_one_memory_each_build_on_the_others(tmp_path: Path) -> 
                 "errors": errors, "done": len(done), "asked": done.count("feedback"),
                 "versions": [store.get(i).version for i in ids],
                 "history": [len(store.history(i)) for i in ids],
-                "feedback": sum(len(store.events(i, event_type="feedback")) for i in ids)}))
-    """, tmp_path / "db")
+                "feedback": sum(len(store.events(i, event_type="feedback")) for i in ids),
+                "counted": sum(store.get(i).useful_count + store.get(i).ignored_count
+                               for i in ids)}))
+    """, tmp_path / "db", str(recalled))
     assert result["errors"] == []
     assert result["done"] == 100
     # every version each writer wrote is in the history, none lost or doubled
     assert result["versions"] == result["history"]
     assert result["feedback"] == result["asked"] > 0
+    assert result["counted"] == result["asked"]  # no count built on an old row
 
 
 def test_a_conversation_planned_before_a_forget_is_planned_again(tmp_path: Path) -> None:

@@ -123,39 +123,6 @@ def test_feedback_after_recorded_recalls_counts_every_access(tmp_path: Path) -> 
         assert len(store.get(hit).access_times) == 4
 
 
-def test_threads_writing_one_recalled_memory_each_build_on_the_others(
-        tmp_path: Path) -> None:
-    store, ids = _store(tmp_path / "db", 3)
-    errors: list[str] = []
-    asked = {"feedback": 0}
-
-    def work(seed: int) -> None:
-        rng = random.Random(seed)
-        for _ in range(20):
-            memory_id = rng.choice(ids)
-            try:
-                if rng.random() < 0.5:
-                    store.update(memory_id, importance=rng.uniform(0.1, 0.9))
-                else:
-                    store.feedback(memory_id, useful=True)
-                    asked["feedback"] += 1
-                store.recall("Person1", k=3, record_access=True)
-            except Exception as exc:  # reported below
-                errors.append(repr(exc))
-
-    with store:
-        store.recall("Person1", k=3)
-        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert errors == []
-        # every version each writer wrote is in the history, none lost or doubled
-        assert [store.get(i).version for i in ids] == [len(store.history(i)) for i in ids]
-        assert sum(store.get(i).useful_count for i in ids) == asked["feedback"]
-
-
 def test_a_read_two_commits_overtake_is_not_kept(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A row read outside the pool (a hit's, a write's) while one commit changed it and

@@ -74,7 +74,7 @@ class RowCache:
 
     def from_snapshot(self, index: RecallIndex, positions: Sequence[int]
                       ) -> dict[int, Memory]:
-        """The hits that neither the row cache holds nor a fetch brings, materialised
+        """The rows that neither the row cache holds nor a fetch brings, materialised
         from the index snapshot together, and cached unless a commit came meanwhile (a
         row materialised took ~0.16 ms a hit, and a conversation's questions find the
         same turns again and again)."""
@@ -113,18 +113,14 @@ class RowCache:
                 self._cache.move_to_end(memory_id)
                 return memory
             pending = self._inflight.get(memory_id)
-            started = self._epoch
         if pending is not None:
             return pending.result()
         pos = index.pos.get(memory_id) if index is not None else None
-        row = index.row(pos) if index is not None and pos is not None else None
-        if row is None:
-            return self._fetch(memory_id)
-        memory = memory_from_fields(row)
-        with self._lock:
-            if self._epoch == started:
-                self._keep(memory)
-        return memory
+        if index is not None and pos is not None:
+            found = self.from_snapshot(index, [pos]).get(pos)
+            if found is not None:
+                return found
+        return self._fetch(memory_id)
 
     def _fetch(self, memory_id: str) -> Memory | None:
         with self._lock:
