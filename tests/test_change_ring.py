@@ -88,3 +88,26 @@ def test_a_row_that_went_missing_is_written_again(tmp_path: Path,
         store.update(ids[1], importance=0.3)
         assert seen == ["MATCH", "MERGE"]
         assert _changed_since(engine, mark) == [(ids[1],)]
+
+
+def test_a_row_s_text_is_read_back_whole_and_a_text_not_so_made_as_bulk(
+        tmp_path: Path) -> None:
+    """A ring row keeps what its transaction changed as one JSON text (schema v10): ids
+    with quotes, commas and non-ASCII come back as written, erasures with them; a text
+    that does not parse says anything may have changed."""
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        engine = _engine(store)
+        odd = ['urn:"a",b', "urn:ümlaut ☃", "urn:[x]"]
+        for memory_id in odd:
+            store.add(f"note about {memory_id}", id=memory_id)
+        mark = engine.change_mark()
+        store.update(odd[0], importance=0.3)
+        store.forget(odd[1], confirm=True)
+        changes = engine.changes_since(mark)
+        assert changes is not None
+        assert [(c.ids, c.removed, c.bulk) for c in changes] == [
+            ((odd[0],), (), False), ((odd[1],), (odd[1],), False)]
+        seq = int(engine.change_mark().split(":")[0])
+        engine.db.run_auto("MATCH (c:Change {seq: $s}) SET c.body = 'not json'", {"s": seq})
+        changes = engine.changes_since(mark)
+        assert changes is not None and changes[-1].bulk and not changes[-1].ids

@@ -68,7 +68,7 @@ def test_v1_database_is_migrated(tmp_path: Path) -> None:
     path = tmp_path / "v1"
     _v1_database(path)
     with MemoryStore(path) as store:
-        assert store.stats().schema_version == SCHEMA_VERSION == 9
+        assert store.stats().schema_version == SCHEMA_VERSION == 10
         old = store.get("urn:v1:0")
         assert (old.text, old.tags, old.entities) == ("Orchard runs on fly.io", ("v1",), ())
         # Kuzu's FTS index is gone (v3); full-text recall finds old rows; new rows carry
@@ -310,7 +310,7 @@ def test_v8_facts_take_their_sources_as_text_and_stay_found_by_memory(tmp_path: 
     _as_v8(path)
     assert _version(path) == 8
     with MemoryStore(path, embedder="hashing") as store:
-        assert store.stats().schema_version == SCHEMA_VERSION == 9
+        assert store.stats().schema_version == SCHEMA_VERSION == 10
         after = sorted((f.subject, f.predicate, f.object, f.sources)
                        for f in store.facts(owner="o"))
         assert after == before
@@ -359,3 +359,42 @@ def test_a_v9_migration_cut_short_is_finished_when_the_store_opens_again(
                           for f in store.facts(owner="o")) == facts[cut]
             tables = {r[0] for r in store._ctx.engine.db.read("CALL show_tables() RETURN name")}
             assert _FACT_NEW not in tables
+
+
+def test_v9_ring_of_lists_becomes_one_text_per_row(tmp_path: Path) -> None:
+    """v10 keeps what a write changed as one text per ring row: a v9 store's ring (four
+    lists per row) is made again, a mark of v9's ring is no longer caught up from (a
+    recall index saved at it rebuilds), and the new ring follows every write after."""
+    from graphmem._kuzu import KuzuEngine
+    from graphmem._kuzu._schema import CHANGE_TYPES_V9, _node_table
+
+    path = tmp_path / "v9"
+    with MemoryStore(path, embedder="hashing") as store:
+        ids = [store.add(f"note {i} about the harbour").id for i in range(3)]
+    db = Database(str(path), buffer_pool_mb=128)
+    try:
+        db.run_auto("DROP TABLE Change")
+        db.run_auto(_node_table("Change", CHANGE_TYPES_V9))
+        for seq in (1, 2, 3):
+            db.run_auto("CREATE (c:Change {slot: $s, seq: $s, tag: 't', ids: [$id], "
+                        "edge_ends: [], removed: [], accessed: [], bulk: false})",
+                        {"s": seq, "id": ids[seq - 1]})
+        db.run_auto("MATCH (m:Meta {key: 'schema_version'}) SET m.value = '9'")
+    finally:
+        db.close()
+    with MemoryStore(path, embedder="hashing") as store:
+        assert store.stats().schema_version == SCHEMA_VERSION == 10
+        engine = store._ctx.engine
+        assert isinstance(engine, KuzuEngine)
+        columns = [r[0] for r in engine.db.read("CALL table_info('Change') RETURN name")]
+        assert columns == ["slot", "seq", "tag", "body"]
+        assert engine.changes_since("2:t") is None
+        assert engine.change_mark().startswith("4:")
+        mark = engine.change_mark()
+        store.update(ids[1], importance=0.9)
+        store.forget(ids[2], confirm=True)
+        changes = engine.changes_since(mark)
+        assert changes is not None
+        assert [(c.ids, c.removed, c.bulk) for c in changes] == [
+            ((ids[1],), (), False), ((ids[2],), (ids[2],), False)]
+    assert _version(path) == SCHEMA_VERSION

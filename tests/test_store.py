@@ -34,7 +34,7 @@ def test_schema_is_created_and_reopened(tmp_path: Path, clock) -> None:
     path = tmp_path / "db"
     with MemoryStore(path, embedder="hashing", clock=clock) as store:
         memory = store.add("Nadia prefers TypeScript", kind="identity", tags=["pref"])
-        assert store.stats().schema_version == SCHEMA_VERSION == 9
+        assert store.stats().schema_version == SCHEMA_VERSION == 10
     assert (path / "graph.kuzu").exists()
     with MemoryStore(path, clock=clock) as store:  # reopens with the recorded embedder
         again = store.get(memory.id)

@@ -89,7 +89,6 @@ from ._rows import (
     version_params,
 )
 from ._schema import (
-    CHANGE_TYPES,
     ENTITY_TYPES,
     EVENT_TYPES,
     FACT_TYPES,
@@ -120,8 +119,7 @@ _SMALL_WRITE = 64
 #: Kuzu 0.11.3 can write new rows' lists wrong: ``_db``'s notes).
 LIST_TABLES: dict[str, tuple[str, dict[str, str]]] = {
     table: (key, {c: t for c, t in types.items() if t.endswith("[]")})
-    for table, key, types in (("Memory", "id", MEMORY_TYPES), ("Entity", "id", ENTITY_TYPES),
-                              ("Change", "slot", CHANGE_TYPES))}
+    for table, key, types in (("Memory", "id", MEMORY_TYPES), ("Entity", "id", ENTITY_TYPES))}
 _MEMORY_LISTS = frozenset(LIST_TABLES["Memory"][1])
 
 

@@ -4,13 +4,14 @@ row of the change ring saying what it changed, and the vectors it stored (``_vec
 The ring (table ``Change``, ``SLOTS`` rows reused in turn) is what a recall index saved
 beside the store catches up from when the store is opened again, by this process or
 another (``changes_since``): each row holds the transaction's number, a random tag, and
-the ids it changed (or ``bulk``). A transaction whose writer does not declare what it
-changed (user Cypher) is recorded as bulk. Only one process writes a Kuzu store at a
-time, so the next number is kept here.
+what it changed in one JSON text (the ids, or ``bulk``). A transaction whose writer does
+not declare what it changed (user Cypher) is recorded as bulk. Only one process writes a
+Kuzu store at a time, so the next number is kept here.
 """
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Mapping, Sequence
 
@@ -20,22 +21,39 @@ from .._engine import ChangeSet, ForeignChange
 from ._db import Database, Tx
 from ._vectorlog import META_KEY, VectorLog
 
-__all__ = ["ChangeJournal"]
+__all__ = ["ChangeJournal", "ring_body"]
 
 _SET_LOG = "MERGE (m:Meta {key: $k}) SET m.value = $v"
-_RING_VALUES = {"seq": "$seq", "tag": "$tag", "bulk": "$bulk",
-                **{name: f"CAST(${name} AS STRING[])"
-                   for name in ("ids", "edge_ends", "removed", "accessed")}}
-_RING_SETS = "SET " + ", ".join(f"c.{name} = {value}" for name, value in _RING_VALUES.items())
+_RING_SETS = "SET c.seq = $seq, c.tag = $tag, c.body = $body"
 #: A ring row into a slot that holds one (MATCH: it says whether it found it), into one
 #: that does not yet (CREATE), and into one that may or may not (MERGE). At 100k memories
 #: a field write's transaction took 2.7 and 2.5 ms of CPU with the first two, 3.0-3.2 ms
 #: with MERGE (measured, interleaved).
 _SET_ROW = "MATCH (c:Change {slot: $slot}) " + _RING_SETS + " RETURN c.slot"
-_NEW_ROW = ("CREATE (c:Change {slot: $slot, "
-            + ", ".join(f"{name}: {value}" for name, value in _RING_VALUES.items()) + "})")
+_NEW_ROW = "CREATE (c:Change {slot: $slot, seq: $seq, tag: $tag, body: $body})"
 _ANY_ROW = "MERGE (c:Change {slot: $slot}) " + _RING_SETS
 _SLOTS = "MATCH (c:Change) WHERE c.slot >= $first RETURN c.slot"
+#: the lists of a ring row's text (JSON; an empty one is left out)
+_LISTS = ("ids", "edge_ends", "removed", "accessed")
+
+
+def ring_body(changes: ChangeSet) -> str:
+    """What a ring row says ``changes`` changed: one JSON text of the change a reader gets
+    (``ChangeSet.change``), its empty lists left out."""
+    change = changes.change()
+    body: dict[str, object] = {"bulk": True} if change.bulk else {}
+    body.update({name: list(ids) for name in _LISTS if (ids := getattr(change, name))})
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+def _read_body(text: str | None) -> ForeignChange:
+    """The change a ring row's text says (``ring_body``); a text not so made is bulk."""
+    try:
+        body = json.loads(text or "")
+        lists = {name: tuple(str(i) for i in body.get(name) or ()) for name in _LISTS}
+        return ForeignChange(**lists, bulk=bool(body.get("bulk")))
+    except (ValueError, TypeError, AttributeError):
+        return ForeignChange(bulk=True)
 
 
 class ChangeJournal:
@@ -83,23 +101,14 @@ class ChangeJournal:
 
     def _write_row(self, tx: Tx, seq: int, tag: str, changes: ChangeSet) -> None:
         """The ring row of transaction ``seq``, in its slot."""
-        bulk = changes.is_bulk
         slot = seq % self.SLOTS
-        params = {"slot": slot, "seq": seq, "tag": tag, "bulk": bulk,
-                  "ids": [] if bulk else list(changes.ids),
-                  "edge_ends": [] if bulk else list(changes.edge_ends),
-                  "removed": list(changes.removed),
-                  "accessed": [] if bulk else list(changes.accessed)}
+        params = {"slot": slot, "seq": seq, "tag": tag, "body": ring_body(changes)}
         if self._slots is None:
             self._slots = {int(r[0]) for r in tx.run(_SLOTS, {"first": 0})}
         if slot not in self._slots:  # the ring's first lap
-            tx.created("Change", [slot])
             tx.run(_NEW_ROW, params)
             self._new_slot = slot
-            return
-        tx.set_lists("Change")
-        if not tx.run(_SET_ROW, params):
-            tx.created("Change", [slot])
+        elif not tx.run(_SET_ROW, params):
             tx.run(_ANY_ROW, params)  # a row that went missing
 
     def after_commit(self, tx: Tx, committed: bool) -> None:
@@ -144,16 +153,12 @@ class ChangeJournal:
             return None
         if seq > self.seq or self.seq - seq >= self.SLOTS:
             return None
-        rows = self._db.read(
-            "MATCH (c:Change) WHERE c.seq >= $s RETURN c.seq, c.tag, c.ids, c.edge_ends, "
-            "c.removed, c.accessed, c.bulk ORDER BY c.seq", {"s": seq})
+        rows = self._db.read("MATCH (c:Change) WHERE c.seq >= $s "
+                             "RETURN c.seq, c.tag, c.body ORDER BY c.seq", {"s": seq})
         if seq:
             if not rows or rows[0][0] != seq or rows[0][1] != tag:
                 return None
             rows = rows[1:]
         if [r[0] for r in rows] != list(range(seq + 1, self.seq + 1)):
             return None
-        return [ForeignChange(ids=tuple(ids or ()), edge_ends=tuple(ends or ()),
-                              removed=tuple(removed or ()), accessed=tuple(accessed or ()),
-                              bulk=bool(bulk))
-                for _, _, ids, ends, removed, accessed, bulk in rows]
+        return [_read_body(body) for _, _, body in rows]

@@ -6,16 +6,20 @@ database); ``MIGRATIONS[v]`` lifts a database from ``v - 1`` to ``v``.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 
 import pyarrow as pa
 
+from .._engine import ChangeSet
 from .._errors import SchemaVersionError
 from .._records import EVENT_COLUMNS, MEMORY_COLUMNS, VERSION_COLUMNS
 from ._db import Database
+from ._journal import ChangeJournal, ring_body
 
 __all__ = [
     "CHANGE_TYPES",
+    "CHANGE_TYPES_V9",
     "ENTITY_TYPES",
     "EVENT_TYPES",
     "FACT_TYPES",
@@ -33,7 +37,7 @@ __all__ = [
     "schema_version",
 ]
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 FTS_INDEX = "memory_fts"
 
 #: Column -> Kuzu type of each table (DDL and casts come from here). Memories, versions
@@ -175,11 +179,12 @@ SCHEMAS[5] = [
 SCHEMAS[6] = SCHEMAS[5]
 #: v7: what each write transaction changed, in a ring of rows (``_journal``): a recall
 #: index saved beside the store catches up from it when it is opened again.
-CHANGE_TYPES: dict[str, str] = {
+CHANGE_TYPES_V9: dict[str, str] = {
     "slot": "INT64", "seq": "INT64", "tag": "STRING", "ids": "STRING[]",
     "edge_ends": "STRING[]", "removed": "STRING[]", "accessed": "STRING[]", "bulk": "BOOLEAN",
 }  # fmt: skip
-SCHEMAS[7] = [*SCHEMAS[6], _node_table("Change", CHANGE_TYPES)]
+_CHANGE_V9 = _node_table("Change", CHANGE_TYPES_V9)
+SCHEMAS[7] = [*SCHEMAS[6], _CHANGE_V9]
 #: v8: a memory keeps the vectors of its sentences (made when its text is written; the
 #: memories of an older store have none until ``reembed`` makes them, and are searched
 #: by their own vector alone).
@@ -188,6 +193,13 @@ _FACT_V8 = _rel_table("FACT", "Entity", "Entity", FACT_TYPES_V8)
 _FACT_TABLE = _rel_table("FACT", "Entity", "Entity", FACT_TYPES)
 #: v9: a fact's sources as text (``FACT_TYPES``).
 SCHEMAS[9] = [_FACT_TABLE if s == _FACT_V8 else s for s in SCHEMAS[8]]
+#: v10: a ring row says what its transaction changed in one text (``_journal``) instead
+#: of four lists: setting them cost a field write at 100k memories ~0.9 ms where one
+#: text costs ~0.3 ms, and a table without lists needs no check around checkpoints.
+CHANGE_TYPES: dict[str, str] = {"slot": "INT64", "seq": "INT64", "tag": "STRING",
+                                "body": "STRING"}
+_CHANGE = _node_table("Change", CHANGE_TYPES)
+SCHEMAS[10] = [_CHANGE if s == _CHANGE_V9 else s for s in SCHEMAS[9]]
 
 
 #: where v9's FACT table is filled before it takes the old one's place
@@ -237,6 +249,24 @@ def _migrate_facts(db: Database) -> None:
         db.checkpoint()
 
 
+def _migrate_ring(db: Database) -> None:
+    """v10: the ring made again with one text per row, in one transaction (a killed
+    process leaves v9's ring, and the migration runs again). Its first row is a bulk
+    change numbered after v9's last: a recall index saved at an older number rebuilds
+    what it derived (the ring no longer holds what came after it)."""
+    kinds = {row[0]: row[1] for row in db.read("CALL table_info('Change') RETURN name, type")}
+    if kinds.get("body") == "STRING":
+        return
+    last = db.read("MATCH (c:Change) RETURN max(c.seq)")
+    seq = int(last[0][0] or 0) + 1 if last else 1
+    with db.write() as tx:  # no journal is open yet: this writes no ring row of its own
+        tx.run("DROP TABLE Change")
+        tx.run(_CHANGE)
+        tx.run("CREATE (c:Change {slot: $slot, seq: $seq, tag: $tag, body: $body})",
+               {"slot": seq % ChangeJournal.SLOTS, "seq": seq, "tag": secrets.token_hex(8),
+                "body": ring_body(ChangeSet(bulk=True))})
+
+
 #: version -> statements that lift a database from ``version - 1``.
 MIGRATIONS: dict[int, list[str | Callable[[Database], None]]] = {
     2: [
@@ -257,6 +287,7 @@ MIGRATIONS: dict[int, list[str | Callable[[Database], None]]] = {
     7: [_node_table("Change", CHANGE_TYPES, if_missing=True)],
     8: ["ALTER TABLE Memory ADD IF NOT EXISTS sentences STRING"],
     9: [_migrate_facts],
+    10: [_migrate_ring],
 }
 
 
