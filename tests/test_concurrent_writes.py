@@ -136,8 +136,9 @@ def test_threads_writing_one_memory_each_build_on_the_others(tmp_path: Path,
                             store.update(memory_id, importance=rng.uniform(0.1, 0.9))
                             done.append("update")
                         else:
-                            store.feedback(memory_id, useful=rng.random() < 0.5)
-                            done.append("feedback")
+                            useful = rng.random() < 0.5
+                            store.feedback(memory_id, useful=useful)
+                            done.append("useful" if useful else "feedback")
                         if recalled:
                             store.recall("Lena's note", k=3, record_access=True)
                     except Exception as exc:
@@ -148,13 +149,18 @@ def test_threads_writing_one_memory_each_build_on_the_others(tmp_path: Path,
                 thread.start()
             for thread in threads:
                 thread.join()
-            print(json.dumps({
-                "errors": errors, "done": len(done), "asked": done.count("feedback"),
+            result = {
+                "errors": errors, "done": len(done), "useful": done.count("useful"),
+                "asked": done.count("feedback") + done.count("useful"),
                 "versions": [store.get(i).version for i in ids],
                 "history": [len(store.history(i)) for i in ids],
                 "feedback": sum(len(store.events(i, event_type="feedback")) for i in ids),
                 "counted": sum(store.get(i).useful_count + store.get(i).ignored_count
-                               for i in ids)}))
+                               for i in ids),
+                "accessed": sum(store.get(i).access_count for i in ids)}
+        with MemoryStore(sys.argv[1], embedder="hashing") as store:
+            result["stored"] = sum(store.get(i).access_count for i in ids)
+        print(json.dumps(result))
     """, tmp_path / "db", str(recalled))
     assert result["errors"] == []
     assert result["done"] == 100
@@ -162,6 +168,10 @@ def test_threads_writing_one_memory_each_build_on_the_others(tmp_path: Path,
     assert result["versions"] == result["history"]
     assert result["feedback"] == result["asked"] > 0
     assert result["counted"] == result["asked"]  # no count built on an old row
+    # an access for each useful feedback and each of the three hits of each recall, none
+    # lost between a recall counting and a feedback counting the same memory
+    accesses = result["useful"] + (3 * result["done"] if recalled else 0)
+    assert result["accessed"] == result["stored"] == accesses
 
 
 def test_a_conversation_planned_before_a_forget_is_planned_again(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import math
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from .._recall._hits import ActivationInfo, ChannelRank, Explanation, Hit, Learn
 from .._recall._index import RecallIndex
 from .._recall._query import asks_about_assistant, asks_about_intent, holds_kind, named_actor
 from .._records import patched_memory
-from ._access import AccessRow, AccessWriter
+from ._access import AccessWriter
 from ._memories import Memories
 from ._recall_index import IndexSync
 from ._row_cache import RowCache
@@ -67,6 +68,7 @@ class Recall:
         self._recent: collections.deque[_RecallRecord] = collections.deque(
             maxlen=_RECENT_RECALLS)
         self._access = AccessWriter(lambda records: ctx.engine.record_access(records))
+        self._counting = threading.Lock()
         self._workers: _Workers | None = None
         self._closed = False
         #: recent recalls' candidates, for the feedback that teaches the learned ranker
@@ -363,13 +365,17 @@ class Recall:
         actor = named_actor(query)
         return actor is not None and index.entities.is_person(actor, owner)
 
-    def _record(self, index: RecallIndex, positions: Sequence[int]) -> None:
-        now = self._ctx.now()
-        index.record_access(positions, now, self._ctx.settings.access_history)
-        rows: dict[str, AccessRow] = {
-            index.ids[p]: (int(index.access_count[p]), now, index.access_times[p])
-            for p in positions}
-        self._access.submit(rows)
+    def _record(self, index: RecallIndex, positions: Sequence[int],
+                now: datetime | None = None) -> None:
+        """Count an access of ``positions`` in ``index`` (held shared) and hand their new
+        counters to the writer: one at a time, or a count taken before another thread's
+        would be written after it."""
+        now = self._ctx.now() if now is None else now
+        with self._counting:
+            index.record_access(positions, now, self._ctx.settings.access_history)
+            self._access.submit({
+                index.ids[p]: (int(index.access_count[p]), now, index.access_times[p])
+                for p in positions})
 
     def _hit(self, index: RecallIndex, pos: int, rank: int, explanation: Explanation,
              memory: Memory | None = None) -> Hit:
@@ -399,7 +405,9 @@ class Recall:
         lifecycle), and importance rises by ``feedback_boost`` (a version row
         ``importance_boost``); memories of the same recall marked useful gain or
         strengthen a CO_OCCURS edge; a weak candidate is confirmed (it becomes active).
-        Not useful: the ignored count grows. All of it in one transaction.
+        Not useful: the ignored count grows. All of it in one transaction, but for the
+        access once the recall index is loaded: it is counted there, as a recall's, and
+        written with them.
         """
         ctx = self._ctx
         if not isinstance(useful, bool):
@@ -417,11 +425,14 @@ class Recall:
                                 agent_id=ctx.actor(actor), metadata=sample)
         if useful:
             boosted = min(1.0, memory.importance + ctx.settings.feedback_boost)
-            history = ctx.settings.access_history
-            counts: dict[str, Any] = {
-                "useful_count": memory.useful_count + 1,
-                "access_count": memory.access_count + 1, "last_accessed": now,
-                "access_times": [*memory.access_times, now][-history:]}
+            counts: dict[str, Any] = {"useful_count": memory.useful_count + 1}
+            counted = self._count_use(memory, now)
+            if counted is None:
+                history = ctx.settings.access_history
+                counts.update({"access_count": memory.access_count + 1, "last_accessed": now,
+                               "access_times": [*memory.access_times, now][-history:]})
+            else:
+                memory = counted
             patch = Patch(memory_id, set=counts, event=event)
             if boosted > memory.importance:
                 # The boost moves the undecayed baseline too, or decay would undo it.
@@ -451,6 +462,22 @@ class Recall:
             after = patched_memory(after, patches[-1].set)
         self._memories.patch(patches, merged_edges=edges)
         return after
+
+    def _count_use(self, memory: Memory, now: datetime) -> Memory | None:
+        """Count a useful feedback's access as a recall's (``_record``) when the index
+        holds the memory, and return it with the new counters; None when it does not
+        (the feedback's own write then sets them). Counting one counter in two places
+        lost accesses: a feedback wrote the count it read, and the index took it,
+        over a count a recall in another thread had made meanwhile."""
+        index = self._index.current
+        if index is None:
+            return None
+        with self._index.gate.shared():
+            pos = index.pos.get(memory.id)
+            if pos is None:
+                return None
+            self._record(index, [pos], now)
+            return _counted(index, pos, memory)
 
     def _find_recall(self, memory_id: str, query: str | None) -> _RecallRecord | None:
         for record in reversed(self._recent):
