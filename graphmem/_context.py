@@ -100,7 +100,7 @@ class StoreContext:
         self.lock = threading.RLock()
         self._listeners: list[Callable[[Changed], None]] = []
         self._before_read: list[Callable[[], None]] = []
-        self._held: Callable[[str], Memory | None] = engine.get
+        self._held: Callable[[str], Memory | None] = self._read
         self._sync_lock = threading.Lock()
         self._embedder_checked = False
         self.embedder = self._resolve_embedder(embedder)
@@ -131,6 +131,9 @@ class StoreContext:
 
     def before_read(self) -> None:
         self.sync()
+        self._flush()
+
+    def _flush(self) -> None:
         for hook in self._before_read:
             hook()
 
@@ -146,9 +149,14 @@ class StoreContext:
                     self.changed(local)
 
     def hold(self, rows: Callable[[str], Memory | None]) -> None:
-        """Where ``current`` finds a memory's row: one this process holds current, else
-        read (None: no such memory)."""
+        """Where ``current`` finds a memory's row: one this process holds current, with
+        the accesses it counted and has not written yet, else read after writing them
+        (None: no such memory)."""
         self._held = rows
+
+    def _read(self, memory_id: str) -> Memory | None:
+        self._flush()
+        return self.engine.get(memory_id)
 
     def visible(self, memory_id: str, owner: str | None) -> Memory:
         """The memory, if it exists and ``owner`` (when given) owns it; else NotFound."""
@@ -160,11 +168,13 @@ class StoreContext:
         return self._visible(memory_id, owner, held=True)
 
     def _visible(self, memory_id: str, owner: str | None, *, held: bool) -> Memory:
-        self.before_read()
+        self.sync()
         if not isinstance(memory_id, str) or not memory_id:
             raise InvalidInputError("a memory id must be a non-empty string", field="id")
         check_unicode(memory_id, field="id")  # a lone surrogate: no database takes it
-        memory = self._held(memory_id) if held else self.engine.get(memory_id)
+        # a held row has the accesses not yet written (a write after feedback waited
+        # for their commit: 1.6 ms of a tombstone at 100k memories)
+        memory = self._held(memory_id) if held else self._read(memory_id)
         if memory is None or (owner is not None and memory.owner != owner):
             raise NotFoundError(f"no memory {memory_id}")
         return memory

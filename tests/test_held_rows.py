@@ -123,6 +123,30 @@ def test_feedback_after_recorded_recalls_counts_every_access(tmp_path: Path) -> 
         assert len(store.get(hit).access_times) == 4
 
 
+def test_writes_after_counted_accesses_do_not_wait_for_their_commit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The accesses a recall or a useful feedback counts are in the held rows: a write
+    starts from them without committing them first; a read of the store does."""
+    store, ids = _store(tmp_path / "db")
+    with store:
+        store._recall._access._window = 60.0  # written on a flush alone
+        hit = store.recall("Person4 City4", owner="o", k=1, record_access=True)[0].memory.id
+        written: list[list[str]] = []
+        engine = engine_of(store)
+        record = engine.record_access
+        monkeypatch.setattr(engine, "record_access",
+                            lambda rows: (written.append(sorted(rows)), record(rows))[1])
+        helped = store.feedback(hit, useful=True, owner="o")
+        others = [i for i in ids if i != hit]
+        store.update(others[0], importance=0.3, owner="o")
+        store.tombstone(others[1], reason="test")
+        store.feedback(hit, useful=False, owner="o")
+        assert written == []
+        assert helped.access_count == 2 and helped.useful_count == 1
+        assert store.get(hit).access_count == 2  # a read: the accesses are written first
+        assert written == [[hit]]
+
+
 def test_a_read_two_commits_overtake_is_not_kept(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A row read outside the pool (a hit's, a write's) while one commit changed it and

@@ -390,6 +390,7 @@ class Recall:
         counters over it; else read."""
         index = self._index.current
         if index is None:
+            self._flush_pending()
             return self._ctx.engine.get(memory_id)
         with self._index.gate.shared():
             memory = self._rows.held(memory_id, index)
