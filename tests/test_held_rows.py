@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from graphmem import InvalidInputError, MemoryStore, Settings
+from graphmem import InvalidInputError, MemoryStore, ReadOnlyStoreError, Settings
 from graphmem.algorithms import engine_of
 
 
@@ -145,6 +145,41 @@ def test_writes_after_counted_accesses_do_not_wait_for_their_commit(
         assert helped.access_count == 2 and helped.useful_count == 1
         assert store.get(hit).access_count == 2  # a read: the accesses are written first
         assert written == [[hit]]
+
+
+@pytest.mark.parametrize("write", ["text", "subject", "supersede"])
+def test_accesses_not_yet_written_survive_a_write_that_reads_the_memory_again(
+        tmp_path: Path, write: str) -> None:
+    """A new text or subject, or a supersede, makes the index read the memory again:
+    what the store held then had not the accesses recalls and feedback had counted
+    (written later), and the next count was written over them."""
+    path = tmp_path / "db"
+    store, ids = _store(path)
+    with store:
+        hit = store.recall("Person4 City4", owner="o", k=1, record_access=True)[0].memory.id
+        store.recall("Person4 City4", owner="o", k=1, record_access=True)
+        store.feedback(hit, useful=True, owner="o")
+        if write == "supersede":
+            store.supersede(hit, next(i for i in ids if i != hit))
+        else:
+            store.update(hit, owner="o", **{write: f"Person4 moved, {write} edited."})
+        assert store._recall.held(hit).access_count == 3
+        store.feedback(hit, useful=True, owner="o")
+    with MemoryStore(path, embedder="hashing") as again:
+        memory = again.get(hit)
+        assert (memory.access_count, len(memory.access_times)) == (4, 4)
+
+
+def test_a_refused_feedback_counts_no_access(tmp_path: Path) -> None:
+    store, _ = _store(tmp_path / "db")
+    with store:
+        store.recall("Person4 City4", owner="o", k=1)
+    with MemoryStore(tmp_path / "db", embedder="hashing", read_only=True) as reader:
+        hit = reader.recall("Person4 City4", owner="o", k=1)[0].memory.id
+        with pytest.raises(ReadOnlyStoreError):
+            reader.feedback(hit, useful=True, owner="o")
+        assert reader.recall("Person4 City4", owner="o", k=1)[0].memory.access_count == 0
+        assert reader.get(hit).access_count == 0
 
 
 def test_a_read_two_commits_overtake_is_not_kept(

@@ -427,13 +427,12 @@ class Recall:
         if useful:
             boosted = min(1.0, memory.importance + ctx.settings.feedback_boost)
             counts: dict[str, Any] = {"useful_count": memory.useful_count + 1}
-            counted = self._count_use(memory, now)
-            if counted is None:
+            index = self._index.current
+            counted_later = index is not None and memory_id in index.pos
+            if not counted_later:
                 history = ctx.settings.access_history
                 counts.update({"access_count": memory.access_count + 1, "last_accessed": now,
                                "access_times": [*memory.access_times, now][-history:]})
-            else:
-                memory = counted
             patch = Patch(memory_id, set=counts, event=event)
             if boosted > memory.importance:
                 # The boost moves the undecayed baseline too, or decay would undo it.
@@ -462,23 +461,25 @@ class Recall:
                 actor=actor))
             after = patched_memory(after, patches[-1].set)
         self._memories.patch(patches, merged_edges=edges)
-        return after
+        return self._count_use(after, now) if useful and counted_later else after
 
-    def _count_use(self, memory: Memory, now: datetime) -> Memory | None:
-        """Count a useful feedback's access as a recall's (``_record``) when the index
-        holds the memory, and return it with the new counters; None when it does not
-        (the feedback's own write then sets them). Counting one counter in two places
-        lost accesses: a feedback wrote the count it read, and the index took it,
-        over a count a recall in another thread had made meanwhile."""
+    def _count_use(self, memory: Memory, now: datetime) -> Memory:
+        """Count a committed useful feedback's access as a recall's (``_record``), and
+        return the memory with the new counters. Counting one counter in two places lost
+        accesses: a feedback wrote the count it read, and the index took it, over a count
+        a recall in another thread had made meanwhile. (An index dropped meanwhile: the
+        access goes to the writer from the row.)"""
         index = self._index.current
-        if index is None:
-            return None
         with self._index.gate.shared():
-            pos = index.pos.get(memory.id)
-            if pos is None:
-                return None
-            self._record(index, [pos], now)
-            return _counted(index, pos, memory)
+            pos = None if index is None else index.pos.get(memory.id)
+            if index is not None and pos is not None:
+                self._record(index, [pos], now)
+                return _counted(index, pos, memory)
+        times = (*memory.access_times, now)[-self._ctx.settings.access_history:]
+        with self._counting:
+            self._access.submit({memory.id: (memory.access_count + 1, now, times)})
+        return memory.model_copy(update={"access_count": memory.access_count + 1,
+                                         "last_accessed": now, "access_times": times})
 
     def _find_recall(self, memory_id: str, query: str | None) -> _RecallRecord | None:
         for record in reversed(self._recent):

@@ -95,6 +95,12 @@ class IndexSync:
         """These memories into the index as the store holds them, sentence vectors too."""
         scan = self._ctx.engine.scan([*INDEX_FIELDS, "vector", "sentences"], ids=list(ids))
         rows = to_pylist(scan.table)
+        for row in rows:  # accesses counted here and not written yet stay counted
+            pos = index.pos.get(row["id"])
+            if pos is not None and index.access_count[pos] > (row.get("access_count") or 0):
+                row.update(access_count=int(index.access_count[pos]),
+                           last_accessed=index.last_accessed[pos],
+                           access_times=index.access_times[pos])
         index.upsert(rows, scan.vectors, scan.has_vector,
                      sentences=[_sentences(r.get("sentences"), index.dim) for r in rows])
 
