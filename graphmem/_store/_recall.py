@@ -430,9 +430,7 @@ class Recall:
             index = self._index.current
             counted_later = index is not None and memory_id in index.pos
             if not counted_later:
-                history = ctx.settings.access_history
-                counts.update({"access_count": memory.access_count + 1, "last_accessed": now,
-                               "access_times": [*memory.access_times, now][-history:]})
+                counts.update(_one_access(memory, now, ctx.settings.access_history))
             patch = Patch(memory_id, set=counts, event=event)
             if boosted > memory.importance:
                 # The boost moves the undecayed baseline too, or decay would undo it.
@@ -475,11 +473,11 @@ class Recall:
             if index is not None and pos is not None:
                 self._record(index, [pos], now)
                 return _counted(index, pos, memory)
-        times = (*memory.access_times, now)[-self._ctx.settings.access_history:]
+        counts = _one_access(memory, now, self._ctx.settings.access_history)
         with self._counting:
-            self._access.submit({memory.id: (memory.access_count + 1, now, times)})
-        return memory.model_copy(update={"access_count": memory.access_count + 1,
-                                         "last_accessed": now, "access_times": times})
+            self._access.submit({memory.id: (counts["access_count"], now,
+                                             counts["access_times"])})
+        return memory.model_copy(update=counts)
 
     def _find_recall(self, memory_id: str, query: str | None) -> _RecallRecord | None:
         for record in reversed(self._recent):
@@ -532,6 +530,12 @@ class _Workers(ThreadPoolExecutor):
             return super().submit(fn, *args, **kwargs)
         except RuntimeError as exc:  # "cannot schedule new futures after shutdown"
             raise StoreError("the store is closed") from exc
+
+
+def _one_access(memory: Memory, at: datetime, history: int) -> dict[str, Any]:
+    """``memory``'s access counters after one more access ``at``."""
+    return {"access_count": memory.access_count + 1, "last_accessed": at,
+            "access_times": (*memory.access_times, at)[-history:]}
 
 
 def _counted(index: RecallIndex, pos: int, memory: Memory) -> Memory:
