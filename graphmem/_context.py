@@ -131,9 +131,10 @@ class StoreContext:
 
     def before_read(self) -> None:
         self.sync()
-        self._flush()
+        self.flush_pending()
 
-    def _flush(self) -> None:
+    def flush_pending(self) -> None:
+        """Write what this process holds back to write later (``on_read``)."""
         for hook in self._before_read:
             hook()
 
@@ -155,7 +156,7 @@ class StoreContext:
         self._held = rows
 
     def _read(self, memory_id: str) -> Memory | None:
-        self._flush()
+        self.flush_pending()
         return self.engine.get(memory_id)
 
     def visible(self, memory_id: str, owner: str | None) -> Memory:

@@ -170,6 +170,23 @@ def test_accesses_not_yet_written_survive_a_write_that_reads_the_memory_again(
         assert (memory.access_count, len(memory.access_times)) == (4, 4)
 
 
+def test_accesses_not_yet_written_survive_an_index_built_again(tmp_path: Path) -> None:
+    """A reembed is a bulk change: the index is dropped and built again from the store,
+    which had not the accesses counted in the old one yet."""
+    path = tmp_path / "db"
+    store, _ = _store(path)
+    with store:
+        store._recall._access._window = 60.0  # written on a flush alone
+        for _ in range(3):
+            hit = store.recall("Person4 City4", owner="o", k=1,
+                               record_access=True)[0].memory.id
+        store.reembed("hashing")
+        assert store.recall("Person4 City4", owner="o", k=1)[0].memory.access_count == 3
+        store.recall("Person4 City4", owner="o", k=1, record_access=True)
+    with MemoryStore(path, embedder="hashing") as again:
+        assert again.get(hit).access_count == 4
+
+
 def test_a_refused_feedback_counts_no_access(tmp_path: Path) -> None:
     store, _ = _store(tmp_path / "db")
     with store:

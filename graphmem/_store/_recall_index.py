@@ -127,6 +127,10 @@ class IndexSync:
             return index
         with self._build_lock:
             if self._index is None:
+                # accesses counted in an index a bulk change dropped (a reembed), and not
+                # written yet, are written first: a new one read without them, and its
+                # first count was written over them
+                self._ctx.flush_pending()
                 self._saved.open(self._build, self._adopt, self._on_change)
             assert self._index is not None
             return self._index
