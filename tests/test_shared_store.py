@@ -229,6 +229,29 @@ def test_a_store_held_without_a_sidecar_is_reported(db: Path) -> None:
     assert _sidecars_of(db) == []
 
 
+def test_a_command_runs_once_another_process_lets_the_store_go(db: Path) -> None:
+    """Another command (or a script) holds the store for a moment: a command that needs
+    the store opens it once it is free, whether it works through a sidecar when one
+    serves (``stats``) or on the database itself (``query --write``). Both waited for a
+    sidecar alone and failed after 15 s."""
+    with MemoryStore(db) as store:
+        store.add("the harbour ferry leaves at nine")
+    for command in (["stats"], ["query", "--write", "MATCH (m:Memory) RETURN count(m) AS n"]):
+        holder = subprocess.Popen(
+            [sys.executable, "-c", "import sys, time\nfrom graphmem import MemoryStore\n"
+             "with MemoryStore(sys.argv[1]):\n    print('held', flush=True)\n"
+             "    time.sleep(2)", str(db)], env=ENV, stdout=subprocess.PIPE, text=True)
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        started = time.monotonic()
+        out = subprocess.run([sys.executable, "-m", "graphmem.cli", "--db", str(db),
+                              *command], env=ENV, capture_output=True, text=True,
+                             timeout=120)
+        assert holder.wait(timeout=60) == 0
+        assert out.returncode == 0, out.stderr
+        assert time.monotonic() - started < 12, command
+    assert _sidecars_of(db) == []
+
+
 def test_the_local_user_names_its_actor_and_a_token_may_not(tmp_path: Path) -> None:
     token = "tok-alice-0123456789abc"
     with MemoryStore(tmp_path / "db", embedder="hashing") as store:

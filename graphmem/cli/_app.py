@@ -70,14 +70,8 @@ class Context:
         if self._store is None:
             found: MemoryStore | Client | None = self._sidecar()
             if found is None:
-                try:
-                    found = self._open(create=create, read_only=read_only, embedder=None)
-                except StoreLockedError as exc:
-                    if exc.here:  # this process holds it: no sidecar will come for it
-                        raise
-                    found = self._wait_for_sidecar()
-                    if found is None:
-                        raise
+                found = self._open_when_free(create=create, read_only=read_only,
+                                             embedder=None)
             self._store = found
         return self._store
 
@@ -90,13 +84,18 @@ class Context:
         if isinstance(self._store, MemoryStore):
             return self._store
         client = self._sidecar()
-        if client is not None:
-            command = click.get_current_context().command_path
-            raise StoreLockedError(
-                f"`{command}` works on the database itself, and the sidecar at "
-                f"{client.url} holds it: stop the sidecar, run the command, start it again")
-        self._store = self._open(create=create, read_only=read_only, embedder=embedder)
-        return self._store
+        if client is None:
+            found = self._open_when_free(create=create, read_only=read_only,
+                                         embedder=embedder)
+            if isinstance(found, MemoryStore):
+                self._store = found
+                return found
+            client = found
+        command = click.get_current_context().command_path
+        client.close()
+        raise StoreLockedError(
+            f"`{command}` works on the database itself, and the sidecar at "
+            f"{client.url} holds it: stop the sidecar, run the command, start it again")
 
     def _open(self, *, create: bool, read_only: bool, embedder: str | None) -> MemoryStore:
         from .._facade import MemoryStore
@@ -139,18 +138,26 @@ class Context:
         if problem is not None:
             raise StoreError(f"{problem}; check --db and $GRAPHMEM_DB")
 
-    def _wait_for_sidecar(self, timeout_s: float = 15.0) -> Client | None:
-        """While another process holds the database: the sidecar it is starting (a sidecar
-        holds the store for a moment before it announces itself), or None."""
+    def _open_when_free(self, *, create: bool, read_only: bool, embedder: str | None,
+                        timeout_s: float = 15.0) -> MemoryStore | Client:
+        """The database itself; while another process holds it, opened once it lets go
+        (another command holds it for a second or two), or the sidecar that starts for
+        it meanwhile (one holds the store a moment before it announces itself), tried
+        every 0.2 s for ``timeout_s``. A command that waited for a sidecar alone failed
+        after 15 s while the command before it was done after one."""
         import time
 
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        while True:
+            try:
+                return self._open(create=create, read_only=read_only, embedder=embedder)
+            except StoreLockedError as exc:
+                if exc.here or time.monotonic() >= deadline:  # this process holds it
+                    raise
             time.sleep(0.2)
             client = self._sidecar()
             if client is not None:
                 return client
-        return None
 
     def _sidecar(self) -> Client | None:
         """The sidecar to use: the one named, or the one that says it serves --db and
