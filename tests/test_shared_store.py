@@ -226,6 +226,7 @@ def test_a_store_held_without_a_sidecar_is_reported(db: Path) -> None:
                              env=ENV, capture_output=True, text=True, timeout=120)
         assert out.returncode == 1
         assert "no sidecar serves it" in out.stderr and "graphmem.connect(" in out.stderr
+        assert "(waited 15 s for it)" in out.stderr
     assert _sidecars_of(db) == []
 
 

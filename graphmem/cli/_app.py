@@ -152,8 +152,10 @@ class Context:
             try:
                 return self._open(create=create, read_only=read_only, embedder=embedder)
             except StoreLockedError as exc:
-                if exc.here or time.monotonic() >= deadline:  # this process holds it
+                if exc.here:  # this process holds it
                     raise
+                if time.monotonic() >= deadline:
+                    raise StoreLockedError(f"{exc} (waited {timeout_s:g} s for it)") from exc
             time.sleep(0.2)
             client = self._sidecar()
             if client is not None:
