@@ -36,6 +36,20 @@ def _engine(store: MemoryStore) -> KuzuEngine:
     return engine
 
 
+def follows_an_update_and_a_forget(store: MemoryStore, updated: str, forgotten: str) -> str:
+    """Check that the ring reads back an update of ``updated`` then a forget of
+    ``forgotten``, in order; the mark from before them."""
+    engine = _engine(store)
+    mark = engine.change_mark()
+    store.update(updated, importance=0.3)
+    store.forget(forgotten, confirm=True)
+    changes = engine.changes_since(mark)
+    assert changes is not None
+    assert [(c.ids, c.removed, c.bulk) for c in changes] == [
+        ((updated,), (), False), ((forgotten,), (forgotten,), False)]
+    return mark
+
+
 def _rows(engine: KuzuEngine) -> int:
     return int(engine.db.read("MATCH (c:Change) RETURN count(c)")[0][0])
 
@@ -100,13 +114,7 @@ def test_a_row_s_text_is_read_back_whole_and_a_text_not_so_made_as_bulk(
         odd = ['urn:"a",b', "urn:ümlaut ☃", "urn:[x]"]
         for memory_id in odd:
             store.add(f"note about {memory_id}", id=memory_id)
-        mark = engine.change_mark()
-        store.update(odd[0], importance=0.3)
-        store.forget(odd[1], confirm=True)
-        changes = engine.changes_since(mark)
-        assert changes is not None
-        assert [(c.ids, c.removed, c.bulk) for c in changes] == [
-            ((odd[0],), (), False), ((odd[1],), (odd[1],), False)]
+        mark = follows_an_update_and_a_forget(store, odd[0], odd[1])
         seq = int(engine.change_mark().split(":")[0])
         engine.db.run_auto("MATCH (c:Change {seq: $s}) SET c.body = 'not json'", {"s": seq})
         changes = engine.changes_since(mark)

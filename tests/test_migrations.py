@@ -368,6 +368,8 @@ def test_v9_ring_of_lists_becomes_one_text_per_row(tmp_path: Path) -> None:
     from graphmem._kuzu import KuzuEngine
     from graphmem._kuzu._schema import CHANGE_TYPES_V9, _node_table
 
+    from .test_change_ring import follows_an_update_and_a_forget
+
     path = tmp_path / "v9"
     with MemoryStore(path, embedder="hashing") as store:
         ids = [store.add(f"note {i} about the harbour").id for i in range(3)]
@@ -390,11 +392,5 @@ def test_v9_ring_of_lists_becomes_one_text_per_row(tmp_path: Path) -> None:
         assert columns == ["slot", "seq", "tag", "body"]
         assert engine.changes_since("2:t") is None
         assert engine.change_mark().startswith("4:")
-        mark = engine.change_mark()
-        store.update(ids[1], importance=0.9)
-        store.forget(ids[2], confirm=True)
-        changes = engine.changes_since(mark)
-        assert changes is not None
-        assert [(c.ids, c.removed, c.bulk) for c in changes] == [
-            ((ids[1],), (), False), ((ids[2],), (ids[2],), False)]
+        follows_an_update_and_a_forget(store, ids[1], ids[2])
     assert _version(path) == SCHEMA_VERSION

@@ -21,7 +21,7 @@ from .._engine import ChangeSet, ForeignChange
 from ._db import Database, Tx
 from ._vectorlog import META_KEY, VectorLog
 
-__all__ = ["ChangeJournal", "ring_body"]
+__all__ = ["NEW_ROW", "ChangeJournal", "ring_body"]
 
 _SET_LOG = "MERGE (m:Meta {key: $k}) SET m.value = $v"
 _RING_SETS = "SET c.seq = $seq, c.tag = $tag, c.body = $body"
@@ -30,7 +30,7 @@ _RING_SETS = "SET c.seq = $seq, c.tag = $tag, c.body = $body"
 #: a field write's transaction took 2.7 and 2.5 ms of CPU with the first two, 3.0-3.2 ms
 #: with MERGE (measured, interleaved, when a row held four lists: schema v9).
 _SET_ROW = "MATCH (c:Change {slot: $slot}) " + _RING_SETS + " RETURN c.slot"
-_NEW_ROW = "CREATE (c:Change {slot: $slot, seq: $seq, tag: $tag, body: $body})"
+NEW_ROW = "CREATE (c:Change {slot: $slot, seq: $seq, tag: $tag, body: $body})"
 _ANY_ROW = "MERGE (c:Change {slot: $slot}) " + _RING_SETS
 _SLOTS = "MATCH (c:Change) WHERE c.slot >= $first RETURN c.slot"
 #: the lists of a ring row's text (JSON; an empty one is left out)
@@ -106,7 +106,7 @@ class ChangeJournal:
         if self._slots is None:
             self._slots = {int(r[0]) for r in tx.run(_SLOTS, {"first": 0})}
         if slot not in self._slots:  # the ring's first lap
-            tx.run(_NEW_ROW, params)
+            tx.run(NEW_ROW, params)
             self._new_slot = slot
         elif not tx.run(_SET_ROW, params):
             tx.run(_ANY_ROW, params)  # a row that went missing

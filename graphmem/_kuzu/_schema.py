@@ -15,7 +15,7 @@ from .._engine import ChangeSet
 from .._errors import SchemaVersionError
 from .._records import EVENT_COLUMNS, MEMORY_COLUMNS, VERSION_COLUMNS
 from ._db import Database
-from ._journal import ChangeJournal, ring_body
+from ._journal import NEW_ROW, ChangeJournal, ring_body
 
 __all__ = [
     "CHANGE_TYPES",
@@ -262,9 +262,8 @@ def _migrate_ring(db: Database) -> None:
     with db.write() as tx:  # no journal is open yet: this writes no ring row of its own
         tx.run("DROP TABLE Change")
         tx.run(_CHANGE)
-        tx.run("CREATE (c:Change {slot: $slot, seq: $seq, tag: $tag, body: $body})",
-               {"slot": seq % ChangeJournal.SLOTS, "seq": seq, "tag": secrets.token_hex(8),
-                "body": ring_body(ChangeSet(bulk=True))})
+        tx.run(NEW_ROW, {"slot": seq % ChangeJournal.SLOTS, "seq": seq,
+                         "tag": secrets.token_hex(8), "body": ring_body(ChangeSet(bulk=True))})
 
 
 #: version -> statements that lift a database from ``version - 1``.

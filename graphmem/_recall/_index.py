@@ -855,6 +855,12 @@ class RecallIndex:
             self.access_seconds[pos] = np.array([t.timestamp() for t in self.access_times[pos]])
             self.last_accessed[pos] = _aware(row.get("last_accessed"))
 
+    def access(self, pos: int) -> dict[str, Any]:
+        """The access counters of ``pos`` as a row's fields (``ACCESS_FIELDS``)."""
+        return {"access_count": int(self.access_count[pos]),
+                "last_accessed": self.last_accessed[pos],
+                "access_times": self.access_times[pos]}
+
     def record_access(self, positions: Sequence[int], at: datetime, history: int) -> None:
         for pos in positions:
             self.access_count[pos] += 1

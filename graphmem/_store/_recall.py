@@ -543,9 +543,7 @@ def _counted(index: RecallIndex, pos: int, memory: Memory) -> Memory:
     recall counts at once, and writes them later), centrality and cross-references."""
     centrality = float(index.centrality[pos])  # NaN: no lifecycle run stored one
     return memory.model_copy(update={
-        "access_count": int(index.access_count[pos]),
-        "last_accessed": index.last_accessed[pos],
-        "access_times": index.access_times[pos],
+        **index.access(pos),
         "centrality": None if math.isnan(centrality) else centrality,
         "xref_count": int(index.xrefs[pos]),
     })

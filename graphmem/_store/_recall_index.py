@@ -98,9 +98,7 @@ class IndexSync:
         for row in rows:  # accesses counted here and not written yet stay counted
             pos = index.pos.get(row["id"])
             if pos is not None and index.access_count[pos] > (row.get("access_count") or 0):
-                row.update(access_count=int(index.access_count[pos]),
-                           last_accessed=index.last_accessed[pos],
-                           access_times=index.access_times[pos])
+                row.update(index.access(pos))
         index.upsert(rows, scan.vectors, scan.has_vector,
                      sentences=[_sentences(r.get("sentences"), index.dim) for r in rows])
 
