@@ -76,25 +76,71 @@ _ENDS = _STARTS | frozenset(".!?…,;:)]")
 
 def said_form(text: str) -> str:
     """A statement as it may come again in an old chat log, typed otherwise: NFKC, lower
-    case, one apostrophe, spaces collapsed, and its ends without quotes, closing marks,
-    markup or emoji. Nothing inside it changes: another word, number, sign or mark makes
-    another statement ("C++" and "C#", "A+" and "A-", "I don't drink." and "I don't drink
-    coffee."). A forgotten statement keeps the keyed digest of this form (``SAID``), so
-    that a sitting imported again does not bring it back. Linear in the text.
+    case, one apostrophe, spaces collapsed, no invisible characters (zero-width spaces,
+    soft hyphens), without a line's label ("Nadia: ", "Update: "), and its ends
+    without quotes, closing marks, markup (a list's bullet, a quote's or a heading's mark,
+    emphasis, an HTML tag) or emoji. Nothing else inside it changes: another word, number,
+    sign or mark makes another statement ("C++" and "C#", "A+" and "A-", "-5" and "5",
+    "I don't drink." and "I don't drink coffee."). A forgotten statement keeps the keyed
+    digest of this form (``SAID``), so that a sitting imported again does not bring it
+    back. Linear in the text.
 
     >>> said_form(" “I’M  41 !!” ") == said_form("i'm 41") == "i'm 41"
     True
     >>> [said_form(t) for t in ("I'm HIV+.", "I'm HIV-.", "**Zorbo** 🐈", "x != 5")]
     ["i'm hiv+", "i'm hiv-", 'zorbo', 'x != 5']
+    >>> [said_form(t) for t in ("- I'm 41.", "> _I'm 41_", "<b>I'm 41</b>", "Ana: I'm 41")]
+    ["i'm 41", "i'm 41", "i'm 41", "i'm 41"]
+    >>> [said_form(t) for t in ("-5 is cold", "#1 fan", "Update: I'm 41", "at 10:30 am")]
+    ['-5 is cold', '#1 fan', "i'm 41", 'at 10:30 am']
     """
+    label = _LABEL.match(text)
+    if label is not None:  # "Nadia: ...", "Update: ...": a line's label, not its words
+        text = text[label.end():]
     folded = " ".join(unicodedata.normalize("NFKC", text.translate(_APOSTROPHES)).lower()
                       .split())
+    folded = "".join(c for c in folded if unicodedata.category(c) != "Cf") \
+        if not folded.isascii() else folded
     start, end = 0, len(folded)
-    while start < end and _trimmed(folded[start], _STARTS):
-        start += 1
-    while end > start and _trimmed(folded[end - 1], _ENDS):
-        end -= 1
-    return folded[start:end]
+    while True:
+        before = (start, end)
+        while start < end and _trimmed(folded[start], _STARTS):
+            start += 1
+        while end > start and _trimmed(folded[end - 1], _ENDS):
+            end -= 1
+        start, end = _markup_off(folded, start, end)
+        if (start, end) == before:
+            return folded[start:end]
+
+
+#: A line's label: one to three words and a colon before a space, at its start
+_LABEL = re.compile(r"\s*[^\W\d_][\w'’.-]{0,40}(?:[ \t][^\W\d_][\w'’.-]{0,40}){0,2}[ \t]*:\s")
+#: A line's opening marks that stand before a space: a list's bullet, a quote, a heading
+_LINE_MARKS = frozenset("-+•·–—>#")
+#: An HTML tag at a statement's end (``<b>``, ``</i>``, ``<br/>``), read lower-cased
+_TAG = re.compile(r"</?[a-z][a-z0-9]{0,9}\s*/?>")
+_TAG_LONGEST = 15
+
+
+def _markup_off(text: str, start: int, end: int) -> tuple[int, int]:
+    """``text[start:end]`` without a line's opening mark before a space (``_LINE_MARKS``),
+    emphasis around it (``_`` or ``~`` at both ends) or an HTML tag at either end: a few
+    characters looked at."""
+    mark = start
+    while mark < end and text[mark] in _LINE_MARKS:
+        mark += 1
+    if start < mark < end and text[mark] == " ":
+        return mark + 1, end
+    if end - start > 1 and text[start] in "_~" and text[end - 1] == text[start]:
+        return start + 1, end - 1  # emphasis around it: "_...", "~~...~~" ("@ann_" stays)
+    tag = _TAG.match(text, start, min(end, start + _TAG_LONGEST))
+    if tag is not None:
+        return tag.end(), end
+    if end > start and text[end - 1] == ">":
+        opening = text.rfind("<", max(start, end - _TAG_LONGEST), end)
+        if opening >= 0 and _TAG.fullmatch(text, opening, end):
+            return start, opening
+    return start, end
 
 
 def _trimmed(char: str, marks: frozenset[str]) -> bool:

@@ -521,11 +521,16 @@ def test_a_sitting_imported_again_does_not_bring_back_what_was_forgotten(
     "i’m  Zorblaxia Quent", "i'm zorblaxia quent.", "I'M ZORBLAXIA QUENT!", "I'm Zorblaxia Quent .",
     "I`m Zorblaxia Quent.", '"I\'m Zorblaxia Quent."', "I'm Zorblaxia Quent;",
     "I'm Zorblaxia Quent...", "I'm Zorblaxia Quent?!", "I'm Zorblaxia Quent :)",
-    "I´m Zorblaxia Quent 🐈", "**I'm Zorblaxia Quent**", "(I‘m Zorblaxia Quent.)"])
+    "I´m Zorblaxia Quent 🐈", "**I'm Zorblaxia Quent**", "(I‘m Zorblaxia Quent.)",
+    "- I'm Zorblaxia Quent.", "> I'm Zorblaxia Quent", "# I'm Zorblaxia Quent",
+    "_I'm Zorblaxia Quent._", "~~I'm Zorblaxia Quent~~", "<b>I'm Zorblaxia Quent.</b>",
+    "Ann: I'm Zorblaxia Quent.", "Update: I'm Zorblaxia Quent.",
+    "I'm Zorb\u200blaxia Que\u00adnt."])
 def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
         opener: Opener, typed: str) -> None:
-    """The same statement typed again otherwise (case, apostrophe, spaces, and quotes,
-    closing marks, markup or an emoji around it) is dropped as forgotten too; a statement
+    """The same statement typed again otherwise (case, apostrophe, spaces, invisible
+    characters, a line's label, and quotes, closing marks, markup or an emoji around it)
+    is dropped as forgotten too; a statement
     that says more, or another person's in another owner's chats, is kept."""
     store = opener("retyped")
     store.add_conversation([{"speaker": "user", "text": "I'm Zorblaxia Quent. I adore figs."}],
@@ -559,6 +564,24 @@ def test_another_statement_of_the_same_words_is_not_taken_for_the_forgotten_one(
     later = store.add_conversation([{"speaker": "user", "text": said}], session_id="s2",
                                    owner="ann")
     assert len(later.created_ids) == 1, later.dropped
+
+
+@pytest.mark.parametrize("typed", [
+    "My cat is called\nZorbo Quentin. I adore figs.",
+    "My cat is called Zorbo\r\nQuentin.\nI adore figs.",
+    "My cat is\tcalled Zorbo Quentin,\nI adore figs."])
+def test_a_forgotten_sentence_typed_again_across_lines_does_not_come_back_in_pieces(
+        opener: Opener, typed: str) -> None:
+    """A line break inside the forgotten sentence makes its pieces statements of their
+    own: none of them comes back; the message's other statement is kept."""
+    store = opener("broken")
+    gone = store.add("My cat is called Zorbo Quentin.", owner="ann")
+    store.forget(gone.id, confirm=True, purge=False)
+    again = store.add_conversation([{"speaker": "user", "text": typed}], session_id="s1",
+                                   owner="ann")
+    kept = [store.get(i).text for i in again.created_ids]
+    assert not [t for t in kept if "Zorbo" in t or "called" in t], kept
+    assert any("figs" in t for t in kept), kept
 
 
 def test_the_sentences_of_a_forgotten_paragraph_do_not_come_back_one_by_one(

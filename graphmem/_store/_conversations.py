@@ -284,7 +284,7 @@ class Conversations:
                              extractor=chosen.name, warnings=warnings)
         # words the owner's forget erased are not stored again, nor kept in what the
         # message's other statements keep of it (payload, context)
-        erased = self._erased([f.item.text for f in found], owner)
+        erased = self._erased(found, owner)
         for index in {found[n].index for n in erased}:
             said = parsed[index]["text"]
             gone = list(dict.fromkeys(found[n].item.text for n in erased
@@ -570,19 +570,35 @@ class Conversations:
         by_id = {m.id: m for m in found}
         return [_statement_of(by_id[i]) for i in ids if i in by_id]
 
-    def _erased(self, texts: Sequence[str], owner: str | None) -> set[int]:
-        """The positions of ``texts`` that a forgotten memory of ``owner`` said, word for
-        word or as the conversation's duplicates read it (``said_form``): their keyed
-        digests under any forget key the store holds. A sitting imported again after a
-        forget, perhaps typed again, does not bring them back. A store that never forgot
-        pays nothing."""
+    def _erased(self, found: Sequence[_Found], owner: str | None) -> set[int]:
+        """The positions of the ``found`` statements that a forgotten memory of ``owner``
+        said, word for word or as the conversation's duplicates read it (``said_form``):
+        their keyed digests under any forget key the store holds. A sitting imported
+        again after a forget, perhaps typed again, does not bring them back, nor the
+        pieces of a forgotten sentence typed again across lines (a message's sentences
+        are also read with its line breaks as spaces). A store that never forgot pays
+        nothing."""
+        from .._extract._rules import sentences
+
         keys = self._ctx.keys.forget_keys()
         if not keys:
             return set()
-        digests = [{keyed_digest(key, said, key_id=tag) for said in (text, said_form(text))
-                    for tag, key in keys.items()} for text in texts]
-        gone = self._ctx.engine.forgotten_digests(sorted(set().union(*digests)), owner=owner)
-        return {n for n, mine in enumerate(digests) if mine & gone}
+
+        def digests(text: str) -> set[str]:
+            return {keyed_digest(key, said, key_id=tag) for said in (text, said_form(text))
+                    for tag, key in keys.items()}
+
+        mine = [digests(f.item.text) for f in found]
+        broken = {f.index: [said_form(s) for s in sentences(" ".join(f.message["text"].split()))]
+                  for f in found if len(f.message["text"].splitlines()) > 1}
+        whole = {i: {said: digests(said) for said in saids} for i, saids in broken.items()}
+        gone = self._ctx.engine.forgotten_digests(sorted(set().union(
+            *mine, *(d for saids in whole.values() for d in saids.values()))), owner=owner)
+        pieces_of = {i: [said for said, d in saids.items() if d & gone]
+                     for i, saids in whole.items()}
+        return {n for n, f in enumerate(found) if mine[n] & gone or any(
+            (said := said_form(f.item.text)) and said in sentence
+            for sentence in pieces_of.get(f.index, ()))}
 
     def _match_existing(self, vectors: np.ndarray, texts: Sequence[str],
                         owner: str | None, session: str, *, since: int | None = None,
