@@ -1154,3 +1154,29 @@ def test_a_long_sitting_compares_a_statement_with_those_within_reach_only(
                 for i in range(120)]
     store.add_conversation(messages, session_id="long", owner="pat")
     assert len(reach) > 100 and max(reach) <= 40
+
+
+def test_one_message_of_many_statements_keeps_each_what_is_around_it(
+        store: MemoryStore) -> None:
+    """Each statement of one long message kept the whole message as its payload, and a
+    correction its whole message as its context: N statements stored N copies (a message
+    of 800 corrections, 62k characters, took 45 s against 200's 3.4). What a statement
+    keeps of a long message is the part around it (1,000 characters on either side), and
+    a short message stays whole."""
+    around = 1_000
+    names = ["Ana", "Ben", "Cyd", "Dov", "Eli", "Fay", "Gus"]
+    message = " ".join(f"Actually {names[i % 7]} lives in Town{i} now, not Town{i + 1}."
+                       for i in range(300))
+    result = store.add_conversation([message], session_id="s1", owner="pat")
+    memories = [store.get(i) for i in result.created_ids]
+    assert len(memories) > 250
+    for memory in memories:
+        assert memory.payload is not None and memory.text in memory.payload
+        assert len(memory.payload) <= len(memory.text) + 2 * around
+        assert len(memory.context or "") <= len(memory.text) + 2 * around + 200
+    first = memories[0]
+    assert first.payload is not None and message.startswith(first.payload)
+    short = store.add_conversation(["I adore figs. My cat is Zorbo."], session_id="s2",
+                                   owner="pat")
+    assert {store.get(i).payload for i in short.created_ids} == \
+        {"I adore figs. My cat is Zorbo."}

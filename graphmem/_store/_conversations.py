@@ -50,6 +50,10 @@ _ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assi
           "developer": "system", "tool": "tool", "function": "tool"}
 #: How many full-text matches a new memory is compared with, for duplicates and candidates.
 _SIMILAR = 10
+#: A statement keeps the message it was said in whole up to this many characters, and of
+#: a longer one this many on either side of it (``_said_in``)
+_MESSAGE_KEPT = 2_000
+_MESSAGE_AROUND = 1_000
 #: At most this many words of the message a statement answers are its context.
 _CONTEXT_WORDS = 30
 #: how many texts back (the statements before it in its message, then the user's earlier
@@ -296,6 +300,7 @@ class Conversations:
         for n, f in enumerate(found):
             if n not in erased:
                 siblings.setdefault(f.index, []).append(f.item.text)
+        said_in = _said_in(found)
         # Texts alone, for duplicates and reinforcement; stored vectors add the context.
         vectors = self._text_vectors([f.item.text for f in found], since=since)
         duplicates, similar = self._match_existing(vectors, [f.item.text for f in found],
@@ -385,7 +390,7 @@ class Conversations:
                             if r.id == corrected[memory_id])
                        if memory_id in corrected
                        else _context(f, siblings[f.index], parsed, cooccur_window, who))
-            records.append(self._record(memory_id, f, status, context, owner,
+            records.append(self._record(memory_id, f, said_in[n], status, context, owner,
                                         session_id, base_time, chosen.name,
                                         reinforces=next((c for c, m in reinforced.items()
                                                          if m == memory_id), None),
@@ -395,7 +400,7 @@ class Conversations:
             else:
                 recent.insert(0, Statement(memory_id, f.item.text,
                                            assistant=f.message["role"] == "assistant",
-                                           message=f.message["text"],
+                                           message=said_in[n],
                                            speaker=f.message["speaker"]))
                 # as far back as ``_recent_statements`` reaches: a sitting of 8,000 turns
                 # compared each statement with all before it (325 s against 4,000's 33)
@@ -490,7 +495,8 @@ class Conversations:
             warnings.append(f"message {index}: {warning}")
         return items, "nothing informative"
 
-    def _record(self, memory_id: str, f: _Found, status: Status, context: str | None,
+    def _record(self, memory_id: str, f: _Found, said_in: str, status: Status,
+                context: str | None,
                 owner: str | None, session_id: str, base_time: datetime, extractor: str, *,
                 reinforces: str | None, corrects: str | None,
                 refers_to: str | None = None) -> MemoryInput:
@@ -519,7 +525,7 @@ class Conversations:
             tags=(ASSISTANT_TAG,) if by_assistant else (),
             owner=owner, session=session_id, observed=when, created=when,
             confidence=round(min(1.0, 0.5 + item.strength / 2), 3),
-            provenance=provenance, payload=message["text"])
+            provenance=provenance, payload=said_in)
 
     def _similarity(self, vector: np.ndarray, recent: Sequence[Statement],
                     since: int | None = None, text: str | None = None) -> dict[str, float]:
@@ -777,6 +783,37 @@ def _message(message: Any, index: int) -> dict[str, Any]:
                                     field=f"messages[{index}].timestamp") from None
     return {"text": text, "role": role.lower(), "speaker": speaker or
             (None if role.lower() == "user" else role), "timestamp": when}
+
+
+def _said_in(found: Sequence[_Found]) -> list[str]:
+    """What each statement keeps of the message it was said in (its payload, and the
+    context of a later correction of it): the message; of a message over
+    ``_MESSAGE_KEPT`` characters, the ``_MESSAGE_AROUND`` characters on either side of
+    the statement, cut at spaces. Each statement kept the whole message: one message of
+    N statements stored N copies of it (800 statements, 62k characters: 45 s, measured
+    from outside). The statements are found in their message's order, so each is looked
+    for after the one before."""
+    out = []
+    cursor: dict[int, int] = {}
+    for f in found:
+        message = f.message["text"]
+        if len(message) <= _MESSAGE_KEPT:
+            out.append(message)
+            continue
+        at = message.find(f.item.text, cursor.get(f.index, 0))
+        if at < 0:  # its spaces differ: near the one before
+            at = cursor.get(f.index, 0)
+        else:
+            cursor[f.index] = at + len(f.item.text)
+        start = max(0, at - _MESSAGE_AROUND)
+        end = min(len(message), at + len(f.item.text) + _MESSAGE_AROUND)
+        if start:
+            start = message.find(" ", start, at) + 1 or start
+        if end < len(message):
+            cut = message.rfind(" ", at + len(f.item.text), end)
+            end = cut if cut > 0 else end
+        out.append(message[start:end].strip())
+    return out
 
 
 def _context(found: _Found, siblings: Sequence[str], parsed: Sequence[Mapping[str, Any]],
