@@ -27,6 +27,7 @@ in 0.15-0.2 s of CPU.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -229,8 +230,9 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
     make more than ``GENERATED`` elements or characters (``PER_ELEMENT`` inside a lambda
     or a list comprehension, which runs it once an element), whose sizes are not numbers
     or parameters (``repeat``'s text too: a text or a parameter), checked before it
-    runs, or that stands in two nested lambdas; a replace within what a replace or a
-    generator made, or inserting more than ``REPLACEMENT`` characters; a ``_PAIRWISE``
+    runs, or that stands in two nested lambdas; a replace inserting more than
+    ``REPLACEMENT`` characters, or one that can make its text longer (``_may_grow``) in a
+    statement that holds another such or a generator; a ``_PAIRWISE``
     call without a short argument (``_check_pairwise``); a ``_DEEP_JSON`` call; a
     reduction whose step calls a generator or uses its accumulator twice in a growing
     expression; a call of a function outside ``FUNCTIONS`` (``_functions``); or a
@@ -242,6 +244,7 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
     tokens = lex(query, most=LIMITS.tokens)
     _check_patterns(tokens, params)
     each = _per_element(tokens)
+    growing: list[str] = []  # the calls whose text can be longer than their input's
     for n, token in enumerate(tokens):
         if token.kind == "symbol" and token.text == "!":
             raise _refuse("the factorial operator ! is not run here: Kuzu works it out "
@@ -282,12 +285,11 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
             if replacement is None or len(replacement) > REPLACEMENT:
                 raise _refuse(f"{name}() takes a replacement written out or given as a "
                               f"parameter, of at most {REPLACEMENT} characters, here")
-        if name in _REPLACES and args and _names_one(args[0], _REPLACES | set(_GENERATORS)):
-            # each replacement multiplies what the one inside made
-            raise _refuse(f"{name}() may not replace within what another replace, range, "
-                          "repeat, lpad or rpad made here")
+        if name in _REPLACES and _may_grow(name, args, params):
+            growing.append(name)
         if name not in _GENERATORS:
             continue
+        growing.append(name)
         if each[n] > 1:
             raise _refuse(f"{name}() may not stand in a lambda inside another lambda or "
                           "list comprehension here (what it makes would multiply)")
@@ -297,6 +299,31 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
             where = " inside a lambda or a list comprehension" if each[n] else ""
             raise _refuse(f"{name}() may make at most {most:,} elements or characters "
                           f"here{where}; this one asks for {size:,}")
+    if len(growing) > 1 and _REPLACES.intersection(growing):
+        # each replace multiplies what it works on, and a value passed on (WITH ... AS t)
+        # carries what one made to the next: 100 times a step, 10 GB in three
+        raise _refuse(f"{'(), '.join(sorted(set(growing)))}(): a statement may hold one "
+                      "replace that makes its text longer (a replacement longer than what "
+                      "it replaces) only with no other, nor any range, repeat, lpad or "
+                      "rpad: each multiplies what the one before made")
+
+
+def _may_grow(name: str, args: list[list[Token]], params: Mapping[str, Any]) -> bool:
+    """Whether a replace can make its text longer than its input: its replacement is
+    longer than its pattern, or (``regexp_replace``) longer than one character, or one
+    character where the pattern may match nothing (between every two characters)."""
+    replacement = _text_constant(args[2], params) if len(args) > 2 else None
+    pattern = _text_constant(args[1], params) if len(args) > 1 else None
+    if replacement is None or pattern is None:
+        return True
+    if name == "replace":
+        return not pattern or len(replacement) > len(pattern)
+    if len(replacement) > 1:
+        return True
+    try:
+        return bool(replacement) and re.fullmatch(pattern, "") is not None
+    except (re.error, RecursionError, OverflowError):
+        return bool(replacement)
 
 
 def _generated(name: str, args: list[list[Token]], params: Mapping[str, Any]) -> int:
