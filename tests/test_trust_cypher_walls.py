@@ -367,6 +367,10 @@ def test_the_sidecar_refuses_crashers_and_answers_the_next_request(
     ("RETURN size(repeat($s, 50000)) AS n", {"s": "abc"}, r"asks for 150,000"),
     ("RETURN size(list_reduce(['a', 'b'], (acc, y) -> repeat(acc, 500))) AS n", {},
      r"list_reduce\(\) may not call lpad, range, repeat, rpad in its step"),
+    # a replace in the step: 2**39 characters from 40 elements
+    ("RETURN size(list_reduce([" + ", ".join(["'a'"] * 40) + "], (acc, y) -> "
+     "regexp_replace(acc, 'a', 'aa', 'g'))) AS n", {},
+     r"list_reduce\(\) may not call regexp_replace or replace in its step"),
     ("RETURN size(list_transform(range(1, 100000), x -> repeat('a', 100000))) AS n", {},
      r"repeat\(\) may make at most 100 .* inside a lambda or a list comprehension"),
     ("MATCH (m:Memory) RETURN size([t IN m.tags | range(1, 5000)]) AS n", {},

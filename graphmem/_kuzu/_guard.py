@@ -508,8 +508,8 @@ def _constant(arg: list[Token], params: Mapping[str, Any]) -> int | None:
 
 
 def _check_reduction(name: str, args: list[list[Token]]) -> None:
-    """Refuse a reduction whose step ("(x, y) -> ...") names its accumulator twice in an
-    expression that grows (a concatenation, a list)."""
+    """Refuse a reduction whose step ("(x, y) -> ...") calls a generator or a replace, or
+    names its accumulator twice in an expression that grows (a concatenation, a list)."""
     if len(args) < 2:
         return
     step = args[1]
@@ -523,6 +523,10 @@ def _check_reduction(name: str, args: list[list[Token]]) -> None:
         return
     if _names_one(body, _GENERATORS):
         raise _refuse(f"{name}() may not call {', '.join(sorted(_GENERATORS))} in its step "
+                      "(what it builds could multiply at each element)")
+    if _names_one(body, _REPLACES):
+        # "(acc, y) -> regexp_replace(acc, 'a', 'aa', 'g')" doubles it at each element
+        raise _refuse(f"{name}() may not call {' or '.join(sorted(_REPLACES))} in its step "
                       "(what it builds could multiply at each element)")
     uses = sum(1 for t in body if t.kind in ("word", "name") and t.value == names[0])
     grows = any(t.text in _GROWING or t.value.translate(_ASCII_LOWER) in _GROWING_CALLS
