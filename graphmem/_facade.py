@@ -38,7 +38,7 @@ from ._engine import EntityRecord as Entity
 from ._engine import FactRecord as Fact
 from ._engine import MentionRecord as Mention
 from ._errors import InvalidInputError, StoreLockedError
-from ._input import MemoryInput, UpdateFields, check_owner
+from ._input import MemoryInput, UpdateFields, check_owner, check_text
 from ._lifecycle import (
     ArchiveResult,
     EvaluationResult,
@@ -554,6 +554,8 @@ class MemoryStore:
     @_doc(Knowledge.facts)
     def facts(self, *, owner: str | None = None, about: str | None = None,
               as_of: datetime | None = None, current: bool = False) -> list[Fact]:
+        if about is not None:
+            check_text(about, field="about")
         return self._knowledge.facts(owner=check_owner(owner), about=about, as_of=as_of,
                                      current=current)
 
@@ -597,6 +599,9 @@ class MemoryStore:
         with ``as_dataframe=True``."""
         from . import named
 
+        if not isinstance(name, str):
+            raise InvalidInputError(f"name must be a named query's name, got {name!r}",
+                                    field="name")
         return named.run(self, name, params, as_dataframe=as_dataframe, owner=check_owner(owner))
 
     @_doc(Views.vectors)
@@ -619,6 +624,9 @@ class MemoryStore:
         """
         from ._backup import backup
 
+        if not isinstance(directory, str | os.PathLike) or not os.fspath(directory).strip():
+            raise InvalidInputError(f"directory must be a path, got {directory!r}",
+                                    field="directory")
         return backup(self._ctx, directory)
 
     @staticmethod

@@ -708,6 +708,11 @@ def parse_records(records: Iterable[MemoryInput | Mapping[str, Any] | str]
                   ) -> list[MemoryInput]:
     """Every record checked, an error naming its index when there are several (a single
     memory's error names the field alone: "record 0" would only puzzle)."""
+    if isinstance(records, str | bytes | Mapping | MemoryInput) or \
+            not isinstance(records, Iterable):
+        raise InvalidInputError("records must be a list of memories (texts, mappings or "
+                                f"MemoryInput), got {type(records).__name__}",
+                                field="records")
     listed = list(records)
     label = (lambda i: f"record {i}: ") if len(listed) > 1 else (lambda i: "")
     return [MemoryInput.parse(r, where=label(i)) for i, r in enumerate(listed)]

@@ -244,8 +244,10 @@ _EXPORTED = {"references": ("source", "weight", "at"),
 def _check_statement(query: Any, params: Any) -> None:
     if not isinstance(query, str) or not query.strip():
         raise InvalidInputError("the query is empty", field="query")
-    if params is not None and not isinstance(params, Mapping):
-        raise InvalidInputError("params must be a mapping of name -> value", field="params")
+    if params is not None and (not isinstance(params, Mapping)
+                               or not all(isinstance(k, str) for k in params)):
+        raise InvalidInputError("params must be a mapping of name -> value, each name a "
+                                "string", field="params")
 
 
 def _result_rows(result: CypherResult, as_dataframe: bool) -> Any:

@@ -94,6 +94,32 @@ def test_bad_input_names_the_field(store: MemoryStore, fields: dict, field: str)
     assert store.stats().memories == 0
 
 
+@pytest.mark.parametrize(("call", "field"), [
+    (lambda s: s.add_conversation(["I live in Agen."], session_id="s", cooccur_window="x"),
+     "cooccur_window"),
+    (lambda s: s.add_conversation(["I live in Agen."], session_id="s", cooccur_window=-1),
+     "cooccur_window"),
+    (lambda s: s.add_conversation(["I live in Agen."], session_id="s",
+                                  cooccur_window=float("nan")), "cooccur_window"),
+    (lambda s: s.cypher("RETURN 1 AS n", {1: 2}), "params"),
+    (lambda s: s.add_many(None), "records"),
+    (lambda s: s.add_many("I live in Agen."), "records"),
+    (lambda s: s.facts(about=5), "about"),
+    (lambda s: s.named_query(5), "name"),
+    (lambda s: s.backup(5), "directory"),
+    (lambda s: s.backup(""), "directory"),
+])
+def test_a_wrong_type_is_refused_naming_its_field(store: MemoryStore, call: Any,
+                                                  field: str) -> None:
+    """Arguments of the wrong type or out of range give graphmem's error naming the
+    argument (they gave a TypeError or an AttributeError, or were taken), and write
+    nothing."""
+    with pytest.raises(InvalidInputError) as info:
+        call(store)
+    assert info.value.field == field
+    assert store.stats().memories == 0
+
+
 def test_duplicate_ids_are_refused(store: MemoryStore) -> None:
     store.add("first", id="urn:test:1")
     with pytest.raises(ConflictError, match="urn:test:1"):

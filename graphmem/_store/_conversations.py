@@ -17,7 +17,7 @@ import numpy as np
 
 from .._context import Changed, StoreContext
 from .._errors import InvalidInputError
-from .._input import MAX_TEXT, MemoryInput, check_unicode, moment
+from .._input import MAX_TEXT, MemoryInput, check_count, check_unicode, moment
 from .._kg._text import named
 from .._models import STATUS_CODE, AddResult, ChangeType, Edge, EventType, Kind, Memory, Status
 from .._ollama import OllamaGenerator
@@ -222,6 +222,7 @@ class Conversations:
         indexed with the statements it needs to be understood (``context``). Everything
         is written in one transaction, recorded under ``actor``.
         """
+        check_count(cooccur_window, "cooccur_window")
         model = self._ctx.embedder
         try:
             return self._add_conversation(messages, session_id=session_id, owner=owner,
