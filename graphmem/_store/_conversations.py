@@ -51,7 +51,7 @@ _ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assi
 #: How many full-text matches a new memory is compared with, for duplicates and candidates.
 _SIMILAR = 10
 #: A statement keeps the message it was said in whole up to this many characters, and of
-#: a longer one this many on either side of it (``_said_in``)
+#: a longer one this many on either side of it (``_around``)
 _MESSAGE_KEPT = 2_000
 _MESSAGE_AROUND = 1_000
 #: At most this many words of the message a statement answers are its context.
@@ -387,8 +387,8 @@ class Conversations:
                 corrected[memory_id] = target
             who = _who(f, siblings[f.index], parsed)
             # a correction is about what it corrects: indexed with it
-            context = (next(r.message or r.text for r in recent
-                            if r.id == corrected[memory_id])
+            context = (next(_around(r.message, r.text) if r.message else r.text
+                            for r in recent if r.id == corrected[memory_id])
                        if memory_id in corrected
                        else _context(f, siblings[f.index], parsed, cooccur_window, who))
             records.append(self._record(memory_id, f, said_in[n], status, context, owner,
@@ -401,7 +401,7 @@ class Conversations:
             else:
                 recent.insert(0, Statement(memory_id, f.item.text,
                                            assistant=f.message["role"] == "assistant",
-                                           message=said_in[n],
+                                           message=f.message["text"],
                                            speaker=f.message["speaker"]))
                 # as far back as ``_recent_statements`` reaches: a sitting of 8,000 turns
                 # compared each statement with all before it (325 s against 4,000's 33)
@@ -787,34 +787,49 @@ def _message(message: Any, index: int) -> dict[str, Any]:
 
 
 def _said_in(found: Sequence[_Found]) -> list[str]:
-    """What each statement keeps of the message it was said in (its payload, and the
-    context of a later correction of it): the message; of a message over
-    ``_MESSAGE_KEPT`` characters, the ``_MESSAGE_AROUND`` characters on either side of
-    the statement, cut at spaces. Each statement kept the whole message: one message of
-    N statements stored N copies of it (800 statements, 62k characters: 45 s, measured
-    from outside). The statements are found in their message's order, so each is looked
+    """What each statement keeps of the message it was said in as its payload
+    (``_around``). The statements are found in their message's order, so each is looked
     for after the one before."""
     out = []
     cursor: dict[int, int] = {}
     for f in found:
-        message = f.message["text"]
+        message, text = f.message["text"], f.item.text
         if len(message) <= _MESSAGE_KEPT:
             out.append(message)
             continue
-        at = message.find(f.item.text, cursor.get(f.index, 0))
+        at = message.find(text, cursor.get(f.index, 0))
         if at < 0:  # its spaces differ: near the one before
             at = cursor.get(f.index, 0)
         else:
-            cursor[f.index] = at + len(f.item.text)
-        start = max(0, at - _MESSAGE_AROUND)
-        end = min(len(message), at + len(f.item.text) + _MESSAGE_AROUND)
-        if start:
-            start = message.find(" ", start, at) + 1 or start
-        if end < len(message):
-            cut = message.rfind(" ", at + len(f.item.text), end)
-            end = cut if cut > 0 else end
-        out.append(message[start:end].strip())
+            cursor[f.index] = at + len(text)
+        out.append(_window(message, at, len(text)))
     return out
+
+
+def _around(message: str, text: str) -> str:
+    """What a statement keeps of the message it was said in (its payload, and the context
+    of a later correction of it): the message; of a message over ``_MESSAGE_KEPT``
+    characters, the ``_MESSAGE_AROUND`` characters on either side of the statement, cut
+    at spaces. Each statement kept the whole message: one message of N statements stored
+    N copies of it (800 statements, 62k characters: 45 s, measured from outside). The
+    statements of such a message do not share a payload, nor the recall index's message
+    code (``corrections_first`` does not see them as one message)."""
+    if len(message) <= _MESSAGE_KEPT:
+        return message
+    return _window(message, max(message.find(text), 0), len(text))
+
+
+def _window(message: str, at: int, length: int) -> str:
+    """``_MESSAGE_AROUND`` characters of ``message`` on either side of ``at`` ..
+    ``at + length``, cut at spaces."""
+    start = max(0, at - _MESSAGE_AROUND)
+    end = min(len(message), at + length + _MESSAGE_AROUND)
+    if start:
+        start = message.find(" ", start, at) + 1 or start
+    if end < len(message):
+        cut = message.rfind(" ", at + length, end)
+        end = cut if cut > 0 else end
+    return message[start:end].strip()
 
 
 def _context(found: _Found, siblings: Sequence[str], parsed: Sequence[Mapping[str, Any]],
