@@ -367,6 +367,15 @@ def test_the_sidecar_refuses_crashers_and_answers_the_next_request(
     ("RETURN size(repeat($s, 50000)) AS n", {"s": "abc"}, r"asks for 150,000"),
     ("RETURN size(list_reduce(['a', 'b'], (acc, y) -> repeat(acc, 500))) AS n", {},
      r"list_reduce\(\) may not call lpad, range, repeat, rpad in its step"),
+    # a lambda that works on a value from outside it, once an element: N * N elements
+    ("WITH range(1, 10000) AS l RETURN size(list_transform(l, x -> list_append(l, x))) AS n",
+     {}, r"l is not a variable of the lambda or list comprehension it stands in"),
+    ("UNWIND range(1, 100) AS x WITH collect(x) AS l RETURN size(list_transform(l, y -> l)) "
+     "AS n", {}, r"l is not a variable of the lambda"),
+    ("WITH range(1, 100) AS l RETURN size(list_filter(l, x -> any(y IN l WHERE y = x))) AS n",
+     {}, r"l is not a variable of the lambda"),
+    ("RETURN size(list_transform([1, 2], x -> $l)) AS n", {"l": list(range(1000))},
+     r"\$l \(of 1,000 elements or characters\) may not stand in a lambda"),
     # a replace in the step: 2**39 characters from 40 elements
     ("RETURN size(list_reduce([" + ", ".join(["'a'"] * 40) + "], (acc, y) -> "
      "regexp_replace(acc, 'a', 'aa', 'g'))) AS n", {},
@@ -412,6 +421,12 @@ def test_a_value_too_large_to_stop_is_refused_before_it_is_built(
      "'g')) AS n", {}, 5),
     ("RETURN size(regexp_replace('a  b', ' +', ' ', 'g')) AS n", {}, 3),
     ("RETURN size(regexp_replace('abc', 'b', 'xyz', 'g')) AS n", {}, 5),
+    # lambdas of their own variables, properties, and values compared with
+    ("RETURN list_reduce(list_transform([[1, 2], [3]], x -> list_reduce(x, (a, b) -> a + b)),"
+     " (acc, y) -> acc + y) AS n", {}, 6),
+    ("WITH 2 AS k RETURN size(list_filter([1, 2, 3], x -> x >= k)) AS n", {}, 2),
+    ("WITH 3 AS k RETURN CASE WHEN any(x IN [1, 2, 3] WHERE x = k) THEN 1 ELSE 0 END AS n",
+     {}, 1),
 ])
 def test_generators_within_the_bound_run(seeded: MemoryStore, statement: str,
                                          params: dict[str, object], expected: int) -> None:

@@ -243,6 +243,7 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
     16 GB."""
     tokens = lex(query, most=LIMITS.tokens)
     _check_patterns(tokens, params)
+    _check_closures(tokens, params)
     each = _per_element(tokens)
     growing: list[str] = []  # the calls whose text can be longer than their input's
     for n, token in enumerate(tokens):
@@ -446,6 +447,107 @@ def _text_constant(arg: list[Token], params: Mapping[str, Any]) -> str | None:
         value = params.get(arg[0].value)
         return value if isinstance(value, str) else None
     return None
+
+
+#: What a per-element expression may compare another value with
+_COMPARED = frozenset({"=", "<>", "!=", "<", ">", "<=", ">="})
+#: Words a per-element expression may hold besides its own variables
+_LITERAL_WORDS = frozenset({"true", "false", "null"})
+
+
+def _check_closures(tokens: list[Token], params: Mapping[str, Any]) -> None:
+    """Refuse a per-element expression (a lambda's body, a list comprehension's
+    projection, a quantifier's predicate) that names a variable it does not bind itself,
+    other than for a property (``m.name``) or in a comparison (``x.owner <> owner``), or a
+    parameter longer than ``PER_ELEMENT``:
+    it works on that value once an element (``WITH range(1, 10000) AS l RETURN
+    list_transform(l, x -> list_append(l, x))`` built 10**8 elements in 4.6 s and 1.9
+    GB; 100,000 went past 4 GB in one value, where no time limit stops it)."""
+    parent, match = _brackets(tokens)
+    # per bracket: where each per-element part in it starts, and the names it binds
+    scopes: dict[int, list[tuple[int, set[str]]]] = {}
+    binders: set[int] = set()  # the tokens that name those variables
+    for n, token in enumerate(tokens):
+        if token.kind == "symbol" and token.text == ">" and n and tokens[n - 1].text == "-":
+            names, at = _lambda_names(tokens, n - 1, match)
+            scopes.setdefault(parent[n], []).append((n + 1, names))
+            binders.update(at)
+        elif token.kind == "word" and token.value.translate(_ASCII_LOWER) == "in" \
+                and n >= 2 and tokens[n - 2].text in ("[", "(") \
+                and tokens[n - 1].kind in ("word", "name"):
+            binders.add(n - 1)
+            scopes.setdefault(n - 2, []).append((-1, {tokens[n - 1].value}))
+        elif parent[n] in scopes and (
+                (token.kind == "symbol" and token.text == "|") or (
+                token.kind == "word" and token.value.translate(_ASCII_LOWER) == "where")):
+            # a comprehension's or a quantifier's per-element part starts here
+            scopes[parent[n]] = [(n + 1 if first < 0 else first, names)
+                                 for first, names in scopes[parent[n]]]
+    for n, token in enumerate(tokens):
+        bound: set[str] | None = None
+        bracket = parent[n]
+        while bracket >= 0:
+            for first, names in scopes.get(bracket, ()):
+                if 0 <= first <= n:
+                    bound = (bound or set()) | names
+            bracket = parent[bracket]
+        if bound is None or n in binders:
+            continue
+        if token.kind == "param":
+            value = params.get(token.value)
+            if isinstance(value, str | bytes | list | tuple | Mapping) \
+                    and len(value) > PER_ELEMENT:
+                raise _refuse(f"${token.value} (of {len(value):,} elements or characters) may "
+                              "not stand in a lambda or a list comprehension, which runs it "
+                              f"once an element, here (at most {PER_ELEMENT})")
+            continue
+        if token.kind not in ("word", "name"):
+            continue
+        word = token.value.translate(_ASCII_LOWER)
+        if token.kind == "word" and (word in KEYWORDS or word in _LITERAL_WORDS):
+            continue
+        after = tokens[n + 1].text if n + 1 < len(tokens) else ""
+        before = tokens[n - 1].text if n else ""
+        if after in ("(", ".", ":") or before in (".", ":"):
+            continue  # a call, a property (m.name) or its owner, a map's key, a label
+        arrow = before == ">" and n > 1 and tokens[n - 2].text == "-"
+        if token.value in bound or after in _COMPARED or (before in _COMPARED and not arrow):
+            continue  # its own, or compared with (x -> x.owner <> owner)
+        raise _refuse(f"{token.value} is not a variable of the lambda or list comprehension "
+                      "it stands in: one may use its own variables, properties and other "
+                      "values compared with (x -> x.name, x -> x.owner = owner) but not "
+                      "another value whole, which it would work on once an element")
+
+
+def _brackets(tokens: list[Token]) -> tuple[list[int], dict[int, int]]:
+    """Each token's innermost open bracket (-1: none), and each opening bracket -> its
+    closing one."""
+    parent: list[int] = []
+    match: dict[int, int] = {}
+    stack: list[int] = []
+    for n, token in enumerate(tokens):
+        text = token.text if token.kind == "symbol" else ""
+        if text in _CLOSERS and stack:
+            match[stack.pop()] = n
+        parent.append(stack[-1] if stack else -1)
+        if text in _OPENERS:
+            stack.append(n)
+    return parent, match
+
+
+def _lambda_names(tokens: list[Token], dash: int, match: Mapping[int, int]
+                  ) -> tuple[set[str], list[int]]:
+    """The variables of the lambda whose ``->`` starts at ``dash`` (``x ->``, ``(acc, y)
+    ->``), and their tokens."""
+    before = dash - 1
+    if before >= 0 and tokens[before].kind in ("word", "name"):
+        return {tokens[before].value}, [before]
+    if before >= 0 and tokens[before].text == ")":
+        opening = next((o for o, c in match.items() if c == before), None)
+        if opening is not None:
+            at = [k for k in range(opening + 1, before) if tokens[k].kind in ("word", "name")]
+            return {tokens[k].value for k in at}, at
+    return set(), []
 
 
 def _per_element(tokens: list[Token]) -> list[int]:
