@@ -584,6 +584,41 @@ def test_a_forgotten_sentence_typed_again_across_lines_does_not_come_back_in_pie
     assert any("figs" in t for t in kept), kept
 
 
+def test_only_the_pieces_of_a_forgotten_sentence_typed_across_lines_are_dropped(
+        opener: Opener) -> None:
+    """A statement of the same message that is not within the forgotten sentence stays,
+    though its words are part of it ("I don't drink." beside "I don't drink coffee.",
+    "My son is 1." beside "My son is 14.")."""
+    store = opener("pieces")
+    for text in ("I don't drink coffee at all.", "My son Tomasz is 14 now."):
+        gone = store.add(text, owner="ann")
+        store.forget(gone.id, confirm=True, purge=False)
+    again = store.add_conversation([{"speaker": "user", "text": (
+        "I don't drink.\nI don't drink\ncoffee at all.\nMy son Tomasz is 1.\n"
+        "My son Tomasz\nis 14 now.")}], session_id="s1", owner="ann")
+    kept = sorted(store.get(i).text for i in again.created_ids)
+    assert kept == ["I don't drink.", "My son Tomasz is 1."], kept
+
+
+@pytest.mark.parametrize("pad", ["", "x ", "xxx "])
+def test_a_sentence_forgotten_from_a_long_message_leaves_no_piece_in_its_neighbours(
+        opener: Opener, pad: str) -> None:
+    """A statement of a message over 2,000 characters keeps the sentences around it as its
+    payload: cut at a space, a neighbour's kept "... credit union is Zanzibarquux99."
+    after the sentence was forgotten."""
+    store = opener("long")
+    filler = [f"My colleague number {i} works in Vienna." for i in range(60)]
+    secret = f"{pad}My bank password at the credit union is Zanzibarquux99."
+    store.add_conversation([" ".join([*filler[:30], secret, *filler[30:]])],
+                           session_id="s", owner="ann")
+    [gone] = [m for m in store.memories(owner="ann") if "Zanzibarquux99" in m.text]
+    store.forget(gone.id, confirm=True, purge=False)
+    left = [m for m in store.memories(owner="ann") if m.status.value != "forgotten"]
+    assert len(left) >= 50
+    assert not [m.text for m in left
+                if "Zanzibarquux" in (m.payload or "") + (m.context or "")]
+
+
 def test_the_sentences_of_a_forgotten_paragraph_do_not_come_back_one_by_one(
         opener: Opener) -> None:
     store = opener("paragraph")

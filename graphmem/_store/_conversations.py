@@ -4,7 +4,9 @@ ingest derives (``derive_links``)."""
 
 from __future__ import annotations
 
+import bisect
 import functools
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -596,16 +598,26 @@ class Conversations:
                     for tag, key in keys.items()}
 
         mine = [digests(f.item.text) for f in found]
-        broken = {f.index: [said_form(s) for s in sentences(" ".join(f.message["text"].split()))]
-                  for f in found if len(f.message["text"].splitlines()) > 1}
-        whole = {i: {said: digests(said) for said in saids} for i, saids in broken.items()}
+        # each message once (once a statement, a message of many lines was quadratic):
+        # its sentences with line breaks read as spaces, where each starts and ends
+        folded = {f.index: " ".join(f.message["text"].split()) for f in found
+                  if len(f.message["text"].splitlines()) > 1}
+        spans = {i: _spans(text, sentences(text)) for i, text in folded.items()}
+        whole = {i: [(first, last, digests(said_form(folded[i][first:last])))
+                     for first, last in found_at] for i, found_at in spans.items()}
         gone = self._ctx.engine.forgotten_digests(sorted(set().union(
-            *mine, *(d for saids in whole.values() for d in saids.values()))), owner=owner)
-        pieces_of = {i: [said for said, d in saids.items() if d & gone]
-                     for i, saids in whole.items()}
-        return {n for n, f in enumerate(found) if mine[n] & gone or any(
-            (said := said_form(f.item.text)) and said in sentence
-            for sentence in pieces_of.get(f.index, ()))}
+            *mine, *(d for parts in whole.values() for _, _, d in parts))), owner=owner)
+        gone_at = {i: [(first, last) for first, last, d in parts if d & gone]
+                   for i, parts in whole.items()}
+        # a statement that lies within a forgotten sentence is a piece of it
+        at = {i: _spans(folded[i], [f.item.text for f in found if f.index == i])
+              for i, spans_of in gone_at.items() if spans_of}
+        pieces: set[int] = set()
+        for i, placed in at.items():
+            ours = [n for n, f in enumerate(found) if f.index == i]
+            pieces.update(n for n, (first, last) in zip(ours, placed, strict=True)
+                          if any(a <= first and last <= b for a, b in gone_at[i]))
+        return {n for n in range(len(found)) if mine[n] & gone} | pieces
 
     def _match_existing(self, vectors: np.ndarray, texts: Sequence[str],
                         owner: str | None, session: str, *, since: int | None = None,
@@ -786,6 +798,22 @@ def _message(message: Any, index: int) -> dict[str, Any]:
             (None if role.lower() == "user" else role), "timestamp": when}
 
 
+def _spans(text: str, parts: Sequence[str]) -> list[tuple[int, int]]:
+    """Where each of ``parts`` (in order) lies in ``text``, each looked for after the one
+    before, spaces read as one ((-1, -1): not found)."""
+    out = []
+    cursor = 0
+    for part in parts:
+        words = " ".join(part.split())
+        at = text.find(words, cursor) if words else -1
+        if at < 0:
+            out.append((-1, -1))
+            continue
+        out.append((at, at + len(words)))
+        cursor = at + len(words)
+    return out
+
+
 def _said_in(found: Sequence[_Found]) -> list[str]:
     """What each statement keeps of the message it was said in as its payload
     (``_around``). The statements are found in their message's order, so each is looked
@@ -820,16 +848,26 @@ def _around(message: str, text: str) -> str:
 
 
 def _window(message: str, at: int, length: int) -> str:
-    """``_MESSAGE_AROUND`` characters of ``message`` on either side of ``at`` ..
-    ``at + length``, cut at spaces."""
-    start = max(0, at - _MESSAGE_AROUND)
-    end = min(len(message), at + length + _MESSAGE_AROUND)
-    if start:
-        start = message.find(" ", start, at) + 1 or start
-    if end < len(message):
-        cut = message.rfind(" ", at + length, end)
-        end = cut if cut > 0 else end
+    """The whole sentences of ``message`` within ``_MESSAGE_AROUND`` characters on either
+    side of ``at`` .. ``at + length``, and that: cut between sentences, never inside one,
+    so that forget, which cuts a forgotten sentence whole, leaves no piece of one in a
+    neighbour's payload (cut at spaces, it left "... the credit union is <secret>.")."""
+    bounds = _sentence_bounds(message)
+    first = bisect.bisect_left(bounds, max(0, at - _MESSAGE_AROUND))
+    start = bounds[first] if first < len(bounds) and bounds[first] <= at else at
+    last = bisect.bisect_right(bounds, min(len(message), at + length + _MESSAGE_AROUND)) - 1
+    end = bounds[last] if last >= 0 and bounds[last] >= at + length else at + length
     return message[start:end].strip()
+
+
+_SENTENCE_BREAK = re.compile(r"[.!?…]+[\"'’”)\]]*\s+|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]+")
+
+
+@functools.lru_cache(maxsize=4)
+def _sentence_bounds(message: str) -> list[int]:
+    """Where the sentences of a message start (and its end): after closing marks and the
+    spaces after them, and after line breaks."""
+    return [0, *(m.end() for m in _SENTENCE_BREAK.finditer(message)), len(message)]
 
 
 def _context(found: _Found, siblings: Sequence[str], parsed: Sequence[Mapping[str, Any]],
