@@ -70,8 +70,12 @@ def digest_key_id(digest: str) -> str | None:
 
 
 #: What ``said_form`` takes off a statement's ends
-_STARTS = frozenset(" \t\n\r\f\v\u00a0\u200b\"'“”«»„([*")
-_ENDS = _STARTS | frozenset(".!?…,;:)]")
+_STARTS = frozenset(" \t\n\r\f\v\u00a0\u200b\"'“”«»„‚‹›「」『』([*")
+_ENDS = _STARTS | frozenset(".!?…,;:)]。！？")
+#: Characters that show nothing beyond the format ones (``Cf``): a combining grapheme
+#: joiner, variation selectors, Hangul fillers, the blank braille pattern
+_BLANK = frozenset("\u034f\u115f\u1160\u3164\uffa0\u2800"
+                   + "".join(map(chr, range(0xFE00, 0xFE10))))
 
 
 def said_form(text: str) -> str:
@@ -93,46 +97,66 @@ def said_form(text: str) -> str:
     ["i'm 41", "i'm 41", "i'm 41", "i'm 41"]
     >>> [said_form(t) for t in ("-5 is cold", "#1 fan", "Update: I'm 41", "at 10:30 am")]
     ['-5 is cold', '#1 fan', "i'm 41", 'at 10:30 am']
+    >>> [said_form(t) for t in ("Not true: I'm 41", "My sister said: I'm 41", "- [ ] I'm 41")]
+    ["not true: i'm 41", "my sister said: i'm 41", "i'm 41"]
     """
     label = _LABEL.match(text)
-    if label is not None:  # "Nadia: ...", "Update: ...": a line's label, not its words
-        text = text[label.end():]
+    if label is not None and _is_label(label.group(1)):
+        text = text[label.end():]  # "Nadia: ...", "Update: ...": a line's label
     folded = " ".join(unicodedata.normalize("NFKC", text.translate(_APOSTROPHES)).lower()
                       .split())
-    folded = "".join(c for c in folded if unicodedata.category(c) != "Cf") \
-        if not folded.isascii() else folded
+    folded = "".join(c for c in folded if c not in _BLANK and unicodedata.category(c) != "Cf"
+                     ) if not folded.isascii() else folded
     start, end = 0, len(folded)
     while True:
         before = (start, end)
+        start, end = _markup_off(folded, start, end)
         while start < end and _trimmed(folded[start], _STARTS):
             start += 1
         while end > start and _trimmed(folded[end - 1], _ENDS):
             end -= 1
-        start, end = _markup_off(folded, start, end)
         if (start, end) == before:
             return folded[start:end]
 
 
 #: A line's label: one to three words and a colon before a space, at its start
-_LABEL = re.compile(r"\s*[^\W\d_][\w'’.-]{0,40}(?:[ \t][^\W\d_][\w'’.-]{0,40}){0,2}[ \t]*:\s")
+_LABEL = re.compile(r"\s*([^\W\d_][\w'’.-]{0,40}(?:[ \t][^\W\d_][\w'’.-]{0,40}){0,2})[ \t]*:\s")
+#: Words that make a line's label say the opposite of what follows ("Not true: ...")
+_DENYING = frozenset({"not", "no", "never", "false", "wrong", "myth", "untrue", "fake",
+                      "rumor", "rumour", "incorrect", "denied", "nope", "lie", "hoax",
+                      "fiction", "ruled", "said", "says", "asked", "claims", "claimed"})
+
+
+def _is_label(label: str) -> bool:
+    """Whether a line's opening "words:" is a label to read past: one word, or a name of
+    two or three capitalised words, none of which denies or reports what follows
+    ("Nadia", "Update", "Ana Lima"; not "Not true", "Myth", "My sister said")."""
+    words = label.split()
+    return not any(w.lower().strip("'’.-") in _DENYING for w in words) and (
+        len(words) == 1 or all(w[0].isupper() for w in words))
+#: A task list's boxes, read lower-cased
+_BOXES = ("[ ] ", "[x] ")
 #: A line's opening marks that stand before a space: a list's bullet, a quote, a heading
 _LINE_MARKS = frozenset("-+•·–—>#")
 #: An HTML tag at a statement's end (``<b>``, ``</i>``, ``<br/>``), read lower-cased
-_TAG = re.compile(r"</?[a-z][a-z0-9]{0,9}\s*/?>")
-_TAG_LONGEST = 15
+_TAG = re.compile(r"</?[a-z][a-z0-9]{0,9}(?:\s+[^<>]{0,80})?\s*/?>")
+_TAG_LONGEST = 100
 
 
 def _markup_off(text: str, start: int, end: int) -> tuple[int, int]:
     """``text[start:end]`` without a line's opening mark before a space (``_LINE_MARKS``),
-    emphasis around it (``_`` or ``~`` at both ends) or an HTML tag at either end: a few
-    characters looked at."""
+    emphasis around it (``_`` or ``~`` at both ends), a task list's box or an HTML tag at
+    either end: a few characters looked at."""
     mark = start
     while mark < end and text[mark] in _LINE_MARKS:
         mark += 1
     if start < mark < end and text[mark] == " ":
-        return mark + 1, end
+        start = mark + 1
+        return start + 4 if text.startswith(_BOXES, start) else start, end
     if end - start > 1 and text[start] in "_~" and text[end - 1] == text[start]:
         return start + 1, end - 1  # emphasis around it: "_...", "~~...~~" ("@ann_" stays)
+    if text.startswith(_BOXES, start):
+        return start + 4, end  # a task list's box
     tag = _TAG.match(text, start, min(end, start + _TAG_LONGEST))
     if tag is not None:
         return tag.end(), end

@@ -525,7 +525,11 @@ def test_a_sitting_imported_again_does_not_bring_back_what_was_forgotten(
     "- I'm Zorblaxia Quent.", "> I'm Zorblaxia Quent", "# I'm Zorblaxia Quent",
     "_I'm Zorblaxia Quent._", "~~I'm Zorblaxia Quent~~", "<b>I'm Zorblaxia Quent.</b>",
     "Ann: I'm Zorblaxia Quent.", "Update: I'm Zorblaxia Quent.",
-    "I'm Zorb\u200blaxia Que\u00adnt."])
+    "I'm Zorb\u200blaxia Que\u00adnt.", "‹I'm Zorblaxia Quent.›", "「I'm Zorblaxia Quent」",
+    "I'm Zorblaxia Quent。", '<span class="x">I\'m Zorblaxia Quent.</span>',
+    "- [ ] I'm Zorblaxia Quent.", "I'm Zorb\u034flaxia Quent\ufe0f.",
+    "I adore figs. \"I'm Zorblaxia Quent.\" I adore dates.",
+    "I adore figs. **I'm Zorblaxia Quent.** I adore dates."])
 def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
         opener: Opener, typed: str) -> None:
     """The same statement typed again otherwise (case, apostrophe, spaces, invisible
@@ -540,14 +544,18 @@ def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
     again = store.add_conversation([{"speaker": "user", "text": typed},
                                     {"speaker": "user", "text": "I'm Zorblaxia Quent, the "
                                      "potter from Lisbon."}], session_id="s3", owner="ann")
-    assert [r for _, r in again.dropped if "forgotten" in r] and len(again.created_ids) == 1
-    assert store.get(again.created_ids[0]).text.endswith("the potter from Lisbon.")
+    assert [r for _, r in again.dropped if "forgotten" in r]
+    said = [store.get(i).text for i in again.created_ids]
+    assert [t for t in said if "zorb" in t.lower()] == [
+        "I'm Zorblaxia Quent, the potter from Lisbon."]
     other = store.add_conversation([{"speaker": "user", "text": typed}], session_id="s1",
                                    owner="bob")
-    assert len(other.created_ids) == 1
+    assert [t for t in (store.get(i).text for i in other.created_ids) if "zorb" in t.lower()]
 
 
 @pytest.mark.parametrize(("forgotten", "said"), [
+    ("I have cancer.", "Not true: I have cancer."), ("Myth: I'm 41.", "Fact: I'm 41."),
+    ("I live in Linz.", "My sister said: I live in Linz."),
     ("I'm HIV+.", "I'm HIV-."), ("My blood type is A+.", "My blood type is A-."),
     ("I code in C++.", "I code in C#."), ("-5 degrees is my limit.", "5 degrees is my limit."),
     ("My handle is @zorbo_", "My handle is @zorbo"), ("My code is 4071.", "My code is 40.71."),

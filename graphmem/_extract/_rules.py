@@ -28,8 +28,9 @@ DUPLICATE = 0.95
 #: Where a sentence ends: after ".", "!", "?" or "…" and before a space (the text's
 #: whitespace is single spaces when it is split).
 #: Not after a title or a Latin abbreviation ("Mr. Dupont", "e.g. basil").
-_SENTENCE_END = re.compile(r"(?<=[.!?…])(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)"
-                           r"(?<!\bProf\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<!\betc\.) ")
+_SENTENCE_END = re.compile(r"(?:(?<=[.!?…])(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)"
+                           r"(?<!\bSt\.)(?<!\bProf\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)"
+                           r"(?<!\betc\.)|(?<=[.!?…][\"')\]»”’])|(?<=[.!?…]\*\*)) ")
 #: A word: letters of any script, with the marks some scripts write inside a word (the
 #: vowel signs of Devanagari and its neighbours, Thai's, Arabic's and Hebrew's points,
 #: Latin's combining accents), or a number.
