@@ -38,7 +38,7 @@ from ._engine import EntityRecord as Entity
 from ._engine import FactRecord as Fact
 from ._engine import MentionRecord as Mention
 from ._errors import InvalidInputError, StoreLockedError
-from ._input import MemoryInput, UpdateFields, check_owner, check_text
+from ._input import MemoryInput, UpdateFields, check_count, check_owner, check_text, moment
 from ._lifecycle import (
     ArchiveResult,
     EvaluationResult,
@@ -311,7 +311,8 @@ class MemoryStore:
                since: datetime | None = None, until: datetime | None = None,
                limit: int | None = None, owner: str | None = None) -> list[LifecycleEvent]:
         return self._memories.events(memory_id, event_type=event_type, since=since,
-                                     until=until, limit=limit, owner=check_owner(owner))
+                                     until=until, owner=check_owner(owner),
+                                     limit=None if limit is None else check_count(limit, "limit"))
 
     @_doc(Memories.stats)
     def stats(self) -> Stats:
@@ -556,8 +557,11 @@ class MemoryStore:
               as_of: datetime | None = None, current: bool = False) -> list[Fact]:
         if about is not None:
             check_text(about, field="about")
-        return self._knowledge.facts(owner=check_owner(owner), about=about, as_of=as_of,
-                                     current=current)
+        if not isinstance(current, bool):
+            raise InvalidInputError(f"current must be true or false, got {current!r}",
+                                    field="current")
+        return self._knowledge.facts(owner=check_owner(owner), about=about,
+                                     as_of=moment(as_of, "as_of"), current=current)
 
     @_doc(Knowledge.mentions)
     def mentions(self, memory_id: str | None = None, *, owner: str | None = None

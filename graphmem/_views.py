@@ -89,6 +89,10 @@ class Views:
         ``InvalidInputError`` (a stopped write changes nothing). Returns a list of dicts
         (column -> value), or a pandas DataFrame with ``as_dataframe=True``.
         """
+        if not isinstance(write, bool):
+            # "no" is a true value: a write the caller did not mean
+            raise InvalidInputError(f"write must be true or false, got {write!r}",
+                                    field="write")
         _check_statement(query, params)
         ctx = self._ctx
         capability = ctx.engine.cypher

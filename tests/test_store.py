@@ -108,6 +108,13 @@ def test_bad_input_names_the_field(store: MemoryStore, fields: dict, field: str)
     (lambda s: s.named_query(5), "name"),
     (lambda s: s.backup(5), "directory"),
     (lambda s: s.backup(""), "directory"),
+    (lambda s: s.cypher("CREATE (:Memory {id: 'x'})", write="no"), "write"),
+    (lambda s: s.events(limit="x"), "limit"),
+    (lambda s: s.facts(current="x"), "current"),
+    (lambda s: s.facts(as_of="last year"), "as_of"),
+    (lambda s: s.add_conversation(["I live in Agen."], session_id="s", extractor=5),
+     "extractor"),
+    (lambda s: s.add_conversation(["I live in Agen."], session_id="s", actor=5), "actor"),
 ])
 def test_a_wrong_type_is_refused_naming_its_field(store: MemoryStore, call: Any,
                                                   field: str) -> None:

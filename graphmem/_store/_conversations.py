@@ -225,6 +225,11 @@ class Conversations:
         is written in one transaction, recorded under ``actor``.
         """
         check_count(cooccur_window, "cooccur_window")
+        if extractor is not None and not callable(getattr(extractor, "extract", None)):
+            raise InvalidInputError("extractor must have an extract(text) method (an "
+                                    f"Extractor), got {extractor!r}", field="extractor")
+        if actor is not None and not isinstance(actor, str):
+            raise InvalidInputError(f"actor must be a name, got {actor!r}", field="actor")
         model = self._ctx.embedder
         try:
             return self._add_conversation(messages, session_id=session_id, owner=owner,
