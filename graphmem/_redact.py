@@ -134,6 +134,8 @@ def _is_label(label: str) -> bool:
     words = label.split()
     return not any(w.lower().strip("'’.-") in _DENYING for w in words) and (
         len(words) == 1 or all(w[0].isupper() for w in words))
+
+
 #: A task list's boxes, read lower-cased
 _BOXES = ("[ ] ", "[x] ")
 #: A line's opening marks that stand before a space: a list's bullet, a quote, a heading

@@ -842,11 +842,12 @@ def _said_in(found: Sequence[_Found]) -> list[str]:
 def _around(message: str, text: str) -> str:
     """What a statement keeps of the message it was said in (its payload, and the context
     of a later correction of it): the message; of a message over ``_MESSAGE_KEPT``
-    characters, the ``_MESSAGE_AROUND`` characters on either side of the statement, cut
-    at spaces. Each statement kept the whole message: one message of N statements stored
-    N copies of it (800 statements, 62k characters: 45 s, measured from outside). The
-    statements of such a message do not share a payload, nor the recall index's message
-    code (``corrections_first`` does not see them as one message)."""
+    characters, its whole sentences within ``_MESSAGE_AROUND`` characters on either side
+    of the statement (``_window``). Each statement kept the whole message: one message of
+    N statements stored N copies of it (800 statements, 62k characters: 45 s, measured
+    from outside). The statements of such a message do not share a payload, nor the
+    recall index's message code (``corrections_first`` does not see them as one
+    message)."""
     if len(message) <= _MESSAGE_KEPT:
         return message
     return _window(message, max(message.find(text), 0), len(text))
