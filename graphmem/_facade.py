@@ -38,7 +38,15 @@ from ._engine import EntityRecord as Entity
 from ._engine import FactRecord as Fact
 from ._engine import MentionRecord as Mention
 from ._errors import InvalidInputError, StoreLockedError
-from ._input import MemoryInput, UpdateFields, check_count, check_owner, check_text, moment
+from ._input import (
+    MemoryInput,
+    UpdateFields,
+    check_count,
+    check_flag,
+    check_owner,
+    check_text,
+    moment,
+)
 from ._lifecycle import (
     ArchiveResult,
     EvaluationResult,
@@ -557,11 +565,9 @@ class MemoryStore:
               as_of: datetime | None = None, current: bool = False) -> list[Fact]:
         if about is not None:
             check_text(about, field="about")
-        if not isinstance(current, bool):
-            raise InvalidInputError(f"current must be true or false, got {current!r}",
-                                    field="current")
         return self._knowledge.facts(owner=check_owner(owner), about=about,
-                                     as_of=moment(as_of, "as_of"), current=current)
+                                     as_of=moment(as_of, "as_of"),
+                                     current=check_flag(current, "current"))
 
     @_doc(Knowledge.mentions)
     def mentions(self, memory_id: str | None = None, *, owner: str | None = None

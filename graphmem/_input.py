@@ -323,6 +323,21 @@ def check_count(value: Any, field: str) -> int:
     return value
 
 
+def check_flag(value: Any, field: str) -> bool:
+    """A yes/no argument: ``True`` or ``False`` only ("no" is a true value in Python).
+
+    >>> check_flag(False, "write")
+    False
+    >>> check_flag("no", "write")
+    Traceback (most recent call last):
+    ...
+    graphmem._errors.InvalidInputError: write must be true or false, got 'no'
+    """
+    if not isinstance(value, bool):
+        raise InvalidInputError(f"{field} must be true or false, got {value!r}", field=field)
+    return value
+
+
 def check_unit(value: Any, *, field: str) -> float:
     """A finite number in [0, 1]."""
     if isinstance(value, bool) or not isinstance(value, int | float):

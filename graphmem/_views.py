@@ -16,6 +16,7 @@ from ._context import Changed, StoreContext
 from ._derive import lifecycle_event
 from ._engine import EDGE_KINDS, CypherResult, EdgeRecord, EntityRecord, EventQuery, FactRecord
 from ._errors import InvalidInputError, UnsupportedError
+from ._input import check_flag
 from ._lifecycle import EvaluationResult, LifecycleReport
 from ._models import EventType, LifecycleEvent, Status
 from ._time import format_iso
@@ -89,10 +90,7 @@ class Views:
         ``InvalidInputError`` (a stopped write changes nothing). Returns a list of dicts
         (column -> value), or a pandas DataFrame with ``as_dataframe=True``.
         """
-        if not isinstance(write, bool):
-            # "no" is a true value: a write the caller did not mean
-            raise InvalidInputError(f"write must be true or false, got {write!r}",
-                                    field="write")
+        check_flag(write, "write")  # "no" would be a write the caller did not mean
         _check_statement(query, params)
         ctx = self._ctx
         capability = ctx.engine.cypher

@@ -20,7 +20,7 @@ from .._context import Changed, StoreContext
 from .._derive import lifecycle_event, patch_of
 from .._engine import EdgeRecord, Patch
 from .._errors import ConflictError, InvalidInputError, StoreError
-from .._input import RecallWindow, check_unit, moment, recall_window
+from .._input import RecallWindow, check_flag, check_unit, moment, recall_window
 from .._learn._features import Candidates, capture
 from .._learn._samples import Reranker, SampleLog
 from .._models import ChangeType, EventType, Kind, Memory, Status, parse_kind
@@ -411,8 +411,7 @@ class Recall:
         written with them.
         """
         ctx = self._ctx
-        if not isinstance(useful, bool):
-            raise InvalidInputError("useful must be true or false", field="useful")
+        check_flag(useful, "useful")
         memory = ctx.current(memory_id, owner)
         if memory.status is Status.FORGOTTEN:
             raise ConflictError(f"memory {memory_id} was forgotten")
