@@ -468,7 +468,7 @@ def _check_closures(tokens: list[Token], params: Mapping[str, Any]) -> None:
     scopes: dict[int, list[tuple[int, set[str]]]] = {}
     binders: set[int] = set()  # the tokens that name those variables
     for n, token in enumerate(tokens):
-        if token.kind == "symbol" and token.text == ">" and n and tokens[n - 1].text == "-":
+        if _arrow_at(tokens, n):
             names, at = _lambda_names(tokens, n - 1, match)
             scopes.setdefault(parent[n], []).append((n + 1, names))
             binders.update(at)
@@ -510,13 +510,19 @@ def _check_closures(tokens: list[Token], params: Mapping[str, Any]) -> None:
         before = tokens[n - 1].text if n else ""
         if after in ("(", ".", ":") or before in (".", ":"):
             continue  # a call, a property (m.name) or its owner, a map's key, a label
-        arrow = before == ">" and n > 1 and tokens[n - 2].text == "-"
-        if token.value in bound or after in _COMPARED or (before in _COMPARED and not arrow):
+        if token.value in bound or after in _COMPARED or (
+                before in _COMPARED and not _arrow_at(tokens, n - 1)):
             continue  # its own, or compared with (x -> x.owner <> owner)
         raise _refuse(f"{token.value} is not a variable of the lambda or list comprehension "
                       "it stands in: one may use its own variables, properties and other "
                       "values compared with (x -> x.name, x -> x.owner = owner) but not "
                       "another value whole, which it would work on once an element")
+
+
+def _arrow_at(tokens: list[Token], n: int) -> bool:
+    """Whether token ``n`` is the ``>`` of a lambda's ``->`` (two symbols to the lexer)."""
+    return n > 0 and tokens[n].kind == "symbol" and tokens[n].text == ">" \
+        and tokens[n - 1].text == "-"
 
 
 def _brackets(tokens: list[Token]) -> tuple[list[int], dict[int, int]]:
@@ -563,7 +569,7 @@ def _per_element(tokens: list[Token]) -> list[int]:
         out.append(sum(marked))
         if text in _OPENERS:
             marked.append(False)
-        elif marked and (text == "|" or (text == ">" and n and tokens[n - 1].text == "-")):
+        elif marked and (text == "|" or _arrow_at(tokens, n)):
             marked[-1] = True
     return out
 
@@ -615,8 +621,7 @@ def _check_reduction(name: str, args: list[list[Token]]) -> None:
     if len(args) < 2:
         return
     step = args[1]
-    arrow = next((i for i in range(len(step) - 1)  # "->" is two symbols to the lexer
-                  if step[i].text == "-" and step[i + 1].text == ">"), None)
+    arrow = next((i for i in range(len(step) - 1) if _arrow_at(step, i + 1)), None)
     if arrow is None:
         return
     names = [t.value for t in step[:arrow] if t.kind in ("word", "name")]
