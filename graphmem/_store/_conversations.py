@@ -612,16 +612,18 @@ class Conversations:
                      for first, last in found_at] for i, found_at in spans.items()}
         gone = self._ctx.engine.forgotten_digests(sorted(set().union(
             *mine, *(d for parts in whole.values() for _, _, d in parts))), owner=owner)
-        gone_at = {i: [(first, last) for first, last, d in parts if d & gone]
-                   for i, parts in whole.items()}
+        by_message: dict[int, list[int]] = {}
+        for n, f in enumerate(found):
+            by_message.setdefault(f.index, []).append(n)
         # a statement that lies within a forgotten sentence is a piece of it
-        at = {i: _spans(folded[i], [f.item.text for f in found if f.index == i])
-              for i, spans_of in gone_at.items() if spans_of}
         pieces: set[int] = set()
-        for i, placed in at.items():
-            ours = [n for n, f in enumerate(found) if f.index == i]
-            pieces.update(n for n, (first, last) in zip(ours, placed, strict=True)
-                          if any(a <= first and last <= b for a, b in gone_at[i]))
+        for i, parts in whole.items():
+            gone_at = [(first, last) for first, last, d in parts if d & gone]
+            if gone_at:
+                ours = by_message[i]
+                placed = _spans(folded[i], [found[n].item.text for n in ours])
+                pieces.update(n for n, (first, last) in zip(ours, placed, strict=True)
+                              if any(a <= first and last <= b for a, b in gone_at))
         return {n for n in range(len(found)) if mine[n] & gone} | pieces
 
     def _match_existing(self, vectors: np.ndarray, texts: Sequence[str],
