@@ -21,7 +21,7 @@ from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 __all__ = ["DIGEST_PREFIX", "SAID", "Mentions", "digest_key_id", "forgotten_holds",
-           "keyed_digest", "said_form"]
+           "keyed_digest", "said_form", "unmarked"]
 
 DIGEST_PREFIX = "hmac-sha256:"
 #: Where a forgotten memory keeps the keyed digests of its texts' ``said_form``: its
@@ -73,15 +73,18 @@ def digest_key_id(digest: str) -> str | None:
 _STARTS = frozenset(" \t\n\r\f\v\u00a0\u200b\"'“”«»„‚‹›「」『』([*")
 _ENDS = _STARTS | frozenset(".!?…,;:)]。！？")
 #: Characters that show nothing beyond the format ones (``Cf``): a combining grapheme
-#: joiner, variation selectors, Hangul fillers, the blank braille pattern
-_BLANK = frozenset("\u034f\u115f\u1160\u3164\uffa0\u2800"
-                   + "".join(map(chr, range(0xFE00, 0xFE10))))
+#: joiner, variation selectors
+_BLANK = frozenset("\u034f" + "".join(map(chr, range(0xFE00, 0xFE10))))
+#: and those that show a blank as wide as a letter, read as a space: Hangul fillers, the
+#: blank braille pattern
+_BLANK_SPACES = str.maketrans(dict.fromkeys("\u115f\u1160\u3164\uffa0\u2800", " "))
 
 
 def said_form(text: str) -> str:
     """A statement as it may come again in an old chat log, typed otherwise: NFKC, lower
-    case, one apostrophe, spaces collapsed, no invisible characters (zero-width spaces,
-    soft hyphens), without a line's label ("Nadia: ", "Update: "), and its ends
+    case, one apostrophe, spaces collapsed (a blank braille pattern or a Hangul filler read
+    as one), no invisible characters (zero-width spaces, soft hyphens), without a line's
+    label ("Nadia: ", "Update: ", "**Nadia:** ", "[10:32] Nadia: "), and its ends
     without quotes, closing marks, markup (a list's bullet, a quote's or a heading's mark,
     emphasis, an HTML tag) or emoji. Nothing else inside it changes: another word, number,
     sign or mark makes another statement ("C++" and "C#", "A+" and "A-", "-5" and "5",
@@ -99,12 +102,14 @@ def said_form(text: str) -> str:
     ['-5 is cold', '#1 fan', "i'm 41", 'at 10:30 am']
     >>> [said_form(t) for t in ("Not true: I'm 41", "My sister said: I'm 41", "- [ ] I'm 41")]
     ["not true: i'm 41", "my sister said: i'm 41", "i'm 41"]
+    >>> [said_form(t) for t in ("**Ana:** I'm 41", "[10:32] Ana: I'm 41", "I'm\u280041")]
+    ["i'm 41", "i'm 41", "i'm 41"]
     """
     label = _LABEL.match(text)
     if label is not None and _is_label(label.group(1)):
         text = text[label.end():]  # "Nadia: ...", "Update: ...": a line's label
     folded = " ".join(unicodedata.normalize("NFKC", text.translate(_APOSTROPHES)).lower()
-                      .split())
+                      .translate(_BLANK_SPACES).split())
     folded = "".join(c for c in folded if c not in _BLANK and unicodedata.category(c) != "Cf"
                      ) if not folded.isascii() else folded
     start, end = 0, len(folded)
@@ -119,8 +124,16 @@ def said_form(text: str) -> str:
             return folded[start:end]
 
 
-#: A line's label: one to three words and a colon before a space, at its start
-_LABEL = re.compile(r"\s*([^\W\d_][\w'’.-]{0,40}(?:[ \t][^\W\d_][\w'’.-]{0,40}){0,2})[ \t]*:\s")
+#: A chat log's time: "10:32", "10:32:15 pm", "2024-05-01 10:32", "01/05/2024, 10:32"
+_TIME = (r"(?:\d{1,4}[./-]\d{1,2}[./-]\d{1,4}(?:,?[ \t]+|T))?\d{1,2}:\d{2}(?::\d{2})?"
+         r"(?:[ \t]?[ap]\.?m\.?)?")
+#: A line's label at its start: one to three words and a colon before a space, perhaps
+#: after markup ("**Nadia:** ", "- Nadia: "), and a chat log's time before or after it
+#: ("[10:32] Nadia: ", "10:32 - Nadia: ", "Nadia (10:32): ")
+_LABEL = re.compile(
+    rf"[\s*_~>#+•·–—-]{{0,12}}(?:[\[(]?{_TIME}[\])]?[ \t]*(?:[-–—][ \t]*)?)?"
+    r"([^\W\d_][\w'’.-]{0,40}(?:[ \t][^\W\d_][\w'’.-]{0,40}){0,2})"
+    rf"(?:[ \t]*[\[(]{_TIME}[\])])?[ \t]*[*_]{{0,2}}:[*_]{{0,2}}\s", re.IGNORECASE)
 #: Words that make a line's label say the opposite of what follows ("Not true: ...")
 _DENYING = frozenset({"not", "no", "never", "false", "wrong", "myth", "untrue", "fake",
                       "rumor", "rumour", "incorrect", "denied", "nope", "lie", "hoax",
@@ -143,6 +156,22 @@ _LINE_MARKS = frozenset("-+•·–—>#")
 #: An HTML tag at a statement's end (``<b>``, ``</i>``, ``<br/>``), read lower-cased
 _TAG = re.compile(r"</?[a-z][a-z0-9]{0,9}(?:\s+[^<>]{0,80})?\s*/?>")
 _TAG_LONGEST = 100
+
+
+#: A line's opening mark before a space (a list's bullet, a quote, a heading) and a task
+#: list's box
+_LINE_OPENING = re.compile(r"[ \t]*(?:[-+*•·–—>#]+[ \t]+)?(?:\[[ xX]\][ \t]+)?")
+
+
+def unmarked(line: str) -> str:
+    """A line without its opening mark: what it says when one sentence is typed across
+    the lines of a list.
+
+    >>> unmarked("- [x] at the gym is 4071."), unmarked("> quoted"), unmarked("-5 is cold")
+    ('at the gym is 4071.', 'quoted', '-5 is cold')
+    """
+    opening = _LINE_OPENING.match(line)
+    return line[opening.end():] if opening else line
 
 
 def _markup_off(text: str, start: int, end: int) -> tuple[int, int]:

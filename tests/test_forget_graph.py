@@ -529,7 +529,12 @@ def test_a_sitting_imported_again_does_not_bring_back_what_was_forgotten(
     "I'm Zorblaxia Quent。", '<span class="x">I\'m Zorblaxia Quent.</span>',
     "- [ ] I'm Zorblaxia Quent.", "I'm Zorb\u034flaxia Quent\ufe0f.",
     "I adore figs. \"I'm Zorblaxia Quent.\" I adore dates.",
-    "I adore figs. **I'm Zorblaxia Quent.** I adore dates."])
+    "I adore figs. **I'm Zorblaxia Quent.** I adore dates.",
+    "**Ann:** I'm Zorblaxia Quent.", "- Ann: I'm Zorblaxia Quent.",
+    "[10:32] Ann: I'm Zorblaxia Quent.", "Ann (10:32): I'm Zorblaxia Quent.",
+    "[01/05/2024, 10:32:15] Ann Lima: I'm Zorblaxia Quent.",
+    "I'm\u2800Zorblaxia\u2800Quent.",
+    "I adore figs 🙂 I'm Zorblaxia Quent 🙂 I adore dates."])
 def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
         opener: Opener, typed: str) -> None:
     """The same statement typed again otherwise (case, apostrophe, spaces, invisible
@@ -577,7 +582,10 @@ def test_another_statement_of_the_same_words_is_not_taken_for_the_forgotten_one(
 @pytest.mark.parametrize("typed", [
     "My cat is called\nZorbo Quentin. I adore figs.",
     "My cat is called Zorbo\r\nQuentin.\nI adore figs.",
-    "My cat is\tcalled Zorbo Quentin,\nI adore figs."])
+    "My cat is\tcalled Zorbo Quentin,\nI adore figs.",
+    "- My cat is called\n- Zorbo Quentin.\n- I adore figs.",
+    "> My cat is called\n> Zorbo Quentin. I adore figs.",
+    "* [ ] My cat is called\n* [ ] Zorbo Quentin.\nI adore figs."])
 def test_a_forgotten_sentence_typed_again_across_lines_does_not_come_back_in_pieces(
         opener: Opener, typed: str) -> None:
     """A line break inside the forgotten sentence makes its pieces statements of their

@@ -31,6 +31,8 @@ DUPLICATE = 0.95
 _SENTENCE_END = re.compile(r"(?:(?<=[.!?…])(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)"
                            r"(?<!\bSt\.)(?<!\bProf\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)"
                            r"(?<!\betc\.)|(?<=[.!?…][\"')\]»”’])|(?<=[.!?…]\*\*)) ")
+#: An emoji before a capital letter: a full stop, perhaps (``sentences``)
+_EMOJI_END = re.compile("(?<=[\u2600-\u27bf\ufe0f\U0001f300-\U0001faff]) (?=[A-Z])")
 #: A word: letters of any script, with the marks some scripts write inside a word (the
 #: vowel signs of Devanagari and its neighbours, Thai's, Arabic's and Hebrew's points,
 #: Latin's combining accents), or a number.
@@ -223,16 +225,21 @@ _POINTING = frozenset({"she", "he", "it", "they", "that", "this", "those", "thes
 _OPENING = frozenset({"also", "and", "plus", "btw", "oh"})
 
 
-def sentences(text: str) -> list[str]:
+def sentences(text: str, *, at_emoji: bool = False) -> list[str]:
     r"""A message cut into sentences: at ``.``, ``!``, ``?`` or ``…`` before a space (chat
-    text often starts sentences in lower case) and at line breaks.
+    text often starts sentences in lower case) and at line breaks. ``at_emoji``: also
+    after an emoji before a capital letter, which may stand for a full stop (forget's
+    reading: the extractor keeps "I ❤️ Paris" one statement).
 
     >>> sentences("hiya. we got the flat!! moving on the 14th\nBiscuit hates it")
     ['hiya.', 'we got the flat!!', 'moving on the 14th', 'Biscuit hates it']
     >>> sentences("the south bed gets shade from Mr. Dupont's shed. Dr. Ali agrees")
     ["the south bed gets shade from Mr. Dupont's shed.", 'Dr. Ali agrees']
+    >>> sentences("Booked it 🎉 It starts in May 😊 so soon", at_emoji=True)
+    ['Booked it 🎉', 'It starts in May 😊 so soon']
     """
-    return [part for line in _lines(text) for part in _SENTENCE_END.split(line) if part]
+    parts = [part for line in _lines(text) for part in _SENTENCE_END.split(line) if part]
+    return [p for part in parts for p in _EMOJI_END.split(part)] if at_emoji else parts
 
 
 def _lines(text: str) -> list[str]:

@@ -26,7 +26,7 @@ from .._ollama import OllamaGenerator
 from .._recall._channels import lexical_neighbours
 from .._recall._index import ASSISTANT_TAG
 from .._recall._vectors import matvec
-from .._redact import Mentions, keyed_digest, said_form, said_whole
+from .._redact import Mentions, keyed_digest, said_form, said_whole, unmarked
 from .._time import new_memory_id, parse_iso, to_utc
 from ._memories import Memories, speaker_of
 from ._recall_index import IndexSync
@@ -590,8 +590,9 @@ class Conversations:
         their keyed digests under any forget key the store holds. A sitting imported
         again after a forget, perhaps typed again, does not bring them back, nor the
         pieces of a forgotten sentence typed again across lines (a message's sentences
-        are also read with its line breaks as spaces). A store that never forgot pays
-        nothing."""
+        are also read with its line breaks as spaces and without its lines' bullets, and cut
+        also after an emoji before a capital letter: a statement that holds any of a
+        forgotten sentence goes). A store that never forgot pays nothing."""
         from .._extract._rules import sentences
 
         keys = self._ctx.keys.forget_keys()
@@ -605,9 +606,11 @@ class Conversations:
         mine = [digests(f.item.text) for f in found]
         # each message once (once a statement, a message of many lines was quadratic):
         # its sentences with line breaks read as spaces, where each starts and ends
-        folded = {f.index: " ".join(f.message["text"].split()) for f in found
-                  if len(f.message["text"].splitlines()) > 1}
-        spans = {i: _spans(text, sentences(text)) for i, text in folded.items()}
+        folded = {f.index: _unmarked_lines(f.message["text"]) for f in found
+                  if len(f.message["text"].splitlines()) > 1
+                  or not f.message["text"].isascii()}
+        spans = {i: _spans(text, sentences(text, at_emoji=True))
+                 for i, text in folded.items()}
         whole = {i: [(first, last, digests(said_form(folded[i][first:last])))
                      for first, last in found_at] for i, found_at in spans.items()}
         gone = self._ctx.engine.forgotten_digests(sorted(set().union(
@@ -615,15 +618,16 @@ class Conversations:
         by_message: dict[int, list[int]] = {}
         for n, f in enumerate(found):
             by_message.setdefault(f.index, []).append(n)
-        # a statement that lies within a forgotten sentence is a piece of it
+        # a statement that holds any of a forgotten sentence: a piece of it, or more
         pieces: set[int] = set()
         for i, parts in whole.items():
             gone_at = [(first, last) for first, last, d in parts if d & gone]
             if gone_at:
                 ours = by_message[i]
-                placed = _spans(folded[i], [found[n].item.text for n in ours])
+                placed = _spans(folded[i], [unmarked(found[n].item.text) for n in ours])
                 pieces.update(n for n, (first, last) in zip(ours, placed, strict=True)
-                              if any(a <= first and last <= b for a, b in gone_at))
+                              if first >= 0 and any(first < b and a < last
+                                                     for a, b in gone_at))
         return {n for n in range(len(found)) if mine[n] & gone} | pieces
 
     def _match_existing(self, vectors: np.ndarray, texts: Sequence[str],
@@ -819,6 +823,12 @@ def _spans(text: str, parts: Sequence[str]) -> list[tuple[int, int]]:
         out.append((at, at + len(words)))
         cursor = at + len(words)
     return out
+
+
+def _unmarked_lines(message: str) -> str:
+    """A message's lines without their opening marks (``unmarked``), joined by single
+    spaces."""
+    return " ".join(" ".join(unmarked(line).split()) for line in message.splitlines())
 
 
 def _said_in(found: Sequence[_Found]) -> list[str]:
