@@ -472,9 +472,9 @@ def test_a_saved_replay_gives_the_same_results_without_replaying(tmp_path: Path)
     from eval import learning
 
     saved = tmp_path / "replay.pkl"
-    first = learning.run_locomo(None, "hashing", limit=2, sessions=4, asked=30, progress=False,
+    first = learning.run_locomo(None, "hashing", limit=2, sessions=3, asked=20, progress=False,
                                 replay=saved)
-    assert saved.exists()
+    assert saved.exists() and first["validated_folds"] == 2
     opened: list[object] = []
     original = learning.MemoryStore.__init__
 
@@ -484,31 +484,31 @@ def test_a_saved_replay_gives_the_same_results_without_replaying(tmp_path: Path)
 
     learning.MemoryStore.__init__ = spy  # type: ignore[method-assign]
     try:
-        again = learning.run_locomo(None, "hashing", limit=2, sessions=4, asked=30, progress=False,
+        again = learning.run_locomo(None, "hashing", limit=2, sessions=3, asked=20, progress=False,
                                     replay=saved)
     finally:
         learning.MemoryStore.__init__ = original  # type: ignore[method-assign]
     assert opened == []
     for part in ("presets", "per_category", "fold_validation", "forecast", "samples"):
         assert again[part] == first[part], part
-    with pytest.raises(SystemExit, match=r"sessions 4 \(asked: 3\)"):
-        learning.run_locomo(None, "hashing", limit=2, sessions=3, asked=30, progress=False,
+    with pytest.raises(SystemExit, match=r"sessions 3 \(asked: 2\)"):
+        learning.run_locomo(None, "hashing", limit=2, sessions=2, asked=20, progress=False,
                             replay=saved)
     from ingest.locomo import default_path
 
     other = tmp_path / "locomo-copy.json"  # the same conversations in another file
     other.write_bytes(default_path().read_bytes())
     with pytest.raises(SystemExit, match=r"file .*locomo10\.json.*\(asked: .*locomo-copy"):
-        learning.run_locomo(str(other), "hashing", limit=2, sessions=4, asked=30, progress=False,
+        learning.run_locomo(str(other), "hashing", limit=2, sessions=3, asked=20, progress=False,
                             replay=saved)
     garbage = tmp_path / "garbage.pkl"
     garbage.write_bytes(b"\xa4 not a pickle")
     with pytest.raises(SystemExit, match="not a replay"):
-        learning.run_locomo(None, "hashing", limit=2, sessions=4, asked=30, progress=False,
+        learning.run_locomo(None, "hashing", limit=2, sessions=3, asked=20, progress=False,
                             replay=garbage)
     (tmp_path / "a-file").write_text("x")  # refused before replaying, not after
     with pytest.raises(SystemExit, match="cannot write the replay"):
-        learning.run_locomo(None, "hashing", limit=2, sessions=4, asked=30, progress=False,
+        learning.run_locomo(None, "hashing", limit=2, sessions=3, asked=20, progress=False,
                             replay=tmp_path / "a-file" / "replay.pkl")
 
 

@@ -133,7 +133,7 @@ def test_min_similarity_on_the_everyday_chats(tmp_path: Path) -> None:
     from eval.conversations import _now
     from ingest.chats import ingest_chat, load_chats, turn_of
 
-    chats = load_chats(DEV)
+    chats = load_chats(DEV)[::2]  # half the chats: as many kinds of turn, half the time
     now = _now(chats)
     with MemoryStore(tmp_path / "chats", embedder=embedder_from_spec("minilm"),
                      settings=Settings(), clock=lambda: now) as store:
@@ -157,7 +157,7 @@ def test_min_similarity_on_the_everyday_chats(tmp_path: Path) -> None:
     print(f"gold kept {kept}/{found}; off-topic empty {empty}/{len(chats) * len(OFF_TOPIC)} "
           f"(answered without the cut: {answered})")
     assert answered == len(chats) * len(OFF_TOPIC)  # off by default
-    assert kept >= found - 4
+    assert kept >= found - 2
     assert empty >= 0.85 * len(chats) * len(OFF_TOPIC)
 
 
