@@ -35,7 +35,7 @@ import re
 import shutil
 import stat
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -43,6 +43,7 @@ from typing import IO, TYPE_CHECKING, Any
 from ._backup_tables import TABLE_VERSION, TABLES, load_tables, write_tables
 from ._discovery import process_alive
 from ._errors import SchemaVersionError, StoreError
+from ._models import Status
 from ._settings import Settings
 from ._time import utcnow
 from .engines import LEGACY_SCHEMA_VERSION, is_postgres_url, open_engine, restore_legacy_backup
@@ -72,6 +73,10 @@ class BackupInfo:
     events: int
     files: dict[str, str] = field(default_factory=dict)
     format: int = FORMAT
+    #: of the memories, how many were forgotten (counted in the store written or
+    #: restored, not kept in the manifest): a restored store recognises their texts in a
+    #: chat imported again only once the original store's forget key is added back
+    forgotten: int = 0
 
     @property
     def size(self) -> int:
@@ -96,8 +101,9 @@ def backup(ctx: StoreContext, directory: str | os.PathLike[str]) -> BackupInfo:
             embedder_fingerprint=meta.get("embedder_fingerprint"),
             memories=sum(counts.by_kind.values()), versions=counts.versions,
             events=counts.events, files=_hashes(scratch / _DATA),
+            forgotten=counts.by_status.get(Status.FORGOTTEN.value, 0),
         )
-        body = {k: v for k, v in asdict(info).items() if k != "path"}
+        body = {k: v for k, v in asdict(info).items() if k not in _NOT_IN_MANIFEST}
         (scratch / MANIFEST).write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
     return info
 
@@ -150,14 +156,15 @@ def restore(directory: str | os.PathLike[str], target: str | os.PathLike[str], *
                 restore_legacy_backup(location, info.schema_version, open_listed,
                                       label=label, files_label=f"{label}: {_DATA}",
                                       settings=settings, check=check)
-            else:
-                engine = open_engine(location, settings=settings)
-                try:
+            engine = open_engine(location, settings=settings)
+            try:
+                if info.format > 1:
                     load_tables(open_listed, engine, label=f"{label}: {_DATA}", check=check,
                                 version=info.schema_version)
-                finally:
-                    engine.close()
-    return info
+                forgotten = engine.counts().by_status.get(Status.FORGOTTEN.value, 0)
+            finally:
+                engine.close()
+    return replace(info, forgotten=forgotten)
 
 
 @contextlib.contextmanager
@@ -176,6 +183,8 @@ def _new_location(target: str | os.PathLike[str]) -> Iterator[str]:
 
 
 # -- the manifest ----------------------------------------------------------------------
+#: What ``BackupInfo`` says beside its manifest: where the backup is, and what was counted
+_NOT_IN_MANIFEST = frozenset({"path", "forgotten"})
 #: Larger manifests are refused before parsing (a real one is ~1.5 KB).
 MANIFEST_LIMIT = 1 << 20
 _MAX_FILES = 1000
@@ -196,7 +205,7 @@ def _manifest(raw: bytes, *, where: str, root: Path) -> BackupInfo:
         raise bad(str(exc)[:200]) from None
     if not isinstance(body, dict):
         raise bad(f"a JSON object was expected, not {type(body).__name__}")
-    expected = {f.name for f in fields(BackupInfo)} - {"path"}
+    expected = {f.name for f in fields(BackupInfo)} - _NOT_IN_MANIFEST
     missing, unknown = sorted(expected - set(body)), sorted(set(body) - expected)
     if missing:
         raise bad(f"missing field(s) {', '.join(missing)}")

@@ -644,7 +644,10 @@ class MemoryStore:
                        *, settings: Settings | None = None) -> BackupInfo:
         """Create the database ``target`` (a new or empty directory, or an empty PostgreSQL
         store's URL) from a backup, after checking its manifest, checksums and rows; a
-        legacy backup's older schema is migrated."""
+        legacy backup's older schema is migrated. ``forgotten`` of the result counts the
+        forgotten memories: a backup holds no forget key, so the restored store checks a
+        chat imported again against what they said only once the original store's forget
+        key is added back (docs/security.md)."""
         from ._backup import restore
 
         return restore(directory, target, settings=settings)

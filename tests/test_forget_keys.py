@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from graphmem import MemoryStore, SchemaVersionError, StoreError
 from graphmem._kg import new_entity_id
 from graphmem._kuzu import SCHEMA_VERSION, Database
 from graphmem._redact import keyed_digest
+from graphmem.cli import cli
 from ingest.ump import import_ump, ump_records
 from tests.conftest import Clock
 
@@ -116,8 +118,14 @@ def test_a_restored_store_checks_old_deletions_once_its_key_is_back(tmp_path: Pa
         store.forget(old.id, confirm=True)
         store.backup(tmp_path / "backup")
         original = _forget_key(store)
-    MemoryStore.restore_backup(tmp_path / "backup", tmp_path / "restored")
+    info = MemoryStore.restore_backup(tmp_path / "backup", tmp_path / "restored")
+    assert info.forgotten == 1 and info.memories == 1
     assert not (tmp_path / "restored" / "graphmem.keys").exists()
+    # the command says so
+    said = CliRunner().invoke(cli, ["--db", str(tmp_path / "again"), "restore-backup",
+                                    str(tmp_path / "backup")])
+    assert said.exit_code == 0, said.output
+    assert "1 of them were forgotten" in said.stderr and "forget key" in said.stderr
     with MemoryStore(tmp_path / "restored", embedder="hashing", clock=clock) as store:
         with pytest.raises(StoreError, match=r"forget key [0-9a-f]{16}.*graphmem\.keys"):
             store.verify_forgotten(old.id, PIN)
