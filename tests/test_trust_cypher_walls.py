@@ -398,6 +398,19 @@ def test_the_sidecar_refuses_crashers_and_answers_the_next_request(
      r"regexp_replace\(\): a statement may hold"),
     ("MATCH (m:Memory) WITH regexp_replace(m.text, 'x*', 'y', 'g') AS u "
      "RETURN size(replace(u, 'y', 'zz')) AS n", {}, r"replace\(\): a statement may hold"),
+    # a variable of a pattern bound again to what a replace made
+    ("MATCH (m:Memory) WITH {text: regexp_replace(m.text, 'a', 'bbbb', 'g')} AS m "
+     "RETURN size(regexp_replace(m.text, 'b', 'cccc', 'g')) AS n", {},
+     r"regexp_replace\(\): a statement may hold"),
+    ("MATCH (m:Memory) RETURN size(list_transform([{text: regexp_replace(m.text, 'a', 'bbbb',"
+     " 'g')}], m -> regexp_replace(m.text, 'b', 'cccc', 'g'))) AS n", {},
+     r"regexp_replace\(\): a statement may hold"),
+    ("MATCH (m:Memory) RETURN size([m IN [{text: regexp_replace(m.text, 'a', 'bbbb', 'g')}] "
+     "| regexp_replace(m.text, 'b', 'cccc', 'g')]) AS n", {},
+     r"regexp_replace\(\): a statement may hold"),
+    ("UNWIND range(1, 10) AS i MATCH (m:Memory) RETURN size(regexp_replace(m.text, 'a', "
+     "'bbbb', 'g')) + size(regexp_replace(m.text, 'b', 'cccc', 'g')) AS n", {},
+     r"range\(\), regexp_replace\(\): a statement may hold"),
 ])
 def test_a_value_too_large_to_stop_is_refused_before_it_is_built(
         seeded: MemoryStore, statement: str, params: dict[str, object], message: str) -> None:
@@ -421,6 +434,11 @@ def test_a_value_too_large_to_stop_is_refused_before_it_is_built(
      "'g')) AS n", {}, 5),
     ("RETURN size(regexp_replace('a  b', ' +', ' ', 'g')) AS n", {}, 3),
     ("RETURN size(regexp_replace('abc', 'b', 'xyz', 'g')) AS n", {}, 5),
+    # replaces that make longer texts, each of what the statement did not make
+    ("RETURN size(regexp_replace('banana', 'a', 'aa', 'g')) + size(regexp_replace($p, 'n', "
+     "'nn', 'g')) AS n", {"p": "banana"}, 17),
+    ("MATCH (m:Memory) WITH m ORDER BY m.id LIMIT 1 RETURN size(regexp_replace(m.text, "
+     "'a', 'aa', 'g')) - size(regexp_replace(m.text, 'a', 'xy', 'g')) AS n", {}, 0),
     # lambdas of their own variables, properties, and values compared with
     ("RETURN list_reduce(list_transform([[1, 2], [3]], x -> list_reduce(x, (a, b) -> a + b)),"
      " (acc, y) -> acc + y) AS n", {}, 6),

@@ -246,6 +246,9 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
     _check_closures(tokens, params)
     each = _per_element(tokens)
     growing: list[str] = []  # the calls whose text can be longer than their input's
+    # whether each replace among them works on a stored property, a literal or a parameter
+    stored: list[bool] = []
+    matched: set[str] | None = None  # the variables of MATCH patterns alone
     for n, token in enumerate(tokens):
         if token.kind == "symbol" and token.text == "!":
             raise _refuse("the factorial operator ! is not run here: Kuzu works it out "
@@ -288,6 +291,9 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
                               f"parameter, of at most {REPLACEMENT} characters, here")
         if name in _REPLACES and _may_grow(name, args, params):
             growing.append(name)
+            if matched is None:
+                matched = _pattern_variables(tokens)
+            stored.append(_stored_input(args[0] if args else [], matched))
         if name not in _GENERATORS:
             continue
         growing.append(name)
@@ -300,13 +306,17 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
             where = " inside a lambda or a list comprehension" if each[n] else ""
             raise _refuse(f"{name}() may make at most {most:,} elements or characters "
                           f"here{where}; this one asks for {size:,}")
-    if len(growing) > 1 and _REPLACES.intersection(growing):
+    if len(growing) > 1 and _REPLACES.intersection(growing) and not (
+            len(stored) == len(growing) and all(stored)):
         # each replace multiplies what it works on, and a value passed on (WITH ... AS t)
-        # carries what one made to the next: 100 times a step, 10 GB in three
+        # carries what one made to the next: 100 times a step, 10 GB in three. Replaces
+        # that each work on a stored property (m.text), a literal or a parameter make
+        # nothing of what another made.
         raise _refuse(f"{'(), '.join(sorted(set(growing)))}(): a statement may hold one "
                       "replace that makes its text longer (a replacement longer than what "
-                      "it replaces) only with no other, nor any range, repeat, lpad or "
-                      "rpad: each multiplies what the one before made")
+                      "it replaces) only with no range, repeat, lpad or rpad, and others "
+                      "only when each works on a stored property (m.text), a literal or a "
+                      "parameter: each multiplies what the one before made")
 
 
 def _may_grow(name: str, args: list[list[Token]], params: Mapping[str, Any]) -> bool:
@@ -325,6 +335,47 @@ def _may_grow(name: str, args: list[list[Token]], params: Mapping[str, Any]) -> 
         return bool(replacement) and re.fullmatch(pattern, "") is not None
     except (re.error, RecursionError, OverflowError):
         return bool(replacement)
+
+
+_REBINDING = frozenset({"yield", *_WRITE_CLAUSES})
+
+
+def _pattern_variables(tokens: list[Token]) -> set[str]:
+    """The variables a statement binds in its patterns alone (``(m:Memory)``, ``(m)``,
+    ``[r:MENTIONS]``): none that it also names after ``AS``, binds in a lambda or a list
+    comprehension, or may take from ``YIELD``; none in a statement that writes (a
+    property set from a replace is another's input)."""
+    if any(t.kind == "word" and t.value.translate(_ASCII_LOWER) in _REBINDING for t in tokens):
+        return set()
+    _, match = _brackets(tokens)
+    found: set[str] = set()
+    rebound: set[str] = set()
+    for n, token in enumerate(tokens):
+        if token.kind not in ("word", "name") or not n:
+            continue
+        before = tokens[n - 1]
+        after = tokens[n + 1].text if n + 1 < len(tokens) else ""
+        if before.kind == "word" and before.value.translate(_ASCII_LOWER) == "as":
+            rebound.add(token.value)
+        elif after.translate(_ASCII_LOWER) == "in" or (n + 2 < len(tokens) and _arrow_at(
+                tokens, n + 2)):
+            rebound.add(token.value)  # [x IN l | ...], x -> ...
+        elif (before.text == "(" and after in (":", ")", "{")) \
+                or (before.text == "[" and after == ":"):
+            found.add(token.value)
+    for n in range(len(tokens)):
+        if _arrow_at(tokens, n):
+            rebound |= _lambda_names(tokens, n - 1, match)[0]  # (acc, y) -> ...
+    return found - rebound
+
+
+def _stored_input(arg: list[Token], matched: Collection[str]) -> bool:
+    """Whether a call's argument is a stored property of a pattern's variable
+    (``m.text``), a literal text or a parameter: nothing another call made."""
+    if len(arg) == 1:
+        return arg[0].kind in ("string", "param")
+    return len(arg) == 3 and arg[0].kind in ("word", "name") and arg[0].value in matched \
+        and arg[1].text == "." and arg[2].kind in ("word", "name")
 
 
 def _generated(name: str, args: list[list[Token]], params: Mapping[str, Any]) -> int:
