@@ -80,6 +80,9 @@ class Settings:
     #: a sidecar started for a store (``graphmem mcp``, ``graphmem.connect(path)``) exits
     #: after this long without a request
     sidecar_idle_s: float = 600.0
+    #: how long a command waits for a store another process holds (it opens the store
+    #: once that process lets go, or works through the sidecar that starts meanwhile)
+    lock_wait_s: float = 15.0
     #: from this many memories on, vector search ranks sign bits and re-scores the best
     #: candidates exactly (None: the index's default, 100k; 0 never: always exact)
     sign_bits_from: int | None = None
@@ -130,6 +133,7 @@ class Settings:
         _check_range("GRAPHMEM_SIDECAR_TIMEOUT_S", self.sidecar_timeout_s, 0.1, 3600)
         _check_range("GRAPHMEM_CYPHER_TIMEOUT_S", self.cypher_timeout_s, 0.001, 86_400)
         _check_range("GRAPHMEM_SIDECAR_IDLE_S", self.sidecar_idle_s, 1, None)
+        _check_range("GRAPHMEM_LOCK_WAIT_S", self.lock_wait_s, 0, 86_400)
         if self.sign_bits_from is not None:
             _check_range("GRAPHMEM_SIGN_BITS_FROM", self.sign_bits_from, 0, None)
         for kind, days in self.decay_half_life_days.items():
@@ -274,6 +278,7 @@ _ENV: dict[str, tuple[str, Any]] = {
     "GRAPHMEM_SIDECAR_TIMEOUT_S": ("sidecar_timeout_s", _float),
     "GRAPHMEM_CYPHER_TIMEOUT_S": ("cypher_timeout_s", _float),
     "GRAPHMEM_SIDECAR_IDLE_S": ("sidecar_idle_s", _float),
+    "GRAPHMEM_LOCK_WAIT_S": ("lock_wait_s", _float),
     "GRAPHMEM_SIGN_BITS_FROM": ("sign_bits_from", _int),
     "GRAPHMEM_PERSIST_INDEX": ("persist_index", _bool),
     "GRAPHMEM_INDEX_DIR": ("index_dir", _text),

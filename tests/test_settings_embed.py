@@ -28,12 +28,15 @@ def test_settings_parse_and_name_bad_variables() -> None:
                            "GRAPHMEM_DECAY_HALF_LIFE_DAYS": "episodic=10, working=1"})
     assert s.promotion_access_threshold == 4 and s.auto_archive_enabled
     assert s.half_life("episodic") == 10 and s.half_life("identity") == 3650
+    assert Settings.from_env({}).lock_wait_s == 15.0
+    assert Settings.from_env({"GRAPHMEM_LOCK_WAIT_S": "0"}).lock_wait_s == 0.0
     for env, name in [({"PROMOTION_ACCESS_THRESHOLD": "ten"}, "PROMOTION_ACCESS_THRESHOLD"),
                       ({"ARCHIVE_IMPORTANCE_THRESHOLD": "1.5"}, "ARCHIVE_IMPORTANCE_THRESHOLD"),
                       ({"AUTO_ARCHIVE_ENABLED": "maybe"}, "AUTO_ARCHIVE_ENABLED"),
                       ({"GRAPHMEM_DECAY_HALF_LIFE_DAYS": "dreams=3"},
                        "GRAPHMEM_DECAY_HALF_LIFE_DAYS"),
-                      ({"ARCHIVE_AGE_DAYS": "nan"}, "ARCHIVE_AGE_DAYS")]:
+                      ({"ARCHIVE_AGE_DAYS": "nan"}, "ARCHIVE_AGE_DAYS"),
+                      ({"GRAPHMEM_LOCK_WAIT_S": "-1"}, "GRAPHMEM_LOCK_WAIT_S")]:
         with pytest.raises(InvalidInputError) as info:
             Settings.from_env(env)
         assert name in str(info.value)

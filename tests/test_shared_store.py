@@ -223,10 +223,11 @@ def test_a_store_held_without_a_sidecar_is_reported(db: Path) -> None:
             find_or_start(db, timeout_s=3)
         assert time.monotonic() - started < 20
         out = subprocess.run([sys.executable, "-m", "graphmem.cli", "--db", str(db), "stats"],
-                             env=ENV, capture_output=True, text=True, timeout=120)
+                             env={**ENV, "GRAPHMEM_LOCK_WAIT_S": "2.5"}, capture_output=True,
+                             text=True, timeout=120)
         assert out.returncode == 1
         assert "no sidecar serves it" in out.stderr and "graphmem.connect(" in out.stderr
-        assert "(waited 15 s for it)" in out.stderr
+        assert "(waited 2.5 s for it)" in out.stderr
     assert _sidecars_of(db) == []
 
 

@@ -138,15 +138,17 @@ class Context:
         if problem is not None:
             raise StoreError(f"{problem}; check --db and $GRAPHMEM_DB")
 
-    def _open_when_free(self, *, create: bool, read_only: bool, embedder: str | None,
-                        timeout_s: float = 15.0) -> MemoryStore | Client:
+    def _open_when_free(self, *, create: bool, read_only: bool, embedder: str | None
+                        ) -> MemoryStore | Client:
         """The database itself; while another process holds it, opened once it lets go
         (another command holds it for a second or two), or the sidecar that starts for
         it meanwhile (one holds the store a moment before it announces itself), tried
-        every 0.2 s for ``timeout_s``. A command that waited for a sidecar alone failed
-        after 15 s while the command before it was done after one."""
+        every 0.2 s for ``lock_wait_s`` (``GRAPHMEM_LOCK_WAIT_S``, 15 s). A command that
+        waited for a sidecar alone failed after 15 s while the command before it was done
+        after one."""
         import time
 
+        timeout_s = self.settings().lock_wait_s
         deadline = time.monotonic() + timeout_s
         while True:
             try:
