@@ -20,6 +20,8 @@ import unicodedata
 from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
+from ._text import CLAUSE_LEADS
+
 __all__ = ["DIGEST_PREFIX", "SAID", "Mentions", "digest_key_id", "forgotten_holds",
            "keyed_digest", "said_form", "unmarked"]
 
@@ -33,9 +35,11 @@ _ANYWHERE = 12
 #: What may close a sentence, and the apostrophes a statement may be written with (read
 #: as one by ``said_form`` and by the sentence matcher alike)
 _CLOSE = ".!?…"
-#: What ends a clause (a statement without a closing mark of its own) in its sentence
+#: What ends a clause (a statement without a closing mark of its own) in its sentence,
+#: and the words that start the next one (the extractor cuts a clause off before them)
 _CLAUSE_END = (",", ";", ":")
-_APOSTROPHES = str.maketrans(dict.fromkeys("’`´‘′", "'"))
+_NEXT_CLAUSE = frozenset({*CLAUSE_LEADS, "-", "–", "—"})
+_APOSTROPHES = str.maketrans(dict.fromkeys("’`´‘′ʼ‛", "'"))
 #: and the letters a case-insensitive regular expression reads as one beyond lower case
 _FOLDED = {**_APOSTROPHES, **str.maketrans({
     "ς": "σ", "ı": "i", "ſ": "s", "µ": "μ", "ϐ": "β", "ϵ": "ε", "ϑ": "θ", "ϰ": "κ", "ϖ": "π",
@@ -73,8 +77,10 @@ def digest_key_id(digest: str) -> str | None:
 _STARTS = frozenset(" \t\n\r\f\v\u00a0\u200b\"'“”«»„‚‹›「」『』([*")
 _ENDS = _STARTS | frozenset(".!?…,;:)]。！？")
 #: Characters that show nothing beyond the format ones (``Cf``): a combining grapheme
-#: joiner, variation selectors
-_BLANK = frozenset("\u034f" + "".join(map(chr, range(0xFE00, 0xFE10))))
+#: joiner, variation selectors, Khmer's inherent vowels, Mongolian's free variation
+#: selectors
+_BLANK = frozenset("\u034f\u17b4\u17b5\u180b\u180c\u180d\u180f"
+                   + "".join(map(chr, [*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)])))
 #: and those that show a blank as wide as a letter, read as a space: Hangul fillers, the
 #: blank braille pattern
 _BLANK_SPACES = str.maketrans(dict.fromkeys("\u115f\u1160\u3164\uffa0\u2800", " "))
@@ -82,9 +88,10 @@ _BLANK_SPACES = str.maketrans(dict.fromkeys("\u115f\u1160\u3164\uffa0\u2800", " 
 
 def said_form(text: str) -> str:
     """A statement as it may come again in an old chat log, typed otherwise: NFKC, lower
-    case, one apostrophe, spaces collapsed (a blank braille pattern or a Hangul filler read
-    as one), no invisible characters (zero-width spaces, soft hyphens), without a line's
-    label ("Nadia: ", "Update: ", "**Nadia:** ", "[10:32] Nadia: "), and its ends
+    case ("İ" as "i"; "ß" stays: "Maßen" is not "Massen"), one apostrophe, spaces
+    collapsed (a blank braille pattern or a Hangul filler read as one), no invisible
+    characters (zero-width spaces, soft hyphens), without a line's label ("Nadia: ",
+    "Update: ", "**Nadia:** ", "[10:32] Nadia: ", "<b>Nadia:</b> ", "<Nadia> "), and its ends
     without quotes, closing marks, markup (a list's bullet, a quote's or a heading's mark,
     emphasis, an HTML tag) or emoji. Nothing else inside it changes: another word, number,
     sign or mark makes another statement ("C++" and "C#", "A+" and "A-", "-5" and "5",
@@ -105,11 +112,9 @@ def said_form(text: str) -> str:
     >>> [said_form(t) for t in ("**Ana:** I'm 41", "[10:32] Ana: I'm 41", "I'm\u280041")]
     ["i'm 41", "i'm 41", "i'm 41"]
     """
-    label = _LABEL.match(text)
-    if label is not None and _is_label(label.group(1)):
-        text = text[label.end():]  # "Nadia: ...", "Update: ...": a line's label
+    text = _unlabelled(text)  # "Nadia: ...", "Update: ...": a line's label
     folded = " ".join(unicodedata.normalize("NFKC", text.translate(_APOSTROPHES)).lower()
-                      .translate(_BLANK_SPACES).split())
+                      .replace("i\u0307", "i").translate(_BLANK_SPACES).split())
     folded = "".join(c for c in folded if c not in _BLANK and unicodedata.category(c) != "Cf"
                      ) if not folded.isascii() else folded
     start, end = 0, len(folded)
@@ -126,18 +131,31 @@ def said_form(text: str) -> str:
 
 #: A chat log's time: "10:32", "10:32:15 pm", "2024-05-01 10:32", "01/05/2024, 10:32"
 _TIME = (r"(?:\d{1,4}[./-]\d{1,2}[./-]\d{1,4}(?:,?[ \t]+|T))?\d{1,2}:\d{2}(?::\d{2})?"
-         r"(?:[ \t]?[ap]\.?m\.?)?")
+         r"(?:\.\d{1,6})?(?:[ \t]?[ap]\.?m\.?|Z|[+-]\d{2}:?\d{2})?")
 #: A line's label at its start: one to three words and a colon before a space, perhaps
 #: after markup ("**Nadia:** ", "- Nadia: "), and a chat log's time before or after it
 #: ("[10:32] Nadia: ", "10:32 - Nadia: ", "Nadia (10:32): ")
 _LABEL = re.compile(
-    rf"[\s*_~>#+•·–—-]{{0,12}}(?:[\[(]?{_TIME}[\])]?[ \t]*(?:[-–—][ \t]*)?)?"
-    r"([^\W\d_][\w'’.-]{0,40}(?:[ \t][^\W\d_][\w'’.-]{0,40}){0,2})"
-    rf"(?:[ \t]*[\[(]{_TIME}[\])])?[ \t]*[*_]{{0,2}}:[*_]{{0,2}}\s", re.IGNORECASE)
+    rf"(?:[\s*_~>#+•·–—-]|<[a-z]{{1,6}}>){{0,12}}"
+    rf"(?:[\[(]?{_TIME}[\])]?[ \t]*(?:[-–—][ \t]*)?)?"
+    r"(?:<(?P<irc>[^\W\d_][\w'’.-]{0,40})>[ \t]|@?"
+    r"(?P<name>[^\W\d_][\w'’.-]{0,40}(?:[ \t][^\W\d_][\w'’.-]{0,40}){0,2})"
+    rf"(?:[ \t]*[\[(]{_TIME}[\])])?[ \t]*(?:</?[a-z]{{1,6}}>|[*_]){{0,3}}:"
+    r"(?:</?[a-z]{1,6}>|[*_]){0,3}\s)", re.IGNORECASE)
 #: Words that make a line's label say the opposite of what follows ("Not true: ...")
 _DENYING = frozenset({"not", "no", "never", "false", "wrong", "myth", "untrue", "fake",
                       "rumor", "rumour", "incorrect", "denied", "nope", "lie", "hoax",
-                      "fiction", "ruled", "said", "says", "asked", "claims", "claimed"})
+                      "fiction", "ruled", "said", "says", "asked", "claims", "claimed",
+                      "rumors", "rumours", "myths", "allegedly", "supposedly", "reportedly",
+                      "hearsay", "debunked", "example", "examples", "quote", "quoting"})
+
+
+def _unlabelled(line: str) -> str:
+    """A line without its label (``_LABEL``, ``_is_label``)."""
+    label = _LABEL.match(line)
+    if label is not None and _is_label(label.group("irc") or label.group("name")):
+        return line[label.end():]
+    return line
 
 
 def _is_label(label: str) -> bool:
@@ -153,6 +171,10 @@ def _is_label(label: str) -> bool:
 _BOXES = ("[ ] ", "[x] ")
 #: A line's opening marks that stand before a space: a list's bullet, a quote, a heading
 _LINE_MARKS = frozenset("-+•·–—>#")
+#: the longest run of them read as one (a longer run is a line of its own: "-----")
+_MARKS_LONGEST = 6
+#: A numbered or lettered list's mark before a space, read lower-cased
+_NUMBERED = re.compile(r"(?:\d{1,3}|[a-z])[.)] ")
 #: An HTML tag at a statement's end (``<b>``, ``</i>``, ``<br/>``), read lower-cased
 _TAG = re.compile(r"</?[a-z][a-z0-9]{0,9}(?:\s+[^<>]{0,80})?\s*/?>")
 _TAG_LONGEST = 100
@@ -160,7 +182,8 @@ _TAG_LONGEST = 100
 
 #: A line's opening mark before a space (a list's bullet, a quote, a heading) and a task
 #: list's box
-_LINE_OPENING = re.compile(r"[ \t]*(?:[-+*•·–—>#]+[ \t]+)?(?:\[[ xX]\][ \t]+)?")
+_LINE_OPENING = re.compile(r"[ \t]*(?:[-+*•·–—>#]{1,6}[ \t]+|(?:\d{1,3}|[a-zA-Z])[.)][ \t]+)?"
+                           r"(?:\[[ xX]\][ \t]+)?")
 
 
 def unmarked(line: str) -> str:
@@ -169,9 +192,11 @@ def unmarked(line: str) -> str:
 
     >>> unmarked("- [x] at the gym is 4071."), unmarked("> quoted"), unmarked("-5 is cold")
     ('at the gym is 4071.', 'quoted', '-5 is cold')
+    >>> unmarked("2) at the gym"), unmarked("[10:33] Nadia: at the gym")
+    ('at the gym', 'at the gym')
     """
     opening = _LINE_OPENING.match(line)
-    return line[opening.end():] if opening else line
+    return _unlabelled(line[opening.end():] if opening else line)
 
 
 def _markup_off(text: str, start: int, end: int) -> tuple[int, int]:
@@ -179,11 +204,14 @@ def _markup_off(text: str, start: int, end: int) -> tuple[int, int]:
     emphasis around it (``_`` or ``~`` at both ends), a task list's box or an HTML tag at
     either end: a few characters looked at."""
     mark = start
-    while mark < end and text[mark] in _LINE_MARKS:
+    while mark < end and mark - start < _MARKS_LONGEST and text[mark] in _LINE_MARKS:
         mark += 1
     if start < mark < end and text[mark] == " ":
         start = mark + 1
         return start + 4 if text.startswith(_BOXES, start) else start, end
+    numbered = _NUMBERED.match(text, start, min(end, start + 6))
+    if numbered is not None:
+        return numbered.end(), end  # a numbered or lettered list's "1. ", "a) "
     if end - start > 1 and text[start] in "_~" and text[end - 1] == text[start]:
         return start + 1, end - 1  # emphasis around it: "_...", "~~...~~" ("@ann_" stays)
     if text.startswith(_BOXES, start):
@@ -402,10 +430,15 @@ def said_whole(text: str, message: str | None) -> bool:
     >>> said_whole("I live in Linz", "Hi!\\nI live in Linz\\nBye"), said_whole(
     ...     "My cat is Zorbo", "My cat is Zorbo, so he eats.")
     (True, False)
+    >>> said_whole("My PIN is 4071", "My PIN is 4071 but maybe I'll change it")
+    False
     """
-    spans = Mentions([text], anywhere=True)._spans(message or "")  # whole ones and clauses
-    return bool(spans) and all(
-        (message or "")[start:end].rstrip(" \t")[-1:] not in _CLAUSE_END
+    said = message or ""
+    spans = Mentions([text], anywhere=True)._spans(said)  # whole ones and clauses
+    return bool(spans) and not any(
+        said[start:end].rstrip(" \t")[-1:] in _CLAUSE_END
+        or _said_word(said[end:end + 8].split(maxsplit=1)[0] if said[end:end + 8].strip()
+                      else "") in _NEXT_CLAUSE
         for start, end in spans)
 
 
@@ -481,7 +514,9 @@ def _sentence(text: str, tokens: list[tuple[int, int]], words: list[str], i: int
         after += 1
     if not (_closing(rest)
             or (not rest and (after == len(text) or _BREAK.match(text, after)))
-            or (sought.clause and rest in _CLAUSE_END)):
+            or (sought.clause and rest in _CLAUSE_END)
+            or (sought.clause and not rest and last + 1 < len(words)
+                and words[last + 1] in _NEXT_CLAUSE)):
         return None
     starts = True
     if i:

@@ -534,7 +534,12 @@ def test_a_sitting_imported_again_does_not_bring_back_what_was_forgotten(
     "[10:32] Ann: I'm Zorblaxia Quent.", "Ann (10:32): I'm Zorblaxia Quent.",
     "[01/05/2024, 10:32:15] Ann Lima: I'm Zorblaxia Quent.",
     "I'm\u2800Zorblaxia\u2800Quent.",
-    "I adore figs 🙂 I'm Zorblaxia Quent 🙂 I adore dates."])
+    "I adore figs 🙂 I'm Zorblaxia Quent 🙂 I adore dates.",
+    "1) I'm Zorblaxia Quent.", "<b>Ann:</b> I'm Zorblaxia Quent.", "@ann: I'm Zorblaxia Quent.",
+    "[10:32] <Ann> I'm Zorblaxia Quent.", "[2024-05-01T10:32:00Z] Ann: I'm Zorblaxia Quent.",
+    "I\u02bcm Zorblaxia Quent.", "I'm Zorb\u180blaxia Quent.",
+    "i adore figs ⭐ i'm zorblaxia quent ⭐ i adore dates.",
+    "_I'm Zorblaxia Quent._ I adore dates.", "I'm Zorblaxia Quent。 I adore dates."])
 def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
         opener: Opener, typed: str) -> None:
     """The same statement typed again otherwise (case, apostrophe, spaces, invisible
@@ -565,7 +570,8 @@ def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
     ("I code in C++.", "I code in C#."), ("-5 degrees is my limit.", "5 degrees is my limit."),
     ("My handle is @zorbo_", "My handle is @zorbo"), ("My code is 4071.", "My code is 40.71."),
     ("My dose is .5mg.", "My dose is 5mg."), ("I take it in Maßen.", "I take it in Massen."),
-    ("I don't drink.", "I don't drink coffee."), ("The rule is x != 5.", "The rule is x = 5.")])
+    ("I don't drink.", "I don't drink coffee."), ("The rule is x != 5.", "The rule is x = 5."),
+    ("I have cancer.", "Rumors: I have cancer."), ("I have cancer.", "Allegedly: I have cancer.")])
 def test_another_statement_of_the_same_words_is_not_taken_for_the_forgotten_one(
         opener: Opener, forgotten: str, said: str) -> None:
     """Signs and numbers make another statement: it is kept after the forget."""
@@ -585,7 +591,9 @@ def test_another_statement_of_the_same_words_is_not_taken_for_the_forgotten_one(
     "My cat is\tcalled Zorbo Quentin,\nI adore figs.",
     "- My cat is called\n- Zorbo Quentin.\n- I adore figs.",
     "> My cat is called\n> Zorbo Quentin. I adore figs.",
-    "* [ ] My cat is called\n* [ ] Zorbo Quentin.\nI adore figs."])
+    "* [ ] My cat is called\n* [ ] Zorbo Quentin.\nI adore figs.",
+    "a) My cat is called\nb) Zorbo Quentin.\nc) I adore figs.",
+    "[10:32] Ann: My cat is called\n[10:33] Ann: Zorbo Quentin. I adore figs."])
 def test_a_forgotten_sentence_typed_again_across_lines_does_not_come_back_in_pieces(
         opener: Opener, typed: str) -> None:
     """A line break inside the forgotten sentence makes its pieces statements of their
@@ -752,3 +760,71 @@ def test_a_sentence_leaves_its_sitting_as_the_duplicates_see_it_and_nothing_else
                         "I've noted that your cello is old."}, payloads
     assert not [m for m in store.memories(owner="ann") if "41!" in (m.context or "")]
     assert {m.id: (m.payload, m.context) for m in store.memories(owner="bob")} == bobs
+
+
+@pytest.mark.parametrize(("forgotten", "typed"), [
+    ("I grew up in İzmir with my aunt.", "i grew up in izmir with my aunt"),
+    ("I grew up in izmir with my aunt.", "I GREW UP IN İZMIR WITH MY AUNT.")])
+def test_a_statement_typed_in_another_case_is_the_forgotten_one(
+        opener: Opener, forgotten: str, typed: str) -> None:
+    """"İ" in lower case is "i" without a dot above."""
+    store = opener("folded")
+    gone = store.add(forgotten, owner="ann")
+    store.forget(gone.id, confirm=True, purge=False)
+    again = store.add_conversation([{"speaker": "user", "text": typed}], session_id="s1",
+                                   owner="ann")
+    assert again.created_ids == [] and again.candidate_ids == [], again
+
+
+def test_a_forgotten_clause_leaves_nothing_in_its_message_s_other_statements(
+        opener: Opener) -> None:
+    """The extractor cuts "... 4071" off "but maybe I'll change it soon": what the other
+    statement and the assistant's reply keep of the message lost nothing of it."""
+    store = opener("clause")
+    said = [{"speaker": "user", "text": "My PIN at the bank is 4071 but maybe I'll change it "
+             "soon"}, {"speaker": "assistant", "text": "Done! I've set a reminder for Monday "
+                       "to change your PIN."}]
+    store.add_conversation(said, session_id="s1", owner="ann")
+    [gone] = [m for m in store.memories(owner="ann") if m.text.endswith("4071")]
+    store.forget(gone.id, confirm=True, purge=False)
+    store.add_conversation(said, session_id="s2", owner="ann")
+    left = [m for m in store.memories(owner="ann") if m.status.value != "forgotten"]
+    assert left and not [m.text for m in left
+                         if "4071" in (m.text + (m.payload or "") + (m.context or ""))]
+
+
+def test_a_hedge_forgotten_does_not_take_the_firm_statement_said_after_it(
+        opener: Opener) -> None:
+    """The extractor gives strong statements before weak ones: placed in that order, the
+    firm "my sister is pregnant." was found inside the forgotten hedge before it."""
+    store = opener("order")
+    gone = store.add("maybe my sister is pregnant.", owner="ann")
+    store.forget(gone.id, confirm=True, purge=False)
+    again = store.add_conversation([{"speaker": "user", "text": "maybe my sister is pregnant."
+                                     "\nok so it's confirmed now. my sister is pregnant."}],
+                                   session_id="s1", owner="ann")
+    kept = [store.get(i).text for i in [*again.created_ids, *again.candidate_ids]]
+    assert "my sister is pregnant." in kept and not [t for t in kept if "maybe" in t], kept
+
+
+def test_a_message_of_many_retypings_of_a_forgotten_sentence_imports_in_linear_time(
+        opener: Opener) -> None:
+    """Each retyping was sought again through the whole message: 1,000 retypings (28,000
+    characters) took 7 s after a forget, against 0.3 s in an owner who forgot nothing."""
+    import random
+    import time
+
+    store = opener("retypings")
+    gone = store.add("My PIN at the bank is 4071.", owner="ann")
+    store.forget(gone.id, confirm=True, purge=False)
+    rng = random.Random(1)
+    typed = " ".join("".join(c.upper() if rng.random() < .5 else c
+                             for c in "my pin at the bank is 4071.") for _ in range(1000))
+    seconds = {}
+    for owner in ("bob", "ann"):
+        started = time.process_time()
+        store.add_conversation([{"speaker": "user", "text": typed}], session_id="s1",
+                               owner=owner)
+        seconds[owner] = time.process_time() - started
+    assert seconds["ann"] < 3 * seconds["bob"] + 1.0, seconds
+    assert not [m for m in store.memories(owner="ann") if m.status.value != "forgotten"]

@@ -15,7 +15,7 @@ from .._kg._patterns import extract_facts
 from .._kg._scan import finditer, search, starting_at
 from .._kg._text import person_speaker
 from .._kg._time import parse_times
-from .._text import STOPWORDS
+from .._text import CLAUSE_LEADS, STOPWORDS
 
 __all__ = ["DUPLICATE", "Extracted", "RuleExtractor", "assistant_statements", "entities_of",
            "extract_entities", "is_filler", "is_hedge", "is_question", "list_lead_ins",
@@ -31,8 +31,12 @@ DUPLICATE = 0.95
 _SENTENCE_END = re.compile(r"(?:(?<=[.!?…])(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)"
                            r"(?<!\bSt\.)(?<!\bProf\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)"
                            r"(?<!\betc\.)|(?<=[.!?…][\"')\]»”’])|(?<=[.!?…]\*\*)) ")
-#: An emoji before a capital letter: a full stop, perhaps (``sentences``)
-_EMOJI_END = re.compile("(?<=[\u2600-\u27bf\ufe0f\U0001f300-\U0001faff]) (?=[A-Z])")
+#: Where forget's finer reading (``sentences(finer=True)``) also ends a sentence: after
+#: an emoji (or another pictograph, a keycap, a flag) before a word, after an ideographic
+#: full stop, and after a closing mark inside emphasis ("_... 4071._ My dog")
+_FINER_END = re.compile(
+    "(?<=[\u20e3\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\ufe0f\U0001f000-\U0001faff]) "
+    "(?=\\w)|(?<=[。！？])\\s*|(?<=[.!?…][_*~]) |(?<=[.!?…][_*~]{2}) ")
 #: A word: letters of any script, with the marks some scripts write inside a word (the
 #: vowel signs of Devanagari and its neighbours, Thai's, Arabic's and Hebrew's points,
 #: Latin's combining accents), or a number.
@@ -190,7 +194,8 @@ _WHEN = re.compile(r"\b(?:\d+|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|ju
                    re.IGNORECASE)
 #: Where a clause ends: a comma, semicolon or colon, a dash between spaces, or before a
 #: word that joins a new clause ("jess is allergic tho so maybe a sphynx??").
-_CLAUSE = re.compile(r"[,;:](?= )| [-–—](?= )| (?=(?:so|but|tho|though) )", re.IGNORECASE)
+_CLAUSE = re.compile(rf"[,;:](?= )| [-–—](?= )| (?=(?:{'|'.join(CLAUSE_LEADS)}) )",
+                     re.IGNORECASE)
 #: What the assistant did or proposed that its user may ask about later.
 _ASSISTANT_ACT = re.compile(
     r"\b(?:i'?ve|i have|i'?ll|i will|i just) (?:also )?(?:set|booked|added|put|scheduled"
@@ -225,21 +230,22 @@ _POINTING = frozenset({"she", "he", "it", "they", "that", "this", "those", "thes
 _OPENING = frozenset({"also", "and", "plus", "btw", "oh"})
 
 
-def sentences(text: str, *, at_emoji: bool = False) -> list[str]:
+def sentences(text: str, *, finer: bool = False) -> list[str]:
     r"""A message cut into sentences: at ``.``, ``!``, ``?`` or ``…`` before a space (chat
-    text often starts sentences in lower case) and at line breaks. ``at_emoji``: also
-    after an emoji before a capital letter, which may stand for a full stop (forget's
-    reading: the extractor keeps "I ❤️ Paris" one statement).
+    text often starts sentences in lower case) and at line breaks. ``finer``: also where
+    an emoji may stand for a full stop, after an ideographic full stop and after a
+    closing mark inside emphasis (``_FINER_END``: forget's reading, which may cut a
+    sentence too often; the extractor keeps "I ❤️ Paris" one statement).
 
     >>> sentences("hiya. we got the flat!! moving on the 14th\nBiscuit hates it")
     ['hiya.', 'we got the flat!!', 'moving on the 14th', 'Biscuit hates it']
     >>> sentences("the south bed gets shade from Mr. Dupont's shed. Dr. Ali agrees")
     ["the south bed gets shade from Mr. Dupont's shed.", 'Dr. Ali agrees']
-    >>> sentences("Booked it 🎉 It starts in May 😊 so soon", at_emoji=True)
-    ['Booked it 🎉', 'It starts in May 😊 so soon']
+    >>> sentences("Booked it 🎉 It starts in May ⏰ so soon。Yay _done._ Bye", finer=True)
+    ['Booked it 🎉', 'It starts in May ⏰', 'so soon。', 'Yay _done._', 'Bye']
     """
     parts = [part for line in _lines(text) for part in _SENTENCE_END.split(line) if part]
-    return [p for part in parts for p in _EMOJI_END.split(part)] if at_emoji else parts
+    return [p for part in parts for p in _FINER_END.split(part) if p] if finer else parts
 
 
 def _lines(text: str) -> list[str]:

@@ -299,8 +299,9 @@ class Conversations:
         erased = self._erased(found, owner)
         for index in {found[n].index for n in erased}:
             said = parsed[index]["text"]
-            gone = list(dict.fromkeys(found[n].item.text for n in erased
-                                      if found[n].index == index))
+            # each text once however typed (a message of 1,000 retypings was quadratic)
+            gone = list({" ".join(found[n].item.text.lower().split()): found[n].item.text
+                         for n in erased if found[n].index == index}.values())
             parsed[index]["text"] = Mentions(
                 gone, anywhere=True, whole={t for t in gone if said_whole(t, said)}
             ).scrub(said)
@@ -590,9 +591,9 @@ class Conversations:
         their keyed digests under any forget key the store holds. A sitting imported
         again after a forget, perhaps typed again, does not bring them back, nor the
         pieces of a forgotten sentence typed again across lines (a message's sentences
-        are also read with its line breaks as spaces and without its lines' bullets, and cut
-        also after an emoji before a capital letter: a statement that holds any of a
-        forgotten sentence goes). A store that never forgot pays nothing."""
+        are also read with its line breaks as spaces and without its lines' bullets, numbers
+        and labels, and cut also where an emoji may stand for a full stop: a statement that
+        holds any of a forgotten sentence goes). A store that never forgot pays nothing."""
         from .._extract._rules import sentences
 
         keys = self._ctx.keys.forget_keys()
@@ -606,11 +607,8 @@ class Conversations:
         mine = [digests(f.item.text) for f in found]
         # each message once (once a statement, a message of many lines was quadratic):
         # its sentences with line breaks read as spaces, where each starts and ends
-        folded = {f.index: _unmarked_lines(f.message["text"]) for f in found
-                  if len(f.message["text"].splitlines()) > 1
-                  or not f.message["text"].isascii()}
-        spans = {i: _spans(text, sentences(text, at_emoji=True))
-                 for i, text in folded.items()}
+        folded = {f.index: _unmarked_lines(f.message["text"]) for f in found}
+        spans = {i: _spans(text, sentences(text, finer=True)) for i, text in folded.items()}
         whole = {i: [(first, last, digests(said_form(folded[i][first:last])))
                      for first, last in found_at] for i, found_at in spans.items()}
         gone = self._ctx.engine.forgotten_digests(sorted(set().union(
@@ -810,18 +808,23 @@ def _message(message: Any, index: int) -> dict[str, Any]:
 
 
 def _spans(text: str, parts: Sequence[str]) -> list[tuple[int, int]]:
-    """Where each of ``parts`` (in order) lies in ``text``, each looked for after the one
-    before, spaces read as one ((-1, -1): not found)."""
-    out = []
+    """Where each of ``parts`` lies in ``text``, spaces read as one ((-1, -1): not found):
+    taken in the order of where each is first found (the extractor gives a message's
+    strong statements before its weak ones), each looked for after the one before.
+
+    >>> _spans("maybe my sister is pregnant. my sister is pregnant.",
+    ...        ["my sister is pregnant.", "maybe my sister is pregnant."])
+    [(29, 51), (0, 28)]
+    """
+    words = [" ".join(part.split()) for part in parts]
+    first = [text.find(w) if w else -1 for w in words]
+    out = [(-1, -1)] * len(parts)
     cursor = 0
-    for part in parts:
-        words = " ".join(part.split())
-        at = text.find(words, cursor) if words else -1
-        if at < 0:
-            out.append((-1, -1))
-            continue
-        out.append((at, at + len(words)))
-        cursor = at + len(words)
+    for k in sorted(range(len(parts)), key=lambda k: (first[k] < 0, first[k])):
+        at = text.find(words[k], cursor) if first[k] >= 0 else -1
+        if at >= 0:
+            out[k] = (at, at + len(words[k]))
+            cursor = at + len(words[k])
     return out
 
 
