@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import html
 import json
 import re
 import unicodedata
@@ -74,8 +75,8 @@ def digest_key_id(digest: str) -> str | None:
 
 
 #: What ``said_form`` takes off a statement's ends
-_STARTS = frozenset(" \t\n\r\f\v\u00a0\u200b\"'“”«»„‚‹›「」『』([*")
-_ENDS = _STARTS | frozenset(".!?…,;:)]。！？")
+_STARTS = frozenset(" \t\n\r\f\v\u00a0\u200b\"'“”«»„‚‹›「」『』【】〝〞〟([{|*")
+_ENDS = _STARTS | frozenset(".!?…,;:)]}。！？\\")
 #: Characters that show nothing beyond the format ones (``Cf``): a combining grapheme
 #: joiner, variation selectors, Khmer's inherent vowels, Mongolian's free variation
 #: selectors
@@ -112,6 +113,8 @@ def said_form(text: str) -> str:
     >>> [said_form(t) for t in ("**Ana:** I'm 41", "[10:32] Ana: I'm 41", "I'm\u280041")]
     ["i'm 41", "i'm 41", "i'm 41"]
     """
+    if "&" in text:
+        text = html.unescape(text)  # "&nbsp;", "&#39;"
     text = _unlabelled(text)  # "Nadia: ...", "Update: ...": a line's label
     folded = " ".join(unicodedata.normalize("NFKC", text.translate(_APOSTROPHES)).lower()
                       .replace("i\u0307", "i").translate(_BLANK_SPACES).split())
@@ -147,7 +150,10 @@ _DENYING = frozenset({"not", "no", "never", "false", "wrong", "myth", "untrue", 
                       "rumor", "rumour", "incorrect", "denied", "nope", "lie", "hoax",
                       "fiction", "ruled", "said", "says", "asked", "claims", "claimed",
                       "rumors", "rumours", "myths", "allegedly", "supposedly", "reportedly",
-                      "hearsay", "debunked", "example", "examples", "quote", "quoting"})
+                      "hearsay", "debunked", "example", "examples", "quote", "quoting",
+                      "nah", "claim", "apparently", "overheard", "alleged", "hypothetically",
+                      "misinformation", "gossip", "scam", "maybe", "joke", "check",
+                      "satire", "parody", "spam", "phishing", "unverified", "disputed"})
 
 
 def _unlabelled(line: str) -> str:
@@ -167,23 +173,15 @@ def _is_label(label: str) -> bool:
         len(words) == 1 or all(w[0].isupper() for w in words))
 
 
-#: A task list's boxes, read lower-cased
-_BOXES = ("[ ] ", "[x] ")
-#: A line's opening marks that stand before a space: a list's bullet, a quote, a heading
-_LINE_MARKS = frozenset("-+•·–—>#")
-#: the longest run of them read as one (a longer run is a line of its own: "-----")
-_MARKS_LONGEST = 6
-#: A numbered or lettered list's mark before a space, read lower-cased
-_NUMBERED = re.compile(r"(?:\d{1,3}|[a-z])[.)] ")
+#: A line's opening mark before a space (a list's bullet, a quote, a heading: a run of at
+#: most six, as a longer one is a line of its own, "-----"; a numbered or lettered list's
+#: "1. ", "a) "; not "A. ", an initial: "A. Lee is my landlord") and a task list's box
+_LINE_OPENING = re.compile(r"[ \t]*(?:[-+*•·–—>#]{1,6}[ \t]+|(?:\d{1,3}[.)]|[a-zA-Z]\))[ \t]+)?"
+                           r"(?:\[[ xX]\][ \t]+)?")
+_OPENING_LONGEST = 24
 #: An HTML tag at a statement's end (``<b>``, ``</i>``, ``<br/>``), read lower-cased
 _TAG = re.compile(r"</?[a-z][a-z0-9]{0,9}(?:\s+[^<>]{0,80})?\s*/?>")
 _TAG_LONGEST = 100
-
-
-#: A line's opening mark before a space (a list's bullet, a quote, a heading) and a task
-#: list's box
-_LINE_OPENING = re.compile(r"[ \t]*(?:[-+*•·–—>#]{1,6}[ \t]+|(?:\d{1,3}|[a-zA-Z])[.)][ \t]+)?"
-                           r"(?:\[[ xX]\][ \t]+)?")
 
 
 def unmarked(line: str) -> str:
@@ -200,22 +198,14 @@ def unmarked(line: str) -> str:
 
 
 def _markup_off(text: str, start: int, end: int) -> tuple[int, int]:
-    """``text[start:end]`` without a line's opening mark before a space (``_LINE_MARKS``),
-    emphasis around it (``_`` or ``~`` at both ends), a task list's box or an HTML tag at
-    either end: a few characters looked at."""
-    mark = start
-    while mark < end and mark - start < _MARKS_LONGEST and text[mark] in _LINE_MARKS:
-        mark += 1
-    if start < mark < end and text[mark] == " ":
-        start = mark + 1
-        return start + 4 if text.startswith(_BOXES, start) else start, end
-    numbered = _NUMBERED.match(text, start, min(end, start + 6))
-    if numbered is not None:
-        return numbered.end(), end  # a numbered or lettered list's "1. ", "a) "
+    """``text[start:end]`` without a line's opening mark (``_LINE_OPENING``), emphasis
+    around it (``_`` or ``~`` at both ends) or an HTML tag at either end: a few characters
+    looked at."""
+    mark = _LINE_OPENING.match(text, start, min(end, start + _OPENING_LONGEST))
+    if mark is not None and mark.end() > start:
+        return mark.end(), end  # "- ", "1. ", "a) ", "- [ ] ", "[x] "
     if end - start > 1 and text[start] in "_~" and text[end - 1] == text[start]:
         return start + 1, end - 1  # emphasis around it: "_...", "~~...~~" ("@ann_" stays)
-    if text.startswith(_BOXES, start):
-        return start + 4, end  # a task list's box
     tag = _TAG.match(text, start, min(end, start + _TAG_LONGEST))
     if tag is not None:
         return tag.end(), end

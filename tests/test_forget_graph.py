@@ -539,7 +539,11 @@ def test_a_sitting_imported_again_does_not_bring_back_what_was_forgotten(
     "[10:32] <Ann> I'm Zorblaxia Quent.", "[2024-05-01T10:32:00Z] Ann: I'm Zorblaxia Quent.",
     "I\u02bcm Zorblaxia Quent.", "I'm Zorb\u180blaxia Quent.",
     "i adore figs ⭐ i'm zorblaxia quent ⭐ i adore dates.",
-    "_I'm Zorblaxia Quent._ I adore dates.", "I'm Zorblaxia Quent。 I adore dates."])
+    "_I'm Zorblaxia Quent._ I adore dates.", "I'm Zorblaxia Quent。 I adore dates.",
+    "I'm Zorblaxia Quent． I adore dates.", "I'm Zorblaxia Quent.I adore dates.",
+    "<p>I'm Zorblaxia Quent.</p><p>I adore dates.</p>", "【I'm Zorblaxia Quent.】",
+    "||I'm Zorblaxia Quent.||", "I'm&nbsp;Zorblaxia Quent.",
+    "I'm Zorblaxia Quent\\. I adore dates."])
 def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
         opener: Opener, typed: str) -> None:
     """The same statement typed again otherwise (case, apostrophe, spaces, invisible
@@ -571,7 +575,8 @@ def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
     ("My handle is @zorbo_", "My handle is @zorbo"), ("My code is 4071.", "My code is 40.71."),
     ("My dose is .5mg.", "My dose is 5mg."), ("I take it in Maßen.", "I take it in Massen."),
     ("I don't drink.", "I don't drink coffee."), ("The rule is x != 5.", "The rule is x = 5."),
-    ("I have cancer.", "Rumors: I have cancer."), ("I have cancer.", "Allegedly: I have cancer.")])
+    ("I have cancer.", "Rumors: I have cancer."), ("I have cancer.", "Allegedly: I have cancer."),
+    ("I have cancer.", "Apparently: I have cancer."), ("I have cancer.", "Gossip: I have cancer.")])
 def test_another_statement_of_the_same_words_is_not_taken_for_the_forgotten_one(
         opener: Opener, forgotten: str, said: str) -> None:
     """Signs and numbers make another statement: it is kept after the forget."""
@@ -828,3 +833,22 @@ def test_a_message_of_many_retypings_of_a_forgotten_sentence_imports_in_linear_t
         seconds[owner] = time.process_time() - started
     assert seconds["ann"] < 3 * seconds["bob"] + 1.0, seconds
     assert not [m for m in store.memories(owner="ann") if m.status.value != "forgotten"]
+
+
+def test_an_import_costs_about_the_same_in_a_store_that_forgot(opener: Opener) -> None:
+    """A store that had forgotten anything read each message's lines again for every
+    statement of it: 1,000 lines took 3.3 s against 1.2 s, 2,000 lines 12 s against 2.3."""
+    import time
+
+    message = "\n".join(f"I bought {k} apples on day {k}." for k in range(1000))
+    seconds = []
+    for name, forgets in (("plain", False), ("forgot", True)):
+        store = opener(name)
+        if forgets:
+            gone = store.add("My PIN at the bank is 4071.", owner="alice")
+            store.forget(gone.id, confirm=True, purge=False)
+        started = time.process_time()
+        store.add_conversation([{"speaker": "user", "text": message}], session_id="s1",
+                               owner="bob")
+        seconds.append(time.process_time() - started)
+    assert seconds[1] < 1.5 * seconds[0] + 0.5, seconds

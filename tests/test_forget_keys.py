@@ -125,7 +125,7 @@ def test_a_restored_store_checks_old_deletions_once_its_key_is_back(tmp_path: Pa
     said = CliRunner().invoke(cli, ["--db", str(tmp_path / "again"), "restore-backup",
                                     str(tmp_path / "backup")])
     assert said.exit_code == 0, said.output
-    assert "1 of them were forgotten" in said.stderr and "forget key" in said.stderr
+    assert "1 of them was forgotten" in said.stderr and "forget key" in said.stderr
     with MemoryStore(tmp_path / "restored", embedder="hashing", clock=clock) as store:
         with pytest.raises(StoreError, match=r"forget key [0-9a-f]{16}.*graphmem\.keys"):
             store.verify_forgotten(old.id, PIN)

@@ -411,6 +411,21 @@ def test_the_sidecar_refuses_crashers_and_answers_the_next_request(
     ("UNWIND range(1, 10) AS i MATCH (m:Memory) RETURN size(regexp_replace(m.text, 'a', "
      "'bbbb', 'g')) + size(regexp_replace(m.text, 'b', 'cccc', 'g')) AS n", {},
      r"range\(\), regexp_replace\(\): a statement may hold"),
+    # Kuzu reads a variable's name in any case: "AS M" binds m again
+    ("MATCH (m:Memory) WITH {text: regexp_replace($t, '', $r, 'g')} AS M "
+     "RETURN size(regexp_replace(m.text, '', $r, 'g')) AS n", {"t": "y" * 100, "r": "x" * 100},
+     r"regexp_replace\(\): a statement may hold"),
+    ("MATCH (M:Memory) WITH {text: regexp_replace($t, '', $r, 'g')} as `m` "
+     "RETURN size(regexp_replace(M.text, '', $r, 'g')) AS n", {"t": "y" * 100, "r": "x" * 100},
+     r"regexp_replace\(\): a statement may hold"),
+    # a separator between every two elements: 1,000 characters times 10,000
+    ("RETURN size(list_to_string($sep, string_split($t, ''))) AS n",
+     {"sep": "s" * 1000, "t": "t" * 10_000}, r"list_to_string\(\) takes a separator"),
+    # another value's text once an element: a 200,000-character text, 40 GB
+    ("MATCH (m:Memory) RETURN size(list_to_string('', list_transform(string_split(m.text, ''),"
+     " x -> m.text))) AS n", {}, r"m\.text is a property of a value the lambda"),
+    ("RETURN size(list_transform(range(1, 100), x -> '" + "a" * 200 + "')) AS n", {},
+     r"a text of 200 characters may not stand in a lambda"),
 ])
 def test_a_value_too_large_to_stop_is_refused_before_it_is_built(
         seeded: MemoryStore, statement: str, params: dict[str, object], message: str) -> None:
@@ -443,6 +458,9 @@ def test_a_value_too_large_to_stop_is_refused_before_it_is_built(
     ("RETURN list_reduce(list_transform([[1, 2], [3]], x -> list_reduce(x, (a, b) -> a + b)),"
      " (acc, y) -> acc + y) AS n", {}, 6),
     ("WITH 2 AS k RETURN size(list_filter([1, 2, 3], x -> x >= k)) AS n", {}, 2),
+    ("MATCH (m:Memory) WITH m ORDER BY m.id LIMIT 1 RETURN size(list_filter(['x', m.owner], "
+     "x -> x = m.owner)) AS n", {}, 1),
+    ("RETURN size(list_to_string(', ', ['a', 'b'])) AS n", {}, 4),
     ("WITH 3 AS k RETURN CASE WHEN any(x IN [1, 2, 3] WHERE x = k) THEN 1 ELSE 0 END AS n",
      {}, 1),
 ])

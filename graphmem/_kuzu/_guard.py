@@ -196,6 +196,8 @@ GENERATED = 100_000
 PER_ELEMENT = 100
 #: Functions whose text can be many times their input's (each match replaced by more).
 _REPLACES = frozenset({"replace", "regexp_replace"})
+#: Calls that put their first argument, a separator, between every two elements
+_JOINS = frozenset({"list_to_string", "array_to_string", "concat_ws"})
 #: The longest replacement text a replace may insert: each match (an empty pattern
 #: matches between every two characters) puts one in, so a replacement of 40,000
 #: characters made a 100,000-character text 4 GB in one value.
@@ -289,6 +291,12 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
             if replacement is None or len(replacement) > REPLACEMENT:
                 raise _refuse(f"{name}() takes a replacement written out or given as a "
                               f"parameter, of at most {REPLACEMENT} characters, here")
+        if name in _JOINS and args:
+            separator = _text_constant(args[0], params)
+            if separator is None or len(separator) > REPLACEMENT:
+                raise _refuse(f"{name}() takes a separator written out or given as a "
+                              f"parameter, of at most {REPLACEMENT} characters, here (it "
+                              "stands between every two elements)")
         if name in _REPLACES and _may_grow(name, args, params):
             growing.append(name)
             if matched is None:
@@ -341,7 +349,7 @@ _REBINDING = frozenset({"yield", *_WRITE_CLAUSES})
 
 
 def _pattern_variables(tokens: list[Token]) -> set[str]:
-    """The variables a statement binds in its patterns alone (``(m:Memory)``, ``(m)``,
+    """The variables (case folded) a statement binds in its patterns alone (``(m:Memory)``, ``(m)``,
     ``[r:MENTIONS]``): none that it also names after ``AS``, binds in a lambda or a list
     comprehension, or may take from ``YIELD``; none in a statement that writes (a
     property set from a replace is another's input)."""
@@ -355,17 +363,19 @@ def _pattern_variables(tokens: list[Token]) -> set[str]:
             continue
         before = tokens[n - 1]
         after = tokens[n + 1].text if n + 1 < len(tokens) else ""
+        # Kuzu reads a variable's name in any case ("WITH ... AS M" is m): folded
         if before.kind == "word" and before.value.translate(_ASCII_LOWER) == "as":
-            rebound.add(token.value)
+            rebound.add(token.value.casefold())
         elif after.translate(_ASCII_LOWER) == "in" or (n + 2 < len(tokens) and _arrow_at(
                 tokens, n + 2)):
-            rebound.add(token.value)  # [x IN l | ...], x -> ...
+            rebound.add(token.value.casefold())  # [x IN l | ...], x -> ...
         elif (before.text == "(" and after in (":", ")", "{")) \
                 or (before.text == "[" and after == ":"):
-            found.add(token.value)
+            found.add(token.value.casefold())
     for n in range(len(tokens)):
         if _arrow_at(tokens, n):
-            rebound |= _lambda_names(tokens, n - 1, match)[0]  # (acc, y) -> ...
+            # (acc, y) -> ...
+            rebound |= {v.casefold() for v in _lambda_names(tokens, n - 1, match)[0]}
     return found - rebound
 
 
@@ -374,8 +384,9 @@ def _stored_input(arg: list[Token], matched: Collection[str]) -> bool:
     (``m.text``), a literal text or a parameter: nothing another call made."""
     if len(arg) == 1:
         return arg[0].kind in ("string", "param")
-    return len(arg) == 3 and arg[0].kind in ("word", "name") and arg[0].value in matched \
-        and arg[1].text == "." and arg[2].kind in ("word", "name")
+    return len(arg) == 3 and arg[0].kind in ("word", "name") \
+        and arg[0].value.casefold() in matched and arg[1].text == "." \
+        and arg[2].kind in ("word", "name")
 
 
 def _generated(name: str, args: list[list[Token]], params: Mapping[str, Any]) -> int:
@@ -552,6 +563,10 @@ def _check_closures(tokens: list[Token], params: Mapping[str, Any]) -> None:
                               "not stand in a lambda or a list comprehension, which runs it "
                               f"once an element, here (at most {PER_ELEMENT})")
             continue
+        if token.kind == "string" and len(token.text) - 2 > PER_ELEMENT:
+            raise _refuse(f"a text of {len(token.text) - 2:,} characters may not stand in a "
+                          "lambda or a list comprehension, which makes it once an element, "
+                          f"here (at most {PER_ELEMENT})")
         if token.kind not in ("word", "name"):
             continue
         word = token.value.translate(_ASCII_LOWER)
@@ -559,10 +574,17 @@ def _check_closures(tokens: list[Token], params: Mapping[str, Any]) -> None:
             continue
         after = tokens[n + 1].text if n + 1 < len(tokens) else ""
         before = tokens[n - 1].text if n else ""
+        compared = before in _COMPARED and not _arrow_at(tokens, n - 1)
+        if after == "." and token.value not in bound and not compared and not (
+                n + 3 < len(tokens) and tokens[n + 3].text in _COMPARED):
+            # another value's property whole (x -> m.text): that text once an element
+            raise _refuse(f"{token.value}.{tokens[n + 2].text if n + 2 < len(tokens) else ''} "
+                          "is a property of a value the lambda or list comprehension it "
+                          "stands in does not bind: it may only compare with it (x -> x.owner "
+                          "= m.owner), as it would make it once an element")
         if after in ("(", ".", ":") or before in (".", ":"):
-            continue  # a call, a property (m.name) or its owner, a map's key, a label
-        if token.value in bound or after in _COMPARED or (
-                before in _COMPARED and not _arrow_at(tokens, n - 1)):
+            continue  # a call, a property (x.name) or its owner, a map's key, a label
+        if token.value in bound or after in _COMPARED or compared:
             continue  # its own, or compared with (x -> x.owner <> owner)
         raise _refuse(f"{token.value} is not a variable of the lambda or list comprehension "
                       "it stands in: one may use its own variables, properties and other "

@@ -607,7 +607,8 @@ class Conversations:
         mine = [digests(f.item.text) for f in found]
         # each message once (once a statement, a message of many lines was quadratic):
         # its sentences with line breaks read as spaces, where each starts and ends
-        folded = {f.index: _unmarked_lines(f.message["text"]) for f in found}
+        folded = {i: _unmarked_lines(message["text"])
+                  for i, message in {f.index: f.message for f in found}.items()}
         spans = {i: _spans(text, sentences(text, finer=True)) for i, text in folded.items()}
         whole = {i: [(first, last, digests(said_form(folded[i][first:last])))
                      for first, last in found_at] for i, found_at in spans.items()}

@@ -61,7 +61,8 @@ def restore_backup(ctx: Context, directory: str) -> None:
     click.echo(f"restored {directory} into {ctx.db}: {info.memories} memories "
                f"(backup of {info.created}, {_layout(info)})")
     if info.forgotten:
-        click.echo(f"note: {info.forgotten} of them were forgotten. A backup holds no forget "
+        were = "was" if info.forgotten == 1 else "were"
+        click.echo(f"note: {info.forgotten} of them {were} forgotten. A backup holds no forget "
                    "key, so a chat imported again into this store is checked against what "
                    "they said only once the original store's forget key is added to its "
                    "keys (docs/security.md, forget)", err=True)
