@@ -623,7 +623,8 @@ class Conversations:
             gone_at = [(first, last) for first, last, d in parts if d & gone]
             if gone_at:
                 ours = by_message[i]
-                placed = _spans(folded[i], [unmarked(found[n].item.text) for n in ours])
+                placed = _spans(folded[i], [unmarked(found[n].item.text) for n in ours],
+                                in_order=False)
                 pieces.update(n for n, (first, last) in zip(ours, placed, strict=True)
                               if first >= 0 and any(first < b and a < last
                                                      for a, b in gone_at))
@@ -808,21 +809,26 @@ def _message(message: Any, index: int) -> dict[str, Any]:
             (None if role.lower() == "user" else role), "timestamp": when}
 
 
-def _spans(text: str, parts: Sequence[str]) -> list[tuple[int, int]]:
-    """Where each of ``parts`` lies in ``text``, spaces read as one ((-1, -1): not found):
-    taken in the order of where each is first found (the extractor gives a message's
-    strong statements before its weak ones), each looked for after the one before.
+def _spans(text: str, parts: Sequence[str], *, in_order: bool = True
+           ) -> list[tuple[int, int]]:
+    """Where each of ``parts`` lies in ``text``, spaces read as one ((-1, -1): not found),
+    each looked for after the one before: in the order given, or (not ``in_order``) in
+    the order of where each is first found (the extractor gives a message's strong
+    statements before its weak ones).
 
     >>> _spans("maybe my sister is pregnant. my sister is pregnant.",
-    ...        ["my sister is pregnant.", "maybe my sister is pregnant."])
+    ...        ["my sister is pregnant.", "maybe my sister is pregnant."], in_order=False)
     [(29, 51), (0, 28)]
     """
     words = [" ".join(part.split()) for part in parts]
-    first = [text.find(w) if w else -1 for w in words]
+    order: Sequence[int] = range(len(parts))
+    if not in_order:
+        first = [text.find(w) if w else -1 for w in words]
+        order = sorted(order, key=lambda k: (first[k] < 0, first[k]))
     out = [(-1, -1)] * len(parts)
     cursor = 0
-    for k in sorted(range(len(parts)), key=lambda k: (first[k] < 0, first[k])):
-        at = text.find(words[k], cursor) if first[k] >= 0 else -1
+    for k in order:
+        at = text.find(words[k], cursor) if words[k] else -1
         if at >= 0:
             out[k] = (at, at + len(words[k]))
             cursor = at + len(words[k])
