@@ -115,6 +115,7 @@ def said_form(text: str) -> str:
     """
     if "&" in text:
         text = html.unescape(text)  # "&nbsp;", "&#39;"
+    text = _FOOTNOTE.sub("", text)  # "... 4071.[1]", "... 4071.¹"
     text = _unlabelled(text)  # "Nadia: ...", "Update: ...": a line's label
     folded = " ".join(unicodedata.normalize("NFKC", text.translate(_APOSTROPHES)).lower()
                       .replace("i\u0307", "i").translate(_BLANK_SPACES).split())
@@ -132,6 +133,8 @@ def said_form(text: str) -> str:
             return folded[start:end]
 
 
+#: A footnote's mark at a text's end, after its closing mark
+_FOOTNOTE = re.compile(r"(?<=[.!?…])\s*(?:\[\d{1,3}\]|[¹²³⁰⁴-⁹]{1,3})\s*$")
 #: A chat log's time: "10:32", "10:32:15 pm", "2024-05-01 10:32", "01/05/2024, 10:32"
 _TIME = (r"(?:\d{1,4}[./-]\d{1,2}[./-]\d{1,4}(?:,?[ \t]+|T))?\d{1,2}:\d{2}(?::\d{2})?"
          r"(?:\.\d{1,6})?(?:[ \t]?[ap]\.?m\.?|Z|[+-]\d{2}:?\d{2})?")

@@ -543,7 +543,9 @@ def test_a_sitting_imported_again_does_not_bring_back_what_was_forgotten(
     "I'm Zorblaxia Quent． I adore dates.", "I'm Zorblaxia Quent.I adore dates.",
     "<p>I'm Zorblaxia Quent.</p><p>I adore dates.</p>", "【I'm Zorblaxia Quent.】",
     "||I'm Zorblaxia Quent.||", "I'm&nbsp;Zorblaxia Quent.",
-    "I'm Zorblaxia Quent\\. I adore dates."])
+    "I'm Zorblaxia Quent\\. I adore dates.", "I'm Zorblaxia Quent.[1]", "I'm Zorblaxia Quent.¹",
+    "I'm Zorblaxia Quent; I adore dates.", "I'm Zorblaxia Quent — I adore dates.",
+    "| Ann | I'm Zorblaxia Quent. |"])
 def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
         opener: Opener, typed: str) -> None:
     """The same statement typed again otherwise (case, apostrophe, spaces, invisible
@@ -852,3 +854,23 @@ def test_an_import_costs_about_the_same_in_a_store_that_forgot(opener: Opener) -
                                owner="bob")
         seconds.append(time.process_time() - started)
     assert seconds[1] < 1.5 * seconds[0] + 0.5, seconds
+
+
+def test_a_message_of_many_retypings_with_emoji_imports_in_linear_time(opener: Opener) -> None:
+    """Retypings told apart only by their emoji were each sought through the whole
+    message: 1,000 lines took 5.8 s in a store that forgot, 0.3 s in one that never did."""
+    import time
+
+    message = "\n".join(f"My PIN at the bank is 4071 {chr(0x1F600 + k % 80)}"
+                        f"{chr(0x1F300 + k // 80)}" for k in range(1000))
+    seconds = []
+    for name, forgets in (("plain", False), ("forgot", True)):
+        store = opener(name)
+        if forgets:
+            gone = store.add("My PIN at the bank is 4071.", owner="ann")
+            store.forget(gone.id, confirm=True, purge=False)
+        started = time.process_time()
+        store.add_conversation([{"speaker": "user", "text": message}], session_id="s1",
+                               owner="ann")
+        seconds.append(time.process_time() - started)
+    assert seconds[1] < 3 * seconds[0] + 1.0, seconds

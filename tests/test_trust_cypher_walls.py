@@ -426,6 +426,16 @@ def test_the_sidecar_refuses_crashers_and_answers_the_next_request(
      " x -> m.text))) AS n", {}, r"m\.text is a property of a value the lambda"),
     ("RETURN size(list_transform(range(1, 100), x -> '" + "a" * 200 + "')) AS n", {},
      r"a text of 200 characters may not stand in a lambda"),
+    # joins chained through string_split: 101 times a level (50 MB from 50 characters)
+    ("RETURN size(list_to_string($r, string_split(list_to_string($r, string_split("
+     "list_to_string($r, string_split($p, '')), '')), ''))) AS n",
+     {"r": "x" * 100, "p": "ab" * 25}, r"list_to_string\(\): a statement may hold one"),
+    # a value copied by each use of what was made from it: 2**20 times the work
+    ("WITH $p AS t " + "WITH t + t AS t " * 20 + "RETURN size(t) AS n", {"p": "ab"},
+     r"t is named 62 times here"),
+    # a replace's longer text named 100 times (50 MB from 5 KB)
+    ("WITH regexp_replace($p, '', $r, 'g') AS t RETURN size(concat(" + ", ".join(["t"] * 100)
+     + ")) AS n", {"p": "ab" * 2500, "r": "x" * 100}, r"t is named 101 times here"),
 ])
 def test_a_value_too_large_to_stop_is_refused_before_it_is_built(
         seeded: MemoryStore, statement: str, params: dict[str, object], message: str) -> None:

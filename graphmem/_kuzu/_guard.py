@@ -297,6 +297,8 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
                 raise _refuse(f"{name}() takes a separator written out or given as a "
                               f"parameter, of at most {REPLACEMENT} characters, here (it "
                               "stands between every two elements)")
+            growing.append(name)  # a text as long as its list and its separators
+            stored.append(False)
         if name in _REPLACES and _may_grow(name, args, params):
             growing.append(name)
             if matched is None:
@@ -314,7 +316,11 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
             where = " inside a lambda or a list comprehension" if each[n] else ""
             raise _refuse(f"{name}() may make at most {most:,} elements or characters "
                           f"here{where}; this one asks for {size:,}")
-    if len(growing) > 1 and _REPLACES.intersection(growing) and not (
+    if (_REPLACES | _JOINS).intersection(growing):
+        _check_reuse(tokens, REUSES_GROWING)
+    else:
+        _check_reuse(tokens, REUSES)
+    if len(growing) > 1 and (_REPLACES | _JOINS).intersection(growing) and not (
             len(stored) == len(growing) and all(stored)):
         # each replace multiplies what it works on, and a value passed on (WITH ... AS t)
         # carries what one made to the next: 100 times a step, 10 GB in three. Replaces
@@ -322,7 +328,8 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
         # nothing of what another made.
         raise _refuse(f"{'(), '.join(sorted(set(growing)))}(): a statement may hold one "
                       "replace that makes its text longer (a replacement longer than what "
-                      "it replaces) only with no range, repeat, lpad or rpad, and others "
+                      "it replaces) or one join (list_to_string, concat_ws) only with no "
+                      "range, repeat, lpad or rpad, and other replaces "
                       "only when each works on a stored property (m.text), a literal or a "
                       "parameter: each multiplies what the one before made")
 
@@ -343,6 +350,38 @@ def _may_grow(name: str, args: list[list[Token]], params: Mapping[str, Any]) -> 
         return bool(replacement) and re.fullmatch(pattern, "") is not None
     except (re.error, RecursionError, OverflowError):
         return bool(replacement)
+
+
+#: How often a statement may name a variable it binds with ``AS``: each use of a value
+#: another made from it may copy it ("WITH t + t AS t" twenty times: 2**20 times the work
+#: of one, past any time limit; a replace's text named 100 times in a concat(): 50 MB
+#: from 5 KB); fewer where a replace or a join makes a longer text
+REUSES, REUSES_GROWING = 24, 6
+
+
+def _check_reuse(tokens: list[Token], most: int) -> None:
+    """Refuse a statement that names a variable it binds with ``AS`` more than ``most``
+    times (its binding included; a property or a map key of the same name is not it)."""
+    bound = {tokens[n + 1].value.casefold() for n in range(len(tokens) - 1)
+             if tokens[n].kind == "word" and tokens[n].value.translate(_ASCII_LOWER) == "as"
+             and tokens[n + 1].kind in ("word", "name")}
+    if not bound:
+        return
+    uses: dict[str, int] = {}
+    for n, token in enumerate(tokens):
+        if token.kind not in ("word", "name") or token.value.casefold() not in bound:
+            continue
+        if (n and tokens[n - 1].text == ".") or (n + 1 < len(tokens)
+                                                  and tokens[n + 1].text == ":"):
+            continue
+        uses[token.value.casefold()] = uses.get(token.value.casefold(), 0) + 1
+    worst = max(uses, key=lambda k: uses[k], default=None)
+    if worst is not None and uses[worst] > most:
+        raise _refuse(f"{worst} is named {uses[worst]} times here: a statement may name a "
+                      f"variable it binds with AS at most {REUSES} times ({REUSES_GROWING} "
+                      "where a replace or a join makes a longer text): each use of a value "
+                      "made from another may copy it, past any time limit (WITH t + t AS t "
+                      "twenty times is 2**20 times the work)")
 
 
 _REBINDING = frozenset({"yield", *_WRITE_CLAUSES})

@@ -300,7 +300,7 @@ class Conversations:
         for index in {found[n].index for n in erased}:
             said = parsed[index]["text"]
             # each text once however typed (a message of 1,000 retypings was quadratic)
-            gone = list({" ".join(found[n].item.text.lower().split()): found[n].item.text
+            gone = list({said_form(found[n].item.text): found[n].item.text
                          for n in erased if found[n].index == index}.values())
             parsed[index]["text"] = Mentions(
                 gone, anywhere=True, whole={t for t in gone if said_whole(t, said)}
