@@ -837,40 +837,37 @@ def test_a_message_of_many_retypings_of_a_forgotten_sentence_imports_in_linear_t
     assert not [m for m in store.memories(owner="ann") if m.status.value != "forgotten"]
 
 
-def test_an_import_costs_about_the_same_in_a_store_that_forgot(opener: Opener) -> None:
-    """A store that had forgotten anything read each message's lines again for every
-    statement of it: 1,000 lines took 3.3 s against 1.2 s, 2,000 lines 12 s against 2.3."""
+def _import_seconds(opener: Opener, message: str, *, forgotten_by: str) -> tuple[float, float]:
+    """The CPU seconds of importing ``message`` for "ann" into a store that never forgot,
+    and into one where ``forgotten_by`` forgot a statement."""
     import time
 
-    message = "\n".join(f"I bought {k} apples on day {k}." for k in range(1000))
     seconds = []
     for name, forgets in (("plain", False), ("forgot", True)):
         store = opener(name)
         if forgets:
-            gone = store.add("My PIN at the bank is 4071.", owner="alice")
-            store.forget(gone.id, confirm=True, purge=False)
-        started = time.process_time()
-        store.add_conversation([{"speaker": "user", "text": message}], session_id="s1",
-                               owner="bob")
-        seconds.append(time.process_time() - started)
-    assert seconds[1] < 1.5 * seconds[0] + 0.5, seconds
-
-
-def test_a_message_of_many_retypings_with_emoji_imports_in_linear_time(opener: Opener) -> None:
-    """Retypings told apart only by their emoji were each sought through the whole
-    message: 1,000 lines took 5.8 s in a store that forgot, 0.3 s in one that never did."""
-    import time
-
-    message = "\n".join(f"My PIN at the bank is 4071 {chr(0x1F600 + k % 80)}"
-                        f"{chr(0x1F300 + k // 80)}" for k in range(1000))
-    seconds = []
-    for name, forgets in (("plain", False), ("forgot", True)):
-        store = opener(name)
-        if forgets:
-            gone = store.add("My PIN at the bank is 4071.", owner="ann")
+            gone = store.add("My PIN at the bank is 4071.", owner=forgotten_by)
             store.forget(gone.id, confirm=True, purge=False)
         started = time.process_time()
         store.add_conversation([{"speaker": "user", "text": message}], session_id="s1",
                                owner="ann")
         seconds.append(time.process_time() - started)
-    assert seconds[1] < 3 * seconds[0] + 1.0, seconds
+    return seconds[0], seconds[1]
+
+
+def test_an_import_costs_about_the_same_in_a_store_that_forgot(opener: Opener) -> None:
+    """A store that had forgotten anything read each message's lines again for every
+    statement of it: 1,000 lines took 3.3 s against 1.2 s, 2,000 lines 12 s against 2.3."""
+    plain, forgot = _import_seconds(
+        opener, "\n".join(f"I bought {k} apples on day {k}." for k in range(1000)),
+        forgotten_by="alice")
+    assert forgot < 1.5 * plain + 0.5, (plain, forgot)
+
+
+def test_a_message_of_many_retypings_with_emoji_imports_in_linear_time(opener: Opener) -> None:
+    """Retypings told apart only by their emoji were each sought through the whole
+    message: 1,000 lines took 5.8 s in a store that forgot, 0.3 s in one that never did."""
+    plain, forgot = _import_seconds(
+        opener, "\n".join(f"My PIN at the bank is 4071 {chr(0x1F600 + k % 80)}"
+                          f"{chr(0x1F300 + k // 80)}" for k in range(1000)), forgotten_by="ann")
+    assert forgot < 3 * plain + 1.0, (plain, forgot)
