@@ -428,10 +428,13 @@ def said_whole(text: str, message: str | None) -> bool:
     """
     said = message or ""
     spans = Mentions([text], anywhere=True)._spans(said)  # whole ones and clauses
+
+    def next_word(at: int) -> str:  # the word after a span (its spaces are the span's)
+        found = said[at:at + 8].split(maxsplit=1)
+        return _said_word(found[0]) if found else ""
+
     return bool(spans) and not any(
-        said[start:end].rstrip(" \t")[-1:] in _CLAUSE_END
-        or _said_word(said[end:end + 8].split(maxsplit=1)[0] if said[end:end + 8].strip()
-                      else "") in _NEXT_CLAUSE
+        said[start:end].rstrip(" \t")[-1:] in _CLAUSE_END or next_word(end) in _NEXT_CLAUSE
         for start, end in spans)
 
 

@@ -198,6 +198,8 @@ PER_ELEMENT = 100
 _REPLACES = frozenset({"replace", "regexp_replace"})
 #: Calls that put their first argument, a separator, between every two elements
 _JOINS = frozenset({"list_to_string", "array_to_string", "concat_ws"})
+#: the calls whose text may be many times their input's, a replace's or a join's
+_LENGTHENING = _REPLACES | _JOINS
 #: The longest replacement text a replace may insert: each match (an empty pattern
 #: matches between every two characters) puts one in, so a replacement of 40,000
 #: characters made a 100,000-character text 4 GB in one value.
@@ -316,12 +318,9 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
             where = " inside a lambda or a list comprehension" if each[n] else ""
             raise _refuse(f"{name}() may make at most {most:,} elements or characters "
                           f"here{where}; this one asks for {size:,}")
-    if (_REPLACES | _JOINS).intersection(growing):
-        _check_reuse(tokens, REUSES_GROWING)
-    else:
-        _check_reuse(tokens, REUSES)
-    if len(growing) > 1 and (_REPLACES | _JOINS).intersection(growing) and not (
-            len(stored) == len(growing) and all(stored)):
+    lengthening = bool(_LENGTHENING.intersection(growing))
+    _check_reuse(tokens, REUSES_GROWING if lengthening else REUSES)
+    if len(growing) > 1 and lengthening and not (len(stored) == len(growing) and all(stored)):
         # each replace multiplies what it works on, and a value passed on (WITH ... AS t)
         # carries what one made to the next: 100 times a step, 10 GB in three. Replaces
         # that each work on a stored property (m.text), a literal or a parameter make
@@ -362,9 +361,7 @@ REUSES, REUSES_GROWING = 24, 6
 def _check_reuse(tokens: list[Token], most: int) -> None:
     """Refuse a statement that names a variable it binds with ``AS`` more than ``most``
     times (its binding included; a property or a map key of the same name is not it)."""
-    bound = {tokens[n + 1].value.casefold() for n in range(len(tokens) - 1)
-             if tokens[n].kind == "word" and tokens[n].value.translate(_ASCII_LOWER) == "as"
-             and tokens[n + 1].kind in ("word", "name")}
+    bound = _aliases(tokens)
     if not bound:
         return
     uses: dict[str, int] = {}
@@ -384,6 +381,14 @@ def _check_reuse(tokens: list[Token], most: int) -> None:
                       "twenty times is 2**20 times the work)")
 
 
+def _aliases(tokens: list[Token]) -> set[str]:
+    """The names (case folded: Kuzu reads a variable's name in any case) a statement
+    binds with ``AS``."""
+    return {tokens[n + 1].value.casefold() for n in range(len(tokens) - 1)
+            if tokens[n].kind == "word" and tokens[n].value.translate(_ASCII_LOWER) == "as"
+            and tokens[n + 1].kind in ("word", "name")}
+
+
 _REBINDING = frozenset({"yield", *_WRITE_CLAUSES})
 
 
@@ -396,25 +401,19 @@ def _pattern_variables(tokens: list[Token]) -> set[str]:
         return set()
     _, match = _brackets(tokens)
     found: set[str] = set()
-    rebound: set[str] = set()
+    # Kuzu reads a variable's name in any case ("WITH ... AS M" is m): folded
+    rebound = _aliases(tokens)
     for n, token in enumerate(tokens):
+        if _arrow_at(tokens, n):  # x -> ..., (acc, y) -> ...
+            rebound |= {v.casefold() for v in _lambda_names(tokens, n - 1, match)[0]}
         if token.kind not in ("word", "name") or not n:
             continue
-        before = tokens[n - 1]
+        before = tokens[n - 1].text
         after = tokens[n + 1].text if n + 1 < len(tokens) else ""
-        # Kuzu reads a variable's name in any case ("WITH ... AS M" is m): folded
-        if before.kind == "word" and before.value.translate(_ASCII_LOWER) == "as":
-            rebound.add(token.value.casefold())
-        elif after.translate(_ASCII_LOWER) == "in" or (n + 2 < len(tokens) and _arrow_at(
-                tokens, n + 2)):
-            rebound.add(token.value.casefold())  # [x IN l | ...], x -> ...
-        elif (before.text == "(" and after in (":", ")", "{")) \
-                or (before.text == "[" and after == ":"):
+        if after.translate(_ASCII_LOWER) == "in":
+            rebound.add(token.value.casefold())  # [x IN l | ...]
+        elif (before == "(" and after in (":", ")", "{")) or (before == "[" and after == ":"):
             found.add(token.value.casefold())
-    for n in range(len(tokens)):
-        if _arrow_at(tokens, n):
-            # (acc, y) -> ...
-            rebound |= {v.casefold() for v in _lambda_names(tokens, n - 1, match)[0]}
     return found - rebound
 
 
