@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
@@ -495,7 +495,10 @@ class Engine(Protocol):
         """Replace the vectors of these memories, and with ``sentences`` their sentence
         vectors (a memory left out has none), in one transaction."""
         ...
-    def purge(self) -> None: ...
+    def purge(self, erased: Collection[str] = ()) -> None:
+        """Rewrite the stored data so that deleted bytes leave the disk; ``erased``: the
+        texts deleted, which an engine may look for afterwards."""
+        ...
     def snapshot(self) -> contextlib.AbstractContextManager[None]: ...
 
     # -- reads -------------------------------------------------------------------------

@@ -1055,6 +1055,10 @@ class Database:
             with self._live():
                 self._export(directory)
 
+    @property
+    def buffer_pool_mb(self) -> int:
+        return self._buffer_pool >> 20
+
     def rebuild(self, build: Callable[[Database, Path], None],
                 export: Callable[[Database, Path], None]) -> None:
         """Rewrite the database file from a logical export of its live data:
@@ -1080,7 +1084,7 @@ class Database:
                 # twice the pool: a node group of large rows being filled is held in it
                 # (a purge of 100k memories of ~7 KB rows failed at 1 GB, past 40k rows)
                 target = Database(str(work / "fresh"),
-                                  buffer_pool_mb=2 * (self._buffer_pool >> 20))
+                                  buffer_pool_mb=2 * self.buffer_pool_mb)
                 try:
                     build(target, work / "export")
                 finally:

@@ -10,8 +10,11 @@ small writes one statement a row that finds its ends by key (``UNWIND ... MATCH 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import subprocess
+import sys
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -110,6 +113,9 @@ _GONE_KEY = "gone_edges"
 _LEGACY_FORGET_KEY = "forget_key"
 #: Up to this many ids, look each up by primary key; beyond, one scan is cheaper.
 _LOOKUP_LIMIT = 32
+#: at close, the most texts' bytes looked for in the files after a purge; more are
+#: purged again without a look (``_scrub_apart``)
+_SCAN_LIMIT = 64
 #: Whole-store scans read this many memories at a time (``KuzuEngine._arrow_scan``,
 #: ``KuzuEngine._vectors``).
 _PAGE = 50_000
@@ -267,9 +273,14 @@ class KuzuEngine(rules.Writes):
         # Whether any edge is marked gone (until the next purge): bulk edge scans skip
         # the filter when none is, which halves their cost at 400k edges (measured).
         self._has_gone = self.meta().get(_GONE_KEY, "0") != "0"
+        #: bytes of the texts purged away while open, looked for in the files at close
+        self._erased: set[bytes] = set()
 
     def close(self) -> None:
         self.db.close()
+        if self._erased:
+            erased, self._erased = self._erased, set()
+            _scrub_apart(self.path, erased, buffer_pool_mb=self.db.buffer_pool_mb)
 
     def exclusive(self, name: str) -> contextlib.AbstractContextManager[None]:
         """A no-op: the file lock keeps every other writing process out already."""
@@ -377,9 +388,14 @@ class KuzuEngine(rules.Writes):
                         [{"id": i, "vec": encode_vector(v),
                           "s": sentences_text(sentences.get(i))} for i, v in vectors.items()])
 
-    def purge(self) -> None:
+    def purge(self, erased: Collection[str] = ()) -> None:
         """Rewrite the database file from its live data (see ``Database.rebuild``):
-        graphmem's own schema, every table copied from an export, gone edges left out."""
+        graphmem's own schema, every table copied from an export, gone edges left out.
+
+        ``erased``: the texts the purge removes. Kuzu can write a page's unused bytes
+        from this process's freed memory (a forgotten message came back so in 2 of 300
+        forgets under CPU load, measured): ``close`` looks for them in the files
+        and, where any is, purges again in a process that never held them."""
 
         def build(fresh: Database, export: Path) -> None:
             build_from_parquet(fresh, SCHEMA_VERSION, lambda name: (export / name).open("rb"),
@@ -389,6 +405,8 @@ class KuzuEngine(rules.Writes):
         tables = table_files(self.db)
         self.db.rebuild(build, lambda db, export: export_tables(db, tables, export))
         self._has_gone = self.meta().get(_GONE_KEY, "0") != "0"
+        if not self.db.in_memory:
+            self._erased.update(_needles(erased))
         with self.db.snapshot():  # the vectors that erasures replaced leave the log too
             if self._journal.vectors.trusted:
                 value = self._journal.vectors.compact()
@@ -1206,3 +1224,59 @@ def _json_columns(table: pa.Table) -> pa.Table:
 
 assert set(INTERNAL_FIELDS) - {"vector"} <= set(MEMORY_TYPES)
 assert aware is not None
+
+
+def _needles(texts: Collection[str]) -> set[bytes]:
+    """What a purged text leaves in a file's bytes: the first and the last 32 bytes of
+    the text as stored, and the first of it with its whitespace collapsed (as a context
+    holds it); none under 8 bytes (which any live text may hold)."""
+    found: set[bytes] = set()
+    for text in texts:
+        raw, collapsed = text.encode(), " ".join(text.split()).encode()
+        found.update(p for p in (raw[:32], raw[-32:], collapsed[:32]) if len(p) >= 8)
+    return found
+
+
+def _files_holding(directory: str, needles: Collection[bytes]) -> list[str]:
+    """The files of a store directory that hold any of ``needles`` (read in 16 MiB
+    pieces that overlap by the longest needle)."""
+    overlap = max(map(len, needles), default=1) - 1
+    found = []
+    for path in sorted(Path(directory).glob(Database.FILE_NAME + "*")):
+        with path.open("rb") as data:
+            tail = b""
+            while piece := data.read(16 << 20):
+                window = tail + piece
+                tail = window[len(window) - overlap:]
+                if any(n in window for n in needles):
+                    found.append(path.name)
+                    break
+    return found
+
+
+def _scrub_apart(directory: str, erased: Collection[bytes], *, buffer_pool_mb: int) -> None:
+    """After a close: where a file still holds bytes of a purged text, purge it again in
+    a new process (``_apart``), which never held the text, so none of its freed memory
+    can reach a page; a warning says what is left (a live memory may say the same).
+    Each needle is one read of the files (~5 GB/s): past ``_SCAN_LIMIT`` of them, the
+    purge runs without a look before or after."""
+    look = len(erased) <= _SCAN_LIMIT
+    held = _files_holding(directory, erased) if look else ["the files"]
+    if not held:
+        return
+    log = logging.getLogger("graphmem")
+    log.info("%s may hold bytes of a purged text; purging again in a new process",
+             ", ".join(held))
+    package = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (package, os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run(
+        [sys.executable, "-m", "graphmem._kuzu._apart", directory, str(buffer_pool_mb)],
+        env=env, capture_output=True, text=True, check=False)
+    failed = done.stderr.strip().splitlines()[-1:] if done.returncode else []
+    still = _files_holding(directory, erased) if look else []
+    if failed or still:
+        log.warning("the purge of %s could not remove every byte of a forgotten text "
+                    "from %s (%s); open the store in a new process and call purge()",
+                    directory, ", ".join(still or held),
+                    failed[0] if failed else "a live memory may say the same")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -239,7 +239,7 @@ class PostgresEngine(rules.Writes):
             changes.touch(vectors)
             record(cur, changes, self._changes.origin)
 
-    def purge(self) -> None:
+    def purge(self, erased: Collection[str] = ()) -> None:
         """Rewrite the tables that held text (VACUUM FULL), so that erased text leaves
         their files, and sample them again (ANALYZE): the planner's statistics hold
         values of their columns (an erased name among the most common ones), kept in

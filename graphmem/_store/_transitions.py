@@ -211,7 +211,8 @@ class Transitions:
                         reason=reason, key=key, tag=tag, actor=actor)
             scrubbed = {}
         if purge:
-            self.purge()
+            self.purge([t for m, history in gone
+                        for t in (m.text, m.payload, *(v.text for v in history)) if t])
         return len(gone)
 
     def _erase(self, memory: Memory, history: list[Version],
@@ -270,11 +271,11 @@ class Transitions:
                 ctx.changed(Changed(list(scrubbed), vectors={i: s["vector"] for i, s in
                                                              scrubbed.items() if "vector" in s}))
 
-    def purge(self) -> None:
+    def purge(self, erased: Sequence[str] = ()) -> None:
         """Rewrite the database from its live data, dropping every byte of what was deleted
-        or overwritten (forgotten text, old values)."""
+        or overwritten (forgotten text, old values); ``erased``: the texts forgotten."""
         with self._ctx.lock:
-            self._ctx.engine.purge()
+            self._ctx.engine.purge(erased)
 
     def verify_forgotten(self, memory_id: str, text: str) -> bool:
         """Whether ``text`` is what the forgotten memory ``memory_id`` said (its keyed
