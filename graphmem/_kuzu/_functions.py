@@ -41,7 +41,7 @@ FUNCTIONS = frozenset({
     "lower", "upper", "lcase", "ucase", "tolower", "toupper", "initcap", "trim", "ltrim",
     "rtrim", "left", "right", "substring", "substr", "prefix", "suffix", "starts_with",
     "ends_with", "contains", "concat", "concat_ws", "reverse", "string_split", "str_split",
-    "string_to_array", "split_part", "lpad", "rpad", "repeat", "replace", "levenshtein",
+    "string_to_array", "split_part", "lpad", "rpad", "repeat", "levenshtein",
     "stem", "octet_length", "md5", "sha256", "hash",
     "regexp_matches", "regexp_full_match", "regexp_replace", "regexp_split_to_array",
     "regexp_extract", "regexp_extract_all",

@@ -195,7 +195,7 @@ GENERATED = 100_000
 #: list of up to ``GENERATED`` (or a column's values collected): never in two nested.
 PER_ELEMENT = 100
 #: Functions whose text can be many times their input's (each match replaced by more).
-_REPLACES = frozenset({"replace", "regexp_replace"})
+_REPLACES = frozenset({"regexp_replace"})  # Kuzu 0.11.3 has no replace()
 #: Calls that put their first argument, a separator, between every two elements
 _JOINS = frozenset({"list_to_string", "array_to_string", "concat_ws"})
 #: the calls whose text may be many times their input's, a replace's or a join's
@@ -253,6 +253,7 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
     # whether each replace among them works on a stored property, a literal or a parameter
     stored: list[bool] = []
     matched: set[str] | None = None  # the variables of MATCH patterns alone
+    made = [0, 0]  # what range() makes: outside, and once an element inside, lambdas
     for n, token in enumerate(tokens):
         if token.kind == "symbol" and token.text == "!":
             raise _refuse("the factorial operator ! is not run here: Kuzu works it out "
@@ -300,8 +301,10 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
                               f"parameter, of at most {REPLACEMENT} characters, here (it "
                               "stands between every two elements)")
             growing.append(name)  # a text as long as its list and its separators
-            stored.append(False)
-        if name in _REPLACES and _may_grow(name, args, params):
+            if matched is None:
+                matched = _pattern_variables(tokens)
+            stored.append(len(args) > 1 and all(_stored_input(a, matched) for a in args[1:]))
+        if name in _REPLACES and _may_grow(args, params):
             growing.append(name)
             if matched is None:
                 matched = _pattern_variables(tokens)
@@ -314,12 +317,21 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
                           "list comprehension here (what it makes would multiply)")
         size = _generated(name, args, params)
         most = PER_ELEMENT if each[n] else GENERATED
+        if name == "range":
+            made[bool(each[n])] += size
         if size > most:
             where = " inside a lambda or a list comprehension" if each[n] else ""
             raise _refuse(f"{name}() may make at most {most:,} elements or characters "
                           f"here{where}; this one asks for {size:,}")
+        if made[bool(each[n])] > most:
+            # Kuzu works out constant calls while it plans, before any time limit runs:
+            # fifteen range(1, 100000) added up held a core 19 s under a limit of 10 s
+            raise _refuse(f"the range() calls of a statement may make at most {most:,} "
+                          f"elements together here; these ask for {made[bool(each[n])]:,} "
+                          "so far")
     lengthening = bool(_LENGTHENING.intersection(growing))
     _check_reuse(tokens, REUSES_GROWING if lengthening else REUSES)
+    _check_self_growth(tokens)
     if len(growing) > 1 and lengthening and not (len(stored) == len(growing) and all(stored)):
         # each replace multiplies what it works on, and a value passed on (WITH ... AS t)
         # carries what one made to the next: 100 times a step, 10 GB in three. Replaces
@@ -333,16 +345,14 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
                       "parameter: each multiplies what the one before made")
 
 
-def _may_grow(name: str, args: list[list[Token]], params: Mapping[str, Any]) -> bool:
-    """Whether a replace can make its text longer than its input: its replacement is
-    longer than its pattern, or (``regexp_replace``) longer than one character, or one
-    character where the pattern may match nothing (between every two characters)."""
+def _may_grow(args: list[list[Token]], params: Mapping[str, Any]) -> bool:
+    """Whether a ``regexp_replace`` can make its text longer than its input: its
+    replacement is longer than one character, or one character where the pattern may
+    match nothing (between every two characters)."""
     replacement = _text_constant(args[2], params) if len(args) > 2 else None
     pattern = _text_constant(args[1], params) if len(args) > 1 else None
     if replacement is None or pattern is None:
         return True
-    if name == "replace":
-        return not pattern or len(replacement) > len(pattern)
     if len(replacement) > 1:
         return True
     try:
@@ -379,6 +389,77 @@ def _check_reuse(tokens: list[Token], most: int) -> None:
                       "where a replace or a join makes a longer text): each use of a value "
                       "made from another may copy it, past any time limit (WITH t + t AS t "
                       "twenty times is 2**20 times the work)")
+
+
+#: Where one item of a clause ends (outside brackets), for ``_check_self_growth``.
+_ITEM_ENDS = frozenset({",", "as", "with", "return", "unwind", "where", "order", "by",
+                        "and", "or", "xor", "skip", "limit", "match", "optional", "call",
+                        "yield", "union"})
+#: What in an item can make a copy of a value it names: adding, concatenating, a list or
+#: a map written out, a call that concatenates or appends.
+_COPYING = frozenset({"+", "||", "[", "{"})
+#: How many times one item may name values it binds again (a + a + a: twice) where it
+#: can copy them, and how many such items a statement may hold.
+SELF_ADDED, SELF_GROWING = 4, 1
+
+
+def _check_self_growth(tokens: list[Token]) -> None:
+    """Refuse a statement that names a value it binds (with ``AS``, a lambda or a list
+    comprehension) more than ``SELF_ADDED`` times in one item of a clause (outside
+    brackets, between commas and clause words) that can copy it (``a + a``, ``[t, t]``,
+    ``list_concat(l, l)``), or that holds more than ``SELF_GROWING`` such items: each
+    multiplies the value, and a chain of them multiplies the multiples (``WITH v0 + v0
+    AS v1 WITH v1 + v1 AS v2 ...`` 27 times: 1.2 GB past a time limit of 10 s; a lambda
+    adding a list of 100,000 to itself 30 times: 3 million elements, 870 MB)."""
+    parent, match = _brackets(tokens)
+    bound = _aliases(tokens)
+    binders = {n + 1 for n in range(len(tokens) - 1)
+               if tokens[n].value.translate(_ASCII_LOWER) == "as"}  # where they are bound
+    for n, token in enumerate(tokens):
+        if _arrow_at(tokens, n):
+            names, places = _lambda_names(tokens, n - 1, match)
+            bound |= {v.casefold() for v in names}
+            binders.update(places)
+        elif token.kind == "word" and token.value.translate(_ASCII_LOWER) == "in" and n \
+                and tokens[n - 1].kind in ("word", "name"):
+            bound.add(tokens[n - 1].value.casefold())
+            binders.add(n - 1)
+    copying = 0
+    uses: dict[str, int] = {}
+    copies = False
+    for n in range(len(tokens) + 1):
+        at = tokens[n] if n < len(tokens) else None
+        if at is None or (parent[n] < 0 and at.text.translate(_ASCII_LOWER) in _ITEM_ENDS):
+            # each name again is another copy: a + a + a three, nested lambdas the product
+            again = sum(k - 1 for k in uses.values())
+            if copies and again:
+                copying += 1
+                if again > SELF_ADDED or copying > SELF_GROWING:
+                    raise _refuse(
+                        "a statement may copy a value it binds into one value (a + a, [t, "
+                        f"t], list_concat(l, l)) in at most {SELF_GROWING} item, naming it "
+                        f"there again at most {SELF_ADDED} times: each such item multiplies "
+                        "what it works on, and a chain of them past any time limit")
+            uses, copies = {}, False
+            continue
+        if (at.kind == "symbol" and at.text in _COPYING and not _indexes(tokens, n)) or (
+                at.kind in ("word", "name") and n + 1 < len(tokens)
+                and tokens[n + 1].text == "("
+                and at.value.translate(_ASCII_LOWER) in _GROWING_CALLS):
+            copies = True
+        elif at.kind in ("word", "name") and at.value.casefold() in bound \
+                and n not in binders and not (n and tokens[n - 1].text == ".") \
+                and (n + 1 >= len(tokens) or tokens[n + 1].text not in (".", ":", "(")):
+            uses[at.value.casefold()] = uses.get(at.value.casefold(), 0) + 1
+
+
+def _indexes(tokens: list[Token], n: int) -> bool:
+    """Whether the ``[`` at ``n`` takes an element or a slice (``words[1]``, ``f(x)[0]``)
+    rather than opening a list."""
+    before = tokens[n - 1] if n else None
+    return tokens[n].text == "[" and before is not None and (
+        (before.kind == "word" and before.value.translate(_ASCII_LOWER) not in KEYWORDS)
+        or before.kind in ("name", "param") or before.text in (")", "]"))
 
 
 def _aliases(tokens: list[Token]) -> set[str]:
@@ -608,10 +689,12 @@ def _check_closures(tokens: list[Token], params: Mapping[str, Any]) -> None:
         if token.kind not in ("word", "name"):
             continue
         word = token.value.translate(_ASCII_LOWER)
-        if token.kind == "word" and (word in KEYWORDS or word in _LITERAL_WORDS):
-            continue
         after = tokens[n + 1].text if n + 1 < len(tokens) else ""
         before = tokens[n - 1].text if n else ""
+        if token.kind == "word" and (word in KEYWORDS or word in _LITERAL_WORDS or (
+                word == "contains" and after != "(")
+                or before.translate(_ASCII_LOWER) == "as"):
+            continue  # an operator, or a CAST's type (CAST(x AS STRING))
         compared = before in _COMPARED and not _arrow_at(tokens, n - 1)
         if after == "." and token.value not in bound and not compared and not (
                 n + 3 < len(tokens) and tokens[n + 3].text in _COMPARED):
