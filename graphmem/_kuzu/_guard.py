@@ -253,7 +253,8 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
     # whether each replace among them works on a stored property, a literal or a parameter
     stored: list[bool] = []
     matched: set[str] | None = None  # the variables of MATCH patterns alone
-    made = [0, 0]  # what range() makes: outside, and once an element inside, lambdas
+    # what range() and the text generators make, outside and once an element in lambdas
+    made: dict[tuple[bool, bool], int] = {}
     for n, token in enumerate(tokens):
         if token.kind == "symbol" and token.text == "!":
             raise _refuse("the factorial operator ! is not run here: Kuzu works it out "
@@ -317,18 +318,19 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
                           "list comprehension here (what it makes would multiply)")
         size = _generated(name, args, params)
         most = PER_ELEMENT if each[n] else GENERATED
-        if name == "range":
-            made[bool(each[n])] += size
+        kind = (name == "range", bool(each[n]))
+        made[kind] = made.get(kind, 0) + size
         if size > most:
             where = " inside a lambda or a list comprehension" if each[n] else ""
             raise _refuse(f"{name}() may make at most {most:,} elements or characters "
                           f"here{where}; this one asks for {size:,}")
-        if made[bool(each[n])] > most:
+        if made[kind] > most:
             # Kuzu works out constant calls while it plans, before any time limit runs:
-            # fifteen range(1, 100000) added up held a core 19 s under a limit of 10 s
-            raise _refuse(f"the range() calls of a statement may make at most {most:,} "
-                          f"elements together here; these ask for {made[bool(each[n])]:,} "
-                          "so far")
+            # fifteen range(1, 100000) added up held a core 19 s under a limit of 10 s,
+            # 25 lists split from repeat('a,', 50000) 33 s
+            what = "range() calls" if kind[0] else "repeat(), lpad() and rpad() calls"
+            raise _refuse(f"the {what} of a statement may make at most {most:,} elements "
+                          f"or characters together here; these ask for {made[kind]:,} so far")
     lengthening = bool(_LENGTHENING.intersection(growing))
     _check_reuse(tokens, REUSES_GROWING if lengthening else REUSES)
     _check_self_growth(tokens)
@@ -391,26 +393,35 @@ def _check_reuse(tokens: list[Token], most: int) -> None:
                       "twenty times is 2**20 times the work)")
 
 
-#: Where one item of a clause ends (outside brackets), for ``_check_self_growth``.
+#: Where one item of a clause ends (outside brackets), for ``_check_self_growth``: a
+#: CASE's branches are items of their own (one of them is the value), and so is a
+#: lambda's body (from its arrow on).
 _ITEM_ENDS = frozenset({",", "as", "with", "return", "unwind", "where", "order", "by",
                         "and", "or", "xor", "skip", "limit", "match", "optional", "call",
-                        "yield", "union"})
+                        "yield", "union", "when", "then", "else", "end"})
 #: What in an item can make a copy of a value it names: adding, concatenating, a list or
-#: a map written out, a call that concatenates or appends.
+#: a map written out, a call that concatenates, appends or packs its arguments.
 _COPYING = frozenset({"+", "||", "[", "{"})
-#: How many times one item may name values it binds again (a + a + a: twice) where it
-#: can copy them, and how many such items a statement may hold.
-SELF_ADDED, SELF_GROWING = 4, 1
+_COPYING_CALLS = _GROWING_CALLS | {"array_value", "struct_pack", "map", "union_value"}
+#: How many times over a value the statement binds may hold what it was made from
+#: (``a + a + a``: three; bound and added to itself again: nine), and how many times one
+#: item may name a stored property again where it copies (m.text + m.text: once).
+COPIES, PROPERTY_COPIES = 8, 4
 
 
 def _check_self_growth(tokens: list[Token]) -> None:
-    """Refuse a statement that names a value it binds (with ``AS``, a lambda or a list
-    comprehension) more than ``SELF_ADDED`` times in one item of a clause (outside
-    brackets, between commas and clause words) that can copy it (``a + a``, ``[t, t]``,
-    ``list_concat(l, l)``), or that holds more than ``SELF_GROWING`` such items: each
-    multiplies the value, and a chain of them multiplies the multiples (``WITH v0 + v0
-    AS v1 WITH v1 + v1 AS v2 ...`` 27 times: 1.2 GB past a time limit of 10 s; a lambda
-    adding a list of 100,000 to itself 30 times: 3 million elements, 870 MB)."""
+    """Refuse a statement that copies what it binds (with ``AS``, a lambda or a list
+    comprehension) more than ``COPIES`` times over: an item of a clause (outside
+    brackets, between commas and clause words; a lambda's body) that can copy what it
+    names (``a + b``, ``[t, t]``, ``list_concat(l, l)``, ``struct_pack(a := l)``) holds
+    the sum of what its names hold, and the name it is bound to (or a lambda's variable
+    over it) holds that on (``WITH v0 + v0 AS v1 WITH v1 + v1 AS v2 ...`` 27 times took
+    1.2 GB past a time limit of 10 s, a lambda adding a list of 100,000 to itself 30
+    times 870 MB, four names of one list added, and again, 1 GB); or one that names a
+    stored property more than ``PROPERTY_COPIES`` times again where it copies (a
+    200,000-character text added to itself 100 times: 1.1 GB in one row); or a variable
+    named like a keyword (Kuzu takes ``WITH l AS skip``, which the guard reads as a
+    clause word)."""
     parent, match = _brackets(tokens)
     bound = _aliases(tokens)
     binders = {n + 1 for n in range(len(tokens) - 1)
@@ -424,33 +435,59 @@ def _check_self_growth(tokens: list[Token]) -> None:
                 and tokens[n - 1].kind in ("word", "name"):
             bound.add(tokens[n - 1].value.casefold())
             binders.add(n - 1)
-    copying = 0
-    uses: dict[str, int] = {}
+    for n in binders:
+        word = tokens[n].value.translate(_ASCII_LOWER) if n < len(tokens) else ""
+        if n < len(tokens) and tokens[n].kind == "word" and (
+                word in KEYWORDS or word == "contains") and not _cast_type(tokens, n, parent):
+            raise _refuse(f"{tokens[n].value} is a word of Cypher's grammar: name the "
+                          "variable otherwise (or in backquotes)")
+    # how many times over each bound value may hold what the statement started from: an
+    # item that copies holds the sum of what it names, one that does not the largest
+    weight: dict[str, int] = {}
+    named: list[str] = []
+    properties: dict[str, int] = {}
     copies = False
     for n in range(len(tokens) + 1):
         at = tokens[n] if n < len(tokens) else None
-        if at is None or (parent[n] < 0 and at.text.translate(_ASCII_LOWER) in _ITEM_ENDS):
-            # each name again is another copy: a + a + a three, nested lambdas the product
-            again = sum(k - 1 for k in uses.values())
-            if copies and again:
-                copying += 1
-                if again > SELF_ADDED or copying > SELF_GROWING:
-                    raise _refuse(
-                        "a statement may copy a value it binds into one value (a + a, [t, "
-                        f"t], list_concat(l, l)) in at most {SELF_GROWING} item, naming it "
-                        f"there again at most {SELF_ADDED} times: each such item multiplies "
-                        "what it works on, and a chain of them past any time limit")
-            uses, copies = {}, False
+        # a lambda's body is an item of its own: its variables hold what came before it
+        if at is None or _arrow_at(tokens, n) or (
+                parent[n] < 0 and at.text.translate(_ASCII_LOWER) in _ITEM_ENDS):
+            held = [weight.get(name, 1) for name in named]
+            made = max(sum(held) if copies else max(held, default=1), 1)
+            again = sum(k - 1 for k in properties.values()) if copies else 0
+            if made > COPIES or again > PROPERTY_COPIES:
+                raise _refuse(
+                    "a statement may copy what it binds (a + b, [t, t], list_concat(l, l), "
+                    f"a value made so bound again) at most {COPIES} times over, and a stored "
+                    f"property at most {PROPERTY_COPIES} times again in one expression: "
+                    "each copy multiplies what it works on, past any time limit")
+            if at is not None and _arrow_at(tokens, n):
+                for variable in _lambda_names(tokens, n - 1, match)[0]:
+                    weight[variable.casefold()] = made
+            elif at is not None and at.text.translate(_ASCII_LOWER) == "as" \
+                    and n + 1 < len(tokens):
+                weight[tokens[n + 1].value.casefold()] = made
+            named, properties, copies = [], {}, False
             continue
         if (at.kind == "symbol" and at.text in _COPYING and not _indexes(tokens, n)) or (
                 at.kind in ("word", "name") and n + 1 < len(tokens)
                 and tokens[n + 1].text == "("
-                and at.value.translate(_ASCII_LOWER) in _GROWING_CALLS):
+                and at.value.translate(_ASCII_LOWER) in _COPYING_CALLS):
             copies = True
+        elif at.kind in ("word", "name") and n + 2 < len(tokens) \
+                and tokens[n + 1].text == "." and tokens[n + 2].kind in ("word", "name"):
+            key = f"{at.value.casefold()}.{tokens[n + 2].value.casefold()}"
+            properties[key] = properties.get(key, 0) + 1
         elif at.kind in ("word", "name") and at.value.casefold() in bound \
                 and n not in binders and not (n and tokens[n - 1].text == ".") \
-                and (n + 1 >= len(tokens) or tokens[n + 1].text not in (".", ":", "(")):
-            uses[at.value.casefold()] = uses.get(at.value.casefold(), 0) + 1
+                and (n + 1 >= len(tokens) or tokens[n + 1].text not in (":", "(")):
+            named.append(at.value.casefold())
+
+
+def _cast_type(tokens: list[Token], n: int, parent: list[int]) -> bool:
+    """Whether the word at ``n`` (after ``AS``) is a CAST's type: ``CAST(x AS STRING)``."""
+    opening = parent[n]
+    return opening > 0 and tokens[opening - 1].value.translate(_ASCII_LOWER) == "cast"
 
 
 def _indexes(tokens: list[Token], n: int) -> bool:
