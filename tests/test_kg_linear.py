@@ -104,7 +104,7 @@ UNMETERED = {
     ("_kg._time", "_BETWEEN_DATE_CLOCK", "fullmatch"): "within 16 characters of a date",
     ("_kg._ollama", "re", "sub"): "one name from the model's answer, anchored",
     ("_kg._ollama", "re", "search"): "a name's words (escaped) once per triple, at most 50",
-    ("_extract._rules", "_SENTENCE_END", "split"): "once per line of a message",
+    ("_extract._rules", "_SENTENCE_END", "finditer"): "once per line of a message",
     ("_extract._rules", "_FINER_END", "split"): "once per sentence, lookbehinds of 1-3 "
                                                 "characters",
     ("_extract._rules", "_MARKUP", "sub"): "once per list item or sentence",

@@ -13,7 +13,7 @@ from .._kg._entities import Mention, extract_mentions
 from .._kg._facts import Fact, entity_names
 from .._kg._patterns import extract_facts
 from .._kg._scan import finditer, search, starting_at
-from .._kg._text import person_speaker
+from .._kg._text import initial_at, person_speaker
 from .._kg._time import parse_times
 from .._text import CLAUSE_LEADS, STOPWORDS
 
@@ -248,9 +248,19 @@ def sentences(text: str, *, finer: bool = False) -> list[str]:
     ["the south bed gets shade from Mr. Dupont's shed.", 'Dr. Ali agrees']
     >>> sentences("Booked it 🎉 It starts in May ⏰ so soon。Yay _done._ Bye", finer=True)
     ['Booked it 🎉', 'It starts in May ⏰', 'so soon。', 'Yay _done._', 'Bye']
+    >>> sentences("I met J. Lee of the U.S. team. I got an A. It was fine")
+    ['I met J. Lee of the U.S. team.', 'I got an A.', 'It was fine']
     """
-    parts = [part for line in _lines(text) for part in _SENTENCE_END.split(line) if part]
+    parts = [part for line in _lines(text) for part in _cut(line) if part]
     return [p for part in parts for p in _FINER_END.split(part) if p] if finer else parts
+
+
+def _cut(line: str) -> list[str]:
+    """A line cut at each end of a sentence (``_SENTENCE_END``), but after an initial
+    (``initial_at``: "J. Lee", "U.S. team")."""
+    cuts = [m.start() for m in _SENTENCE_END.finditer(line)
+            if not (line[m.start() - 1] == "." and initial_at(line, m.start() - 1))]
+    return [line[a:b].strip() for a, b in zip([0, *cuts], [*cuts, len(line)], strict=True)]
 
 
 def _lines(text: str) -> list[str]:
