@@ -129,23 +129,33 @@ def said_form(text: str) -> str:
             start += 1
         while end > start and _trimmed(folded[end - 1], _ENDS):
             end -= 1
+        space = folded.rfind(" ", start, end)
+        if space > start and folded[space + 1:end] in _AFTERTHOUGHTS:
+            end = space  # "... 4071 lol", "... 4071 :)"
         if (start, end) == before:
             return folded[start:end]
 
 
+#: Laughter and emoticons at a statement's end (as ``said_form`` reads them, lower-cased
+#: and without their closing marks: ":)" is ":", "(lol)" is "(lol"): no other statement
+_AFTERTHOUGHTS = frozenset({"lol", "lmao", "lmfao", "rofl", "haha", "hahaha", "hahahaha",
+                            "hehe", "hehehe", "xd", ":", ":-", ";", ";-", ":d", ":-d", ":p",
+                            ":-p", ";p", "<3", ":(", ":-(", "(lol", "(haha", "jk", "(jk"})
 #: A footnote's mark at a text's end, after its closing mark
 _FOOTNOTE = re.compile(r"(?<=[.!?…])\s*(?:\[\d{1,3}\]|[¹²³⁰⁴-⁹]{1,3})\s*$")
 #: A chat log's time: "10:32", "10:32:15 pm", "2024-05-01 10:32", "01/05/2024, 10:32"
 _TIME = (r"(?:\d{1,4}[./-]\d{1,2}[./-]\d{1,4}(?:,?[ \t]+|T))?\d{1,2}:\d{2}(?::\d{2})?"
          r"(?:\.\d{1,6})?(?:[ \t]?[ap]\.?m\.?|Z|[+-]\d{2}:?\d{2})?")
 #: A line's label at its start: one to three words and a colon before a space, perhaps
-#: after markup ("**Nadia:** ", "- Nadia: "), and a chat log's time before or after it
+#: after markup ("**Nadia:** ", "- Nadia: "), a number or a word in brackets after them
+#: ("Speaker 1: ", "Mom (Mobile): "), and a chat log's time before or after it
 #: ("[10:32] Nadia: ", "10:32 - Nadia: ", "Nadia (10:32): ")
 _LABEL = re.compile(
     rf"(?:[\s*_~>#+•·–—-]|<[a-z]{{1,6}}>){{0,12}}"
     rf"(?:[\[(]?{_TIME}[\])]?[ \t]*(?:[-–—][ \t]*)?)?"
     r"(?:<(?P<irc>[^\W\d_][\w'’.-]{0,40})>[ \t]|@?"
     r"(?P<name>[^\W\d_][\w'’.-]{0,40}(?:[ \t][^\W\d_][\w'’.-]{0,40}){0,2})"
+    r"(?:[ \t]\d{1,3})?(?:[ \t]?\([^\W\d_][\w'’. -]{0,20}\))?"
     rf"(?:[ \t]*[\[(]{_TIME}[\])])?[ \t]*(?:</?[a-z]{{1,6}}>|[*_]){{0,3}}:"
     r"(?:</?[a-z]{1,6}>|[*_]){0,3}\s)", re.IGNORECASE)
 #: Words that make a line's label say the opposite of what follows ("Not true: ...")

@@ -545,7 +545,11 @@ def test_a_sitting_imported_again_does_not_bring_back_what_was_forgotten(
     "||I'm Zorblaxia Quent.||", "I'm&nbsp;Zorblaxia Quent.",
     "I'm Zorblaxia Quent\\. I adore dates.", "I'm Zorblaxia Quent.[1]", "I'm Zorblaxia Quent.¹",
     "I'm Zorblaxia Quent; I adore dates.", "I'm Zorblaxia Quent — I adore dates.",
-    "| Ann | I'm Zorblaxia Quent. |"])
+    "| Ann | I'm Zorblaxia Quent. |",
+    "Speaker 1: I'm Zorblaxia Quent.", "Mom (Mobile): I'm Zorblaxia Quent.",
+    "I'm Zorblaxia Quent lol. I adore dates.", "I'm Zorblaxia Quent (haha).",
+    "I'm Zorblaxia Quent :-) I adore dates.", "I'm Zorblaxia Quent <3 I adore dates.",
+    "I'm Zorblaxia Quent xD I adore dates."])
 def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
         opener: Opener, typed: str) -> None:
     """The same statement typed again otherwise (case, apostrophe, spaces, invisible
@@ -578,7 +582,10 @@ def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
     ("My dose is .5mg.", "My dose is 5mg."), ("I take it in Maßen.", "I take it in Massen."),
     ("I don't drink.", "I don't drink coffee."), ("The rule is x != 5.", "The rule is x = 5."),
     ("I have cancer.", "Rumors: I have cancer."), ("I have cancer.", "Allegedly: I have cancer."),
-    ("I have cancer.", "Apparently: I have cancer."), ("I have cancer.", "Gossip: I have cancer.")])
+    ("I have cancer.", "Apparently: I have cancer."), ("I have cancer.", "Gossip: I have cancer."),
+    ("I have cancer.", "Rumor 2: I have cancer."),
+    ("I have cancer.", "Not true (really): I have cancer."),
+    ("I'm 41.", "I'm 41 lol jk no.")])
 def test_another_statement_of_the_same_words_is_not_taken_for_the_forgotten_one(
         opener: Opener, forgotten: str, said: str) -> None:
     """Signs and numbers make another statement: it is kept after the forget."""

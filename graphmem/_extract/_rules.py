@@ -35,13 +35,14 @@ _SENTENCE_END = re.compile(r"(?:(?<=[.!?…])(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(
 #: an emoji (or another pictograph, a keycap, a flag) before a word, after an ideographic
 #: or full-width full stop, after a closing mark inside emphasis ("_... 4071._ My dog")
 #: or before a capital letter without a space ("4071.I live"), at an HTML break, after a
-#: semicolon, at a dash between spaces and between a table's cells (a sentence's spaces
-#: are single ones: ``_lines``)
+#: semicolon, at a dash between spaces, between a table's cells and after an emoticon
+#: before a word ("4071 :) My dog") (a sentence's spaces are single ones: ``_lines``)
 _FINER_END = re.compile(
     "(?<=[\u20e3\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\ufe0f\U0001f000-\U0001faff]) "
     "(?=\\w)|(?<=[。！？．｡‼⁉؟]) ?|(?<=[.!?…][_*~]) |(?<=[.!?…][_*~]{2}) "
     "|(?<=[a-z0-9][.!?])(?=[A-Z])| ?<(?:br|/?p|/?div|/?li) ?/?> ?"
-    "|(?<=;) | [-–—] | \\| ")
+    "|(?<=;) | [-–—] | \\| |(?<=[:;][)(DPp]) (?=\\w)|(?<=[:;]-[)(DPp]) (?=\\w)"
+    "|(?<=<3) (?=\\w)|(?<= xD) (?=\\w)")
 #: A word: letters of any script, with the marks some scripts write inside a word (the
 #: vowel signs of Devanagari and its neighbours, Thai's, Arabic's and Hebrew's points,
 #: Latin's combining accents), or a number.
