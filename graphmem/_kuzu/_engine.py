@@ -113,8 +113,8 @@ _GONE_KEY = "gone_edges"
 _LEGACY_FORGET_KEY = "forget_key"
 #: Up to this many ids, look each up by primary key; beyond, one scan is cheaper.
 _LOOKUP_LIMIT = 32
-#: at close, the most texts' bytes looked for in the files after a purge; more are
-#: purged again without a look (``_scrub_apart``)
+#: at close, the most pieces of purged texts looked for in the files (``_needles``: up
+#: to three a text); more are purged again without a look (``_scrub_apart``)
 _SCAN_LIMIT = 64
 #: Whole-store scans read this many memories at a time (``KuzuEngine._arrow_scan``,
 #: ``KuzuEngine._vectors``).

@@ -423,18 +423,10 @@ def _check_self_growth(tokens: list[Token]) -> None:
     named like a keyword (Kuzu takes ``WITH l AS skip``, which the guard reads as a
     clause word)."""
     parent, match = _brackets(tokens)
-    bound = _aliases(tokens)
-    binders = {n + 1 for n in range(len(tokens) - 1)
-               if tokens[n].value.translate(_ASCII_LOWER) == "as"}  # where they are bound
-    for n, token in enumerate(tokens):
-        if _arrow_at(tokens, n):
-            names, places = _lambda_names(tokens, n - 1, match)
-            bound |= {v.casefold() for v in names}
-            binders.update(places)
-        elif token.kind == "word" and token.value.translate(_ASCII_LOWER) == "in" and n \
-                and tokens[n - 1].kind in ("word", "name"):
-            bound.add(tokens[n - 1].value.casefold())
-            binders.add(n - 1)
+    in_place = _bound_in_place(tokens, match)
+    bound = _aliases(tokens) | set(in_place.values())
+    binders = {n + 1 for n in range(len(tokens) - 1)  # where they are bound
+               if tokens[n].value.translate(_ASCII_LOWER) == "as"} | set(in_place)
     for n in binders:
         word = tokens[n].value.translate(_ASCII_LOWER) if n < len(tokens) else ""
         if n < len(tokens) and tokens[n].kind == "word" and (
@@ -520,19 +512,31 @@ def _pattern_variables(tokens: list[Token]) -> set[str]:
     _, match = _brackets(tokens)
     found: set[str] = set()
     # Kuzu reads a variable's name in any case ("WITH ... AS M" is m): folded
-    rebound = _aliases(tokens)
+    rebound = _aliases(tokens) | set(_bound_in_place(tokens, match).values())
     for n, token in enumerate(tokens):
-        if _arrow_at(tokens, n):  # x -> ..., (acc, y) -> ...
-            rebound |= {v.casefold() for v in _lambda_names(tokens, n - 1, match)[0]}
         if token.kind not in ("word", "name") or not n:
             continue
         before = tokens[n - 1].text
         after = tokens[n + 1].text if n + 1 < len(tokens) else ""
-        if after.translate(_ASCII_LOWER) == "in":
-            rebound.add(token.value.casefold())  # [x IN l | ...]
-        elif (before == "(" and after in (":", ")", "{")) or (before == "[" and after == ":"):
+        if (before == "(" and after in (":", ")", "{")) or (before == "[" and after == ":"):
             found.add(token.value.casefold())
     return found - rebound
+
+
+def _bound_in_place(tokens: list[Token], match: Mapping[int, int]) -> dict[int, str]:
+    """The variables (case folded) a statement binds where they are used, by the place
+    of the token that binds each: a lambda's (``x -> ...``, ``(acc, y) -> ...``) and a
+    list comprehension's or a quantifier's (``[x IN l | ...]``, ``any(x IN l WHERE
+    ...)``; any name before ``IN``, which may take one)."""
+    found: dict[int, str] = {}
+    for n, token in enumerate(tokens):
+        if _arrow_at(tokens, n):
+            _, places = _lambda_names(tokens, n - 1, match)
+            found.update((k, tokens[k].value.casefold()) for k in places)
+        elif token.kind == "word" and token.value.translate(_ASCII_LOWER) == "in" and n \
+                and tokens[n - 1].kind in ("word", "name"):
+            found[n - 1] = tokens[n - 1].value.casefold()
+    return found
 
 
 def _stored_input(arg: list[Token], matched: Collection[str]) -> bool:
