@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,20 +60,29 @@ def test_bytes_left_by_the_purge_are_purged_again_apart(
         caplog: pytest.LogCaptureFixture, scan_limit: int) -> None:
     """Kuzu can write a page's unused bytes from the process's freed memory after a
     purge (a forgotten message came back so in 2 of 300 forgets under load): the
-    close finds the text in the files and purges again in a new process. Here the
-    in-process rewrite is skipped, so the old pages keep the text for the close to
-    find (and with ``scan_limit`` 0, too many texts to look for: no look at all)."""
+    close finds the text in the files and purges again in a new process. Here a stale
+    page from the middle of a long text is written into the file as the store closes
+    (with ``scan_limit`` 0, too many texts to look for: no look at all)."""
     monkeypatch.setattr(_engine, "_SCAN_LIMIT", scan_limit)
     caplog.set_level(logging.INFO, "graphmem")
     db = tmp_path / "db"
-    secret = "The vault phrase is amberlynx and it opens the east door"
+    secret = " ".join(f"vault{i} phrase amberlynx{i} opens door {i}." for i in range(400))
+    stale = secret.encode()[9_000:13_096]
     with MemoryStore(db, embedder="hashing") as store:
         kept = store.add("The greenhouse rebuild is planned for March")
         gone = store.add(secret)
+        store.forget(gone.id, confirm=True)
+        assert _files_hold(db, b"amberlynx") == []
+        closing = Database.close
+
+        def leaving_a_page(self: Database) -> None:
+            closing(self)
+            with (db / Database.FILE_NAME).open("ab") as data:
+                data.write(stale)
+
         with monkeypatch.context() as patch:
-            patch.setattr(Database, "rebuild", lambda self, build, export: None)
-            store.forget(gone.id, confirm=True)
-        store.close()
+            patch.setattr(Database, "close", leaving_a_page)
+            store.close()
         assert _files_hold(db, b"amberlynx") == []
     assert "purging again in a new process" in caplog.text
     assert "could not remove" not in caplog.text
@@ -81,17 +91,49 @@ def test_bytes_left_by_the_purge_are_purged_again_apart(
         assert store.get(gone.id).status is Status.FORGOTTEN
 
 
-def test_a_live_copy_is_not_purged_away(tmp_path: Path,
-                                        caplog: pytest.LogCaptureFixture) -> None:
+def test_what_stays_live_is_not_looked_for(tmp_path: Path,
+                                           caplog: pytest.LogCaptureFixture) -> None:
+    """A forgotten sentence's message, and another owner's copy of its words, stay in
+    the file: no second purge at close, no warning."""
+    caplog.set_level(logging.INFO, "graphmem")
     db = tmp_path / "db"
     said = "Ann's locker code is quartzfalcon and the PIN is 4071"
     with MemoryStore(db, embedder="hashing") as store:
         gone = store.add(said, owner="ann")
         kept = store.add(said, owner="bob")
+        sitting = store.add_conversation([{"speaker": "user", "text": "I'm Zorblaxia Quent. "
+                                           "I adore figs and the dates from Tunisia."}],
+                                         session_id="s1", owner="ann")
         store.forget(gone.id, confirm=True)
-    assert "a live memory may say the same" in caplog.text
+        store.forget(next(i for i in sitting.created_ids
+                          if "Zorblaxia" in store.get(i).text), confirm=True)
+    assert "purging again" not in caplog.text and "could not remove" not in caplog.text
+    assert _files_hold(db, b"Zorblaxia") == []
     with MemoryStore(db, embedder="hashing") as store:
         assert store.get(kept.id).text == said
+
+
+def test_a_relative_path_is_purged_where_the_store_is(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.setattr(_engine, "_SCAN_LIMIT", 0)  # purged again at close without a look
+    with MemoryStore("db", embedder="hashing") as store:
+        gone = store.add("The vault phrase is amberlynx and it opens the east door")
+        store.forget(gone.id, confirm=True)
+        monkeypatch.chdir(tmp_path / "elsewhere")
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+    assert _files_hold(tmp_path / "db", b"amberlynx") == []
+
+
+def test_no_interpreter_to_purge_with_is_a_warning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(_engine, "_SCAN_LIMIT", 0)
+    monkeypatch.setattr(sys, "executable", "")
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store.forget(store.add("The vault phrase is amberlynx").id, confirm=True)
+    assert "no Python interpreter to start" in caplog.text
 
 
 def test_no_plain_hash_survives_anywhere(tmp_path: Path) -> None:

@@ -116,6 +116,8 @@ _LOOKUP_LIMIT = 32
 #: at close, the most pieces of purged texts looked for in the files (``_needles``: up
 #: to three a text); more are purged again without a look (``_scrub_apart``)
 _SCAN_LIMIT = 64
+#: how far apart the pieces of a purged text looked for are (a page is 4,096 bytes)
+_NEEDLE_STRIDE = 4_000
 #: Whole-store scans read this many memories at a time (``KuzuEngine._arrow_scan``,
 #: ``KuzuEngine._vectors``).
 _PAGE = 50_000
@@ -251,7 +253,7 @@ class KuzuEngine(rules.Writes):
     def _start(self, path: str, read_only: bool) -> None:
         self.schema_version = ensure_schema(self.db, target=SCHEMA_VERSION)
         self.db.watch_lists(LIST_TABLES)
-        self.path = path
+        self.path = path if self.db.in_memory else os.path.abspath(path)
         self.read_only = read_only
         self._keys = KeyFile(None if self.db.in_memory else path, read_only=read_only)
         self.secrets_location = self._keys.where
@@ -405,8 +407,11 @@ class KuzuEngine(rules.Writes):
         tables = table_files(self.db)
         self.db.rebuild(build, lambda db, export: export_tables(db, tables, export))
         self._has_gone = self.meta().get(_GONE_KEY, "0") != "0"
-        if not self.db.in_memory:
-            self._erased.update(_needles(erased))
+        needles = _needles(erased) if not self.db.in_memory else set()
+        if 0 < len(needles | self._erased) <= _SCAN_LIMIT:
+            # what the rebuilt file holds is live (another memory says it): not looked for
+            needles -= _held(self.path, needles)
+        self._erased |= needles
         with self.db.snapshot():  # the vectors that erasures replaced leave the log too
             if self._journal.vectors.trusted:
                 value = self._journal.vectors.compact()
@@ -1227,56 +1232,62 @@ assert aware is not None
 
 
 def _needles(texts: Collection[str]) -> set[bytes]:
-    """What a purged text leaves in a file's bytes: the first and the last 32 bytes of
-    the text as stored, and the first of it with its whitespace collapsed (as a context
-    holds it); none under 8 bytes (which any live text may hold)."""
+    """What a purged text leaves in a file's bytes: 32 bytes of it every 4,000 (so a page
+    of 4 KiB that holds any of it holds one) and its last 32, as stored and with its
+    whitespace collapsed (as a context holds it); none under 8 bytes (which any live
+    text may hold)."""
     found: set[bytes] = set()
     for text in texts:
-        raw, collapsed = text.encode(), " ".join(text.split()).encode()
-        found.update(p for p in (raw[:32], raw[-32:], collapsed[:32]) if len(p) >= 8)
+        for form in {text.encode(), " ".join(text.split()).encode()}:
+            pieces = [form[k:k + 32] for k in range(0, len(form), _NEEDLE_STRIDE)]
+            found.update(p for p in (*pieces, form[-32:]) if len(p) >= 8)
     return found
 
 
-def _files_holding(directory: str, needles: Collection[bytes]) -> list[str]:
-    """The files of a store directory that hold any of ``needles`` (read in 16 MiB
-    pieces that overlap by the longest needle)."""
+def _held(directory: str, needles: Collection[bytes]) -> set[bytes]:
+    """Which of ``needles`` the files of a store directory hold (read in 16 MiB pieces
+    that overlap by the longest needle)."""
     overlap = max(map(len, needles), default=1) - 1
-    found = []
+    found: set[bytes] = set()
     for path in sorted(Path(directory).glob(Database.FILE_NAME + "*")):
         with path.open("rb") as data:
             tail = b""
             while piece := data.read(16 << 20):
                 window = tail + piece
                 tail = window[len(window) - overlap:]
-                if any(n in window for n in needles):
-                    found.append(path.name)
-                    break
+                found.update(n for n in needles if n not in found and n in window)
     return found
 
 
 def _scrub_apart(directory: str, erased: Collection[bytes], *, buffer_pool_mb: int) -> None:
     """After a close: where a file still holds bytes of a purged text, purge it again in
     a new process (``_apart``), which never held the text, so none of its freed memory
-    can reach a page; a warning says what is left (a live memory may say the same).
-    Each needle is one read of the files (~5 GB/s): past ``_SCAN_LIMIT`` of them, the
-    purge runs without a look before or after."""
+    can reach a page; a warning says what is left. Each needle is one read of the files
+    (~5 GB/s): past ``_SCAN_LIMIT`` of them, the purge runs without a look before or
+    after."""
     look = len(erased) <= _SCAN_LIMIT
-    held = _files_holding(directory, erased) if look else ["the files"]
-    if not held:
+    if look and not _held(directory, erased):
         return
     log = logging.getLogger("graphmem")
-    log.info("%s may hold bytes of a purged text; purging again in a new process",
-             ", ".join(held))
+    log.info("%s may hold bytes of a purged text; purging again in a new process", directory)
     package = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (package, os.environ.get("PYTHONPATH")) if p)}
-    done = subprocess.run(
-        [sys.executable, "-m", "graphmem._kuzu._apart", directory, str(buffer_pool_mb)],
-        env=env, capture_output=True, text=True, check=False)
-    failed = done.stderr.strip().splitlines()[-1:] if done.returncode else []
-    still = _files_holding(directory, erased) if look else []
-    if failed or still:
+    failed: str | None = None
+    if not sys.executable or getattr(sys, "frozen", False):
+        failed = "this program has no Python interpreter to start"
+    else:
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "graphmem._kuzu._apart", directory,
+                 str(buffer_pool_mb)], env=env, capture_output=True, text=True,
+                check=False, cwd=directory)
+            lines = done.stderr.strip().splitlines()
+            failed = (lines[-1] if lines else f"exit {done.returncode}") \
+                if done.returncode else None
+        except (OSError, subprocess.SubprocessError) as error:
+            failed = str(error)
+    if failed or (look and _held(directory, erased)):
         log.warning("the purge of %s could not remove every byte of a forgotten text "
-                    "from %s (%s); open the store in a new process and call purge()",
-                    directory, ", ".join(still or held),
-                    failed[0] if failed else "a live memory may say the same")
+                    "(%s); open the store in a new process and call purge()", directory,
+                    failed or "they are still in its files")
