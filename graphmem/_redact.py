@@ -130,17 +130,25 @@ def said_form(text: str) -> str:
         while end > start and _trimmed(folded[end - 1], _ENDS):
             end -= 1
         space = folded.rfind(" ", start, end)
-        if space > start and folded[space + 1:end] in _AFTERTHOUGHTS:
+        if space > start and _afterthought(folded[space + 1:end]):
             end = space  # "... 4071 lol", "... 4071 :)"
+        space = folded.find(" ", start, end)
+        if space > start and _afterthought(folded[start:space]):
+            start = space + 1  # "lol my PIN is 4071"
         if (start, end) == before:
             return folded[start:end]
 
 
 #: Laughter and emoticons at a statement's end (as ``said_form`` reads them, lower-cased
 #: and without their closing marks: ":)" is ":", "(lol)" is "(lol"): no other statement
-_AFTERTHOUGHTS = frozenset({"lol", "lmao", "lmfao", "rofl", "haha", "hahaha", "hahahaha",
-                            "hehe", "hehehe", "xd", ":", ":-", ";", ";-", ":d", ":-d", ":p",
-                            ":-p", ";p", "<3", ":(", ":-(", "(lol", "(haha", "jk", "(jk"})
+_AFTERTHOUGHTS = frozenset({":", ":-", ";", ";-", ":d", ":-d", ":p", ":-p", ";p", ";d", "<3",
+                            "<33", "</3", ":(", ":-(", ":'(", ":'d", "=", "=d", ":3", "^_^",
+                            "^^", "^_", ":o", ":/", "-_-", "t_t", ":*", "rofl", "(lol", "(haha",
+                            "[lol", "*lol*"})
+#: Laughter as a word ("lolll", "lmaooo", "ahahaha", "hehe", "jajaja", "xDDD", "ㅋㅋㅋ"):
+#: no other statement ("jk" is: it takes the statement back)
+_LAUGHTER = re.compile(r"l+o+l+z*|lmf?a+o+|a?(?:h+[ae]+){2,}h*|h+[ae]+h+|h(?:e+h)+e*"
+                       r"|(?:hi){2,}|(?:ja){2,}j?|x+d+|(?:rs){2,}|[ㅋᄏ]{2,}|哈{2,}")
 #: A footnote's mark at a text's end, after its closing mark
 _FOOTNOTE = re.compile(r"(?<=[.!?…])\s*(?:\[\d{1,3}\]|[¹²³⁰⁴-⁹]{1,3})\s*$")
 #: A chat log's time: "10:32", "10:32:15 pm", "2024-05-01 10:32", "01/05/2024, 10:32"
@@ -155,7 +163,7 @@ _LABEL = re.compile(
     rf"(?:[\[(]?{_TIME}[\])]?[ \t]*(?:[-–—][ \t]*)?)?"
     r"(?:<(?P<irc>[^\W\d_][\w'’.-]{0,40})>[ \t]|@?"
     r"(?P<name>[^\W\d_][\w'’.-]{0,40}(?:[ \t][^\W\d_][\w'’.-]{0,40}){0,2})"
-    r"(?:[ \t]\d{1,3})?(?:[ \t]?\([^\W\d_][\w'’. -]{0,20}\))?"
+    r"(?:[ \t]\d{1,3})?(?:[ \t]?\((?P<aside>[^\W\d_][\w'’. -]{0,20})\))?"
     rf"(?:[ \t]*[\[(]{_TIME}[\])])?[ \t]*(?:</?[a-z]{{1,6}}>|[*_]){{0,3}}:"
     r"(?:</?[a-z]{1,6}>|[*_]){0,3}\s)", re.IGNORECASE)
 #: Words that make a line's label say the opposite of what follows ("Not true: ...")
@@ -166,13 +174,22 @@ _DENYING = frozenset({"not", "no", "never", "false", "wrong", "myth", "untrue", 
                       "hearsay", "debunked", "example", "examples", "quote", "quoting",
                       "nah", "claim", "apparently", "overheard", "alleged", "hypothetically",
                       "misinformation", "gossip", "scam", "maybe", "joke", "check",
-                      "satire", "parody", "spam", "phishing", "unverified", "disputed"})
+                      "satire", "parody", "spam", "phishing", "unverified", "disputed",
+                      "sarcasm", "sarcastic", "pretend", "pretending", "roleplay", "role-play",
+                      "impostor", "imposter", "liar", "lying", "lies", "scammer", "troll",
+                      "hypothesis", "dream", "joking", "kidding", "question", "q"})
+
+
+def _afterthought(word: str) -> bool:
+    """Whether a word at a statement's end or start is laughter or an emoticon."""
+    return word in _AFTERTHOUGHTS or _LAUGHTER.fullmatch(word) is not None
 
 
 def _unlabelled(line: str) -> str:
     """A line without its label (``_LABEL``, ``_is_label``)."""
     label = _LABEL.match(line)
-    if label is not None and _is_label(label.group("irc") or label.group("name")):
+    if label is not None and _is_label(label.group("irc") or label.group("name")) \
+            and _is_label(label.group("aside") or "aside"):
         return line[label.end():]
     return line
 

@@ -549,7 +549,10 @@ def test_a_sitting_imported_again_does_not_bring_back_what_was_forgotten(
     "Speaker 1: I'm Zorblaxia Quent.", "Mom (Mobile): I'm Zorblaxia Quent.",
     "I'm Zorblaxia Quent lol. I adore dates.", "I'm Zorblaxia Quent (haha).",
     "I'm Zorblaxia Quent :-) I adore dates.", "I'm Zorblaxia Quent <3 I adore dates.",
-    "I'm Zorblaxia Quent xD I adore dates."])
+    "I'm Zorblaxia Quent xD I adore dates.", "I'm Zorblaxia Quent lolll",
+    "ahahaha I'm Zorblaxia Quent",
+    "I'm Zorblaxia Quent XDDD I adore dates.", "I'm Zorblaxia Quent =) I adore dates.",
+    "I'm Zorblaxia Quent ^_^", "I'm Zorblaxia Quent ㅋㅋㅋ", "I'm Zorblaxia Quent jajaja."])
 def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
         opener: Opener, typed: str) -> None:
     """The same statement typed again otherwise (case, apostrophe, spaces, invisible
@@ -585,7 +588,9 @@ def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
     ("I have cancer.", "Apparently: I have cancer."), ("I have cancer.", "Gossip: I have cancer."),
     ("I have cancer.", "Rumor 2: I have cancer."),
     ("I have cancer.", "Not true (really): I have cancer."),
-    ("I'm 41.", "I'm 41 lol jk no.")])
+    ("I'm 41.", "I'm 41 lol jk no."), ("I'm 41.", "I'm 41 jk"), ("I'm 41.", "I'm 41 lol jk"),
+    ("I'm 41.", "Ann (quoting Bob): I'm 41."), ("I'm 41.", "Ann (lying): I'm 41."),
+    ("I'm 41.", "Sarcasm: I'm 41."), ("I'm 41.", "Pretend: I'm 41.")])
 def test_another_statement_of_the_same_words_is_not_taken_for_the_forgotten_one(
         opener: Opener, forgotten: str, said: str) -> None:
     """Signs and numbers make another statement: it is kept after the forget."""

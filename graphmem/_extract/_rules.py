@@ -41,8 +41,9 @@ _FINER_END = re.compile(
     "(?<=[\u20e3\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\ufe0f\U0001f000-\U0001faff]) "
     "(?=\\w)|(?<=[。！？．｡‼⁉؟]) ?|(?<=[.!?…][_*~]) |(?<=[.!?…][_*~]{2}) "
     "|(?<=[a-z0-9][.!?])(?=[A-Z])| ?<(?:br|/?p|/?div|/?li) ?/?> ?"
-    "|(?<=;) | [-–—] | \\| |(?<=[:;][)(DPp]) (?=\\w)|(?<=[:;]-[)(DPp]) (?=\\w)"
-    "|(?<=<3) (?=\\w)|(?<= xD) (?=\\w)")
+    "|(?<=;) | [-–—] | \\| |(?<=[:;=][)(DPpd3]) (?=\\w)|(?<=[:;]-[)(DPp]) (?=\\w)"
+    "|(?<=\\)\\)) (?=\\w)|(?<=<3) (?=\\w)|(?<=\\^\\^) (?=\\w)|(?<= [xX][dD]) (?=\\w)"
+    "|(?<= [xX][dD]{2}) (?=\\w)|(?<= [xX][dD]{3}) (?=\\w)")
 #: A word: letters of any script, with the marks some scripts write inside a word (the
 #: vowel signs of Devanagari and its neighbours, Thai's, Arabic's and Hebrew's points,
 #: Latin's combining accents), or a number.
