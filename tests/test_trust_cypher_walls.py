@@ -468,10 +468,10 @@ def test_the_sidecar_refuses_crashers_and_answers_the_next_request(
      "500), ','), x -> contains)) AS n", {}, r"contains is a word of Cypher's grammar"),
     # lists split from repeated texts, added up while Kuzu plans: 33 s under a limit of 10 s
     ("RETURN size(" + " + ".join(["string_split(repeat('a,', 50000), ',')"] * 25) + ") AS n",
-     {}, r"the repeat\(\), lpad\(\) and rpad\(\) calls of a statement may make at most"),
+     {}, r"the repeat\(\), lpad\(\) and rpad\(\) calls of one expression may make at most"),
     # generators added up, worked out while Kuzu plans (before the time limit): 19 s
     ("RETURN size(" + "+".join(["range(1, 100000)"] * 15) + ") AS n", {},
-     r"the range\(\) calls of a statement may make at most 100,000 elements or characters "
+     r"the range\(\) calls of one expression may make at most 100,000 elements or characters "
      r"together"),
 ])
 def test_a_value_too_large_to_stop_is_refused_before_it_is_built(

@@ -253,9 +253,13 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
     # whether each replace among them works on a stored property, a literal or a parameter
     stored: list[bool] = []
     matched: set[str] | None = None  # the variables of MATCH patterns alone
-    # what range() and the text generators make, outside and once an element in lambdas
+    # what range() and the text generators make in one item of a clause (its value),
+    # outside and once an element in lambdas; separate items make separate values
     made: dict[tuple[bool, bool], int] = {}
+    depth, _ = _brackets(tokens)
     for n, token in enumerate(tokens):
+        if depth[n] < 0 and token.text.translate(_ASCII_LOWER) in _ITEM_ENDS:
+            made = {}
         if token.kind == "symbol" and token.text == "!":
             raise _refuse("the factorial operator ! is not run here: Kuzu works it out "
                           "inside one value, past any time limit (6000000000! held a core "
@@ -329,8 +333,9 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
             # fifteen range(1, 100000) added up held a core 19 s under a limit of 10 s,
             # 25 lists split from repeat('a,', 50000) 33 s
             what = "range() calls" if kind[0] else "repeat(), lpad() and rpad() calls"
-            raise _refuse(f"the {what} of a statement may make at most {most:,} elements "
-                          f"or characters together here; these ask for {made[kind]:,} so far")
+            raise _refuse(f"the {what} of one expression may make at most {most:,} "
+                          f"elements or characters together here; these ask for "
+                          f"{made[kind]:,} so far")
     lengthening = bool(_LENGTHENING.intersection(growing))
     _check_reuse(tokens, REUSES_GROWING if lengthening else REUSES)
     _check_self_growth(tokens)
