@@ -129,10 +129,12 @@ def said_form(text: str) -> str:
             start += 1
         while end > start and _trimmed(folded[end - 1], _ENDS):
             end -= 1
-        space = folded.rfind(" ", start, end)
+        # a word of laughter at either end (looked for within _WORD_LONGEST characters:
+        # a search from the end to the text's first space at each pass was quadratic)
+        space = folded.rfind(" ", max(start, end - _WORD_LONGEST), end)
         if space > start and _afterthought(folded[space + 1:end]):
             end = space  # "... 4071 lol", "... 4071 :)"
-        space = folded.find(" ", start, end)
+        space = folded.find(" ", start, min(end, start + _WORD_LONGEST))
         if space > start and _afterthought(folded[start:space]):
             start = space + 1  # "lol my PIN is 4071"
         if (start, end) == before:
@@ -178,6 +180,9 @@ _DENYING = frozenset({"not", "no", "never", "false", "wrong", "myth", "untrue", 
                       "sarcasm", "sarcastic", "pretend", "pretending", "roleplay", "role-play",
                       "impostor", "imposter", "liar", "lying", "lies", "scammer", "troll",
                       "hypothesis", "dream", "joking", "kidding", "question", "q"})
+
+
+_WORD_LONGEST = 40
 
 
 def _afterthought(word: str) -> bool:
