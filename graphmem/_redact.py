@@ -141,7 +141,7 @@ def said_form(text: str) -> str:
             return folded[start:end]
 
 
-#: Laughter and emoticons at a statement's end (as ``said_form`` reads them, lower-cased
+#: Laughter and emoticons at either end of a statement (as ``said_form`` reads them, lower-cased
 #: and without their closing marks: ":)" is ":", "(lol)" is "(lol"): no other statement
 _AFTERTHOUGHTS = frozenset({":", ":-", ";", ";-", ":d", ":-d", ":p", ":-p", ";p", ";d", "<3",
                             "<33", "</3", ":(", ":-(", ":'(", ":'d", "=", "=d", ":3", "^_^",

@@ -113,8 +113,9 @@ _GONE_KEY = "gone_edges"
 _LEGACY_FORGET_KEY = "forget_key"
 #: Up to this many ids, look each up by primary key; beyond, one scan is cheaper.
 _LOOKUP_LIMIT = 32
-#: at close, the most pieces of purged texts looked for in the files (``_needles``: up
-#: to three a text); more are purged again without a look (``_scrub_apart``)
+#: at close, the most pieces of purged texts looked for in the files (``_needles``: one
+#: every ``_NEEDLE_STRIDE`` bytes and the last, of two forms); more are purged again
+#: without a look (``_scrub_apart``)
 _SCAN_LIMIT = 64
 #: how far apart the pieces of a purged text looked for are (a page is 4,096 bytes)
 _NEEDLE_STRIDE = 4_000

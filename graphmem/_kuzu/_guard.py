@@ -258,7 +258,7 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
     made: dict[tuple[bool, bool], int] = {}
     depth, _ = _brackets(tokens)
     for n, token in enumerate(tokens):
-        if depth[n] < 0 and token.text.translate(_ASCII_LOWER) in _ITEM_ENDS:
+        if _ends_item(token, depth[n]):
             made = {}
         if token.kind == "symbol" and token.text == "!":
             raise _refuse("the factorial operator ! is not run here: Kuzu works it out "
@@ -428,10 +428,8 @@ def _check_self_growth(tokens: list[Token]) -> None:
     named like a keyword (Kuzu takes ``WITH l AS skip``, which the guard reads as a
     clause word)."""
     parent, match = _brackets(tokens)
-    in_place = _bound_in_place(tokens, match)
-    bound = _aliases(tokens) | set(in_place.values())
-    binders = {n + 1 for n in range(len(tokens) - 1)  # where they are bound
-               if tokens[n].value.translate(_ASCII_LOWER) == "as"} | set(in_place)
+    places = {**_alias_places(tokens), **_bound_in_place(tokens, match)}
+    bound, binders = set(places.values()), set(places)  # the names, where they are bound
     for n in binders:
         word = tokens[n].value.translate(_ASCII_LOWER) if n < len(tokens) else ""
         if n < len(tokens) and tokens[n].kind == "word" and (
@@ -447,8 +445,7 @@ def _check_self_growth(tokens: list[Token]) -> None:
     for n in range(len(tokens) + 1):
         at = tokens[n] if n < len(tokens) else None
         # a lambda's body is an item of its own: its variables hold what came before it
-        if at is None or _arrow_at(tokens, n) or (
-                parent[n] < 0 and at.text.translate(_ASCII_LOWER) in _ITEM_ENDS):
+        if at is None or _arrow_at(tokens, n) or _ends_item(at, parent[n]):
             held = [weight.get(name, 1) for name in named]
             made = max(sum(held) if copies else max(held, default=1), 1)
             again = sum(k - 1 for k in properties.values()) if copies else 0
@@ -499,9 +496,20 @@ def _indexes(tokens: list[Token], n: int) -> bool:
 def _aliases(tokens: list[Token]) -> set[str]:
     """The names (case folded: Kuzu reads a variable's name in any case) a statement
     binds with ``AS``."""
-    return {tokens[n + 1].value.casefold() for n in range(len(tokens) - 1)
+    return set(_alias_places(tokens).values())
+
+
+def _alias_places(tokens: list[Token]) -> dict[int, str]:
+    """The names a statement binds with ``AS`` (case folded), by their places."""
+    return {n + 1: tokens[n + 1].value.casefold() for n in range(len(tokens) - 1)
             if tokens[n].kind == "word" and tokens[n].value.translate(_ASCII_LOWER) == "as"
             and tokens[n + 1].kind in ("word", "name")}
+
+
+def _ends_item(token: Token, depth: int) -> bool:
+    """Whether ``token`` (inside ``depth`` brackets' innermost, -1: none) ends an item of
+    a clause (``_ITEM_ENDS``)."""
+    return depth < 0 and token.text.translate(_ASCII_LOWER) in _ITEM_ENDS
 
 
 _REBINDING = frozenset({"yield", *_WRITE_CLAUSES})
