@@ -588,6 +588,22 @@ def test_a_change_of_one_thing_about_a_person_replaces_only_that(tmp_path: Path)
     assert decide(pairs, "minilm") == [p["replaces"] for p in pairs]
 
 
+def test_how_a_plan_turned_out_replaces_the_plan(tmp_path: Path) -> None:
+    """With the real model: "instead", "in the end", "ended up", "decided" say how a plan
+    turned out, which replaces the plan it is close to, and nothing it is not close to."""
+    from eval.supersede import decide
+
+    pairs = [{"old": "I'm thinking of taking the ferry to Split.",
+              "new": "In the end we took the ferry to Hvar instead.", "replaces": True},
+             {"old": "I might study law or maybe history at uni.",
+              "new": "I've decided to study history at uni.", "replaces": True},
+             {"old": "My lease runs until the end of August.",
+              "new": "In the end I ordered the blue sofa.", "replaces": False},
+             {"old": "Priti plays the violin in the school orchestra.",
+              "new": "We ended up eating at the Thai place.", "replaces": False}]
+    assert decide(pairs, "minilm") == [p["replaces"] for p in pairs]
+
+
 def test_a_change_replaces_what_its_speaker_said_not_the_assistants_advice() -> None:
     recent = [Statement("tip", "For Rome I'd book the Hotel Artemide near Termini",
                         assistant=True),

@@ -64,7 +64,10 @@ _VALUE_WORD = re.compile(r"\d|" + _DAYS + r"|" + _NAME, re.IGNORECASE)
 #: ... or says how things are now, which may replace how they were ("I've gone vegan now",
 #: "I quit the bakery job"): such a statement replaces only a statement it is close to.
 _NOW = re.compile(r"\b(?:now|these days|anymore|any more|no more|quit|stopped|gave up"
-                  r"|switched|gone|dropped)\b", re.IGNORECASE)
+                  r"|switched|gone|dropped|instead"
+                  # how a plan turned out: "ended up going Turkish", "in the end we took
+                  # the train", "I've decided it is adult nursing"
+                  r"|end(?:ed|s)? up|in the end|decided?)\b", re.IGNORECASE)
 #: ... unless it says that it adds to what was ("Sam has a school play now too", "I also
 #: have to get the VAT return in now", "the next scan is on 14 April", "now that I booked
 #: it"); "also" opening a statement opens a new point ("also I dropped the sat shift").
@@ -101,8 +104,8 @@ _DATE_SLOTS = frozenset({"weekday", "month", "day", "time"})
 _MARKER_TERMS = frozenset(tokenize("scratch that correction correct correcting myself meant "
                                    "mean wait actually wrong mistake bad misspoke misread "
                                    "misheard misremembered typo instead rather changed moved "
-                                   "now longer anymore sorry oops no yes ok okay ignore "
-                                   "disregard forget said told make err"))
+                                   "now longer anymore end ended decide decided sorry oops no "
+                                   "yes ok okay ignore disregard forget said told make err"))
 
 
 #: A word that may start with a capital, a name when two statements both spell it so
@@ -389,6 +392,8 @@ def says_now(text: str) -> bool:
     (False, False)
     >>> says_now("my flight is on 9 May now that I booked it"), says_now("I'm off next week now")
     (False, True)
+    >>> says_now("in the end we took the train"), says_now("I've decided on the blue one")
+    (True, True)
     """
     return bool(search(_NOW, text)) and not search(_ADDS, text)
 
