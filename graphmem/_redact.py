@@ -112,6 +112,8 @@ def said_form(text: str) -> str:
     ["not true: i'm 41", "my sister said: i'm 41", "i'm 41"]
     >>> [said_form(t) for t in ("**Ana:** I'm 41", "[10:32] Ana: I'm 41", "I'm\u280041")]
     ["i'm 41", "i'm 41", "i'm 41"]
+    >>> [said_form(t) for t in ("Ana：I'm 41", "ana#1234: I'm 41", "+44 7700 900123: I'm 41")]
+    ["i'm 41", "i'm 41", "i'm 41"]
     """
     if "&" in text:
         text = html.unescape(text)  # "&nbsp;", "&#39;"
@@ -153,21 +155,30 @@ _LAUGHTER = re.compile(r"l+o+l+z*|lmf?a+o+|a?(?:h+[ae]+){2,}h*|h+[ae]+h+|h(?:e+h
                        r"|(?:hi){2,}|(?:ja){2,}j?|x+d+|(?:rs){2,}|[ㅋᄏ]{2,}|哈{2,}")
 #: A footnote's mark at a text's end, after its closing mark
 _FOOTNOTE = re.compile(r"(?<=[.!?…])\s*(?:\[\d{1,3}\]|[¹²³⁰⁴-⁹]{1,3})\s*$")
-#: A chat log's time: "10:32", "10:32:15 pm", "2024-05-01 10:32", "01/05/2024, 10:32"
-_TIME = (r"(?:\d{1,4}[./-]\d{1,2}[./-]\d{1,4}(?:,?[ \t]+|T))?\d{1,2}:\d{2}(?::\d{2})?"
-         r"(?:\.\d{1,6})?(?:[ \t]?[ap]\.?m\.?|Z|[+-]\d{2}:?\d{2})?")
-#: A line's label at its start: one to three words and a colon before a space, perhaps
-#: after markup ("**Nadia:** ", "- Nadia: "), a number or a word in brackets after them
-#: ("Speaker 1: ", "Mom (Mobile): "), and a chat log's time before or after it
-#: ("[10:32] Nadia: ", "10:32 - Nadia: ", "Nadia (10:32): ")
+#: A chat log's time: "10:32", "10:32:15 pm", "2024-05-01 10:32", "01/05/2024, 10:32",
+#: "10:32, 12/03/2024"
+_DATE = r"\d{1,4}[./-]\d{1,2}[./-]\d{1,4}"
+_TIME = (rf"(?:{_DATE}(?:,?[ \t]+|T))?\d{{1,2}}:\d{{2}}(?::\d{{2}})?"
+         rf"(?:\.\d{{1,6}})?(?:[ \t]?[ap]\.?m\.?|Z|[+-]\d{{2}}:?\d{{2}})?(?:,?[ \t]+{_DATE})?")
+#: An emoji or a pictograph beside a name ("Ann 🌸: "), with its joiners and selectors
+_PICTURE = r"[\u2600-\u27bf\U0001f000-\U0001faff\ufe0f\u200d]"
+#: A line's label at its start: one to four words and a colon (or a full-width one)
+#: before a space or a letter, perhaps after markup ("**Nadia:** ", "- Nadia: ") or a
+#: reply's or a forward's mark ("Replying to Nadia: "), a number, a tag, an emoji or a word
+#: in brackets after them ("Speaker 1: ", "ann#1234: ", "Ann 🌸: ", "Mom (Mobile): "), a
+#: chat log's time before or after it ("[10:32] Nadia: ", "10:32 - Nadia: ", "Nadia
+#: (10:32): "); a nick or a mention in angle brackets ("<Nadia> ", "<@U024BE7LH> ") or a
+#: phone number ("+44 7700 900123: ") in its place
 _LABEL = re.compile(
     rf"(?:[\s*_~>#+•·–—-]|<[a-z]{{1,6}}>){{0,12}}"
     rf"(?:[\[(]?{_TIME}[\])]?[ \t]*(?:[-–—][ \t]*)?)?"
-    r"(?:<(?P<irc>[^\W\d_][\w'’.-]{0,40})>[ \t]|@?"
-    r"(?P<name>[^\W\d_][\w'’.-]{0,40}(?:[ \t][^\W\d_][\w'’.-]{0,40}){0,2})"
-    r"(?:[ \t]\d{1,3})?(?:[ \t]?\((?P<aside>[^\W\d_][\w'’. -]{0,20})\))?"
-    rf"(?:[ \t]*[\[(]{_TIME}[\])])?[ \t]*(?:</?[a-z]{{1,6}}>|[*_]){{0,3}}:"
-    r"(?:</?[a-z]{1,6}>|[*_]){0,3}\s)", re.IGNORECASE)
+    r"(?:<@?(?P<irc>[^\W_][\w'’.-]{0,40})>[ \t]|\+?(?P<phone>\d[\d \t().-]{5,18}\d)[ \t]*[:：]"
+    r"[ \t]|(?:(?:replying|in reply|reply|forwarded|fwd|fw)(?:[ \t](?:to|from))?[ \t]+)?@?"
+    r"(?P<name>[^\W\d_][\w'’.-]{0,40}(?:[ \t][^\W\d_][\w'’.-]{0,40}){0,3})"
+    rf"(?:#\d{{4}}|[ \t]\d{{1,3}})?(?:[ \t]?{_PICTURE}{{1,8}})?"
+    r"(?:[ \t]?\((?P<aside>[^\W\d_][\w'’. -]{0,20})\))?"
+    rf"(?:[ \t]*[\[(]{_TIME}[\])])?[ \t]*(?:</?[a-z]{{1,6}}>|[*_]){{0,3}}[:：]"
+    r"(?:</?[a-z]{1,6}>|[*_]){0,3}(?:\s|(?=[^\W\d_])))", re.IGNORECASE)
 #: Words that make a line's label say the opposite of what follows ("Not true: ...")
 _DENYING = frozenset({"not", "no", "never", "false", "wrong", "myth", "untrue", "fake",
                       "rumor", "rumour", "incorrect", "denied", "nope", "lie", "hoax",
@@ -193,7 +204,8 @@ def _afterthought(word: str) -> bool:
 def _unlabelled(line: str) -> str:
     """A line without its label (``_LABEL``, ``_is_label``)."""
     label = _LABEL.match(line)
-    if label is not None and _is_label(label.group("irc") or label.group("name")) \
+    if label is not None and (label.group("phone") or _is_label(
+            label.group("irc") or label.group("name"))) \
             and _is_label(label.group("aside") or "aside"):
         return line[label.end():]
     return line

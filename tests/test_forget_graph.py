@@ -552,7 +552,12 @@ def test_a_sitting_imported_again_does_not_bring_back_what_was_forgotten(
     "I'm Zorblaxia Quent xD I adore dates.", "I'm Zorblaxia Quent lolll",
     "ahahaha I'm Zorblaxia Quent",
     "I'm Zorblaxia Quent XDDD I adore dates.", "I'm Zorblaxia Quent =) I adore dates.",
-    "I'm Zorblaxia Quent ^_^", "I'm Zorblaxia Quent ㅋㅋㅋ", "I'm Zorblaxia Quent jajaja."])
+    "I'm Zorblaxia Quent ^_^", "I'm Zorblaxia Quent ㅋㅋㅋ", "I'm Zorblaxia Quent jajaja.",
+    "[10:32, 12/03/2024] Ann: I'm Zorblaxia Quent.", "Ann：I'm Zorblaxia Quent.",
+    "Ann:I'm Zorblaxia Quent.", "ann#1234: I'm Zorblaxia Quent.",
+    "<@U024BE7LH> I'm Zorblaxia Quent.", "+44 7700 900123: I'm Zorblaxia Quent.",
+    "Ann 🌸: I'm Zorblaxia Quent.", "Replying to Ann: I'm Zorblaxia Quent.",
+    "Ann Lee Smith Jr: I'm Zorblaxia Quent."])
 def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
         opener: Opener, typed: str) -> None:
     """The same statement typed again otherwise (case, apostrophe, spaces, invisible
@@ -590,7 +595,9 @@ def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
     ("I have cancer.", "Not true (really): I have cancer."),
     ("I'm 41.", "I'm 41 lol jk no."), ("I'm 41.", "I'm 41 jk"), ("I'm 41.", "I'm 41 lol jk"),
     ("I'm 41.", "Ann (quoting Bob): I'm 41."), ("I'm 41.", "Ann (lying): I'm 41."),
-    ("I'm 41.", "Sarcasm: I'm 41."), ("I'm 41.", "Pretend: I'm 41.")])
+    ("I'm 41.", "Sarcasm: I'm 41."), ("I'm 41.", "Pretend: I'm 41."),
+    ("I'm 41.", "Not true:I'm 41."), ("I'm 41.", "Ann 🌸 (lying): I'm 41."),
+    ("I'm 41.", "Replying to rumors: I'm 41.")])
 def test_another_statement_of_the_same_words_is_not_taken_for_the_forgotten_one(
         opener: Opener, forgotten: str, said: str) -> None:
     """Signs and numbers make another statement: it is kept after the forget."""
