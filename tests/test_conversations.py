@@ -589,18 +589,32 @@ def test_a_change_of_one_thing_about_a_person_replaces_only_that(tmp_path: Path)
 
 
 def test_how_a_plan_turned_out_replaces_the_plan(tmp_path: Path) -> None:
-    """With the real model: "instead", "in the end", "ended up", "decided" say how a plan
-    turned out, which replaces the plan it is close to, and nothing it is not close to."""
+    """With the real model: "I/we ... instead", "we ended up", "I've decided" say how the
+    speaker's plan turned out, which replaces the plan it is close to; not what another
+    person decided, a choice still open or refused, one occasion beside a habit, or a
+    statement it is not close to."""
     from eval.supersede import decide
 
-    pairs = [{"old": "I'm thinking of taking the ferry to Split.",
-              "new": "In the end we took the ferry to Hvar instead.", "replaces": True},
-             {"old": "I might study law or maybe history at uni.",
-              "new": "I've decided to study history at uni.", "replaces": True},
-             {"old": "My lease runs until the end of August.",
-              "new": "In the end I ordered the blue sofa.", "replaces": False},
-             {"old": "Priti plays the violin in the school orchestra.",
-              "new": "We ended up eating at the Thai place.", "replaces": False}]
+    turned_out = [("I'm thinking of taking the ferry to Split.",
+                   "In the end we took the ferry to Hvar instead."),
+                  ("I might study law or maybe history at uni.",
+                   "I've decided to study history at uni.")]
+    other = [("My lease runs until the end of August.", "In the end I ordered the blue sofa."),
+             ("Priti plays the violin in the school orchestra.",
+              "We ended up eating at the Thai place."),
+             ("I take metformin for type 2 diabetes.",
+              "The doctor decided to increase my metformin dose."),
+             ("I go to the gym on Tuesdays and Thursdays.",
+              "This Tuesday I skipped the gym and went for a swim instead."),
+             ("My sister drives a red Golf.", "My brother ended up buying a blue Golf."),
+             ("I was diagnosed with ADHD last year.",
+              "In the end I told Tom about my ADHD diagnosis."),
+             ("Anna's wedding is in June in Porto.",
+              "I still haven't decided if I'm going to Anna's wedding."),
+             ("I'm having knee surgery on 12 March.",
+              "I decided not to tell my mum about the knee surgery.")]
+    pairs = [{"old": old, "new": new, "replaces": True} for old, new in turned_out]
+    pairs += [{"old": old, "new": new, "replaces": False} for old, new in other]
     assert decide(pairs, "minilm") == [p["replaces"] for p in pairs]
 
 

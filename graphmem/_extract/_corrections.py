@@ -64,10 +64,21 @@ _VALUE_WORD = re.compile(r"\d|" + _DAYS + r"|" + _NAME, re.IGNORECASE)
 #: ... or says how things are now, which may replace how they were ("I've gone vegan now",
 #: "I quit the bakery job"): such a statement replaces only a statement it is close to.
 _NOW = re.compile(r"\b(?:now|these days|anymore|any more|no more|quit|stopped|gave up"
-                  r"|switched|gone|dropped|instead"
-                  # how a plan turned out: "ended up going Turkish", "in the end we took
-                  # the train", "I've decided it is adult nursing"
-                  r"|end(?:ed|s)? up|in the end|decided?)\b", re.IGNORECASE)
+                  r"|switched|gone|dropped)\b", re.IGNORECASE)
+#: ... or how the speaker's own plan turned out ("we ended up going Turkish", "I've decided
+#: it is adult nursing", "I got the blue ones instead"), not another person's ("my brother
+#: decided"), not a choice still open or refused ("I haven't decided", "help me decide",
+#: "I decided not to tell her"), not a fear ("I'll end up failing") ...
+_OUTCOME = re.compile(
+    r"\b(?:i|we)(?:'ve|’ve| have| had)? (?:finally |eventually |just )?"
+    r"(?:decided (?!not\b)|ended up\b|went with\b|settled on\b)"
+    r"|\b(?:i|we)\b[^.?!]{0,80}\binstead\b(?! of\b)", re.IGNORECASE)
+#: ... and not one occasion beside a habit ("this Tuesday I swam instead", "last year we
+#: ended up in Cornwall")
+_ONE_OFF = re.compile(
+    r"\b(?:today|tonight|yesterday|this (?:morning|afternoon|evening|time|once|week(?:end)?"
+    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day)|last (?:night|week(?:end)?|month|year"
+    r"|time|(?:mon|tues|wednes|thurs|fri|satur|sun)day))\b", re.IGNORECASE)
 #: ... unless it says that it adds to what was ("Sam has a school play now too", "I also
 #: have to get the VAT return in now", "the next scan is on 14 April", "now that I booked
 #: it"); "also" opening a statement opens a new point ("also I dropped the sat shift").
@@ -392,10 +403,15 @@ def says_now(text: str) -> bool:
     (False, False)
     >>> says_now("my flight is on 9 May now that I booked it"), says_now("I'm off next week now")
     (False, True)
-    >>> says_now("in the end we took the train"), says_now("I've decided on the blue one")
+    >>> says_now("we ended up taking the train"), says_now("I've decided on the blue one")
     (True, True)
+    >>> says_now("my brother decided to go vegan"), says_now("I decided not to tell her")
+    (False, False)
+    >>> says_now("this Tuesday I swam instead"), says_now("I'll end up failing the test")
+    (False, False)
     """
-    return bool(search(_NOW, text)) and not search(_ADDS, text)
+    return bool(search(_NOW, text) or (search(_OUTCOME, text) and not search(_ONE_OFF, text))
+                ) and not search(_ADDS, text)
 
 
 def _number(term: str) -> str:
