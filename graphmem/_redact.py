@@ -159,23 +159,25 @@ _FOOTNOTE = re.compile(r"(?<=[.!?…])\s*(?:\[\d{1,3}\]|[¹²³⁰⁴-⁹]{1,3})
 #: "10:32, 12/03/2024"
 _DATE = r"\d{1,4}[./-]\d{1,2}[./-]\d{1,4}"
 _TIME = (rf"(?:{_DATE}(?:,?[ \t]+|T))?\d{{1,2}}:\d{{2}}(?::\d{{2}})?"
-         rf"(?:\.\d{{1,6}})?(?:[ \t]?[ap]\.?m\.?|Z|[+-]\d{{2}}:?\d{{2}})?(?:,?[ \t]+{_DATE})?")
-#: An emoji or a pictograph beside a name ("Ann 🌸: "), with its joiners and selectors
-_PICTURE = r"[\u2600-\u27bf\U0001f000-\U0001faff\ufe0f\u200d]"
-#: A line's label at its start: one to four words and a colon (or a full-width one)
+         rf"(?:\.\d{{1,6}})?(?:[ \t\u202f]?[ap]\.?[ \t\u202f]?m\.?|Z|[+-]\d{{2}}:?\d{{2}})?"
+         rf"(?:,?[ \t]+{_DATE})?")
+
+#: A line's label at its start: one to three words and a colon (or a full-width one)
 #: before a space or a letter, perhaps after markup ("**Nadia:** ", "- Nadia: ") or a
-#: reply's or a forward's mark ("Replying to Nadia: "), a number, a tag, an emoji or a word
-#: in brackets after them ("Speaker 1: ", "ann#1234: ", "Ann 🌸: ", "Mom (Mobile): "), a
-#: chat log's time before or after it ("[10:32] Nadia: ", "10:32 - Nadia: ", "Nadia
-#: (10:32): "); a nick or a mention in angle brackets ("<Nadia> ", "<@U024BE7LH> ") or a
-#: phone number ("+44 7700 900123: ") in its place
+#: reply's or a forward's mark ("Replying to Nadia: "), a number, a tag or a word in
+#: brackets after them ("Speaker 1: ", "ann#1234: ", "Mom (Mobile): "), a chat log's time
+#: before or after it ("[10:32] Nadia: ", "10:32 - Nadia: ", "Nadia (10:32): ", "[10:32]
+#: ~ Nadia: "); a nick or a mention in angle brackets ("<Nadia> ", "<+nadia> ", "< nadia>
+#: ", "<@U024BE7LH> ", "<@U024BE7LH|nadia>: ") or an international phone number ("+44 7700
+#: 900123: ") in its place
 _LABEL = re.compile(
     rf"(?:[\s*_~>#+•·–—-]|<[a-z]{{1,6}}>){{0,12}}"
-    rf"(?:[\[(]?{_TIME}[\])]?[ \t]*(?:[-–—][ \t]*)?)?"
-    r"(?:<@?(?P<irc>[^\W_][\w'’.-]{0,40})>[ \t]|\+?(?P<phone>\d[\d \t().-]{5,18}\d)[ \t]*[:：]"
-    r"[ \t]|(?:(?:replying|in reply|reply|forwarded|fwd|fw)(?:[ \t](?:to|from))?[ \t]+)?@?"
-    r"(?P<name>[^\W\d_][\w'’.-]{0,40}(?:[ \t][^\W\d_][\w'’.-]{0,40}){0,3})"
-    rf"(?:#\d{{4}}|[ \t]\d{{1,3}})?(?:[ \t]?{_PICTURE}{{1,8}})?"
+    rf"(?:[\[(]?{_TIME}[\])]?[ \t]*(?:[-–—][ \t]*)?)?(?:~[ \t\u202f]?)?"
+    r"(?:<[@+%~& ]?(?P<irc>[^\W_][\w'’.-]{0,40})(?:\|[\w.-]{1,40})?>:?[ \t]"
+    r"|\+(?P<phone>\d[\d \t().-]{5,18}\d)[ \t]*[:：][ \t]"
+    r"|(?:(?:replying|in reply|reply|forwarded|fwd|fw)(?:[ \t](?:to|from))?[ \t]+)?@?"
+    r"(?P<name>[^\W\d_][\w'’.-]{0,40}(?:[ \t][^\W\d_][\w'’.-]{0,40}){0,2})"
+    r"(?:#\d{4}|[ \t]\d{1,3})?"
     r"(?:[ \t]?\((?P<aside>[^\W\d_][\w'’. -]{0,20})\))?"
     rf"(?:[ \t]*[\[(]{_TIME}[\])])?[ \t]*(?:</?[a-z]{{1,6}}>|[*_]){{0,3}}[:：]"
     r"(?:</?[a-z]{1,6}>|[*_]){0,3}(?:\s|(?=[^\W\d_])))", re.IGNORECASE)
@@ -190,7 +192,16 @@ _DENYING = frozenset({"not", "no", "never", "false", "wrong", "myth", "untrue", 
                       "satire", "parody", "spam", "phishing", "unverified", "disputed",
                       "sarcasm", "sarcastic", "pretend", "pretending", "roleplay", "role-play",
                       "impostor", "imposter", "liar", "lying", "lies", "scammer", "troll",
-                      "hypothesis", "dream", "joking", "kidding", "question", "q"})
+                      "hypothesis", "dream", "joking", "kidding", "question", "q",
+                      "hypothetical", "imagine", "imagined", "fantasy",
+                      "nightmare", "theory", "speculation", "unconfirmed", "previously",
+                      "formerly", "bullshit", "bs", "cap", "prank", "rumored", "rumoured",
+                      "goal", "goals", "wish", "hope", "hoping", "prediction", "predicted",
+                      "fools", "thinks", "think", "thought", "believes", "fears", "if",
+                      "suppose", "supposing", "falso", "falsa", "mentira", "gerücht", "faux",
+                      "fausse", "bugia", "nicht", "nein", "non", "fakenews", "not-true",
+                      "not_true", "nottrue", "lol", "jk", "alt", "draft", "template",
+                      "sample", "test"})
 
 
 _WORD_LONGEST = 40
@@ -214,10 +225,18 @@ def _unlabelled(line: str) -> str:
 def _is_label(label: str) -> bool:
     """Whether a line's opening "words:" is a label to read past: one word, or a name of
     two or three capitalised words, none of which denies or reports what follows
-    ("Nadia", "Update", "Ana Lima"; not "Not true", "Myth", "My sister said")."""
+    ("Nadia", "Update", "Ana Lima"; not "Not true", "Myth", "My sister said"), and none
+    in a script written without spaces, where one "word" may be a clause ("谣言" is
+    "rumour")."""
     words = label.split()
     return not any(w.lower().strip("'’.-") in _DENYING for w in words) and (
-        len(words) == 1 or all(w[0].isupper() for w in words))
+        len(words) == 1 or all(w[0].isupper() for w in words)) and not _UNSPACED.search(label)
+
+
+#: Han, kana, Hangul, Thai, Lao, Khmer, Myanmar: scripts whose words are not set apart
+_UNSPACED = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff"
+                       "\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+                       "\uf900-\ufaff\uff66-\uff9f]")
 
 
 #: A line's opening mark before a space (a list's bullet, a quote, a heading: a run of at

@@ -556,8 +556,9 @@ def test_a_sitting_imported_again_does_not_bring_back_what_was_forgotten(
     "[10:32, 12/03/2024] Ann: I'm Zorblaxia Quent.", "Ann：I'm Zorblaxia Quent.",
     "Ann:I'm Zorblaxia Quent.", "ann#1234: I'm Zorblaxia Quent.",
     "<@U024BE7LH> I'm Zorblaxia Quent.", "+44 7700 900123: I'm Zorblaxia Quent.",
-    "Ann 🌸: I'm Zorblaxia Quent.", "Replying to Ann: I'm Zorblaxia Quent.",
-    "Ann Lee Smith Jr: I'm Zorblaxia Quent."])
+    "Replying to Ann: I'm Zorblaxia Quent.",
+    "[10:32, 12/3/2024] ~\u202fAnn: I'm Zorblaxia Quent.",
+    "<@U024BE7LH|ann> I'm Zorblaxia Quent.", "[10:32] <+ann> I'm Zorblaxia Quent."])
 def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
         opener: Opener, typed: str) -> None:
     """The same statement typed again otherwise (case, apostrophe, spaces, invisible
@@ -596,8 +597,10 @@ def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
     ("I'm 41.", "I'm 41 lol jk no."), ("I'm 41.", "I'm 41 jk"), ("I'm 41.", "I'm 41 lol jk"),
     ("I'm 41.", "Ann (quoting Bob): I'm 41."), ("I'm 41.", "Ann (lying): I'm 41."),
     ("I'm 41.", "Sarcasm: I'm 41."), ("I'm 41.", "Pretend: I'm 41."),
-    ("I'm 41.", "Not true:I'm 41."), ("I'm 41.", "Ann 🌸 (lying): I'm 41."),
-    ("I'm 41.", "Replying to rumors: I'm 41.")])
+    ("I'm 41.", "Not true:I'm 41."), ("I'm 41.", "Ann (lying):I'm 41."),
+    ("I'm 41.", "Replying to rumors: I'm 41."), ("I'm 41.", "Ann 🤥: I'm 41."),
+    ("我41岁。", "谣言：我41岁。"), ("I'm 41.", "My Mom Still Thinks: I'm 41."),
+    ("I'm 41.", "2019-2021: I'm 41."), ("I'm 41.", "Hypothetical:I'm 41.")])
 def test_another_statement_of_the_same_words_is_not_taken_for_the_forgotten_one(
         opener: Opener, forgotten: str, said: str) -> None:
     """Signs and numbers make another statement: it is kept after the forget."""
