@@ -161,7 +161,6 @@ _DATE = r"\d{1,4}[./-]\d{1,2}[./-]\d{1,4}"
 _TIME = (rf"(?:{_DATE}(?:,?[ \t]+|T))?\d{{1,2}}:\d{{2}}(?::\d{{2}})?"
          rf"(?:\.\d{{1,6}})?(?:[ \t\u202f]?[ap]\.?[ \t\u202f]?m\.?|Z|[+-]\d{{2}}:?\d{{2}})?"
          rf"(?:,?[ \t]+{_DATE})?")
-
 #: A line's label at its start: one to three words and a colon (or a full-width one)
 #: before a space or a letter, perhaps after markup ("**Nadia:** ", "- Nadia: ") or a
 #: reply's or a forward's mark ("Replying to Nadia: "), a number, a tag or a word in
@@ -173,7 +172,7 @@ _TIME = (rf"(?:{_DATE}(?:,?[ \t]+|T))?\d{{1,2}}:\d{{2}}(?::\d{{2}})?"
 _LABEL = re.compile(
     rf"(?:[\s*_~>#+•·–—-]|<[a-z]{{1,6}}>){{0,12}}"
     rf"(?:[\[(]?{_TIME}[\])]?[ \t]*(?:[-–—][ \t]*)?)?(?:~[ \t\u202f]?)?"
-    r"(?:<[@+%~& ]?(?P<irc>[^\W_][\w'’.-]{0,40})(?:\|[\w.-]{1,40})?>:?[ \t]"
+    r"(?:<[@+%~& ]?(?P<irc>[^\W\d_][\w'’.-]{0,40})(?:\|[\w.-]{1,40})?>:?[ \t]"
     r"|\+(?P<phone>\d[\d \t().-]{5,18}\d)[ \t]*[:：][ \t]"
     r"|(?:(?:replying|in reply|reply|forwarded|fwd|fw)(?:[ \t](?:to|from))?[ \t]+)?@?"
     r"(?P<name>[^\W\d_][\w'’.-]{0,40}(?:[ \t][^\W\d_][\w'’.-]{0,40}){0,2})"
