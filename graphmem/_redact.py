@@ -148,7 +148,9 @@ def said_form(text: str) -> str:
 _AFTERTHOUGHTS = frozenset({":", ":-", ";", ";-", ":d", ":-d", ":p", ":-p", ";p", ";d", "<3",
                             "<33", "</3", ":(", ":-(", ":'(", ":'d", "=", "=d", ":3", "^_^",
                             "^^", "^_", ":o", ":/", "-_-", "t_t", ":*", "rofl", "(lol", "(haha",
-                            "[lol", "*lol*"})
+                            "[lol", "*lol*",
+                            # and a chat's mark of an edited message
+                            "(edited"})
 #: Laughter as a word ("lolll", "lmaooo", "ahahaha", "hehe", "jajaja", "xDDD", "ㅋㅋㅋ"):
 #: no other statement ("jk" is: it takes the statement back)
 _LAUGHTER = re.compile(r"l+o+l+z*|lmf?a+o+|a?(?:h+[ae]+){2,}h*|h+[ae]+h+|h(?:e+h)+e*"
@@ -161,6 +163,8 @@ _DATE = r"\d{1,4}[./-]\d{1,2}[./-]\d{1,4}"
 _TIME = (rf"(?:{_DATE}(?:,?[ \t]+|T))?\d{{1,2}}:\d{{2}}(?::\d{{2}})?"
          rf"(?:\.\d{{1,6}})?(?:[ \t\u202f]?[ap]\.?[ \t\u202f]?m\.?|Z|[+-]\d{{2}}:?\d{{2}})?"
          rf"(?:,?[ \t]+{_DATE})?")
+#: One to three words of a label
+_WORDS = r"[^\W\d_][\w'’.-]{0,40}(?:[ \t][^\W\d_][\w'’.-]{0,40}){0,2}"
 #: A line's label at its start: one to three words and a colon (or a full-width one)
 #: before a space or a letter, perhaps after markup ("**Nadia:** ", "- Nadia: ") or a
 #: reply's or a forward's mark ("Replying to Nadia: "), a number, a tag or a word in
@@ -168,14 +172,18 @@ _TIME = (rf"(?:{_DATE}(?:,?[ \t]+|T))?\d{{1,2}}:\d{{2}}(?::\d{{2}})?"
 #: before or after it ("[10:32] Nadia: ", "10:32 - Nadia: ", "Nadia (10:32): ", "[10:32]
 #: ~ Nadia: "); a nick or a mention in angle brackets ("<Nadia> ", "<+nadia> ", "< nadia>
 #: ", "<@U024BE7LH> ", "<@U024BE7LH|nadia>: ") or an international phone number ("+44 7700
-#: 900123: ") in its place
+#: 900123: "), KakaoTalk's "[Nadia] [10:32 PM] " or Zoom's "From Nadia to Everyone: " in
+#: its place
 _LABEL = re.compile(
     rf"(?:[\s*_~>#+•·–—-]|<[a-z]{{1,6}}>){{0,12}}"
     rf"(?:[\[(]?{_TIME}[\])]?[ \t]*(?:[-–—][ \t]*)?)?(?:~[ \t\u202f]?)?"
     r"(?:<[@+%~& ]?(?P<irc>[^\W\d_][\w'’.-]{0,40})(?:\|[\w.-]{1,40})?>:?[ \t]"
+    rf"|\[(?P<kakao>{_WORDS})\][ \t]*\[[^\]\n]{{0,12}}\d{{1,2}}:\d{{2}}[^\]\n]{{0,6}}\][ \t]"
+    rf"|from[ \t]+(?P<zoom>{_WORDS})[ \t]+to[ \t]+(?:everyone|me)"
+    r"(?:[ \t]*\((?:direct message|privately)\))?[ \t]*:[ \t]"
     r"|\+(?P<phone>\d[\d \t().-]{5,18}\d)[ \t]*[:：][ \t]"
     r"|(?:(?:replying|in reply|reply|forwarded|fwd|fw)(?:[ \t](?:to|from))?[ \t]+)?@?"
-    r"(?P<name>[^\W\d_][\w'’.-]{0,40}(?:[ \t][^\W\d_][\w'’.-]{0,40}){0,2})"
+    rf"(?P<name>{_WORDS})"
     r"(?:#\d{4}|[ \t]\d{1,3})?"
     r"(?:[ \t]?\((?P<aside>[^\W\d_][\w'’. -]{0,20})\))?"
     rf"(?:[ \t]*[\[(]{_TIME}[\])])?[ \t]*(?:</?[a-z]{{1,6}}>|[*_]){{0,3}}[:：]"
@@ -215,7 +223,8 @@ def _unlabelled(line: str) -> str:
     """A line without its label (``_LABEL``, ``_is_label``)."""
     label = _LABEL.match(line)
     if label is not None and (label.group("phone") or _is_label(
-            label.group("irc") or label.group("name"))) \
+            label.group("irc") or label.group("kakao") or label.group("zoom")
+            or label.group("name"))) \
             and _is_label(label.group("aside") or "aside"):
         return line[label.end():]
     return line

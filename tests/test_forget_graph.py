@@ -558,7 +558,9 @@ def test_a_sitting_imported_again_does_not_bring_back_what_was_forgotten(
     "<@U024BE7LH> I'm Zorblaxia Quent.", "+44 7700 900123: I'm Zorblaxia Quent.",
     "Replying to Ann: I'm Zorblaxia Quent.",
     "[10:32, 12/3/2024] ~\u202fAnn: I'm Zorblaxia Quent.",
-    "<@U024BE7LH|ann> I'm Zorblaxia Quent.", "[10:32] <+ann> I'm Zorblaxia Quent."])
+    "<@U024BE7LH|ann> I'm Zorblaxia Quent.", "[10:32] <+ann> I'm Zorblaxia Quent.",
+    "I'm Zorblaxia Quent (edited)", "10:32:15 From Ann Lee to Everyone: I'm Zorblaxia Quent.",
+    "[Ann] [10:32 PM] I'm Zorblaxia Quent."])
 def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
         opener: Opener, typed: str) -> None:
     """The same statement typed again otherwise (case, apostrophe, spaces, invisible
@@ -600,7 +602,8 @@ def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
     ("I'm 41.", "Not true:I'm 41."), ("I'm 41.", "Ann (lying):I'm 41."),
     ("I'm 41.", "Replying to rumors: I'm 41."), ("I'm 41.", "Ann 🤥: I'm 41."),
     ("我41岁。", "谣言：我41岁。"), ("I'm 41.", "My Mom Still Thinks: I'm 41."),
-    ("I'm 41.", "2019-2021: I'm 41."), ("I'm 41.", "Hypothetical:I'm 41.")])
+    ("I'm 41.", "2019-2021: I'm 41."), ("I'm 41.", "Hypothetical:I'm 41."),
+    ("I'm 41.", "From Rumors to Everyone: I'm 41."), ("I'm 41.", "[Not true] [10:32] I'm 41.")])
 def test_another_statement_of_the_same_words_is_not_taken_for_the_forgotten_one(
         opener: Opener, forgotten: str, said: str) -> None:
     """Signs and numbers make another statement: it is kept after the forget."""
