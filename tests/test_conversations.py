@@ -591,8 +591,8 @@ def test_a_change_of_one_thing_about_a_person_replaces_only_that(tmp_path: Path)
 def test_how_a_plan_turned_out_replaces_the_plan(tmp_path: Path) -> None:
     """With the real model: "I/we ... instead", "we ended up", "I've decided" say how the
     speaker's plan turned out, which replaces the plan it is close to; not what another
-    person decided, a choice still open or refused, one occasion beside a habit, or a
-    statement it is not close to."""
+    person decided or thinks, a choice still open or refused, what might have been, one
+    occasion beside a habit, or a statement it is not close to."""
     from eval.supersede import decide
 
     turned_out = [("I'm thinking of taking the ferry to Split.",
@@ -612,7 +612,17 @@ def test_how_a_plan_turned_out_replaces_the_plan(tmp_path: Path) -> None:
              ("Anna's wedding is in June in Porto.",
               "I still haven't decided if I'm going to Anna's wedding."),
              ("I'm having knee surgery on 12 March.",
-              "I decided not to tell my mum about the knee surgery.")]
+              "I decided not to tell my mum about the knee surgery."),
+             ("I'm taking the car to Edinburgh for the conference.",
+              "I should have taken the train to Edinburgh instead."),
+             ("I take ibuprofen for my back pain.",
+              "My doctor said I could try paracetamol for my back pain instead."),
+             ("I drive to work every day.",
+              "The other day I ended up taking the train to work."),
+             ("We bought a used Skoda Octavia.",
+              "My wife thinks we ended up paying too much for the Skoda."),
+             ("Our wedding is at the botanical gardens in June.",
+              "We went with the botanical gardens for my sister's engagement photos.")]
     pairs = [{"old": old, "new": new, "replaces": True} for old, new in turned_out]
     pairs += [{"old": old, "new": new, "replaces": False} for old, new in other]
     assert decide(pairs, "minilm") == [p["replaces"] for p in pairs]

@@ -71,12 +71,19 @@ _NOW = re.compile(r"\b(?:now|these days|anymore|any more|no more|quit|stopped|ga
 #: "I decided not to tell her"), not a fear ("I'll end up failing") ...
 _OUTCOME = re.compile(
     r"\b(?:i|we)(?:'ve|’ve| have| had)? (?:finally |eventually |just )?"
-    r"(?:decided (?!not\b)|ended up\b|went with\b|settled on\b)"
+    r"(?:decided (?!not\b)|ended up\b)"
     r"|\b(?:i|we)\b[^.?!]{0,80}\binstead\b(?! of\b)", re.IGNORECASE)
-#: ... and not one occasion beside a habit ("this Tuesday I swam instead", "last year we
-#: ended up in Cornwall")
+#: ... and not what might have been, may be or someone thinks ("I should have taken the
+#: train instead", "if we decided to stay", "maybe we'll end up in Leeds", "my wife thinks
+#: we ended up paying too much") ...
+_MIGHT = re.compile(r"\b(?:should|could|would|might|wish|if|maybe|perhaps|probably"
+                    r"|will|gonna|going to|want to|wanna|thinks?|says?|said|reckons?)\b"
+                    r"|['’](?:d|ll)\b", re.IGNORECASE)
+#: ... nor one occasion beside a habit ("this Tuesday I swam instead", "last year we
+#: ended up in Cornwall", "the other day I ended up taking the train")
 _ONE_OFF = re.compile(
-    r"\b(?:today|tonight|yesterday|this (?:morning|afternoon|evening|time|once|week(?:end)?"
+    r"\b(?:today|tonight|yesterday|ago|for once|one time|the other (?:day|night|week)"
+    r"|this (?:morning|afternoon|evening|time|once|week(?:end)?"
     r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day)|last (?:night|week(?:end)?|month|year"
     r"|time|(?:mon|tues|wednes|thurs|fri|satur|sun)day))\b", re.IGNORECASE)
 #: ... unless it says that it adds to what was ("Sam has a school play now too", "I also
@@ -407,10 +414,11 @@ def says_now(text: str) -> bool:
     (True, True)
     >>> says_now("my brother decided to go vegan"), says_now("I decided not to tell her")
     (False, False)
-    >>> says_now("this Tuesday I swam instead"), says_now("I'll end up failing the test")
+    >>> says_now("this Tuesday I swam instead"), says_now("I should have swum instead")
     (False, False)
     """
-    return bool(search(_NOW, text) or (search(_OUTCOME, text) and not search(_ONE_OFF, text))
+    return bool(search(_NOW, text) or (search(_OUTCOME, text) and not search(_ONE_OFF, text)
+                                        and not search(_MIGHT, text))
                 ) and not search(_ADDS, text)
 
 
