@@ -177,8 +177,9 @@ _WORDS = r"[^\W\d_][\w'’.-]{0,40}(?:[ \t][^\W\d_][\w'’.-]{0,40}){0,2}"
 _LABEL = re.compile(
     rf"(?:[\s*_~>#+•·–—-]|<[a-z]{{1,6}}>){{0,12}}"
     rf"(?:[\[(]?{_TIME}[\])]?[ \t]*(?:[-–—][ \t]*)?)?(?:~[ \t\u202f]?)?"
-    r"(?:<[@+%~& ]?(?P<irc>[^\W\d_][\w'’.-]{0,40})(?:\|[\w.-]{1,40})?>:?[ \t]"
-    rf"|\[(?P<kakao>{_WORDS})\][ \t]*\[[^\]\n]{{0,12}}\d{{1,2}}:\d{{2}}[^\]\n]{{0,6}}\][ \t]"
+    r"(?:<[@+%~& ]?(?P<irc>[^\W\d_][\w'’.-]{0,40})(?:\|(?P<shown>[\w.-]{1,40}))?>:?[ \t]"
+    rf"|\[(?P<kakao>{_WORDS})\][ \t]*\[(?:오전|오후)?[ \t]?\d{{1,2}}:\d{{2}}"
+    r"(?:[ \t]?[ap]\.?[ \t]?m\.?)?\][ \t]"
     rf"|from[ \t]+(?P<zoom>{_WORDS})[ \t]+to[ \t]+(?:everyone|me)"
     r"(?:[ \t]*\((?:direct message|privately)\))?[ \t]*:[ \t]"
     r"|\+(?P<phone>\d[\d \t().-]{5,18}\d)[ \t]*[:：][ \t]"
@@ -208,7 +209,10 @@ _DENYING = frozenset({"not", "no", "never", "false", "wrong", "myth", "untrue", 
                       "suppose", "supposing", "falso", "falsa", "mentira", "gerücht", "faux",
                       "fausse", "bugia", "nicht", "nein", "non", "fakenews", "not-true",
                       "not_true", "nottrue", "lol", "jk", "alt", "draft", "template",
-                      "sample", "test"})
+                      "sample", "test", "was", "earlier", "before", "ex", "plan", "someday",
+                      "wishlist", "manifesting", "typo", "misheard", "fib", "misconception",
+                      "lyrics", "scenario", "character", "falsch", "lüge", "bulo",
+                      "supuestamente", "suspects", "retracted", "unsent", "scheduled"})
 
 
 _WORD_LONGEST = 40
@@ -224,7 +228,7 @@ def _unlabelled(line: str) -> str:
     label = _LABEL.match(line)
     if label is not None and (label.group("phone") or _is_label(
             label.group("irc") or label.group("kakao") or label.group("zoom")
-            or label.group("name"))) \
+            or label.group("name"))) and _is_label(label.group("shown") or "shown") \
             and _is_label(label.group("aside") or "aside"):
         return line[label.end():]
     return line

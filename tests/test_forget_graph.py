@@ -603,7 +603,9 @@ def test_a_sitting_typed_again_does_not_bring_back_what_was_forgotten(
     ("I'm 41.", "Replying to rumors: I'm 41."), ("I'm 41.", "Ann 🤥: I'm 41."),
     ("我41岁。", "谣言：我41岁。"), ("I'm 41.", "My Mom Still Thinks: I'm 41."),
     ("I'm 41.", "2019-2021: I'm 41."), ("I'm 41.", "Hypothetical:I'm 41."),
-    ("I'm 41.", "From Rumors to Everyone: I'm 41."), ("I'm 41.", "[Not true] [10:32] I'm 41.")])
+    ("I'm 41.", "From Rumors to Everyone: I'm 41."), ("I'm 41.", "[Not true] [10:32] I'm 41."),
+    ("I'm 41.", "[Ann] [Fake 10:32] I'm 41."), ("I'm 41.", "<@U024BE7LH|jk> I'm 41."),
+    ("I'm 41.", "Earlier: I'm 41.")])
 def test_another_statement_of_the_same_words_is_not_taken_for_the_forgotten_one(
         opener: Opener, forgotten: str, said: str) -> None:
     """Signs and numbers make another statement: it is kept after the forget."""
