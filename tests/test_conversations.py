@@ -589,16 +589,19 @@ def test_a_change_of_one_thing_about_a_person_replaces_only_that(tmp_path: Path)
 
 
 def test_how_a_plan_turned_out_replaces_the_plan(tmp_path: Path) -> None:
-    """With the real model: "I/we ... instead", "we ended up", "I've decided" say how the
-    speaker's plan turned out, which replaces the plan it is close to; not what another
-    person decided or thinks, a choice still open or refused, what might have been, one
-    occasion beside a habit, or a statement it is not close to."""
+    """With the real model: "I/we ... instead", "we (never) ended up", "I've decided" say
+    how the speaker's plan turned out, which replaces the plan it is close to (without
+    "instead", only a statement of a plan: not a fact it names); not what another person
+    decided or thinks, a choice still open or refused, what might have been, one occasion
+    beside a habit, or a statement it is not close to."""
     from eval.supersede import decide
 
     turned_out = [("I'm thinking of taking the ferry to Split.",
                    "In the end we took the ferry to Hvar instead."),
                   ("I might study law or maybe history at uni.",
-                   "I've decided to study history at uni.")]
+                   "I've decided to study history at uni."),
+                  ("We're thinking of getting a puppy in spring.",
+                   "We never ended up getting the puppy.")]
     other = [("My lease runs until the end of August.", "In the end I ordered the blue sofa."),
              ("Priti plays the violin in the school orchestra.",
               "We ended up eating at the Thai place."),
@@ -622,7 +625,11 @@ def test_how_a_plan_turned_out_replaces_the_plan(tmp_path: Path) -> None:
              ("We bought a used Skoda Octavia.",
               "My wife thinks we ended up paying too much for the Skoda."),
              ("Our wedding is at the botanical gardens in June.",
-              "We went with the botanical gardens for my sister's engagement photos.")]
+              "We went with the botanical gardens for my sister's engagement photos."),
+             ("My sister lives in Madrid.",
+              "I didn't end up visiting my sister in Madrid at Easter."),
+             ("I'm training for the Berlin marathon in September.",
+              "We ended up watching the Berlin marathon on TV at a friend's place.")]
     pairs = [{"old": old, "new": new, "replaces": True} for old, new in turned_out]
     pairs += [{"old": old, "new": new, "replaces": False} for old, new in other]
     assert decide(pairs, "minilm") == [p["replaces"] for p in pairs]

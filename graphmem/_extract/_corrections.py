@@ -69,10 +69,21 @@ _NOW = re.compile(r"\b(?:now|these days|anymore|any more|no more|quit|stopped|ga
 #: it is adult nursing", "I got the blue ones instead"), not another person's ("my brother
 #: decided"), not a choice still open or refused ("I haven't decided", "help me decide",
 #: "I decided not to tell her"), not a fear ("I'll end up failing") ...
+_INSTEAD = re.compile(r"\b(?:i|we)\b[^.?!]{0,80}\binstead\b(?! of\b)", re.IGNORECASE)
 _OUTCOME = re.compile(
     r"\b(?:i|we)(?:'ve|’ve| have| had)? (?:finally |eventually |just )?"
     r"(?:decided (?!not\b)|ended up\b)"
-    r"|\b(?:i|we)\b[^.?!]{0,80}\binstead\b(?! of\b)", re.IGNORECASE)
+    # or did not go as planned: "I didn't end up taking the job", "we never ended up moving"
+    r"|\b(?:i|we) (?:didn['’]?t|did not|never) end(?:ed)? up\b|" + _INSTEAD.pattern,
+    re.IGNORECASE)
+#: What a decision or an outcome without "instead" replaces: a plan, an intention or a
+#: choice still open ("I'm thinking of ...", "we might ...", "I'll probably ..."), not a
+#: fact it names ("I didn't end up visiting my sister in Madrid" keeps "my sister lives in
+#: Madrid")
+_PLAN = re.compile(r"\b(?:think|thinking|plan|plans|planning|going to|gonna|might|maybe"
+                   r"|probably|perhaps|considering|torn|want|wants|hoping|hope to|would like"
+                   r"|looking at|not sure|undecided|more interested)\b|['’]ll\b",
+                   re.IGNORECASE)
 #: ... and not what might have been, may be or someone thinks ("I should have taken the
 #: train instead", "if we decided to stay", "maybe we'll end up in Leeds", "my wife thinks
 #: we ended up paying too much") ...
@@ -416,6 +427,8 @@ def says_now(text: str) -> bool:
     (False, False)
     >>> says_now("this Tuesday I swam instead"), says_now("I should have swum instead")
     (False, False)
+    >>> says_now("we never ended up moving"), says_now("I didn't end up taking the job")
+    (True, True)
     """
     return bool(search(_NOW, text) or (search(_OUTCOME, text) and not search(_ONE_OFF, text)
                                         and not search(_MIGHT, text))
@@ -524,7 +537,11 @@ def correction_target(text: str, recent: Sequence[Statement],
         # "doing the review now, like you reminded me" does not undo the reminder: how
         # things are now replaces only what the same person said
         own = [s for s in recent if not s.assistant]
-        return _closest_now(text, own, similarity) if says_now(text) else None
+        if not says_now(text):
+            return None
+        if not search(_NOW, text) and not search(_INSTEAD, text):
+            own = [s for s in own if search(_PLAN, s.text)]
+        return _closest_now(text, own, similarity)
     outright = takes_back(text)
     if not redo and not outright and not any(_value_not_value(s) for s in sentences(text)):
         # a change ("we moved it to Friday", "it's now at 4") changes what its speaker
