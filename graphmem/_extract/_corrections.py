@@ -14,7 +14,7 @@ from typing import NamedTuple
 from .._kg._gazetteer import KNOWN_ORGS, KNOWN_PRODUCTS, PLACES
 from .._kg._scan import finditer, search, starting_at
 from .._text import tokenize
-from ._rules import sentences
+from ._rules import is_hedge, sentences
 
 __all__ = ["NOW_SIMILAR", "Statement", "correction_target", "is_correction", "masked",
            "masked_many", "name_blind", "redoes", "says_now", "takes_back"]
@@ -80,10 +80,19 @@ _OUTCOME = re.compile(
 #: choice still open ("I'm thinking of ...", "we might ...", "I'll probably ..."), not a
 #: fact it names ("I didn't end up visiting my sister in Madrid" keeps "my sister lives in
 #: Madrid")
-_PLAN = re.compile(r"\b(?:think|thinking|plan|plans|planning|going to|gonna|might|maybe"
-                   r"|probably|perhaps|considering|torn|want|wants|hoping|hope to|would like"
-                   r"|looking at|not sure|undecided|more interested)\b|['’]ll\b",
-                   re.IGNORECASE)
+_PLAN = re.compile(r"\b(?:think|thinking|considering|hoping|probably|plan|plans|planning"
+                   r"|going to|gonna|torn|want|wants|would like|looking at|undecided"
+                   r"|more interested)\b|['’]ll\b", re.IGNORECASE)
+
+
+def _planned(text: str) -> bool:
+    """Whether a statement says what its speaker plans, intends or has not settled: an
+    intention or a tentative plan (``_PLAN``, dated or not) or a hedge (``is_hedge``).
+
+    >>> _planned("We're thinking of getting a puppy"), _planned("My sister lives in Madrid")
+    (True, False)
+    """
+    return bool(search(_PLAN, text)) or is_hedge(text)
 #: ... and not what might have been, may be or someone thinks ("I should have taken the
 #: train instead", "if we decided to stay", "maybe we'll end up in Leeds", "my wife thinks
 #: we ended up paying too much") ...
@@ -540,7 +549,7 @@ def correction_target(text: str, recent: Sequence[Statement],
         if not says_now(text):
             return None
         if not search(_NOW, text) and not search(_INSTEAD, text):
-            own = [s for s in own if search(_PLAN, s.text)]
+            own = [s for s in own if _planned(s.text)]
         return _closest_now(text, own, similarity)
     outright = takes_back(text)
     if not redo and not outright and not any(_value_not_value(s) for s in sentences(text)):
