@@ -226,10 +226,14 @@ def _afterthought(word: str) -> bool:
 def _unlabelled(line: str) -> str:
     """A line without its label (``_LABEL``, ``_is_label``)."""
     label = _LABEL.match(line)
-    if label is not None and (label.group("phone") or _is_label(
-            label.group("irc") or label.group("kakao") or label.group("zoom")
-            or label.group("name"))) and _is_label(label.group("shown") or "shown") \
-            and _is_label(label.group("aside") or "aside"):
+    if label is None:
+        return line
+    who = label.group("irc") or label.group("kakao") or label.group("zoom") \
+        or label.group("name")
+    # a name, the name a mention shows and an aside may deny; a phone number (no name)
+    # says nothing
+    words = [w for w in (who, label.group("shown"), label.group("aside")) if w]
+    if all(map(_is_label, words)):
         return line[label.end():]
     return line
 

@@ -76,23 +76,6 @@ _OUTCOME = re.compile(
     # or did not go as planned: "I didn't end up taking the job", "we never ended up moving"
     r"|\b(?:i|we) (?:didn['’]?t|did not|never) end(?:ed)? up\b|" + _INSTEAD.pattern,
     re.IGNORECASE)
-#: What a decision or an outcome without "instead" replaces: a plan, an intention or a
-#: choice still open ("I'm thinking of ...", "we might ...", "I'll probably ..."), not a
-#: fact it names ("I didn't end up visiting my sister in Madrid" keeps "my sister lives in
-#: Madrid")
-_PLAN = re.compile(r"\b(?:think|thinking|considering|hoping|probably|plan|plans|planning"
-                   r"|going to|gonna|torn|want|wants|would like|looking at|undecided"
-                   r"|more interested)\b|['’]ll\b", re.IGNORECASE)
-
-
-def _planned(text: str) -> bool:
-    """Whether a statement says what its speaker plans, intends or has not settled: an
-    intention or a tentative plan (``_PLAN``, dated or not) or a hedge (``is_hedge``).
-
-    >>> _planned("We're thinking of getting a puppy"), _planned("My sister lives in Madrid")
-    (True, False)
-    """
-    return bool(search(_PLAN, text)) or is_hedge(text)
 #: ... and not what might have been, may be or someone thinks ("I should have taken the
 #: train instead", "if we decided to stay", "maybe we'll end up in Leeds", "my wife thinks
 #: we ended up paying too much") ...
@@ -598,3 +581,22 @@ def _closest_now(text: str, recent: Sequence[Statement], similarity: Mapping[str
         if cosine >= needed and (best is None or cosine > best[0]):
             best = (cosine, statement.id)
     return best[1] if best else None
+
+
+#: What a decision or an outcome without "instead" replaces: a plan, an intention or a
+#: choice still open ("I'm thinking of ...", "we might ...", "I'll probably ..."), not a
+#: fact it names ("I didn't end up visiting my sister in Madrid" keeps "my sister lives in
+#: Madrid")
+_PLAN = re.compile(r"\b(?:think|thinking|considering|hoping|probably|plan|plans|planning"
+                   r"|going to|gonna|torn|want|wants|would like|looking at|undecided"
+                   r"|more interested)\b|['’]ll\b", re.IGNORECASE)
+
+
+def _planned(text: str) -> bool:
+    """Whether a statement says what its speaker plans, intends or has not settled: an
+    intention or a tentative plan (``_PLAN``, dated or not) or a hedge (``is_hedge``).
+
+    >>> _planned("We're thinking of getting a puppy"), _planned("My sister lives in Madrid")
+    (True, False)
+    """
+    return bool(search(_PLAN, text)) or is_hedge(text)

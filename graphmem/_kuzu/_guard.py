@@ -256,9 +256,9 @@ def check_generated(query: str, params: Mapping[str, Any]) -> None:
     # what range() and the text generators make in one item of a clause (its value),
     # outside and once an element in lambdas; separate items make separate values
     made: dict[tuple[bool, bool], int] = {}
-    depth, _ = _brackets(tokens)
+    parent, _ = _brackets(tokens)
     for n, token in enumerate(tokens):
-        if _ends_item(token, depth[n]):
+        if _ends_item(token, parent[n]):
             made = {}
         if token.kind == "symbol" and token.text == "!":
             raise _refuse("the factorial operator ! is not run here: Kuzu works it out "
@@ -506,10 +506,10 @@ def _alias_places(tokens: list[Token]) -> dict[int, str]:
             and tokens[n + 1].kind in ("word", "name")}
 
 
-def _ends_item(token: Token, depth: int) -> bool:
-    """Whether ``token`` (inside ``depth`` brackets' innermost, -1: none) ends an item of
-    a clause (``_ITEM_ENDS``)."""
-    return depth < 0 and token.text.translate(_ASCII_LOWER) in _ITEM_ENDS
+def _ends_item(token: Token, parent: int) -> bool:
+    """Whether ``token``, whose innermost open bracket is at ``parent`` (-1: none,
+    ``_brackets``), ends an item of a clause (``_ITEM_ENDS``)."""
+    return parent < 0 and token.text.translate(_ASCII_LOWER) in _ITEM_ENDS
 
 
 _REBINDING = frozenset({"yield", *_WRITE_CLAUSES})
