@@ -325,6 +325,68 @@ def test_a_write_whose_checkpoint_fails_returns_what_it_committed(
         assert store.get(memory.id).text == "Caroline moved to Porto in 2024."
 
 
+class _CommitFails:
+    """The write connection, whose first COMMIT raises Kuzu's "buffer pool is full": after
+    committing (``commits``: what a COMMIT after COPY does when the checkpoint it runs
+    finds the pool full, a second bulk add of 1,000 memories to a 100k-memory store), or
+    instead of committing."""
+
+    def __init__(self, conn: object, *, commits: bool) -> None:
+        self._conn, self._commits, self.raised = conn, commits, 0
+
+    def execute(self, query: object, *args: object) -> object:
+        if query == "COMMIT" and not self.raised:
+            self.raised += 1
+            if self._commits:
+                self._conn.execute(query, *args)  # type: ignore[attr-defined]
+            raise RuntimeError("Buffer manager exception: Unable to allocate memory! "
+                               "The buffer pool is full and no memory could be freed!")
+        return self._conn.execute(query, *args)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._conn, name)
+
+
+def _bulk(prefix: str) -> list[dict[str, str]]:
+    return [{"id": f"urn:{prefix}:{i}", "text": f"Note {i}: Ana met Bruno in Porto."}
+            for i in range(80)]  # beyond a small write: COPY, whose COMMIT checkpoints
+
+
+@pytest.mark.parametrize("commits", [True, False])
+def test_a_bulk_write_whose_commit_raises_is_reported_as_it_stands(
+        tmp_path: Path, commits: bool, caplog: pytest.LogCaptureFixture) -> None:
+    """A COMMIT that raised after committing reported the write failed, told no listener
+    (recall did not know the new memories) and left the journal's number behind; adding
+    the records again was refused as a conflict. The write is reported as it stands:
+    done, with a warning, when the commit went through; failed, with nothing of it
+    stored, when it did not."""
+    path = tmp_path / "db"
+    with MemoryStore(path, embedder="hashing") as store:
+        store.add_many(_bulk("a"))
+        db = store._ctx.engine.db
+        failing = _CommitFails(db._write_conn, commits=commits)
+        db._write_conn = failing
+        with caplog.at_level(logging.WARNING, logger="graphmem"):
+            if commits:
+                store.add_many(_bulk("b"))
+            else:
+                with pytest.raises(StoreError, match="buffer pool"):
+                    store.add_many(_bulk("b"))
+        assert failing.raised == 1
+        assert ("the write was committed, but the checkpoint it ran found the buffer pool full"
+                in caplog.text) is commits
+        hits = store.recall("Note 7", k=200, record_access=False)
+        assert ("urn:b:7" in {h.memory.id for h in hits}) is commits
+        store.add_many(_bulk("c"))  # the journal and the connection write on
+        if not commits:
+            store.add_many(_bulk("b"))
+    with MemoryStore(path, embedder="hashing") as store:
+        assert len(store.get_many([f"urn:{p}:{i}" for p in "abc" for i in range(80)])) == 240
+        changes = store._ctx.engine.db.read("MATCH (c:Change) RETURN c.seq ORDER BY c.seq")
+        seqs = [int(r[0]) for r in changes]
+        assert seqs == sorted(set(seqs))  # one ring row a transaction, none written twice
+
+
 def test_a_closed_store_says_so_on_both_engines(store_location: str) -> None:
     store = MemoryStore(store_location, embedder="hashing")
     kept = store.add("a note about tea")

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from .._engine import ChangeSet, ForeignChange
-from ._db import Database, Tx
+from .._errors import GraphmemError
+from ._db import Database, Row, Tx
 from ._vectorlog import META_KEY, VectorLog
 
 __all__ = ["NEW_ROW", "ChangeJournal", "ring_body"]
@@ -33,6 +35,7 @@ _SET_ROW = "MATCH (c:Change {slot: $slot}) " + _RING_SETS + " RETURN c.slot"
 NEW_ROW = "CREATE (c:Change {slot: $slot, seq: $seq, tag: $tag, body: $body})"
 _ANY_ROW = "MERGE (c:Change {slot: $slot}) " + _RING_SETS
 _SLOTS = "MATCH (c:Change) WHERE c.slot >= $first RETURN c.slot"
+_TAG = "MATCH (c:Change {slot: $slot}) RETURN c.seq, c.tag"
 #: the lists of a ring row's text (JSON; an empty one is left out)
 _LISTS = ("ids", "edge_ends", "removed", "accessed")
 
@@ -110,6 +113,19 @@ class ChangeJournal:
             self._new_slot = slot
         elif not tx.run(_SET_ROW, params):
             tx.run(_ANY_ROW, params)  # a row that went missing
+
+    def stood(self, read: Callable[[str, Mapping[str, Any]], list[Row]]) -> bool:
+        """Whether the open transaction, whose COMMIT raised, was committed all the same:
+        its ring row is in the store (``read`` runs a statement outside it). A transaction
+        that wrote no ring row cannot be told: False."""
+        if self._pending is None or self._pending[1] == self.seq:
+            return False
+        _, seq, tag = self._pending
+        try:
+            rows = read(_TAG, {"slot": seq % self.SLOTS})
+        except GraphmemError:
+            return False
+        return bool(rows) and rows[0][0] == seq and rows[0][1] == tag
 
     def after_commit(self, tx: Tx, committed: bool) -> None:
         pending, self._pending = self._pending, None
