@@ -112,23 +112,35 @@ def _table(results: dict[str, list[dict[str, float]]]) -> None:
         print(f"  {op:<28}" + "".join(f"{cell:>22}" for cell in cells))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def store_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a benchmark on this module's store: its size, the cache that keeps
+    it, the rounds and the checkout compared with."""
     parser.add_argument("--n", type=int, default=100_000)
-    parser.add_argument("--samples", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--baseline", type=Path, default=None,
                         help="a checkout of the code to compare with, in alternating rounds")
     parser.add_argument("--cache", type=Path,
                         default=Path(tempfile.gettempdir()) / "graphmem-bench-writes")
-    args = parser.parse_args()
+
+
+def compared(args: argparse.Namespace) -> tuple[dict[str, Path], Path]:
+    """The checkouts measured (this code, and ``--baseline``), each checked to run its
+    own code, and this module's store of ``--n`` memories (built on first use)."""
     trees = {"this code": HERE}
     if args.baseline is not None:
         trees["baseline"] = args.baseline.resolve()
     for tree in trees.values():
         check_tree(tree)
-    cached = cached_store(args.cache, args.n, name="writes", builder=build)
+    return trees, cached_store(args.cache, args.n, name="writes", builder=build)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    store_arguments(parser)
+    parser.add_argument("--samples", type=int, default=50)
+    args = parser.parse_args()
+    trees, cached = compared(args)
     rounds = _ids(args.n, args.samples, args.rounds)
     with contextlib.ExitStack() as stack:
         # writes change a store: each side writes its own copy

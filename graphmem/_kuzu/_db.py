@@ -1062,6 +1062,38 @@ class Database:
         with self._write_lock, self._gate.exclusive():
             self._checkpoint_now()
 
+    def swap_tables(self, old: str, new: str) -> None:
+        """Drop table ``old`` and give table ``new`` its name, in one transaction that no
+        read overlaps, then checkpoint. Every connection plans again afterwards (a plan
+        kept would name the dropped table)."""
+        self._refuse_if_read_only()
+        with self._write_lock, self._gate.exclusive():
+            if self._closed:
+                raise StoreError("the store is closed")
+            conn = self._write_conn
+            try:
+                conn.execute("BEGIN TRANSACTION")
+                try:
+                    conn.execute(f"DROP TABLE {old}")
+                    conn.execute(f"ALTER TABLE {new} RENAME TO {old}")
+                    conn.execute("COMMIT")
+                except RuntimeError:
+                    with contextlib.suppress(RuntimeError):
+                        conn.execute("ROLLBACK")
+                    raise
+            except RuntimeError as exc:
+                self._replace_write_conn()
+                raise map_error(exc, path=self.path) from exc
+            finally:
+                self._committed()
+            for reader in self._readers:
+                with contextlib.suppress(Exception):
+                    reader.close()
+            self._readers.clear()
+            self._generation += 1  # each thread takes a new connection, with no plans
+            self._replace_write_conn()
+            self._checkpoint_now()
+
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
         """Hold off every writer (reads go on) for a consistent multi-step read."""

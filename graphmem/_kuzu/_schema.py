@@ -33,7 +33,10 @@ __all__ = [
     "SCHEMA_VERSION",
     "STAGE_TYPES",
     "VERSION_TYPES",
+    "count_facts",
     "ensure_schema",
+    "finish_facts",
+    "remake_facts",
     "schema_version",
 ]
 
@@ -202,48 +205,86 @@ _CHANGE = _node_table("Change", CHANGE_TYPES)
 SCHEMAS[10] = [_CHANGE if s == _CHANGE_V9 else s for s in SCHEMAS[9]]
 
 
-#: where v9's FACT table is filled before it takes the old one's place
+#: where a FACT table made again (v9's, ``remake_facts``) is filled before it takes the
+#: old one's place
 _FACT_NEW = "FACT_v9"
 
 
+def count_facts(db: Database, table: str = "FACT") -> int:
+    """How many facts (rows of ``table``) the store holds."""
+    return int(db.read(f"MATCH ()-[f:{table}]->() RETURN count(*)")[0][0])
+
+
+def _make_facts_again(db: Database,
+                      convert: Callable[[pa.Table], pa.Table] | None = None) -> None:
+    """Fill a new FACT table (``_FACT_NEW``) with every fact (``convert``: what is done to
+    the rows read first), checkpointed, then
+    let it take the old one's place, in two steps that each survive a killed process: a
+    new table left beside the old one is dropped when the store opens (``finish_facts``),
+    or made again by v9's migration; one left alone takes the name FACT. (Dropping the old
+    table in the transaction that filled the new one lost every fact when the process was
+    killed in the checkpoint after it: Kuzu recovered the new table empty.)"""
+    columns = [c for c in FACT_TYPES if c != "sources"]
+    with db.snapshot():  # no write slips in between the read and the swap
+        rows = db.read_arrow(
+            "MATCH (a:Entity)-[f:FACT]->(b:Entity) RETURN a.id AS `from`, b.id AS `to`, "
+            + ", ".join(f"f.{c} AS {c}" for c in columns) + ", f.sources AS sources")
+        table = convert(rows) if convert is not None else rows
+        with db.write() as tx:
+            tx.changes = ChangeSet()  # no fact changes: nothing for a reader to catch up on
+            tx.run(_FACT_TABLE.replace("TABLE FACT(", f"TABLE {_FACT_NEW}(", 1))
+            if table.num_rows:
+                tx.copy(_FACT_NEW, table)
+        db.checkpoint()
+        db.swap_tables("FACT", _FACT_NEW)
+
+
+def remake_facts(db: Database) -> None:
+    """Make the FACT table again, as it is. Kuzu 0.11.3 keeps a relationship table's rows
+    by the node group of their ends, and the entities facts join are few (every fact of
+    bench_writes' 100k memories lies in one node group of 1,085 entities): added a few at
+    a time, the rows cost every checkpoint more. After 159k facts so added, a checkpoint
+    following 10 new facts took 6.0 s, 0.54 s once the table was made again (2.3 s), and
+    adding 1,000 memories took 13-16 s against 2.2-4.8 (measured)."""
+    _make_facts_again(db)
+
+
+def finish_facts(db: Database) -> None:
+    """Finish, on opening, a making of the FACT table that a killed process left: a new
+    table beside the old one is dropped (the old one holds every fact), a new table alone
+    takes the name FACT."""
+    tables = {row[0] for row in db.read("CALL show_tables() RETURN name")}
+    if _FACT_NEW not in tables or db.read_only:
+        return
+    if "FACT" in tables:
+        db.run_auto(f"DROP TABLE {_FACT_NEW}")
+    else:
+        db.run_auto(f"ALTER TABLE {_FACT_NEW} RENAME TO FACT")
+    db.checkpoint()
+
+
 def _migrate_facts(db: Database) -> None:
-    """v9: the FACT table made again with ``sources`` as text, in two steps that each
-    survive a killed process: the new table is made beside the old one, filled and
-    checkpointed; then one transaction drops the old one and names the new one FACT
-    (1-2 s for 159k facts, where setting a new property row by row took 72 s and Kuzu
-    crashed dropping the old one). Dropping the old table in the transaction that
-    filled the new one lost every fact when the process was killed in the checkpoint
-    after it (Kuzu recovered the new table empty). A new table that holds fewer rows
-    than the old one (a fill that did not finish) is made again."""
+    """v9: the FACT table made again with ``sources`` as text (``_make_facts_again``;
+    1-2 s for 159k facts, where setting a new property row by row took 72 s and Kuzu
+    crashed dropping the old one). A new table that holds fewer rows than the old one (a
+    fill that did not finish) is made again."""
     from ._rows import sources_text
 
-    def count(table: str) -> int:
-        return int(db.read(f"MATCH ()-[f:{table}]->() RETURN count(*)")[0][0])
+    def as_text(rows: pa.Table) -> pa.Table:
+        texts = pa.array([None if ids is None else sources_text(ids)
+                          for ids in rows.column("sources").to_pylist()], pa.string())
+        return rows.drop_columns(["sources"]).append_column("sources", texts)
 
     tables = {row[0] for row in db.read("CALL show_tables() RETURN name")}
     kinds = {row[0]: row[1] for row in db.read("CALL table_info('FACT') RETURN name, type")
              } if "FACT" in tables else {}
     if "FACT" in tables and kinds.get("sources") != "STRING":
-        if _FACT_NEW in tables and count(_FACT_NEW) != count("FACT"):
+        if _FACT_NEW in tables and count_facts(db, _FACT_NEW) == count_facts(db):
+            db.swap_tables("FACT", _FACT_NEW)
+            return
+        if _FACT_NEW in tables:
             db.run_auto(f"DROP TABLE {_FACT_NEW}")
-            tables.discard(_FACT_NEW)
-        if _FACT_NEW not in tables:
-            columns = [c for c in FACT_TYPES if c != "sources"]
-            rows = db.read_arrow(
-                "MATCH (a:Entity)-[f:FACT]->(b:Entity) RETURN a.id AS `from`, b.id AS `to`, "
-                + ", ".join(f"f.{c} AS {c}" for c in columns) + ", f.sources AS sources")
-            texts = pa.array([None if ids is None else sources_text(ids)
-                              for ids in rows.column("sources").to_pylist()], pa.string())
-            table = rows.drop_columns(["sources"]).append_column("sources", texts)
-            with db.write() as tx:
-                tx.run(_FACT_TABLE.replace("TABLE FACT(", f"TABLE {_FACT_NEW}(", 1))
-                if table.num_rows:
-                    tx.copy(_FACT_NEW, table)
-            db.checkpoint()
-        with db.write() as tx:
-            tx.run("DROP TABLE FACT")
-            tx.run(f"ALTER TABLE {_FACT_NEW} RENAME TO FACT")
-        db.checkpoint()
+        _make_facts_again(db, convert=as_text)
     elif "FACT" not in tables and _FACT_NEW in tables:
         db.run_auto(f"ALTER TABLE {_FACT_NEW} RENAME TO FACT")
         db.checkpoint()
