@@ -895,7 +895,7 @@ class Database:
         with self._write_lock:
             conn = self._write_conn
             failure: BaseException | None = None
-            at_commit = False  # the COMMIT raised that the buffer pool was full
+            at_commit: bool | None = None  # the COMMIT raised; that the pool was full
             with self._live():
                 try:
                     conn.execute("BEGIN TRANSACTION")
@@ -954,29 +954,30 @@ class Database:
                         self._lists.whole = True
             if failure is not None:
                 self._reopen_after_rollback()
-                if not at_commit or not self._stood(journal, tx):
+                if at_commit is None:  # a statement failed: the journal knows already
                     raise failure
+                stood = at_commit and self._stood(journal)
+                if journal is not None:
+                    journal.after_commit(tx, stood)
+                if not stood:
+                    raise failure
+                self._committed()
+                logging.getLogger("graphmem").warning(
+                    "the write was committed, but the checkpoint it ran found the buffer "
+                    "pool full (GRAPHMEM_BUFFER_POOL_MB sets its size); the store was "
+                    "opened again, which checkpointed it")
         self._maybe_checkpoint()
 
-    def _stood(self, journal: Journal | None, tx: Tx) -> bool:
-        """After a COMMIT that raised, and the file opened again: whether the transaction
-        was committed all the same, which the journal is told. A COMMIT after COPY
-        checkpoints, and when that checkpoint found the buffer pool full the COMMIT
-        raised with the transaction committed (adding 1,000 memories a second time to a
-        100k-memory store, measured): the write is reported done, as it is. (A COMMIT
-        that found the disk full is not asked: Kuzu then left the ring row of a
-        transaction whose memories were not stored.)"""
-        if journal is None:
-            return False
-        stood = journal.stood(lambda q, p: self._execute(self._write_conn, q, p))
-        journal.after_commit(tx, stood)
-        if stood:
-            self._committed()
-            logging.getLogger("graphmem").warning(
-                "the write was committed, but the checkpoint it ran found the buffer pool "
-                "full (GRAPHMEM_BUFFER_POOL_MB sets its size); the store was opened again, "
-                "which checkpointed it")
-        return stood
+    def _stood(self, journal: Journal | None) -> bool:
+        """After a COMMIT that raised that the buffer pool was full, and the file opened
+        again: whether the transaction was committed all the same. A COMMIT after COPY
+        checkpoints, and when that checkpoint found the pool full the COMMIT raised with
+        the transaction committed (adding 1,000 memories a second time to a 100k-memory
+        store, measured): the write is reported done, as it is. (A COMMIT that found the
+        disk full is not asked: Kuzu then left the ring row of a transaction whose
+        memories were not stored.)"""
+        return journal is not None and journal.stood(
+            lambda q, p: self._execute(self._write_conn, q, p))
 
     def _reopen_after_rollback(self) -> None:
         """Open the database file again after a write transaction that ran statements was

@@ -359,19 +359,22 @@ class KuzuEngine(rules.Writes):
     REMAKE_SHARE = 0.05
 
     def _facts_added(self, added: int) -> None:
-        if self._facts is None:
-            self._facts = [int(self.meta().get(_FACTS_MADE) or 0), count_facts(self.db)]
-        else:
-            self._facts[1] += added
-        made, now = self._facts
-        if now - made < max(self.REMAKE_FACTS, self.REMAKE_SHARE * made):
-            return
-        self._facts = [now, now]
+        """After a committed write that created ``added`` facts: the FACT table made again
+        when due. The write stands whatever happens here (a failure is a warning; another
+        process tries again)."""
         try:
+            if self._facts is None:
+                self._facts = [int(self.meta().get(_FACTS_MADE) or 0), count_facts(self.db)]
+            else:
+                self._facts[1] += added
+            made, now = self._facts
+            if now - made < max(self.REMAKE_FACTS, self.REMAKE_SHARE * made):
+                return
+            self._facts = [now, now]
             remake_facts(self.db)
             self.db.run_auto("MERGE (m:Meta {key: $k}) SET m.value = $v",
                              {"k": _FACTS_MADE, "v": str(now)})
-        except GraphmemError as exc:  # the write stands; tried again by another process
+        except GraphmemError as exc:
             logging.getLogger("graphmem").warning(
                 "the write was committed, but making the fact table again failed: %s", exc)
 
