@@ -218,12 +218,12 @@ def count_facts(db: Database, table: str = "FACT") -> int:
 def _make_facts_again(db: Database,
                       convert: Callable[[pa.Table], pa.Table] | None = None) -> None:
     """Fill a new FACT table (``_FACT_NEW``) with every fact (``convert``: what is done to
-    the rows read first), checkpointed, then
-    let it take the old one's place, in two steps that each survive a killed process: a
-    new table left beside the old one is dropped when the store opens (``finish_facts``),
-    or made again by v9's migration; one left alone takes the name FACT. (Dropping the old
-    table in the transaction that filled the new one lost every fact when the process was
-    killed in the checkpoint after it: Kuzu recovered the new table empty.)"""
+    the rows read first), checkpointed, then let it take the old one's place, in two steps
+    that each survive a killed process: a new table left beside the old one is dropped
+    when the store opens (``finish_facts``), or made again by v9's migration; one left
+    alone takes the name FACT. (Dropping the old table in the transaction that filled the
+    new one lost every fact when the process was killed in the checkpoint after it: Kuzu
+    recovered the new table empty.)"""
     columns = [c for c in FACT_TYPES if c != "sources"]
     with db.snapshot():  # no write slips in between the read and the swap
         rows = db.read_arrow(
@@ -245,7 +245,8 @@ def remake_facts(db: Database) -> None:
     bench_writes' 100k memories lies in one node group of 1,085 entities): added a few at
     a time, the rows cost every checkpoint more. After 159k facts so added, a checkpoint
     following 10 new facts took 6.0 s, 0.54 s once the table was made again (2.3 s), and
-    adding 1,000 memories took 13-16 s against 2.2-4.8 (measured)."""
+    adding 1,000 memories to that store took 9-18 s a batch against 4.5-6.0
+    (``eval.bench_grow``)."""
     _make_facts_again(db)
 
 
@@ -285,9 +286,8 @@ def _migrate_facts(db: Database) -> None:
         if _FACT_NEW in tables:
             db.run_auto(f"DROP TABLE {_FACT_NEW}")
         _make_facts_again(db, convert=as_text)
-    elif "FACT" not in tables and _FACT_NEW in tables:
-        db.run_auto(f"ALTER TABLE {_FACT_NEW} RENAME TO FACT")
-        db.checkpoint()
+    else:
+        finish_facts(db)
 
 
 def _migrate_ring(db: Database) -> None:
