@@ -149,15 +149,17 @@ def build(path: Path, n: int, cache: Path, chunk: int = 50_000) -> None:
 
 
 def cached_store(cache: Path, n: int, *, name: str = "scale",
-                 builder: Callable[[Path, int, Path], None] | None = None) -> Path:
+                 builder: Callable[[Path, int, Path], None] | None = None,
+                 resume: bool = False) -> Path:
     """The ``n``-memory store under ``cache`` (``<name>-<n>``), made by ``builder``
     (this module's ``build``) on first use; an interrupted build is never mistaken for
-    the cache."""
+    the cache (``resume``: the builder goes on from what an interrupted one left)."""
     cache.mkdir(parents=True, exist_ok=True)
     path = cache / f"{name}-{n}"
     if not (path / "graph.kuzu").exists():
         partial = path.with_name(path.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
+        if not resume:
+            shutil.rmtree(partial, ignore_errors=True)
         print(f"building {n} memories in {partial} ...")
         (builder or build)(partial, n, cache)
         partial.rename(path)

@@ -60,10 +60,18 @@ def _text(rng: random.Random) -> str:
 
 
 def build(path: Path, n: int, cache: Path | None = None, chunk: int = 1000) -> None:
+    """``n`` memories in ``chunk``-sized ``add_many`` calls, going on from the memories an
+    interrupted build left at ``path`` (each call is one transaction: whole, or not
+    there), with the same texts as a build in one go."""
     rng = random.Random(7)
     started = time.perf_counter()
     with MemoryStore(path, embedder="hashing", settings=Settings()) as store:
-        for first in range(0, n, chunk):
+        done = store.stats().memories
+        for _ in range(done):
+            _text(rng)
+        if done:
+            print(f"  going on from {done} memories", flush=True)
+        for first in range(done, n, chunk):
             store.add_many([{"id": f"urn:w:{i:07d}", "text": _text(rng),
                              "owner": OWNERS[i % len(OWNERS)]}
                             for i in range(first, min(n, first + chunk))])
@@ -121,6 +129,9 @@ def store_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a checkout of the code to compare with, in alternating rounds")
     parser.add_argument("--cache", type=Path,
                         default=Path(tempfile.gettempdir()) / "graphmem-bench-writes")
+    parser.add_argument("--chunk", type=int, default=1000,
+                        help="memories a transaction when the store is built (an "
+                             "interrupted build goes on where it stopped)")
 
 
 def compared(args: argparse.Namespace) -> tuple[dict[str, Path], Path]:
@@ -131,7 +142,9 @@ def compared(args: argparse.Namespace) -> tuple[dict[str, Path], Path]:
         trees["baseline"] = args.baseline.resolve()
     for tree in trees.values():
         check_tree(tree)
-    return trees, cached_store(args.cache, args.n, name="writes", builder=build)
+    return trees, cached_store(args.cache, args.n, name="writes", resume=True,
+                               builder=lambda path, n, cache: build(path, n, cache,
+                                                                    chunk=args.chunk))
 
 
 def main() -> None:
@@ -139,13 +152,20 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     store_arguments(parser)
     parser.add_argument("--samples", type=int, default=50)
+    parser.add_argument("--in-place", action="store_true",
+                        help="write the cached store itself, not a copy (a store too big "
+                             "to copy on this disk; later runs measure a store that took "
+                             "these writes); this code alone")
     args = parser.parse_args()
+    if args.in_place and args.baseline is not None:
+        parser.error("--in-place measures this code alone: leave out --baseline")
     trees, cached = compared(args)
     rounds = _ids(args.n, args.samples, args.rounds)
     with contextlib.ExitStack() as stack:
         # writes change a store: each side writes its own copy
-        dbs = {name: stack.enter_context(store_copy(cached, "graphmem-bench-writes-"))
-               for name in trees}
+        dbs = {"this code": cached} if args.in_place else {
+            name: stack.enter_context(store_copy(cached, "graphmem-bench-writes-"))
+            for name in trees}
         # the copies reach the disk before anything is timed: written back meanwhile,
         # they made each commit's fdatasync wait (the floor 7.8 ms against 1.9, measured)
         os.sync()
