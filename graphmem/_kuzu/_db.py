@@ -40,7 +40,7 @@ Kuzu 0.11.3 traps handled here (each reproduced on this machine):
   the COMMIT raises with the transaction committed (a second bulk add of 1,000 memories to
   a 100k-memory store, 1 GB pool); a read on the same database then crashed the process.
   After such a COMMIT the file is opened again, and the change ring says whether the
-  transaction stood (``Database._stood``);
+  transaction stood (``Database._stood``): the error then says so;
 * a checkpoint can write the lists of rows created since the last one wrong (another
   row's list, or part of one) when a list column of the same node table was also set
   on a row in that time (20 rows holding [2000] to [2019], row 3's set to [], a new row
@@ -959,13 +959,15 @@ class Database:
                 stood = at_commit and self._stood(journal)
                 if journal is not None:
                     journal.after_commit(tx, stood)
-                if not stood:
-                    raise failure
-                self._committed()
-                logging.getLogger("graphmem").warning(
-                    "the write was committed, but the checkpoint it ran found the buffer "
-                    "pool full (GRAPHMEM_BUFFER_POOL_MB sets its size); the store was "
-                    "opened again, which checkpointed it")
+                if stood:
+                    self._committed()
+                    raise StoreError(
+                        "the write was committed, but the checkpoint after it found the "
+                        "database's buffer pool full: what it wrote is stored (writing it "
+                        "again is refused as a conflict); raise GRAPHMEM_BUFFER_POOL_MB "
+                        "(Settings.buffer_pool_mb) and open the store again before writing "
+                        "more") from failure
+                raise failure
         self._maybe_checkpoint()
 
     def _stood(self, journal: Journal | None) -> bool:
@@ -973,9 +975,12 @@ class Database:
         again: whether the transaction was committed all the same. A COMMIT after COPY
         checkpoints, and when that checkpoint found the pool full the COMMIT raised with
         the transaction committed (adding 1,000 memories a second time to a 100k-memory
-        store, measured): the write is reported done, as it is. (A COMMIT that found the
-        disk full is not asked: Kuzu then left the ring row of a transaction whose
-        memories were not stored.)"""
+        store, measured). Such a write is still reported as an error, which says so: a
+        build that went on writing past such commits (10,000 memories a batch, beyond
+        110k) crashed, and the store opened again held none of the 80,000 memories
+        written after 110k. (A COMMIT that
+        found the disk full is not asked: Kuzu then left the ring row of a transaction
+        whose memories were not stored.)"""
         return journal is not None and journal.stood(
             lambda q, p: self._execute(self._write_conn, q, p))
 
