@@ -88,7 +88,7 @@ def test_reads_going_on_while_the_fact_table_is_made_again_do_not_fail(
                     store.recall("Who works at Globex?", owner="o", k=5, record_access=False)
                     store.facts(owner="o")
                     store.cypher("MATCH ()-[f:FACT]->() RETURN count(*) AS n")
-                except BaseException as exc:  # noqa: BLE001 - any failure is the finding
+                except BaseException as exc:  # any failure is the finding
                     errors.append(exc)
 
         readers = [threading.Thread(target=read) for _ in range(2)]
@@ -129,3 +129,37 @@ def test_a_making_cut_short_is_finished_when_the_store_opens(tmp_path: Path) -> 
             assert _facts(store) == facts
             assert _FACT_NEW not in _tables(store)
             assert "FACT" in _tables(store)
+
+
+def test_a_making_that_fails_leaves_no_copy_beside_the_table(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The swap refused (here, injected; the fill's COMMIT finding the buffer pool full
+    did it, from outside): the write stands, the filled copy is dropped at once (every
+    later making failed on it, each reading every fact first), and the next making
+    goes through."""
+    import logging
+
+    from graphmem import StoreError
+
+    monkeypatch.setattr(KuzuEngine, "REMAKE_FACTS", 4)
+    monkeypatch.setattr(KuzuEngine, "REMAKE_SHARE", 0.0)
+    swap = Database.swap_tables
+    refused: list[str] = []
+
+    def refusing(self: Database, old: str, new: str) -> None:
+        if not refused:
+            refused.append(new)
+            raise StoreError("the database needs more memory than its buffer pool")
+        swap(self, old, new)
+
+    monkeypatch.setattr(Database, "swap_tables", refusing)
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        with caplog.at_level(logging.WARNING, logger="graphmem"):
+            _add(store, 2)
+        assert refused == [_FACT_NEW]
+        assert "making the fact table again failed" in caplog.text
+        assert _FACT_NEW not in _tables(store)
+        assert len(store.facts(owner="o")) == 4
+        _add(store, 2, start=2)
+        assert store._ctx.engine.meta()["facts_made"] == "8"

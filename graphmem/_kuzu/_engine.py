@@ -377,6 +377,11 @@ class KuzuEngine(rules.Writes):
         except GraphmemError as exc:
             logging.getLogger("graphmem").warning(
                 "the write was committed, but making the fact table again failed: %s", exc)
+            try:  # a new table filled already is not left beside the old one
+                finish_facts(self.db)
+            except GraphmemError as again:
+                logging.getLogger("graphmem").warning(
+                    "the fact table's copy is left until the store opens again: %s", again)
 
     def _write(self, tx: Tx, batch: WriteBatch) -> None:
         # COPY from Arrow: ~0.06 ms a memory with its version and edge, against ~0.8 ms
