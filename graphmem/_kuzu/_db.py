@@ -984,15 +984,6 @@ class Database:
         return journal is not None and journal.stood(
             lambda q, p: self._execute(self._write_conn, q, p))
 
-    def let_go(self) -> None:
-        """Open the database file again (Kuzu checkpoints it when it closes), so that what
-        Kuzu holds in memory goes with the old handle: after the FACT table was made
-        again, later COMMITs after COPY found the 1 GB buffer pool full (building
-        bench_writes' store stopped at 51k memories; opened again after each making, it
-        reached 100k). An in-memory database is left as it is."""
-        if not self.in_memory:
-            self._reopen_after_rollback()
-
     def _reopen_after_rollback(self) -> None:
         """Open the database file again after a write transaction that ran statements was
         rolled back: Kuzu 0.11.3 leaves the rows it updated unwritable, or crashing the

@@ -258,10 +258,9 @@ class KuzuEngine(rules.Writes):
 
     def _start(self, path: str, read_only: bool) -> None:
         self.schema_version = ensure_schema(self.db, target=SCHEMA_VERSION)
-        finish_facts(self.db)
-        #: facts held when the FACT table was last made, and now (read at the first write
-        #: of facts)
-        self._facts: list[int] | None = None
+        if not read_only:
+            finish_facts(self.db)
+            self._remake_facts_when_due()
         self.db.watch_lists(LIST_TABLES)
         self.path = path if self.db.in_memory else os.path.abspath(path)
         self.read_only = read_only
@@ -340,43 +339,40 @@ class KuzuEngine(rules.Writes):
     def writer(self) -> Iterator[BatchWriter]:
         """One transaction for several batches (a streamed import): everything written
         through it is committed when the block ends, or nothing if it raises."""
-        erased, facts = False, 0
+        erased = False
         with self.db.write() as tx:
             writer = _TxWriter(self, tx)
             yield writer
-            erased, facts = writer.erased, writer.facts
+            erased = writer.erased
         if erased:
             # Crash recovery keeps torn write-ahead logs beside the file; they may hold
             # the erased text.
             self.db.remove_torn_copies()
-        if facts:
-            self._facts_added(facts)
 
-    #: The FACT table is made again once this many facts were added since it was last
-    #: made, or this share of the facts it then held when more (``remake_facts``: 2.3 s at
-    #: 159k facts, where a checkpoint after new facts took up to 6 s more before it)
+    #: The FACT table is made again, when the store opens, once this many facts were
+    #: added since it was last made, or this share of the facts it then held when more
+    #: (``remake_facts``: 2.3 s at 159k facts, where a checkpoint after new facts took up
+    #: to 6 s more before it). Only when it opens: made again after writes, as facts came,
+    #: a process building bench_writes' store with the default 1 GB buffer pool found it
+    #: full at 51k memories (a COMMIT after COPY), where one that never made it again went
+    #: on (past 77k, measured).
     REMAKE_FACTS = 10_000
     REMAKE_SHARE = 0.05
 
-    def _facts_added(self, added: int) -> None:
-        """After a committed write that created ``added`` facts: the FACT table made again
-        when due. The write stands whatever happens here (a failure is a warning; another
-        process tries again)."""
+    def _remake_facts_when_due(self) -> None:
+        """On opening: the FACT table made again when due. The store opens whatever
+        happens here (a failure is a warning, and the next opening tries again)."""
         try:
-            if self._facts is None:
-                self._facts = [int(self.meta().get(_FACTS_MADE) or 0), count_facts(self.db)]
-            else:
-                self._facts[1] += added
-            made, now = self._facts
+            made, now = int(self.meta().get(_FACTS_MADE) or 0), count_facts(self.db)
             if now - made < max(self.REMAKE_FACTS, self.REMAKE_SHARE * made):
                 return
-            self._facts = [now, now]
             remake_facts(self.db)
             self.db.run_auto("MERGE (m:Meta {key: $k}) SET m.value = $v",
                              {"k": _FACTS_MADE, "v": str(now)})
         except GraphmemError as exc:
             logging.getLogger("graphmem").warning(
-                "the write was committed, but making the fact table again failed: %s", exc)
+                "making the fact table again failed (tried again when the store opens "
+                "next): %s", exc)
             try:  # a new table filled already is not left beside the old one
                 finish_facts(self.db)
             except GraphmemError as again:
@@ -897,13 +893,11 @@ class _TxWriter:
     def __init__(self, engine: KuzuEngine, tx: Tx) -> None:
         self._engine, self._tx = engine, tx
         self.erased = False
-        self.facts = 0  # facts created
 
     def write(self, batch: WriteBatch) -> None:
         if batch:
             self._engine._write(self._tx, batch)
             self.erased |= bool(batch.erasures)
-            self.facts += len(batch.facts)
 
     def load(self, name: TableName, rows: pa.Table) -> None:
         tx = self._tx

@@ -246,9 +246,8 @@ def remake_facts(db: Database) -> None:
     a time, the rows cost every checkpoint more. After 159k facts so added, a checkpoint
     following 10 new facts took 6.0 s, 0.54 s once the table was made again (2.3 s), and
     adding 1,000 memories to that store took 9-18 s a batch against 4.5-6.0
-    (``eval.bench_grow``). The file is opened again afterwards (``Database.let_go``)."""
+    (``eval.bench_grow``)."""
     _make_facts_again(db)
-    db.let_go()
 
 
 def finish_facts(db: Database) -> None:
