@@ -65,7 +65,9 @@ def build(path: Path, n: int, cache: Path | None = None, chunk: int = 1000) -> N
     there), with the same texts as a build in one go."""
     rng = random.Random(7)
     started = time.perf_counter()
-    with MemoryStore(path, embedder="hashing", settings=Settings()) as store:
+    # the environment's settings, as the probe's store takes them: a big build wants a
+    # bigger buffer pool (GRAPHMEM_BUFFER_POOL_MB)
+    with MemoryStore(path, embedder="hashing", settings=Settings.from_env()) as store:
         done = store.stats().memories
         for _ in range(done):
             _text(rng)
