@@ -978,9 +978,8 @@ class Database:
         store, measured). Such a write is still reported as an error, which says so: a
         build that went on writing past such commits (10,000 memories a batch, beyond
         110k) crashed, and the store opened again held none of the 80,000 memories
-        written after 110k. (A COMMIT that
-        found the disk full is not asked: Kuzu then left the ring row of a transaction
-        whose memories were not stored.)"""
+        written after 110k. (A COMMIT that found the disk full is not asked: Kuzu then
+        left the ring row of a transaction whose memories were not stored.)"""
         return journal is not None and journal.stood(
             lambda q, p: self._execute(self._write_conn, q, p))
 

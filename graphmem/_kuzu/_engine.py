@@ -367,8 +367,7 @@ class KuzuEngine(rules.Writes):
             if now - made < max(self.REMAKE_FACTS, self.REMAKE_SHARE * made):
                 return
             remake_facts(self.db)
-            self.db.run_auto("MERGE (m:Meta {key: $k}) SET m.value = $v",
-                             {"k": _FACTS_MADE, "v": str(now)})
+            self.set_meta({_FACTS_MADE: str(now)})
         except GraphmemError as exc:
             logging.getLogger("graphmem").warning(
                 "making the fact table again failed (tried again when the store opens "
