@@ -16,8 +16,8 @@ import pyarrow as pa
 
 from ._errors import StoreError
 
-__all__ = ["array_of", "blank_rows", "column_values", "indices", "numbers", "parquet_batches",
-           "strings", "to_pylist", "vector_array", "vector_matrix"]
+__all__ = ["RowReader", "array_of", "blank_rows", "column_values", "indices", "numbers",
+           "parquet_batches", "strings", "to_pylist", "vector_array", "vector_matrix"]
 
 _EPOCH = datetime(1970, 1, 1)
 _EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
@@ -76,6 +76,33 @@ def column_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
         return [values[a - base:b - base] if ok else None
                 for a, b, ok in zip(offsets[:-1], offsets[1:], valid, strict=True)]
     return array.to_pylist()
+
+
+class RowReader:
+    """Rows of one record batch, one at a time, as ``to_pylist`` gives them: for one row, a
+    scalar a column took ~1 us against ~3 us for a column of one row converted (a write's
+    row from the recall index's snapshot, 38 columns: ~40 us against ~106)."""
+
+    def __init__(self, batch: pa.RecordBatch) -> None:
+        self._columns = list(zip(batch.schema.names, batch.columns, strict=True))
+        #: per column: 0 as pyarrow gives it, 1 a timestamp, 2 a list of timestamps
+        self._ways = [1 if _plain_timestamp(c.type) else 2 if pa.types.is_list(c.type)
+                      and _plain_timestamp(c.type.value_type) else 0
+                      for _, c in self._columns]
+
+    def row(self, offset: int) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for (name, column), way in zip(self._columns, self._ways, strict=True):
+            scalar = column[offset]
+            if not way:
+                out[name] = scalar.as_py()
+            elif not scalar.is_valid:
+                out[name] = None
+            elif way == 1:
+                out[name] = _timestamps(column.slice(offset, 1))[0]
+            else:
+                out[name] = _timestamps(scalar.values)
+        return out
 
 
 def to_pylist(table: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from graphmem import MemoryStore
-from graphmem._arrow import numbers, to_pylist
+from graphmem._arrow import RowReader, numbers, to_pylist
 
 from ._servers import free_port, wait_healthy
 
@@ -101,6 +101,9 @@ def test_arrow_rows_are_pyarrows_own_values() -> None:
     for part in (table, table.slice(1, 2), pa.concat_tables([table.slice(0, 1),
                                                              table.slice(1)])):
         assert to_pylist(part) == part.to_pylist()
+        for batch in part.to_batches():
+            reader = RowReader(batch)
+            assert [reader.row(i) for i in range(batch.num_rows)] == batch.to_pylist()
     assert to_pylist(table.slice(0, 0)) == []
     assert numbers(table.column("score")).tolist() == [1.5, 0.0, -2.0]
     assert numbers(pa.chunked_array([], type=pa.float32())).tolist() == []

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from .._arrow import blank_rows, column_values, numbers, strings, to_pylist
+from .._arrow import RowReader, blank_rows, column_values, numbers, strings, to_pylist
 from .._models import KIND_CODE, STATUS_CODE
 from ._bm25 import CONTEXT_MARK, BM25Index
 from ._entities import EntityIndex
@@ -441,6 +441,7 @@ class RecallIndex:
         self.rows: pa.Table | None = None
         self._row_batches: list[pa.RecordBatch] = []
         self._row_starts = np.zeros(1, dtype=np.int64)
+        self._readers: dict[int, RowReader] = {}  # a batch's, made when first read
         self.stale: set[int] = set()
         self._adjacency: dict[tuple[float, float, int], Adjacency] = {}
         self.session: list[str | None] = []
@@ -734,9 +735,11 @@ class RecallIndex:
             # slices, not ``take``: that loads pyarrow.compute (0.2 s of a one-shot recall);
             # joined into one batch (a table of them combined each column: 1.2 ms for
             # ten hits against 0.8)
-            slices = [source.slice(int(offset), 1) for offset
-                      in (chosen - self._row_starts[batch]).tolist()]
-            rows = slices[0] if len(slices) == 1 else pa.concat_batches(slices)
+            offsets = (chosen - self._row_starts[batch]).tolist()
+            if len(offsets) == 1:  # a write's row, one hit's
+                out[int(chosen[0])] = self._reader(batch).row(offsets[0])
+                continue
+            rows = pa.concat_batches([source.slice(int(offset), 1) for offset in offsets])
             out.update(zip(chosen.tolist(), to_pylist(rows), strict=True))
         for row in out.values():
             if row.get("text_sha256") == "":  # left out of the snapshot: the text's own
@@ -749,10 +752,21 @@ class RecallIndex:
         (0.6 MB at 10k) and hashing every text cost each one-shot recall ~10 ms."""
         if self.half:
             table = _slim(table)
+        self.keep_rows(table)
+        self.stale.clear()
+
+    def keep_rows(self, table: pa.Table) -> None:
+        """``table`` as the snapshot's rows, as they are (a saved index's)."""
         self.rows = table
         self._row_batches = table.to_batches()
         self._row_starts = np.cumsum([0, *(b.num_rows for b in self._row_batches)])
-        self.stale.clear()
+        self._readers = {}
+
+    def _reader(self, batch: int) -> RowReader:
+        reader = self._readers.get(batch)
+        if reader is None:
+            reader = self._readers[batch] = RowReader(self._row_batches[batch])
+        return reader
 
     def patch(self, memory_id: str, fields: Mapping[str, Any]) -> bool:
         """Take the fields a commit set on one memory as they are, when none of them
@@ -780,9 +794,7 @@ class RecallIndex:
         n = self.rows.num_rows
         gone = np.zeros(n, dtype=bool)
         gone[[p for p in self.stale if p < n]] = True
-        self.rows = blank_rows(self.rows, gone, keep=["id"])
-        self._row_batches = self.rows.to_batches()
-        self._row_starts = np.cumsum([0, *(b.num_rows for b in self._row_batches)])
+        self.keep_rows(blank_rows(self.rows, gone, keep=["id"]))
 
     def set_edges(self, kind: str, src: Sequence[str], dst: Sequence[str],
                   weight: np.ndarray) -> None:

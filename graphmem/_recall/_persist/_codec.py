@@ -41,7 +41,7 @@ ATTRIBUTES: dict[type, frozenset[str]] = {
         "useful", "ignored", "centrality", "xrefs",
         "confidence", "importance", "access_times", "access_seconds", "last_accessed",
         "superseded_by", "owner_codes", "bm25", "references", "co_occurs", "rows",
-        "_row_batches", "_row_starts", "stale", "_adjacency", "session", "entities",
+        "_row_batches", "_row_starts", "_readers", "stale", "_adjacency", "session", "entities",
         "_signs", "sign_bits_from", "changes", "_derived", "_derived_at", "sentences",
         "sentence_of", "sentence_rows", "sentence_start", "sentence_count"}),
     BM25Index: frozenset({
@@ -300,10 +300,7 @@ def _read(snapshot: SnapshotFile, values: dict[str, Any]) -> RecallIndex:
                              _read_rows(snapshot, f"{prefix}.overlay").items()}
         index._adjacency[adjacency.key] = adjacency
     if values["rows"]:
-        table = snapshot.table("rows")
-        index.rows = table
-        index._row_batches = table.to_batches()
-        index._row_starts = np.cumsum([0, *(b.num_rows for b in index._row_batches)])
+        index.keep_rows(snapshot.table("rows"))
     index.stale = set(snapshot.array("stale").tolist())
     if values["signs"]:
         signs = SignCodes(int(values["signs_dim"]), capacity=1)
