@@ -325,6 +325,78 @@ def test_a_write_whose_checkpoint_fails_returns_what_it_committed(
         assert store.get(memory.id).text == "Caroline moved to Porto in 2024."
 
 
+def test_a_checkpoint_that_found_the_pool_full_opens_the_file_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Both tries of the checkpoint after a commit find the buffer pool full (Kuzu's own
+    words): the write stands, and the file is opened again (the next checkpoint in that
+    process crashed it, at 100k memories); what was written is there, later writes and
+    their checkpoint go through. Another failure leaves the file open as it is."""
+    from graphmem._kuzu import Database
+
+    path = tmp_path / "db"
+    with MemoryStore(path, embedder="hashing") as store:
+        memory = store.add("Caroline works at Acme Inc. in Lisbon.")
+        db = store._ctx.engine.db
+        words = ["Buffer manager exception: Unable to allocate memory! The buffer pool is "
+                 "full and no memory could be freed!"]
+
+        class Refusing:
+            def __init__(self, conn: object) -> None:
+                self._conn = conn
+
+            def execute(self, query: object, *args: object) -> object:
+                if query == "CHECKPOINT" and words:
+                    raise RuntimeError(words[0])
+                return self._conn.execute(query, *args)  # type: ignore[attr-defined]
+
+            def __getattr__(self, name: str) -> object:
+                return getattr(self._conn, name)
+
+        def refusing() -> None:
+            real = kuzu_connection(db)
+            monkeypatch.setattr(db, "_write_conn", Refusing(real))
+
+        opened = db._generation
+        replace = Database._replace_write_conn
+
+        def replaced(self: Database) -> None:
+            replace(self)
+            if self is db:
+                refusing()
+
+        monkeypatch.setattr(Database, "_replace_write_conn", replaced)
+        refusing()
+        monkeypatch.setattr(Database, "CHECKPOINT_ROWS", 1)
+        monkeypatch.setattr(Database, "CHECKPOINT_RETRY_ROWS", 0, raising=False)
+        with caplog.at_level(logging.WARNING, logger="graphmem"):
+            edited = store.update(memory.id, text="Caroline moved to Porto in 2024.")
+        assert "the file is opened again" in caplog.text
+        assert db._generation == opened + 1
+        assert store.get(memory.id) == edited
+        words[0] = "IO exception: No space left on device"
+        refusing()
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="graphmem"):
+            store.update(memory.id, importance=0.75)
+        assert "the checkpoint after it failed" in caplog.text
+        assert "opened again" not in caplog.text
+        assert db._generation == opened + 1
+        words.clear()
+        other = store.add("Melanie paints in Porto.")
+        assert db.rows_written == 0  # checkpointed
+    with MemoryStore(path, embedder="hashing") as store:
+        assert store.get(memory.id).text == "Caroline moved to Porto in 2024."
+        assert store.get(memory.id).importance == 0.75
+        assert store.get(other.id) is not None
+
+
+def kuzu_connection(db: object) -> object:
+    """The database's write connection, unwrapped."""
+    conn = db._write_conn  # type: ignore[attr-defined]
+    return getattr(conn, "_conn", conn)
+
+
 class _CommitFails:
     """The write connection, whose first COMMIT raises Kuzu's "buffer pool is full": after
     committing (``commits``: what a COMMIT after COPY does when the checkpoint it runs
