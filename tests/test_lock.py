@@ -391,6 +391,59 @@ def test_a_checkpoint_that_found_the_pool_full_opens_the_file_again(
         assert store.get(other.id) is not None
 
 
+def test_a_file_that_cannot_be_opened_again_closes_the_store_saying_why(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file, closed after a checkpoint that found the pool full, cannot be opened
+    again (another process opened it meanwhile): the write that committed returns what it
+    wrote, the store is closed and says why to what uses it next, ``close`` goes through,
+    and the store opens again in the same process with the write in it."""
+    from graphmem._kuzu import Database, _db
+
+    path = tmp_path / "db"
+    store = MemoryStore(path, embedder="hashing")
+    memory = store.add("Caroline works at Acme Inc. in Lisbon.")
+    db = store._ctx.engine.db
+
+    class Refusing:
+        def __init__(self, conn: object) -> None:
+            self._conn = conn
+
+        def execute(self, query: object, *args: object) -> object:
+            if query == "CHECKPOINT":
+                raise RuntimeError("Buffer manager exception: Unable to allocate memory! "
+                                   "The buffer pool is full and no memory could be freed!")
+            return self._conn.execute(query, *args)  # type: ignore[attr-defined]
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self._conn, name)
+
+    replace = Database._replace_write_conn
+
+    def replaced(self: Database) -> None:
+        replace(self)
+        self._write_conn = Refusing(kuzu_connection(self))
+
+    def taken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("IO exception: Could not set lock on file : " + str(path))
+
+    monkeypatch.setattr(Database, "_replace_write_conn", replaced)
+    db._write_conn = Refusing(db._write_conn)
+    monkeypatch.setattr(Database, "CHECKPOINT_ROWS", 1)
+    real = _db.kuzu.Database
+    monkeypatch.setattr(_db.kuzu, "Database", taken)
+    edited = store.update(memory.id, text="Caroline moved to Porto in 2024.")
+    assert edited.text == "Caroline moved to Porto in 2024."
+    with pytest.raises(StoreError, match="open the store again"):
+        store.get(memory.id)
+    with pytest.raises(StoreError, match="open the store again"):
+        store.add("Melanie paints in Porto.")
+    monkeypatch.setattr(_db.kuzu, "Database", real)
+    store.close()
+    with MemoryStore(path, embedder="hashing") as again:
+        assert again.get(memory.id).text == "Caroline moved to Porto in 2024."
+        assert again.memory_count() == 1
+
+
 def kuzu_connection(db: object) -> object:
     """The database's write connection, unwrapped."""
     conn = db._write_conn  # type: ignore[attr-defined]

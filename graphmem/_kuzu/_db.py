@@ -543,6 +543,9 @@ class Database:
         #: schema is fixed while the store is open, so the verdict stands
         self._vetted: dict[Hashable, None] = {}
         self._closed = False
+        #: why the store is closed when it was not closed by ``close()`` (its file could
+        #: not be opened again, ``_open_again``)
+        self._closed_why = "the store is closed"
         #: why writes are refused: an in-memory store that could not be healed after a
         #: rolled-back write (``_open_again``); None: they are not
         self._unhealed: str | None = None
@@ -624,7 +627,7 @@ class Database:
                                  f"RETURN n.{key}, {values}", {"keys": keys})
             return {r[0]: tuple(r[1:]) for r in rows}
         if self._closed:
-            raise StoreError("the store is closed")
+            raise StoreError(self._closed_why)
         try:
             result = conn.execute(f"MATCH (n:{table}) RETURN n.{key} AS key, {values}")
             whole: pa.Table = result.get_as_arrow(chunk_size=100_000)
@@ -738,8 +741,11 @@ class Database:
                 "; the file is opened again" if pool_full else "", failure)
             if pool_full:
                 # what the failed checkpoint held stays held: the next one crashed the
-                # process (the module's notes); opened again, Kuzu lets go of it
-                self._open_again()
+                # process (the module's notes); opened again, Kuzu lets go of it. The
+                # write stood whatever happens here: a file that cannot be opened again
+                # closes the store, which says so to what uses it next (``_lose``)
+                with contextlib.suppress(GraphmemError):
+                    self._open_again()
 
     def _close_handles(self) -> None:
         for conn in [*self._readers, self._write_conn]:
@@ -768,7 +774,7 @@ class Database:
 
     def _execute(self, conn: Any, query: str, params: Mapping[str, Any]) -> list[Row]:
         if self._closed:
-            raise StoreError("the store is closed")
+            raise StoreError(self._closed_why)
         check_parameters(query, params)
         result: Any
         try:
@@ -831,7 +837,7 @@ class Database:
         closed handle raised Kuzu's own errors, or ``None`` has no attribute ...)."""
         with self._gate.shared():
             if self._closed:
-                raise StoreError("the store is closed")
+                raise StoreError(self._closed_why)
             yield
 
     # -- reads ---------------------------------------------------------------------
@@ -1013,7 +1019,11 @@ class Database:
                 self._replace_write_conn()
                 with self._checked():  # Kuzu checkpoints when the file is closed
                     self._close_handles()
-                    self._open()
+                    try:
+                        self._open()
+                    except GraphmemError as exc:
+                        self._lose(exc)
+                        raise
                 return
             self._replace_write_conn()  # the export runs on it: one that took no failure
             try:
@@ -1036,6 +1046,20 @@ class Database:
                 return
             self._close_handles()
             self._open((fresh, conn))
+
+    def _lose(self, exc: GraphmemError) -> None:
+        """The file closed to be opened again could not be (another process opened it
+        meanwhile, ...): this handle is closed, lets go of the file, and says why to
+        whatever uses it next."""
+        self._closed = True
+        self._closed_why = (
+            f"the store was closed: its file, closed to be opened again, could not be "
+            f"({exc}); what was committed before is stored: open the store again")
+        logging.getLogger("graphmem").error("%s", self._closed_why)
+        with contextlib.suppress(Exception):
+            if self._mark is not None:
+                self._mark.close()
+        self._claimed()
 
     def run_auto(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         """Run one statement in auto-commit mode (DDL, index creation, user writes)."""
@@ -1088,7 +1112,7 @@ class Database:
         self._refuse_if_read_only()
         with self._write_lock, self._gate.exclusive():
             if self._closed:
-                raise StoreError("the store is closed")
+                raise StoreError(self._closed_why)
             conn = self._write_conn
             try:
                 conn.execute("BEGIN TRANSACTION")
@@ -1160,7 +1184,7 @@ class Database:
         work = Path(self.path) / ".rebuild"
         with self._write_lock, self._gate.exclusive():
             if self._closed:
-                raise StoreError("the store is closed")
+                raise StoreError(self._closed_why)
             shutil.rmtree(work, ignore_errors=True)
             work.mkdir()
             try:
