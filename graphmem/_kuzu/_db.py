@@ -1006,11 +1006,12 @@ class Database:
         """Open the database file again after a write transaction that ran statements was
         rolled back: Kuzu 0.11.3 leaves the rows it updated unwritable, or crashing the
         next write of them, in this process (the module's notes); opened again, the
-        rolled-back changes are gone and every row takes writes. (And after a checkpoint
-        that found the buffer pool full: the next one crashed the process.) Running reads finish
-        first. An in-memory database is copied into a new one instead (Kuzu's export and
-        import, through a private directory); should that fail, it is kept as it is, with
-        a new write connection (a connection reused after some failures crashed the
+        rolled-back changes are gone and every row takes writes. The same after a
+        checkpoint that found the buffer pool full (the next one crashed the process).
+        Running reads finish first. A file that cannot be opened again closes this handle
+        (``_lose``). An in-memory database is copied into a new one instead (Kuzu's export
+        and import, through a private directory); should that fail, it is kept as it is,
+        with a new write connection (a connection reused after some failures crashed the
         process)."""
         if self._closed:
             return
