@@ -61,7 +61,11 @@ def _present(array: pa.Array) -> np.ndarray:
 
 
 def column_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
-    """The Python values of one column (as ``to_pylist``, datetimes made here)."""
+    """The Python values of one column (as ``to_pylist``, datetimes made here), chunk by
+    chunk: the strings of a column's chunks joined into one array overflowed its offsets
+    past 2 GiB (the sentence vectors of a 1M-memory store, as text)."""
+    if isinstance(column, pa.ChunkedArray) and column.num_chunks > 1:
+        return [value for chunk in column.chunks for value in column_values(chunk)]
     array = _array(column)
     kind = array.type
     if _plain_timestamp(kind):

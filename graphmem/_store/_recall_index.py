@@ -152,9 +152,12 @@ class IndexSync:
                    scan.has_vector)
         # the sentence vectors made when each text was written (none re-embedded here)
         statuses = column_values(scan.table.column("status"))
-        for pos, text in enumerate(column_values(scan.table.column("sentences"))):
-            if text is not None and statuses[pos] != "forgotten":
-                built.set_sentences(pos, _sentences(text, built.dim))
+        pos = 0
+        for chunk in scan.table.column("sentences").chunks:  # as text: ~4 GB at 1M
+            for text in column_values(chunk):
+                if text is not None and statuses[pos] != "forgotten":
+                    built.set_sentences(pos, _sentences(text, built.dim))
+                pos += 1
         built.set_rows(scan.table.drop_columns(["sentences"]))
         del scan, statuses
         self._load_edges(built)
