@@ -12,6 +12,7 @@ here, and comes with a new ``FORMAT`` (files of the old format are then built ag
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..._arrow import array_of, to_pylist
+from ..._arrow import array_of, column_values
 from ..._engine import FactRecord
 from ..._models import STATUS_CODE
 from .._bm25 import BM25Index, _Column
@@ -239,6 +240,16 @@ def _facts_table(facts: Sequence[FactRecord]) -> pa.Table:
 
 
 # -- reading ---------------------------------------------------------------------------
+def _read_facts(table: pa.Table) -> list[FactRecord]:
+    """The facts ``_facts_table`` wrote, made from its columns in the record's field
+    order (a dict a row, then a record from it, took 14.5 s of the 1.15M facts of a
+    1M-memory store's first recall)."""
+    columns = [column_values(table.column(f.name)) for f in dataclasses.fields(FactRecord)]
+    at = [f.name for f in dataclasses.fields(FactRecord)].index("sources")
+    columns[at] = [tuple(s) for s in columns[at]]
+    return [FactRecord(*row) for row in zip(*columns, strict=True)]
+
+
 def read_index(snapshot: SnapshotFile) -> RecallIndex:
     """The index written into ``snapshot``. Raises ``DamagedFile`` when a part is missing
     or does not fit the rest."""
@@ -392,8 +403,7 @@ def _read_entities(snapshot: SnapshotFile, values: dict[str, Any]) -> EntityInde
                      zip(forms["owner"], forms["form"], forms["positions"], strict=True)}
     graph.of_memory = _read_rows(snapshot, "entities.of_memory")
     graph.memories_of = _read_rows(snapshot, "entities.memories_of")
-    facts = [FactRecord(**{**row, "sources": tuple(row["sources"])})
-             for row in to_pylist(snapshot.table("entities.facts"))]
+    facts = _read_facts(snapshot.table("entities.facts"))
     graph.facts_of = {}
     for entity, number in snapshot.array("entities.facts_of").tolist():
         graph.facts_of.setdefault(entity, []).append(facts[number])
