@@ -108,6 +108,13 @@ __all__ = ["Database", "Journal", "PlanVetting", "Tx", "check_parameters", "quer
 Row = list[Any]
 #: Kuzu's words when its buffer pool is full (lower case)
 _POOL_FULL = "buffer pool is full"
+
+
+def _pool_full(exc: BaseException | None) -> bool:
+    """Whether Kuzu's error ``exc`` says that its buffer pool is full."""
+    return _POOL_FULL in str(exc).lower()
+
+
 #: Lists read around a checkpoint: by key, or a whole table (Arrow, sorted by key).
 _Lists: TypeAlias = "dict[Any, tuple[Any, ...]] | pa.Table"
 
@@ -701,7 +708,7 @@ class Database:
                 self._write_conn.execute("CHECKPOINT")
             except RuntimeError as exc:
                 self._replace_write_conn()
-                if _POOL_FULL not in str(exc).lower():
+                if not _pool_full(exc):
                     raise
                 # Once more, on a new connection: see the module's notes.
                 self._write_conn.execute("CHECKPOINT")
@@ -734,7 +741,7 @@ class Database:
                 except GraphmemError as exc:
                     failure = exc
                     self._retry_at = self.rows_written + self.CHECKPOINT_RETRY_ROWS
-            pool_full = _POOL_FULL in str(failure.__cause__).lower()
+            pool_full = _pool_full(failure.__cause__)
             logging.getLogger("graphmem").warning(
                 "the write was committed, but the checkpoint after it failed (tried again "
                 "later and when the store closes%s): %s",
@@ -955,7 +962,7 @@ class Database:
                             # the rows it wrote are checked at the next checkpoint,
                             # should it have been committed all the same (below)
                             self._lists = self._lists.merged(tx.lists)
-                            at_commit = _POOL_FULL in str(exc).lower()
+                            at_commit = _pool_full(exc)
                             failure = map_error(exc, path=self.path)
                             failure.__cause__ = exc
                             raise failure from exc
