@@ -60,6 +60,19 @@ def _present(array: pa.Array) -> np.ndarray:
     return bits[array.offset:array.offset + len(array)].astype(bool)
 
 
+#: How a column's values are made (``_way``): as pyarrow gives them, as timestamps made
+#: here, as lists of timestamps made here.
+_AS_IS, _TIMES, _TIME_LISTS = 0, 1, 2
+
+
+def _way(kind: pa.DataType) -> int:
+    if _plain_timestamp(kind):
+        return _TIMES
+    if pa.types.is_list(kind) and _plain_timestamp(kind.value_type):
+        return _TIME_LISTS
+    return _AS_IS
+
+
 def column_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
     """The Python values of one column (as ``to_pylist``, datetimes made here), chunk by
     chunk: the strings of a column's chunks joined into one array overflowed its offsets
@@ -67,10 +80,10 @@ def column_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
     if isinstance(column, pa.ChunkedArray) and column.num_chunks > 1:
         return [value for chunk in column.chunks for value in column_values(chunk)]
     array = _array(column)
-    kind = array.type
-    if _plain_timestamp(kind):
+    way = _way(array.type)
+    if way == _TIMES:
         return _timestamps(array)
-    if pa.types.is_list(kind) and _plain_timestamp(kind.value_type):
+    if way == _TIME_LISTS:
         # From the offsets and the validity bits: ``flatten`` and ``value_lengths`` would
         # load pyarrow.compute (0.2 s of a one-shot recall).
         offsets = array.offsets.to_pylist()
@@ -89,20 +102,17 @@ class RowReader:
 
     def __init__(self, batch: pa.RecordBatch) -> None:
         self._columns = list(zip(batch.schema.names, batch.columns, strict=True))
-        #: per column: 0 as pyarrow gives it, 1 a timestamp, 2 a list of timestamps
-        self._ways = [1 if _plain_timestamp(c.type) else 2 if pa.types.is_list(c.type)
-                      and _plain_timestamp(c.type.value_type) else 0
-                      for _, c in self._columns]
+        self._ways = [_way(c.type) for _, c in self._columns]
 
     def row(self, offset: int) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for (name, column), way in zip(self._columns, self._ways, strict=True):
             scalar = column[offset]
-            if not way:
+            if way == _AS_IS:
                 out[name] = scalar.as_py()
             elif not scalar.is_valid:
                 out[name] = None
-            elif way == 1:
+            elif way == _TIMES:
                 out[name] = _timestamps(column.slice(offset, 1))[0]
             else:
                 out[name] = _timestamps(scalar.values)
