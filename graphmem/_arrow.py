@@ -17,7 +17,8 @@ import pyarrow as pa
 from ._errors import StoreError
 
 __all__ = ["RowReader", "array_of", "blank_rows", "column_values", "indices", "numbers",
-           "parquet_batches", "strings", "to_pylist", "vector_array", "vector_matrix"]
+           "offsets", "parquet_batches", "strings", "to_pylist", "vector_array",
+           "vector_matrix"]
 
 _EPOCH = datetime(1970, 1, 1)
 _EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
@@ -166,6 +167,32 @@ def blank_rows(table: pa.Table, rows: np.ndarray, *, keep: Sequence[str] = ()) -
     return pa.Table.from_arrays(columns, schema=table.schema)
 
 
+#: The largest offset of a string or list array (Arrow's offsets are int32).
+_MAX_OFFSET = np.iinfo(np.int32).max
+
+
+def offsets(lengths: Sequence[int] | np.ndarray) -> np.ndarray:
+    """The int32 offsets of an Arrow string or list array whose values have these
+    lengths. A batch whose values exceed 2 GiB (or 2**31 - 1 items) is an error naming
+    the size: the offsets would wrap, and the array silently read other values.
+
+    >>> offsets([2, 0, 3]).tolist()
+    [0, 2, 2, 5]
+    >>> offsets([2**30, 2**30])
+    Traceback (most recent call last):
+    ...
+    graphmem._errors.StoreError: an Arrow batch of 2147483648 bytes or items is over ...
+    """
+    ends = np.cumsum(np.asarray(lengths, dtype=np.int64))
+    total = int(ends[-1]) if len(ends) else 0
+    if total > _MAX_OFFSET:
+        raise StoreError(f"an Arrow batch of {total} bytes or items is over the "
+                         f"{_MAX_OFFSET} its int32 offsets hold; write it in smaller batches")
+    out = np.zeros(len(ends) + 1, dtype=np.int32)
+    out[1:] = ends
+    return out
+
+
 def strings(values: list[str | None]) -> pa.Array:
     """Python strings (None: null) as an Arrow string array, built from buffers:
     ``pa.array`` of a Python list imports pandas.
@@ -174,13 +201,12 @@ def strings(values: list[str | None]) -> pa.Array:
     ['ab', None, '', 'é']
     """
     encoded = [b"" if v is None else v.encode("utf-8") for v in values]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
-    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    ends = offsets([len(e) for e in encoded])
     present = np.array([v is not None for v in values], dtype=bool)
     validity = None if present.all() else pa.py_buffer(
         np.packbits(present, bitorder="little"))
     return pa.Array.from_buffers(pa.string(), len(encoded), [
-        validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+        validity, pa.py_buffer(ends), pa.py_buffer(b"".join(encoded))])
 
 
 _NUMBERS = {pa.int64(): np.int64, pa.int32(): np.int32, pa.float64(): np.float64,
@@ -211,10 +237,9 @@ def array_of(values: list[Any], kind: pa.DataType) -> pa.Array:
     n = len(values)
     present = [v is not None for v in values]
     if pa.types.is_list(kind):
-        offsets = np.zeros(n + 1, dtype=np.int32)
-        np.cumsum([len(v) if v is not None else 0 for v in values], out=offsets[1:])
+        ends = offsets([len(v) if v is not None else 0 for v in values])
         child = array_of([x for v in values if v is not None for x in v], kind.value_type)
-        return pa.Array.from_buffers(kind, n, [_validity(present), pa.py_buffer(offsets)],
+        return pa.Array.from_buffers(kind, n, [_validity(present), pa.py_buffer(ends)],
                                      children=[child])
     if pa.types.is_string(kind):
         return strings(values)
@@ -269,12 +294,11 @@ def vector_array(matrix: np.ndarray | None, present: np.ndarray | None, n: int) 
     if matrix is None or present is None or not n:
         return pa.nulls(n, kind)
     dim = matrix.shape[1]
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(np.where(present, dim, 0), out=offsets[1:])
+    ends = offsets(np.where(present, dim, 0))
     values = np.ascontiguousarray(matrix[present], dtype=np.float32).ravel()
     validity = None if present.all() else pa.py_buffer(np.packbits(present, bitorder="little"))
     child = pa.Array.from_buffers(pa.float32(), len(values), [None, pa.py_buffer(values)])
-    return pa.Array.from_buffers(kind, n, [validity, pa.py_buffer(offsets)], children=[child])
+    return pa.Array.from_buffers(kind, n, [validity, pa.py_buffer(ends)], children=[child])
 
 
 def vector_matrix(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:

@@ -10,11 +10,12 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
-from graphmem import MemoryStore
-from graphmem._arrow import RowReader, numbers, to_pylist
+from graphmem import MemoryStore, StoreError
+from graphmem._arrow import RowReader, array_of, numbers, offsets, strings, to_pylist, vector_array
 
 from ._servers import free_port, wait_healthy
 
@@ -83,6 +84,24 @@ def test_a_one_shot_recall_imports_none_of_what_it_never_runs(tmp_path: Path) ->
     used = ("import graphmem\nassert graphmem.RuleExtractor().extract('I moved to Oslo')\n"
             "assert 'LearnReport' in dir(graphmem) and graphmem.LearnReport\n")
     assert _own(used)[0] == ["graphmem._extract", "graphmem._kg._patterns"]
+
+
+def test_arrow_offsets_past_2_gib_are_an_error_not_a_wrap() -> None:
+    """Arrow's string and list offsets are int32: a batch whose values pass 2**31 - 1
+    bytes (or items) is refused with the size, not written with offsets that wrapped
+    (which read other rows' values, or fail far from the cause)."""
+    big = np.full(3, 2**30, dtype=np.int64)
+    with pytest.raises(StoreError, match=r"3221225472 bytes or items.*smaller batches"):
+        offsets(big)
+    assert offsets(np.full(2, 2**30 - 1)).tolist() == [0, 2**30 - 1, 2**31 - 2]
+    assert offsets([]).tolist() == [0]
+    # the builders go through it
+    assert strings(["ab", None, "é"]).to_pylist() == ["ab", None, "é"]
+    assert array_of([[1], None, [2, 3]], pa.list_(pa.int64())).to_pylist() == [[1], None,
+                                                                             [2, 3]]
+    wide = np.broadcast_to(np.float32(1.0), (3, 2**30))  # no 12 GB: refused before a copy
+    with pytest.raises(StoreError, match="smaller batches"):
+        vector_array(wide, np.ones(3, dtype=bool), 3)
 
 
 def test_arrow_rows_are_pyarrows_own_values() -> None:

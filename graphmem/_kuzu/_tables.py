@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from .._arrow import column_values, vector_array, vector_matrix
+from .._arrow import column_values, offsets, vector_array, vector_matrix
 from .._engine import EDGE_KINDS, TableName
 from .._records import FIELD_COLUMNS, TABLE_TYPES
 from ._db import Tx
@@ -231,11 +231,10 @@ def _base64(matrix: np.ndarray, present: np.ndarray) -> pa.Array:
         width = 4 * dim * 4 // 3
         text = base64.b64encode(np.ascontiguousarray(matrix[present], dtype=np.float32)
                                 .tobytes())
-        offsets = np.zeros(n + 1, dtype=np.int32)
-        np.cumsum(np.where(present, width, 0), out=offsets[1:])
+        ends = offsets(np.where(present, width, 0))
         validity = None if present.all() else pa.py_buffer(
             np.packbits(present, bitorder="little"))
-        return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(offsets),
+        return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(ends),
                                                       pa.py_buffer(text)])
     from .._arrow import strings
 
