@@ -134,3 +134,121 @@ def test_a_backup_with_bad_sentence_vectors_is_refused(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="sentences"):
         MemoryStore.restore_backup(tmp_path / "backup", tmp_path / "restored")
     assert not (tmp_path / "restored").exists() or not any((tmp_path / "restored").iterdir())
+
+
+PLOT = ("My allotment plot is number 14 at Meanwood. Tuesdays and Thursdays I water it, "
+        "the hose is by the blue shed.")
+
+
+def _statements(store: MemoryStore, owner: str = "ruth") -> dict[str, str]:
+    return {m.text: m.id for m in store.memories(owner=owner)}
+
+
+def test_a_conversation_statement_is_searched_with_its_message(tmp_path: Path) -> None:
+    """A statement split from the user's message keeps the message among its sentence
+    vectors (last, at ``MESSAGE_WEIGHT``), so a question in the message's words finds
+    it; a memory added on its own (its payload its own) has no such row."""
+    from graphmem._derive import MESSAGE_WEIGHT
+
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store.add_conversation([{"role": "user", "content": PLOT}], owner="ruth",
+                               session_id="s1")
+        said = _statements(store)
+        water = next(i for t, i in said.items() if t.startswith("Tuesdays"))
+        rows = _stored(store)[water]
+        assert rows is not None and rows.shape == (1, 384)  # one sentence: its message
+        message = store._ctx.embed([PLOT])[0]
+        np.testing.assert_allclose(rows[0], MESSAGE_WEIGHT * message, atol=1e-6)
+        # what the assistant said keeps no message: its replies are its own
+        store.add_conversation([{"role": "user", "content": "Any tips for slugs?"},
+                                {"role": "assistant", "content": "Try copper tape round "
+                                 "the beds. Beer traps work as well, set them at dusk."}],
+                               owner="ruth", session_id="s2")
+        tips = [m.id for m in store.memories(owner="ruth") if "assistant" in m.tags]
+        assert tips and all(_stored(store)[i] is None for i in tips)
+        others = [store.add(text, owner="ruth").id for text in (
+            "Rainy days all week at the station.", "Days out with the kids.")]
+        alone = store.add("Tuesdays and Thursdays I water it.", owner="ruth",
+                          payload=PLOT)
+        assert _stored(store)[alone.id] is None  # no conversation's statement
+        # by its own words alone (0.16) it came after these (0.29, 0.30), which share
+        # "days" with the question; the message's "Meanwood allotment" puts it before
+        hits = store.recall("Which days at the Meanwood allotment?", owner="ruth", k=10,
+                            record_access=False)
+        vector = {h.memory.id: h.explanation.channels["vector"].score for h in hits
+                  if "vector" in h.explanation.channels}
+        assert all(vector[water] > vector[o] for o in others), vector
+
+
+def test_forget_makes_the_message_row_again_without_the_forgotten_words(tmp_path: Path
+                                                                        ) -> None:
+    """The message row is made of the message: when a sentence of it is forgotten, the
+    other statements' message rows are made again of what is left (a vector of the
+    forgotten words would be a trace of them)."""
+    from graphmem._derive import MESSAGE_WEIGHT
+
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        three = f"{PLOT} My neighbour Gwen shares the compost bin with me."
+        store.add_conversation([{"role": "user", "content": three}], owner="ruth",
+                               session_id="s1")
+        said = _statements(store)
+        plot = next(i for t, i in said.items() if t.startswith("My allotment"))
+        water = next(i for t, i in said.items() if t.startswith("Tuesdays"))
+        store.forget(plot, owner="ruth", confirm=True)
+        left = store.get(water)
+        assert left.payload is not None and "Meanwood" not in left.payload
+        assert "compost" in left.payload
+        rows = _stored(store)[water]
+        assert rows is not None
+        np.testing.assert_allclose(rows[-1], MESSAGE_WEIGHT * store._ctx.embed(
+            [left.payload])[0], atol=1e-6)
+        index = store._recall_index.ensure_index()
+        pos = index.pos[water]
+        start, count = int(index.sentence_start[pos]), int(index.sentence_count[pos])
+        np.testing.assert_allclose(index.sentences[start:start + count].astype(np.float32),
+                                   rows, atol=1e-2)
+
+
+def test_reembed_keeps_the_message_row(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store.add_conversation([{"role": "user", "content": PLOT}], owner="ruth",
+                               session_id="s1")
+        water = next(i for t, i in _statements(store).items() if t.startswith("Tuesdays"))
+        before = _stored(store)[water]
+        store.reembed("hashing")
+        after = _stored(store)[water]
+        assert before is not None and after is not None and after.shape == (1, 384)
+        np.testing.assert_allclose(after, before, atol=1e-6)
+
+
+DIG = [{"role": "user", "content": "Big news, we got the allotment at Meanwood! First dig is "
+        "on the 9th of March."},
+       {"role": "assistant", "content": "Congratulations! Do you want a reminder?"},
+       {"role": "user", "content": "yes please. oh sorry, I meant the 16th, not the 9th"}]
+
+
+def test_a_correction_is_searched_with_what_it_corrects(tmp_path: Path) -> None:
+    """A correction's message row is its message and then what it corrects (its context:
+    the corrected statement in its message), which the stale statement is found by; a
+    forget of the corrected statement's message makes it again without those words."""
+    from graphmem._derive import MESSAGE_WEIGHT
+
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store.add_conversation(DIG, owner="ruth", session_id="s1")
+        said = _statements(store)
+        fix = next(i for t, i in said.items() if "I meant" in t)
+        corrected = store.get(fix)
+        assert corrected.provenance.get("corrects") and corrected.context
+        rows = _stored(store)[fix]
+        assert rows is not None and rows.shape == (1, 384)
+        np.testing.assert_allclose(rows[0], MESSAGE_WEIGHT * store._ctx.embed(
+            [f"{corrected.payload}\n{corrected.context}"])[0], atol=1e-6)
+        store.forget(next(i for t, i in said.items() if t.startswith("Big news")),
+                     owner="ruth", confirm=True)
+        left = store.get(fix)
+        assert "Meanwood" not in (left.context or "")
+        rows = _stored(store)[fix]
+        assert rows is not None
+        np.testing.assert_allclose(rows[-1], MESSAGE_WEIGHT * store._ctx.embed(
+            [f"{left.payload}\n{left.context}" if left.context else left.payload])[0],
+            atol=1e-6)

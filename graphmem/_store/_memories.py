@@ -20,6 +20,7 @@ from .._derive import (
     derive_fields,
     embedding_head,
     lifecycle_event,
+    message_of,
     new_memory,
     patch_of,
     sentence_vectors,
@@ -64,7 +65,7 @@ from .._models import (
     parse_kind,
 )
 from .._progress import progress
-from .._records import patched_memory
+from .._records import json_load, patched_memory
 from ._knowledge import Knowledge
 from ._transitions import Transitions
 
@@ -187,7 +188,8 @@ class Memories:
         derived = derive_fields(self._ctx.embed_memories, [
             TextItem(i.subject, i.text, i.context, i.entities or None,
                      at=i.observed or i.created or now, speaker=speaker_of(i.provenance),
-                     refers_to=_refers_to(i.provenance))
+                     refers_to=_refers_to(i.provenance),
+                     message=message_of(i.payload, i.context, i.provenance))
             for i in items], facts=self._ctx.facts, sentences=self._ctx.embed)
         new = [new_memory(item, d, now=now, reason=reason, actor=self._ctx.actor(actor))
                for item, d in zip(items, derived, strict=True)]
@@ -648,7 +650,8 @@ class Memories:
         """
         ctx = self._ctx
         chosen = ctx.make_embedder(embedder)
-        fields = ["id", "subject", "text", "context", "status", "version"]
+        fields = ["id", "subject", "text", "context", "payload", "provenance", "status",
+                  "version"]
         rows = _to_embed(ctx.engine.scan(fields).table.to_pylist(), {})
         bar = progress(len(rows), "re-embedding", progress_bar)
         for start in range(0, len(rows), batch_size):
@@ -678,15 +681,17 @@ def _embedded(embedder: Embedder, rows: Sequence[Mapping[str, Any]]
     """``embedder``'s memory vectors and sentence vectors of ``rows``, by id."""
     vectors = embed_memories(embedder, [embedding_head(r["subject"], r["text"])
                                         for r in rows], [r["context"] for r in rows])
-    sentences = sentence_vectors(embedder.embed, [r["text"] for r in rows])
+    sentences = sentence_vectors(embedder.embed, [r["text"] for r in rows], [
+        message_of(r["payload"], r["context"], json_load(r["provenance"])) for r in rows])
     return ({r["id"]: v for r, v in zip(rows, vectors, strict=True)},
             {r["id"]: v for r, v in zip(rows, sentences, strict=True)})
 
 
 def _embedded_as(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What a memory's vectors are made of: its version, and the text and context (a
-    forget scrubs its neighbours' context without a new version)."""
-    return row["version"], row["subject"], row["text"], row["context"]
+    """What a memory's vectors are made of: its version, and the text, context and
+    payload (a forget scrubs its neighbours' context and message without a new
+    version)."""
+    return row["version"], row["subject"], row["text"], row["context"], row["payload"]
 
 
 def _to_embed(rows: list[dict[str, Any]], done: Mapping[str, tuple[Any, ...]]
@@ -745,10 +750,13 @@ def _reading(memory: Memory, changes: Mapping[str, Any],
              entities: Sequence[str] | None = None) -> TextItem:
     """What ``memory`` reads as once ``changes`` are made (``entities``: given by hand)."""
     provenance = changes.get("provenance", memory.provenance)
+    context = changes.get("context", memory.context)
     return TextItem(changes.get("subject", memory.subject), changes.get("text", memory.text),
-                    changes.get("context", memory.context), entities,
+                    context, entities,
                     at=memory.observed or memory.created, speaker=speaker_of(provenance),
-                    refers_to=_refers_to(provenance))
+                    refers_to=_refers_to(provenance),
+                    message=message_of(changes.get("payload", memory.payload), context,
+                                       provenance))
 
 
 def speaker_of(provenance: Mapping[str, Any]) -> str | None:

@@ -12,7 +12,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Required, TypedDict, Unpack
 
 from .._context import Changed, StoreContext
-from .._derive import TextItem, derive_fields, lifecycle_event, patch_of, version_of
+from .._derive import (
+    TextItem,
+    derive_fields,
+    lifecycle_event,
+    message_of,
+    patch_of,
+    sentence_vectors,
+    version_of,
+)
 from .._engine import Erasure, Patch, WriteBatch
 from .._errors import (
     ConfirmationRequiredError,
@@ -199,12 +207,15 @@ class Transitions:
         key = ctx.keys.current(FORGET)
         tag = key_id(key)
         scrubbed: dict[str, dict[str, Any]] = {}  # one patch a memory: context and payload
+        held: dict[str, Memory] = {}  # ... of these memories, as they were
         # per owner, the forgotten texts as sentences of the sittings they were said in
         owners = _by_owner(gone)
         said = {owner: _said_near(group, lambda m: m.session) for owner, group in owners}
-        for patch in (*self._scrub_contexts(owners, said),
-                      *self._scrub_payloads(owners, said, key, tag)):
-            scrubbed.setdefault(patch.memory_id, {}).update(patch.set)
+        for memory, patch in (*self._scrub_contexts(owners, said),
+                              *self._scrub_payloads(owners, said, key, tag)):
+            scrubbed.setdefault(memory.id, {}).update(patch.set)
+            held[memory.id] = memory
+        self._messages_again(held, scrubbed)
         for n, (memory, history) in enumerate(gone):
             # as it is now: an erasure before it may have moved its entities
             self._erase(ctx.visible(memory.id, owner) if n else memory, history, scrubbed,
@@ -300,7 +311,7 @@ class Transitions:
                    for key in candidates)
 
     def _scrub_contexts(self, owners: _Owners, said: dict[str | None, dict[str | None, Mentions]]
-                        ) -> list[Patch]:
+                        ) -> list[tuple[Memory, Patch]]:
         """The forgotten texts leave the contexts of their owner's other memories indexed
         with them (matched up to whitespace; in the sitting a text was said in, the
         sentence in any case and however short: ``said``, by owner and sitting); their
@@ -331,12 +342,12 @@ class Transitions:
             return []
         items = [TextItem(m.subject, m.text, c, m.entities) for m, c in found]
         derived = derive_fields(self._ctx.embed_memories, items, graph=False)
-        return [Patch(m.id, set={"context": c, "vector": d.vector})
+        return [(m, Patch(m.id, set={"context": c, "vector": d.vector}))
                 for (m, c), d in zip(found, derived, strict=True)]
 
     def _scrub_payloads(self, owners: _Owners,
                         said: dict[str | None, dict[str | None, Mentions]], key: str,
-                        tag: str) -> list[Patch]:
+                        tag: str) -> list[tuple[Memory, Patch]]:
         """The forgotten sentences leave the payloads of their owner's other memories of
         the sitting they were said in (the sentences of one message keep the message as
         their payload; another message of the sitting may say the same), however short, as
@@ -346,7 +357,7 @@ class Transitions:
         confirm a guess of the words that went."""
         engine = self._ctx.engine
         leaving = {m.id for _, group in owners for m, _ in group}
-        patches: list[Patch] = []
+        patches: list[tuple[Memory, Patch]] = []
         for owner, group in owners:
             in_sitting: dict[str | None, Mentions] = {
                 s: near for s, near in said[owner].items() if s is not None}
@@ -363,11 +374,29 @@ class Transitions:
                 for near in (in_sitting.get(m.session), in_message.get(m.payload)):
                     payload = near.scrub(payload) if near is not None else payload
                 if payload != m.payload:
-                    patches.append(Patch(m.id, set={
+                    patches.append((m, Patch(m.id, set={
                         "payload": payload or None,
                         "payload_hash": m.payload_hash if (m.payload_hash or "").startswith(
-                            DIGEST_PREFIX) else keyed_digest(key, m.payload, key_id=tag)}))
+                            DIGEST_PREFIX) else keyed_digest(key, m.payload, key_id=tag)})))
         return patches
+
+    def _messages_again(self, held: Mapping[str, Memory],
+                        scrubbed: Mapping[str, dict[str, Any]]) -> None:
+        """The sentence vectors of the memories whose message (``message_of``: payload,
+        and a correction's context) the forget changed, made again of what is left and
+        set in their patches (``scrubbed``): a vector of the forgotten words would be a
+        trace of them."""
+        changed = []
+        for memory_id, fields in scrubbed.items():
+            m = held[memory_id]
+            now = message_of(fields.get("payload", m.payload),
+                             fields.get("context", m.context), m.provenance)
+            if now != message_of(m.payload, m.context, m.provenance):
+                changed.append((m, now))
+        vectors = sentence_vectors(self._ctx.embed, [m.text for m, _ in changed],
+                                   [now for _, now in changed])
+        for (m, _), sentences in zip(changed, vectors, strict=True):
+            scrubbed[m.id]["sentences"] = sentences
 
     def _scrub_events(self, memory_id: str, mentions: Mentions, quoted: Mentions
                       ) -> dict[str, dict[str, Any]]:
