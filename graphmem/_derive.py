@@ -250,7 +250,7 @@ def sentence_vectors(embed: Callable[[Sequence[str]], np.ndarray], texts: Sequen
     ``MESSAGE_WEIGHT``."""
     found = [sentence_texts(t) for t in texts]
     said = [None] * len(texts) if messages is None else [
-        m if m and t and m.strip() != t.strip() else None
+        m if m and t and m.split() != t.split() else None
         for t, m in zip(texts, messages, strict=True)]
     for n, message in enumerate(said):
         if message is not None:

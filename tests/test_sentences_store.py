@@ -252,3 +252,33 @@ def test_a_correction_is_searched_with_what_it_corrects(tmp_path: Path) -> None:
         np.testing.assert_allclose(rows[-1], MESSAGE_WEIGHT * store._ctx.embed(
             [f"{left.payload}\n{left.context}" if left.context else left.payload])[0],
             atol=1e-6)
+
+
+def test_forget_makes_the_row_again_after_the_provenance_was_edited(tmp_path: Path
+                                                                   ) -> None:
+    """A row made while the memory was a conversation's statement is made again when a
+    forget scrubs its payload, though its provenance says otherwise since: the old row
+    held the forgotten words (found from outside, with a PIN)."""
+    message = "My PIN is 4071 at the Halifax. My cat Zorbo hates the vet."
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store.add_conversation([{"role": "user", "content": message}], owner="u",
+                               session_id="s1")
+        said = _statements(store, "u")
+        cat = next(i for t, i in said.items() if "Zorbo" in t)
+        store.update(cat, provenance={"source": "manual"})
+        store.forget(next(i for t, i in said.items() if "4071" in t), owner="u",
+                     confirm=True)
+        assert "4071" not in (store.get(cat).payload or "")
+        old = store._ctx.embed([message])[0]
+        rows = _stored(store)[cat]
+        assert rows is None or not any(np.allclose(r, 0.9 * old, atol=1e-6) for r in rows)
+
+
+def test_a_message_that_is_its_one_statement_has_no_row(tmp_path: Path) -> None:
+    """A message kept whole as one statement has no message row, whatever its spaces
+    (the statement's text is kept with its spaces folded, the payload as said)."""
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store.add_conversation([{"role": "user", "content": "My  horse   Bramble is grey."}],
+                               owner="u", session_id="s1")
+        (memory,) = store.memories(owner="u")
+        assert _stored(store)[memory.id] is None

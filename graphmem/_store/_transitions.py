@@ -382,20 +382,18 @@ class Transitions:
 
     def _messages_again(self, held: Mapping[str, Memory],
                         scrubbed: Mapping[str, dict[str, Any]]) -> None:
-        """The sentence vectors of the memories whose message (``message_of``: payload,
-        and a correction's context) the forget changed, made again of what is left and
-        set in their patches (``scrubbed``): a vector of the forgotten words would be a
-        trace of them."""
-        changed = []
-        for memory_id, fields in scrubbed.items():
-            m = held[memory_id]
-            now = message_of(fields.get("payload", m.payload),
-                             fields.get("context", m.context), m.provenance)
-            if now != message_of(m.payload, m.context, m.provenance):
-                changed.append((m, now))
-        vectors = sentence_vectors(self._ctx.embed, [m.text for m, _ in changed],
-                                   [now for _, now in changed])
-        for (m, _), sentences in zip(changed, vectors, strict=True):
+        """The sentence vectors of the memories whose payload or context the forget
+        changed, made again of what is left (``message_of``) and set in their patches
+        (``scrubbed``): a vector of the forgotten words would be a trace of them. Made
+        again whatever the memory's message was before: a row made while its provenance
+        said otherwise (edited since) holds the old message too."""
+        changed = [held[i] for i, fields in scrubbed.items()
+                   if "payload" in fields or "context" in fields]
+        vectors = sentence_vectors(self._ctx.embed, [m.text for m in changed], [
+            message_of(scrubbed[m.id].get("payload", m.payload),
+                       scrubbed[m.id].get("context", m.context), m.provenance)
+            for m in changed])
+        for m, sentences in zip(changed, vectors, strict=True):
             scrubbed[m.id]["sentences"] = sentences
 
     def _scrub_events(self, memory_id: str, mentions: Mentions, quoted: Mentions
