@@ -54,6 +54,30 @@ def test_neighbours_lose_the_text_whatever_its_whitespace(tmp_path: Path, messag
     assert _files_hold(db, b"quartzfalcon") == []
 
 
+def test_a_correction_in_another_sitting_loses_a_short_sentence_of_what_it_corrects(
+        tmp_path: Path) -> None:
+    """A correction is indexed with what it corrects, in its message: a window of a long
+    message of another sitting. A short sentence of that message forgotten leaves it
+    there too (short texts of other sittings were cut only where they filled a line:
+    found from outside; the correction's window of the message is not the forgotten
+    statement's own, which a forget cuts whole)."""
+    filler = " ".join(f"Is it raining today in the city of Town{i} or not?"
+                      for i in range(60))
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        store.add_conversation([{"role": "user", "content": filler + " I'm 34. First class "
+                                 "is on the 9th of March. My cousin Kin works in the library."}],
+                               owner="u", session_id="s1")
+        store.add_conversation([{"role": "user", "content": "oh sorry, I meant the 16th, "
+                                 "not the 9th"}], owner="u", session_id="s2")
+        fix = next(m for m in store.memories(owner="u") if m.provenance.get("corrects"))
+        assert "I'm 34." in (fix.context or "")  # the trap is set
+        store.forget(next(m.id for m in store.memories(owner="u") if m.text == "I'm 34."),
+                     owner="u", confirm=True)
+        left = store.get(fix.id)
+        assert "I'm 34" not in (left.context or "")
+        assert "9th of March" in (left.context or "")  # what it corrects stays
+
+
 @pytest.mark.parametrize("scan_limit", [64, 0])
 def test_bytes_left_by_the_purge_are_purged_again_apart(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -317,7 +317,7 @@ class Transitions:
         sentence in any case and however short: ``said``, by owner and sitting); their
         vectors are derived again (an embedding can give its text away)."""
         engine = self._ctx.engine
-        leaving = {m.id for _, group in owners for m, _ in group}
+        leaving = {m.id: m.session for _, group in owners for m, _ in group}
         found: list[tuple[Memory, str | None]] = []
         for owner, group in owners:
             mentions = Mentions(sorted({t for m, history in group
@@ -336,6 +336,11 @@ class Transitions:
                 context = mentions.scrub(m.context or "")
                 if m.session in near:
                     context = near[m.session].scrub(context)
+                # a correction's context is what it corrects, in its message: said in
+                # that statement's sitting, maybe not the correction's own
+                origin = self._sitting_corrected(m, leaving)
+                if origin is not None and origin != m.session and origin in near:
+                    context = near[origin].scrub(context)
                 if context != (m.context or ""):
                     found.append((m, context.strip() or None))
         if not found:
@@ -344,6 +349,19 @@ class Transitions:
         derived = derive_fields(self._ctx.embed_memories, items, graph=False)
         return [(m, Patch(m.id, set={"context": c, "vector": d.vector}))
                 for (m, c), d in zip(found, derived, strict=True)]
+
+    def _sitting_corrected(self, memory: Memory, known: Mapping[str, str | None]
+                           ) -> str | None:
+        """The sitting of the statement a correction corrects (``known``: the sittings
+        of the memories being forgotten; the others are read); None for a memory that
+        corrects nothing."""
+        target = (memory.provenance or {}).get("corrects")
+        if not isinstance(target, str) or not target:
+            return None
+        if target in known:
+            return known[target]
+        corrected = self._ctx.engine.get(target)
+        return corrected.session if corrected is not None else None
 
     def _scrub_payloads(self, owners: _Owners,
                         said: dict[str | None, dict[str | None, Mentions]], key: str,
