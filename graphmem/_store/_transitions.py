@@ -314,8 +314,9 @@ class Transitions:
                         ) -> list[tuple[Memory, Patch]]:
         """The forgotten texts leave the contexts of their owner's other memories indexed
         with them (matched up to whitespace; in the sitting a text was said in, the
-        sentence in any case and however short: ``said``, by owner and sitting); their
-        vectors are derived again (an embedding can give its text away)."""
+        sentence in any case and however short: ``said``, by owner and sitting; a
+        correction's context as said in the sitting of what it corrects); their vectors
+        are derived again (an embedding can give its text away)."""
         engine = self._ctx.engine
         leaving = {m.id: m.session for _, group in owners for m, _ in group}
         found: list[tuple[Memory, str | None]] = []
@@ -405,8 +406,7 @@ class Transitions:
         (``scrubbed``): a vector of the forgotten words would be a trace of them. Made
         again whatever the memory's message was before: a row made while its provenance
         said otherwise (edited since) holds the old message too."""
-        changed = [held[i] for i, fields in scrubbed.items()
-                   if "payload" in fields or "context" in fields]
+        changed = [held[i] for i in scrubbed]  # each had its payload or context cut
         vectors = sentence_vectors(self._ctx.embed, [m.text for m in changed], [
             message_of(scrubbed[m.id].get("payload", m.payload),
                        scrubbed[m.id].get("context", m.context), m.provenance)
