@@ -170,7 +170,12 @@ def test_log_in_and_open_every_page(tab: Session, served: tuple[MemoryStore, str
     assert "(this one)" in chain[versions.index(chained)] and "current" in chain[-1]
     assert page.locator("#versions-table tbody tr").count() == len(store.history(chained.id))
     drawing = page.frame_locator("#drawing")
-    assert drawing.locator("svg circle, svg rect, svg polygon").first.is_visible()
+    # the drawing loads in its own frame after the page: waited for (is_visible() does
+    # not wait, and found the frame still empty in 1 fresh-clone run of 3); a drawing
+    # that never comes fails here after the timeout
+    shape = drawing.locator("svg circle, svg rect, svg polygon").first
+    shape.wait_for(state="visible", timeout=15_000)
+    assert shape.is_visible()
     page.screenshot(path=str(shots / "memory.png"), full_page=True)
     page = tab.open("recall")
     page.fill("#query", "which database does orchard use?")
