@@ -87,12 +87,12 @@ def column_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
     if way == _TIME_LISTS:
         # From the offsets and the validity bits: ``flatten`` and ``value_lengths`` would
         # load pyarrow.compute (0.2 s of a one-shot recall).
-        offsets = array.offsets.to_pylist()
-        values = _timestamps(array.values.slice(offsets[0], offsets[-1] - offsets[0]))
+        bounds = array.offsets.to_pylist()
+        values = _timestamps(array.values.slice(bounds[0], bounds[-1] - bounds[0]))
         valid = _present(array)
-        base = offsets[0]
+        base = bounds[0]
         return [values[a - base:b - base] if ok else None
-                for a, b, ok in zip(offsets[:-1], offsets[1:], valid, strict=True)]
+                for a, b, ok in zip(bounds[:-1], bounds[1:], valid, strict=True)]
     return array.to_pylist()
 
 
@@ -312,9 +312,9 @@ def vector_matrix(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.nd
     array = _array(column)
     n = len(array)
     present = _present(array)
-    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32, count=n + 1,
-                            offset=array.offset * 4)
-    lengths = np.diff(offsets)
+    bounds = np.frombuffer(array.buffers()[1], dtype=np.int32, count=n + 1,
+                           offset=array.offset * 4)
+    lengths = np.diff(bounds)
     widths = set(np.unique(lengths[present]).tolist())
     if len(widths) > 1:
         raise ValueError(f"vectors of widths {sorted(widths)[:5]}")
@@ -326,7 +326,7 @@ def vector_matrix(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.nd
                          offset=child.offset * 4) if len(child) else np.zeros(0, np.float32)
     matrix = np.zeros((n, dim), dtype=np.float32)
     if dim and not lengths[~present].any():  # the vectors lie one after another
-        matrix[present] = flat[offsets[0]:offsets[-1]].reshape(-1, dim)
+        matrix[present] = flat[bounds[0]:bounds[-1]].reshape(-1, dim)
     elif dim:
-        matrix[present] = flat[offsets[:-1][present][:, None] + np.arange(dim)]
+        matrix[present] = flat[bounds[:-1][present][:, None] + np.arange(dim)]
     return matrix, present
