@@ -202,21 +202,19 @@ def strings(values: list[str | None]) -> pa.Array:
     """
     encoded = [b"" if v is None else v.encode("utf-8") for v in values]
     ends = offsets([len(e) for e in encoded])
-    present = np.array([v is not None for v in values], dtype=bool)
-    validity = None if present.all() else pa.py_buffer(
-        np.packbits(present, bitorder="little"))
     return pa.Array.from_buffers(pa.string(), len(encoded), [
-        validity, pa.py_buffer(ends), pa.py_buffer(b"".join(encoded))])
+        _validity([v is not None for v in values]), pa.py_buffer(ends),
+        pa.py_buffer(b"".join(encoded))])
 
 
 _NUMBERS = {pa.int64(): np.int64, pa.int32(): np.int32, pa.float64(): np.float64,
             pa.float32(): np.float32}
 
 
-def _validity(present: list[bool]) -> pa.Buffer | None:
-    if all(present):
-        return None
-    return pa.py_buffer(np.packbits(np.array(present, dtype=bool), bitorder="little"))
+def _validity(present: Sequence[bool] | np.ndarray) -> pa.Buffer | None:
+    """The validity bits of an array whose values are ``present`` (None: all are)."""
+    bits = np.asarray(present, dtype=bool)
+    return None if bits.all() else pa.py_buffer(np.packbits(bits, bitorder="little"))
 
 
 def _micros(value: datetime) -> int:
@@ -296,9 +294,9 @@ def vector_array(matrix: np.ndarray | None, present: np.ndarray | None, n: int) 
     dim = matrix.shape[1]
     ends = offsets(np.where(present, dim, 0))
     values = np.ascontiguousarray(matrix[present], dtype=np.float32).ravel()
-    validity = None if present.all() else pa.py_buffer(np.packbits(present, bitorder="little"))
     child = pa.Array.from_buffers(pa.float32(), len(values), [None, pa.py_buffer(values)])
-    return pa.Array.from_buffers(kind, n, [validity, pa.py_buffer(ends)], children=[child])
+    return pa.Array.from_buffers(kind, n, [_validity(present), pa.py_buffer(ends)],
+                                 children=[child])
 
 
 def vector_matrix(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
