@@ -368,22 +368,25 @@ class Conversations:
                     f.message["text"] if f.item.text == siblings[f.index][0]
                     and not any(map(is_correction, siblings[f.index])) else "")
                 said = said or (f.item.text if says_now(f.item.text) else "")
-                own = siblings[f.index]
-                at = own.index(f.item.text) if f.item.text in own else 0
-                # what the message itself said is corrected only when taken back outright
-                # ("at 3. scratch that, 4"): "we added Mondays. so it's 3 days now not 2"
-                # corrects an earlier message, and its first statement says what about;
-                # what another person of the user's side said of themselves, never
-                # (``Statement.about_another``)
-                outright = bool(said) and takes_back(said)
-                earlier = [r for r in recent
-                           if not r.about_another(f.item.text, f.message["speaker"])
-                           and (outright or r.message != f.message["text"])]
-                target = correction_target(said, earlier,
-                                           self._similarity(vectors[n], earlier, since,
-                                                            f.item.text),
-                                           about=own[at - 1] if at else None
-                                           ) if said else None
+                # what neither corrects nor says how things are now replaces nothing
+                # (``correction_target``): its cosines with the recent statements, which
+                # every message's first statement asked for, are not computed
+                if said and (is_correction(said) or says_now(said)):
+                    own = siblings[f.index]
+                    at = own.index(f.item.text) if f.item.text in own else 0
+                    # what the message itself said is corrected only when taken back
+                    # outright ("at 3. scratch that, 4"): "we added Mondays. so it's 3
+                    # days now not 2" corrects an earlier message, and its first statement
+                    # says what about; what another person of the user's side said of
+                    # themselves, never (``Statement.about_another``)
+                    outright = takes_back(said)
+                    earlier = [r for r in recent
+                               if not r.about_another(f.item.text, f.message["speaker"])
+                               and (outright or r.message != f.message["text"])]
+                    target = correction_target(said, earlier,
+                                               self._similarity(vectors[n], earlier, since,
+                                                                f.item.text),
+                                               about=own[at - 1] if at else None)
             elif status is Status.ACTIVE and redoes(f.item.text):
                 # the assistant changing what it did ("I've moved your reminder to
                 # Tuesday") replaces what it said it did, never what the user said
