@@ -661,17 +661,6 @@ def test_a_statement_that_adds_to_how_things_are_replaces_nothing() -> None:
         assert correction_target(adds, earlier, close) is None, adds
 
 
-def test_a_date_said_now_replaces_a_close_statement_of_a_date() -> None:
-    """A statement of how things are now that shares no word with an earlier one but a
-    kind of date (a month, a weekday, a day, a time) needs only ``NOW_SIMILAR``, as one
-    that shares a word does; without either it needs more."""
-    due = [Statement("due", "I have to hand the report in by May")]
-    assert correction_target("the deadline is 2 July now", due, {"due": 0.55}) == "due"
-    undated = [Statement("due", "I have to hand the report in soon")]
-    assert correction_target("the deadline is 2 July now", undated, {"due": 0.55}) is None
-    assert correction_target("the deadline is 2 July now", undated, {"due": 0.66}) == "due"
-
-
 # (a correction in everyday words, the statement it corrects): written for these tests,
 # none taken from the evaluation sets
 CORRECTIONS = [

@@ -495,8 +495,7 @@ def correction_target(text: str, recent: Sequence[Statement],
     "it's now at 4") replaces what its speaker said, not the assistant's.
     A statement of how things are now ("I've gone vegan now")
     replaces only what it is close to: cosine at least ``NOW_SIMILAR`` and a shared
-    word or kind of date (a month, a weekday, a day, a time), or that much more without
-    either. ``about``: the statement before a short
+    word, or that much more without one. ``about``: the statement before a short
     correction in its message ("we added Mondays. so it's 3 days now not 2"), whose words
     say what the correction is about. ``redo``: ``text`` is an assistant changing what it
     did (``redoes``), a correction whatever its words.
@@ -574,12 +573,11 @@ def correction_target(text: str, recent: Sequence[Statement],
 
 def _closest_now(text: str, recent: Sequence[Statement], similarity: Mapping[str, float]
                  ) -> str | None:
-    terms, dates = _terms(text), _slots(text) & _DATE_SLOTS
+    terms = _terms(text)
     best: tuple[float, str] | None = None
     for statement in recent:
         cosine = similarity.get(statement.id, 0.0)
-        needed = (NOW_SIMILAR if terms & _terms(statement.text)
-                  or dates & _slots(statement.text) else NOW_SIMILAR + 0.15)
+        needed = NOW_SIMILAR if terms & _terms(statement.text) else NOW_SIMILAR + 0.15
         if cosine >= needed and (best is None or cosine > best[0]):
             best = (cosine, statement.id)
     return best[1] if best else None
