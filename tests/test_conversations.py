@@ -661,6 +661,16 @@ def test_a_statement_that_adds_to_how_things_are_replaces_nothing() -> None:
         assert correction_target(adds, earlier, close) is None, adds
 
 
+def test_a_shared_contraction_is_no_shared_word() -> None:
+    """Two statements that both say "I'm" (or "we've", "don't") share no word of what
+    they are about: a statement of how things are now then needs the higher cosine."""
+    trip = [Statement("trip", "I'm off to Spain with my brother")]
+    assert correction_target("I'm fully vegan now", trip, {"trip": 0.55}) is None
+    assert correction_target("I’m fully vegan now", trip, {"trip": 0.55}) is None
+    diet = [Statement("diet", "I'm vegetarian")]
+    assert correction_target("I'm fully vegetarian now, no fish", diet, {"diet": 0.55}) == "diet"
+
+
 # (a correction in everyday words, the statement it corrects): written for these tests,
 # none taken from the evaluation sets
 CORRECTIONS = [

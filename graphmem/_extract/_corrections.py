@@ -127,6 +127,15 @@ _MARKER_TERMS = frozenset(tokenize("scratch that correction correct correcting m
                                    "misheard misremembered typo instead rather changed moved "
                                    "now longer anymore end ended decide decided sorry oops no "
                                    "yes ok okay ignore disregard forget said told make err"))
+#: ... nor a pronoun's or a verb's contraction, which ``tokenize`` keeps whole and in parts
+#: ("I'm", "we've", "don't"): two statements that both say "I'm" share no word of what
+#: they are about. (Of the parts, only the endings: "don" may be a name.)
+_CONTRACTIONS = frozenset(
+    t for t in tokenize("i'm i've i'd i'll you're you've you'd you'll we're we've we'd we'll "
+                        "they're they've they'd they'll he'd he'll she'd she'll it'll that'll "
+                        "there're don't doesn't didn't can't won't isn't aren't wasn't "
+                        "weren't haven't hasn't hadn't couldn't wouldn't shouldn't")
+    if "'" in t or t in ("m", "re", "ve", "d", "ll", "t"))
 
 
 #: A word that may start with a capital, a name when two statements both spell it so
@@ -442,7 +451,7 @@ def _terms(text: str) -> set[str]:
     >>> sorted(_terms("sorry, it's the 19th in Graz"))
     ['19', 'graz']
     """
-    return {_number(t) for t in tokenize(text)} - _MARKER_TERMS
+    return {_number(t) for t in tokenize(text.replace("’", "'"))} - _MARKER_TERMS - _CONTRACTIONS
 
 
 #: A day of a month written as a number beside the month ("sept 12", "12 September"): a
