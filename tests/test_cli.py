@@ -527,3 +527,21 @@ def test_forget_takes_several_ids_and_checks_them_all_first(tmp_path: Path) -> N
                     {"memory_id": b, "status": "forgotten"}]
     assert [json.loads(cli_run(db, "--json", "show", i).stdout)["status"]
             for i in (a, b, c)] == ["forgotten", "forgotten", "active"]
+
+
+def test_stats_says_that_superseded_memories_keep_their_status(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+
+    def stats() -> str:
+        result = CliRunner().invoke(cli, ["--db", str(db), "--embedder", "hashing", "stats"])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    with MemoryStore(db, embedder="hashing") as store:
+        old = store.add("The cabinets are sage green")
+    assert "superseded 0," in stats() and "recall returns" not in stats()
+    with MemoryStore(db, embedder="hashing") as store:
+        store.supersede(old.id, store.add("The cabinets are navy now"))
+    out = stats()
+    assert "superseded 1," in out and "active 2" in out
+    assert "(1 superseded: counted by status below, recall returns what replaced them)" in out

@@ -213,6 +213,10 @@ def stats(ctx: Context) -> None:
         return
     click.echo(f"memories {data.memories}  (hot {data.hot}, superseded {data.superseded}, "
                f"owners {data.owners})")
+    if data.superseded:
+        # a superseded memory keeps its status; recall returns what replaced it
+        click.echo(f"           ({data.superseded} superseded: counted by status below, "
+                   "recall returns what replaced them)")
     click.echo("by kind:   " + ", ".join(f"{k} {v}" for k, v in sorted(data.by_kind.items())))
     click.echo("by status: " + ", ".join(f"{k} {v}" for k, v in sorted(data.by_status.items())))
     click.echo("edges:     " + ", ".join(f"{k} {v}" for k, v in data.edges.items()))
