@@ -131,6 +131,19 @@ def test_filler_sentences_are_dropped_from_a_message_that_says_something(
         "my landlord Tomasz still owes us the deposit"]
 
 
+def test_saying_that_questions_are_coming_is_no_memory(store: MemoryStore) -> None:
+    result = store.add_conversation(
+        [{"role": "user", "content": "Hi, back with more Lisbon questions. My flight lands "
+                                     "on 3 June at 9pm"},
+         {"role": "user", "content": "ok another quick question: is the metro open late?"},
+         {"role": "user", "content": "The driving theory test has 50 questions and I failed "
+                                     "two questions"}],
+        session_id="s1", owner="tess")
+    texts = sorted(store.get(i).text for i in (*result.created_ids, *result.candidate_ids))
+    assert texts == ["My flight lands on 3 June at 9pm",
+                     "The driving theory test has 50 questions and I failed two questions"]
+
+
 def test_a_title_does_not_end_a_sentence(store: MemoryStore) -> None:
     result = store.add_conversation(
         ["No wait, the east bed. The south one gets shade from Mr. Bellamy's pear tree"],

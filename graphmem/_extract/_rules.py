@@ -17,10 +17,10 @@ from .._kg._text import initial_at, person_speaker
 from .._kg._time import parse_times
 from .._text import CLAUSE_LEADS, STOPWORDS
 
-__all__ = ["DUPLICATE", "Extracted", "RuleExtractor", "assistant_statements", "entities_of",
-           "extract_entities", "is_filler", "is_hedge", "is_question", "list_lead_ins",
-           "needs_context",
-           "reference_keys", "sentences", "signal_strength"]
+__all__ = ["DUPLICATE", "Extracted", "RuleExtractor", "announces_questions",
+           "assistant_statements", "entities_of", "extract_entities", "is_filler", "is_hedge",
+           "is_question", "list_lead_ins", "needs_context", "reference_keys", "sentences",
+           "signal_strength"]
 
 #: Cosine above which an extracted memory is the same as an existing one.
 DUPLICATE = 0.95
@@ -138,6 +138,34 @@ def _acknowledges(sentence: str) -> bool:
     (True, False, False)
     """
     return is_filler(sentence) and any(w in _FILLER for w in _words(sentence))
+
+
+#: A sentence that only says questions are coming ("hi, back with more Japan questions",
+#: "ok another quick question:", "got a few more qs for you"): a word that says so, at most
+#: one word of what about, and nothing after.
+_ANNOUNCES = re.compile(
+    r"^\W*(?:(?:hi|hiya|hello|hey|ok|okay|so|right|morning|again|also)\b\W*)*"
+    r"(?:(?:i'?m|i am|i'?ve|i have|i've got|i got|got|have|here|back|with)\s+)*"
+    r"(?:a |an |one |two |three |a few |a couple (?:of )?|some |few )?"
+    r"(?=(?:more|another|other|quick|small|last|follow[- ]up|random|silly|few|couple|back)\b"
+    r"|[^.?!]*\b(?:back|more|another)\b)"
+    r"(?:(?:more|another|other|quick|small|last|follow[- ]up|random|silly|few|couple)\s+){0,3}"
+    r"(?:[^\W\d_][\w'’-]*\s+)?(?:questions?|qs|q)(?:\s+for (?:you|u|ya))?\W*$",
+    re.IGNORECASE)
+
+
+def announces_questions(sentence: str) -> bool:
+    """Whether a sentence only says that questions are coming: nothing to remember.
+
+    >>> [announces_questions(s) for s in ("Hi, back with more Japan questions",
+    ...  "ok another quick question:", "Got a few more qs for you!", "one more question")]
+    [True, True, True, True]
+    >>> [announces_questions(s) for s in ("The exam has 40 questions",
+    ...  "failed two questions on the theory test", "I have questions about my visa",
+    ...  "my son asks so many questions", "more questions")]
+    [False, False, False, False, True]
+    """
+    return bool(starting_at(_ANNOUNCES, sentence, 0))
 
 
 def extract_entities(text: str, *, speaker: str | None = None,
@@ -570,7 +598,7 @@ class RuleExtractor:
         kept, weak = [], []
         for whole in sentences(text):
             for sentence in _clauses(whole):
-                if not sentence or _acknowledges(sentence):
+                if not sentence or _acknowledges(sentence) or announces_questions(sentence):
                     continue
                 entities = extract_entities(sentence)
                 strength, reasons = signal_strength(sentence, entities)
