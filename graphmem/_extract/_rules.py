@@ -140,18 +140,18 @@ def _acknowledges(sentence: str) -> bool:
     return is_filler(sentence) and any(w in _FILLER for w in _words(sentence))
 
 
-#: A sentence that only says questions are coming ("hi, back with more Japan questions",
-#: "ok another quick question:", "got a few more qs for you"): a word that says so, at most
-#: one word of what about, and nothing after.
-_ANNOUNCES = re.compile(
-    r"^\W*(?:(?:hi|hiya|hello|hey|ok|okay|so|right|morning|again|also)\b\W*)*"
-    r"(?:(?:i'?m|i am|i'?ve|i have|i've got|i got|got|have|here|back|with)\s+)*"
-    r"(?:a |an |one |two |three |a few |a couple (?:of )?|some |few )?"
-    r"(?=(?:more|another|other|quick|small|last|follow[- ]up|random|silly|few|couple|back)\b"
-    r"|[^.?!]*\b(?:back|more|another)\b)"
-    r"(?:(?:more|another|other|quick|small|last|follow[- ]up|random|silly|few|couple)\s+){0,3}"
-    r"(?:[^\W\d_][\w'’-]*\s+)?(?:questions?|qs|q)(?:\s+for (?:you|u|ya))?\W*$",
-    re.IGNORECASE)
+#: What a sentence that only says questions are coming is made of ("hi, back with more
+#: Japan questions", "ok another quick question:", "got a few more qs for you"): words that
+#: say so, of which one at least says more are coming (``_MORE``), at most one word of what
+#: about, then the word for questions and perhaps whom they are for.
+_QUESTIONS = frozenset({"question", "questions", "q", "qs"})
+_MORE = frozenset({"more", "another", "other", "quick", "small", "last", "follow-up",
+                   "followup", "random", "silly", "few", "couple", "back"})
+_ANNOUNCING = _MORE | frozenset({
+    "hi", "hiya", "hello", "hey", "ok", "okay", "so", "right", "morning", "again", "also",
+    "i'm", "im", "i", "am", "i've", "ive", "have", "got", "here", "with", "a", "an", "one",
+    "two", "three", "some", "of"})
+_FOR_YOU = (["for", "you"], ["for", "u"], ["for", "ya"])
 
 
 def announces_questions(sentence: str) -> bool:
@@ -165,7 +165,14 @@ def announces_questions(sentence: str) -> bool:
     ...  "my son asks so many questions", "more questions")]
     [False, False, False, False, True]
     """
-    return bool(starting_at(_ANNOUNCES, sentence, 0))
+    words = _words(sentence)
+    if words[-2:] in _FOR_YOU:
+        words = words[:-2]
+    if not words or words[-1] not in _QUESTIONS:
+        return False
+    before = words[:-1]
+    other = [w for w in before if w not in _ANNOUNCING]
+    return len(other) <= 1 and any(w in _MORE for w in before)
 
 
 def extract_entities(text: str, *, speaker: str | None = None,
