@@ -17,7 +17,7 @@ from .._text import tokenize
 from ._rules import is_hedge, sentences
 
 __all__ = ["NOW_SIMILAR", "Statement", "correction_target", "is_correction", "masked",
-           "masked_many", "name_blind", "redoes", "says_now", "takes_back"]
+           "masked_many", "may_replace", "name_blind", "redoes", "says_now", "takes_back"]
 
 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
@@ -434,6 +434,19 @@ def says_now(text: str) -> bool:
     return bool(search(_NOW, text) or (search(_OUTCOME, text) and not search(_ONE_OFF, text)
                                         and not search(_MIGHT, text))
                 ) and not search(_ADDS, text)
+
+
+def may_replace(text: str) -> bool:
+    """Whether ``correction_target`` may find a statement that ``text`` (a user's) replaces:
+    it corrects (``is_correction``) or says how things are now (``says_now``); for
+    anything else it returns None, so what it compares is not worth computing.
+
+    >>> may_replace("scratch that, it's Tuesday"), may_replace("I'm vegan now")
+    (True, True)
+    >>> may_replace("We went to the zoo")
+    False
+    """
+    return is_correction(text) or says_now(text)
 
 
 def _number(term: str) -> str:

@@ -261,6 +261,7 @@ class Conversations:
             Statement,
             correction_target,
             is_correction,
+            may_replace,
             redoes,
             says_now,
             takes_back,
@@ -368,10 +369,9 @@ class Conversations:
                     f.message["text"] if f.item.text == siblings[f.index][0]
                     and not any(map(is_correction, siblings[f.index])) else "")
                 said = said or (f.item.text if says_now(f.item.text) else "")
-                # what neither corrects nor says how things are now replaces nothing
-                # (``correction_target``): its cosines with the recent statements, which
-                # every message's first statement asked for, are not computed
-                if said and (is_correction(said) or says_now(said)):
+                # what replaces nothing (``may_replace``) is not compared with the recent
+                # statements: every message's first statement asked for their cosines
+                if said and may_replace(said):
                     own = siblings[f.index]
                     at = own.index(f.item.text) if f.item.text in own else 0
                     # what the message itself said is corrected only when taken back
