@@ -17,8 +17,8 @@ import pyarrow as pa
 from ._errors import StoreError
 
 __all__ = ["RowReader", "array_of", "blank_rows", "column_values", "indices", "numbers",
-           "offsets", "parquet_batches", "strings", "to_pylist", "vector_array",
-           "vector_matrix"]
+           "offsets", "parquet_batches", "strings", "to_pylist", "validity_bits",
+           "vector_array", "vector_matrix"]
 
 _EPOCH = datetime(1970, 1, 1)
 _EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
@@ -203,7 +203,7 @@ def strings(values: list[str | None]) -> pa.Array:
     encoded = [b"" if v is None else v.encode("utf-8") for v in values]
     ends = offsets([len(e) for e in encoded])
     return pa.Array.from_buffers(pa.string(), len(encoded), [
-        _validity([v is not None for v in values]), pa.py_buffer(ends),
+        validity_bits([v is not None for v in values]), pa.py_buffer(ends),
         pa.py_buffer(b"".join(encoded))])
 
 
@@ -211,7 +211,7 @@ _NUMBERS = {pa.int64(): np.int64, pa.int32(): np.int32, pa.float64(): np.float64
             pa.float32(): np.float32}
 
 
-def _validity(present: Sequence[bool] | np.ndarray) -> pa.Buffer | None:
+def validity_bits(present: Sequence[bool] | np.ndarray) -> pa.Buffer | None:
     """The validity bits of an array whose values are ``present`` (None: all are)."""
     bits = np.asarray(present, dtype=bool)
     return None if bits.all() else pa.py_buffer(np.packbits(bits, bitorder="little"))
@@ -237,7 +237,7 @@ def array_of(values: list[Any], kind: pa.DataType) -> pa.Array:
     if pa.types.is_list(kind):
         ends = offsets([len(v) if v is not None else 0 for v in values])
         child = array_of([x for v in values if v is not None for x in v], kind.value_type)
-        return pa.Array.from_buffers(kind, n, [_validity(present), pa.py_buffer(ends)],
+        return pa.Array.from_buffers(kind, n, [validity_bits(present), pa.py_buffer(ends)],
                                      children=[child])
     if pa.types.is_string(kind):
         return strings(values)
@@ -249,7 +249,7 @@ def array_of(values: list[Any], kind: pa.DataType) -> pa.Array:
         data = np.array([v if v is not None else 0 for v in values], dtype=_NUMBERS[kind])
     else:
         raise TypeError(f"no conversion to {kind}")
-    return pa.Array.from_buffers(kind, n, [_validity(present), pa.py_buffer(data)])
+    return pa.Array.from_buffers(kind, n, [validity_bits(present), pa.py_buffer(data)])
 
 
 def parquet_batches(handle: IO[bytes], *, where: str, table: str, names: Sequence[str],
@@ -295,7 +295,7 @@ def vector_array(matrix: np.ndarray | None, present: np.ndarray | None, n: int) 
     ends = offsets(np.where(present, dim, 0))
     values = np.ascontiguousarray(matrix[present], dtype=np.float32).ravel()
     child = pa.Array.from_buffers(pa.float32(), len(values), [None, pa.py_buffer(values)])
-    return pa.Array.from_buffers(kind, n, [_validity(present), pa.py_buffer(ends)],
+    return pa.Array.from_buffers(kind, n, [validity_bits(present), pa.py_buffer(ends)],
                                  children=[child])
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from .._arrow import column_values, offsets, vector_array, vector_matrix
+from .._arrow import column_values, offsets, validity_bits, vector_array, vector_matrix
 from .._engine import EDGE_KINDS, TableName
 from .._records import FIELD_COLUMNS, TABLE_TYPES
 from ._db import Tx
@@ -232,10 +232,8 @@ def _base64(matrix: np.ndarray, present: np.ndarray) -> pa.Array:
         text = base64.b64encode(np.ascontiguousarray(matrix[present], dtype=np.float32)
                                 .tobytes())
         ends = offsets(np.where(present, width, 0))
-        validity = None if present.all() else pa.py_buffer(
-            np.packbits(present, bitorder="little"))
-        return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(ends),
-                                                      pa.py_buffer(text)])
+        buffers = [validity_bits(present), pa.py_buffer(ends), pa.py_buffer(text)]
+        return pa.Array.from_buffers(pa.string(), n, buffers)
     from .._arrow import strings
 
     return strings([encode_vector(matrix[i]) if present[i] else None for i in range(n)])
