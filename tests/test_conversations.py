@@ -1250,3 +1250,51 @@ def test_one_message_of_many_statements_keeps_each_what_is_around_it(
                                    owner="pat")
     assert {store.get(i).payload for i in short.created_ids} == \
         {"I adore figs. My cat is Zorbo."}
+
+
+def test_what_a_correction_leaves_true_of_a_statement_stays_recallable(
+        tmp_path: Path, clock: Clock) -> None:
+    """A correction replaces one clause of a statement; the clauses it does not speak of
+    stay true and are found again (their own memory of that message, ``remains_of``),
+    while the corrected value never comes back. A correction that calls the whole thing
+    off leaves nothing of it. The real model: the clauses are told apart by cosine."""
+    with MemoryStore(tmp_path / "db", embedder="minilm", clock=clock) as store:
+        said = ("My neighbour Odile feeds the cat on weekends, I clean the litter box "
+                "on Wednesdays.")
+        first = store.add_conversation([said], session_id="s1", owner="tess")
+        [old] = first.created_ids
+        clock.advance(days=4)
+        fixed = store.add_conversation(["I clean the litter box on Thursdays now"],
+                                       session_id="s2", owner="tess")
+        assert fixed.corrected_ids == [old]
+        kept = [m for m in store.memories(owner="tess")
+                if m.provenance.get("remains_of") == old]
+        assert [m.text for m in kept] == ["My neighbour Odile feeds the cat on weekends"]
+        [left] = kept
+        assert left.is_current and left.status is Status.ACTIVE
+        assert left.session == "s1" and left.provenance["message"] == 0
+        # (the correction comes beside it: ``corrections_first`` puts it before the
+        # statements of the message it corrected that the query is no closer to)
+        hits = store.recall("who feeds the cat at the weekend?", owner="tess", k=3,
+                            record_access=False)
+        assert left.id in {h.memory.id for h in hits[:2]}
+        hits = store.recall("which day do I clean the litter box?", owner="tess", k=3,
+                            record_access=False)
+        assert hits[0].memory.id == fixed.created_ids[0]
+        assert "Wednesdays" not in " ".join(h.memory.text for h in hits)
+
+        store.add_conversation(["We booked the cabin in Tromsø for March, my cousin Lars "
+                                "is driving us up from Oslo."], session_id="s3", owner="tess")
+        clock.advance(days=2)
+        off = store.add_conversation(["actually the Tromsø cabin in March is cancelled"],
+                                     session_id="s4", owner="tess")
+        assert len(off.corrected_ids) == 1
+        assert not [m for m in store.memories(owner="tess")
+                    if m.provenance.get("remains_of") == off.corrected_ids[0]]
+
+        # forgetting the statement forgets what was left of it: those are its words
+        store.forget(old, confirm=True, owner="tess")
+        assert store.get(left.id).status is Status.FORGOTTEN and not store.get(left.id).text
+        hits = store.recall("who feeds the cat at the weekend?", owner="tess", k=5,
+                            record_access=False)
+        assert "Odile" not in " ".join(h.memory.text for h in hits)

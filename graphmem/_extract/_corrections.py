@@ -5,6 +5,7 @@ correction replaces, decided by plain rules over the recent statements (pure fun
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -17,7 +18,8 @@ from .._text import tokenize
 from ._rules import is_hedge, sentences
 
 __all__ = ["NOW_SIMILAR", "Statement", "correction_target", "is_correction", "masked",
-           "masked_many", "may_replace", "name_blind", "redoes", "says_now", "takes_back"]
+           "masked_many", "may_replace", "name_blind", "redoes", "says_now", "still_id",
+           "takes_back"]
 
 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
@@ -622,3 +624,117 @@ def _planned(text: str) -> bool:
     (True, False)
     """
     return bool(search(_PLAN, text)) or is_hedge(text)
+
+
+#: Where a statement's clauses meet: a comma before a space (not "10,100"), a semicolon,
+#: a dash between spaces, or a word that joins two clauses ("and", "but", ...). One
+#: literal alternative at a time.
+_CLAUSE_BREAK = re.compile(r",\s|;|\s[-–—]\s|\b(?:and|but|so|while|whereas|although|though)\b",
+                           re.IGNORECASE)
+#: what a clause that stays true may not start or end with once cut out
+_CLAUSE_TRIM = " ,;:-–—"
+_JOINERS = frozenset({"and", "but", "so", "while", "whereas", "although", "though", "also"})
+#: a correction that calls the whole thing off, or puts another thing in its place
+#: ("I got the green ones instead"), leaves nothing of it true
+_CALLED_OFF = re.compile(r"\b(?:cancel\w*|called off|call(?:ing)? it off|no longer|never mind"
+                         r"|nevermind|not happening|forget (?:it|that|about it)|quit\w*"
+                         r"|stopped|gave up|given up|dropped out|no more|not any ?more"
+                         r"|instead)\b",
+                         re.IGNORECASE)
+#: words that say no more than that something follows ("last thing", "btw")
+_ASIDE_TERMS = frozenset(tokenize("last thing btw also anyway haha lol update unrelated oh"))
+#: the clauses of a corrected statement this much less close (cosine) to the correction
+#: than the closest one are not what it corrects (``still_true``)
+REMAIN_MARGIN = 0.15
+
+
+def clause_spans(text: str) -> list[tuple[int, int]]:
+    """The clauses of one statement as spans of ``text``, each with at least two words
+    that say something (``tokenize``): a shorter piece joins the clause before it (the
+    first, the one after it). One span when the statement has one clause.
+
+    >>> text = "My wife walks him in the morning, I make the evening walk at 7."
+    >>> [text[a:b] for a, b in clause_spans(text)]
+    ['My wife walks him in the morning', ', I make the evening walk at 7.']
+    >>> short = "Lunch at 1, ok"
+    >>> [short[a:b] for a, b in clause_spans(short)]
+    ['Lunch at 1, ok']
+    """
+    cuts = [0, *(m.start() for m in finditer(_CLAUSE_BREAK, text)), len(text)]
+    spans: list[tuple[int, int]] = []
+    for start, end in itertools.pairwise(cuts):
+        if spans and (len(tokenize(text[start:end])) < 2
+                      or len(tokenize(text[slice(*spans[-1])])) < 2):
+            spans[-1] = (spans[-1][0], end)
+        elif end > start:
+            spans.append((start, end))
+    return spans or [(0, len(text))]
+
+
+def still_true(text: str, spans: Sequence[tuple[int, int]], correction: str,
+               closeness: Sequence[float]) -> str | None:
+    """What of the statement ``text`` a correction of it leaves true: its clauses
+    (``spans``, from ``clause_spans``) whose cosine with the correction (``closeness``,
+    one a clause) is ``REMAIN_MARGIN`` or more below the closest clause's and that name
+    no value it names (``_values``) and no kind of value it holds (``_slots``: a
+    weekday, a time, a number), in the person's own words (the runs of them joined by
+    "…"); None when that is every clause or none, when what is left says fewer than
+    two things, or when the correction calls it all off ("cancelled", "I quit") or puts
+    another thing in its place ("instead").
+
+    >>> text = "My wife walks him in the morning, I make the evening walk at 7."
+    >>> still_true(text, clause_spans(text), "I make the evening walk at 8 now", [0.3, 0.8])
+    'My wife walks him in the morning'
+    >>> still_true(text, clause_spans(text), "the walks are cancelled", [0.3, 0.8]) is None
+    True
+    """
+    if len(spans) < 2 or len(closeness) != len(spans) or search(_CALLED_OFF, correction):
+        return None
+    best = max(closeness)
+    values, kinds = _values(correction), _slots(correction) - {"name"}
+    kept = [c < best - REMAIN_MARGIN and not values & _values(text[a:b])
+            and not kinds & _slots(text[a:b]) for c, (a, b) in zip(closeness, spans, strict=True)]
+    if all(kept) or not any(kept):
+        return None
+    runs: list[str] = []
+    n = 0
+    while n < len(spans):
+        if not kept[n]:
+            n += 1
+            continue
+        start = n
+        while n < len(spans) and kept[n]:
+            n += 1
+        runs.append(_trimmed(text[spans[start][0]:spans[n - 1][1]]))
+    left = " … ".join(r for r in runs if r)
+    return left if len(set(tokenize(left)) - _ASIDE_TERMS) >= 2 else None
+
+
+def _values(text: str) -> set[str]:
+    """The terms of ``text`` that name a value: a number, or a word with a capital (a
+    person, a place, a product).
+
+    >>> sorted(_values("She lives in Irbid with her 2 kids"))
+    ['2', 'irbid']
+    """
+    return {t for t in _terms(text) if any(c.isdigit() for c in t)}.union(
+        *(word.terms for word in _capitals(text)))
+
+
+def still_id(memory_id: str) -> str:
+    """The id of the memory of what a correction left true of ``memory_id``
+    (``still_true``): one a statement, found from it (forget takes it along).
+
+    >>> still_id("urn:graphmem:01j")
+    'urn:graphmem:01j/still'
+    """
+    return f"{memory_id}/still"
+
+
+def _trimmed(clause: str) -> str:
+    """A clause cut out of its statement without the marks and the joining word it
+    started or ended with."""
+    words = clause.strip(_CLAUSE_TRIM).split(" ")
+    while words and words[0].casefold() in _JOINERS:
+        words = words[1:]
+    return " ".join(words).strip(_CLAUSE_TRIM)

@@ -418,6 +418,7 @@ class Conversations:
                 # compared each statement with all before it (325 s against 4,000's 33)
                 del recent[_reach([r.assistant for r in recent[:4 * _WITHIN_REACH]]):]
         edges = _session_edges([r.id or "" for r in records], cooccur_window, session_id)
+        records += self._still_true(records, corrected, owner)  # (corrections' contexts too)
         batch, result, new_memories = self._memories.plan_merge(
             records, edges=edges, reason=f"conversation {session_id}", actor=actor)
         created_now = {m.memory.id: m.memory for m in new_memories}
@@ -506,6 +507,51 @@ class Conversations:
         if warning:
             warnings.append(f"message {index}: {warning}")
         return items, "nothing informative"
+
+    def _still_true(self, records: list[MemoryInput], corrected: Mapping[str, str],
+                    owner: str | None) -> list[MemoryInput]:
+        """What the user's corrections leave true of the statements they replace, each a
+        memory of its own said where the statement was (``still_true``: "my wife walks him
+        in the morning, I do the evening walk at 7" corrected by "I do the evening walk at
+        8 now" leaves "my wife walks him in the morning"), its provenance naming the
+        statement (``remains_of``), its id made of the statement's (``still_id``: forget
+        takes it along). The correction's context (the message it corrects) no
+        longer holds what is left: the question about that is answered by it alone."""
+        from .._extract._corrections import clause_spans, still_id, still_true
+
+        by_id = {r.id: r for r in records}
+        pairs: list[tuple[str, MemoryInput, MemoryInput | Memory, list[tuple[int, int]]]] = []
+        for new, old in corrected.items():
+            before = by_id.get(old) or self._ctx.visible(old, owner)
+            if ASSISTANT_TAG in by_id[new].tags or ASSISTANT_TAG in before.tags:
+                continue
+            spans = clause_spans(before.text)
+            if len(spans) > 1:
+                pairs.append((old, by_id[new], before, spans))
+        if not pairs:
+            return []
+        vectors = iter(self._ctx.embed([t for _, said, before, spans in pairs for t in (
+            said.text, *(before.text[a:b] for a, b in spans))]))
+        out = []
+        for old, said, before, spans in pairs:
+            own = next(vectors)
+            closeness = [float(next(vectors) @ own) for _ in spans]
+            left = still_true(before.text, spans, said.text, closeness)
+            if left is None:
+                continue
+            provenance = {k: v for k, v in before.provenance.items()
+                          if k not in ("corrects", "reinforces")}
+            provenance["remains_of"] = old
+            context = said.context or ""
+            for run in left.split(" … "):
+                context = context.replace(run, "")
+            records[records.index(said)] = said.model_copy(update={"context": context or None})
+            out.append(MemoryInput(
+                id=still_id(old), text=left, context=before.context, kind=before.kind,
+                status=Status.ACTIVE, tags=before.tags, owner=owner, session=before.session,
+                observed=before.observed, created=before.created,
+                confidence=before.confidence, provenance=provenance, payload=before.payload))
+        return out
 
     def _record(self, memory_id: str, f: _Found, said_in: str, status: Status,
                 context: str | None,

@@ -27,6 +27,7 @@ from .._errors import (
     ConflictError,
     StoreError,
 )
+from .._extract._corrections import still_id
 from .._input import check_reason, memory_id_list
 from .._keys import FORGET, key_id
 from .._models import (
@@ -195,6 +196,13 @@ class Transitions:
         check_reason(reason)
         ctx = self._ctx
         memories = [ctx.visible(i, owner) for i in dict.fromkeys(memory_ids)]
+        # what a correction left true of a statement (``still_true``) is words of it
+        level = memories
+        while level:
+            known = {m.id for m in memories}
+            level = [m for m in ctx.engine.get_many([still_id(m.id) for m in level]).values()
+                     if m.provenance.get("remains_of") in known and m.id not in known]
+            memories += level
         gone: list[tuple[Memory, list[Version]]] = []
         for memory in memories:
             history = ctx.engine.history(memory.id)
