@@ -627,19 +627,21 @@ def _planned(text: str) -> bool:
 
 
 #: Where a statement's clauses meet: a comma before a space (not "10,100"), a semicolon,
-#: a dash between spaces, or a word that joins two clauses ("and", "but", ...). One
-#: literal alternative at a time.
-_CLAUSE_BREAK = re.compile(r",\s|;|\s[-–—]\s|\b(?:and|but|so|while|whereas|although|though)\b",
+#: a dash or "&" between spaces, or a word that joins two clauses ("and", texting's "n",
+#: "but", ...). One literal alternative at a time.
+_CLAUSE_BREAK = re.compile(r",\s|;|\s[-–—&]\s|\b(?:and|n|but|so|while|whereas|although|though)\b",
                            re.IGNORECASE)
 #: what a clause that stays true may not start or end with once cut out
 _CLAUSE_TRIM = " ,;:-–—"
-_JOINERS = frozenset({"and", "but", "so", "while", "whereas", "although", "though", "also"})
+_JOINERS = frozenset({"and", "n", "&", "but", "so", "while", "whereas", "although", "though",
+                      "also"})
 #: a correction that calls the whole thing off, or puts another thing in its place
 #: ("I got the green ones instead"), leaves nothing of it true
 _CALLED_OFF = re.compile(r"\b(?:cancel\w*|called off|call(?:ing)? it off|no longer|never mind"
                          r"|nevermind|not happening|forget (?:it|that|about it)|quit\w*"
                          r"|stopped|gave up|given up|dropped out|no more|not any ?more"
-                         r"|instead)\b",
+                         r"|instead|fell through|sold|returned|moved out|switched|swapped"
+                         r"|change of plans?)\b",
                          re.IGNORECASE)
 #: words that say no more than that something follows ("last thing", "btw")
 _ASIDE_TERMS = frozenset(tokenize("last thing btw also anyway haha lol update unrelated oh"))
@@ -679,8 +681,9 @@ def still_true(text: str, spans: Sequence[tuple[int, int]], correction: str,
     no value it names (``_values``) and no kind of value it holds (``_slots``: a
     weekday, a time, a number), in the person's own words (the runs of them joined by
     "…"); None when that is every clause or none, when what is left says fewer than
-    two things, or when the correction calls it all off ("cancelled", "I quit") or puts
-    another thing in its place ("instead").
+    two things, or when the correction calls it all off ("cancelled", "I quit", "fell
+    through") or puts another thing in its place ("instead", "sold", a thing it names
+    that the statement does not: ``_names_another``).
 
     >>> text = "My wife walks him in the morning, I make the evening walk at 7."
     >>> still_true(text, clause_spans(text), "I make the evening walk at 8 now", [0.3, 0.8])
@@ -688,7 +691,8 @@ def still_true(text: str, spans: Sequence[tuple[int, int]], correction: str,
     >>> still_true(text, clause_spans(text), "the walks are cancelled", [0.3, 0.8]) is None
     True
     """
-    if len(spans) < 2 or len(closeness) != len(spans) or search(_CALLED_OFF, correction):
+    if len(spans) < 2 or len(closeness) != len(spans) or search(_CALLED_OFF, correction) \
+            or _names_another(correction, text):
         return None
     best = max(closeness)
     values, kinds = _values(correction), _slots(correction) - {"name"}
@@ -708,6 +712,28 @@ def still_true(text: str, spans: Sequence[tuple[int, int]], correction: str,
         runs.append(_trimmed(text[spans[start][0]:spans[n - 1][1]]))
     left = " … ".join(r for r in runs if r)
     return left if len(set(tokenize(left)) - _ASIDE_TERMS) >= 2 else None
+
+
+def _names_another(correction: str, text: str) -> bool:
+    """Whether ``correction`` puts another named thing in the place of one ``text``
+    names: it names one ``text`` does not (a day or a month aside: "we're buying on Birch
+    Avenue now"), or says "not" before one ``text`` names ("I work at the library now,
+    not the Rosebud"). What else ``text`` said was of the thing replaced.
+
+    >>> _names_another("Mum moved to Beech House last week", "Her home is Willow Lodge")
+    True
+    >>> _names_another("it's Friday the 6th now", "Physio with Róisín on Thursday")
+    False
+    """
+    def named(words: str) -> set[str]:
+        # a capital inside a sentence: "Oh", "Since" or "Sorry" first names nothing
+        return {t for m in finditer(_SLOTS["name"], words) for t in _terms(m.group(0))
+                if not search(_SLOTS["weekday"], t) and not search(_SLOTS["month"], t)}
+
+    said = {t for word in _capitals(text) for t in word.terms}
+    if named(correction) - said:
+        return True
+    return any(named(f"not {m.group(1)}") & said for m in finditer(_NEGATED, correction))
 
 
 def _values(text: str) -> set[str]:
