@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .._extract._corrections import still_id
 from .._kg import (
     ASKED_AS,
     ROLE_WEIGHTS,
@@ -639,8 +640,12 @@ def corrections_first(index: RecallIndex, fused: dict[int, float],
             by_message = {}
             for p in fused:
                 by_message.setdefault(int(messages[p]), []).append(p)
+        # what the correction left true of the statement it replaced is not what it
+        # corrects (``still_true``)
+        left = {still_id(index.ids[p]) for p in old}
         beside = [p for m in corrected for p in by_message.get(m, ())
-                  if fused[p] > fused[pos] and vector_ranks.get(p, math.inf) >= mine]
+                  if fused[p] > fused[pos] and vector_ranks.get(p, math.inf) >= mine
+                  and index.ids[p] not in left]
         if beside:
             best = max(beside, key=lambda p: (fused[p], -p))
             fused[pos] = math.nextafter(fused[best], math.inf)
