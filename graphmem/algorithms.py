@@ -12,7 +12,8 @@ The pure algorithms run on arrays and texts (no store, no I/O):
   ``parse_times``, ``normalize``, ``is_temporal_question``, ``query_window``) and the
   conversation gate's thresholds (``DUPLICATE``, ``NOW_SIMILAR``), its rules for what an
   assistant said (``assistant_statements``) and for corrections (``is_correction``,
-  ``redoes``, and ``correction_target`` over earlier ``Statement``);
+  ``redoes``, ``correction_target`` over earlier ``Statement``, and what one leaves
+  true of the statement it replaces: ``clause_spans``, ``still_true``);
 * forget's matcher ``Mentions`` (where a forgotten text was copied, whatever its
   whitespace or case);
 * learning from use: the ranker's and the forecast's training and metrics.
@@ -33,9 +34,11 @@ from ._derive import extract
 from ._extract._corrections import (
     NOW_SIMILAR,
     Statement,
+    clause_spans,
     correction_target,
     is_correction,
     redoes,
+    still_true,
 )
 from ._extract._rules import DUPLICATE, RuleExtractor, assistant_statements, extract_entities
 from ._kg import (
@@ -102,6 +105,7 @@ __all__ = [
     "TimeMention",
     "assistant_statements",
     "channels_of",
+    "clause_spans",
     "correction_target",
     "cuts",
     "engine_of",
@@ -123,6 +127,7 @@ __all__ = [
     "ranking_samples",
     "redoes",
     "stack",
+    "still_true",
     "timed_reranker",
     "to_bfloat16",
     "tokenize",

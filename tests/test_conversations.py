@@ -1295,3 +1295,38 @@ def test_what_a_correction_leaves_true_of_a_statement_stays_recallable(
         assert store.get(left.id).status is Status.FORGOTTEN and not store.get(left.id).text
         hits = store.recall("who feeds the cat?", owner="tess", k=5, record_access=False)
         assert "Odile" not in " ".join(h.memory.text for h in hits)
+
+
+def test_the_remainder_evaluation_judges_each_rule_and_refuses_bad_cases(
+        tmp_path: Path) -> None:
+    """``eval.remainders`` on three cases of its own: a clause that stays true, a trap,
+    one clause; graphmem beside the two trivial rules."""
+    from eval.remainders import load, run
+
+    cases = [
+        {"id": "t1", "group": "a", "old": "My neighbour Odile feeds the cat on weekends, "
+         "I clean the litter box on Wednesdays.", "reply": "Sounds like a good team.",
+         "fix": "I clean the litter box on Thursdays now", "keep": ["odile"],
+         "stale": ["wednesday"], "q_keep": "who feeds the cat?",
+         "q_fix": "which day do I clean the litter box?"},
+        {"id": "t2", "group": "b", "old": "We're renting the flat on Harbour Road, it has a "
+         "tiny balcony and a gas oven.", "reply": "Nice!",
+         "fix": "The Harbour Road flat fell through, we're renting on Quay Street now.",
+         "stale": ["balcony"], "q_keep": "does our flat have a balcony?",
+         "q_fix": "which street is our flat on?"},
+        {"id": "t3", "group": "c", "old": "I swim on Mondays.", "reply": "Great.",
+         "fix": "I swim on Tuesdays now.", "q_fix": "when do I swim?"}]
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps({"filler": ["I like tea."], "distractors": [],
+                                "cases": cases}), encoding="utf-8")
+    rows = {r["id"]: r for r in run(load(path), distractors=False)}
+    assert all(r["replaced"] for r in rows.values())
+    assert rows["t1"]["graphmem"] == "right" and rows["t1"]["keep nothing"] == "missed"
+    assert rows["t1"]["kept in top 3 for q_keep"]
+    assert rows["t2"]["graphmem"] == "right" and rows["t2"]["all but closest"] == "stale"
+    assert rows["t3"]["graphmem"] == "right"
+    assert not any(r["kept first for q_fix"] for r in rows.values())
+    path.write_text(json.dumps({"cases": [{"id": "x", "group": "a", "old": "hi"}]}),
+                    encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"case 0 \(x\) needs reply, fix, keep"):
+        load(path)
