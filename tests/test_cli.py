@@ -303,7 +303,8 @@ def test_import_conversation_command(tmp_path: Path) -> None:
         {"speaker": "Nadia", "text": "I might try oat milk sometime."}]), encoding="utf-8")
     out = cli_run(db, "--embedder", "hashing", "import", "conversation", str(chat),
                   "--session", "s1", "--owner", "nadia").stdout
-    assert out == "created 1, candidates 1, reinforced 0, dropped 1 (1 greeting or filler)\n"
+    assert out == ("created 1, corrected 0, candidates 1, reinforced 0, dropped 1 (1 "
+                   "greeting or filler)\n")
     later = tmp_path / "later.json"
     later.write_text(json.dumps(["I might try oat milk sometime."]), encoding="utf-8")
     result = json.loads(cli_run(db, "--json", "import", "conversation", str(later),
@@ -314,6 +315,19 @@ def test_import_conversation_command(tmp_path: Path) -> None:
                                   "--owner", "nadia").stdout)["memories"]
     assert {m["session"] for m in memories} == {"s1"}
     assert {m["status"] for m in memories} == {"active"}
+    # a sitting's time for its messages without their own
+    dated = tmp_path / "dated.json"
+    dated.write_text(json.dumps(["My sister Ifeoma teaches maths in Abuja."]),
+                     encoding="utf-8")
+    cli_run(db, "import", "conversation", str(dated), "--session", "s3", "--owner", "nadia",
+            "--timestamp", "2026-02-14T18:30:00+00:00")
+    memories = json.loads(cli_run(db, "--json", "export", "--format", "gdpr",
+                                  "--owner", "nadia").stdout)["memories"]
+    [said] = [m for m in memories if m["session"] == "s3"]
+    assert said["created"].startswith("2026-02-14T18:30")
+    refused = cli_run(db, "import", "conversation", str(dated), "--session", "s4",
+                      "--timestamp", "yesterday-ish", code=2).stderr
+    assert "Invalid value for '--timestamp'" in refused
     broken = tmp_path / "broken.json"
     broken.write_text("[{", encoding="utf-8")
     assert "broken.json: not valid JSON: Expecting property name enclosed in double quotes " \

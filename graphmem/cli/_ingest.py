@@ -7,7 +7,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +16,7 @@ import click
 from .._errors import InvalidInputError
 from .._input import MAX_SHORT, owner_problem
 from .._views import to_json
-from ._app import Context, cli, echo_json, pass_ctx, usage
+from ._app import Context, cli, echo_json, iso_time, pass_ctx, usage
 from ._progress import bar, working
 
 if TYPE_CHECKING:
@@ -91,9 +91,12 @@ def import_locomo_cmd(ctx: Context, file: str | None, sample_ids: tuple[str, ...
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--session", "session_id", required=True, help="The session id.")
 @click.option("--owner", default=None)
+@click.option("--timestamp", callback=iso_time, default=None, metavar="ISO",
+              help="When the conversation took place, for the messages without their own "
+                   "timestamp (default: now).")
 @pass_ctx
 def import_conversation_cmd(ctx: Context, file: str, session_id: str,
-                            owner: str | None) -> None:
+                            owner: str | None, timestamp: datetime | None) -> None:
     """Remember a conversation: FILE is a JSON list of {speaker|role, text|content, timestamp?}."""
     try:
         messages = json.loads(Path(file).read_text(encoding="utf-8-sig"))
@@ -116,7 +119,8 @@ def import_conversation_cmd(ctx: Context, file: str, session_id: str,
     store = ctx.api(create=True)
     with working(f"remembering {Path(file).name}", enabled=ctx.progress):
         try:
-            result = store.add_conversation(messages, session_id=session_id, owner=owner)
+            result = store.add_conversation(messages, session_id=session_id, owner=owner,
+                                            timestamp=timestamp)
         except InvalidInputError as exc:  # which file the message or field is of
             option = {"session_id": "--session", "owner": "--owner"}.get(exc.field or "")
             if option is not None:  # not the file's: the option's
@@ -127,7 +131,8 @@ def import_conversation_cmd(ctx: Context, file: str, session_id: str,
         return
     why = Counter(re.sub(r"\s*(?:of\s+)?\S*urn:\S+", "", reason).split(":")[0].strip()
                   for _, reason in result.dropped)
-    click.echo(f"created {result.memories_created}, candidates "
+    click.echo(f"created {result.memories_created}, corrected "
+               f"{len(result.corrected_ids)}, candidates "
                f"{result.pending_candidates_buffered}, reinforced "
                f"{len(result.reinforced_ids)}, dropped {len(result.dropped)}"
                + (f" ({', '.join(f'{n} {reason}' for reason, n in why.most_common())})"
