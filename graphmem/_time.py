@@ -8,7 +8,8 @@ import threading
 import time
 from datetime import UTC, datetime
 
-__all__ = ["format_iso", "new_event_id", "new_memory_id", "parse_iso", "to_utc", "utcnow"]
+__all__ = ["format_iso", "new_event_id", "new_memory_id", "parse_iso", "still_id", "to_utc",
+           "utcnow"]
 
 #: ISO 8601 in its extended form (2026-04-01T12:00:00Z) or its basic one
 #: (20260401T120000Z), each whole: the two are not mixed within a date or a time.
@@ -123,6 +124,17 @@ def new_memory_id() -> str:
     (True, 39, True)
     """
     return "urn:graphmem:" + _sortable_token()
+
+
+def still_id(memory_id: str) -> str:
+    """The id of the memory of what a correction left true of the statement
+    ``memory_id`` (``still_true``): one a statement, found from it (forget takes it
+    along, and recall does not put the correction before it).
+
+    >>> still_id("urn:graphmem:01j")
+    'urn:graphmem:01j/still'
+    """
+    return f"{memory_id}/still"
 
 
 def new_event_id(at: datetime) -> str:

@@ -18,8 +18,7 @@ from .._text import tokenize
 from ._rules import is_hedge, sentences
 
 __all__ = ["NOW_SIMILAR", "Statement", "correction_target", "is_correction", "masked",
-           "masked_many", "may_replace", "name_blind", "redoes", "says_now", "still_id",
-           "takes_back"]
+           "masked_many", "may_replace", "name_blind", "redoes", "says_now", "takes_back"]
 
 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
@@ -745,16 +744,6 @@ def _values(text: str) -> set[str]:
     """
     return {t for t in _terms(text) if any(c.isdigit() for c in t)}.union(
         *(word.terms for word in _capitals(text)))
-
-
-def still_id(memory_id: str) -> str:
-    """The id of the memory of what a correction left true of ``memory_id``
-    (``still_true``): one a statement, found from it (forget takes it along).
-
-    >>> still_id("urn:graphmem:01j")
-    'urn:graphmem:01j/still'
-    """
-    return f"{memory_id}/still"
 
 
 def _trimmed(clause: str) -> str:

@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from .._extract._corrections import still_id
 from .._kg import (
     ASKED_AS,
     ROLE_WEIGHTS,
@@ -36,6 +35,7 @@ from .._kg import (
 )
 from .._kg._calendar import TimeWindow
 from .._text import tokenize
+from .._time import still_id
 from ._actr import activation_s
 from ._config import GraphParams, RecallConfig
 from ._entities import EntityIndex

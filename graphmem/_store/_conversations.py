@@ -27,7 +27,7 @@ from .._recall._channels import lexical_neighbours
 from .._recall._index import ASSISTANT_TAG
 from .._recall._vectors import matvec
 from .._redact import Mentions, keyed_digest, said_form, said_whole, unmarked
-from .._time import new_memory_id, parse_iso, to_utc
+from .._time import new_memory_id, parse_iso, still_id, to_utc
 from ._memories import Memories, speaker_of
 from ._recall_index import IndexSync
 from ._transitions import Transitions
@@ -517,7 +517,7 @@ class Conversations:
         statement (``remains_of``), its id made of the statement's (``still_id``: forget
         takes it along). The correction's context (the message it corrects) no
         longer holds what is left: the question about that is answered by it alone."""
-        from .._extract._corrections import clause_spans, still_id, still_true
+        from .._extract._corrections import clause_spans, still_true
 
         by_id = {r.id: r for r in records}
         pairs: list[tuple[str, MemoryInput, MemoryInput | Memory, list[tuple[int, int]]]] = []

@@ -27,7 +27,6 @@ from .._errors import (
     ConflictError,
     StoreError,
 )
-from .._extract._corrections import still_id
 from .._input import check_reason, memory_id_list
 from .._keys import FORGET, key_id
 from .._models import (
@@ -50,6 +49,7 @@ from .._redact import (
     said_form,
     said_whole,
 )
+from .._time import still_id
 from ._knowledge import Knowledge
 
 __all__ = ["Transition", "Transitions"]
