@@ -120,6 +120,17 @@ def test_a_statement_and_a_hedge_in_one_message_are_kept_apart(store: MemoryStor
                                     session_id="s3", owner="tess")
     assert [store.get(i).text for i in joined.created_ids] == ["my brother Kofi is coeliac tho"]
     assert [store.get(i).text for i in joined.candidate_ids] == ["so maybe we skip pasta night"]
+    # a hedge first, then what is after a contrast: what is stays a memory of its own
+    first = store.add_conversation(["we're considering a move to the coast, but my job is "
+                                    "at the Leeds infirmary"], session_id="s4", owner="tess")
+    assert [store.get(i).text for i in first.created_ids] == [
+        "but my job is at the Leeds infirmary"]
+    assert [store.get(i).text for i in first.candidate_ids] == [
+        "we're considering a move to the coast"]
+    # ... unless it is itself hedged or a condition
+    kept = store.add_conversation(["maybe we'll go camping, but only if it stays dry"],
+                                  session_id="s5", owner="tess")
+    assert not kept.created_ids
 
 
 def test_filler_sentences_are_dropped_from_a_message_that_says_something(

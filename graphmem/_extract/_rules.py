@@ -318,12 +318,19 @@ def is_hedge(sentence: str) -> bool:
     return bool(search(_TENTATIVE, sentence)) and not search(_WHEN, sentence)
 
 
+#: words that set what follows against what came before
+_CONTRASTS = frozenset({"but", "though", "tho", "although", "however", "yet"})
+
+
 def _clauses(sentence: str) -> tuple[str, str]:
     """A sentence cut before its first hedged or questioning clause: ("my girlfriend
-    climbs", "maybe I'll join her"); the second part is empty when there is no cut.
+    climbs", "maybe I'll join her"), or, when it starts with a hedge, before a clause
+    that sets what is against it; the second part is empty when there is no cut.
 
     >>> _clauses("jess is allergic tho so maybe a sphynx??")
     ('jess is allergic tho', 'so maybe a sphynx??')
+    >>> _clauses("we might get a dog, but our lease says no pets")
+    ('we might get a dog', 'but our lease says no pets')
     >>> _clauses("I'm so tired"), _clauses("I love sushi but not tonight")
     (("I'm so tired", ''), ('I love sushi but not tonight', ''))
     """
@@ -346,6 +353,15 @@ def _clauses(sentence: str) -> tuple[str, str]:
         clause = sentence[cut:] if last else sentence[cut:cuts[n + 1]]
         if (is_hedge(clause) or (last and is_question(clause))) and not hedged_before(cut):
             return sentence[:cut].rstrip(" ,;:-–—"), sentence[cut:].strip()
+    # a hedge first, then what is, after a contrast ("we're thinking about a dog, but our
+    # lease says no pets"): the rest is said as it is (its first such cut alone: one pass)
+    if hedged_before(cuts[0]):
+        after = next((c for c in cuts if sentence[c:].lstrip(" ,;:-–—").split(" ", 1)[0]
+                      .casefold() in _CONTRASTS), None)
+        rest = "" if after is None else sentence[after:]
+        if rest and not is_hedge(rest) and not is_question(rest) \
+                and "if" not in rest.casefold().split():
+            return sentence[:after].rstrip(" ,;:-–—"), rest.strip()
     return sentence, ""
 
 
