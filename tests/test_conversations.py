@@ -19,6 +19,7 @@ from graphmem._extract._corrections import (
     is_correction,
     masked,
     name_blind,
+    says_now,
 )
 from graphmem._extract._rules import RuleExtractor, assistant_statements, needs_context
 from graphmem._recall._channels import corrections_first, later_first
@@ -1341,3 +1342,18 @@ def test_the_remainder_evaluation_judges_each_rule_and_refuses_bad_cases(
                     encoding="utf-8")
     with pytest.raises(SystemExit, match=r"case 0 \(x\) needs reply, fix, keep"):
         load(path)
+
+
+def test_an_amount_that_changed_or_turned_out_says_how_things_are_now() -> None:
+    """"went up to $X", "I'm down to one ...", "turns out ..." say how things are now (a
+    close earlier statement may be replaced); going down to the beach, being down to
+    earth, or a price without a change, do not."""
+    for said in ("the gym membership went up to 45 a month", "we're down to two coffees a day",
+                 "turns out the clinic is on Elm Road", "they lowered it to 30 euros"):
+        assert says_now(said), said
+    for said in ("we went down to the beach after lunch", "his parents are down to earth",
+                 "the gym membership is 40 a month", "it turns the light on"):
+        assert not says_now(said), said
+    fee = [Statement("fee", "the gym membership is 40 a month")]
+    assert correction_target("the gym membership went up to 45 a month", fee,
+                             {"fee": 0.8}) == "fee"

@@ -63,9 +63,14 @@ _BUT_VALUE = re.compile(r"\s(?:the\s)?[\w'’-]+,?\s(?:it'?s|it is|it was|its|bu
 #: a value before "not"
 _VALUE_WORD = re.compile(r"\d|" + _DAYS + r"|" + _NAME, re.IGNORECASE)
 #: ... or says how things are now, which may replace how they were ("I've gone vegan now",
-#: "I quit the bakery job"): such a statement replaces only a statement it is close to.
+#: "I quit the bakery job", "turns out it was gluten", "rent went up to 900"): such a
+#: statement replaces only a statement it is close to.
 _NOW = re.compile(r"\b(?:now|these days|anymore|any more|no more|quit|stopped|gave up"
-                  r"|switched|gone|dropped)\b", re.IGNORECASE)
+                  r"|switched|gone|dropped|turns out|turned out)\b"
+                  # an amount that changed: "went up to $168", "I'm down to one a month"
+                  r"|\b(?:(?:went|goes|gone) (?:up|down)|(?:increased|decreased|raised|lowered"
+                  r"|rose|fell|cut)(?: it)?|(?:i'?m|is|are|we'?re) down) to (?:[$£€]?\d|one\b"
+                  r"|two\b|three\b|four\b|five\b|six\b|half\b)", re.IGNORECASE)
 #: ... or how the speaker's own plan turned out ("we ended up going Turkish", "I've decided
 #: it is adult nursing", "I got the blue ones instead"), not another person's ("my brother
 #: decided"), not a choice still open or refused ("I haven't decided", "help me decide",
