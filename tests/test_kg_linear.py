@@ -305,3 +305,26 @@ def test_the_sidecar_answers_while_it_extracts_a_200000_character_memory(sidecar
     assert added["status"] == 201
     assert len(latencies) >= 5, "the add was over before it could be watched"
     assert max(latencies) < 1.0, sorted(latencies)[-5:]
+
+
+def _remainder_work(n: int) -> int:
+    """Cutting a statement of ``n`` one-word pieces into clauses and judging what a
+    correction leaves of it: lines run, and the characters the patterns read."""
+    from graphmem.algorithms import clause_spans, still_true
+
+    text = "xy, " * n + "the walk is at 7"
+
+    def judge() -> None:
+        spans = clause_spans(text)
+        still_true(text, spans, "the walk is at 8 now", [0.0] * (len(spans) - 1) + [0.9])
+
+    with metered() as meter:
+        lines = lines_run(judge)
+    return lines + sum(chars if _linear(pattern, scanning) else squares
+                       for (pattern, scanning), (chars, squares) in meter.spans.items())
+
+
+def test_what_a_correction_leaves_true_takes_work_in_proportion() -> None:
+    # each piece's words are counted once, and what is kept read once
+    small, large = _remainder_work(SMALL), _remainder_work(LARGE)
+    assert large <= 4.5 * small + 20 * SMALL, (small, large)

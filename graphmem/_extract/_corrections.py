@@ -668,12 +668,15 @@ def clause_spans(text: str) -> list[tuple[int, int]]:
     """
     cuts = [0, *(m.start() for m in finditer(_CLAUSE_BREAK, text)), len(text)]
     spans: list[tuple[int, int]] = []
+    words = 0  # in the last span: each piece is read once
     for start, end in itertools.pairwise(cuts):
-        if spans and (len(tokenize(text[start:end])) < 2
-                      or len(tokenize(text[slice(*spans[-1])])) < 2):
+        count = len(tokenize(text[start:end]))
+        if spans and (count < 2 or words < 2):
             spans[-1] = (spans[-1][0], end)
+            words += count
         elif end > start:
             spans.append((start, end))
+            words = count
     return spans or [(0, len(text))]
 
 
