@@ -125,13 +125,16 @@ def test_a_statement_and_a_hedge_in_one_message_are_kept_apart(store: MemoryStor
     first = store.add_conversation(["we're considering a move to the coast, but my job is "
                                     "at the Leeds infirmary"], session_id="s4", owner="tess")
     assert [store.get(i).text for i in first.created_ids] == [
-        "but my job is at the Leeds infirmary"]
+        "my job is at the Leeds infirmary"]
     assert [store.get(i).text for i in first.candidate_ids] == [
         "we're considering a move to the coast"]
-    # ... unless it is itself hedged or a condition
-    kept = store.add_conversation(["maybe we'll go camping, but only if it stays dry"],
-                                  session_id="s5", owner="tess")
-    assert not kept.created_ids
+    # ... unless it is itself hedged, a guess, a condition, or points back at the hedge
+    for n, said in enumerate(["maybe we'll go camping, but only if it stays dry",
+                              "thinking about a kayak, but I'd need somewhere to store it",
+                              "might enter the half marathon, but I doubt I'll train enough",
+                              "considering the night bus, but that's a long ride"]):
+        kept = store.add_conversation([said], session_id=f"s5-{n}", owner="tess")
+        assert not kept.created_ids, said
 
 
 def test_filler_sentences_are_dropped_from_a_message_that_says_something(
@@ -1357,3 +1360,7 @@ def test_an_amount_that_changed_or_turned_out_says_how_things_are_now() -> None:
     fee = [Statement("fee", "the gym membership is 40 a month")]
     assert correction_target("the gym membership went up to 45 a month", fee,
                              {"fee": 0.8}) == "fee"
+    # ... of the speaker's, not of a person they name
+    dose = [Statement("dose", "I take 10mg of sertraline at night")]
+    assert correction_target("my mum's sertraline went up to 20mg", dose, {"dose": 0.8}) is None
+    assert correction_target("my sertraline went up to 20mg", dose, {"dose": 0.8}) == "dose"

@@ -15,7 +15,7 @@ from typing import NamedTuple
 from .._kg._gazetteer import KNOWN_ORGS, KNOWN_PRODUCTS, PLACES
 from .._kg._scan import finditer, search, starting_at
 from .._text import tokenize
-from ._rules import is_hedge, sentences
+from ._rules import is_hedge, kin_of, sentences
 
 __all__ = ["NOW_SIMILAR", "Statement", "correction_target", "is_correction", "masked",
            "masked_many", "may_replace", "name_blind", "redoes", "says_now", "takes_back"]
@@ -601,9 +601,11 @@ def correction_target(text: str, recent: Sequence[Statement],
 
 def _closest_now(text: str, recent: Sequence[Statement], similarity: Mapping[str, float]
                  ) -> str | None:
-    terms = _terms(text)
+    terms, kin = _terms(text), kin_of(text)
     best: tuple[float, str] | None = None
     for statement in recent:
+        if kin - kin_of(statement.text):
+            continue  # of another person: "my dad's dose went up to 40mg" keeps "I take 20mg"
         cosine = similarity.get(statement.id, 0.0)
         needed = NOW_SIMILAR if terms & _terms(statement.text) else NOW_SIMILAR + 0.15
         if cosine >= needed and (best is None or cosine > best[0]):

@@ -330,7 +330,7 @@ def _clauses(sentence: str) -> tuple[str, str]:
     >>> _clauses("jess is allergic tho so maybe a sphynx??")
     ('jess is allergic tho', 'so maybe a sphynx??')
     >>> _clauses("we might get a dog, but our lease says no pets")
-    ('we might get a dog', 'but our lease says no pets')
+    ('we might get a dog', 'our lease says no pets')
     >>> _clauses("I'm so tired"), _clauses("I love sushi but not tonight")
     (("I'm so tired", ''), ('I love sushi but not tonight', ''))
     """
@@ -356,13 +356,36 @@ def _clauses(sentence: str) -> tuple[str, str]:
     # a hedge first, then what is, after a contrast ("we're thinking about a dog, but our
     # lease says no pets"): the rest is said as it is (its first such cut alone: one pass)
     if hedged_before(cuts[0]):
-        after = next((c for c in cuts if sentence[c:].lstrip(" ,;:-–—").split(" ", 1)[0]
-                      .casefold() in _CONTRASTS), None)
-        rest = "" if after is None else sentence[after:]
-        if rest and not is_hedge(rest) and not is_question(rest) \
-                and "if" not in rest.casefold().split():
-            return sentence[:after].rstrip(" ,;:-–—"), rest.strip()
+        after = next((c for c in cuts
+                      if (pair := sentence[c:].lstrip(" ,;:-–—").casefold().split(" ", 2))[0]
+                      in _CONTRASTS and pair[1:2] not in (["another"], ["again"], ["more"])),
+                     None)
+        before = "" if after is None else sentence[:after].rstrip()
+        rest = "" if after is None else sentence[after:].lstrip(" ,;:-–—").split(" ", 1)[-1]
+        if before[-1:] in tuple(",;:-–—") and _says_as_it_is(rest):
+            return before.rstrip(" ,;:-–—"), rest.strip()
     return sentence, ""
+
+
+#: words by which what follows a contrast still guesses, doubts or sets a condition
+_GUESSING = frozenset({"would", "could", "likely", "doubt", "unless", "depends", "if",
+                       "know", "knows", "sure", "yet", "maybe", "probably"})
+
+
+def _says_as_it_is(clause: str) -> bool:
+    """Whether a clause after a contrast says what is on its own: no hedge, question,
+    guess or condition ("I doubt it", "who knows", "he'd say no", "unless ..."), and no
+    word pointing back at what it was set against ("that's a lot of work").
+
+    >>> _says_as_it_is("my job is at the Leeds infirmary")
+    True
+    >>> _says_as_it_is("I'd need a charger"), _says_as_it_is("they sell out fast")
+    (False, False)
+    """
+    words = [w.strip(".,;:!?\"'()") for w in clause.casefold().replace("’", "'").split()]
+    return bool(words) and not is_hedge(clause) and not is_question(clause) \
+        and not _GUESSING.intersection(words) and not any(w.endswith("'d") for w in words) \
+        and not needs_context(clause)
 
 
 #: how a chat message asks without a "?": "what were those ideas again", "how do u make
@@ -482,6 +505,16 @@ _KIN_ANY = ("partner boss manager friend cousin neighbour neighbor roommate flat
 _KIN = re.compile(r"\b(?:my|our)\s+(?:(?:little|big|older|younger|best|new|old)\s+)?("
                   + "|".join((_KIN_SHE + " " + _KIN_HE + " " + _KIN_ANY).split())
                   + r")\b", re.IGNORECASE)
+
+
+def kin_of(text: str) -> set[str]:
+    """The people of the speaker's own ``text`` names by their relation ("my dad's",
+    "our son"), lower case.
+
+    >>> sorted(kin_of("my dad's pills went up to 40mg, our son is fine"))
+    ['dad', 'son']
+    """
+    return {m.group(1).casefold() for m in finditer(_KIN, text)}
 
 
 def antecedent(sentence: str, before: Sequence[str]) -> str | None:
