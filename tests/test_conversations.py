@@ -1352,7 +1352,8 @@ def test_an_amount_that_changed_or_turned_out_says_how_things_are_now() -> None:
     close earlier statement may be replaced); going down to the beach, being down to
     earth, or a price without a change, do not."""
     for said in ("the gym membership went up to 45 a month", "we're down to two coffees a day",
-                 "turns out the clinic is on Elm Road", "they lowered it to 30 euros"):
+                 "turns out the clinic is on Elm Road", "they lowered it to 30 euros",
+                 "the club upped the junior fee to £12", "our choir is down to nine singers"):
         assert says_now(said), said
     for said in ("we went down to the beach after lunch", "his parents are down to earth",
                  "the gym membership is 40 a month", "it turns the light on"):

@@ -69,8 +69,9 @@ _NOW = re.compile(r"\b(?:now|these days|anymore|any more|no more|quit|stopped|ga
                   r"|switched|gone|dropped|turns out|turned out)\b"
                   # an amount that changed: "went up to $168", "I'm down to one a month"
                   r"|\b(?:(?:went|goes|gone) (?:up|down)|(?:increased|decreased|raised|lowered"
-                  r"|rose|fell|cut)(?: it)?|(?:i'?m|is|are|we'?re) down) to (?:[$£€]?\d|one\b"
-                  r"|two\b|three\b|four\b|five\b|six\b|half\b)", re.IGNORECASE)
+                  r"|reduced|upped|bumped|rose|fell|cut)(?: [\w'’]+){0,3}"
+                  r"|(?:i'?m|is|are|we'?re) down) to (?:[$£€]?\d|(?:one|two|three|four|five"
+                  r"|six|seven|eight|nine|ten|eleven|twelve|twenty|half)\b)", re.IGNORECASE)
 #: ... or how the speaker's own plan turned out ("we ended up going Turkish", "I've decided
 #: it is adult nursing", "I got the blue ones instead"), not another person's ("my brother
 #: decided"), not a choice still open or refused ("I haven't decided", "help me decide",
