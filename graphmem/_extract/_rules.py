@@ -356,10 +356,11 @@ def _clauses(sentence: str) -> tuple[str, str]:
     # a hedge first, then what is, after a contrast ("we're thinking about a dog, but our
     # lease says no pets"): the rest is said as it is (its first such cut alone: one pass)
     if hedged_before(cuts[0]):
+        # a window after each cut, not the rest of the sentence: one read of each part
         after = next((c for c in cuts
-                      if (pair := sentence[c:].lstrip(" ,;:-–—").casefold().split(" ", 2))[0]
-                      in _CONTRASTS and pair[1:2] not in (["another"], ["again"], ["more"])),
-                     None)
+                      if (pair := sentence[c:c + 40].lstrip(" ,;:-–—").casefold()
+                          .split(" ", 2))[0] in _CONTRASTS
+                      and pair[1:2] not in (["another"], ["again"], ["more"])), None)
         before = "" if after is None else sentence[:after].rstrip()
         rest = "" if after is None else sentence[after:].lstrip(" ,;:-–—").split(" ", 1)[-1]
         if before[-1:] in tuple(",;:-–—") and _says_as_it_is(rest):
