@@ -520,6 +520,7 @@ class Conversations:
         from .._extract._corrections import clause_spans, still_true
 
         by_id = {r.id: r for r in records}
+        at = {r.id: n for n, r in enumerate(records)}
         pairs: list[tuple[str, MemoryInput, MemoryInput | Memory, list[tuple[int, int]]]] = []
         for new, old in corrected.items():
             before = by_id.get(old) or self._ctx.visible(old, owner)
@@ -545,7 +546,7 @@ class Conversations:
             context = said.context or ""
             for run in left.split(" … "):
                 context = context.replace(run, "")
-            records[records.index(said)] = said.model_copy(update={"context": context or None})
+            records[at[said.id]] = said.model_copy(update={"context": context or None})
             out.append(MemoryInput(
                 id=still_id(old), text=left, context=before.context, kind=before.kind,
                 status=Status.ACTIVE, tags=before.tags, owner=owner, session=before.session,
