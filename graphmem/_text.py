@@ -12,12 +12,14 @@ from itertools import chain
 
 import snowballstemmer
 
-__all__ = ["CLAUSE_LEADS", "STOPWORDS", "tokenize"]
+__all__ = ["CLAUSE_LEADS", "CLAUSE_MARKS", "STOPWORDS", "tokenize"]
 
 #: Words before which a chat sentence's next clause starts: the extractor cuts a hedged
 #: clause off there ("my PIN is 4071 but maybe I'll change it"), and forget finds the
 #: first clause's end there
 CLAUSE_LEADS = ("so", "but", "tho", "though")
+#: The marks a clause cut out of its sentence may start or end with
+CLAUSE_MARKS = " ,;:-–—"
 
 STOPWORDS = frozenset((
     "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are",

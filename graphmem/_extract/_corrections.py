@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from .._kg._gazetteer import KNOWN_ORGS, KNOWN_PRODUCTS, PLACES
 from .._kg._scan import finditer, search, starting_at
-from .._text import tokenize
+from .._text import CLAUSE_MARKS, tokenize
 from ._rules import is_hedge, kin_of, sentences
 
 __all__ = ["NOW_SIMILAR", "Statement", "correction_target", "is_correction", "masked",
@@ -636,12 +636,11 @@ def _planned(text: str) -> bool:
 #: Where a statement's clauses meet: a comma before a space (not "10,100"), a semicolon,
 #: a dash or "&" between spaces, or a word that joins two clauses ("and", texting's "n",
 #: "but", ...). One literal alternative at a time.
-_CLAUSE_BREAK = re.compile(r",\s|;|\s[-–—&]\s|\b(?:and|n|but|so|while|whereas|although|though)\b",
+_JOINING = frozenset({"and", "n", "but", "so", "while", "whereas", "although", "though"})
+_CLAUSE_BREAK = re.compile(r",\s|;|\s[-–—&]\s|\b(?:" + "|".join(sorted(_JOINING)) + r")\b",
                            re.IGNORECASE)
-#: what a clause that stays true may not start or end with once cut out
-_CLAUSE_TRIM = " ,;:-–—"
-_JOINERS = frozenset({"and", "n", "&", "but", "so", "while", "whereas", "although", "though",
-                      "also"})
+#: what a clause that stays true may not start with once cut out
+_JOINERS = _JOINING | {"&", "also"}
 #: a correction that calls the whole thing off, or puts another thing in its place
 #: ("I got the green ones instead"), leaves nothing of it true
 _CALLED_OFF = re.compile(r"\b(?:cancel\w*|called off|call(?:ing)? it off|no longer|never mind"
@@ -740,7 +739,7 @@ def _names_another(correction: str, text: str) -> bool:
         return {t for m in finditer(_SLOTS["name"], words) for t in _terms(m.group(0))
                 if not search(_SLOTS["weekday"], t) and not search(_SLOTS["month"], t)}
 
-    said = {t for word in _capitals(text) for t in word.terms}
+    said = _capital_terms(text)
     if named(correction) - said:
         return True
     return any(named(f"not {m.group(1)}") & said for m in finditer(_NEGATED, correction))
@@ -753,14 +752,18 @@ def _values(text: str) -> set[str]:
     >>> sorted(_values("She lives in Irbid with her 2 kids"))
     ['2', 'irbid']
     """
-    return {t for t in _terms(text) if any(c.isdigit() for c in t)}.union(
-        *(word.terms for word in _capitals(text)))
+    return {t for t in _terms(text) if any(c.isdigit() for c in t)} | _capital_terms(text)
+
+
+def _capital_terms(text: str) -> set[str]:
+    """The terms of the words of ``text`` that start with a capital (``_capitals``)."""
+    return {t for word in _capitals(text) for t in word.terms}
 
 
 def _trimmed(clause: str) -> str:
     """A clause cut out of its statement without the marks and the joining word it
     started or ended with."""
-    words = clause.strip(_CLAUSE_TRIM).split(" ")
+    words = clause.strip(CLAUSE_MARKS).split(" ")
     while words and words[0].casefold() in _JOINERS:
         words = words[1:]
-    return " ".join(words).strip(_CLAUSE_TRIM)
+    return " ".join(words).strip(CLAUSE_MARKS)

@@ -15,7 +15,7 @@ from .._kg._patterns import extract_facts
 from .._kg._scan import finditer, search, starting_at
 from .._kg._text import initial_at, person_speaker
 from .._kg._time import parse_times
-from .._text import CLAUSE_LEADS, STOPWORDS
+from .._text import CLAUSE_LEADS, CLAUSE_MARKS, STOPWORDS
 
 __all__ = ["DUPLICATE", "Extracted", "RuleExtractor", "announces_questions",
            "assistant_statements", "entities_of", "extract_entities", "is_filler", "is_hedge",
@@ -352,19 +352,19 @@ def _clauses(sentence: str) -> tuple[str, str]:
         last = n + 1 == len(cuts)
         clause = sentence[cut:] if last else sentence[cut:cuts[n + 1]]
         if (is_hedge(clause) or (last and is_question(clause))) and not hedged_before(cut):
-            return sentence[:cut].rstrip(" ,;:-–—"), sentence[cut:].strip()
+            return sentence[:cut].rstrip(CLAUSE_MARKS), sentence[cut:].strip()
     # a hedge first, then what is, after a contrast ("we're thinking about a dog, but our
     # lease says no pets"): the rest is said as it is (its first such cut alone: one pass)
     if hedged_before(cuts[0]):
         # a window after each cut, not the rest of the sentence: one read of each part
         after = next((c for c in cuts
-                      if (pair := sentence[c:c + 40].lstrip(" ,;:-–—").casefold()
+                      if (pair := sentence[c:c + 40].lstrip(CLAUSE_MARKS).casefold()
                           .split(" ", 2))[0] in _CONTRASTS
                       and pair[1:2] not in (["another"], ["again"], ["more"])), None)
         before = "" if after is None else sentence[:after].rstrip()
-        rest = "" if after is None else sentence[after:].lstrip(" ,;:-–—").split(" ", 1)[-1]
-        if before[-1:] in tuple(",;:-–—") and _says_as_it_is(rest):
-            return before.rstrip(" ,;:-–—"), rest.strip()
+        rest = "" if after is None else sentence[after:].lstrip(CLAUSE_MARKS).split(" ", 1)[-1]
+        if before.endswith(tuple(CLAUSE_MARKS.strip())) and _says_as_it_is(rest):
+            return before.rstrip(CLAUSE_MARKS), rest.strip()
     return sentence, ""
 
 

@@ -519,16 +519,15 @@ class Conversations:
         longer holds what is left: the question about that is answered by it alone."""
         from .._extract._corrections import clause_spans, still_true
 
-        by_id = {r.id: r for r in records}
         at = {r.id: n for n, r in enumerate(records)}
         pairs: list[tuple[str, MemoryInput, MemoryInput | Memory, list[tuple[int, int]]]] = []
         for new, old in corrected.items():
-            before = by_id.get(old) or self._ctx.visible(old, owner)
-            if ASSISTANT_TAG in by_id[new].tags or ASSISTANT_TAG in before.tags:
+            before = records[at[old]] if old in at else self._ctx.visible(old, owner)
+            if ASSISTANT_TAG in records[at[new]].tags or ASSISTANT_TAG in before.tags:
                 continue
             spans = clause_spans(before.text)
             if len(spans) > 1:
-                pairs.append((old, by_id[new], before, spans))
+                pairs.append((old, records[at[new]], before, spans))
         if not pairs:
             return []
         vectors = iter(self._ctx.embed([t for _, said, before, spans in pairs for t in (
