@@ -570,6 +570,13 @@ def test_corrections_are_found_by_what_they_negate_or_share() -> None:
     assert correction_target("I said 'Tuesday' but it's Wednesday",
                              [Statement("yoga", "Yoga is on Tuesday evenings"),
                               Statement("plumber", "The plumber comes on Monday")]) == "yoga"
+    # a statement as close in meaning as a change needs outweighs one more word shared
+    # with what names who made the change
+    insulin = [Statement("vet", "His vet is Dr. Lund at the Harbour clinic."),
+               Statement("dose", "He gets 3 units of insulin twice a day, with his food")]
+    assert correction_target("Small change from the vet: Dr. Lund put Milo's insulin up, so "
+                             "it's now 4 units at 8 and 6", insulin,
+                             {"vet": 0.45, "dose": 0.55}) == "dose"
     assert not is_correction("she's not sure yet")
     assert is_correction("the exam is NOT on june 12")
 

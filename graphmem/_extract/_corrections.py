@@ -519,8 +519,10 @@ def correction_target(text: str, recent: Sequence[Statement],
     kind of value other than a name, unless the correction takes back outright;
     a short one ("scratch that, it's Tuesday") may also replace one of the last three
     statements that holds a weekday, a month, a day or a time as it does, and any may
-    replace a statement whose cosine is at least ``NOW_SIMILAR``. The best overlap wins,
-    then the most recent. One that only says something changed ("we moved it to Friday",
+    replace a statement whose cosine is at least ``NOW_SIMILAR``. The best overlap wins
+    (being that close counts as two shared words: "small change from the vet: Dr.
+    Lund put Milo's insulin up, so it's now 4 units ..." replaces the dose, not who the
+    vet is), then the most recent. One that only says something changed ("we moved it to Friday",
     "it's now at 4") replaces what its speaker said, not the assistant's.
     A statement of how things are now ("I've gone vegan now")
     replaces only what it is close to: cosine at least ``NOW_SIMILAR`` and a shared
@@ -594,7 +596,7 @@ def correction_target(text: str, recent: Sequence[Statement],
                 or (shared and kinds - {"name"}) or (short and same_date and age < 3)
                 or close):
             continue
-        score = 3.0 * holds_negated + shared + same_kind + close + 0.5 / (1 + age)
+        score = 3.0 * holds_negated + shared + same_kind + 2 * close + 0.5 / (1 + age)
         if best is None or score > best[0]:
             best = (score, statement.id)
     return best[1] if best else None
