@@ -1286,9 +1286,24 @@ def test_what_a_correction_leaves_true_of_a_statement_stays_recallable(
         first = store.add_conversation([said], session_id="s1", owner="tess")
         [old] = first.created_ids
         clock.advance(days=4)
-        fixed = store.add_conversation(["I clean the litter box on Thursdays now"],
-                                       session_id="s2", owner="tess")
+        embedded: list[str] = []
+        model = store.embedder
+        embed = model.embed
+
+        def counted(texts: list[str]) -> np.ndarray:
+            embedded.extend(texts)
+            return embed(texts)
+
+        model.embed = counted  # type: ignore[method-assign]
+        try:
+            fixed = store.add_conversation(["I clean the litter box on Thursdays now"],
+                                           session_id="s2", owner="tess")
+        finally:
+            del model.embed
         assert fixed.corrected_ids == [old]
+        # the correction's text is embedded once: what it leaves true is judged with the
+        # vector that found what it corrects
+        assert embedded.count("I clean the litter box on Thursdays now") == 1
         kept = [m for m in store.memories(owner="tess")
                 if m.provenance.get("remains_of") == old]
         assert [m.text for m in kept] == ["My neighbour Odile feeds the cat on weekends"]

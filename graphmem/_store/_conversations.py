@@ -418,7 +418,8 @@ class Conversations:
                 # compared each statement with all before it (325 s against 4,000's 33)
                 del recent[_reach([r.assistant for r in recent[:4 * _WITHIN_REACH]]):]
         edges = _session_edges([r.id or "" for r in records], cooccur_window, session_id)
-        records += self._still_true(records, corrected, owner)  # (corrections' contexts too)
+        records += self._still_true(records, corrected, owner,  # (corrections' contexts too)
+                                    since=since)
         batch, result, new_memories = self._memories.plan_merge(
             records, edges=edges, reason=f"conversation {session_id}", actor=actor)
         created_now = {m.memory.id: m.memory for m in new_memories}
@@ -509,7 +510,7 @@ class Conversations:
         return items, "nothing informative"
 
     def _still_true(self, records: list[MemoryInput], corrected: Mapping[str, str],
-                    owner: str | None) -> list[MemoryInput]:
+                    owner: str | None, *, since: int) -> list[MemoryInput]:
         """What the user's corrections leave true of the statements they replace, each a
         memory of its own said where the statement was (``still_true``: "my wife walks him
         in the morning, I do the evening walk at 7" corrected by "I do the evening walk at
@@ -530,8 +531,9 @@ class Conversations:
                 pairs.append((old, records[at[new]], before, spans))
         if not pairs:
             return []
-        vectors = iter(self._ctx.embed([t for _, said, before, spans in pairs for t in (
-            said.text, *(before.text[a:b] for a, b in spans))]))
+        # (the corrections' own texts are kept from finding what they correct)
+        vectors = iter(self._text_vectors([t for _, said, before, spans in pairs for t in (
+            said.text, *(before.text[a:b] for a, b in spans))], since=since))
         out = []
         for old, said, before, spans in pairs:
             own = next(vectors)
