@@ -71,6 +71,7 @@ EXAMPLED = {
     "graphmem._store._conversations": 1,
     "graphmem._store._knowledge": 3,
     "graphmem._store._memories": 2,
+    "graphmem._store._transitions": 2,
     "graphmem._text": 1,
     "graphmem._input": 5,
     "graphmem._time": 14,

@@ -899,3 +899,27 @@ def test_a_message_of_many_retypings_with_emoji_imports_in_linear_time(opener: O
         opener, "\n".join(f"My PIN at the bank is 4071 {chr(0x1F600 + k % 80)}"
                           f"{chr(0x1F300 + k // 80)}" for k in range(1000)), forgotten_by="ann")
     assert forgot < 3 * plain + 1.0, (plain, forgot)
+
+
+def test_whom_a_she_meant_goes_with_the_statement_that_named_her(opener: Opener) -> None:
+    """A statement that starts with "she" is read with the name said before it
+    (``refers_to``): its context, its entities and its facts. Forgetting the statement
+    that named her takes the name out of all of them, as a store that never had that
+    statement reads it; the statement itself stays."""
+    said = ["My aunt Wilhelmina Brackwater teaches at Dunmore College.",
+            "She collects brass barometers."]
+    store = opener("forgot")
+    result = store.add_conversation(said, session_id="s", owner="ann")
+    named, she = result.created_ids
+    assert store.get(she).provenance.get("refers_to") == "Wilhelmina Brackwater"
+    store.forget(named, confirm=True, owner="ann")
+    never = opener("never")
+    never.add_conversation(said[1:], session_id="s", owner="ann")
+    left = store.get(she)
+    assert left.text == "She collects brass barometers." and left.is_current
+    assert "refers_to" not in left.provenance
+    assert "wilhelmina" not in (left.context or "").casefold()
+    assert not [e for e in left.entities if "wilhelmina" in e or "brackwater" in e]
+    assert not [e for e in store.entities(owner="ann") if "wilhelmina" in e.name.casefold()]
+    assert _facts(store) == _facts(never)
+    assert _leaks(store, "wilhelmina") == [] and _leaks(store, "brackwater") == []

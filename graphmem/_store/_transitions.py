@@ -8,11 +8,13 @@ and kind changes, tombstones, and the hard delete (``forget``).
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Required, TypedDict, Unpack
 
 from .._context import Changed, StoreContext
 from .._derive import (
+    Extraction,
     TextItem,
     derive_fields,
     lifecycle_event,
@@ -29,6 +31,7 @@ from .._errors import (
 )
 from .._input import check_reason, memory_id_list
 from .._keys import FORGET, key_id
+from .._kg._text import named
 from .._models import (
     ChangeType,
     EventType,
@@ -219,11 +222,13 @@ class Transitions:
         # per owner, the forgotten texts as sentences of the sittings they were said in
         owners = _by_owner(gone)
         said = {owner: _said_near(group, lambda m: m.session) for owner, group in owners}
-        for memory, patch in (*self._scrub_contexts(owners, said),
-                              *self._scrub_payloads(owners, said, key, tag)):
+        contexts, reread = self._scrub_contexts(owners, said)
+        for memory, patch in (*contexts, *self._scrub_payloads(owners, said, key, tag)):
             scrubbed.setdefault(memory.id, {}).update(patch.set)
             held[memory.id] = memory
         self._messages_again(held, scrubbed)
+        if reread:
+            self._read_again(reread, scrubbed)
         for n, (memory, history) in enumerate(gone):
             # as it is now: an erasure before it may have moved its entities
             self._erase(ctx.visible(memory.id, owner) if n else memory, history, scrubbed,
@@ -319,19 +324,24 @@ class Transitions:
                    for key in candidates)
 
     def _scrub_contexts(self, owners: _Owners, said: dict[str | None, dict[str | None, Mentions]]
-                        ) -> list[tuple[Memory, Patch]]:
+                        ) -> tuple[list[tuple[Memory, Patch]], list[tuple[Memory, Extraction]]]:
         """The forgotten texts leave the contexts of their owner's other memories indexed
         with them (matched up to whitespace; in the sitting a text was said in, the
         sentence in any case and however short: ``said``, by owner and sitting; a
         correction's context as said in the sitting of what it corrects); their vectors
-        are derived again (an embedding can give its text away)."""
+        are derived again (an embedding can give its text away).
+
+        A statement that starts with "she" or "he" was read with the name said before it
+        (``refers_to``: its context, entities and facts); when a forgotten text said that
+        name, the statement is read again without it, as a store that never had that
+        text reads it: returned second, with what the graph takes from it now."""
         engine = self._ctx.engine
         leaving = {m.id: m.session for _, group in owners for m, _ in group}
-        found: list[tuple[Memory, str | None]] = []
+        found: list[tuple[Memory, str | None, bool]] = []
         for owner, group in owners:
-            mentions = Mentions(sorted({t for m, history in group
-                                        for t in (m.text, m.payload, *(v.text for v in history))
-                                        if t}))
+            texts = {t for m, history in group
+                     for t in (m.text, m.payload, *(v.text for v in history)) if t}
+            mentions = Mentions(sorted(texts))
             near = said[owner]
             candidates = {m.id: m for probe in mentions.probes
                           for m in engine.holding("context", probe)}
@@ -350,14 +360,50 @@ class Transitions:
                 origin = self._sitting_corrected(m, leaving)
                 if origin is not None and origin != m.session and origin in near:
                     context = near[origin].scrub(context)
-                if context != (m.context or ""):
-                    found.append((m, context.strip() or None))
+                who = (m.provenance or {}).get("refers_to")
+                unnamed = isinstance(who, str) and _says_name(texts, who)
+                if unnamed:
+                    context = _without_name(context, str(who))
+                if context != (m.context or "") or unnamed:
+                    found.append((m, context.strip() or None, unnamed))
         if not found:
-            return []
-        items = [TextItem(m.subject, m.text, c, m.entities) for m, c in found]
-        derived = derive_fields(self._ctx.embed_memories, items, graph=False)
-        return [(m, Patch(m.id, set={"context": c, "vector": d.vector}))
-                for (m, c), d in zip(found, derived, strict=True)]
+            return [], []
+        patches: list[tuple[Memory, Patch]] = []
+        reread: list[tuple[Memory, Extraction]] = []
+        for again in (False, True):  # read again (what the graph takes), or embedded again
+            part = [(m, c) for m, c, unnamed in found if unnamed is again]
+            items = [TextItem(m.subject, m.text, c, None, at=m.observed or m.created,
+                              speaker=named((m.provenance or {}).get("speaker")))
+                     if again else TextItem(m.subject, m.text, c, m.entities)
+                     for m, c in part]
+            derived = derive_fields(self._ctx.embed_memories, items, graph=again,
+                                    facts=self._ctx.facts)
+            for (m, c), d in zip(part, derived, strict=True):
+                fields: dict[str, Any] = {"context": c, "vector": d.vector}
+                if d.extraction is not None:
+                    fields["provenance"] = {k: v for k, v in m.provenance.items()
+                                            if k != "refers_to"}
+                    fields["entities"] = list(d.entities)
+                    reread.append((m, d.extraction))
+                patches.append((m, Patch(m.id, set=fields)))
+        return patches, reread
+
+    def _read_again(self, reread: Sequence[tuple[Memory, Extraction]],
+                    scrubbed: dict[str, dict[str, Any]]) -> None:
+        """Commit the statements read again without a forgotten name (their patches taken
+        out of ``scrubbed``), with what the knowledge graph loses and takes of them, before
+        the forgotten memories are erased: the erasure then finds the name's entity
+        mentioned by nothing else."""
+        ctx = self._ctx
+        batch = WriteBatch(patches=[Patch(m.id, set=scrubbed.pop(m.id)) for m, _ in reread])
+        with ctx.lock:
+            with self._knowledge.unlearning():
+                for memory, extraction in reread:
+                    self._knowledge.plan_retext(batch, memory, extraction)
+                ctx.engine.commit(batch)
+            ctx.changed(Changed([m.id for m, _ in reread],
+                                vectors={p.memory_id: p.set["vector"] for p in batch.patches
+                                         if "vector" in p.set}))
 
     def _sitting_corrected(self, memory: Memory, known: Mapping[str, str | None]
                            ) -> str | None:
@@ -417,7 +463,8 @@ class Transitions:
         changed = [held[i] for i in scrubbed]  # each had its payload or context cut
         vectors = sentence_vectors(self._ctx.embed, [m.text for m in changed], [
             message_of(scrubbed[m.id].get("payload", m.payload),
-                       scrubbed[m.id].get("context", m.context), m.provenance)
+                       scrubbed[m.id].get("context", m.context),
+                       scrubbed[m.id].get("provenance", m.provenance))
             for m in changed])
         for m, sentences in zip(changed, vectors, strict=True):
             scrubbed[m.id]["sentences"] = sentences
@@ -490,3 +537,30 @@ def _said_digests(texts: tuple[str | None, ...], key: str, tag: str) -> list[str
              for part in (text, *(s for s in sentences(text)
                                   if len(s.split()) >= _SENTENCE_WORDS))}
     return sorted(keyed_digest(key, form, key_id=tag) for form in forms - {""})
+
+
+def _name_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?<!\w)" + r"\s+".join(map(re.escape, name.split())) + r"(?!\w)",
+                      re.IGNORECASE)
+
+
+def _says_name(texts: Iterable[str], name: str) -> bool:
+    """Whether one of ``texts`` says ``name`` (whole words, any case or spacing).
+
+    >>> _says_name(["My aunt Ilse  Varga teaches"], "Ilse Varga"), _says_name(["Ilsen"], "Ilse")
+    (True, False)
+    """
+    pattern = _name_pattern(name)
+    return bool(name.strip()) and any(pattern.search(t) for t in texts)
+
+
+def _without_name(context: str, name: str) -> str:
+    """A context without ``name``: the line that gives whom a pronoun means, and the name
+    said elsewhere in it.
+
+    >>> _without_name("Ilse Varga\\nshe teaches in Graz", "Ilse Varga")
+    'she teaches in Graz'
+    """
+    pattern = _name_pattern(name)
+    lines = [" ".join(pattern.sub(" ", line).split()) for line in context.split("\n")]
+    return "\n".join(line for line in lines if line)
