@@ -496,8 +496,8 @@ def embedder_from_spec(
     if spec == "e5":
         return E5Embedder(threads=batch_threads)
     raise InvalidInputError(
-        f"unknown embedder {spec!r}: use minilm, minilm:int8, e5, hashing[:DIM] or "
-        "ollama:MODEL, optionally with +pooled", field="embedder"
+        f"unknown embedder {spec!r}: use minilm, minilm:int8, minilm:torch, e5, "
+        "hashing[:DIM] or ollama:MODEL, optionally with +pooled", field="embedder"
     )
 
 

@@ -182,6 +182,8 @@ class MemoryStore:
         self.settings = settings or Settings.from_env()
         if embedder is not None:  # a bad spec is refused before any file is made
             embedder = make_embedder(embedder, self.settings)
+        else:  # ... and the settings' one too, used when the store has none yet
+            make_embedder(self.settings.embedder, self.settings)
         try:
             engine = open_engine(path, settings=self.settings, read_only=read_only,
                                  create=create)

@@ -241,6 +241,18 @@ def _text(raw: str) -> str:
     return raw
 
 
+def _embedder_spec(raw: str) -> str:
+    """A model spec, checked (a bad one made half a store before: the database was
+    created before the spec was read)."""
+    from ._embed import embedder_from_spec  # builds no model: they load on first use
+
+    try:
+        embedder_from_spec(raw)
+    except InvalidInputError as exc:
+        raise ValueError(str(exc)) from None
+    return raw
+
+
 _ENV: dict[str, tuple[str, Any]] = {
     "ARCHIVIST_ENABLED": ("archivist_enabled", _bool),
     "PROMOTION_ACCESS_THRESHOLD": ("promotion_access_threshold", _int),
@@ -263,7 +275,7 @@ _ENV: dict[str, tuple[str, Any]] = {
     "GRAPHMEM_ROW_CACHE_SIZE": ("row_cache_size", _int),
     "GRAPHMEM_AGENT_ID": ("agent_id", _text),
     "GRAPHMEM_BUFFER_POOL_MB": ("buffer_pool_mb", _int),
-    "GRAPHMEM_EMBEDDER": ("embedder", _text),
+    "GRAPHMEM_EMBEDDER": ("embedder", _embedder_spec),
     "GRAPHMEM_EMBED_THREADS": ("embed_threads", _int),
     "GRAPHMEM_EMBED_BATCH_THREADS": ("embed_batch_threads", _int),
     "GRAPHMEM_OLLAMA_HOST": ("ollama_host", _text),

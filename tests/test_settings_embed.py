@@ -36,10 +36,22 @@ def test_settings_parse_and_name_bad_variables() -> None:
                       ({"GRAPHMEM_DECAY_HALF_LIFE_DAYS": "dreams=3"},
                        "GRAPHMEM_DECAY_HALF_LIFE_DAYS"),
                       ({"ARCHIVE_AGE_DAYS": "nan"}, "ARCHIVE_AGE_DAYS"),
-                      ({"GRAPHMEM_LOCK_WAIT_S": "-1"}, "GRAPHMEM_LOCK_WAIT_S")]:
+                      ({"GRAPHMEM_LOCK_WAIT_S": "-1"}, "GRAPHMEM_LOCK_WAIT_S"),
+                      ({"GRAPHMEM_EMBEDDER": "minilm:fast"}, "GRAPHMEM_EMBEDDER"),
+                      ({"GRAPHMEM_EMBEDDER": "bogus"}, "GRAPHMEM_EMBEDDER")]:
         with pytest.raises(InvalidInputError) as info:
             Settings.from_env(env)
         assert name in str(info.value)
+    assert Settings.from_env({"GRAPHMEM_EMBEDDER": "hashing:64+pooled"}).embedder == \
+        "hashing:64+pooled"
+
+
+def test_a_bad_model_in_the_settings_makes_no_store(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The settings' model is checked before any file is made (the database was created,
+    then the spec refused: a later open found a store of the default model)."""
+    with pytest.raises(InvalidInputError, match="unknown embedder 'bogus'"):
+        MemoryStore(tmp_path / "db", settings=Settings(embedder="bogus"))
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_hashing_embedder_is_deterministic_and_normalised() -> None:

@@ -288,7 +288,8 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
     (("--json", "json_out"), "json", {"is_flag": True, "default": None,
                                       "help": "Machine-readable JSON output (errors too)."}),
     (("--embedder",), "embedder", {"metavar": "SPEC", "help": "Embedding model: minilm, "
-                                   "minilm:int8, e5, hashing[:DIM] or ollama:MODEL, each "
+                                   "minilm:int8, minilm:torch, e5, hashing[:DIM] or "
+                                   "ollama:MODEL, each "
                                    "optionally +pooled (default: the store's "
                                    "own, or $GRAPHMEM_EMBEDDER for a new store)."}),
     (("--now",), "now", {"metavar": "ISO", "callback": iso_time,
@@ -419,9 +420,9 @@ class _Group(click.Group):
 @click.option("--json", "json_out", is_flag=True, help="Machine-readable JSON output "
                                                        "(errors too, on stderr).")
 @click.option("--embedder", default=None,
-              help="Embedding model: minilm, minilm:int8, e5, hashing[:DIM] or ollama:MODEL, "
-                   "each optionally +pooled (default: the store's own, or $GRAPHMEM_EMBEDDER "
-                   "for a new store).")
+              help="Embedding model: minilm, minilm:int8, minilm:torch, e5, hashing[:DIM] "
+                   "or ollama:MODEL, each optionally +pooled (default: the store's own, or "
+                   "$GRAPHMEM_EMBEDDER for a new store).")
 @click.option("--now", callback=iso_time, default=None, metavar="ISO",
               help="Pretend the current time is ISO (replays, demos, tests).")
 @click.option("--sidecar", default=None, metavar="URL",

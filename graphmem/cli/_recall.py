@@ -130,8 +130,8 @@ def feedback(ctx: Context, memory_id: str, helped: bool, ignored: bool,
 
 @cli.command()
 @click.option("--embedder", "target", required=True,
-              help="The new model: minilm, minilm:int8, e5, hashing[:DIM] or ollama:MODEL, "
-                   "each optionally with +pooled.")
+              help="The new model: minilm, minilm:int8, minilm:torch, e5, hashing[:DIM] or "
+                   "ollama:MODEL, each optionally with +pooled.")
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=256, show_default=True)
 @pass_ctx
 def reembed(ctx: Context, target: str, batch_size: int) -> None:
