@@ -151,6 +151,16 @@ def test_another_store_behind_the_url_is_not_used(tmp_path: Path) -> None:
         assert stats["memories"] == 1  # its own database, not the other store's sidecar
         named = json.loads(gm("--sidecar", url, "--json", "stats").stdout)
         assert named["memories"] == 2  # unless the sidecar is named
+        # ... but not beside a --db it does not serve: the write went to the other store
+        for env in (ENV, {**ENV, "GRAPHMEM_SIDECAR_URL": url}):
+            both = gm("--db", str(tmp_path / "new"), *(() if "GRAPHMEM_SIDECAR_URL" in env
+                                                       else ("--sidecar", url)),
+                      "add", "which store am I in", env=env)
+            assert both.returncode == 2 and "serves another store" in both.stderr, both
+        assert elsewhere.stats().memories == 2 and not (tmp_path / "new").exists()
+    with serve_process(db, env=ENV) as (url, _):  # the sidecar of --db: the two agree
+        both = gm("--db", str(db), "--sidecar", url, "--json", "add", "through its sidecar")
+        assert both.returncode == 0, both.stderr
 
 
 def test_a_token_works_as_its_owner(tmp_path: Path) -> None:

@@ -180,7 +180,10 @@ class Context:
         actor = None if token else self.settings().agent_id
         if url:
             self._refuse_now(url)
-            return Client(url, token=token, actor=actor)
+            client = Client(url, token=token, actor=actor)
+            if self.db_named:
+                self._refuse_another_store(client)
+            return client
         assert found is not None
         client = Client(found.url, token=token or found.secret, timeout_s=30.0, actor=actor)
         try:
@@ -196,6 +199,27 @@ class Context:
             click.echo(f"note: the sidecar at {found.url} holds {self.db}; working through it",
                        err=True)
         return client
+
+    def _refuse_another_store(self, client: Client) -> None:
+        """--db and a sidecar both named: the sidecar must be the one serving --db (its
+        ``<db>.sidecar.json`` names the store it answers with), else the command would
+        work on another store than --db says, without a word."""
+        from .._discovery import discover
+        from ..client import SidecarUnreachable
+
+        found = discover(self.db)
+        try:
+            served = client.whoami().get("store_id")
+        except SidecarUnreachable:
+            return  # the command says so when it calls the sidecar
+        if found is not None and served is not None and found.store_id == served:
+            return
+        client.close()
+        raise click.UsageError(
+            f"--db names {self.db}, but the sidecar at {client.url} serves another store "
+            f"({served or 'of unknown id'}): leave out --db to work through the sidecar, "
+            "or leave out --sidecar (and $GRAPHMEM_SIDECAR_URL) to work on the database",
+            ctx=click.get_current_context(silent=True))
 
     def _refuse_now(self, url: str, client: Client | None = None) -> None:
         if self.now is None:
