@@ -32,6 +32,14 @@ __all__ = ["Context", "add_global_options", "cli", "echo_json", "fail", "iso_tim
 DEFAULT_DB = "graphmem.db"
 
 
+def _refused(message: str, client: Client | None) -> click.UsageError:
+    """A usage error of the command line's choice of sidecar (the client it opened,
+    closed)."""
+    if client is not None:
+        client.close()
+    return click.UsageError(message, ctx=click.get_current_context(silent=True))
+
+
 class Context:
     """What every command gets: the global options and a lazily opened store (or the
     sidecar's client, when a sidecar holds the database)."""
@@ -214,23 +222,19 @@ class Context:
             return  # the command says so when it calls the sidecar
         if found is not None and served is not None and found.store_id == served:
             return
-        client.close()
-        raise click.UsageError(
+        raise _refused(
             f"--db names {self.db}, but the sidecar at {client.url} serves another store "
             f"({served or 'of unknown id'}): leave out --db to work through the sidecar, "
             "or leave out --sidecar (and $GRAPHMEM_SIDECAR_URL) to work on the database",
-            ctx=click.get_current_context(silent=True))
+            client)
 
     def _refuse_now(self, url: str, client: Client | None = None) -> None:
         if self.now is None:
             return
-        if client is not None:
-            client.close()
-        raise click.UsageError(
+        raise _refused(
             f"--now pretends the time in this process, and the sidecar at {url} (which "
             f"holds {self.db}) keeps its own clock: leave --now out, or stop the sidecar "
-            "to run the command on the database itself",
-            ctx=click.get_current_context(silent=True))
+            "to run the command on the database itself", client)
 
     def close(self) -> None:
         """Close the store at the command's end. A store this command created and left
