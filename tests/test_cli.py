@@ -37,6 +37,17 @@ def test_cli_round_trip_in_a_real_process(tmp_path: Path) -> None:
     shown = gm(db, "--json", "show", memory_id)
     assert json.loads(shown.stdout)["tags"] == ["schedule"]
     assert "created" in gm(db, "history", memory_id).stdout
+    # a memory is edited from the command line; its history keeps what it said
+    edited = gm(db, "--json", "update", memory_id, "--text", "Nadia moved standup to Thursday",
+                "--importance", "0.8", "--subject", "")
+    assert edited.returncode == 0, edited.stderr
+    assert json.loads(edited.stdout)["text"] == "Nadia moved standup to Thursday"
+    assert json.loads(edited.stdout)["importance"] == 0.8
+    history = gm(db, "history", memory_id).stdout
+    assert "Wednesday" in history and "Thursday" in history
+    nothing = gm(db, "update", memory_id)
+    assert nothing.returncode == 2 and nothing.stderr.startswith("error: nothing to change")
+    assert gm(db, "update", "urn:nope", "--importance", "0.2").returncode == 1
     stats = json.loads(gm(db, "--json", "stats").stdout)
     assert stats["memories"] == 302
     target = tmp_path / "export.json"

@@ -968,7 +968,7 @@ def _check_set_properties(keys: list[Key], sets: Iterable[int]) -> None:
                     f"an ad-hoc write may not set {prop}: graphmem derives vectors, "
                     "full-text terms, entities and facts from a memory's text, and its "
                     "lifecycle and history own its state; use update(), supersede() or a "
-                    "transition (graphmem update / promote / tombstone / forget)")
+                    "transition (graphmem update / promote / archive / tombstone / forget)")
 
 
 _PATTERN_START = frozenset({"match", "create", "merge"})

@@ -103,6 +103,44 @@ def add(ctx: Context, text: str, kind: str, subject: str | None, importance: flo
 
 @cli.command()
 @click.argument("memory_id", metavar="ID")
+@click.option("--text", default=None, help="The new text (its graph and vectors follow).")
+@click.option("--subject", default=None, help="A new short title ('' clears it).")
+@click.option("--importance", type=click.FloatRange(0, 1), default=None)
+@click.option("--confidence", type=click.FloatRange(0, 1), default=None)
+@click.option("--kind", type=click.Choice(KINDS), default=None)
+@click.option("--tag", "tags", multiple=True,
+              help="The tags it has from now on (repeat for more).")
+@click.option("--project", default=None, help="A new project ('' clears it).")
+@click.option("--owner", default=None, help="The memory's owner (a check: another's is "
+              "not found).")
+@pass_ctx
+def update(ctx: Context, memory_id: str, text: str | None, subject: str | None,
+           importance: float | None, confidence: float | None, kind: str | None,
+           tags: tuple[str, ...], project: str | None, owner: str | None) -> None:
+    """Change fields of a memory; the old values stay in its history (`graphmem history
+    ID`). A changed memory keeps its id; to record that a new one replaces it, add the
+    new one and let a conversation's correction, or `MemoryStore.supersede`, link them."""
+    fields: dict[str, Any] = {name: value for name, value in (
+        ("text", text), ("importance", importance), ("confidence", confidence),
+        ("kind", kind)) if value is not None}
+    for name, value in (("subject", subject), ("project", project)):
+        if value is not None:
+            fields[name] = value or None
+    if tags:
+        fields["tags"] = list(tags)
+    if not fields:
+        raise click.UsageError("nothing to change: give --text, --subject, --importance, "
+                               "--confidence, --kind, --tag or --project",
+                               ctx=click.get_current_context(silent=True))
+    memory = ctx.api().update(memory_id, owner=owner, **fields)
+    if ctx.json:
+        echo_json(to_json(memory))
+    else:
+        click.echo(f"updated {memory.id} (version {memory.version})")
+
+
+@cli.command()
+@click.argument("memory_id", metavar="ID")
 @pass_ctx
 def show(ctx: Context, memory_id: str) -> None:
     """Show one memory and its edges."""
