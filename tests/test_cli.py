@@ -60,6 +60,13 @@ def test_cli_round_trip_in_a_real_process(tmp_path: Path) -> None:
                             env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
     assert dashed.returncode == 0 and len(json.loads(dashed.stdout)) == 302
     assert not (tmp_path / "-").exists()
+    # the export imported again after a forget: the forgotten record is said, not revived
+    assert gm(db, "forget", memory_id, "--yes").returncode == 0
+    again = gm(db, "import", "ump", str(target))
+    assert again.returncode == 0 and again.stdout.rstrip().endswith(
+        "forgotten 1 (not brought back)"), again.stdout
+    summary = json.loads(gm(db, "--json", "import", "ump", str(target)).stdout)
+    assert summary["forgotten"] == 1 and summary["created"] == 0
 
 
 def test_errors_are_one_line_without_traceback(tmp_path: Path) -> None:

@@ -200,11 +200,15 @@ def echo_import(ctx: Context, source: str, result: Any, *, edges: str) -> None:
     skipped = list(getattr(result, "skipped", ()))
     if skipped:
         summary["skipped"] = skipped
+    # records of memories forgotten here: never brought back, and said so
+    forgotten = list(getattr(result, "forgotten", ()))
+    summary["forgotten"] = len(forgotten)
     if ctx.json:
         echo_json(summary)
         return
     click.echo(f"{source}: created {summary['created']}, updated {summary['updated']}, "
-               f"unchanged {summary['unchanged']}, {edges} edges {summary['edges']}")
+               f"unchanged {summary['unchanged']}, {edges} edges {summary['edges']}"
+               + (f", forgotten {len(forgotten)} (not brought back)" if forgotten else ""))
     for note in skipped:
         click.echo(f"warning: {note}", err=True)
 
