@@ -210,16 +210,25 @@ def test_a_memory_replaced_already_is_replaced_at_its_current_version(
 
 
 def test_a_chain_never_leads_into_another_owners_memories(tmp_path: Path) -> None:
-    """A file can link one owner's memory to another's; replacing it again follows the
-    chain through its owner's memories alone."""
+    """A file may not link one owner's memory to another's (``test_ump``); a store where
+    such an edge was written (a file imported before that was refused) follows a chain
+    through its owner's memories alone when the memory is replaced again."""
+    from graphmem._engine import EdgeRecord, Patch, WriteBatch
+    from graphmem.algorithms import engine_of
+
     records = [{"ump": "1.0", "id": "urn:t:a1", "kind": "episodic",
-                "body": {"text": "alice's pin is 1234"}, "scope": {"owner": "alice"},
-                "superseded_by": ["urn:t:b1"]},
+                "body": {"text": "alice's pin is 1234"}, "scope": {"owner": "alice"}},
                {"ump": "1.0", "id": "urn:t:b1", "kind": "episodic",
                 "body": {"text": "bob's note"}, "scope": {"owner": "bob"}}]
     (tmp_path / "x.json").write_text(json.dumps(records), encoding="utf-8")
     with MemoryStore(tmp_path / "db", embedder="hashing") as store:
         import_ump(store, tmp_path / "x.json")
+        engine_of(store).commit(WriteBatch(
+            new_edges=[EdgeRecord(kind="supersedes", src="urn:t:b1", dst="urn:t:a1")],
+            patches=[Patch("urn:t:a1", set={"superseded_by": ["urn:t:b1"]})]))
+        store.close()
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        assert store.get("urn:t:a1").superseded_by == ("urn:t:b1",)
         new = store.supersede("urn:t:a1", "alice's pin is 9999", owner="alice")
         assert new.owner == "alice"
         assert store.get("urn:t:b1").superseded_by == ()  # bob's memory untouched

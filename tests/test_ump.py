@@ -487,3 +487,29 @@ def test_a_version_this_reader_does_not_know_is_named_once(store: MemoryStore,
     assert result.skipped == [f"{path}: record 1 (and any other) says ump '9.9', a version "
                               "this reader does not know: read as 0.1, and kept as said"]
     assert [r["ump"] for r in ump_records(store) if r["id"] == records[2]["id"]] == ["9.9"]
+
+
+@pytest.mark.parametrize("stored", [False, True])
+def test_a_record_may_not_be_superseded_by_another_owners_memory(
+        store: MemoryStore, tmp_path: Path, stored: bool) -> None:
+    """``superseded_by`` naming another owner's memory (in the file, or in the store) is
+    refused, naming the record: it made one owner's memory stale by another's and showed
+    that memory's id; nothing is written."""
+    records = sorted(_records(), key=lambda r: r["id"])
+    mine = next(r for r in records if r["scope"]["owner"] != records[0]["scope"]["owner"])
+    theirs = records[0]
+    if stored:
+        import_ump(store, _written(tmp_path / "theirs.json", [theirs]))
+    mine = copy.deepcopy(mine)
+    mine["superseded_by"] = [theirs["id"]]
+    chosen = [mine] if stored else [theirs, mine]
+    before = store.stats().memories
+    with pytest.raises(RecordError, match="an edge stays within one owner") as info:
+        import_ump(store, _written(tmp_path / "mine.json", chosen))
+    assert info.value.record_id == mine["id"] and info.value.field == "superseded_by"
+    assert store.stats().memories == before
+
+
+def _written(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text(json.dumps(records), encoding="utf-8")
+    return path

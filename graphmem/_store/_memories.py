@@ -285,8 +285,10 @@ class Memories:
         # again what an earlier one left, or leave what an earlier one named)
         leaving: dict[str, None] = {}
         mentioned: set[str] = set()
+        owners: dict[str, str | None] = {}
         with self._knowledge.unlearning(), ctx.lock, ctx.engine.writer() as writer:
             for chunk in chunks:
+                owners.update({r.id: r.owner for r in chunk if r.id})
                 batch, part, _ = self.plan_merge(chunk, reason=reason, actor=actor,
                                                  source=source, index_of=index_of)
                 leaving.update(dict.fromkeys(batch.gone_entities))
@@ -297,6 +299,7 @@ class Memories:
                 result.updated += part.updated
                 result.unchanged += part.unchanged
                 result.forgotten += part.forgotten
+            self.check_edge_owners(edges, owners, index_of=index_of, source=source)
             new_edges = self.missing_edges(edges, known=known - set(result.forgotten))
             writer.write(WriteBatch(new_edges=new_edges,
                                     gone_entities=[e for e in leaving
@@ -339,6 +342,8 @@ class Memories:
         gone |= ctx.engine.forgotten(list({e.src for e in edges} | {e.dst for e in edges}))
         edges = [e for e in edges if e.src not in gone and e.dst not in gone]
         self.check_supersede_cycles(edges, index_of=index_of, source=source)
+        self.check_edge_owners(edges, {r.id: r.owner for r in records if r.id},
+                               index_of=index_of, source=source)
         now = ctx.now()
         updates = {i: _merge_changes(m, by_id[i]) for i, m in existing.items()}
         retext = [i for i, u in updates.items() if _reread(existing[i], u)]
@@ -400,6 +405,29 @@ class Memories:
                               "cannot replace itself", source=source,
                               index=index_of.get(where) if index_of else None,
                               record_id=where, field="superseded_by")
+
+    def check_edge_owners(self, edges: Sequence[Edge], owners: Mapping[str, str | None], *,
+                          index_of: Mapping[str | None, int] | None = None,
+                          source: str | None = None) -> None:
+        """Refuse an imported edge between two owners' memories (``owners``: of the
+        records; the store's are read): it would show one owner's memory id, and for
+        supersedes make it stale, to another."""
+        if not edges:
+            return
+        ends = {e.src for e in edges} | {e.dst for e in edges}
+        stored = self._ctx.engine.get_many([i for i in ends if i not in owners])
+        owner_of = {**{i: m.owner for i, m in stored.items()}, **owners}
+        for edge in edges:
+            if edge.src in owner_of and edge.dst in owner_of \
+                    and owner_of[edge.src] != owner_of[edge.dst]:
+                # a supersedes edge is the replaced record's superseded_by (new -> old)
+                where = edge.dst if not index_of or edge.dst in index_of else edge.src
+                raise RecordError(
+                    f"a {edge.kind} edge joins {edge.src} (owner {owner_of[edge.src]!r}) and "
+                    f"{edge.dst} (owner {owner_of[edge.dst]!r}): an edge stays within one "
+                    "owner's memories", source=source,
+                    index=index_of.get(where) if index_of else None, record_id=where,
+                    field="superseded_by" if edge.kind == "supersedes" else "edges")
 
     def missing_edges(self, edges: Sequence[Edge], *, known: set[str]) -> list[EdgeRecord]:
         """Edges to create: both ends known, not a self-loop, not already in the graph.
