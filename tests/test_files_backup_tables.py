@@ -167,6 +167,13 @@ TAMPERED: list[tuple[str, Callable[[pa.Table], pa.Table], str]] = [
      r"memory 'urn:.*' is not a valid memory: text"),
     ("memories.parquet", lambda t: first(t, "session", "s\x00"),
      r"memory 'urn:.*' is not a valid memory: session"),
+    # counters a store never holds, and a replacement the backup does not hold
+    ("memories.parquet", lambda t: first(t, "version", -3),
+     r"memory 'urn:.*' is not a valid memory: version -3 is less than 1"),
+    ("memories.parquet", lambda t: first(t, "access_count", -5),
+     r"memory 'urn:.*' is not a valid memory: access_count -5 is less than 0"),
+    ("memories.parquet", lambda t: first(t, "superseded_by", ["urn:graphmem:nowhere"]),
+     r"data/memories\.parquet: superseded_by names memory 'urn:graphmem:nowhere', which"),
     ("memories.parquet", lambda t: first(first(t, "valid_from", datetime(2030, 1, 1)),
                                          "valid_to", datetime(2001, 1, 1)),
      r"memory 'urn:.*' is not a valid memory: .*valid_to"),
