@@ -397,6 +397,10 @@ def check_graph(value: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(found, str) or not found or "\x00" in found or len(found) > 2000:
             raise ValueError(f"{where}.{key} must be a non-empty string")
 
+    from ._kg._entities import ENTITY_TYPES  # what the graph's rules know: only on import
+    from ._kg._resolve import ROLE_WEIGHTS
+
+    types, roles = tuple(ENTITY_TYPES), tuple(ROLE_WEIGHTS)
     mentions = value.get("mentions", [])
     if not isinstance(mentions, list) or len(mentions) > MAX_LIST:
         raise ValueError(f"mentions must be a list of at most {MAX_LIST}")
@@ -410,6 +414,9 @@ def check_graph(value: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(f"{where}.entity has unknown keys {extra}")
         for key in ("id", "name", "type"):
             text(entity, key, f"{where}.entity")
+        if entity["type"] not in types:
+            raise ValueError(f"{where}.entity.type {entity['type'][:40]!r} is not one of "
+                             f"{', '.join(types)}")
         aliases = entity.get("aliases", [])
         if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
             raise ValueError(f"{where}.entity.aliases must be a list of strings")
@@ -419,6 +426,9 @@ def check_graph(value: dict[str, Any]) -> dict[str, Any]:
                 and isinstance(m.get("rule"), str) for m in merges):
             raise ValueError(f"{where}.entity.merges must be a list of {{alias, rule}} objects")
         text(mention, "role", where)
+        if mention["role"] not in roles:
+            raise ValueError(f"{where}.role {mention['role'][:40]!r} is not one of "
+                             f"{', '.join(roles)}")
         weight = mention.get("weight", 1.0)
         if isinstance(weight, bool) or not isinstance(weight, int | float) \
                 or not math.isfinite(weight) or weight < 0:

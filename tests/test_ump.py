@@ -513,3 +513,24 @@ def test_a_record_may_not_be_superseded_by_another_owners_memory(
 def _written(path: Path, records: list[dict[str, Any]]) -> Path:
     path.write_text(json.dumps(records), encoding="utf-8")
     return path
+
+
+@pytest.mark.parametrize(("where", "value", "message"), [
+    ("role", "overlord", r"mentions\[0\]\.role 'overlord' is not one of subject, object"),
+    ("type", "alien", r"mentions\[0\]\.entity\.type 'alien' is not one of person, place"),
+])
+def test_a_graph_names_only_the_roles_and_types_graphmem_knows(
+        store: MemoryStore, tmp_path: Path, where: str, value: str, message: str) -> None:
+    """A mention's role and an entity's type are those the store's own graph uses (a
+    crafted file stored 'overlord' and 'alien', found by named queries and backups)."""
+    record = copy.deepcopy(sorted(_records(), key=lambda r: r["id"])[0])
+    mention = {"entity": {"id": "ent_crafted", "name": "zed", "type": "person",
+                          "aliases": ["zed"]}, "role": "mention", "weight": 1.0}
+    if where == "role":
+        mention["role"] = value
+    else:
+        mention["entity"]["type"] = value
+    record["graph"] = {"mentions": [mention], "facts": []}
+    with pytest.raises(RecordError, match=message):
+        import_ump(store, _written(tmp_path / "crafted.json", [record]))
+    assert store.stats().memories == 0
