@@ -97,6 +97,14 @@ def test_every_tool_on_the_embedded_store(tmp_path: Path) -> None:
         assert missing.is_error and "no memory urn:graphmem:nope" in missing.content[0].text
         empty = await call("remember", {"text": "   "})
         assert empty.is_error and "text" in empty.content[0].text
+        # an argument a tool does not take is refused, naming it, as the sidecar's API
+        # does (a misspelt filter answered unfiltered), and nothing is written
+        for name, arguments in (("recall", {"query": "tea", "kinds": "semantic"}),
+                                ("remember", {"text": "Nadia rows", "colour": "red"})):
+            extra = await call(name, arguments)
+            message = _error(extra)
+            assert (set(arguments) - {"query", "text"}).pop() in message
+            assert "Extra inputs are not permitted" in message
 
     _with_mcp(tmp_path / "db", script, "--embedded")
     with MemoryStore(tmp_path / "db", read_only=True) as store:

@@ -204,10 +204,25 @@ def build_server(db: str | Path, *, sidecar_url: str | None = None, token: str |
         report, meta = run(lambda b: b.lifecycle_report())
         return {"report": report, **meta}
 
+    _refuse_unknown_arguments(server)
     server.graphmem_embedded = local
     server.graphmem_sidecar = fallback.primary if isinstance(fallback, FallbackBackend) \
         else fallback
     return server
+
+
+def _refuse_unknown_arguments(server: Any) -> None:
+    """Make every tool refuse an argument it does not take, as the sidecar's API does
+    (the SDK dropped them: recall with ``kinds`` misspelt answered unfiltered), and say
+    so in the schema it lists."""
+    from pydantic import ConfigDict
+
+    for tool in server._tool_manager.list_tools():
+        loose = tool.fn_metadata.arg_model
+        tool.fn_metadata.arg_model = type(loose.__name__, (loose,), {
+            "model_config": ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+            "__module__": loose.__module__})
+        tool.parameters = {**tool.parameters, "additionalProperties": False}
 
 
 def run_stdio(db: str | Path, *, sidecar_url: str | None = None, token: str | None = None,
