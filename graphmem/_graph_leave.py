@@ -68,21 +68,55 @@ def keyed_id(identifier: str) -> bool:
 def set_changed(batch: WriteBatch, fact: FactRecord) -> None:
     """``fact`` as the batch changes it (replacing an earlier change of the same fact, or
     the fact as the batch creates it: an edit of the same merge made it)."""
-    if any(f.id == fact.id for f in batch.facts):
-        batch.facts[:] = [fact if f.id == fact.id else f for f in batch.facts]
-        return
-    batch.changed_facts[:] = [f for f in batch.changed_facts if f.id != fact.id]
+    for facts in (batch.facts, batch.changed_facts):
+        at = _place(batch, facts, fact.id)
+        if at is not None:  # the change replaces it where it is
+            facts[at] = fact
+            return
     batch.changed_facts.append(fact)
 
 
 def set_gone(batch: WriteBatch, fact: FactRecord) -> None:
     """``fact`` leaves the graph: deleted (no longer changed), or not created when the
     batch creates it (a delete runs before the creates: it was created anyway)."""
-    if any(f.id == fact.id for f in batch.facts):
-        batch.facts[:] = [f for f in batch.facts if f.id != fact.id]
+    if _drop(batch, batch.facts, fact.id):
         return
-    batch.changed_facts[:] = [f for f in batch.changed_facts if f.id != fact.id]
+    _drop(batch, batch.changed_facts, fact.id)
     batch.gone_facts.append(fact)
+
+
+def _drop(batch: WriteBatch, facts: list[FactRecord], fact_id: str) -> bool:
+    """Take the fact ``fact_id`` out of ``facts`` (a list of ``batch``); whether it was
+    there."""
+    at = _place(batch, facts, fact_id)
+    if at is not None:
+        del facts[at]
+        batch.__dict__["_fact_places"].pop(id(facts), None)  # the places after it moved
+    return at is not None
+
+
+def _place(batch: WriteBatch, facts: list[FactRecord], fact_id: str) -> int | None:
+    """Where the fact ``fact_id`` is in ``facts`` (a list of ``batch``), or None. The
+    places are kept on the batch and follow what was appended since they were read (a
+    scan for each change of a fact made a sitting of thousands of corrections quadratic:
+    2.3 s of 18 at 4,000 messages; a fact replaced keeps its place); anything else (a
+    fact taken out, which is rare, or the list made again) reads them again."""
+    kept: dict[int, tuple[list[FactRecord], dict[str, int]]] = \
+        batch.__dict__.setdefault("_fact_places", {})
+    found = kept.get(id(facts))
+    places = found[1] if found is not None and found[0] is facts else None
+    n = len(places) if places is not None else 0
+    if places is None or len(facts) < n or any(
+            places.get(facts[i].id) != i for i in {0, n // 2, n - 1} if 0 <= i < n):
+        places = {}
+        n = 0
+    for i in range(n, len(facts)):
+        places.setdefault(facts[i].id, i)
+    if len(places) != len(facts):  # one id twice: no places to keep
+        kept.pop(id(facts), None)
+        return next((i for i, f in enumerate(facts) if f.id == fact_id), None)
+    kept[id(facts)] = (facts, places)
+    return places.get(fact_id)
 
 
 # -- validity -----------------------------------------------------------------------------
