@@ -103,8 +103,9 @@ class RecordError(InvalidInputError):
             where.append(source)
         if index is not None:
             where.append(f"record {index}")
-        if record_id:
-            where.append(f"id {record_id}")
+        if record_id:  # a crafted id of 10,000 characters made a 10 KB error line
+            where.append(f"id {record_id}" if len(record_id) <= 120
+                         else f"id {record_id[:100]}... ({len(record_id):,} characters)")
         if field:
             where.append(f"field {field}")
         prefix = ", ".join(where)

@@ -62,6 +62,8 @@ ENTRY_POINTS = "graphmem.named_queries"
 TYPES = ("STRING", "INT64", "DOUBLE", "BOOLEAN", "TIMESTAMP")
 _HEADER = re.compile(r"^//\s*(name|description|param|json):\s*(.*)$")
 _PARAM = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s+([A-Z0-9]+)(?:\s*=\s*(.*))?$")
+#: a whole number as text ("5", "-3", "+12")
+_WHOLE = re.compile(r"[+-]?\d+")
 #: A parameter that sets a row count: Kuzu refuses a negative one with a database error.
 _COUNT_PARAM = re.compile(r"\b(?:LIMIT|SKIP)\s+\$([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
 
@@ -93,8 +95,9 @@ class Param:
                     raise ValueError("expected text")
                 return value
             if self.type == "INT64":
-                if isinstance(value, bool):
-                    raise ValueError("expected an integer")
+                if isinstance(value, bool) or (isinstance(value, str) and not _WHOLE.fullmatch(
+                        value.strip())) or (isinstance(value, float) and not value.is_integer()):
+                    raise ValueError("expected a whole number")
                 number = int(value)
                 if not -(2 ** 63) <= number < 2 ** 63:
                     raise ValueError("out of range")
@@ -102,7 +105,12 @@ class Param:
                     raise ValueError(f"must be at least {self.minimum}")
                 return number
             if self.type == "DOUBLE":
-                real = float(value)
+                if isinstance(value, bool):
+                    raise ValueError("expected a number")
+                try:
+                    real = float(value)
+                except ValueError:
+                    raise ValueError("expected a number") from None
                 if not math.isfinite(real):
                     raise ValueError("expected a finite number")
                 return real

@@ -110,6 +110,19 @@ def test_a_message_without_text_says_so_and_names_its_keys(tmp_path: Path) -> No
     assert str(refused.value).startswith("message 0 has no text (give it as 'text' or "
                                          "'content'; its keys are role, message)")
 
+    # a wrong text says which key, what type, and which of the two limits it broke
+    for message, field, said in (
+            ({"content": 42}, "messages[0].content", "message 0: content must be a string, "
+                                                     "not int"),
+            ({"text": "I live in\x00 Oslo"}, "messages[0].text",
+             "message 0: text has a NUL character (at character 9)"),
+            ({"content": "x" * 200_001}, "messages[0].content",
+             "message 0: content is 200,001 characters long; the limit is 200,000")):
+        with MemoryStore(str(tmp_path / "db"), embedder="hashing") as store, \
+                pytest.raises(InvalidInputError) as refused:
+            store.add_conversation([message], session_id="s1")
+        assert (str(refused.value), refused.value.field) == (said, field)
+
 
 def test_a_message_role_is_read_by_the_names_chat_formats_use(tmp_path: Path) -> None:
     from graphmem import InvalidInputError

@@ -283,8 +283,11 @@ def test_injection_string_is_just_a_value(analyst: MemoryStore, name: str) -> No
 
 
 def test_bad_parameters_are_named(analyst: MemoryStore) -> None:
-    with pytest.raises(InvalidInputError, match="limit"):
-        run_named(analyst, "most_referenced", {"limit": "ten"})
+    for bad in ("ten", "2.5", 2.5, True):  # said in words, not as Python's int() says it
+        with pytest.raises(InvalidInputError, match=r"parameter limit \(INT64\): expected a "
+                                                    "whole number"):
+            run_named(analyst, "most_referenced", {"limit": bad})
+    assert run_named(analyst, "most_referenced", {"limit": " 3 "}) is not None
     with pytest.raises(InvalidInputError, match="required"):
         run_named(analyst, "supersede_chain")
     with pytest.raises(InvalidInputError, match="unknown parameter"):

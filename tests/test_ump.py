@@ -534,3 +534,14 @@ def test_a_graph_names_only_the_roles_and_types_graphmem_knows(
     with pytest.raises(RecordError, match=message):
         import_ump(store, _written(tmp_path / "crafted.json", [record]))
     assert store.stats().memories == 0
+
+
+def test_a_refused_id_is_named_short(store: MemoryStore, tmp_path: Path) -> None:
+    """A crafted id of 10,000 characters is named by its start and length (the whole id
+    made a 10 KB error line); the error keeps it whole."""
+    record = {"ump": "0.1", "id": "urn:" + "x" * 10_000, "kind": "episodic",
+              "body": {"text": "hi"}, "scope": {}}
+    with pytest.raises(RecordError) as refused:
+        import_ump(store, _written(tmp_path / "long.json", [record]))
+    assert len(str(refused.value)) < 400 and "(10,004 characters)" in str(refused.value)
+    assert refused.value.record_id == record["id"]

@@ -815,17 +815,21 @@ def _message(message: Any, index: int) -> dict[str, Any]:
     if not isinstance(message, Mapping):
         raise InvalidInputError(f"message {index} must be a mapping or a string",
                                 field=f"messages[{index}]")
-    text = message.get("text", message.get("content"))
+    key = "text" if "text" in message else "content"
+    text = message.get(key)
     if text is None:
         raise InvalidInputError(f"message {index} has no text (give it as 'text' or "
                                 f"'content'; its keys are {', '.join(map(str, message))[:80]})",
                                 field=f"messages[{index}].text")
     if not isinstance(text, str):
-        raise InvalidInputError(f"message {index}: text must be a string",
-                                field=f"messages[{index}].text")
-    if "\x00" in text or len(text) > MAX_TEXT:
-        raise InvalidInputError(f"message {index}: text has a NUL character or is longer "
-                                f"than {MAX_TEXT} characters", field=f"messages[{index}].text")
+        raise InvalidInputError(f"message {index}: {key} must be a string, not "
+                                f"{type(text).__name__}", field=f"messages[{index}].{key}")
+    if "\x00" in text:
+        raise InvalidInputError(f"message {index}: {key} has a NUL character (at character "
+                                f"{text.index(chr(0))})", field=f"messages[{index}].{key}")
+    if len(text) > MAX_TEXT:
+        raise InvalidInputError(f"message {index}: {key} is {len(text):,} characters long; "
+                                f"the limit is {MAX_TEXT:,}", field=f"messages[{index}].{key}")
     role = message.get("role")
     speaker = message.get("speaker") or message.get("name")
     if (role is not None and not isinstance(role, str)) or (
