@@ -367,6 +367,7 @@ def test_every_command_records_the_local_user(tmp_path: Path) -> None:
                           ("query", ["MATCH (m:Memory) RETURN count(m) AS n"])):
         gm(command, *args)
     gm("feedback", weak, "--useful")  # confirms the candidate too
+    gm("update", first, "--importance", "0.7", "--tag", "tea")
     gm("promote", first)
     gm("archive", first)
     gm("restore", first)

@@ -119,6 +119,8 @@ def test_json_output_of_every_command(tmp_path: Path, sample: Path) -> None:
     other = j("add", "The standup moved to 11:30", "--kind", "note")["id"]
     seen["show",] = j("show", memory["id"])
     seen["history",] = j("history", memory["id"])
+    seen["update",] = j("update", memory["id"], "--importance", "0.6")
+    assert seen["update",]["importance"] == 0.6
     seen["import", "ump"] = j("import", "ump", str(SAMPLE_PATH))
     seen["import", "markdown"] = j("import", "markdown", str(tmp_path / "notes"))
     seen["import", "locomo"] = j("import", "locomo", str(locomo))

@@ -104,3 +104,21 @@ def test_the_default_buffer_pool_is_a_quarter_of_memory_up_to_1_gb(
             "SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": pages}[name])
         assert _default_buffer_pool() == want, gib
     assert Settings().buffer_pool_mb == 256  # read when settings are made
+
+
+def test_the_variable_takes_the_specs_the_embedders_are_built_from() -> None:
+    """``GRAPHMEM_EMBEDDER`` is checked by a pattern (the settings import no model code);
+    it takes what ``embedder_from_spec`` builds, and refuses what it refuses."""
+    from graphmem._embed import embedder_from_spec
+    from graphmem._settings import EMBEDDER_SPEC
+
+    for spec in ("minilm", "minilm:int8", "minilm:onnx", "minilm:torch", "e5", "hashing",
+                 "hashing:64", "ollama:nomic-embed-text", "minilm+pooled",
+                 "hashing:32+pooled", "bogus", "minilm:fast", "hashing:x", "ollama:",
+                 "+pooled", "minilm+wide", "e5:big", "minilm pooled"):
+        try:
+            embedder_from_spec(spec)
+            built = True
+        except InvalidInputError:
+            built = False
+        assert bool(EMBEDDER_SPEC.fullmatch(spec)) is built, spec
