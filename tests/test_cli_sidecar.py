@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import time
 from collections.abc import Iterator
@@ -158,9 +159,15 @@ def test_another_store_behind_the_url_is_not_used(tmp_path: Path) -> None:
                       "add", "which store am I in", env=env)
             assert both.returncode == 2 and "serves another store" in both.stderr, both
         assert elsewhere.stats().memories == 2 and not (tmp_path / "new").exists()
-    with serve_process(db, env=ENV) as (url, _):  # the sidecar of --db: the two agree
+    copy = tmp_path / "copy"  # a copy of the store has its id, not its sidecar
+    shutil.copytree(db, copy)
+    with serve_process(db, env=ENV) as (url, _), serve_process(copy, env=ENV) as (other, _):
         both = gm("--db", str(db), "--sidecar", url, "--json", "add", "through its sidecar")
-        assert both.returncode == 0, both.stderr
+        assert both.returncode == 0, both.stderr  # the sidecar of --db: the two agree
+        wrong = gm("--db", str(db), "--sidecar", other, "add", "into the copy?")
+        assert wrong.returncode == 2 and "or a copy" in wrong.stderr, wrong
+    with MemoryStore(copy, embedder="hashing", read_only=True) as store:
+        assert store.stats().memories == 1
 
 
 def test_a_token_works_as_its_owner(tmp_path: Path) -> None:

@@ -220,13 +220,15 @@ class Context:
             served = client.whoami().get("store_id")
         except SidecarUnreachable:
             return  # the command says so when it calls the sidecar
-        if found is not None and served is not None and found.store_id == served:
-            return
+        if found is not None and served is not None and found.store_id == served \
+                and found.url.rstrip("/") == client.url.rstrip("/"):
+            return  # (a copy of the store has its id: the address tells them apart)
         raise _refused(
-            f"--db names {self.db}, but the sidecar at {client.url} serves another store "
-            f"({served or 'of unknown id'}): leave out --db to work through the sidecar, "
-            "or leave out --sidecar (and $GRAPHMEM_SIDECAR_URL) to work on the database",
-            client)
+            f"--db (or $GRAPHMEM_DB) names {self.db}, but the sidecar at {client.url} is "
+            f"not the one serving it: it serves another store, or a copy "
+            f"({served or 'of unknown id'}): leave out --db and $GRAPHMEM_DB to work "
+            "through the sidecar, or --sidecar and $GRAPHMEM_SIDECAR_URL to work on the "
+            "database", client)
 
     def _refuse_now(self, url: str, client: Client | None = None) -> None:
         if self.now is None:
