@@ -19,7 +19,7 @@ store between engines the same way, its pages read from the other engine
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -187,8 +187,6 @@ def copy_tables(source: Engine, target: Engine) -> Loaded:
 
 
 def _load_all(reader: _Reader, target: Engine, check: Check) -> Loaded:
-    import pyarrow.compute as pc  # lazily: 0.2 s of every start
-
     check_empty(target)
     meta = reader.meta()
     dim = meta.get("embedder_dim")
@@ -197,14 +195,17 @@ def _load_all(reader: _Reader, target: Engine, check: Check) -> Loaded:
     ids: dict[str, dict[str, str | None]] = {t.file: {} for t in TABLES if t.file in _IDS}
     counts: dict[str, int] = {}
     versioned: set[str] = set()  # the memories a version row names
-    replacing: set[str] = set()  # ... and a memory's superseded_by
+    replaced: list[tuple[str, str]] = []  # (memory, one of its superseded_by)
     with target.writer() as writer:
         for table in TABLES[:-1]:
             counts[table.file] = 0
             for rows in reader.tables(table):
                 if table is MEMORIES:
                     reader.vectors(rows, dim)
-                    replacing.update(pc.list_flatten(rows.column("superseded_by")).to_pylist())
+                    replaced += [(memory, newer) for memory, newer in zip(
+                        column_values(rows.column("id")),
+                        column_values(rows.column("superseded_by")), strict=True)
+                        for newer in newer or ()]
                 if table.file in _IDS:
                     column, what = _IDS[table.file]
                     found = reader.unique(table, rows, column, what, ids[table.file])
@@ -220,10 +221,8 @@ def _load_all(reader: _Reader, target: Engine, check: Check) -> Loaded:
                     versioned.update(column_values(rows.column("memory_id")))
                 _load(writer, reader, table, rows)
                 counts[table.file] += rows.num_rows
-            if table is MEMORIES and replacing - ids[MEMORIES.file].keys():
-                missing = min(replacing - ids[MEMORIES.file].keys())
-                raise StoreError(f"{reader.where(MEMORIES)}: superseded_by names memory "
-                                 f"{missing[:200]!r}, which the backup does not hold")
+            if table is MEMORIES:
+                _check_replaced(reader.where(MEMORIES), replaced, ids[MEMORIES.file])
             if table is VERSIONS and len(versioned) != len(ids[MEMORIES.file]):
                 missing = min(ids[MEMORIES.file].keys() - versioned)
                 raise StoreError(f"{reader.where(MEMORIES)}: memory {missing[:200]!r} has "
@@ -235,9 +234,25 @@ def _load_all(reader: _Reader, target: Engine, check: Check) -> Loaded:
     return loaded
 
 
-#: A memory's counters and the least each can be (its version rows are numbered from 1).
+#: A memory's counters and the least each can be (its version rows are numbered from 1),
+#: and the most any can be (a version of 2^63 - 1 left the memory impossible to update)
 _COUNTS = {"version": 1, "access_count": 0, "useful_count": 0, "ignored_count": 0,
            "xref_count": 0}
+_MOST = 2**53
+
+
+def _check_replaced(where: str, replaced: Sequence[tuple[str, str]],
+                    owners: Mapping[str, str | None]) -> None:
+    """Each memory's ``superseded_by`` names another memory of the backup, of its owner
+    (a store refuses the others: ``Memories.check_edge_owners``)."""
+    for memory, newer in replaced:
+        problem = ("a memory the backup does not hold" if newer not in owners
+                   else "the memory itself" if newer == memory
+                   else "a memory of another owner" if owners[newer] != owners[memory]
+                   else None)
+        if problem is not None:
+            raise StoreError(f"{where}: memory {memory[:200]!r} is superseded by "
+                             f"{newer[:200]!r}, {problem}")
 
 
 #: The column of each table whose ids come once, and what one is called.
@@ -349,6 +364,11 @@ class _Reader:
                 self.refuse(table, rows, bad, f"weight {weight} is not a number")
         if name == "memories":
             self._as_added(table, rows)
+        if name == "versions":  # numbered from 1, as a memory's version
+            seq = np.asarray(pc.fill_null(rows.column("seq"), 1), dtype=np.int64)
+            bad = (seq < 1) | (seq > _MOST)
+            if bad.any():
+                self.refuse(table, rows, bad, f"seq {seq[bad][0]} is not from 1 to 2^53")
         if name == "entities":
             for row, text in enumerate(column_values(rows.column("merges"))):
                 try:
@@ -379,6 +399,9 @@ class _Reader:
             if (counts < least).any():
                 self.refuse(table, rows, counts < least,
                             f"{column} {counts[counts < least][0]} is less than {least}")
+            if (counts > _MOST).any():
+                self.refuse(table, rows, counts > _MOST,
+                            f"{column} {counts[counts > _MOST][0]} is more than 2^53")
         for column in ("text", "subject"):
             if column not in rows.column_names:
                 continue
