@@ -923,3 +923,22 @@ def test_whom_a_she_meant_goes_with_the_statement_that_named_her(opener: Opener)
     assert not [e for e in store.entities(owner="ann") if "wilhelmina" in e.name.casefold()]
     assert _facts(store) == _facts(never)
     assert _leaks(store, "wilhelmina") == [] and _leaks(store, "brackwater") == []
+
+
+def test_whom_a_she_meant_goes_when_the_name_was_said_again_in_another_sitting(
+        opener: Opener) -> None:
+    """The statement that named her, said again in a later sitting, only reinforced the
+    first one; the "she" of that later sitting was read with the name all the same, and
+    forgetting the first statement takes the name out of it too."""
+    store = opener("db")
+    named = "My neighbour Oona Pettersen restores clocks."
+    [first] = store.add_conversation([named], session_id="s1", owner="ann").created_ids
+    store.add_conversation([named, "We met at the market on Sunday.", "She hates rain."],
+                           session_id="s2", owner="ann")
+    she = next(m for m in store.memories(owner="ann") if m.text == "She hates rain.")
+    assert she.provenance.get("refers_to") == "Oona Pettersen"
+    store.forget(first, confirm=True, owner="ann")
+    left = store.get(she.id)
+    assert "refers_to" not in left.provenance and left.is_current
+    assert "oona" not in (left.context or "").casefold()
+    assert _leaks(store, "oona") == [] and _leaks(store, "pettersen") == []

@@ -348,6 +348,11 @@ class Transitions:
             for session in near.keys() - {None}:  # all of its sitting: the words in any case
                 candidates.update({m.id: m for m in engine.holding("context", "",
                                                                   session=session)})
+            # and whoever a "she" statement means by a name these texts said, in any
+            # sitting (one that said it again only reinforced the forgotten statement)
+            for name in {run for t in texts for run in _NAME_RUN.findall(t) if len(run) > 2}:
+                candidates.update({m.id: m for m in engine.holding("context", name)
+                                   if (m.provenance or {}).get("refers_to")})
             # another owner's contexts are their own words, though they say the same
             for m in candidates.values():
                 if m.id in leaving or m.owner != owner:
@@ -537,6 +542,10 @@ def _said_digests(texts: tuple[str | None, ...], key: str, tag: str) -> list[str
              for part in (text, *(s for s in sentences(text)
                                   if len(s.split()) >= _SENTENCE_WORDS))}
     return sorted(keyed_digest(key, form, key_id=tag) for form in forms - {""})
+
+
+#: a run of capitalised words, as a person's name is written
+_NAME_RUN = re.compile(r"\b[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*")
 
 
 def _name_pattern(name: str) -> re.Pattern[str]:
