@@ -86,6 +86,17 @@ class InvalidInputError(GraphmemError, ValueError):
         self.field = field
 
 
+def short_id(identifier: str) -> str:
+    """An id as a message names it: whole up to 120 characters, else its start and length.
+
+    >>> short_id("urn:a"), short_id("x" * 200)[-16:]
+    ('urn:a', '(200 characters)')
+    """
+    if len(identifier) <= 120:
+        return identifier
+    return f"{identifier[:100]}... ({len(identifier):,} characters)"
+
+
 class RecordError(InvalidInputError):
     """A record of an input file is malformed; nothing was written."""
 
@@ -104,8 +115,7 @@ class RecordError(InvalidInputError):
         if index is not None:
             where.append(f"record {index}")
         if record_id:  # a crafted id of 10,000 characters made a 10 KB error line
-            where.append(f"id {record_id}" if len(record_id) <= 120
-                         else f"id {record_id[:100]}... ({len(record_id):,} characters)")
+            where.append(f"id {short_id(record_id)}")
         if field:
             where.append(f"field {field}")
         prefix = ", ".join(where)

@@ -182,7 +182,11 @@ class MemoryStore:
         self.settings = settings or Settings.from_env()
         if embedder is not None:  # a bad spec is refused before any file is made
             embedder = make_embedder(embedder, self.settings)
-        else:  # ... and the settings' one too, used when the store has none yet
+        elif not isinstance(self.settings.embedder, str):  # ... and the settings' one,
+            raise InvalidInputError(  # used when the store has none yet
+                f"settings.embedder must be a model spec ('minilm', 'hashing', ...), not "
+                f"{type(self.settings.embedder).__name__}", field="embedder")
+        else:
             make_embedder(self.settings.embedder, self.settings)
         try:
             engine = open_engine(path, settings=self.settings, read_only=read_only,

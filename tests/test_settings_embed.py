@@ -51,6 +51,8 @@ def test_a_bad_model_in_the_settings_makes_no_store(tmp_path) -> None:  # type: 
     then the spec refused: a later open found a store of the default model)."""
     with pytest.raises(InvalidInputError, match="unknown embedder 'bogus'"):
         MemoryStore(tmp_path / "db", settings=Settings(embedder="bogus"))
+    with pytest.raises(InvalidInputError, match=r"settings\.embedder must be a model spec"):
+        MemoryStore(tmp_path / "db", settings=Settings(embedder=None))  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []
 
 

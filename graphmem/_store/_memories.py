@@ -36,7 +36,7 @@ from .._engine import (
     Patch,
     WriteBatch,
 )
-from .._errors import ConflictError, InvalidInputError, RecordError
+from .._errors import ConflictError, InvalidInputError, RecordError, short_id
 from .._input import (
     MAX_VISIBILITY,
     MemoryInput,
@@ -401,7 +401,8 @@ class Memories:
         cycle = find_cycle(graph, [a for a, _ in new])
         if cycle:
             where = next((x for x in cycle if index_of and x in index_of), cycle[0])
-            raise RecordError("supersedes form a cycle (" + " -> ".join(cycle) + "): a memory "
+            raise RecordError("supersedes form a cycle (" + " -> ".join(map(short_id, cycle))
+                              + "): a memory "
                               "cannot replace itself", source=source,
                               index=index_of.get(where) if index_of else None,
                               record_id=where, field="superseded_by")
@@ -423,9 +424,10 @@ class Memories:
                 # a supersedes edge is the replaced record's superseded_by (new -> old)
                 where = edge.dst if not index_of or edge.dst in index_of else edge.src
                 raise RecordError(
-                    f"a {edge.kind} edge joins {edge.src} (owner {owner_of[edge.src]!r}) and "
-                    f"{edge.dst} (owner {owner_of[edge.dst]!r}): an edge stays within one "
-                    "owner's memories", source=source,
+                    f"a {edge.kind} edge joins {short_id(edge.src)} (owner "
+                    f"{owner_of[edge.src]!r}) and {short_id(edge.dst)} (owner "
+                    f"{owner_of[edge.dst]!r}): an edge stays within one owner's memories",
+                    source=source,
                     index=index_of.get(where) if index_of else None, record_id=where,
                     field="superseded_by" if edge.kind == "supersedes" else "edges")
 
