@@ -31,6 +31,7 @@ import numpy as np
 
 from ._errors import BackendUnavailableError, InvalidInputError
 from ._minilm import _PROBE_TEXTS, LoadedOnce, MiniLMEmbedder, probe_texts
+from ._settings import EMBEDDER_CHOICES
 
 __all__ = [
     "CONTEXT_WEIGHT",
@@ -496,8 +497,8 @@ def embedder_from_spec(
     if spec == "e5":
         return E5Embedder(threads=batch_threads)
     raise InvalidInputError(
-        f"unknown embedder {spec!r}: use minilm, minilm:int8, minilm:torch, e5, "
-        "hashing[:DIM] or ollama:MODEL, optionally with +pooled", field="embedder"
+        f"unknown embedder {spec!r}: use {EMBEDDER_CHOICES}, optionally with +pooled",
+        field="embedder"
     )
 
 

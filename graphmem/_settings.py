@@ -242,7 +242,9 @@ def _text(raw: str) -> str:
     return raw
 
 
-#: The model specs ``embedder_from_spec`` builds (a test holds the two together).
+#: The model specs ``embedder_from_spec`` builds (a test holds the two together), and
+#: how messages and help texts list them.
+EMBEDDER_CHOICES = "minilm, minilm:int8, minilm:torch, e5, hashing[:DIM] or ollama:MODEL"
 EMBEDDER_SPEC = re.compile(r"(?:minilm(?::(?:int8|onnx|torch))?|e5|hashing(?::\d+)?"
                            r"|ollama:\S+?)(?:\+pooled)?")
 
@@ -251,8 +253,8 @@ def _embedder_spec(raw: str) -> str:
     """A model spec, checked (a bad one made half a store before: the database was
     created before the spec was read)."""
     if not EMBEDDER_SPEC.fullmatch(raw):
-        raise ValueError(f"unknown embedder {raw!r}: use minilm, minilm:int8, minilm:torch, "
-                         "e5, hashing[:DIM] or ollama:MODEL, optionally with +pooled")
+        raise ValueError(f"unknown embedder {raw!r}: use {EMBEDDER_CHOICES}, optionally "
+                         "with +pooled")
     return raw
 
 

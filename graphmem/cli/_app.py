@@ -19,7 +19,7 @@ import click
 from click.core import ParameterSource
 
 from .._errors import GraphmemError, StoreError, StoreLockedError, error_code
-from .._settings import Settings
+from .._settings import EMBEDDER_CHOICES, Settings
 from .._time import parse_iso
 
 if TYPE_CHECKING:
@@ -30,6 +30,9 @@ __all__ = ["Context", "add_global_options", "cli", "echo_json", "fail", "iso_tim
            "parse_params", "pass_ctx", "table", "usage"]
 
 DEFAULT_DB = "graphmem.db"
+#: --embedder's help, where it is an option of every command and of the group
+_EMBEDDER_HELP = (f"Embedding model: {EMBEDDER_CHOICES}, each optionally +pooled (default: "
+                  "the store's own, or $GRAPHMEM_EMBEDDER for a new store).")
 
 
 def _refused(message: str, client: Client | None) -> click.UsageError:
@@ -317,11 +320,7 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
                        "help": "Database directory (default $GRAPHMEM_DB or ./graphmem.db)."}),
     (("--json", "json_out"), "json", {"is_flag": True, "default": None,
                                       "help": "Machine-readable JSON output (errors too)."}),
-    (("--embedder",), "embedder", {"metavar": "SPEC", "help": "Embedding model: minilm, "
-                                   "minilm:int8, minilm:torch, e5, hashing[:DIM] or "
-                                   "ollama:MODEL, each "
-                                   "optionally +pooled (default: the store's "
-                                   "own, or $GRAPHMEM_EMBEDDER for a new store)."}),
+    (("--embedder",), "embedder", {"metavar": "SPEC", "help": _EMBEDDER_HELP}),
     (("--now",), "now", {"metavar": "ISO", "callback": iso_time,
                          "help": "Pretend the current time is ISO (replays, demos, tests)."}),
     (("--sidecar",), "sidecar", {"metavar": "URL", "help": "Work through the graphmem "
@@ -450,9 +449,7 @@ class _Group(click.Group):
 @click.option("--json", "json_out", is_flag=True, help="Machine-readable JSON output "
                                                        "(errors too, on stderr).")
 @click.option("--embedder", default=None,
-              help="Embedding model: minilm, minilm:int8, minilm:torch, e5, hashing[:DIM] "
-                   "or ollama:MODEL, each optionally +pooled (default: the store's own, or "
-                   "$GRAPHMEM_EMBEDDER for a new store).")
+              help=_EMBEDDER_HELP)
 @click.option("--now", callback=iso_time, default=None, metavar="ISO",
               help="Pretend the current time is ISO (replays, demos, tests).")
 @click.option("--sidecar", default=None, metavar="URL",

@@ -9,6 +9,7 @@ import click
 from .._models import Kind
 from .._recall import PRESETS, Hit
 from .._recall._config import CHANNELS
+from .._settings import EMBEDDER_CHOICES
 from .._views import to_json
 from ._app import Context, cli, echo_json, iso_time, pass_ctx, table, usage
 
@@ -130,8 +131,7 @@ def feedback(ctx: Context, memory_id: str, helped: bool, ignored: bool,
 
 @cli.command()
 @click.option("--embedder", "target", required=True,
-              help="The new model: minilm, minilm:int8, minilm:torch, e5, hashing[:DIM] or "
-                   "ollama:MODEL, each optionally with +pooled.")
+              help=f"The new model: {EMBEDDER_CHOICES}, each optionally with +pooled.")
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=256, show_default=True)
 @pass_ctx
 def reembed(ctx: Context, target: str, batch_size: int) -> None:
