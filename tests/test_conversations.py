@@ -15,7 +15,9 @@ import pytest
 from graphmem import PRESETS, InvalidInputError, MemoryStore, Status
 from graphmem._extract._corrections import (
     Statement,
+    bare_take_back,
     correction_target,
+    correction_targets,
     is_correction,
     masked,
     name_blind,
@@ -337,6 +339,49 @@ def test_a_correction_supersedes_what_it_corrects(store: MemoryStore, clock: Clo
     assert stale not in {h.memory.id for h in hits}
     # the other statement of the same message stays
     assert all(not store.get(i).superseded_by for i in first.created_ids if i != stale)
+
+
+def test_a_correction_replaces_the_assistants_echo_of_what_it_corrects(
+        store: MemoryStore, clock: Clock) -> None:
+    """The user's value said again in the assistant's sheet goes with the user's statement
+    when the user corrects it; advice that only starts from that value stays; "My bad."
+    beside the correction replaces nothing (it replaced the correction itself)."""
+    said = store.add_conversation([
+        {"role": "user", "content": "Planning the reunion. The venue budget is 8,000 euro "
+                                    "and we expect 60 guests."},
+        {"role": "assistant",
+         "content": "Here is your plan:\n- Venue: up to 8,000 euro, catering separate.\n"
+                    "- Guests: 60, so a hall for 70 to be safe."},
+        {"role": "user", "content": "What kind of place would you suggest?"},
+        {"role": "assistant",
+         "content": "With 8,000 euro I'd recommend a restored barn outside the city, "
+                    "they often include tables and a sound system."},
+    ], session_id="s1", owner="tess")
+    texts = {i: store.get(i).text for i in said.created_ids}
+    user_said = next(i for i, t in texts.items() if "The venue budget" in t)
+    echo = next(i for i, t in texts.items() if "up to 8,000" in t)
+    advice = next(i for i, t in texts.items() if "barn" in t)
+    clock.advance(days=1)
+    fixed = store.add_conversation(["Sorry, the venue budget is 9,500 euro, not 8,000. "
+                                    "My bad."], session_id="s2", owner="tess")
+    new = next(i for i in fixed.created_ids if "9,500" in store.get(i).text)
+    assert sorted(fixed.corrected_ids) == sorted([user_said, echo])
+    assert store.get(user_said).superseded_by == (new,)
+    assert store.get(echo).superseded_by == (new,)
+    assert not store.get(advice).superseded_by
+    assert not store.get(new).superseded_by
+    hits = store.recall("what is the budget for the venue?", owner="tess",
+                        record_access=False)
+    assert hits[0].memory.id == new
+    assert not {user_said, echo} & {h.memory.id for h in hits}
+
+
+def test_a_statement_after_a_bare_take_back_is_the_correction() -> None:
+    recent = [Statement("d", "the dentist is on Monday at 9")]
+    assert bare_take_back("Scratch that.") and bare_take_back("Oh wait, my mistake!")
+    assert not bare_take_back("scratch that, it's Tuesday")
+    assert correction_targets("My mistake.", recent, about="it's Tuesday, not Monday") == ()
+    assert correction_targets("Scratch that. it's Tuesday", recent) == ("d",)
 
 
 def test_a_correction_is_indexed_with_the_message_it_corrects(store: MemoryStore,

@@ -17,7 +17,8 @@ from .._kg._scan import finditer, search, starting_at
 from .._text import CLAUSE_MARKS, tokenize
 from ._rules import is_hedge, kin_of, sentences
 
-__all__ = ["NOW_SIMILAR", "Statement", "correction_target", "is_correction", "masked",
+__all__ = ["NOW_SIMILAR", "Statement", "bare_take_back", "correction_target",
+           "correction_targets", "is_correction", "masked",
            "masked_many", "may_replace", "name_blind", "redoes", "says_now", "takes_back"]
 
 
@@ -508,9 +509,19 @@ def correction_target(text: str, recent: Sequence[Statement],
                       similarity: Mapping[str, float] | None = None, *,
                       about: str | None = None, redo: bool = False) -> str | None:
     """The statement (of ``recent``, most recent first) that ``text`` replaces, or None
-    when none plausibly is. ``similarity``: the cosine of ``text`` with each statement
-    (by id), when the caller has it (of the texts ``masked`` gives, when they share a
-    name).
+    when none plausibly is: the first of ``correction_targets``."""
+    found = correction_targets(text, recent, similarity, about=about, redo=redo)
+    return found[0] if found else None
+
+
+def correction_targets(text: str, recent: Sequence[Statement],
+                       similarity: Mapping[str, float] | None = None, *,
+                       about: str | None = None, redo: bool = False) -> tuple[str, ...]:
+    """The statements (of ``recent``, most recent first) that ``text`` replaces: none
+    when none plausibly is, else the one it corrects and, when the assistant repeated it
+    (a sheet, a reminder, a draft that says the value taken back), that repetition too
+    (``ECHO_MARGIN``). ``similarity``: the cosine of ``text`` with each statement (by
+    id), when the caller has it (of the texts ``masked`` gives, when they share a name).
 
     A correction ("scratch that", "I meant", "not the 14th") replaces a statement that
     holds the value it negates ("not the 14th"), shares two or more content words with
@@ -552,19 +563,28 @@ def correction_target(text: str, recent: Sequence[Statement],
     ...                   [Statement("r", "Reminder set: budget review", assistant=True)],
     ...                   {"r": 0.8}) is None
     True
+    >>> sheet = [Statement("s", "Food: Renal only, 2 sachets a day", assistant=True),
+    ...          Statement("u", "Pierogi is on a renal diet, 2 sachets a day")]
+    >>> correction_targets("One correction: it's 3 sachets a day, not 2", sheet)
+    ('u', 's')
+    >>> correction_targets("My mistake.", sheet, about="it's 3 sachets a day, not 2")
+    ()
     """
     if not recent:
-        return None
+        return ()
     similarity = similarity or {}
     if not redo and not is_correction(text):
         # "doing the review now, like you reminded me" does not undo the reminder: how
         # things are now replaces only what the same person said
         own = [s for s in recent if not s.assistant]
         if not says_now(text):
-            return None
+            return ()
         if not search(_NOW, text) and not search(_INSTEAD, text):
             own = [s for s in own if _planned(s.text)]
-        return _closest_now(text, own, similarity)
+        closest = _closest_now(text, own, similarity)
+        return (closest,) if closest else ()
+    if bare_take_back(text):
+        return ()  # "my mistake": what it takes back, the statement beside it says
     outright = takes_back(text)
     if not redo and not outright and not any(_value_not_value(s) for s in sentences(text)):
         # a change ("we moved it to Friday", "it's now at 4") changes what its speaker
@@ -576,7 +596,7 @@ def correction_target(text: str, recent: Sequence[Statement],
     short = len(terms) <= 4
     if short and about:
         terms |= _terms(about)
-    best: tuple[float, str] | None = None
+    scored: list[tuple[float, bool, Statement]] = []  # score, holds the negated value
     # who a statement is about counts as what it is about when the speaker says outright
     # that they take something back ("scratch that, Ana is seeing Mike")
     names = set() if outright else _names(text)
@@ -597,9 +617,46 @@ def correction_target(text: str, recent: Sequence[Statement],
                 or close):
             continue
         score = 3.0 * holds_negated + shared + same_kind + 2 * close + 0.5 / (1 + age)
-        if best is None or score > best[0]:
-            best = (score, statement.id)
-    return best[1] if best else None
+        scored.append((score, holds_negated, statement))
+    if not scored:
+        return ()
+    # the best overlap, then the most recent (``max`` keeps the first of equals)
+    best = max(scored, key=lambda found: found[0])
+    # the same thing said by the other side: the assistant's echo of what the user said
+    # (or the user's words the assistant's statement repeated), as close to the
+    # correction or holding the value taken back, and mostly in the words of the
+    # statement corrected; a user's statement is the one corrected, the echo goes too
+    corrected = _terms(best[2].text)
+    others = [found for found in scored if found[2].assistant is not best[2].assistant
+              and (found[1] or found[0] >= best[0] - ECHO_MARGIN)
+              and _share(_terms(found[2].text), corrected) >= ECHO_SHARE]
+    if redo or not others:
+        return (best[2].id,)
+    echo = max(others, key=lambda found: found[0])
+    pair = (echo, best) if best[2].assistant else (best, echo)
+    return (pair[0][2].id, pair[1][2].id)
+
+
+#: How much less a statement of the other side (the assistant's, the user's) may overlap
+#: with a correction than the statement it corrects, and be replaced with it as its
+#: echo; and how many of its words the statement corrected must say ("With 120 000 zł I'd
+#: recommend a used MIWE oven ..." is advice from a budget, not the budget said again).
+ECHO_MARGIN = 1.0
+ECHO_SHARE = 0.4
+
+
+def _share(terms: set[str], of: set[str]) -> float:
+    return len(terms & of) / len(terms) if terms else 0.0
+
+
+def bare_take_back(text: str) -> bool:
+    """Whether ``text`` only says that something said was wrong ("My mistake.", "Scratch
+    that.", "oh wait, sorry"): no word or value of what; the statement beside it says.
+
+    >>> bare_take_back("My mistake."), bare_take_back("scratch that, it's Tuesday")
+    (True, False)
+    """
+    return not (_terms(text) - _ASIDE_TERMS) and not _slots(text) and is_correction(text)
 
 
 def _closest_now(text: str, recent: Sequence[Statement], similarity: Mapping[str, float]

@@ -259,7 +259,9 @@ class Conversations:
         or change of a memory it updates, made stale meanwhile."""
         from .._extract._corrections import (
             Statement,
+            bare_take_back,
             correction_target,
+            correction_targets,
             is_correction,
             may_replace,
             redoes,
@@ -323,6 +325,7 @@ class Conversations:
         reinforced: dict[str, str] = {}    # candidate -> memory id that confirms it
         in_place: list[str] = []           # candidates that become active as they are
         corrected: dict[str, str] = {}     # memory id -> the id of the one it corrects
+        echoes: dict[str, list[str]] = {}  # ... and of what repeated that, replaced with it
         kept = np.empty_like(vectors)  # rows 0 .. n_kept - 1: the texts kept so far
         kept_as: list[Statement] = []  # ... and who said them
         n_kept = 0
@@ -361,19 +364,21 @@ class Conversations:
             if n in similar and similar[n][0] not in reinforced:
                 reinforced[similar[n][0]] = memory_id
                 status = Status.ACTIVE
-            target = None
+            targets: tuple[str, ...] = ()
             if f.message["role"] == "user" and status is Status.ACTIVE:
-                # the statement that says it corrects, or, when the message says so only
-                # as a whole ("sorry. it's Tuesday."), its first statement
+                own = siblings[f.index]
+                at = own.index(f.item.text) if f.item.text in own else 0
+                # the statement that says it corrects; the one after a statement that
+                # only takes back ("Scratch that. It's Tuesday."); or, when the message
+                # says so only as a whole ("sorry. it's Tuesday."), its first statement
                 said = f.item.text if is_correction(f.item.text) else (
-                    f.message["text"] if f.item.text == siblings[f.index][0]
-                    and not any(map(is_correction, siblings[f.index])) else "")
+                    f"{own[at - 1]} {f.item.text}" if at and bare_take_back(own[at - 1])
+                    else f.message["text"] if at == 0 and not any(map(is_correction, own))
+                    else "")
                 said = said or (f.item.text if says_now(f.item.text) else "")
                 # what replaces nothing (``may_replace``) is not compared with the recent
                 # statements: every message's first statement asked for their cosines
                 if said and may_replace(said):
-                    own = siblings[f.index]
-                    at = own.index(f.item.text) if f.item.text in own else 0
                     # what the message itself said is corrected only when taken back
                     # outright ("at 3. scratch that, 4"): "we added Mondays. so it's 3
                     # days now not 2" corrects an earlier message, and its first statement
@@ -383,10 +388,10 @@ class Conversations:
                     earlier = [r for r in recent
                                if not r.about_another(f.item.text, f.message["speaker"])
                                and (outright or r.message != f.message["text"])]
-                    target = correction_target(said, earlier,
-                                               self._similarity(vectors[n], earlier, since,
-                                                                f.item.text),
-                                               about=own[at - 1] if at else None)
+                    targets = correction_targets(said, earlier,
+                                                 self._similarity(vectors[n], earlier, since,
+                                                                  f.item.text),
+                                                 about=own[at - 1] if at else None)
             elif status is Status.ACTIVE and redoes(f.item.text):
                 # the assistant changing what it did ("I've moved your reminder to
                 # Tuesday") replaces what it said it did, never what the user said
@@ -394,8 +399,10 @@ class Conversations:
                 target = correction_target(f.item.text, done,
                                            self._similarity(vectors[n], done, since),
                                            redo=True)
-            if target is not None and target not in corrected.values():
-                corrected[memory_id] = target
+                targets = (target,) if target else ()
+            if targets and targets[0] not in corrected.values():
+                corrected[memory_id] = targets[0]
+                echoes[memory_id] = list(targets[1:])
             who = _who(f, siblings[f.index], parsed)
             # a correction is about what it corrects: indexed with it
             context = (next(_around(r.message, r.text) if r.message else r.text
@@ -438,6 +445,10 @@ class Conversations:
                     for old, new in reinforced.items() if new != old]
         replaced += [(new, old, "correction", ChangeType.CONFLICT_UPDATE)
                      for new, old in corrected.items()]
+        echoed = {old: new for new, olds in reversed(echoes.items()) for old in olds
+                  if old not in corrected.values()}  # each once, by its first correction
+        replaced += [(new, old, "correction", ChangeType.CONFLICT_UPDATE)
+                     for old, new in echoed.items()]
         for new, old, reason, change_type in replaced:
             memory = created_now.get(old) or ctx.visible(old, owner)
             if old not in created_now:
@@ -474,7 +485,8 @@ class Conversations:
                          pending_candidates_buffered=len(candidates),
                          nothing_to_extract=not result.created and not in_place,
                          created_ids=created, candidate_ids=candidates,
-                         reinforced_ids=list(reinforced), corrected_ids=list(corrected.values()),
+                         reinforced_ids=list(reinforced),
+                         corrected_ids=[*corrected.values(), *echoed],
                          dropped=sorted(dropped), extractor=chosen.name, warnings=warnings)
 
     def _unchanged(self, since: int, read: Mapping[str, int]) -> None:
