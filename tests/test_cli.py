@@ -47,10 +47,13 @@ def test_cli_round_trip_in_a_real_process(tmp_path: Path) -> None:
     assert "Wednesday" in history and "Thursday" in history
     nothing = gm(db, "update", memory_id)
     assert nothing.returncode == 2 and nothing.stderr.startswith("error: nothing to change")
+    # one empty --tag clears the tags, as '' clears --subject
+    cleared = gm(db, "--json", "update", memory_id, "--tag", "")
+    assert cleared.returncode == 0 and json.loads(cleared.stdout)["tags"] == []
     assert gm(db, "update", "urn:nope", "--importance", "0.2").returncode == 1
     stats = json.loads(gm(db, "--json", "stats").stdout)
     assert stats["memories"] == 302
-    target = tmp_path / "export.json"
+    target = tmp_path / "exports" / "today" / "export.json"  # its directory made
     assert gm(db, "export", "--out", str(target)).returncode == 0
     assert len(json.loads(target.read_text())) == 302
     # "--out -" is standard output, as for other tools (it wrote a file named "-")
@@ -578,3 +581,20 @@ def test_stats_says_that_superseded_memories_keep_their_status(tmp_path: Path) -
     out = stats()
     assert "superseded 1," in out and "active 2" in out
     assert "(1 superseded: counted by status below, recall returns what replaced them)" in out
+
+
+def test_add_dash_reads_the_text_from_standard_input(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+
+    def add(given: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "graphmem", "--db", str(db),
+                               "--embedder", "hashing", "add", "-"], input=given,
+                              capture_output=True, text=True, timeout=300)
+
+    added = add("Ana's flat in Porto has a balcony\n")
+    assert added.returncode == 0, added.stderr
+    assert json.loads(gm(db, "--json", "show", added.stdout.strip()).stdout)["text"] == \
+        "Ana's flat in Porto has a balcony"
+    empty = add("  \n")
+    assert empty.returncode == 2 and "standard input held no text" in empty.stderr
+    assert json.loads(gm(db, "--json", "stats").stdout)["memories"] == 1

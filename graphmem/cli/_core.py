@@ -11,7 +11,7 @@ import click
 
 from .._models import Kind, Memory
 from .._views import to_json
-from ._app import Context, cli, echo_json, pass_ctx, table
+from ._app import Context, cli, echo_json, pass_ctx, table, usage
 from ._progress import phases
 
 KINDS = [k.value for k in Kind]
@@ -91,7 +91,11 @@ def _served_model_missing(store: Any) -> str | None:
 def add(ctx: Context, text: str, kind: str, subject: str | None, importance: float,
         confidence: float, tags: tuple[str, ...], owner: str | None, project: str | None,
         status: str) -> None:
-    """Add one memory with TEXT."""
+    """Add one memory with TEXT ('-': the text read from standard input)."""
+    if text == "-":
+        text = click.get_text_stream("stdin").read().strip()
+        if not text:
+            usage("standard input held no text to add")
     memory = ctx.api(create=True).add(text, kind=kind, subject=subject, importance=importance,
                                       confidence=confidence, tags=list(tags), owner=owner,
                                       project=project, status=status)
@@ -109,7 +113,7 @@ def add(ctx: Context, text: str, kind: str, subject: str | None, importance: flo
 @click.option("--confidence", type=click.FloatRange(0, 1), default=None)
 @click.option("--kind", type=click.Choice(KINDS), default=None)
 @click.option("--tag", "tags", multiple=True,
-              help="The tags it has from now on (repeat for more).")
+              help="The tags it has from now on (repeat for more; one '' clears them).")
 @click.option("--project", default=None, help="A new project ('' clears it).")
 @click.option("--owner", default=None, help="The memory's owner (a check: another's is "
               "not found).")
@@ -127,7 +131,7 @@ def update(ctx: Context, memory_id: str, text: str | None, subject: str | None,
         if value is not None:
             fields[name] = value or None
     if tags:
-        fields["tags"] = list(tags)
+        fields["tags"] = [] if tags == ("",) else list(tags)
     if not fields:
         raise click.UsageError("nothing to change: give --text, --subject, --importance, "
                                "--confidence, --kind, --tag or --project",
@@ -237,6 +241,7 @@ def export(ctx: Context, fmt: str, owner: str | None, out: str | None) -> None:
     if out is None or out == "-":
         sys.stdout.write(text)
         return
+    Path(out).parent.mkdir(parents=True, exist_ok=True)  # as `draw` does
     Path(out).write_text(text, encoding="utf-8")
     count = len(data) if isinstance(data, list) else len(data["memories"])
     if ctx.json:
