@@ -93,7 +93,7 @@ def add(ctx: Context, text: str, kind: str, subject: str | None, importance: flo
         status: str) -> None:
     """Add one memory with TEXT ('-': the text read from standard input)."""
     if text == "-":
-        text = click.get_text_stream("stdin").read().strip()
+        text = sys.stdin.read().strip()
         if not text:
             usage("standard input held no text to add")
     memory = ctx.api(create=True).add(text, kind=kind, subject=subject, importance=importance,
