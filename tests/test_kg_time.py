@@ -50,6 +50,10 @@ def _spans(text: str, now: datetime | None = NOW) -> list[tuple[str, str, str, s
     ("See you on Friday!", "on Friday", "2023-05-12", "2023-05-13", "day"),
     ("See you next Tuesday.", "next Tuesday", "2023-05-16", "2023-05-17", "day"),
     ("This Friday is free.", "This Friday", "2023-05-12", "2023-05-13", "day"),
+    # a day something was moved to is ahead, though the moving is told in the past
+    ("Nadia moved standup to Monday", "Monday", "2023-05-15", "2023-05-16", "day"),
+    ("we pushed the call back to friday", "friday", "2023-05-12", "2023-05-13", "day"),
+    ("I moved to Lisbon on Monday.", "on Monday", "2023-05-08", "2023-05-09", "day"),
     # chat text writes weekdays in lower case
     ("the party is saturday", "saturday", "2023-05-13", "2023-05-14", "day"),
     ("thursday!! so excited", "thursday", "2023-05-11", "2023-05-12", "day"),

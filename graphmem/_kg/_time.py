@@ -70,6 +70,11 @@ _CUE_BEFORE = re.compile(r"(?:\bin|\bsince|\bduring|\buntil|\btill|\bby|\bbefore
                          r"[\s-]+$", re.IGNORECASE)
 _EVERY_BEFORE = re.compile(r"\b(?:every|each)\s+(?:(?:other|second|third|single)\s+)?$",
                            re.IGNORECASE)
+#: A day a thing was moved to is ahead, in whatever tense the moving is told ("Nadia moved
+#: standup to Wednesday", "we pushed the call back to friday", "rescheduled for Monday").
+_MOVED_TO = re.compile(r"\b(?:moved|changed|pushed|postponed|rescheduled|shifted|switched"
+                       r"|bumped|delayed|put\s+off|brought\s+forward)\b(?:\s+[\w'’]+){0,4}?"
+                       r"\s+(?:to|until|till|for)\s+$", re.IGNORECASE)
 _PLURAL_PART = re.compile(r"\s+(?:mornings|afternoons|evenings|nights)\b", re.IGNORECASE)
 _RANGE = re.compile(r"\s*(?:and|or|to|through|until|till|-|–)\s*", re.IGNORECASE)
 _UNIT_AFTER = re.compile(r"\s*(?:gb|mb|kb|tb|ms|km|kg|m|mi|usd|eur|people|users|words|steps|"
@@ -249,7 +254,8 @@ def _weekday(m: re.Match[str], c: _Ctx) -> _Result:
     if mod == "this":
         found = today + timedelta(days=target - today.weekday())
     elif mod in ("last", "past", "this past") or (
-            mod in ("", "on") and _tense(m, c) == "past"):
+            mod in ("", "on") and _tense(m, c) == "past"
+            and not search(_MOVED_TO, c.text[max(0, m.start() - 60):m.start()])):
         found = today - timedelta(days=(today.weekday() - target - 1) % 7 + 1)
     else:
         found = today + timedelta(days=(target - today.weekday() - 1) % 7 + 1)
