@@ -109,13 +109,26 @@ def test_a_message_without_text_says_so_and_names_its_keys(tmp_path: Path) -> No
                                session_id="s1")
     assert str(refused.value).startswith("message 0 has no text (give it as 'text' or "
                                          "'content'; its keys are role, message)")
+    # a null text beside a content: the content is the text
+    with MemoryStore(str(tmp_path / "db"), embedder="hashing") as store:
+        said = store.add_conversation([{"text": None, "content": "I live in Oslo"}],
+                                      session_id="s0")
+        assert [store.get(i).text for i in said.created_ids] == ["I live in Oslo"]
 
     # a wrong text says which key, what type, and which of the two limits it broke
     for message, field, said in (
             ({"content": 42}, "messages[0].content", "message 0: content must be a string, "
                                                      "not int"),
+            # counted from 1, as check_unicode counts
             ({"text": "I live in\x00 Oslo"}, "messages[0].text",
-             "message 0: text has a NUL character (at character 9)"),
+             "message 0: text has a NUL character (at character 10)"),
+            # the field that is wrong is named, not "role" for every one
+            ({"text": "hi", "speaker": 5}, "messages[0].speaker",
+             "message 0: speaker must be a string, not int"),
+            ({"text": "hi", "name": ["Ana"]}, "messages[0].name",
+             "message 0: name must be a string, not list"),
+            ({"text": "hi", "role": 1}, "messages[0].role",
+             "message 0: role must be a string, not int"),
             ({"content": "x" * 200_001}, "messages[0].content",
              "message 0: content is 200,001 characters long; the limit is 200,000")):
         with MemoryStore(str(tmp_path / "db"), embedder="hashing") as store, \

@@ -827,7 +827,9 @@ def _message(message: Any, index: int) -> dict[str, Any]:
     if not isinstance(message, Mapping):
         raise InvalidInputError(f"message {index} must be a mapping or a string",
                                 field=f"messages[{index}]")
-    key = "text" if "text" in message else "content"
+    # "text" when it holds one, else "content" ({"text": None, "content": "hi"} is "hi")
+    key = "text" if message.get("text") is not None or "content" not in message \
+        else "content"
     text = message.get(key)
     if text is None:
         raise InvalidInputError(f"message {index} has no text (give it as 'text' or "
@@ -838,16 +840,18 @@ def _message(message: Any, index: int) -> dict[str, Any]:
                                 f"{type(text).__name__}", field=f"messages[{index}].{key}")
     if "\x00" in text:
         raise InvalidInputError(f"message {index}: {key} has a NUL character (at character "
-                                f"{text.index(chr(0))})", field=f"messages[{index}].{key}")
+                                f"{text.index(chr(0)) + 1})", field=f"messages[{index}].{key}")
     if len(text) > MAX_TEXT:
         raise InvalidInputError(f"message {index}: {key} is {len(text):,} characters long; "
                                 f"the limit is {MAX_TEXT:,}", field=f"messages[{index}].{key}")
     role = message.get("role")
-    speaker = message.get("speaker") or message.get("name")
-    if (role is not None and not isinstance(role, str)) or (
-            speaker is not None and not isinstance(speaker, str)):
-        raise InvalidInputError(f"message {index}: role and speaker must be strings",
-                                field=f"messages[{index}].role")
+    said_by = "speaker" if message.get("speaker") else "name"
+    speaker = message.get(said_by)
+    for name, value in (("role", role), (said_by, speaker)):
+        if value is not None and not isinstance(value, str):
+            raise InvalidInputError(f"message {index}: {name} must be a string, not "
+                                    f"{type(value).__name__}",
+                                    field=f"messages[{index}].{name}")
     for name, value in (("text", text), ("role", role), ("speaker", speaker)):
         if value is not None:
             check_unicode(value, field=f"messages[{index}].{name}")
