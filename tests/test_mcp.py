@@ -106,9 +106,17 @@ def test_every_tool_on_the_embedded_store(tmp_path: Path) -> None:
             assert (set(arguments) - {"query", "text"}).pop() in message
             assert "Extra inputs are not permitted" in message
 
-    _with_mcp(tmp_path / "db", script, "--embedded")
+    # --embedded is this process alone, whatever sidecar the environment names
+    _with_mcp(tmp_path / "db", script, "--embedded",
+              env={"GRAPHMEM_SIDECAR_URL": "http://127.0.0.1:9"})
     with MemoryStore(tmp_path / "db", read_only=True) as store:
         assert store.stats().by_status == {"active": 1, "forgotten": 1}
+    # ... and a sidecar named beside it contradicts it: refused before anything starts
+    refused = subprocess.run([sys.executable, "-m", "graphmem.cli", "--db", str(tmp_path / "db"),
+                              "mcp", "--embedded", "--sidecar", "http://127.0.0.1:9"],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "--embedded opens the store in this process alone" \
+        in refused.stderr
 
 
 def test_sidecar_first_then_the_embedded_fallback(tmp_path: Path) -> None:

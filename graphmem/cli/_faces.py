@@ -6,7 +6,7 @@ import os
 
 import click
 
-from ._app import Context, cli, need_extra, pass_ctx
+from ._app import Context, cli, need_extra, pass_ctx, usage
 
 
 @cli.command()
@@ -93,9 +93,20 @@ def mcp(ctx: Context, sidecar_url: str | None, token: str | None, embedded: bool
     need_extra("mcp", "mcp")
     from ..mcpserver import run_stdio
 
-    if not (sidecar_url or ctx.sidecar or ctx.settings().sidecar_url):
+    if embedded:
+        # in this process alone: a sidecar named on the command line contradicts it, one
+        # the environment names (and its token) is not used
+        given = click.get_current_context().get_parameter_source("token")
+        if sidecar_url or ctx.sidecar or ctx.token or (
+                token and given is click.core.ParameterSource.COMMANDLINE):
+            usage("--embedded opens the store in this process alone; leave out --sidecar "
+                  "and --token")
+        sidecar_url, token = None, None
+    else:
+        sidecar_url = sidecar_url or ctx.sidecar or ctx.settings().sidecar_url
+        token = token or ctx.token
+    if not sidecar_url:
         ctx.refuse_foreign_directory()  # the store it works on, through a sidecar or not
 
-    run_stdio(ctx.db, sidecar_url=sidecar_url or ctx.sidecar or ctx.settings().sidecar_url,
-              token=token or ctx.token, settings=ctx.settings(), embedder=ctx.embedder,
-              embedded=embedded)
+    run_stdio(ctx.db, sidecar_url=sidecar_url, token=token, settings=ctx.settings(),
+              embedder=ctx.embedder, embedded=embedded)
