@@ -595,6 +595,37 @@ def test_add_dash_reads_the_text_from_standard_input(tmp_path: Path) -> None:
     assert added.returncode == 0, added.stderr
     assert json.loads(gm(db, "--json", "show", added.stdout.strip()).stdout)["text"] == \
         "Ana's flat in Porto has a balcony"
+    # as 'add ""' is refused, so is empty input; bytes that are not UTF-8 are named
     empty = add("  \n")
-    assert empty.returncode == 2 and "standard input held no text" in empty.stderr
+    assert empty.returncode == 1 and "text is empty" in empty.stderr
+    broken = subprocess.run([sys.executable, "-m", "graphmem", "--db", str(db), "--embedder",
+                             "hashing", "add", "-"], input=b"\xef\xbb\xbfok \xff",
+                            capture_output=True, timeout=300)
+    assert broken.returncode == 2 and b"standard input is not UTF-8 text (byte 7" \
+        in broken.stderr
     assert json.loads(gm(db, "--json", "stats").stdout)["memories"] == 1
+    # 'update --text -' reads it too, a byte order mark left out
+    memory_id = added.stdout.strip()
+    edited = subprocess.run([sys.executable, "-m", "graphmem", "--db", str(db), "--embedder",
+                             "hashing", "--json", "update", memory_id, "--text", "-"],
+                            input="\ufeffAna's flat in Faro has a garden\n",
+                            capture_output=True, text=True, timeout=300)
+    assert json.loads(edited.stdout)["text"] == "Ana's flat in Faro has a garden"
+
+
+def test_an_edit_of_fields_a_version_does_not_hold_keeps_their_old_values(
+        tmp_path: Path) -> None:
+    """A version row holds text, subject, importance, status and kind; an update of the
+    tags, project or confidence says their old values in its reason, which history shows;
+    the same tags again are no change (a list given for the tuple held wrote a version)."""
+    with MemoryStore(tmp_path / "db", embedder="hashing") as store:
+        memory = store.add("Standup moved online", tags=["alpha", "beta"], project="p1",
+                           confidence=0.9)
+        store.update(memory.id, tags=["gamma"], project="p2", confidence=0.3)
+        again = store.update(memory.id, tags=["gamma"])
+        assert again.version == 2
+        [_, edit] = store.history(memory.id)
+        assert edit.reason == ("manual_edit: confidence 0.9 -> 0.3; tags [alpha, beta] -> "
+                               "[gamma]; project p1 -> p2")
+        store.forget(memory.id, confirm=True)
+        assert all(v.reason is None for v in store.history(memory.id))

@@ -7,6 +7,7 @@ Each write validates everything, derives what the texts imply (``_derive``), bui
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Unpack
@@ -541,7 +542,9 @@ class Memories:
         updates = _checked_updates(fields)
         check_validity(updates.get("valid_from", memory.valid_from),
                        updates.get("valid_to", memory.valid_to))
-        updates = {k: v for k, v in updates.items() if getattr(memory, k, None) != v
+        # (a list given for a tuple held, tags, is the same when its items are)
+        updates = {k: v for k, v in updates.items()
+                   if _held(getattr(memory, k, None)) != _held(v)
                    and not (k == "kind" and memory.kind.value == v)}
         if not updates:
             return memory
@@ -559,7 +562,8 @@ class Memories:
             # A deliberate new importance is the new baseline that decay starts from.
             updates["original_importance"] = updates["importance"]
         patch = patch_of(memory, updates, change_type, self._ctx.now(),
-                         reason=change_type.value, actor=self._ctx.actor(actor))
+                         reason=_noted(change_type, memory, updates),
+                         actor=self._ctx.actor(actor))
         batch.patches.append(patch)
         self.commit(batch, changed=[memory_id])
         return patched_memory(memory, patch.set)
@@ -730,6 +734,35 @@ def _to_embed(rows: list[dict[str, Any]], done: Mapping[str, tuple[Any, ...]]
     they are now (``done``: id -> ``_embedded_as``)."""
     return [r for r in rows if r["status"] != Status.FORGOTTEN.value
             and done.get(r["id"]) != _embedded_as(r)]
+
+
+#: The fields ``update`` changes that a version row does not hold (it holds the text,
+#: subject, importance, status and kind each version had): its reason says what they were.
+_NOTED = ("confidence", "tags", "project", "visibility", "valid_from", "valid_to",
+          "provenance")
+
+
+def _noted(change_type: ChangeType, memory: Memory, updates: Mapping[str, Any]) -> str:
+    """A version row's reason: the change type, and the old and new values of the fields
+    the row does not hold ("manual_edit: tags [alpha, beta] -> [gamma]"); forget erases
+    it with the row's text."""
+    def shown(value: Any) -> str:
+        if isinstance(value, list | tuple):
+            text = "[" + ", ".join(map(str, value)) + "]"
+        elif isinstance(value, dict):
+            text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        else:
+            text = "none" if value is None else str(value)
+        return text if len(text) <= 200 else f"{text[:200]}…"
+
+    notes = [f"{name} {shown(getattr(memory, name))} -> {shown(updates[name])}"
+             for name in _NOTED if name in updates]
+    return change_type.value + (": " + "; ".join(notes) if notes else "")
+
+
+def _held(value: Any) -> Any:
+    """A field's value as compared for a change: a list as the tuple a memory holds."""
+    return tuple(value) if isinstance(value, list) else value
 
 
 def _checked_updates(fields: Mapping[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import sys
 from pathlib import Path
@@ -92,22 +93,35 @@ def add(ctx: Context, text: str, kind: str, subject: str | None, importance: flo
         confidence: float, tags: tuple[str, ...], owner: str | None, project: str | None,
         status: str) -> None:
     """Add one memory with TEXT ('-': the text read from standard input)."""
-    if text == "-":
-        text = sys.stdin.read().strip()
-        if not text:
-            usage("standard input held no text to add")
-    memory = ctx.api(create=True).add(text, kind=kind, subject=subject, importance=importance,
-                                      confidence=confidence, tags=list(tags), owner=owner,
-                                      project=project, status=status)
+    memory = ctx.api(create=True).add(_text_or_stdin(text), kind=kind, subject=subject,
+                                      importance=importance, confidence=confidence,
+                                      tags=list(tags), owner=owner, project=project,
+                                      status=status)
     if ctx.json:
         echo_json(to_json(memory))
     else:
         click.echo(memory.id)
 
 
+def _text_or_stdin(text: str) -> str:
+    """A text argument, or for '-' standard input's: UTF-8 (a byte order mark left out),
+    without the line end that ends it."""
+    if text != "-":
+        return text
+    data = sys.stdin.buffer.read()
+    mark = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        read = data[mark:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = mark + exc.start  # in the input as given
+        usage(f"standard input is not UTF-8 text (byte {at + 1}: {data[at:at + 1]!r})")
+    return read.rstrip("\r\n")
+
+
 @cli.command()
 @click.argument("memory_id", metavar="ID")
-@click.option("--text", default=None, help="The new text (its graph and vectors follow).")
+@click.option("--text", default=None,
+              help="The new text (its graph and vectors follow; '-': standard input's).")
 @click.option("--subject", default=None, help="A new short title ('' clears it).")
 @click.option("--importance", type=click.FloatRange(0, 1), default=None)
 @click.option("--confidence", type=click.FloatRange(0, 1), default=None)
@@ -125,8 +139,9 @@ def update(ctx: Context, memory_id: str, text: str | None, subject: str | None,
     ID`). A changed memory keeps its id; to record that a new one replaces it, add the
     new one and let a conversation's correction, or `MemoryStore.supersede`, link them."""
     fields: dict[str, Any] = {name: value for name, value in (
-        ("text", text), ("importance", importance), ("confidence", confidence),
-        ("kind", kind)) if value is not None}
+        ("text", None if text is None else _text_or_stdin(text)),
+        ("importance", importance), ("confidence", confidence), ("kind", kind))
+        if value is not None}
     for name, value in (("subject", subject), ("project", project)):
         if value is not None:
             fields[name] = value or None
@@ -172,8 +187,12 @@ def history(ctx: Context, memory_id: str) -> None:
         return
     rows = [(v.seq, v.at, v.change_type.value, v.status.value if v.status else "",
              f"{v.importance:.2f}" if v.importance is not None else "",
-             "[redacted]" if v.redacted else (v.text or "")) for v in versions]
-    click.echo(table(rows, ["seq", "at", "change", "status", "importance", "text"]))
+             "[redacted]" if v.redacted else (v.text or ""),
+             # what the row does not hold, its reason says ("tags [a] -> [b]")
+             (v.reason or "").removeprefix(f"{v.change_type.value}: ")
+             if (v.reason or "").startswith(f"{v.change_type.value}: ") else "")
+            for v in versions]
+    click.echo(table(rows, ["seq", "at", "change", "status", "importance", "text", "also"]))
 
 
 @cli.group(name="import")
