@@ -87,7 +87,9 @@ class BackupInfo:
 def backup(ctx: StoreContext, directory: str | os.PathLike[str]) -> BackupInfo:
     """Write a consistent snapshot of the store to ``directory`` (new or empty)."""
     engine = ctx.engine
-    with staged_directory(Path(directory), what="backup directory") as scratch:
+    _outside_the_store(Path(directory), engine.path)
+    with staged_directory(Path(directory), what="backup directory",
+                          make_parents=True) as scratch:
         # Pending writes (access counts of recent recalls) land first: inside the
         # snapshot their writer would wait for the lock it holds (30 s, then lost).
         ctx.before_read()
@@ -371,12 +373,14 @@ class _BackupFiles:
 
 
 @contextlib.contextmanager
-def staged_directory(target: Path, *, what: str) -> Iterator[Path]:
+def staged_directory(target: Path, *, what: str, make_parents: bool = False
+                     ) -> Iterator[Path]:
     """A scratch directory beside ``target`` (new or empty) that becomes ``target`` when
     the block succeeds and is removed when it fails, whatever fails (a Kuzu error, an
     interrupt). Scratch directories left by a process that died (kill -9, a crash inside
-    Kuzu) are removed first."""
-    _check_new(target, what=what)
+    Kuzu) are removed first. ``make_parents``: make the directories it goes in (as
+    `export --out` and `draw` do), else refuse."""
+    _check_new(target, what=what, make_parents=make_parents)
     prefix = f".{target.name}.partial-"
     _remove_stale(target.parent, prefix)
     scratch = target.parent / f"{prefix}{os.getpid()}"
@@ -414,7 +418,18 @@ def _remove_stale(parent: Path, prefix: str) -> None:
 
 
 
-def _check_new(path: Path, *, what: str) -> None:
+def _outside_the_store(target: Path, store: str) -> None:
+    """Refuse a backup written inside the store's own directory: a copy there goes with
+    the store's files, and a forget cannot reach into it."""
+    if store == ":memory:" or "://" in store:
+        return
+    home = Path(store).resolve()
+    if target.resolve() == home or home in target.resolve().parents:
+        raise StoreError(f"backup directory {target} is inside the store at {store}; "
+                         "write the backup outside it")
+
+
+def _check_new(path: Path, *, what: str, make_parents: bool = False) -> None:
     try:
         if path.is_symlink():
             raise StoreError(f"{what} {path} is a symbolic link; give the directory it "
@@ -425,7 +440,13 @@ def _check_new(path: Path, *, what: str) -> None:
     except OSError as exc:
         raise StoreError(f"cannot use {what} {path}: {exc.strerror or exc}") from None
     if not path.parent.is_dir():
-        raise StoreError(f"directory {path.parent} does not exist; create it first")
+        if not make_parents:
+            raise StoreError(f"directory {path.parent} does not exist; create it first")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot make directory {path.parent}: "
+                             f"{exc.strerror or exc}") from None
     if not os.access(path.parent, os.W_OK):
         raise StoreError(f"cannot write in {path.parent}: it is not writable")
 

@@ -61,6 +61,11 @@ def test_refusals_leave_nothing_behind(store: MemoryStore, tmp_path: Path) -> No
     store.backup(backup)
     with pytest.raises(StoreError, match="already exists and is not empty"):
         store.backup(backup)
+    # a backup's directories are made; one inside the store's own is refused
+    assert store.backup(tmp_path / "made" / "for" / "it").memories == store.stats().memories
+    for inside in (Path(store.path) / "copy", Path(store.path)):
+        with pytest.raises(StoreError, match="is inside the store at"):
+            store.backup(inside)
     occupied = tmp_path / "occupied"
     occupied.mkdir()
     (occupied / "keep.txt").write_text("mine")

@@ -629,3 +629,22 @@ def test_an_edit_of_fields_a_version_does_not_hold_keeps_their_old_values(
                                "[gamma]; project p1 -> p2")
         store.forget(memory.id, confirm=True)
         assert all(v.reason is None for v in store.history(memory.id))
+
+
+def test_restore_backup_refuses_a_model_other_than_its_backups(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    assert gm(db, "add", "Ana's flat in Porto has a balcony").returncode == 0
+    assert gm(db, "backup", str(tmp_path / "bk")).returncode == 0
+
+    def restore(target: str, spec: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "graphmem", "--db",
+                               str(tmp_path / target), "--embedder", spec, "restore-backup",
+                               str(tmp_path / "bk")], capture_output=True, text=True,
+                              timeout=300)
+
+    other = restore("other", "hashing:128")  # it restored with the backup's model
+    assert other.returncode == 1 and "was embedded with hashing-384" in other.stderr
+    bogus = restore("bogus", "bogus")
+    assert bogus.returncode == 1 and "unknown embedder 'bogus'" in bogus.stderr
+    assert not (tmp_path / "other").exists() and not (tmp_path / "bogus").exists()
+    assert restore("same", "hashing").returncode == 0

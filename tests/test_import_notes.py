@@ -129,6 +129,9 @@ def test_a_message_without_text_says_so_and_names_its_keys(tmp_path: Path) -> No
              "message 0: name must be a string, not list"),
             ({"text": "hi", "role": 1}, "messages[0].role",
              "message 0: role must be a string, not int"),
+            # two texts, one kept in silence, before
+            ({"text": "I live in Rome.", "content": "I live in Oslo."}, "messages[0].content",
+             "message 0 has both a text and a content, which differ: give one"),
             ({"content": "x" * 200_001}, "messages[0].content",
              "message 0: content is 200,001 characters long; the limit is 200,000")):
         with MemoryStore(str(tmp_path / "db"), embedder="hashing") as store, \

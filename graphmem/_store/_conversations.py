@@ -831,6 +831,9 @@ def _message(message: Any, index: int) -> dict[str, Any]:
     key = "text" if message.get("text") is not None or "content" not in message \
         else "content"
     text = message.get(key)
+    if key == "text" and message.get("content") not in (None, text):
+        raise InvalidInputError(f"message {index} has both a text and a content, which "
+                                "differ: give one", field=f"messages[{index}].content")
     if text is None:
         raise InvalidInputError(f"message {index} has no text (give it as 'text' or "
                                 f"'content'; its keys are {', '.join(map(str, message))[:80]})",

@@ -53,6 +53,20 @@ def restore_backup_cmd(ctx: Context, directory: str) -> None:
 
 def restore_backup(ctx: Context, directory: str) -> None:
     """Create the database --db from the backup in ``directory``."""
+    if ctx.embedder is not None:
+        # a restored store keeps the model of its backup: another one named is refused
+        # before anything is made, as opening a store with another model is
+        from .._backup import read_manifest
+        from .._embed import embedder_from_spec
+        from .._errors import EmbedderMismatchError
+
+        chosen, made_with = embedder_from_spec(ctx.embedder), read_manifest(directory).embedder
+        if made_with and chosen.name != made_with:
+            raise EmbedderMismatchError(
+                f"backup {directory} was embedded with {made_with}; --embedder "
+                f"{ctx.embedder} is {chosen.name}. Leave --embedder out (a restored store "
+                f"keeps its model) and switch models after with `graphmem --db {ctx.db} "
+                f"reembed --embedder {ctx.embedder}`")
     with working(f"restoring {directory}", enabled=ctx.progress):
         info = MemoryStore.restore_backup(directory, ctx.db, settings=ctx.settings())
     if ctx.json:
