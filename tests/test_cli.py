@@ -55,6 +55,13 @@ def test_cli_round_trip_in_a_real_process(tmp_path: Path) -> None:
     assert stats["memories"] == 302
     target = tmp_path / "exports" / "today" / "export.json"  # its directory made
     assert gm(db, "export", "--out", str(target)).returncode == 0
+    # a file where a directory would go, and no file, are named
+    (tmp_path / "a_file").write_text("x")
+    blocked = gm(db, "export", "--out", str(tmp_path / "a_file" / "x.json"))
+    assert blocked.returncode == 1 and blocked.stderr.startswith(
+        "error: a file, not a directory, in the path of --out: ")
+    assert gm(db, "export", "--out", "").returncode == 2
+    assert gm(db, "recall", "  ").stderr.startswith("error: QUERY is empty")
     assert len(json.loads(target.read_text())) == 302
     # "--out -" is standard output, as for other tools (it wrote a file named "-")
     dashed = subprocess.run([sys.executable, "-m", "graphmem", "--db", str(db), "--embedder",

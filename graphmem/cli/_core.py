@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import errno
 import json
 import sys
 from pathlib import Path
@@ -260,8 +261,16 @@ def export(ctx: Context, fmt: str, owner: str | None, out: str | None) -> None:
     if out is None or out == "-":
         sys.stdout.write(text)
         return
-    Path(out).parent.mkdir(parents=True, exist_ok=True)  # as `draw` does
-    Path(out).write_text(text, encoding="utf-8")
+    if not out.strip():
+        usage("--out names no file: give a file name, or '-' for standard output")
+    try:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)  # as `draw` does
+        Path(out).write_text(text, encoding="utf-8")
+    except FileExistsError as exc:  # a file where a directory of the path would go
+        raise OSError(errno.ENOTDIR, "a file, not a directory, in the path of --out",
+                      exc.filename) from None
+    except OSError as exc:  # named by the file it was writing ("No space left", "/dev/full")
+        raise OSError(exc.errno, exc.strerror, exc.filename or out) from None
     count = len(data) if isinstance(data, list) else len(data["memories"])
     if ctx.json:
         echo_json({"written": out, "format": fmt, "memories": count})

@@ -46,6 +46,8 @@ def recall(ctx: Context, query: str, k: int, preset: str, explain: bool, owner: 
            until: datetime | None, min_similarity: float | None, min_relative: float | None,
            include_archived: bool, record_access: bool) -> None:
     """Recall the memories that best answer QUERY."""
+    if not query.strip():
+        usage("QUERY is empty: say what to recall")
     hits = ctx.api().recall(query, k=k, preset=preset, owner=owner, kinds=list(kinds) or None,
                             as_of=as_of, include_archived=include_archived,
                             record_access=record_access, since=since, until=until,
