@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from graphmem import PRESETS, InvalidInputError, MemoryStore, Status
+from graphmem import PRESETS, InvalidInputError, MemoryStore, Settings, Status
 from graphmem._extract._corrections import (
     Statement,
     bare_take_back,
@@ -374,6 +374,66 @@ def test_a_correction_replaces_the_assistants_echo_of_what_it_corrects(
                         record_access=False)
     assert hits[0].memory.id == new
     assert not {user_said, echo} & {h.memory.id for h in hits}
+
+
+def _live(store: MemoryStore, owner: str) -> dict[str, bool]:
+    """Each memory's text of ``owner``: whether it is live (not superseded)."""
+    return {m.text: not m.superseded_by for m in store.memories(owner=owner)}
+
+
+def test_what_an_echo_is_not(store: MemoryStore, clock: Clock) -> None:
+    """A correction of what the assistant did leaves the user's fact it started from; a
+    reminder of another person's appointment is no echo of this one's; an apology before
+    news corrects nothing; a second correction replaces the echo the first left."""
+    store.add_conversation([
+        "My lease ends in June 2027.",
+        {"role": "assistant", "content": "I've set a reminder to renew your lease in June "
+                                         "2027."},
+        "Please make the reminder April 2027, not June 2027."], session_id="s1", owner="a")
+    assert _live(store, "a")["My lease ends in June 2027."]
+    assert not _live(store, "a")["I've set a reminder to renew your lease in June 2027."]
+    store.add_conversation([
+        {"role": "user", "speaker": "Ana", "content": "My physio session is on the 9th."},
+        {"role": "assistant", "content": "I've set a reminder for Ana's physio session on "
+                                         "the 9th."},
+        {"role": "user", "speaker": "Rui", "content": "My physio session is on the 9th too."},
+        {"role": "user", "speaker": "Rui", "content": "Sorry, mine is on the 10th, not the "
+                                                      "9th."}], session_id="s2", owner="b")
+    assert _live(store, "b")["I've set a reminder for Ana's physio session on the 9th."]
+    store.add_conversation(["My son Noah is coming to the picnic on Sunday.",
+                            "Oops, my bad. I forgot to mention Noah is allergic to kiwi."],
+                           session_id="s3", owner="c")
+    assert _live(store, "c")["My son Noah is coming to the picnic on Sunday."]
+    store.add_conversation([
+        "Lunch with Priya is on Thursday at 1pm.",
+        {"role": "assistant", "content": "I've set a reminder for lunch with Priya at 1pm."},
+        "Correction: lunch with Priya is on Friday, not Thursday.",
+        "And it's at 2pm, not 1pm."], session_id="s4", owner="d")
+    assert not _live(store, "d")["I've set a reminder for lunch with Priya at 1pm."]
+
+
+def test_a_candidate_confirmed_and_corrected_in_one_sitting_is_replaced_once(
+        tmp_path: Path, clock: Clock, settings: Settings) -> None:
+    """A hedge kept as a candidate, said as a plan in a later sitting (which confirms it)
+    and corrected there, was changed twice in one write: the sitting was refused whole.
+    (MiniLM: it reads the plan as the hedge said again.)"""
+    store = MemoryStore(tmp_path / "real", clock=clock, settings=settings)
+    first = store.add_conversation(["I might drive to Bristol at 7am on Sunday."],
+                                   session_id="s1", owner="e")
+    assert first.candidate_ids
+    clock.advance(days=1)
+    store.add_conversation([
+        "I'm driving to Bristol at 7am on Sunday.",
+        {"role": "assistant", "content": "I've set a reminder for the 7am drive to Bristol "
+                                         "on Sunday."},
+        "Correction: the drive is at 8am, not 7am."], session_id="s2", owner="e")
+    live = _live(store, "e")
+    assert live["Correction: the drive is at 8am, not 7am."]
+    assert not live["I've set a reminder for the 7am drive to Bristol on Sunday."]
+    hits = store.recall("what time is the drive to Bristol?", owner="e",
+                        record_access=False)
+    assert "8am" in hits[0].memory.text
+    store.close()
 
 
 def test_a_statement_after_a_bare_take_back_is_the_correction() -> None:

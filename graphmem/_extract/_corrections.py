@@ -17,7 +17,7 @@ from .._kg._scan import finditer, search, starting_at
 from .._text import CLAUSE_MARKS, tokenize
 from ._rules import is_hedge, kin_of, sentences
 
-__all__ = ["NOW_SIMILAR", "Statement", "bare_take_back", "correction_target",
+__all__ = ["NOW_SIMILAR", "Statement", "adds_news", "bare_take_back", "correction_target",
            "correction_targets", "is_correction", "masked",
            "masked_many", "may_replace", "name_blind", "redoes", "says_now", "takes_back"]
 
@@ -627,9 +627,18 @@ def correction_targets(text: str, recent: Sequence[Statement],
     # correction or holding the value taken back, and mostly in the words of the
     # statement corrected; a user's statement is the one corrected, the echo goes too
     corrected = _terms(best[2].text)
+    # ... of whom the correction and the statement corrected speak ("Tom's is on the
+    # 15th" replaces no reminder of the user's own appointment); and not the user's word
+    # when the correction is of what the assistant did ("make the reminder January,
+    # not March" leaves "my passport expires in March")
+    # ... nor of another ("a reminder for Ana's appointment" is none of Tom's)
+    whom = _names(text) & _names(best[2].text)
+    named = _whose(best[2].text) | _whose(text) | _names(best[2].text) | _names(text)
     others = [found for found in scored if found[2].assistant is not best[2].assistant
               and (found[1] or found[0] >= best[0] - ECHO_MARGIN)
-              and _share(_terms(found[2].text), corrected) >= ECHO_SHARE]
+              and _share(_terms(found[2].text), corrected) >= ECHO_SHARE
+              and whom <= _names(found[2].text) and _whose(found[2].text) <= named
+              and not (best[2].assistant and search(_ITS_DOING, text))]
     if redo or not others:
         return (best[2].id,)
     echo = max(others, key=lambda found: found[0])
@@ -645,8 +654,37 @@ ECHO_MARGIN = 1.0
 ECHO_SHARE = 0.4
 
 
+_WHOSE = re.compile(r"\b(?-i:[A-Z])[^\W\d_]+(?=['’]s\b)", re.IGNORECASE)
+
+
+def _whose(text: str) -> set[str]:
+    """The names ``text`` says something is of ("Ana's appointment", "for Tom's")."""
+    return {m.group(0).lower() for m in finditer(_WHOSE, text)}
+
+
 def _share(terms: set[str], of: set[str]) -> float:
     return len(terms & of) / len(terms) if terms else 0.0
+
+
+#: What the assistant did, named by a correction of it ("make the reminder 9am")
+_ITS_DOING = re.compile(r"\b(?:reminders?|remind|alarms?|bookings?|booked|reservations?"
+                        r"|calendar|invites?|notes?|drafts?|lists?|sheet)\b", re.IGNORECASE)
+
+
+_ALSO_FIRST = re.compile(r"^\W*also\b", re.IGNORECASE)
+
+
+def adds_news(text: str) -> bool:
+    """Whether a statement says it adds what was forgotten or not said ("I forgot to
+    mention ...", "... as well", "also ..."), not what it puts right: after a bare take-back
+    ("Oops, my bad.") it is no correction.
+
+    >>> adds_news("I forgot to mention Lily is allergic to peanuts")
+    True
+    >>> adds_news("Mia's parents' evening is on Tuesday as well"), adds_news("It's Tuesday")
+    (True, False)
+    """
+    return bool(search(_FORGOT, text) or search(_ADDS, text) or search(_ALSO_FIRST, text))
 
 
 def bare_take_back(text: str) -> bool:

@@ -259,6 +259,7 @@ class Conversations:
         or change of a memory it updates, made stale meanwhile."""
         from .._extract._corrections import (
             Statement,
+            adds_news,
             bare_take_back,
             correction_target,
             correction_targets,
@@ -373,6 +374,7 @@ class Conversations:
                 # says so only as a whole ("sorry. it's Tuesday."), its first statement
                 said = f.item.text if is_correction(f.item.text) else (
                     f"{own[at - 1]} {f.item.text}" if at and bare_take_back(own[at - 1])
+                    and not adds_news(f.item.text)
                     else f.message["text"] if at == 0 and not any(map(is_correction, own))
                     else "")
                 said = said or (f.item.text if says_now(f.item.text) else "")
@@ -400,9 +402,14 @@ class Conversations:
                                            self._similarity(vectors[n], done, since),
                                            redo=True)
                 targets = (target,) if target else ()
-            if targets and targets[0] not in corrected.values():
-                corrected[memory_id] = targets[0]
-                echoes[memory_id] = list(targets[1:])
+            # each earlier statement is replaced once (the first correction of it): a
+            # second correction of the user's statement still replaces the assistant's
+            # echo of it that the first left
+            taken = {*corrected.values(), *(t for e in echoes.values() for t in e)}
+            fresh = [t for t in targets if t not in taken]
+            if fresh:
+                corrected[memory_id] = fresh[0]
+                echoes[memory_id] = fresh[1:]
             who = _who(f, siblings[f.index], parsed)
             # a correction is about what it corrects: indexed with it
             context = (next(_around(r.message, r.text) if r.message else r.text
@@ -430,6 +437,15 @@ class Conversations:
         batch, result, new_memories = self._memories.plan_merge(
             records, edges=edges, reason=f"conversation {session_id}", actor=actor)
         created_now = {m.memory.id: m.memory for m in new_memories}
+        # a candidate this conversation confirms is corrected as what confirms it: one it
+        # makes active in place stays a candidate, replaced; one a new statement replaces,
+        # that statement (two changes of one memory in one write were refused)
+        confirmed = {old: new for old, new in reinforced.items() if new != old}
+        fixes = [(new, confirmed.get(old, old)) for new, old in
+                 [*corrected.items(), *((new, old) for new, olds in echoes.items()
+                                        for old in olds)]]
+        fixes = list({old: (new, old) for new, old in reversed(fixes) if new != old}.values())
+        in_place = [c for c in in_place if c not in {old for _, old in fixes}]
         changed: list[str] = []
         now = ctx.now()
         read: dict[str, int] = {}  # the stored memories it updates: their versions read
@@ -444,11 +460,7 @@ class Conversations:
         replaced = [(new, old, "reinforced", ChangeType.REINFORCED)
                     for old, new in reinforced.items() if new != old]
         replaced += [(new, old, "correction", ChangeType.CONFLICT_UPDATE)
-                     for new, old in corrected.items()]
-        echoed = {old: new for new, olds in reversed(echoes.items()) for old in olds
-                  if old not in corrected.values()}  # each once, by its first correction
-        replaced += [(new, old, "correction", ChangeType.CONFLICT_UPDATE)
-                     for old, new in echoed.items()]
+                     for new, old in fixes]
         for new, old, reason, change_type in replaced:
             memory = created_now.get(old) or ctx.visible(old, owner)
             if old not in created_now:
@@ -486,7 +498,7 @@ class Conversations:
                          nothing_to_extract=not result.created and not in_place,
                          created_ids=created, candidate_ids=candidates,
                          reinforced_ids=list(reinforced),
-                         corrected_ids=[*corrected.values(), *echoed],
+                         corrected_ids=[old for _, old in fixes],
                          dropped=sorted(dropped), extractor=chosen.name, warnings=warnings)
 
     def _unchanged(self, since: int, read: Mapping[str, int]) -> None:
