@@ -436,6 +436,32 @@ def test_a_candidate_confirmed_and_corrected_in_one_sitting_is_replaced_once(
     store.close()
 
 
+def test_the_same_words_with_another_day_time_or_number_are_no_duplicate(
+        tmp_path: Path, clock: Clock, settings: Settings) -> None:
+    """Within a sitting and against what is stored, a statement as close as a repeat
+    (MiniLM cosine at least ``DUPLICATE``) that says another day, time or number is kept:
+    the moved reminder and the fixed day were dropped as repeats."""
+    with MemoryStore(tmp_path / "real", clock=clock, settings=settings) as store:
+        store.add_conversation([
+            "Remind me about the school play on Tuesday at 4pm.",
+            {"role": "assistant", "content": "I've set a reminder for the school play on "
+                                             "Tuesday at 4pm."},
+            "It moved, it's on Wednesday at 5pm now.",
+            {"role": "assistant", "content": "I've moved your reminder for the school play "
+                                             "to Wednesday at 5pm."},
+            "Sorry, it's Thursday at 6pm.",
+            {"role": "assistant", "content": "I've moved your reminder for the school play "
+                                             "to Thursday at 6pm."},
+            "The vet is on Monday at 9."], session_id="s1", owner="f")
+        clock.advance(days=1)
+        fixed = store.add_conversation(["My mistake. The vet is on Tuesday at 9."],
+                                       session_id="s2", owner="f")
+        live = _live(store, "f")
+        assert live["I've moved your reminder for the school play to Thursday at 6pm."]
+        assert live["The vet is on Tuesday at 9."] and not live["The vet is on Monday at 9."]
+        assert not fixed.dropped
+
+
 def test_a_statement_after_a_bare_take_back_is_the_correction() -> None:
     recent = [Statement("d", "the dentist is on Monday at 9")]
     assert bare_take_back("Scratch that.") and bare_take_back("Oh wait, my mistake!")

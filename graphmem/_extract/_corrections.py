@@ -18,8 +18,8 @@ from .._text import CLAUSE_MARKS, tokenize
 from ._rules import is_hedge, kin_of, sentences
 
 __all__ = ["NOW_SIMILAR", "Statement", "adds_news", "bare_take_back", "correction_target",
-           "correction_targets", "is_correction", "masked",
-           "masked_many", "may_replace", "name_blind", "redoes", "says_now", "takes_back"]
+           "correction_targets", "is_correction", "masked", "masked_many", "may_replace",
+           "name_blind", "redoes", "said_values", "says_now", "takes_back"]
 
 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
@@ -840,6 +840,20 @@ def _names_another(correction: str, text: str) -> bool:
     if named(correction) - said:
         return True
     return any(named(f"not {m.group(1)}") & said for m in finditer(_NEGATED, correction))
+
+
+_CALENDAR_TERM = re.compile(_DAYS, re.IGNORECASE)
+
+
+def said_values(text: str) -> set[str]:
+    """The numbers, days and months ``text`` says ("9", "4pm", "tuesday", "march"): two
+    statements that differ in them say different things, however close in meaning.
+
+    >>> sorted(said_values("The dentist is on Tuesday at 9, not 10:30"))
+    ['10', '30', '9', 'tuesday']
+    """
+    return {t for t in _terms(text) if any(c.isdigit() for c in t)
+            or _CALENDAR_TERM.fullmatch(t)}
 
 
 def _values(text: str) -> set[str]:

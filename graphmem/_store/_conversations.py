@@ -266,6 +266,7 @@ class Conversations:
             is_correction,
             may_replace,
             redoes,
+            said_values,
             says_now,
             takes_back,
         )
@@ -344,8 +345,11 @@ class Conversations:
             close = matvec(kept[:n_kept], vectors[n])
             if n_kept and float(close.max()) >= DUPLICATE and any(
                     not said.about_another(f.item.text, f.message["speaker"])
+                    and said_values(said.text) == said_values(f.item.text)
                     for said in (kept_as[row] for row in np.flatnonzero(close >= DUPLICATE))):
-                # the same words again; another speaker's of themselves are theirs
+                # the same words again (not another day, time or number: "moved it to
+                # Wednesday at 5" after "to Tuesday at 4"); another speaker's of
+                # themselves are theirs
                 dropped.append((f.index, "duplicate within the conversation"))
                 continue
             kept[n_kept] = vectors[n]
@@ -715,6 +719,7 @@ class Conversations:
         owner's current memories are embedded again, without context, and compared by
         cosine. Given each text's ``speakers``, what another speaker said of themselves
         is neither (Ana's "I live in Linz" after Tom's is hers to keep)."""
+        from .._extract._corrections import said_values
         from .._extract._rules import DUPLICATE
 
         index = self._index.ensure_index()
@@ -762,8 +767,9 @@ class Conversations:
                     continue
             similar = matvec(np.array([near_vectors[m.id] for m in others]), vectors[row])
             by_id = {m.id: float(c) for m, c in zip(others, similar, strict=True)}
-            best_active = max(((c, i) for i, c in by_id.items() if active[index.pos[i]]),
-                              default=(0.0, ""))
+            values = said_values(text)
+            best_active = max(((c, i) for i, c in by_id.items() if active[index.pos[i]]
+                               and said_values(near[i].text) == values), default=(0.0, ""))
             if best_active[0] >= DUPLICATE:
                 duplicates[row] = best_active[1]
                 continue
@@ -771,7 +777,10 @@ class Conversations:
             best_weak = max(((c, -index.created[index.pos[i]], i) for i, c in by_id.items()
                              if candidate[index.pos[i]]), default=(0.0, 0.0, ""))
             if best_weak[0] >= REINFORCE:
-                reinforced[row] = (best_weak[2], best_weak[0])
+                # (said with other values, it is said anew: it replaces the candidate)
+                cosine = best_weak[0] if said_values(near[best_weak[2]].text) == values \
+                    else min(best_weak[0], DUPLICATE - 1e-6)
+                reinforced[row] = (best_weak[2], cosine)
         return duplicates, reinforced
 
     def correct(self, memory_id: str, new_text: str, *, owner: str | None = None,
