@@ -622,16 +622,15 @@ def correction_targets(text: str, recent: Sequence[Statement],
         return ()
     # the best overlap, then the most recent (``max`` keeps the first of equals)
     best = max(scored, key=lambda found: found[0])
-    # the same thing said by the other side: the assistant's echo of what the user said
-    # (or the user's words the assistant's statement repeated), as close to the
-    # correction or holding the value taken back, and mostly in the words of the
-    # statement corrected; a user's statement is the one corrected, the echo goes too
+    # The same thing said by the other side goes too (the assistant's echo of what the
+    # user said, or the user's words the assistant's statement repeated; a user's
+    # statement is the one corrected): as close to the correction or holding the value
+    # taken back; mostly in the words of the statement corrected; naming whom the
+    # correction and that statement name ("Tom's is on the 15th") and no one else ("a
+    # reminder for Ana's appointment"); and no user's word when the correction is of what
+    # the assistant did ("make the reminder January, not March" leaves "my passport
+    # expires in March").
     corrected = _terms(best[2].text)
-    # ... of whom the correction and the statement corrected speak ("Tom's is on the
-    # 15th" replaces no reminder of the user's own appointment); and not the user's word
-    # when the correction is of what the assistant did ("make the reminder January,
-    # not March" leaves "my passport expires in March")
-    # ... nor of another ("a reminder for Ana's appointment" is none of Tom's)
     whom = _names(text) & _names(best[2].text)
     named = _whose(best[2].text) | _whose(text) | _names(best[2].text) | _names(text)
     others = [found for found in scored if found[2].assistant is not best[2].assistant
