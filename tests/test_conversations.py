@@ -401,9 +401,12 @@ def test_what_an_echo_is_not(store: MemoryStore, clock: Clock) -> None:
                                                       "9th."}], session_id="s2", owner="b")
     assert _live(store, "b")["I've set a reminder for Ana's physio session on the 9th."]
     store.add_conversation(["My son Noah is coming to the picnic on Sunday.",
-                            "Oops, my bad. I forgot to mention Noah is allergic to kiwi."],
-                           session_id="s3", owner="c")
+                            "Oops, my bad. I forgot to mention Noah is allergic to kiwi.",
+                            "Zoe has a swimming lesson on Friday at 6.",
+                            "Oh wait! I forgot to say, Noah has a piano lesson on Friday at "
+                            "5."], session_id="s3", owner="c")
     assert _live(store, "c")["My son Noah is coming to the picnic on Sunday."]
+    assert _live(store, "c")["Zoe has a swimming lesson on Friday at 6."]
     store.add_conversation([
         "Lunch with Priya is on Thursday at 1pm.",
         {"role": "assistant", "content": "I've set a reminder for lunch with Priya at 1pm."},

@@ -376,9 +376,9 @@ class Conversations:
                 # the statement that says it corrects; the one after a statement that
                 # only takes back ("Scratch that. It's Tuesday."); or, when the message
                 # says so only as a whole ("sorry. it's Tuesday."), its first statement
-                said = f.item.text if is_correction(f.item.text) else (
+                said = f.item.text if is_correction(f.item.text) else "" if adds_news(
+                    f.item.text) else (  # "[oh wait!] I forgot to say ..." takes nothing back
                     f"{own[at - 1]} {f.item.text}" if at and bare_take_back(own[at - 1])
-                    and not adds_news(f.item.text)
                     else f.message["text"] if at == 0 and not any(map(is_correction, own))
                     else "")
                 said = said or (f.item.text if says_now(f.item.text) else "")
