@@ -618,6 +618,15 @@ def test_add_dash_reads_the_text_from_standard_input(tmp_path: Path) -> None:
                             input="\ufeffAna's flat in Faro has a garden\n",
                             capture_output=True, text=True, timeout=300)
     assert json.loads(edited.stdout)["text"] == "Ana's flat in Faro has a garden"
+    # Windows line ends are line ends; a closed standard input is said to be one
+    crlf = subprocess.run([sys.executable, "-m", "graphmem", "--db", str(db), "--embedder",
+                           "hashing", "--json", "add", "-"], input=b"one line\r\ntwo\r\n",
+                          capture_output=True, timeout=300)
+    assert json.loads(crlf.stdout)["text"] == "one line\ntwo"
+    closed = subprocess.run([sys.executable, "-m", "graphmem", "--db", str(db), "--embedder",
+                             "hashing", "add", "-"], stdin=subprocess.DEVNULL,
+                            capture_output=True, timeout=300, preexec_fn=lambda: os.close(0))
+    assert closed.returncode == 2 and b"standard input, which is closed" in closed.stderr
 
 
 def test_an_edit_of_fields_a_version_does_not_hold_keeps_their_old_values(

@@ -463,6 +463,24 @@ def test_the_same_words_with_another_day_time_or_number_are_no_duplicate(
         assert live["I've moved your reminder for the school play to Thursday at 6pm."]
         assert live["The vet is on Tuesday at 9."] and not live["The vet is on Monday at 9."]
         assert not fixed.dropped
+        # the same values written otherwise are the same: a repeat is still dropped
+        again = store.add_conversation(["the vet is on tuesday at nine"],
+                                       session_id="s3", owner="f")
+        assert again.dropped and not again.created_ids
+        # the same transcript imported under another session id, at the same times,
+        # brings nothing back (what it corrected came again, as new, when only the
+        # values of the newer statement stopped it)
+        transcript = [
+            "Remind me about the bake sale on Monday at 2pm.",
+            {"role": "assistant", "content": "I've set a reminder for the bake sale on "
+                                             "Monday at 2pm."},
+            "It moved, it's on Tuesday at 3pm now.",
+            {"role": "assistant", "content": "I've moved your reminder for the bake sale to "
+                                             "Tuesday at 3pm."}]
+        for session, new in (("t1", True), ("t2", False)):
+            done = store.add_conversation(transcript, session_id=session, owner="g",
+                                          timestamp=clock.now)
+            assert bool(done.created_ids) is new
 
 
 def test_a_statement_after_a_bare_take_back_is_the_correction() -> None:

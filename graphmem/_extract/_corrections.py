@@ -841,18 +841,40 @@ def _names_another(correction: str, text: str) -> bool:
     return any(named(f"not {m.group(1)}") & said for m in finditer(_NEGATED, correction))
 
 
-_CALENDAR_TERM = re.compile(_DAYS, re.IGNORECASE)
+#: A number as written in digits (a thousands separator left out: "1,500" is 1500), or
+#: in words up to twelve; a day or a month by its name or usual abbreviation ("May" with
+#: its capital alone: "I may" is no month).
+_DIGITS = re.compile(r"\d+(?:[,.]\d{3}(?!\d))*")
+_NUMBER_WORDS = {w: str(n) for n, w in enumerate((
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve"))}
+_CALENDAR_NAME = re.compile(
+    r"\b(?:(?P<day>mon|tues|wednes|thurs|fri|satur|sun)days?"
+    r"|(?-i:(?P<short>Mon|Tue|Tues|Wed|Thu|Thur|Thurs|Fri|Sat|Sun))"
+    r"|(?P<month>jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec)(?:uary|ruary|ch|il|e|y|ust"
+    r"|t|tember|ober|ember)?|(?-i:(?P<may>May)))\b", re.IGNORECASE)
+_NUMBER_WORD = re.compile(r"\b(?:" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
 
 
 def said_values(text: str) -> set[str]:
-    """The numbers, days and months ``text`` says ("9", "4pm", "tuesday", "march"): two
-    statements that differ in them say different things, however close in meaning.
+    """The numbers, days and months ``text`` says, however written ("5pm" and "5 pm",
+    "two" and "2", "Wed" and "Wednesday" alike): two statements that differ in them say
+    different things, however close in meaning.
 
-    >>> sorted(said_values("The dentist is on Tuesday at 9, not 10:30"))
-    ['10', '30', '9', 'tuesday']
+    >>> sorted(said_values("The dentist is on Tuesdays at 9, not 10:30"))
+    ['10', '30', '9', 'tue']
+    >>> said_values("two cats, $1,500, Wed at 5pm") == said_values(
+    ...     "2 cats, $1500, Wednesday at 5 pm")
+    True
+    >>> said_values("I may get married at the market in Marseille")
+    set()
     """
-    return {t for t in _terms(text) if any(c.isdigit() for c in t)
-            or _CALENDAR_TERM.fullmatch(t)}
+    found = {m.group(0).replace(",", "").replace(".", "") for m in finditer(_DIGITS, text)}
+    found |= {_NUMBER_WORDS[m.group(0).lower()] for m in finditer(_NUMBER_WORD, text)}
+    for m in finditer(_CALENDAR_NAME, text):
+        found.add((m.group("day") or m.group("short") or m.group("month") or "may")
+                  .lower()[:3])
+    return found
 
 
 def _values(text: str) -> set[str]:

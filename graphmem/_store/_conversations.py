@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import math
 import re
 import threading
 from collections import OrderedDict
@@ -320,7 +321,9 @@ class Conversations:
         duplicates, similar = self._match_existing(vectors, [f.item.text for f in found],
                                                    owner, session_id, since=since,
                                                    speakers=[f.message["speaker"]
-                                                             for f in found])
+                                                             for f in found],
+                                                   times=[f.message["timestamp"] or base_time
+                                                          for f in found])
         recent = self._recent_statements(owner)
         records: list[MemoryInput] = []
         candidates: list[str] = []
@@ -711,7 +714,8 @@ class Conversations:
 
     def _match_existing(self, vectors: np.ndarray, texts: Sequence[str],
                         owner: str | None, session: str, *, since: int | None = None,
-                        speakers: Sequence[str | None] | None = None
+                        speakers: Sequence[str | None] | None = None,
+                        times: Sequence[datetime] | None = None
                         ) -> tuple[dict[int, str], dict[int, tuple[str, float]]]:
         """For each new text: an existing active memory it duplicates, or a candidate of
         another session it reinforces (with their cosine). Stored vectors include each
@@ -737,9 +741,13 @@ class Conversations:
         # what this very sitting said and a correction replaced since: said again (the
         # same transcript imported again), it is a repeat, not a new statement; said in
         # another sitting, it is said anew ("I moved back to Lisbon")
-        active |= owners & ~current & this_session & (index.status[:n] != STATUS_CODE[
-            "forgotten"])
-        eligible = active | candidate
+        said_before = owners & ~current & (index.status[:n] != STATUS_CODE["forgotten"])
+        active |= said_before & this_session
+        # ... and what another sitting said at the very same time, replaced since, is the
+        # same transcript imported under another session id: a repeat too (said again
+        # later, it is said anew)
+        replaced = said_before & ~this_session
+        eligible = active | candidate | (replaced if times is not None else False)
         duplicates: dict[int, str] = {}
         reinforced: dict[int, tuple[str, float]] = {}
         # one read and one embedding of each neighbour, however many statements share it
@@ -768,7 +776,10 @@ class Conversations:
             similar = matvec(np.array([near_vectors[m.id] for m in others]), vectors[row])
             by_id = {m.id: float(c) for m, c in zip(others, similar, strict=True)}
             values = said_values(text)
-            best_active = max(((c, i) for i, c in by_id.items() if active[index.pos[i]]
+            at = times[row].timestamp() if times is not None else math.nan
+            best_active = max(((c, i) for i, c in by_id.items()
+                               if (active[index.pos[i]] or (replaced[index.pos[i]] and
+                                                            index.created[index.pos[i]] == at))
                                and said_values(near[i].text) == values), default=(0.0, ""))
             if best_active[0] >= DUPLICATE:
                 duplicates[row] = best_active[1]

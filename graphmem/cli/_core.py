@@ -106,9 +106,11 @@ def add(ctx: Context, text: str, kind: str, subject: str | None, importance: flo
 
 def _text_or_stdin(text: str) -> str:
     """A text argument, or for '-' standard input's: UTF-8 (a byte order mark left out),
-    without the line end that ends it."""
+    its line ends as '\\n', without the one that ends it."""
     if text != "-":
         return text
+    if sys.stdin is None:
+        usage("'-' reads the text from standard input, which is closed")
     data = sys.stdin.buffer.read()
     mark = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
@@ -116,7 +118,7 @@ def _text_or_stdin(text: str) -> str:
     except UnicodeDecodeError as exc:
         at = mark + exc.start  # in the input as given
         usage(f"standard input is not UTF-8 text (byte {at + 1}: {data[at:at + 1]!r})")
-    return read.rstrip("\r\n")
+    return read.replace("\r\n", "\n").rstrip("\r\n")  # a line end as the argument's
 
 
 @cli.command()
