@@ -331,6 +331,7 @@ class Conversations:
         in_place: list[str] = []           # candidates that become active as they are
         corrected: dict[str, str] = {}     # memory id -> the id of the one it corrects
         echoes: dict[str, list[str]] = {}  # ... and of what repeated that, replaced with it
+        taken: set[str] = set()            # ... the ids of both
         kept = np.empty_like(vectors)  # rows 0 .. n_kept - 1: the texts kept so far
         kept_as: list[Statement] = []  # ... and who said them
         n_kept = 0
@@ -412,11 +413,11 @@ class Conversations:
             # each earlier statement is replaced once (the first correction of it): a
             # second correction of the user's statement still replaces the assistant's
             # echo of it that the first left
-            taken = {*corrected.values(), *(t for e in echoes.values() for t in e)}
             fresh = [t for t in targets if t not in taken]
             if fresh:
                 corrected[memory_id] = fresh[0]
                 echoes[memory_id] = fresh[1:]
+                taken.update(fresh)
             who = _who(f, siblings[f.index], parsed)
             # a correction is about what it corrects: indexed with it
             context = (next(_around(r.message, r.text) if r.message else r.text
