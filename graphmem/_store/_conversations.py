@@ -756,6 +756,13 @@ class Conversations:
         # statement's few at a time (by key: all of a sitting's at once may be a scan)
         near: dict[str, Memory] = {}
         near_vectors: dict[str, np.ndarray] = {}
+        near_values: dict[str, set[str]] = {}
+
+        def values_of(memory: Memory) -> set[str]:
+            if memory.id not in near_values:
+                near_values[memory.id] = said_values(memory.text)
+            return near_values[memory.id]
+
         for row, text in enumerate(texts):
             top = lexical_neighbours(index, text, owner=owner, eligible=eligible,
                                      limit=_SIMILAR)
@@ -776,13 +783,15 @@ class Conversations:
                     continue
             similar = matvec(np.array([near_vectors[m.id] for m in others]), vectors[row])
             by_id = {m.id: float(c) for m, c in zip(others, similar, strict=True)}
-            values = said_values(text)
             at = times[row].timestamp() if times is not None else math.nan
-            best_active = max(((c, i) for i, c in by_id.items()
-                               if (active[index.pos[i]] or (replaced[index.pos[i]] and
+            # the values of the text and of each close neighbour, read only for those
+            # (a neighbour's once, however many texts it is close to)
+            values = said_values(text) if max(by_id.values()) >= REINFORCE else None
+            best_active = max(((c, i) for i, c in by_id.items() if c >= DUPLICATE
+                               and (active[index.pos[i]] or (replaced[index.pos[i]] and
                                                             index.created[index.pos[i]] == at))
-                               and said_values(near[i].text) == values), default=(0.0, ""))
-            if best_active[0] >= DUPLICATE:
+                               and values_of(near[i]) == values), default=None)
+            if best_active is not None:
                 duplicates[row] = best_active[1]
                 continue
             # The most similar candidate; among equals, the oldest (a stable lineage).
@@ -790,7 +799,7 @@ class Conversations:
                              if candidate[index.pos[i]]), default=(0.0, 0.0, ""))
             if best_weak[0] >= REINFORCE:
                 # (said with other values, it is said anew: it replaces the candidate)
-                cosine = best_weak[0] if said_values(near[best_weak[2]].text) == values \
+                cosine = best_weak[0] if values_of(near[best_weak[2]]) == values \
                     else min(best_weak[0], DUPLICATE - 1e-6)
                 reinforced[row] = (best_weak[2], cosine)
         return duplicates, reinforced
